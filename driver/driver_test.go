@@ -1,0 +1,169 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+)
+
+func TestMuxUnknownSchemeListsKnown(t *testing.T) {
+	var m driver.Mux
+	m.Register("alpha", func(context.Context, *url.URL) (driver.Bucket, string, error) { return mem.New(), "", nil })
+	m.Register("beta", func(context.Context, *url.URL) (driver.Bucket, string, error) { return mem.New(), "", nil })
+	_, _, err := m.Open(context.Background(), "gamma://b/p")
+	if !errors.Is(err, driver.ErrUnknownScheme) {
+		t.Fatalf("err = %v, want ErrUnknownScheme", err)
+	}
+	if !strings.Contains(err.Error(), "alpha, beta") {
+		t.Errorf("error %q does not list the registered schemes", err)
+	}
+}
+
+func TestMuxRegisterTwicePanics(t *testing.T) {
+	var m driver.Mux
+	open := func(context.Context, *url.URL) (driver.Bucket, string, error) { return nil, "", nil }
+	m.Register("x", open)
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second Register of one scheme did not panic")
+		}
+	}()
+	m.Register("X", open)
+}
+
+func TestOpenReturnsPrefix(t *testing.T) {
+	b, prefix, err := driver.Open(context.Background(), "mem://shared/backups/db1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix != "backups/db1" {
+		t.Errorf("prefix = %q", prefix)
+	}
+	b2, _, err := driver.Open(context.Background(), "mem://shared/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b != b2 {
+		t.Error("two opens of one mem NAME gave different buckets")
+	}
+}
+
+func TestOpenRefusesUnknownParameter(t *testing.T) {
+	_, _, err := driver.Open(context.Background(), "mem://b/p?regoin=us-east-1")
+	if err == nil || !strings.Contains(err.Error(), `"regoin"`) {
+		t.Fatalf("err = %v, want a refusal naming the parameter", err)
+	}
+}
+
+func TestErrorsRedactSecrets(t *testing.T) {
+	for _, raw := range []string{
+		"nosuch://AKIAEXAMPLE:hunter2@bucket/p?secret_key=hunter2",
+		"mem://b/p?token=hunter2",
+		"nosuch://b/p?sig=hunter2&sv=2020",
+		"nosuch://user:hunter2@b/%zz",
+	} {
+		_, _, err := driver.Open(context.Background(), raw)
+		if err == nil {
+			t.Fatalf("Open(%q) succeeded", raw)
+		}
+		if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "AKIAEXAMPLE") {
+			t.Errorf("error shows a secret: %v", err)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	cases := map[string]string{
+		"s3://bkt/p?region=eu-west-1":          "s3://bkt/p?region=eu-west-1",
+		"s3://k:s@bkt/p":                       "s3://REDACTED@bkt/p",
+		"azblob://c/p?account=a&sig=xyz":       "azblob://c/p?account=a&sig=REDACTED",
+		"minio://h:9000/b?access_key=AK&tls=0": "minio://h:9000/b?access_key=REDACTED&tls=0",
+		"gs://b/p\x7f?token=s":                 "gs://REDACTED",
+	}
+	for in, want := range cases {
+		if got := driver.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestFakeVersion(t *testing.T) {
+	for _, v := range []driver.Version{`"9b2cf535f27731c974343645a3985328"`, "1700000000000009", "0x8DCBA9F00FF", "m12", ""} {
+		f := driver.FakeVersion(v)
+		if f == v || len(f) == 0 {
+			t.Errorf("FakeVersion(%q) = %q", v, f)
+		}
+		if len(v) > 0 && len(f) != len(v) {
+			t.Errorf("FakeVersion(%q) = %q changes the length", v, f)
+		}
+	}
+	if f := driver.FakeVersion("9"); f == "0" {
+		t.Error("a generation number became 0, which means 'absent' to GCS")
+	}
+}
+
+func TestOpErrorChain(t *testing.T) {
+	service := errors.New("412 PreconditionFailed")
+	err := error(&driver.OpError{Driver: "s3", Op: "put", Key: "p/LEASE", Cond: driver.IfAbsent(), Kind: driver.ErrPrecondition, Err: service})
+	if !errors.Is(err, driver.ErrPrecondition) || !errors.Is(err, service) {
+		t.Fatal("the chain lost the kind or the service error")
+	}
+	want := "s3: put p/LEASE (If-None-Match: *): precondition failed: 412 PreconditionFailed"
+	if err.Error() != want {
+		t.Errorf("message %q, want %q", err.Error(), want)
+	}
+}
+
+func TestReadAllBounded(t *testing.T) {
+	b := mem.New()
+	ctx := context.Background()
+	if _, err := b.Put(ctx, "big", make([]byte, 2048), driver.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := driver.ReadAll(ctx, b, "big", 1024); !errors.Is(err, driver.ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+	if data, _, err := driver.ReadAll(ctx, b, "big", 2048); err != nil || len(data) != 2048 {
+		t.Fatalf("ReadAll at the limit: %d bytes, %v", len(data), err)
+	}
+}
+
+func ExampleOpen() {
+	// Importing a driver package registers its scheme:
+	//	import _ "github.com/mushroomdb/bucketlease/driver/s3"
+	b, prefix, err := driver.Open(context.Background(), "mem://example/backups/db1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(prefix, b.Capabilities().Exclusion)
+	// Output: backups/db1 conditional
+}
+
+func ExampleRegister() {
+	// A third-party driver registers its scheme once, from init:
+	//
+	//	func init() { driver.Register("myfs", openMyFS) }
+	//
+	// Here a mux of its own keeps the example off the process-wide one.
+	var m driver.Mux
+	m.Register("myfs", func(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+		if _, err := driver.Params(u, "region"); err != nil {
+			return nil, "", err
+		}
+		return mem.New(), u.Path, nil
+	})
+	_, prefix, err := m.Open(context.Background(), "myfs://bucket/a/b?region=x")
+	fmt.Println(prefix, err)
+	_, _, err = m.Open(context.Background(), "myfs://bucket/a/b?regoin=x")
+	fmt.Println(err)
+	// Output:
+	// a/b <nil>
+	// open myfs://bucket/a/b?regoin=x: unknown query parameter "regoin"; allowed: region
+}

@@ -1,0 +1,76 @@
+package driver
+
+import (
+	"errors"
+	"strings"
+)
+
+// The conditions a caller acts on. Drivers report them inside an *OpError
+// (or any error that wraps them); callers test with errors.Is.
+var (
+	// ErrNotExist: Get of a key that does not exist.
+	ErrNotExist = errors.New("object does not exist")
+
+	// ErrPrecondition: the write's condition did not hold. It covers
+	// IfAbsent on an existing key, IfMatch with another version, and IfMatch
+	// on a missing key, whatever status code the service used.
+	ErrPrecondition = errors.New("precondition failed")
+
+	// ErrUnsupported: the service cannot express the requested condition.
+	ErrUnsupported = errors.New("condition not supported by this service")
+
+	// ErrTooLarge: an object was larger than the reader's bound (ReadAll).
+	ErrTooLarge = errors.New("object too large")
+)
+
+// OpError is the error a driver returns from a failed operation. It keeps
+// the classification (Kind, one of the sentinels above or nil when the
+// failure is something else, such as a network error) and the service's own
+// error (Err) side by side, so both errors.Is(err, ErrPrecondition) and
+// errors.As(err, &someSDKError) work.
+type OpError struct {
+	Driver string    // the driver's name, such as "s3"
+	Op     string    // "get", "put" or "delete"
+	Key    string    // the object key
+	Cond   Condition // the condition of a put or delete
+	Kind   error     // ErrNotExist, ErrPrecondition, ErrUnsupported, ErrTooLarge or nil
+	Err    error     // the underlying error, if any
+}
+
+// Error says what failed, on which key, under which condition, and why.
+func (e *OpError) Error() string {
+	var sb strings.Builder
+	if e.Driver != "" {
+		sb.WriteString(e.Driver)
+		sb.WriteString(": ")
+	}
+	sb.WriteString(e.Op)
+	sb.WriteString(" ")
+	sb.WriteString(e.Key)
+	if !e.Cond.Unconditional() {
+		sb.WriteString(" (")
+		sb.WriteString(e.Cond.String())
+		sb.WriteString(")")
+	}
+	if e.Kind != nil {
+		sb.WriteString(": ")
+		sb.WriteString(e.Kind.Error())
+	}
+	if e.Err != nil {
+		sb.WriteString(": ")
+		sb.WriteString(e.Err.Error())
+	}
+	return sb.String()
+}
+
+// Unwrap returns the classification and the underlying error.
+func (e *OpError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}

@@ -1,0 +1,212 @@
+//go:build unix
+
+package file_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
+)
+
+const helperEnv = "BUCKETLEASE_FILE_HELPER_DIR"
+
+// TestHelperProcess is not a test: TestAcrossProcesses runs the test binary
+// again with helperEnv set, and this function does one process's share of
+// the work there.
+func TestHelperProcess(t *testing.T) {
+	dir := os.Getenv(helperEnv)
+	if dir == "" {
+		t.Skip("helper process for TestAcrossProcesses")
+	}
+	ctx := context.Background()
+	b, err := file.Open(dir)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	// One racer for the contested key.
+	if _, err := b.Put(ctx, "contested", []byte(strconv.Itoa(os.Getpid())), driver.IfAbsent()); err == nil {
+		fmt.Println("won")
+	} else if !errors.Is(err, driver.ErrPrecondition) {
+		fmt.Println("error:", err)
+		os.Exit(2)
+	}
+	for done := 0; done < 25; {
+		rc, v, err := b.Get(ctx, "counter")
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+		data, _ := io.ReadAll(rc)
+		rc.Close()
+		n, _ := strconv.Atoi(string(data))
+		_, err = b.Put(ctx, "counter", []byte(strconv.Itoa(n+1)), driver.IfMatch(v))
+		switch {
+		case err == nil:
+			done++
+		case !errors.Is(err, driver.ErrPrecondition):
+			fmt.Println("error:", err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(0)
+}
+
+// TestAcrossProcesses runs four OS processes against one directory: one
+// IfAbsent winner among them, and no compare-and-swap increment lost.
+func TestAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := b.Put(ctx, "counter", []byte("0"), driver.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	const procs = 4
+	outs := make([]*bytes.Buffer, procs)
+	cmds := make([]*exec.Cmd, procs)
+	for i := range procs {
+		cmds[i] = exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+		cmds[i].Env = append(os.Environ(), helperEnv+"="+dir)
+		outs[i] = new(bytes.Buffer)
+		cmds[i].Stdout = outs[i]
+		cmds[i].Stderr = outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	winners := 0
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
+		}
+		winners += strings.Count(outs[i].String(), "won")
+	}
+	if winners != 1 {
+		t.Errorf("%d processes won the IfAbsent race; exactly one should", winners)
+	}
+	rc, _, err := b.Get(ctx, "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(data) != strconv.Itoa(procs*25) {
+		t.Errorf("counter is %s after %d increments: updates were lost", data, procs*25)
+	}
+}
+
+func TestVersionChangesOnIdenticalWrite(t *testing.T) {
+	b, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v1, err := b.Put(ctx, "k", []byte("same"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := b.Put(ctx, "k", []byte("same"), driver.IfMatch(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1 == v2 {
+		t.Fatalf("two writes of the same bytes share version %q", v1)
+	}
+	if _, err := b.Put(ctx, "k", []byte("same"), driver.IfMatch(v1)); !errors.Is(err, driver.ErrPrecondition) {
+		t.Fatalf("IfMatch with the first version after an identical rewrite: %v, want ErrPrecondition", err)
+	}
+}
+
+// TestTornWriteLeavesOldObject simulates a crash mid-write: a temporary file
+// abandoned half-written must not change what readers see.
+func TestTornWriteLeavesOldObject(t *testing.T) {
+	dir := t.TempDir()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v, err := b.Put(ctx, "k", []byte("complete"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, ".bucketlease", "tmp", "put-crashed")
+	if err := os.WriteFile(tmp, []byte("bucketlease-object v1 0123"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc, gv, err := b.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(data) != "complete" || gv != v {
+		t.Fatalf("after an abandoned write: %q at %q, want %q at %q", data, gv, "complete", v)
+	}
+}
+
+func TestHandWrittenFileIsReadable(t *testing.T) {
+	dir := t.TempDir()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "LEASE"), []byte("{garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rc, v, err := b.Get(ctx, "LEASE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(data) != "{garbage" || v == "" {
+		t.Fatalf("hand-written file read as %q at %q", data, v)
+	}
+	if _, err := b.Put(ctx, "LEASE", []byte("{}"), driver.IfMatch(v)); err != nil {
+		t.Fatalf("IfMatch with the derived version of a hand-written file: %v", err)
+	}
+}
+
+func TestKeysCannotEscape(t *testing.T) {
+	b, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"../x", "a/../../x", "/etc/passwd", ".bucketlease/locks/x", "a//b", ""} {
+		if _, err := b.Put(context.Background(), k, []byte("x"), driver.Condition{}); err == nil {
+			t.Errorf("Put accepted key %q", k)
+		}
+	}
+}
+
+func TestOpenURL(t *testing.T) {
+	dir := t.TempDir()
+	b, prefix, err := driver.Open(context.Background(), "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix != "" || b == nil {
+		t.Fatalf("prefix %q", prefix)
+	}
+	for _, bad := range []string{"file://relative/dir", "file:///" + dir + "?mode=fast"} {
+		if _, _, err := driver.Open(context.Background(), bad); err == nil {
+			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,196 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// An Opener opens the bucket a URL names and returns it with the key prefix
+// the URL selects (no leading or trailing slash; empty for the bucket's
+// root). It validates the URL's query with Params, so that a misspelled
+// parameter is refused rather than ignored. It must take credentials from
+// the service's usual sources (environment, profile, workload identity),
+// never from the URL.
+type Opener func(ctx context.Context, u *url.URL) (b Bucket, prefix string, err error)
+
+// A Mux maps URL schemes to Openers. The zero value is an empty Mux ready to
+// use; tests build their own. Register and Open use the process-wide Mux
+// that drivers register into from their init functions.
+type Mux struct {
+	mu      sync.RWMutex
+	openers map[string]Opener
+}
+
+// Register makes opener available for URLs with the given scheme. It panics
+// if scheme is empty, opener is nil, or the scheme is already registered,
+// as database/sql.Register does: two drivers claiming one scheme is a
+// programming error.
+func (m *Mux) Register(scheme string, opener Opener) {
+	if scheme == "" || opener == nil {
+		panic("driver: Register with an empty scheme or a nil opener")
+	}
+	scheme = strings.ToLower(scheme)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.openers[scheme]; dup {
+		panic("driver: Register called twice for scheme " + scheme)
+	}
+	if m.openers == nil {
+		m.openers = make(map[string]Opener)
+	}
+	m.openers[scheme] = opener
+}
+
+// Schemes returns the registered schemes, sorted.
+func (m *Mux) Schemes() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := make([]string, 0, len(m.openers))
+	for k := range m.openers {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// ErrUnknownScheme is wrapped by Open's error for a URL whose scheme no
+// driver registered.
+var ErrUnknownScheme = errors.New("unknown URL scheme")
+
+// Open opens the bucket named by rawURL with the Opener registered for its
+// scheme and returns it with the URL's key prefix. Errors show the URL with
+// its secrets redacted.
+func (m *Mux) Open(ctx context.Context, rawURL string) (Bucket, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error repeats the raw URL; do not pass it on.
+		return nil, "", fmt.Errorf("open %s: not a valid URL", Redact(rawURL))
+	}
+	if u.Scheme == "" {
+		return nil, "", fmt.Errorf("open %s: the URL has no scheme; use one of %s",
+			Redact(rawURL), strings.Join(m.Schemes(), ", "))
+	}
+	m.mu.RLock()
+	opener := m.openers[strings.ToLower(u.Scheme)]
+	m.mu.RUnlock()
+	if opener == nil {
+		return nil, "", fmt.Errorf("open %s: %w %q; registered schemes: %s",
+			Redact(rawURL), ErrUnknownScheme, u.Scheme, strings.Join(m.Schemes(), ", "))
+	}
+	b, prefix, err := opener(ctx, u)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", Redact(rawURL), err)
+	}
+	return b, strings.Trim(prefix, "/"), nil
+}
+
+// defaultMux is the registry drivers register into; it is the only global
+// state of this module.
+var defaultMux Mux
+
+// Register makes opener available to Open for URLs with the given scheme.
+// Drivers call it from their package's init function. It panics on an empty
+// scheme, a nil opener or a scheme registered twice.
+func Register(scheme string, opener Opener) { defaultMux.Register(scheme, opener) }
+
+// Open opens the bucket named by rawURL, such as "s3://bucket/backups/db1",
+// with the driver registered for its scheme, and returns it with the key
+// prefix the URL names ("backups/db1"). The driver's package must be
+// imported (for its side effect) for its scheme to be known.
+func Open(ctx context.Context, rawURL string) (Bucket, string, error) {
+	return defaultMux.Open(ctx, rawURL)
+}
+
+// Schemes returns the schemes registered with Register, sorted.
+func Schemes() []string { return defaultMux.Schemes() }
+
+// Params returns u's query after checking that every parameter is one of
+// allowed and appears once. An unknown parameter is an error naming it and
+// listing the allowed ones: a typo in a safety setting must not fail open.
+func Params(u *url.URL, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, errors.New("the URL's query cannot be parsed")
+	}
+	names := make([]string, 0, len(q))
+	for k := range q {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !slices.Contains(allowed, k) {
+			if len(allowed) == 0 {
+				return nil, fmt.Errorf("unknown query parameter %q: this scheme takes none", redactedParam(k))
+			}
+			return nil, fmt.Errorf("unknown query parameter %q; allowed: %s", redactedParam(k), strings.Join(allowed, ", "))
+		}
+		if len(q[k]) > 1 {
+			return nil, fmt.Errorf("query parameter %q given %d times", k, len(q[k]))
+		}
+	}
+	return q, nil
+}
+
+// redactedParam hides a parameter name that is itself long enough to be a
+// pasted secret.
+func redactedParam(k string) string {
+	if len(k) > 40 {
+		return k[:8] + "…"
+	}
+	return k
+}
+
+// secretParam reports whether a query parameter's name suggests that its
+// value is a credential.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"secret", "password", "passwd", "token", "key", "sig", "credential", "auth", "session", "sas", "connection"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	// Azure SAS tokens spread a signature over short parameters.
+	switch n {
+	case "sv", "ss", "srt", "sp", "se", "st", "spr", "sr", "skoid", "sktid":
+		return true
+	}
+	return false
+}
+
+// Redact returns rawURL with any password in its user info, and the value of
+// every query parameter whose name suggests a credential, replaced by
+// "REDACTED". A string that does not parse as a URL is reduced to its scheme,
+// since it may hold a secret in a place no parser can find. Use it on every
+// URL that reaches a log or an error.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if i := strings.Index(rawURL, "://"); i > 0 && i < 16 && !strings.ContainsAny(rawURL[:i], "@:/?") {
+			return rawURL[:i] + "://REDACTED"
+		}
+		return "REDACTED"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = "REDACTED"
+		} else {
+			for k := range q {
+				if secretParam(k) {
+					q[k] = []string{"REDACTED"}
+				}
+			}
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.String()
+}

@@ -1,0 +1,403 @@
+package drivertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// largeSize is above the single-request thresholds of the common SDKs
+// (16 MiB parts and chunks), so that a driver which lets a big body slip
+// into a multipart or resumable upload, where the precondition may not
+// apply, is caught.
+const largeSize = 17 << 20
+
+func init() {
+	checks = append(checks,
+		check{
+			name:   "get-missing",
+			expect: "Get of a missing key returns ErrNotExist",
+			run: func(ctx context.Context, s *scope) error {
+				_, _, err := s.b.Get(ctx, s.key("missing"))
+				return want("Get", err, driver.ErrNotExist)
+			},
+		},
+		check{
+			name:   "put-if-absent-new",
+			expect: "IfAbsent on a missing key succeeds with a version; Get returns the same bytes and version",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				data := []byte("hello, drivertest")
+				v, err := s.b.Put(ctx, k, data, driver.IfAbsent())
+				if err != nil {
+					return want("Put IfAbsent", err, nil)
+				}
+				if v == "" {
+					return errors.New("Put returned an empty version")
+				}
+				return unchanged(ctx, s.b, k, data, v)
+			},
+		},
+		check{
+			name:   "put-if-absent-existing",
+			area:   areaPut,
+			expect: "IfAbsent on an existing key returns ErrPrecondition and leaves the object unchanged",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v, err := seed(ctx, s.b, k, []byte("first"))
+				if err != nil {
+					return err
+				}
+				_, err = s.b.Put(ctx, k, []byte("second"), driver.IfAbsent())
+				if err := want("second Put IfAbsent", err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				return unchanged(ctx, s.b, k, []byte("first"), v)
+			},
+		},
+		check{
+			name:   "put-if-match-current",
+			expect: "IfMatch with the current version succeeds with a new version that Get agrees with",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v1, err := seed(ctx, s.b, k, []byte("one"))
+				if err != nil {
+					return err
+				}
+				v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+				if err != nil {
+					return want("Put IfMatch(current)", err, nil)
+				}
+				if v2 == "" || v2 == v1 {
+					return fmt.Errorf("the new version %q should differ from the old %q", v2, v1)
+				}
+				return unchanged(ctx, s.b, k, []byte("two"), v2)
+			},
+		},
+		check{
+			name:   "put-if-match-stale",
+			area:   areaPut,
+			expect: "IfMatch with a superseded version returns ErrPrecondition and leaves the object unchanged",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v1, err := seed(ctx, s.b, k, []byte("one"))
+				if err != nil {
+					return err
+				}
+				v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+				if err != nil {
+					return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+				}
+				_, err = s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v1))
+				if err := want("Put IfMatch(stale)", err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				return unchanged(ctx, s.b, k, []byte("two"), v2)
+			},
+		},
+		check{
+			name:   "put-if-match-made-up",
+			area:   areaPut,
+			expect: "IfMatch with a well-formed version the object never had returns ErrPrecondition; object unchanged",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v, err := seed(ctx, s.b, k, []byte("one"))
+				if err != nil {
+					return err
+				}
+				_, err = s.b.Put(ctx, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+				if err := want("Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				return unchanged(ctx, s.b, k, []byte("one"), v)
+			},
+		},
+		check{
+			name:   "put-if-match-missing",
+			area:   areaPut,
+			expect: "IfMatch on a missing key returns ErrPrecondition (not ErrNotExist) and creates nothing",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				other := s.key("other")
+				v, err := seed(ctx, s.b, other, []byte("x"))
+				if err != nil {
+					return err
+				}
+				_, err = s.b.Put(ctx, k, []byte("ghost"), driver.IfMatch(v))
+				if err := want("Put IfMatch on a missing key", err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				return absent(ctx, s.b, k)
+			},
+		},
+		check{
+			name:   "put-large-if-match-stale",
+			area:   areaPut,
+			expect: "a 17 MiB body under IfMatch(stale) or IfAbsent is refused as one request would be; object unchanged",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v, err := seed(ctx, s.b, k, []byte("small"))
+				if err != nil {
+					return err
+				}
+				big := bytes.Repeat([]byte{'L'}, largeSize)
+				_, err = s.b.Put(ctx, k, big, driver.IfMatch(driver.FakeVersion(v)))
+				if err := want("large Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				_, err = s.b.Put(ctx, k, big, driver.IfAbsent())
+				if err := want("large Put IfAbsent on an existing key", err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				return unchanged(ctx, s.b, k, []byte("small"), v)
+			},
+		},
+		check{
+			name:   "delete-missing",
+			expect: "an unconditional Delete of a missing key succeeds",
+			run: func(ctx context.Context, s *scope) error {
+				return want("Delete of a missing key", s.b.Delete(ctx, s.key("missing"), driver.Condition{}), nil)
+			},
+		},
+		check{
+			name:   "delete-unconditional",
+			expect: "an unconditional Delete removes the object",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				if _, err := seed(ctx, s.b, k, []byte("x")); err != nil {
+					return err
+				}
+				if err := want("Delete", s.b.Delete(ctx, k, driver.Condition{}), nil); err != nil {
+					return err
+				}
+				return absent(ctx, s.b, k)
+			},
+		},
+		check{
+			name:    "delete-if-match-wrong",
+			area:    areaDelete,
+			applies: condDelete,
+			expect:  "Delete IfMatch with a stale or made-up version returns ErrPrecondition; object unchanged",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v1, err := seed(ctx, s.b, k, []byte("one"))
+				if err != nil {
+					return err
+				}
+				v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+				if err != nil {
+					return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+				}
+				if err := want("Delete IfMatch(stale)", s.b.Delete(ctx, k, driver.IfMatch(v1)), driver.ErrPrecondition); err != nil {
+					return err
+				}
+				if err := want("Delete IfMatch(made-up)", s.b.Delete(ctx, k, driver.IfMatch(driver.FakeVersion(v2))), driver.ErrPrecondition); err != nil {
+					return err
+				}
+				return unchanged(ctx, s.b, k, []byte("two"), v2)
+			},
+		},
+		check{
+			name:    "delete-if-match-missing",
+			area:    areaDelete,
+			applies: condDelete,
+			expect:  "Delete IfMatch on a missing key returns ErrPrecondition",
+			run: func(ctx context.Context, s *scope) error {
+				v, err := seed(ctx, s.b, s.key("other"), []byte("x"))
+				if err != nil {
+					return err
+				}
+				return want("Delete IfMatch on a missing key", s.b.Delete(ctx, s.key("missing"), driver.IfMatch(v)), driver.ErrPrecondition)
+			},
+		},
+		check{
+			name:    "delete-if-match-current",
+			area:    areaDelete,
+			applies: condDelete,
+			expect:  "Delete IfMatch with the current version removes the object",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v, err := seed(ctx, s.b, k, []byte("x"))
+				if err != nil {
+					return err
+				}
+				if err := want("Delete IfMatch(current)", s.b.Delete(ctx, k, driver.IfMatch(v)), nil); err != nil {
+					return err
+				}
+				return absent(ctx, s.b, k)
+			},
+		},
+		check{
+			name:    "delete-condition-refused",
+			applies: noCondDelete,
+			expect:  "without a conditional Delete, Delete IfMatch returns ErrUnsupported and removes nothing",
+			run: func(ctx context.Context, s *scope) error {
+				k := s.key("obj")
+				v, err := seed(ctx, s.b, k, []byte("x"))
+				if err != nil {
+					return err
+				}
+				if err := want("Delete IfMatch", s.b.Delete(ctx, k, driver.IfMatch(v)), driver.ErrUnsupported); err != nil {
+					return err
+				}
+				return unchanged(ctx, s.b, k, []byte("x"), v)
+			},
+		},
+		check{
+			name:    "race-if-absent",
+			area:    areaPut,
+			applies: conditional,
+			expect:  "16 concurrent IfAbsent writers on one key: exactly one succeeds, the rest get ErrPrecondition",
+			run:     raceIfAbsent,
+		},
+		check{
+			name:    "cas-counter",
+			area:    areaPut,
+			applies: conditional,
+			expect:  "5 workers doing 10 compare-and-swap increments each on one counter end at exactly 50",
+			run:     casCounter,
+		},
+		check{
+			name:   "context-canceled",
+			expect: "with a cancelled context, Get, Put and Delete return errors matching context.Canceled and change nothing",
+			run:    contextCanceled,
+		},
+	)
+}
+
+func raceIfAbsent(ctx context.Context, s *scope) error {
+	const n = 16
+	k := s.key("contested")
+	var (
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+		mu      sync.Mutex
+		winners []int
+		odd     []string
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := s.b.Put(ctx, k, []byte("writer "+strconv.Itoa(i)), driver.IfAbsent())
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				winners = append(winners, i)
+			case !errors.Is(err, driver.ErrPrecondition):
+				odd = append(odd, outcome(err))
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(odd) > 0 {
+		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", odd)
+	}
+	if len(winners) != 1 {
+		return fmt.Errorf("%d writers succeeded (%v); exactly one should", len(winners), winners)
+	}
+	data, _, err := read(ctx, s.b, k)
+	if err != nil {
+		return fmt.Errorf("Get after the race: %s", outcome(err))
+	}
+	if string(data) != "writer "+strconv.Itoa(winners[0]) {
+		return fmt.Errorf("the object holds %q, but the winner was writer %d", data, winners[0])
+	}
+	return nil
+}
+
+func casCounter(ctx context.Context, s *scope) error {
+	const workers, increments, maxAttempts = 5, 10, 2000
+	k := s.key("counter")
+	if _, err := seed(ctx, s.b, k, []byte("0")); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, attempts := 0, 0
+			for done < increments {
+				if attempts++; attempts > maxAttempts {
+					errs <- fmt.Errorf("a worker made %d attempts for %d increments", maxAttempts, increments)
+					return
+				}
+				data, v, err := read(ctx, s.b, k)
+				if err != nil {
+					errs <- fmt.Errorf("Get counter: %s", outcome(err))
+					return
+				}
+				n, err := strconv.Atoi(string(data))
+				if err != nil {
+					errs <- fmt.Errorf("the counter holds %q, not a number", clip(data))
+					return
+				}
+				// Widen the read-to-write window as network latency would,
+				// so that a store ignoring IfMatch loses increments even
+				// when it answers in microseconds.
+				time.Sleep(time.Duration(mrand.IntN(300)) * time.Microsecond)
+				_, err = s.b.Put(ctx, k, []byte(strconv.Itoa(n+1)), driver.IfMatch(v))
+				switch {
+				case err == nil:
+					done++
+				case errors.Is(err, driver.ErrPrecondition):
+					// lost the race; read again
+				default:
+					errs <- fmt.Errorf("Put IfMatch: %s", outcome(err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	data, _, err := read(ctx, s.b, k)
+	if err != nil {
+		return fmt.Errorf("Get counter: %s", outcome(err))
+	}
+	if string(data) != strconv.Itoa(workers*increments) {
+		return fmt.Errorf("the counter ended at %s, not %d: increments were lost", data, workers*increments)
+	}
+	return nil
+}
+
+func contextCanceled(ctx context.Context, s *scope) error {
+	k := s.key("obj")
+	v, err := seed(ctx, s.b, k, []byte("keep"))
+	if err != nil {
+		return err
+	}
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.b.Get(dead, k); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("Get: %s, not context.Canceled", outcome(err))
+	}
+	if _, err := s.b.Put(dead, k, []byte("lost"), driver.IfMatch(v)); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("Put: %s, not context.Canceled", outcome(err))
+	}
+	if _, err := s.b.Put(dead, s.key("new"), []byte("lost"), driver.IfAbsent()); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("Put IfAbsent: %s, not context.Canceled", outcome(err))
+	}
+	if err := s.b.Delete(dead, k, driver.Condition{}); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("Delete: %s, not context.Canceled", outcome(err))
+	}
+	if err := absent(ctx, s.b, s.key("new")); err != nil {
+		return fmt.Errorf("a cancelled Put IfAbsent: %w", err)
+	}
+	return unchanged(ctx, s.b, k, []byte("keep"), v)
+}

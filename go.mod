@@ -1,0 +1,3 @@
+module github.com/mushroomdb/bucketlease
+
+go 1.26.8

@@ -1,0 +1,115 @@
+// Package faulty wraps a driver.Bucket to misbehave in the ways real
+// services and networks do. The negative controls of drivertest, the lease
+// tests and the simulator use it to show that their checks catch a broken
+// store: a check that passes against these proves nothing.
+package faulty
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// Ignore selects which preconditions a Bucket ignores on Put.
+type Ignore int
+
+const (
+	IgnoreNothing  Ignore = 0
+	IgnoreIfAbsent Ignore = 1 << iota
+	IgnoreIfMatch
+	// LieOnRefusal reports success, with a made-up version, for a Put the
+	// inner bucket refused.
+	LieOnRefusal
+)
+
+// Bucket wraps a bucket that it makes misbehave; it still declares the inner
+// bucket's Capabilities, as a lying service would.
+type Bucket struct {
+	driver.Bucket
+	Ignore Ignore
+}
+
+// Put applies the configured misbehaviour.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if cond.Absent() && b.Ignore&IgnoreIfAbsent != 0 {
+		cond = driver.Condition{}
+	}
+	if _, ok := cond.Match(); ok && b.Ignore&IgnoreIfMatch != 0 {
+		cond = driver.Condition{}
+	}
+	v, err := b.Bucket.Put(ctx, key, data, cond)
+	if errors.Is(err, driver.ErrPrecondition) && b.Ignore&LieOnRefusal != 0 {
+		return "lie", nil
+	}
+	return v, err
+}
+
+// Counting counts the requests that reach the inner bucket.
+type Counting struct {
+	driver.Bucket
+	gets, puts, deletes atomic.Int64
+}
+
+// Get counts and forwards.
+func (c *Counting) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	c.gets.Add(1)
+	return c.Bucket.Get(ctx, key)
+}
+
+// Put counts and forwards.
+func (c *Counting) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	c.puts.Add(1)
+	return c.Bucket.Put(ctx, key, data, cond)
+}
+
+// Delete counts and forwards.
+func (c *Counting) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	c.deletes.Add(1)
+	return c.Bucket.Delete(ctx, key, cond)
+}
+
+// Counts returns the numbers of Get, Put and Delete requests so far.
+func (c *Counting) Counts() (gets, puts, deletes int64) {
+	return c.gets.Load(), c.puts.Load(), c.deletes.Load()
+}
+
+// ErrReplyLost is what a LostReply bucket returns for a request it applied
+// but whose answer it threw away, like a client timeout after the service
+// acted.
+var ErrReplyLost = errors.New("faulty: reply lost after the request was applied")
+
+// LostReply applies writes to the inner bucket and, for those its Drop
+// function selects, throws the answer away and returns ErrReplyLost.
+type LostReply struct {
+	driver.Bucket
+	mu   sync.Mutex
+	Drop func(op, key string, cond driver.Condition) bool
+}
+
+// Put forwards, then may lose the reply.
+func (l *LostReply) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	v, err := l.Bucket.Put(ctx, key, data, cond)
+	if l.drop("put", key, cond) {
+		return "", &driver.OpError{Driver: "faulty", Op: "put", Key: key, Cond: cond, Err: ErrReplyLost}
+	}
+	return v, err
+}
+
+// Delete forwards, then may lose the reply.
+func (l *LostReply) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	err := l.Bucket.Delete(ctx, key, cond)
+	if l.drop("delete", key, cond) {
+		return &driver.OpError{Driver: "faulty", Op: "delete", Key: key, Cond: cond, Err: ErrReplyLost}
+	}
+	return err
+}
+
+func (l *LostReply) drop(op, key string, cond driver.Condition) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Drop != nil && l.Drop(op, key, cond)
+}
