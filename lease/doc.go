@@ -1,0 +1,57 @@
+// Package lease is an advisory single-writer lease on an object-store
+// prefix: one object, {prefix}/LEASE, names the instance that uploads to
+// the prefix.
+//
+//	{"instance_id":"…","acquired_at":"…","renewed_at":"…","ttl_s":30}
+//
+// The holder renews it every TTL/3 and releases it on shutdown. Another
+// instance that finds a lease renewed less than its TTL ago, by the
+// reader's own clock, uploads nothing; a lease older than that (its holder
+// died or lost the network) may be taken over.
+//
+// # What it promises
+//
+// It catches the common operator error: two machines configured with one
+// backup bucket. It does not make two writers safe. On a service that
+// enforces conditional writes (AWS S3, Cloudflare R2, MinIO, Google Cloud
+// Storage, Azure Blob):
+//
+//   - Taking the lease is one conditional write: If-None-Match: * on an
+//     empty key, If-Match over a stale lease. So is every renewal. Two
+//     instances that start together get exactly one lease between them, and
+//     a holder whose lease was taken over learns so at its next renewal
+//     (ErrLost).
+//   - A request whose answer was lost is not a lost lease. An instance keeps
+//     one id across attempts (Options.InstanceID, a Contender); a write that
+//     timed out on the client but landed on the service leaves a record
+//     naming that id, and the next attempt adopts it.
+//   - A holder fences itself: it may start a write only until two thirds of
+//     a TTL after its last successful renewal was sent (MayWrite), measured
+//     on the monotonic and the wall clock; Fence and Bucket cancel work
+//     still in flight at that moment. Nobody else may take the lease before
+//     a full TTL, so a holder that cannot renew stops a third of a TTL
+//     before its lease can be taken.
+//   - Clock skew up to that third of a TTL (10 s at the default 30 s) is
+//     absorbed. A record stamped in the future counts as fresh; one stamped
+//     more than its own TTL ahead, or with a TTL over MaxSaneTTL, or that is
+//     not a record at all, is suspect and is taken over once a contender has
+//     seen it unchanged for one of its own TTLs (Watch).
+//   - Every acquire probes the service: the lease is written once more with
+//     If-None-Match: * and once with If-Match on a made-up version, and both
+//     must be refused. If either is accepted, Acquire fails closed with
+//     ErrPreconditionsIgnored and leaves no lease behind. Exclusion is never
+//     weakened silently: MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off (EnvConditional)
+//     is the only way to run best-effort, and it is logged at WARN and
+//     reported by Lease.Exclusion.
+//   - Release never removes a successor's lease.
+//
+// # What no lease can stop
+//
+// A stale holder's request that the service has already received
+// completes, and a process paused between its fence check and its request
+// (a VM frozen mid-call) sends it when it wakes. So write immutable objects
+// with If-None-Match: * and manifests with If-Match against the version you
+// last wrote or read: then such a late write can only add an object no
+// manifest names, or a manifest nothing points at. Without conditional
+// writes, two overlapping writers can overwrite each other's objects.
+package lease

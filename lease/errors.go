@@ -1,0 +1,92 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// EnvConditional is the switch that runs the lease best-effort on a service
+// without working conditional writes: MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off.
+// Unset, empty or "on" means conditional; any other value is an error.
+const EnvConditional = "MUSHROOMDB_BACKUP_LEASE_CONDITIONAL"
+
+var (
+	// ErrHeld: another instance holds the lease. The error is a *HeldError
+	// naming the holder and when the lease could be taken over.
+	ErrHeld = errors.New("lease held by another instance")
+
+	// ErrLost: the lease was taken over (or removed) by someone else. The
+	// holder must stop writing; it learns this at its next renewal.
+	ErrLost = errors.New("lease lost to another instance")
+
+	// ErrFenced: no renewal succeeded for two thirds of a TTL, so the holder
+	// stopped itself from writing before anyone could take the lease over.
+	// The lease may still be ours; acquiring again (with the same instance
+	// id) recognises it.
+	ErrFenced = errors.New("lease fenced: not renewed in time")
+
+	// ErrReleased: the lease was released; nothing more may be written
+	// under it.
+	ErrReleased = errors.New("lease released")
+
+	// ErrPreconditionsIgnored: the service accepted a write whose
+	// precondition did not hold, so it cannot give exclusion. Acquire fails
+	// closed with it rather than weaken exclusion silently.
+	ErrPreconditionsIgnored = errors.New("the service ignores write preconditions")
+)
+
+// HeldError is the error Acquire returns when another instance holds the
+// lease. errors.Is(err, ErrHeld) matches it.
+type HeldError struct {
+	Key     string
+	Version driver.Version
+	// Record is the holder's record; nil when the object is not a valid
+	// record (Reason says why).
+	Record *Record
+	// State is Fresh or Suspect.
+	State State
+	// Reason explains a Suspect state.
+	Reason string
+	// TakeoverAt is the earliest time, by this instance's wall clock, at
+	// which the lease could be taken over if it stays as it is.
+	TakeoverAt time.Time
+	// Now is when this instance read the lease, by its wall clock.
+	Now time.Time
+}
+
+// Holder returns the holder's instance id, or "" for an unreadable record.
+func (e *HeldError) Holder() string {
+	if e.Record == nil {
+		return ""
+	}
+	return e.Record.InstanceID
+}
+
+// Error names the holder, the lease's age and when it could be taken over.
+func (e *HeldError) Error() string {
+	wait := e.TakeoverAt.Sub(e.Now).Round(time.Second)
+	if e.State == Suspect {
+		who := "an unreadable record"
+		if e.Record != nil {
+			who = "instance " + e.Record.InstanceID
+		}
+		return fmt.Sprintf("lease %s is held by %s and is suspect (%s); it can be taken over in %v if it stays unchanged",
+			e.Key, who, e.Reason, wait)
+	}
+	r := e.Record
+	return fmt.Sprintf("lease %s is held by instance %s (renewed %v ago, ttl %ds); it can be taken over in %v if its holder stops renewing",
+		e.Key, r.InstanceID, e.Now.Sub(r.RenewedAt).Round(time.Second), r.TTLSeconds, wait)
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// ignoredError is the error for a probe write the service accepted.
+func ignoredError(key, which string) error {
+	return fmt.Errorf("acquire %s: %w: the service accepted a write with %s that it should have refused, so it cannot keep a second writer out; "+
+		"backups do not run without exclusion. Use a service that honours conditional writes, or set %s=off to run best-effort (read then write; two writers starting together may both proceed)",
+		key, ErrPreconditionsIgnored, which, EnvConditional)
+}

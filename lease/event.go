@@ -1,0 +1,107 @@
+package lease
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// EventKind names a change in a lease's state.
+type EventKind int
+
+const (
+	// EventAcquired: the lease was taken on a free key, or re-taken from a
+	// record of our own (a restart, or a reply that was lost).
+	EventAcquired EventKind = iota + 1
+	// EventTookOver: the lease was taken over from a stale, released or suspect
+	// record of another instance; Event.Previous names it.
+	EventTookOver
+	// EventRenewed: a renewal succeeded.
+	EventRenewed
+	// EventRenewalFailed: a renewal failed and will be retried until the fence
+	// deadline; Event.Err says why.
+	EventRenewalFailed
+	// EventFenced: no renewal succeeded in two thirds of a TTL; writes stop.
+	EventFenced
+	// EventLost: the lease was found taken over or removed.
+	EventLost
+	// EventReleased: the lease was released.
+	EventReleased
+)
+
+// String returns the event's name.
+func (k EventKind) String() string {
+	switch k {
+	case EventAcquired:
+		return "acquired"
+	case EventTookOver:
+		return "took-over"
+	case EventRenewed:
+		return "renewed"
+	case EventRenewalFailed:
+		return "renewal-failed"
+	case EventFenced:
+		return "fenced"
+	case EventLost:
+		return "lost"
+	case EventReleased:
+		return "released"
+	default:
+		return "event"
+	}
+}
+
+// Event reports a change in a lease's state to Options.OnEvent.
+type Event struct {
+	Kind       EventKind
+	Key        string
+	InstanceID string
+	Version    driver.Version
+	// Time is when it happened, by the instance's wall clock.
+	Time time.Time
+	// Previous is the record taken over (TookOver) or the record that
+	// replaced ours (Lost), when it could be read.
+	Previous *Record
+	// Detail says more in words: why a record was taken over, for example.
+	Detail string
+	// Err is the cause of RenewalFailed, Fenced and Lost.
+	Err error
+}
+
+// level is the log level of each kind of event.
+func (k EventKind) level() slog.Level {
+	switch k {
+	case EventRenewed:
+		return slog.LevelDebug
+	case EventRenewalFailed, EventTookOver:
+		return slog.LevelWarn
+	case EventFenced, EventLost:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}
+
+// emit logs e and hands it to the observer.
+func (o *settings) emit(e Event) {
+	attrs := []slog.Attr{
+		slog.String("key", e.Key),
+		slog.String("instance", e.InstanceID),
+		slog.String("version", string(e.Version)),
+	}
+	if e.Previous != nil {
+		attrs = append(attrs, slog.String("previous_instance", e.Previous.InstanceID))
+	}
+	if e.Detail != "" {
+		attrs = append(attrs, slog.String("detail", e.Detail))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	o.logger.LogAttrs(context.Background(), e.Kind.level(), "lease "+e.Kind.String(), attrs...)
+	if o.onEvent != nil {
+		o.onEvent(e)
+	}
+}

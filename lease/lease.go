@@ -1,0 +1,413 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// fencePoll bounds how long the fence timer sleeps between looks at the
+// wall clock, which Go's timers do not follow: after a suspension the
+// monotonic timer would fire late, the wall clock check does not.
+const fencePoll = time.Second
+
+// Lease is a held lease on {prefix}/LEASE. Keep it renewed (Keep), write
+// only while MayWrite reports true (or through Bucket, which checks for
+// you), and Release it on shutdown. Its methods are safe for concurrent use.
+type Lease struct {
+	b     driver.Bucket
+	key   string
+	s     *settings
+	caps  driver.Capabilities
+	fence context.Context
+	// stopFence ends the lease's fence context with a cause.
+	stopFence context.CancelCauseFunc
+
+	renewMu sync.Mutex // one renewal or release at a time
+
+	mu        sync.Mutex
+	rec       Record
+	version   driver.Version
+	sentMono  time.Duration // when the last successful write was sent
+	sentWall  time.Time
+	done      error // ErrFenced, ErrLost or ErrReleased once the lease is over
+	stopTimer func() bool
+}
+
+func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
+	l := &Lease{b: b, key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
+		sentMono: st.mono, sentWall: st.wall}
+	l.fence, l.stopFence = context.WithCancelCause(context.Background())
+	l.mu.Lock()
+	l.armLocked()
+	l.mu.Unlock()
+	return l
+}
+
+// Key returns the key of the lease object.
+func (l *Lease) Key() string { return l.key }
+
+// InstanceID returns the id this lease is held under.
+func (l *Lease) InstanceID() string { return l.s.id }
+
+// TTL returns the lease's TTL.
+func (l *Lease) TTL() time.Duration { return l.s.ttl }
+
+// Exclusion reports how strongly this lease keeps a second writer out on
+// its service: Conditional, or BestEffort under EnvConditional=off.
+func (l *Lease) Exclusion() driver.Exclusion { return l.caps.Exclusion }
+
+// Version returns the version of the lease object we last wrote.
+func (l *Lease) Version() driver.Version {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version
+}
+
+// Record returns the record we last wrote.
+func (l *Lease) Record() Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec
+}
+
+// fenceAfter is how long after a renewal was sent the holder may start
+// writes: two thirds of a TTL, a third before anyone may take over.
+func (l *Lease) fenceAfter() time.Duration { return l.s.ttl * 2 / 3 }
+
+// MayWrite reports whether the holder may start a write now: the lease is
+// neither lost nor released, and less than two thirds of a TTL has passed
+// since the last successful renewal was sent, on the monotonic clock and on
+// the wall clock alike.
+func (l *Lease) MayWrite() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mayWriteLocked()
+}
+
+func (l *Lease) mayWriteLocked() bool {
+	if l.done != nil {
+		return false
+	}
+	limit := l.fenceAfter()
+	return l.s.clock.Mono()-l.sentMono < limit && l.s.clock.Wall().Sub(l.sentWall) < limit
+}
+
+// Deadline returns the wall-clock time at which the holder fences itself
+// unless a renewal succeeds first.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sentWall.Add(l.fenceAfter())
+}
+
+// Done returns a channel closed when the lease ends: fenced, lost or
+// released. Err then says which.
+func (l *Lease) Done() <-chan struct{} { return l.fence.Done() }
+
+// Err returns nil while the lease is held, then ErrFenced, ErrLost or
+// ErrReleased.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+// Fence returns a context derived from parent that is cancelled when the
+// lease ends, with the reason (ErrFenced, ErrLost or ErrReleased) as its
+// cause. Run the work you do under the lease with it, and it stops the
+// moment the holder must stop.
+func (l *Lease) Fence(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(l.fence, func() { cancel(context.Cause(l.fence)) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// armLocked schedules the next look at the fence deadline; l.mu is held.
+func (l *Lease) armLocked() {
+	if l.stopTimer != nil {
+		l.stopTimer()
+	}
+	left := l.fenceAfter() - (l.s.clock.Mono() - l.sentMono)
+	l.stopTimer = l.s.clock.AfterFunc(max(min(left, fencePoll), 0), l.checkFence)
+}
+
+// checkFence runs on the fence timer: it ends the lease if the deadline has
+// passed on either clock, and otherwise looks again later.
+func (l *Lease) checkFence() {
+	l.mu.Lock()
+	if l.done != nil {
+		l.mu.Unlock()
+		return
+	}
+	if l.mayWriteLocked() {
+		l.armLocked()
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
+}
+
+// end finishes the lease with reason, once, and reports it.
+func (l *Lease) end(reason error, previous *Record, detail string) {
+	l.mu.Lock()
+	if l.done != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.done = reason
+	if l.stopTimer != nil {
+		l.stopTimer()
+	}
+	v := l.version
+	l.mu.Unlock()
+	l.stopFence(reason)
+	kind := map[error]EventKind{ErrFenced: EventFenced, ErrLost: EventLost, ErrReleased: EventReleased}[reason]
+	ev := Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous, Detail: detail}
+	if kind != EventReleased {
+		ev.Err = reason
+	}
+	l.s.emit(ev)
+}
+
+// Renew extends the lease with one conditional write (If-Match on the
+// version we last wrote). It returns nil on success; ErrLost if another
+// instance took the lease over or removed it; ErrFenced or ErrReleased if
+// the lease already ended; and any other error for a renewal that failed
+// and may be retried until the fence deadline. A renewal whose reply was
+// lost is recognised as our own on the next attempt.
+func (l *Lease) Renew(ctx context.Context) error {
+	l.renewMu.Lock()
+	defer l.renewMu.Unlock()
+	l.mu.Lock()
+	if l.done != nil {
+		err := l.done
+		l.mu.Unlock()
+		return err
+	}
+	if !l.mayWriteLocked() {
+		l.mu.Unlock()
+		l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
+		return ErrFenced
+	}
+	rec, over := l.rec, l.version
+	l.mu.Unlock()
+
+	mono, wall := l.s.clock.Mono(), l.s.clock.Wall()
+	rec.RenewedAt = wall
+	v, err := l.b.Put(ctx, l.key, rec.Encode(), driver.IfMatch(over))
+	if err != nil {
+		cur, curV, rerr := readLease(ctx, l.b, l.key)
+		switch {
+		case errors.Is(rerr, driver.ErrNotExist):
+			l.end(ErrLost, nil, "the lease object was removed")
+			return ErrLost
+		case rerr != nil:
+			return fmt.Errorf("renew %s: %w", l.key, err)
+		case cur.err != nil || cur.rec.InstanceID != l.s.id:
+			var prev *Record
+			if cur.err == nil {
+				prev = &cur.rec
+			}
+			l.end(ErrLost, prev, "the lease object names another instance")
+			return ErrLost
+		case cur.rec.RenewedAt.Equal(wall):
+			v = curV // this renewal landed; its answer was lost
+		case curV != over:
+			// An earlier renewal of ours landed after we gave up on it.
+			// Adopt its version; this renewal did not land, so the fence
+			// does not move, and the next attempt will.
+			l.mu.Lock()
+			l.version, l.rec = curV, cur.rec
+			l.mu.Unlock()
+			return fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
+		default:
+			return fmt.Errorf("renew %s: %w", l.key, err)
+		}
+	}
+	l.mu.Lock()
+	if l.done != nil { // fenced while the request was in flight
+		err := l.done
+		l.mu.Unlock()
+		return err
+	}
+	l.version, l.rec, l.sentMono, l.sentWall = v, rec, mono, wall
+	l.armLocked()
+	l.mu.Unlock()
+	l.s.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
+	return nil
+}
+
+// Release ends the lease and removes it, so that another instance may take
+// it at once. Writes through Bucket and contexts from Fence stop first.
+// Release never removes a successor's lease: it deletes with If-Match where
+// the service honours a conditional delete, and otherwise overwrites our
+// record with If-Match as a released record (ttl_s 0). A lease already lost
+// is left alone.
+func (l *Lease) Release(ctx context.Context) error {
+	l.renewMu.Lock()
+	defer l.renewMu.Unlock()
+	l.mu.Lock()
+	done, v, rec := l.done, l.version, l.rec
+	l.mu.Unlock()
+	if errors.Is(done, ErrLost) || errors.Is(done, ErrReleased) {
+		return nil
+	}
+	l.end(ErrReleased, nil, "")
+	err := release(ctx, l.b, l.key, v, rec, l.s.clock.Wall())
+	if err != nil {
+		return fmt.Errorf("release %s: %w", l.key, err)
+	}
+	return nil
+}
+
+// release removes our record at version v, conditionally. If the record
+// changed, it reads it back: a later version of our own (a renewal whose
+// reply was lost) is released in turn; anyone else's is left alone.
+func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, now time.Time) error {
+	for range 3 {
+		var err error
+		if b.Capabilities().ConditionalDelete {
+			err = b.Delete(ctx, key, driver.IfMatch(v))
+		} else {
+			rel := rec
+			rel.RenewedAt, rel.TTLSeconds = now, 0
+			_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
+		}
+		if err == nil {
+			return nil
+		}
+		cur, curV, rerr := readLease(ctx, b, key)
+		switch {
+		case errors.Is(rerr, driver.ErrNotExist):
+			return nil
+		case rerr != nil:
+			return err
+		case cur.err != nil || cur.rec.InstanceID != rec.InstanceID || cur.rec.TTLSeconds == 0:
+			return nil // someone else's, or already released
+		}
+		v, rec = curV, cur.rec
+	}
+	return errors.New("the lease object kept changing")
+}
+
+// Keep renews the lease every TTL/3 until ctx is done or the lease ends. A
+// failed renewal is retried every Options.RetryInterval until the fence
+// deadline. It returns ErrLost or ErrFenced when the lease ends that way,
+// nil after Release, and ctx's error when ctx is done; it starts no
+// goroutine that outlives it.
+func (l *Lease) Keep(ctx context.Context) error {
+	interval := l.s.ttl / 3
+	wait := interval
+	for {
+		l.mu.Lock()
+		since := l.s.clock.Mono() - l.sentMono
+		l.mu.Unlock()
+		if wait == interval {
+			wait = interval - since
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.Done():
+			return l.keepResult()
+		default:
+		}
+		if err := sleep(ctx, l, wait); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return l.keepResult()
+		}
+		rctx, cancel := l.Fence(ctx)
+		err := l.Renew(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			wait = interval
+		case errors.Is(err, ErrLost), errors.Is(err, ErrFenced), errors.Is(err, ErrReleased):
+			return l.keepResult()
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			if l.Err() != nil {
+				return l.keepResult()
+			}
+			l.s.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.Version(),
+				Time: l.s.clock.Wall(), Err: err, Detail: "retrying until " + l.Deadline().Format(time.RFC3339)})
+			wait = l.s.retry
+		}
+	}
+}
+
+// keepResult is what Keep returns once the lease has ended.
+func (l *Lease) keepResult() error {
+	if err := l.Err(); !errors.Is(err, ErrReleased) {
+		return err
+	}
+	return nil
+}
+
+// sleep waits d on the lease's clock, or until ctx is done or the lease
+// ends, whichever is first.
+func sleep(ctx context.Context, l *Lease, d time.Duration) error {
+	ctx, cancel := l.Fence(ctx)
+	defer cancel()
+	return clock.Sleep(ctx, l.s.clock, d)
+}
+
+// Bucket returns the bucket for the worker's own writes under the lease. It
+// refuses to start a Put or Delete once MayWrite is false (with an error
+// wrapping ErrFenced, ErrLost or ErrReleased), and cancels one in flight
+// the moment the lease ends. Reads pass through.
+func (l *Lease) Bucket() driver.Bucket { return fencedBucket{l} }
+
+type fencedBucket struct{ l *Lease }
+
+func (f fencedBucket) Capabilities() driver.Capabilities { return f.l.b.Capabilities() }
+
+func (f fencedBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	return f.l.b.Get(ctx, key)
+}
+
+// guard runs op under the fence, or refuses to start it.
+func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Condition, do func(context.Context) error) error {
+	if !f.l.MayWrite() {
+		reason := f.l.Err()
+		if reason == nil {
+			reason = ErrFenced
+		}
+		return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond, Err: fmt.Errorf("refused to start: %w", reason)}
+	}
+	fctx, cancel := f.l.Fence(ctx)
+	defer cancel()
+	err := do(fctx)
+	if err != nil && ctx.Err() == nil && fctx.Err() != nil {
+		return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond,
+			Err: fmt.Errorf("cancelled in flight: %w (%w)", context.Cause(fctx), err)}
+	}
+	return err
+}
+
+func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	var v driver.Version
+	err := f.guard(ctx, "put", key, cond, func(ctx context.Context) error {
+		var err error
+		v, err = f.l.b.Put(ctx, key, data, cond)
+		return err
+	})
+	return v, err
+}
+
+func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	return f.guard(ctx, "delete", key, cond, func(ctx context.Context) error {
+		return f.l.b.Delete(ctx, key, cond)
+	})
+}

@@ -1,0 +1,105 @@
+package lease
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/besteffort"
+)
+
+// Options configure a Contender. The zero value (or nil) gives a 30 s TTL, a
+// new random instance id, the system clock and slog.Default().
+type Options struct {
+	// TTL is how long the lease stays fresh after each renewal; renewals
+	// go out every TTL/3. It must be a whole number of seconds, at least
+	// one second and at most MaxSaneTTL. Default DefaultTTL.
+	TTL time.Duration
+
+	// InstanceID names this instance in the LEASE object. Keep one id
+	// across attempts and restarts of one instance (the spec's acquire_as),
+	// so that a lease it wrote but never heard back about is recognised as
+	// its own. Default NewInstanceID().
+	InstanceID string
+
+	// Clock is the source of time. Default clock.System{}.
+	Clock clock.Clock
+
+	// Logger receives every state change. Default slog.Default().
+	Logger *slog.Logger
+
+	// OnEvent, if set, is called with every state change, synchronously:
+	// it must return quickly.
+	OnEvent func(Event)
+
+	// Getenv reads EnvConditional. Default os.Getenv.
+	Getenv func(string) string
+
+	// RetryInterval is how long the renewal loop waits after a failed
+	// renewal before it tries again. Default TTL/15, at least 100 ms.
+	RetryInterval time.Duration
+}
+
+// settings are Options with the defaults filled in.
+type settings struct {
+	ttl     time.Duration
+	id      string
+	clock   clock.Clock
+	logger  *slog.Logger
+	onEvent func(Event)
+	getenv  func(string) string
+	retry   time.Duration
+}
+
+func (o *Options) resolve() (*settings, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.Clock, logger: o.Logger,
+		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval}
+	if s.ttl == 0 {
+		s.ttl = DefaultTTL
+	}
+	if s.ttl < time.Second || s.ttl > MaxSaneTTL || s.ttl%time.Second != 0 {
+		return nil, fmt.Errorf("lease: TTL %v must be a whole number of seconds between 1s and %v", o.TTL, MaxSaneTTL)
+	}
+	if s.id == "" {
+		s.id = NewInstanceID()
+	}
+	if s.clock == nil {
+		s.clock = clock.System{}
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if s.getenv == nil {
+		s.getenv = os.Getenv
+	}
+	if s.retry <= 0 {
+		s.retry = max(s.ttl/15, 100*time.Millisecond)
+	}
+	return s, nil
+}
+
+// bucketFor applies EnvConditional: it returns the bucket the lease uses and
+// the exclusion it gives, or an error for a value it does not know or a
+// driver that declares no exclusion.
+func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error) {
+	switch v := s.getenv(EnvConditional); v {
+	case "", "on":
+	case "off":
+		s.logger.Warn("lease exclusion is best-effort: each step is a read then an unconditional write, so two instances that start together may both pass",
+			slog.String("key", key), slog.String("switch", EnvConditional+"=off"))
+		return besteffort.Wrap(b), nil
+	default:
+		return nil, fmt.Errorf("lease: %s=%q: the value must be \"on\" (the default) or \"off\"", EnvConditional, v)
+	}
+	if b.Capabilities().Exclusion == driver.NoExclusion {
+		return nil, fmt.Errorf("acquire %s: %w: its driver declares no exclusion; set %s=off to run best-effort",
+			key, ErrPreconditionsIgnored, EnvConditional)
+	}
+	return b, nil
+}

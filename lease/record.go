@@ -1,0 +1,174 @@
+package lease
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxSaneTTL is the longest TTL a lease record is trusted with. A record
+// with a longer one is suspect: see the package documentation.
+const MaxSaneTTL = time.Hour
+
+// MaxRecordSize bounds how much of a LEASE object is read. A larger object
+// is not a lease this package wrote; it is treated as a suspect record.
+const MaxRecordSize = 4 << 10
+
+// DefaultTTL is the TTL of a lease whose Options leave it unset.
+const DefaultTTL = 30 * time.Second
+
+// Key returns the key of the lease object for prefix: "{prefix}/LEASE", or
+// "LEASE" for the empty prefix.
+func Key(prefix string) string {
+	if prefix == "" {
+		return "LEASE"
+	}
+	return prefix + "/LEASE"
+}
+
+// NewInstanceID returns a new random instance id: 16 bytes as 32 hex digits.
+func NewInstanceID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Record is the content of the LEASE object:
+//
+//	{"instance_id":"…","acquired_at":"…","renewed_at":"…","ttl_s":30}
+//
+// with times in RFC 3339. A TTL of zero marks a released lease, stale to
+// every reader at once.
+type Record struct {
+	InstanceID string    `json:"instance_id"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	RenewedAt  time.Time `json:"renewed_at"`
+	TTLSeconds int64     `json:"ttl_s"`
+}
+
+// TTL returns the record's TTL as a duration.
+func (r Record) TTL() time.Duration { return time.Duration(r.TTLSeconds) * time.Second }
+
+// Encode returns the record's JSON.
+func (r Record) Encode() []byte {
+	r.AcquiredAt = r.AcquiredAt.UTC()
+	r.RenewedAt = r.RenewedAt.UTC()
+	b, _ := json.Marshal(r) // a Record always marshals
+	return b
+}
+
+// ErrMalformed is wrapped by DecodeRecord's error for an object that is not
+// a lease record.
+var ErrMalformed = errors.New("malformed lease record")
+
+// DecodeRecord parses a LEASE object. Unknown fields, from a newer writer,
+// are ignored; anything else amiss (empty, too large, not UTF-8, not JSON, a
+// missing or mistyped field, an empty instance id, a negative TTL) is an
+// error wrapping ErrMalformed. It never panics.
+func DecodeRecord(data []byte) (Record, error) {
+	var r Record
+	switch {
+	case len(data) == 0:
+		return r, fmt.Errorf("%w: the object is empty", ErrMalformed)
+	case len(data) > MaxRecordSize:
+		return r, fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize)
+	case !utf8.Valid(data):
+		return r, fmt.Errorf("%w: the object is not UTF-8 text", ErrMalformed)
+	}
+	var raw struct {
+		InstanceID *string    `json:"instance_id"`
+		AcquiredAt *time.Time `json:"acquired_at"`
+		RenewedAt  *time.Time `json:"renewed_at"`
+		TTLSeconds *int64     `json:"ttl_s"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&raw); err != nil {
+		return r, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if dec.More() {
+		return r, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
+	}
+	switch {
+	case raw.InstanceID == nil || *raw.InstanceID == "":
+		return r, fmt.Errorf("%w: no instance_id", ErrMalformed)
+	case raw.AcquiredAt == nil:
+		return r, fmt.Errorf("%w: no acquired_at", ErrMalformed)
+	case raw.RenewedAt == nil:
+		return r, fmt.Errorf("%w: no renewed_at", ErrMalformed)
+	case raw.TTLSeconds == nil:
+		return r, fmt.Errorf("%w: no ttl_s", ErrMalformed)
+	case *raw.TTLSeconds < 0:
+		return r, fmt.Errorf("%w: negative ttl_s %d", ErrMalformed, *raw.TTLSeconds)
+	case *raw.TTLSeconds > int64(100*365*24*time.Hour/time.Second):
+		return r, fmt.Errorf("%w: ttl_s %d is beyond any clock", ErrMalformed, *raw.TTLSeconds)
+	}
+	return Record{InstanceID: *raw.InstanceID, AcquiredAt: *raw.AcquiredAt, RenewedAt: *raw.RenewedAt, TTLSeconds: *raw.TTLSeconds}, nil
+}
+
+// State is what a reader makes of a LEASE object at a moment of its own
+// clock.
+type State int
+
+const (
+	// Free: there is no LEASE object.
+	Free State = iota
+	// Fresh: renewed less than its TTL ago by the reader's clock, or
+	// stamped in the future by less than its TTL. Nobody may take it.
+	Fresh
+	// Stale: renewed its TTL ago or longer. It may be taken over.
+	Stale
+	// Released: its holder released it (TTL zero). It may be taken over.
+	Released
+	// Suspect: stamped more than its own TTL in the future, with a TTL over
+	// MaxSaneTTL, or not a lease record at all. It is taken over only after
+	// a contender has seen it unchanged for one of its own TTLs.
+	Suspect
+)
+
+// String returns the state's name, as the bucketlease command prints it.
+func (s State) String() string {
+	switch s {
+	case Free:
+		return "free"
+	case Fresh:
+		return "fresh"
+	case Stale:
+		return "stale"
+	case Released:
+		return "released"
+	case Suspect:
+		return "suspect"
+	default:
+		return fmt.Sprintf("State(%d)", int(s))
+	}
+}
+
+// StateAt classifies the record at the reader's wall-clock time now.
+func (r Record) StateAt(now time.Time) State {
+	ttl := r.TTL()
+	switch {
+	case r.TTLSeconds == 0:
+		return Released
+	case ttl > MaxSaneTTL:
+		return Suspect
+	case r.RenewedAt.Sub(now) > ttl:
+		return Suspect
+	case now.Sub(r.RenewedAt) < ttl:
+		return Fresh
+	default:
+		return Stale
+	}
+}
+
+// suspicion says why a record in state Suspect is suspect.
+func (r Record) suspicion(now time.Time) string {
+	if r.TTL() > MaxSaneTTL {
+		return fmt.Sprintf("its ttl_s %d is over the %v limit", r.TTLSeconds, MaxSaneTTL)
+	}
+	return fmt.Sprintf("it is stamped %v in the future, more than its own TTL", r.RenewedAt.Sub(now).Round(time.Second))
+}
