@@ -1,0 +1,174 @@
+package s3_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
+)
+
+// minioDeviations are the checks the MinIO server fails where AWS S3 passes.
+var minioDeviations = map[string]string{
+	"delete-if-match-wrong":   "the MinIO server ignores If-Match on DeleteObject (AWS S3 honours it)",
+	"delete-if-match-missing": "the MinIO server ignores If-Match on DeleteObject (AWS S3 honours it)",
+}
+
+// isolateAWSConfig keeps the developer's AWS files and variables out of a
+// test that loads the SDK's default configuration.
+func isolateAWSConfig(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	for _, v := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(v, "")
+	}
+}
+
+// TestConformanceMinIO runs the whole suite through the AWS SDK against the
+// MinIO server started by scripts/test.
+func TestConformanceMinIO(t *testing.T) {
+	srv := miniotest.Env(t)
+	b := s3.New(srv.Client(srv.URL()), srv.NewBucket(t))
+	drivertest.Run(t, b, drivertest.Options{KnownDeviations: minioDeviations})
+}
+
+// TestOpenMinIO opens the driver by URL, with credentials from the
+// environment as the SDK's default chain finds them.
+func TestOpenMinIO(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	isolateAWSConfig(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	ctx := t.Context()
+	b, prefix, err := driver.Open(ctx, "s3://"+bucket+"/backups/db1?region=us-east-1&path_style=true&endpoint="+srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix != "backups/db1" {
+		t.Errorf("prefix = %q", prefix)
+	}
+	key := prefix + "/LEASE"
+	v1, err := b.Put(ctx, key, []byte("one"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(v1), `"`) {
+		t.Errorf("version %s is not a quoted ETag as S3 returns it", v1)
+	}
+	_, err = b.Put(ctx, key, []byte("two"), driver.IfAbsent())
+	if !errors.Is(err, driver.ErrPrecondition) {
+		t.Fatalf("second IfAbsent: %v, want ErrPrecondition", err)
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "PreconditionFailed" {
+		t.Errorf("the SDK's error is not in the chain with code PreconditionFailed: %v", err)
+	}
+	if !strings.Contains(err.Error(), key) {
+		t.Errorf("error %q does not name the key", err)
+	}
+	rc, v, err := b.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(data) != "one" || v != v1 {
+		t.Errorf("Get = %q, %s; want %q, %s", data, v, "one", v1)
+	}
+}
+
+func TestOpenURL(t *testing.T) {
+	isolateAWSConfig(t)
+	ctx := context.Background()
+	good := []string{
+		"s3://bucket/a/b?region=eu-west-1",
+		"s3://bucket?region=auto&endpoint=https://s3.example.com&path_style=true",
+		"s3://bucket/p?region=us-east-1&path_style=false",
+	}
+	for _, u := range good {
+		if _, _, err := driver.Open(ctx, u); err != nil {
+			t.Errorf("Open(%q): %v", u, err)
+		}
+	}
+	bad := map[string]string{
+		"s3://bucket/p?regoin=eu-west-1":                     `unknown query parameter "regoin"`,
+		"s3://bucket/p?region=eu-west-1&secret_key=hunter2":  `unknown query parameter "secret_key"`,
+		"s3://bucket/p?region=eu-west-1&region=us-east-1":    "given 2 times",
+		"s3://AKIAHUNTER2:hunter2@bucket/p?region=eu-west-1": "must not hold credentials",
+		"s3:///p?region=eu-west-1":                           "names no bucket",
+		"s3://bucket/p?region=x&path_style=maybe":            "path_style",
+		"s3://bucket/p?region=x&endpoint=ftp://h":            "http:// or https://",
+		"s3://bucket/p?region=x&endpoint=http://user@h:90":   "must not hold credentials",
+		"s3://bucket/p": "no region",
+	}
+	for u, want := range bad {
+		_, _, err := driver.Open(ctx, u)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", u)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q) = %v; want it to say %q", u, err, want)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) printed a secret: %v", u, err)
+		}
+	}
+}
+
+// TestRegionFromEnvironment shows that the region, like the credentials,
+// may come from the SDK's chain instead of the URL.
+func TestRegionFromEnvironment(t *testing.T) {
+	isolateAWSConfig(t)
+	t.Setenv("AWS_REGION", "eu-central-1")
+	if _, _, err := driver.Open(context.Background(), "s3://bucket/p"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	got := s3.New(nil, "b").Capabilities()
+	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}) {
+		t.Errorf("Capabilities() = %+v", got)
+	}
+}
+
+// TestEmptyVersionRefusedLocally: an empty If-Match header is no condition
+// to most servers, so IfMatch("") must never reach the wire. A nil client
+// would panic if it did.
+func TestEmptyVersionRefusedLocally(t *testing.T) {
+	b := s3.New(nil, "b")
+	if _, err := b.Put(context.Background(), "k", nil, driver.IfMatch("")); !errors.Is(err, driver.ErrPrecondition) {
+		t.Errorf("Put IfMatch(\"\"): %v, want ErrPrecondition", err)
+	}
+	if err := b.Delete(context.Background(), "k", driver.IfMatch("")); !errors.Is(err, driver.ErrPrecondition) {
+		t.Errorf("Delete IfMatch(\"\"): %v, want ErrPrecondition", err)
+	}
+	if err := b.Delete(context.Background(), "k", driver.IfAbsent()); !errors.Is(err, driver.ErrUnsupported) {
+		t.Errorf("Delete IfAbsent: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestCloud runs the suite against a real S3 bucket, named by
+// BUCKETLEASE_TEST_S3_URL (for example
+// s3://my-test-bucket/bucketlease-ci?region=eu-west-1), with credentials
+// from the AWS SDK's default chain.
+func TestCloud(t *testing.T) {
+	env := testenv.Cloud(t, "AWS S3", "BUCKETLEASE_TEST_S3_URL")
+	b, prefix, err := driver.Open(t.Context(), env["BUCKETLEASE_TEST_S3_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest"})
+}
