@@ -127,6 +127,11 @@ type Bucket interface {
 // it as well formed, and its refusal of IfMatch(FakeVersion(v)) is the
 // service's own decision, not a parse error. The lease's probe and drivertest
 // use it. For the empty Version it returns "0".
+//
+// A made-up version must also be one the object will not reach soon. That
+// holds for ETags (content hashes) and GCS generations (microsecond
+// timestamps), whose every digit it changes; a driver whose versions are
+// small counters should scramble them, as the mem driver does.
 func FakeVersion(v Version) Version {
 	if v == "" {
 		return "0"

@@ -190,6 +190,9 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if l.done != nil {
 		err := l.done
 		l.mu.Unlock()
+		if errors.Is(err, ErrFenced) {
+			return l.checkLost(ctx)
+		}
 		return err
 	}
 	if !l.mayWriteLocked() {
@@ -243,6 +246,28 @@ func (l *Lease) Renew(ctx context.Context) error {
 	l.mu.Unlock()
 	l.s.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
 	return nil
+}
+
+// checkLost is Renew for a fenced lease: it writes nothing, but reads the
+// lease object so that a holder that was taken over learns so (ErrLost).
+func (l *Lease) checkLost(ctx context.Context) error {
+	cur, _, err := readLease(ctx, l.b, l.key)
+	if err != nil && !errors.Is(err, driver.ErrNotExist) {
+		return ErrFenced
+	}
+	if err == nil && cur.err == nil && cur.rec.InstanceID == l.s.id {
+		return ErrFenced
+	}
+	var prev *Record
+	if err == nil && cur.err == nil {
+		prev = &cur.rec
+	}
+	l.mu.Lock()
+	l.done = ErrLost
+	l.mu.Unlock()
+	l.s.emit(Event{Kind: EventLost, Key: l.key, InstanceID: l.s.id, Version: l.Version(), Time: l.s.clock.Wall(),
+		Previous: prev, Err: ErrLost, Detail: "found taken over after fencing"})
+	return ErrLost
 }
 
 // Release ends the lease and removes it, so that another instance may take

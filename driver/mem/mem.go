@@ -12,9 +12,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -46,8 +46,10 @@ type object struct {
 }
 
 // Bucket is an in-memory bucket. The zero value is an empty bucket ready to
-// use; it must not be copied after first use. Versions are "m1", "m2", … in
-// the order of writes, so every write gets a new one.
+// use; it must not be copied after first use. Every write gets a new
+// version: 16 hex digits, a bijective scramble of a write counter, so that
+// versions are unique and reproducible but, like real ETags, say nothing
+// about which comes next.
 type Bucket struct {
 	mu      sync.Mutex
 	objects map[string]object
@@ -102,7 +104,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		b.objects = make(map[string]object)
 	}
 	b.writes++
-	v := driver.Version("m" + strconv.FormatUint(b.writes, 10))
+	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
 	b.objects[key] = object{data: bytes.Clone(data), version: v}
 	return v, nil
 }
@@ -122,4 +124,14 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	}
 	delete(b.objects, key)
 	return nil
+}
+
+// mix is the splitmix64 finaliser, a bijection on uint64.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

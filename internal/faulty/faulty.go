@@ -83,18 +83,28 @@ func (c *Counting) Counts() (gets, puts, deletes int64) {
 var ErrReplyLost = errors.New("faulty: reply lost after the request was applied")
 
 // LostReply applies writes to the inner bucket and, for those its Drop
-// function selects, throws the answer away and returns ErrReplyLost.
+// function selects, throws the answer away and returns ErrReplyLost, or,
+// with AsRefusal, ErrPrecondition: what a client library's retry of a write
+// whose first attempt landed gets back.
 type LostReply struct {
 	driver.Bucket
-	mu   sync.Mutex
-	Drop func(op, key string, cond driver.Condition) bool
+	mu        sync.Mutex
+	Drop      func(op, key string, cond driver.Condition) bool
+	AsRefusal bool
+}
+
+func (l *LostReply) lost(op, key string, cond driver.Condition) error {
+	if l.AsRefusal {
+		return &driver.OpError{Driver: "faulty", Op: op, Key: key, Cond: cond, Kind: driver.ErrPrecondition, Err: ErrReplyLost}
+	}
+	return &driver.OpError{Driver: "faulty", Op: op, Key: key, Cond: cond, Err: ErrReplyLost}
 }
 
 // Put forwards, then may lose the reply.
 func (l *LostReply) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	v, err := l.Bucket.Put(ctx, key, data, cond)
 	if l.drop("put", key, cond) {
-		return "", &driver.OpError{Driver: "faulty", Op: "put", Key: key, Cond: cond, Err: ErrReplyLost}
+		return "", l.lost("put", key, cond)
 	}
 	return v, err
 }
@@ -103,7 +113,7 @@ func (l *LostReply) Put(ctx context.Context, key string, data []byte, cond drive
 func (l *LostReply) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	err := l.Bucket.Delete(ctx, key, cond)
 	if l.drop("delete", key, cond) {
-		return &driver.OpError{Driver: "faulty", Op: "delete", Key: key, Cond: cond, Err: ErrReplyLost}
+		return l.lost("delete", key, cond)
 	}
 	return err
 }
@@ -112,4 +122,65 @@ func (l *LostReply) drop(op, key string, cond driver.Condition) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.Drop != nil && l.Drop(op, key, cond)
+}
+
+// Failing runs Before ahead of every request; an error from it is returned
+// instead of sending the request. Before may block until ctx is done to
+// model a request hanging on the network.
+type Failing struct {
+	driver.Bucket
+	Before func(ctx context.Context, op, key string, cond driver.Condition) error
+}
+
+func (f *Failing) before(ctx context.Context, op, key string, cond driver.Condition) error {
+	if f.Before == nil {
+		return nil
+	}
+	if err := f.Before(ctx, op, key, cond); err != nil {
+		return &driver.OpError{Driver: "faulty", Op: op, Key: key, Cond: cond, Err: err}
+	}
+	return nil
+}
+
+// Get runs Before, then forwards.
+func (f *Failing) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	if err := f.before(ctx, "get", key, driver.Condition{}); err != nil {
+		return nil, "", err
+	}
+	return f.Bucket.Get(ctx, key)
+}
+
+// Put runs Before, then forwards.
+func (f *Failing) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if err := f.before(ctx, "put", key, cond); err != nil {
+		return "", err
+	}
+	return f.Bucket.Put(ctx, key, data, cond)
+}
+
+// Delete runs Before, then forwards.
+func (f *Failing) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	if err := f.before(ctx, "delete", key, cond); err != nil {
+		return err
+	}
+	return f.Bucket.Delete(ctx, key, cond)
+}
+
+// NoConditionalDelete declares that its service has no conditional delete,
+// as R2 and MinIO drivers do, and refuses one.
+type NoConditionalDelete struct{ driver.Bucket }
+
+// Capabilities clears ConditionalDelete.
+func (n NoConditionalDelete) Capabilities() driver.Capabilities {
+	c := n.Bucket.Capabilities()
+	c.ConditionalDelete = false
+	return c
+}
+
+// Delete refuses a condition with ErrUnsupported.
+func (n NoConditionalDelete) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	if !cond.Unconditional() {
+		return &driver.OpError{Driver: "faulty", Op: "delete", Key: key, Cond: cond, Kind: driver.ErrUnsupported}
+	}
+	return n.Bucket.Delete(ctx, key, cond)
 }

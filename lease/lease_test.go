@@ -1,0 +1,699 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+func TestStartTogetherExactlyOneLease(t *testing.T) {
+	for round := range 20 {
+		b := mem.New()
+		c := clock.NewFake(t0)
+		const n = 16
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			winners []string
+			held    []*lease.HeldError
+		)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				id := fmt.Sprintf("instance-%02d", i)
+				_, err := lease.Acquire(context.Background(), b, "db1", opts(id, c, nil))
+				mu.Lock()
+				defer mu.Unlock()
+				var he *lease.HeldError
+				switch {
+				case err == nil:
+					winners = append(winners, id)
+				case errors.As(err, &he):
+					held = append(held, he)
+				default:
+					t.Errorf("%s: %v", id, err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d instances got the lease: %v", round, len(winners), winners)
+		}
+		for _, he := range held {
+			if he.Holder() != winners[0] || !errors.Is(he, lease.ErrHeld) || !strings.Contains(he.Error(), winners[0]) {
+				t.Fatalf("refusal names %q (%v), but %s holds the lease", he.Holder(), he, winners[0])
+			}
+			if !he.TakeoverAt.Equal(t0.Add(ttl)) {
+				t.Fatalf("takeover at %v, want %v", he.TakeoverAt, t0.Add(ttl))
+			}
+		}
+	}
+}
+
+func TestHolderTakenOverLearnsLost(t *testing.T) {
+	b := mem.New()
+	c := clock.NewFake(t0)
+	var ev events
+	l, err := lease.Acquire(context.Background(), b, "db1", opts("holder", c, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Someone else replaces the record (a break, then a new holder).
+	put(t, b, foreign("successor", c.Wall(), 30))
+	if err := l.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("renew after a takeover: %v, want ErrLost", err)
+	}
+	if l.MayWrite() || !ev.has(lease.EventLost) {
+		t.Fatal("a lost holder may still write, or no lost event")
+	}
+	if r, _, _ := readRecord(t, b); r.InstanceID != "successor" {
+		t.Fatal("the renewal overwrote the successor")
+	}
+}
+
+func TestFencedHolderLearnsLostAtNextRenewal(t *testing.T) {
+	b := mem.New()
+	holderClock, takerClock := clock.NewFake(t0), clock.NewFake(t0)
+	l := acquire(t, b, "holder", holderClock)
+	holderClock.Advance(ttl)
+	takerClock.Advance(ttl)
+	if _, err := lease.Acquire(context.Background(), b, "db1", opts("taker", takerClock, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("renew: %v, want ErrLost", err)
+	}
+}
+
+func TestLostReplyAcquireIsOurs(t *testing.T) {
+	for _, asRefusal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retry-refused=%v", asRefusal), func(t *testing.T) {
+			inner := mem.New()
+			dropped := 0
+			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
+				if op == "put" && cond.Absent() && dropped == 0 {
+					dropped++
+					return true
+				}
+				return false
+			}}
+			c := clock.NewFake(t0)
+			var ev events
+			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, &ev))
+			if err != nil {
+				t.Fatalf("acquire whose reply was lost: %v", err)
+			}
+			if dropped != 1 {
+				t.Fatal("the reply was never dropped: the test tests nothing")
+			}
+			r, v, _ := readRecord(t, inner)
+			if r.InstanceID != "me" || l.Version() != v || !l.MayWrite() {
+				t.Fatalf("lease %q at %q, stored %q at %q", "me", l.Version(), r.InstanceID, v)
+			}
+			if err := l.Renew(context.Background()); err != nil {
+				t.Fatalf("renew after adopting: %v", err)
+			}
+		})
+	}
+}
+
+func TestLostReplyRenewalIsNotLost(t *testing.T) {
+	inner := mem.New()
+	drop := false
+	b := &faulty.LostReply{Bucket: inner, Drop: func(op, _ string, cond driver.Condition) bool {
+		_, match := cond.Match()
+		return drop && op == "put" && match
+	}}
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	c.Advance(ttl / 3)
+	drop = true
+	err := l.Renew(context.Background())
+	if err != nil {
+		t.Fatalf("a renewal whose reply was lost: %v, want it recognised as ours", err)
+	}
+	drop = false
+	if _, v, _ := readRecord(t, inner); l.Version() != v {
+		t.Fatalf("lease version %q, stored %q", l.Version(), v)
+	}
+	c.Advance(ttl / 2) // past the old fence deadline, within the new one
+	if !l.MayWrite() {
+		t.Fatal("the recognised renewal did not move the fence")
+	}
+}
+
+func TestLateRenewalOfOursIsAdoptedNotLost(t *testing.T) {
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	l := acquire(t, inner, "me", c)
+	// An earlier renewal of ours lands after we gave up on it: the object
+	// names us at a version we never heard of.
+	rec := l.Record()
+	rec.RenewedAt = c.Wall().Add(time.Second)
+	if _, err := inner.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfMatch(l.Version())); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(ttl / 3)
+	if err := l.Renew(context.Background()); err == nil || errors.Is(err, lease.ErrLost) {
+		t.Fatalf("first renew: %v, want a retryable error", err)
+	}
+	if err := l.Renew(context.Background()); err != nil {
+		t.Fatalf("second renew: %v", err)
+	}
+}
+
+func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
+	third := ttl / 3
+	cases := []struct {
+		name string
+		step func(c *clock.Fake, d time.Duration)
+	}{
+		{"both clocks", (*clock.Fake).Advance},
+		{"monotonic only (wall clock stuck)", (*clock.Fake).AdvanceMono},
+		{"wall only (suspended machine, monotonic frozen)", (*clock.Fake).AdvanceWall},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clock.NewFake(t0)
+			l := acquire(t, mem.New(), "me", c)
+			tc.step(c, 2*third-time.Nanosecond)
+			if !l.MayWrite() {
+				t.Fatal("fenced before two thirds of the TTL")
+			}
+			tc.step(c, time.Nanosecond)
+			if l.MayWrite() {
+				t.Fatal("may still write at two thirds of the TTL")
+			}
+		})
+	}
+	t.Run("wall clock jumps back and forth", func(t *testing.T) {
+		c := clock.NewFake(t0)
+		l := acquire(t, mem.New(), "me", c)
+		c.AdvanceWall(-time.Hour)
+		c.AdvanceMono(2*third - time.Nanosecond)
+		if !l.MayWrite() {
+			t.Fatal("a wall clock stepped back fenced early")
+		}
+		c.AdvanceMono(time.Nanosecond)
+		if l.MayWrite() {
+			t.Fatal("a wall clock stepped back extended the fence")
+		}
+		c2 := clock.NewFake(t0)
+		l2 := acquire(t, mem.New(), "me", c2)
+		c2.AdvanceWall(time.Hour)
+		if l2.MayWrite() {
+			t.Fatal("a wall clock stepped an hour forward did not fence")
+		}
+	})
+	t.Run("renewal moves the deadline", func(t *testing.T) {
+		c := clock.NewFake(t0)
+		l := acquire(t, mem.New(), "me", c)
+		c.Advance(third)
+		if err := l.Renew(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(2*third - time.Nanosecond)
+		if !l.MayWrite() {
+			t.Fatal("fenced before two thirds of a TTL after the renewal")
+		}
+		c.Advance(time.Nanosecond)
+		if l.MayWrite() {
+			t.Fatal("the deadline was not measured from when the renewal was sent")
+		}
+	})
+}
+
+// TestFenceDeadlineFromSendTime: a renewal that takes long to answer counts
+// from when it was sent, not when its answer came.
+func TestFenceDeadlineFromSendTime(t *testing.T) {
+	c := clock.NewFake(t0)
+	slow := &faulty.Failing{Bucket: mem.New()}
+	l := acquire(t, slow, "me", c)
+	slow.Before = func(ctx context.Context, op, _ string, cond driver.Condition) error {
+		if _, ok := cond.Match(); ok && op == "put" {
+			c.AdvanceWall(5 * time.Second) // the request spends 5 s on the network
+			c.AdvanceMono(5 * time.Second)
+		}
+		return nil
+	}
+	if err := l.Renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	slow.Before = nil
+	c.Advance(2*ttl/3 - 5*time.Second)
+	if l.MayWrite() {
+		t.Fatal("the fence ran from when the reply arrived")
+	}
+}
+
+func TestInFlightWriteCancelledAtFence(t *testing.T) {
+	c := clock.NewFake(t0)
+	started := make(chan struct{})
+	blocking := &faulty.Failing{Bucket: mem.New()}
+	l := acquire(t, blocking, "me", c)
+	blocking.Before = func(ctx context.Context, _, key string, _ driver.Condition) error {
+		if key == "db1/LEASE" {
+			return nil
+		}
+		close(started)
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	w := l.Bucket()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := w.Put(context.Background(), "db1/chunk-1", []byte("data"), driver.IfAbsent())
+		errc <- err
+	}()
+	<-started
+	c.Advance(2*ttl/3 - time.Millisecond)
+	select {
+	case err := <-errc:
+		t.Fatalf("write ended before the fence: %v", err)
+	default:
+	}
+	c.Advance(time.Millisecond)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, lease.ErrFenced) {
+			t.Fatalf("in-flight write ended with %v, want ErrFenced", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the in-flight write was not cancelled at the fence deadline")
+	}
+	if _, err := w.Put(context.Background(), "db1/chunk-2", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("a write started after the fence: %v, want ErrFenced", err)
+	}
+	if !errors.Is(l.Err(), lease.ErrFenced) {
+		t.Fatalf("lease Err = %v", l.Err())
+	}
+}
+
+// overlap runs a holder that stops renewing and a contender whose wall clock
+// runs skew ahead, and reports the first instant both may write.
+func overlap(t *testing.T, skew time.Duration) (time.Duration, bool) {
+	b := mem.New()
+	hc, cc := clock.NewFake(t0), clock.NewFake(t0.Add(skew))
+	h := acquire(t, b, "holder", hc)
+	ct, err := lease.NewContender(b, "db1", opts("contender", cc, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := 100 * time.Millisecond
+	for elapsed := time.Duration(0); elapsed <= 2*ttl; elapsed += step {
+		l, err := ct.Acquire(context.Background())
+		if err == nil {
+			if h.MayWrite() {
+				return elapsed, true
+			}
+			if !l.MayWrite() {
+				t.Fatal("the contender took the lease but may not write")
+			}
+			return elapsed, false
+		}
+		if !errors.Is(err, lease.ErrHeld) {
+			t.Fatal(err)
+		}
+		hc.Advance(step)
+		cc.Advance(step)
+	}
+	t.Fatal("the contender never took over")
+	return 0, false
+}
+
+func TestSkewUpToAThirdOfTTLIsAbsorbed(t *testing.T) {
+	for _, skew := range []time.Duration{0, time.Second, ttl / 3} {
+		at, both := overlap(t, skew)
+		if both {
+			t.Errorf("skew %v: holder and contender could both write at %v", skew, at)
+		}
+		if want := ttl - skew; at < want {
+			t.Errorf("skew %v: took over after %v, before %v", skew, at, want)
+		}
+	}
+	// Negative control: beyond a third of a TTL the overlap is real, and
+	// the check above would catch it.
+	if _, both := overlap(t, ttl/3+time.Second); !both {
+		t.Error("skew beyond a third of a TTL produced no overlap: the check cannot fail")
+	}
+}
+
+func TestFutureStampedRecordCountsAsFresh(t *testing.T) {
+	b := mem.New()
+	c := clock.NewFake(t0)
+	put(t, b, foreign("fast-clock", t0.Add(ttl/2), 30))
+	_, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	var he *lease.HeldError
+	if !errors.As(err, &he) || he.State != lease.Fresh {
+		t.Fatalf("acquire over a record stamped %v ahead: %v, want held and fresh", ttl/2, err)
+	}
+	if !he.TakeoverAt.Equal(t0.Add(ttl/2 + ttl)) {
+		t.Errorf("takeover at %v", he.TakeoverAt)
+	}
+}
+
+func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
+	cases := map[string]string{
+		"stamped beyond its TTL in the future": foreign("far-future", t0.Add(ttl+time.Minute), 30),
+		"TTL over MaxSaneTTL":                  foreign("long-ttl", t0, int64(lease.MaxSaneTTL/time.Second)+1),
+		"unparseable":                          "{not json",
+		"empty":                                "",
+		"oversized":                            strings.Repeat("x", 5<<20),
+		"wrong types":                          `{"instance_id":1,"ttl_s":"x"}`,
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := mem.New()
+			c := clock.NewFake(t0)
+			put(t, b, data)
+			var ev events
+			ct, err := lease.NewContender(b, "db1", opts("me", c, &ev))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = ct.Acquire(context.Background())
+			var he *lease.HeldError
+			if !errors.As(err, &he) || he.State != lease.Suspect {
+				t.Fatalf("first acquire: %v, want held and suspect", err)
+			}
+			c.Advance(ttl - time.Millisecond)
+			if _, err := ct.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+				t.Fatalf("acquire before one TTL unchanged: %v, want held", err)
+			}
+			c.Advance(time.Millisecond)
+			l, err := ct.Acquire(context.Background())
+			if err != nil {
+				t.Fatalf("acquire after one TTL unchanged: %v", err)
+			}
+			if !l.MayWrite() || !ev.has(lease.EventTookOver) {
+				t.Fatal("no takeover reported")
+			}
+		})
+	}
+	t.Run("a change restarts the watch", func(t *testing.T) {
+		b := mem.New()
+		c := clock.NewFake(t0)
+		put(t, b, "{garbage 1")
+		ct, _ := lease.NewContender(b, "db1", opts("me", c, nil))
+		ct.Acquire(context.Background())
+		c.Advance(ttl / 2)
+		put(t, b, "{garbage 2")
+		ct.Acquire(context.Background())
+		c.Advance(ttl / 2)
+		if _, err := ct.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("took over a suspect record seen for only half a TTL: %v", err)
+		}
+		c.Advance(ttl / 2)
+		if _, err := ct.Acquire(context.Background()); err != nil {
+			t.Fatalf("after a full TTL unchanged: %v", err)
+		}
+	})
+}
+
+func TestStaleAndReleasedAreTakenOver(t *testing.T) {
+	for name, rec := range map[string]string{
+		"stale":    foreign("dead", t0.Add(-ttl), 30),
+		"released": foreign("gone", t0, 0),
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := mem.New()
+			put(t, b, rec)
+			var ev events
+			if _, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), &ev)); err != nil {
+				t.Fatal(err)
+			}
+			if !ev.has(lease.EventTookOver) {
+				t.Fatal("no took-over event")
+			}
+		})
+	}
+}
+
+func TestRestartReacquiresOwnLeaseAtOnce(t *testing.T) {
+	b := mem.New()
+	c := clock.NewFake(t0)
+	acquire(t, b, "me", c) // then the process dies
+	c.Advance(time.Second)
+	l, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatalf("re-acquire of our own fresh lease: %v", err)
+	}
+	if r, _, _ := readRecord(t, b); !r.AcquiredAt.Equal(t0) || l.Version() == "" {
+		t.Fatalf("re-acquire changed acquired_at to %v", r.AcquiredAt)
+	}
+}
+
+func TestProbeFailsClosed(t *testing.T) {
+	cases := []struct {
+		name   string
+		ignore faulty.Ignore
+		seed   string // an existing stale record, for the takeover path
+		which  string
+	}{
+		{"ignores If-None-Match, empty key", faulty.IgnoreIfAbsent, "", "If-None-Match"},
+		{"ignores If-Match, empty key", faulty.IgnoreIfMatch, "", "If-Match"},
+		{"ignores If-Match, takeover", faulty.IgnoreIfMatch, foreign("dead", t0.Add(-time.Hour), 30), "If-Match"},
+		{"ignores both", faulty.IgnoreIfAbsent | faulty.IgnoreIfMatch, "", "If-"},
+		{"reports refusals as success", faulty.LieOnRefusal, "", "If-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := mem.New()
+			if tc.seed != "" {
+				put(t, inner, tc.seed)
+			}
+			b := &faulty.Bucket{Bucket: inner, Ignore: tc.ignore}
+			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
+			if !errors.Is(err, lease.ErrPreconditionsIgnored) {
+				t.Fatalf("acquire on a service that %s: %v, %v; want ErrPreconditionsIgnored", tc.name, l, err)
+			}
+			if !strings.Contains(err.Error(), lease.EnvConditional+"=off") || !strings.Contains(err.Error(), tc.which) {
+				t.Errorf("the error does not name the cause and the switch: %v", err)
+			}
+			if r, _, ok := readRecord(t, inner); ok && r.InstanceID == "me" && r.TTLSeconds != 0 {
+				t.Errorf("a live lease of ours was left behind: %+v", r)
+			}
+		})
+	}
+	t.Run("negative control: an honest bucket passes", func(t *testing.T) {
+		if _, err := lease.Acquire(context.Background(), &faulty.Bucket{Bucket: mem.New()}, "db1", opts("me", clock.NewFake(t0), nil)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestBestEffortMode(t *testing.T) {
+	var logs logBuffer
+	o := opts("me", clock.NewFake(t0), nil)
+	o.Getenv = func(k string) string {
+		if k == lease.EnvConditional {
+			return "off"
+		}
+		return ""
+	}
+	o.Logger = logs.logger()
+	// A service ignoring preconditions is refused conditionally…
+	b := &faulty.Bucket{Bucket: mem.New(), Ignore: faulty.IgnoreIfAbsent | faulty.IgnoreIfMatch}
+	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	if err != nil {
+		t.Fatalf("best-effort acquire: %v", err)
+	}
+	if l.Exclusion() != driver.BestEffort {
+		t.Errorf("Exclusion = %v, want best-effort", l.Exclusion())
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "best-effort") {
+		t.Errorf("no WARN about best-effort exclusion in:\n%s", logs.String())
+	}
+	// …and still refuses a second instance that reads the holder's record.
+	o2 := *o
+	o2.InstanceID = "other"
+	if _, err := lease.Acquire(context.Background(), b, "db1", &o2); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("second best-effort instance: %v, want held", err)
+	}
+	o3 := opts("x", clock.NewFake(t0), nil)
+	o3.Getenv = func(string) string { return "of" }
+	if _, err := lease.Acquire(context.Background(), mem.New(), "db1", o3); err == nil || !strings.Contains(err.Error(), lease.EnvConditional) {
+		t.Fatalf("a misspelled switch value: %v, want an error naming the variable", err)
+	}
+	o4 := opts("x", clock.NewFake(t0), nil)
+	l4, err := lease.Acquire(context.Background(), mem.New(), "db1", o4)
+	if err != nil || l4.Exclusion() != driver.Conditional {
+		t.Fatalf("default mode: %v, %v", l4, err)
+	}
+}
+
+func TestReleaseNeverRemovesSuccessor(t *testing.T) {
+	for _, condDelete := range []bool{true, false} {
+		t.Run(fmt.Sprintf("conditional-delete=%v", condDelete), func(t *testing.T) {
+			var b driver.Bucket = mem.New()
+			if !condDelete {
+				b = faulty.NoConditionalDelete{Bucket: b}
+			}
+			hc, sc := clock.NewFake(t0), clock.NewFake(t0)
+			h := acquire(t, b, "holder", hc)
+			hc.Advance(ttl)
+			sc.Advance(ttl)
+			acquire(t, b, "successor", sc)
+			if err := h.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if r, _, ok := readRecord(t, b); !ok || r.InstanceID != "successor" || r.TTLSeconds == 0 {
+				t.Fatalf("after the old holder's release: %+v (exists %v)", r, ok)
+			}
+		})
+	}
+}
+
+func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
+	for _, condDelete := range []bool{true, false} {
+		t.Run(fmt.Sprintf("conditional-delete=%v", condDelete), func(t *testing.T) {
+			var b driver.Bucket = mem.New()
+			if !condDelete {
+				b = faulty.NoConditionalDelete{Bucket: b}
+			}
+			c := clock.NewFake(t0)
+			h := acquire(t, b, "holder", c)
+			if err := h.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if h.MayWrite() || !errors.Is(h.Err(), lease.ErrReleased) {
+				t.Fatal("a released lease may still write")
+			}
+			r, _, ok := readRecord(t, b)
+			if condDelete && ok {
+				t.Fatalf("release left %+v", r)
+			}
+			if !condDelete && (!ok || r.TTLSeconds != 0) {
+				t.Fatalf("release without conditional delete left %+v, want a released record", r)
+			}
+			if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {
+				t.Fatalf("next instance right after release: %v", err)
+			}
+		})
+	}
+}
+
+func TestKeepRenewsAndStopsCleanly(t *testing.T) {
+	c := clock.NewFake(t0)
+	var ev events
+	l, err := lease.Acquire(context.Background(), mem.New(), "db1", opts("me", c, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Keep(ctx) }()
+	for i := range 5 {
+		waitTimers(t, c, 2) // the fence timer and Keep's sleep
+		c.Advance(ttl / 3)
+		waitFor(t, func() bool { return count(&ev, lease.EventRenewed) == i+1 })
+	}
+	if !l.MayWrite() {
+		t.Fatal("a kept lease was fenced")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Keep returned %v", err)
+	}
+}
+
+func TestKeepRetriesThenFences(t *testing.T) {
+	c := clock.NewFake(t0)
+	var ev events
+	var failing atomicBool
+	b := &faulty.Failing{Bucket: mem.New(), Before: func(ctx context.Context, op, _ string, _ driver.Condition) error {
+		if failing.get() {
+			return errors.New("503 SlowDown")
+		}
+		return nil
+	}}
+	o := opts("me", c, &ev)
+	o.RetryInterval = time.Second
+	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing.set(true)
+	done := make(chan error, 1)
+	go func() { done <- l.Keep(context.Background()) }()
+	for range 30 {
+		var err error
+		returned := false
+		waitFor(t, func() bool {
+			select {
+			case err = <-done:
+				returned = true
+				return true
+			default:
+				return c.Timers() >= 2
+			}
+		})
+		if !returned {
+			c.Advance(time.Second)
+			continue
+		}
+		{
+			if !errors.Is(err, lease.ErrFenced) {
+				t.Fatalf("Keep returned %v, want ErrFenced", err)
+			}
+			if n := count(&ev, lease.EventRenewalFailed); n < 5 {
+				t.Fatalf("only %d failed renewals before the fence", n)
+			}
+			if !ev.has(lease.EventFenced) {
+				t.Fatal("no fenced event")
+			}
+			return
+		}
+	}
+	t.Fatal("Keep did not return at the fence")
+}
+
+type atomicBool struct {
+	mu sync.Mutex
+	v  bool
+}
+
+func (a *atomicBool) get() bool  { a.mu.Lock(); defer a.mu.Unlock(); return a.v }
+func (a *atomicBool) set(v bool) { a.mu.Lock(); a.v = v; a.mu.Unlock() }
+
+func count(ev *events, k lease.EventKind) int {
+	n := 0
+	for _, got := range ev.kinds() {
+		if got == k {
+			n++
+		}
+	}
+	return n
+}
+
+// waitTimers waits until the code under test has at least n timers pending
+// on c, i.e. it is asleep.
+func waitTimers(t *testing.T, c *clock.Fake, n int) {
+	t.Helper()
+	waitFor(t, func() bool { return c.Timers() >= n })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
