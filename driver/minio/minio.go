@@ -1,0 +1,218 @@
+package minio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	miniogo "github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// Scheme is the URL scheme this package registers.
+const Scheme = "minio"
+
+func init() { driver.Register(Scheme, open) }
+
+// MaxPutSize is the largest body Put sends. Every Put is one PUT request
+// (multipart is disabled), so that the precondition covers the whole write;
+// a larger body is refused rather than split into parts.
+const MaxPutSize = 5 << 30
+
+// Bucket is one bucket of a MinIO server reached through minio-go. It is
+// safe for concurrent use.
+type Bucket struct {
+	client *miniogo.Client
+	bucket string
+}
+
+var _ driver.Bucket = (*Bucket)(nil)
+
+// New returns the bucket named bucket on client. The client is the
+// caller's, with its credentials, transport and retry policy.
+func New(client *miniogo.Client, bucket string) *Bucket {
+	return &Bucket{client: client, bucket: bucket}
+}
+
+// Credentials returns the credential chain NewClient uses: MINIO_ROOT_USER
+// and MINIO_ROOT_PASSWORD, else MINIO_ACCESS_KEY and MINIO_SECRET_KEY, else
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN.
+func Credentials() *credentials.Credentials {
+	return credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvMinio{},
+		&credentials.EnvAWS{},
+	})
+}
+
+// NewClient returns a client for the server at endpoint ("host:port"),
+// over TLS if secure, with credentials from the environment (see
+// Credentials). It is an error if the environment holds none. region may
+// be empty.
+func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, error) {
+	creds := Credentials()
+	v, err := creds.Get()
+	if err != nil || v.AccessKeyID == "" || v.SecretAccessKey == "" {
+		return nil, errors.New("no credentials: set MINIO_ACCESS_KEY and MINIO_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+	}
+	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region})
+	if err != nil {
+		return nil, fmt.Errorf("creating the MinIO client for %s: %w", endpoint, err)
+	}
+	return c, nil
+}
+
+// open opens minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R.
+func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+	q, err := driver.Params(u, "tls", "region")
+	if err != nil {
+		return nil, "", err
+	}
+	if u.User != nil {
+		return nil, "", errors.New("the URL must not hold credentials; set MINIO_ACCESS_KEY and MINIO_SECRET_KEY")
+	}
+	if u.Host == "" {
+		return nil, "", errors.New("the URL names no server; use minio://HOST:PORT/BUCKET/PREFIX")
+	}
+	secure := true
+	if s := q.Get("tls"); s != "" {
+		if secure, err = strconv.ParseBool(s); err != nil {
+			return nil, "", fmt.Errorf("tls=%q is not true or false", s)
+		}
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if bucket == "" {
+		return nil, "", errors.New("the URL names no bucket; use minio://HOST:PORT/BUCKET/PREFIX")
+	}
+	c, err := NewClient(u.Host, secure, q.Get("region"))
+	if err != nil {
+		return nil, "", err
+	}
+	return New(c, bucket), strings.Trim(prefix, "/"), nil
+}
+
+// Capabilities declares Conditional exclusion and no conditional Delete:
+// the MinIO server ignores If-Match on DeleteObject.
+func (b *Bucket) Capabilities() driver.Capabilities {
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false}
+}
+
+// Get returns the object's body and ETag, both from one GetObject response.
+func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	// Core.GetObject sends one GET and returns its body and headers. The
+	// Client's GetObject would not: its Object sends a HEAD for Stat and
+	// then a GET with If-Match for the body, which fails with 412 if the
+	// object changes in between.
+	body, info, _, err := miniogo.Core{Client: b.client}.GetObject(ctx, b.bucket, key, miniogo.GetObjectOptions{})
+	if err == nil {
+		return body, driver.Version(info.ETag), nil
+	}
+	e := opError(ctx, "get", key, driver.Condition{}, err)
+	if code, status := errorResponse(err); code == "NoSuchKey" || status == http.StatusNotFound && code != "NoSuchBucket" {
+		e.Kind = driver.ErrNotExist
+	}
+	return nil, "", e
+}
+
+// Put stores data under key with one PUT request carrying cond, and returns
+// the new ETag, unquoted as minio-go reports it.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if len(data) > MaxPutSize {
+		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond,
+			Err: fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize)}
+	}
+	opts := miniogo.PutObjectOptions{DisableMultipart: true}
+	switch v, match := cond.Match(); {
+	case cond.Absent():
+		opts.SetMatchETagExcept("*")
+	case match && unquote(v) == "":
+		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond,
+			Kind: driver.ErrPrecondition, Err: errors.New("the empty version never matches")}
+	case match:
+		// SetMatchETag adds the quotes itself.
+		opts.SetMatchETag(unquote(v))
+	}
+	info, err := b.client.PutObject(ctx, b.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+	if err != nil {
+		e := opError(ctx, "put", key, cond, err)
+		if refused(err, cond) {
+			e.Kind = driver.ErrPrecondition
+		}
+		return "", e
+	}
+	if info.ETag == "" {
+		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond,
+			Err: errors.New("the server returned no ETag")}
+	}
+	return driver.Version(info.ETag), nil
+}
+
+// Delete removes key unconditionally; a missing key is success. Any
+// condition is refused with driver.ErrUnsupported without a request, since
+// the server would ignore it.
+func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	if !cond.Unconditional() {
+		return &driver.OpError{Driver: Scheme, Op: "delete", Key: key, Cond: cond,
+			Kind: driver.ErrUnsupported, Err: errors.New("the MinIO server ignores conditions on DeleteObject")}
+	}
+	err := b.client.RemoveObject(ctx, b.bucket, key, miniogo.RemoveObjectOptions{})
+	if err == nil {
+		return nil
+	}
+	if code, _ := errorResponse(err); code == "NoSuchKey" {
+		return nil
+	}
+	return opError(ctx, "delete", key, cond, err)
+}
+
+// unquote strips the quotes of an ETag as S3 returns it, so that a Version
+// from the s3 driver works here too.
+func unquote(v driver.Version) string {
+	return strings.TrimSuffix(strings.TrimPrefix(string(v), `"`), `"`)
+}
+
+// opError wraps a minio-go error, making sure that a cancelled or expired
+// ctx shows in the chain even when minio-go reported it some other way.
+func opError(ctx context.Context, op, key string, cond driver.Condition, err error) *driver.OpError {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w: %w", cerr, err)
+	}
+	return &driver.OpError{Driver: Scheme, Op: op, Key: key, Cond: cond, Err: err}
+}
+
+// refused reports whether err is the server refusing a conditional write:
+// 412 PreconditionFailed, 409 ConditionalRequestConflict, or 404 on an
+// If-Match write to a missing key (servers since RELEASE.2025-09-07).
+func refused(err error, cond driver.Condition) bool {
+	if cond.Unconditional() {
+		return false
+	}
+	code, status := errorResponse(err)
+	switch {
+	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
+		return true
+	case code == "ConditionalRequestConflict":
+		return true
+	case status == http.StatusNotFound && code != "NoSuchBucket":
+		_, match := cond.Match()
+		return match
+	}
+	return false
+}
+
+// errorResponse returns the S3 error code and HTTP status in err's chain.
+// minio.ToErrorResponse is not used: it does not look through wrapping.
+func errorResponse(err error) (code string, status int) {
+	var er miniogo.ErrorResponse
+	if errors.As(err, &er) {
+		return er.Code, er.StatusCode
+	}
+	return "", 0
+}
