@@ -33,11 +33,11 @@ func TestNegativeControls(t *testing.T) {
 		observedEx driver.Exclusion
 	}{
 		{"ignores IfAbsent", faulty.IgnoreIfAbsent,
-			[]string{"put-if-absent-existing", "race-if-absent"}, driver.NoExclusion},
+			[]string{"put-if-absent-existing", "race-if-absent", "lease-acquire"}, driver.NoExclusion},
 		{"ignores IfMatch", faulty.IgnoreIfMatch,
-			[]string{"put-if-match-stale", "put-if-match-made-up", "put-if-match-missing", "cas-counter"}, driver.NoExclusion},
+			[]string{"put-if-match-stale", "put-if-match-made-up", "put-if-match-missing", "cas-counter", "lease-acquire", "lease-takeover"}, driver.NoExclusion},
 		{"reports refused writes as success", faulty.LieOnRefusal,
-			[]string{"put-if-absent-existing", "put-if-match-stale", "put-if-match-made-up", "put-if-match-missing", "race-if-absent"}, driver.NoExclusion},
+			[]string{"put-if-absent-existing", "put-if-match-stale", "put-if-match-made-up", "put-if-match-missing", "race-if-absent", "lease-acquire"}, driver.NoExclusion},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,195 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// The lease's own scenarios, run on the driver under test. Time is a fake
+// clock per instance, so a takeover after a TTL costs no waiting; the
+// requests are real.
+
+const leaseTTL = 30 * time.Second
+
+var leaseStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// leaseOpts are the options of one test instance: a fake clock, no log
+// output, and the environment ignored (the suite tests the service, not
+// the switch).
+func leaseOpts(id string, c clock.Clock) *lease.Options {
+	return &lease.Options{TTL: leaseTTL, InstanceID: id, Clock: c,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }}
+}
+
+// holds fails unless the lease object names id.
+func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
+	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize)
+	if err != nil {
+		return fmt.Errorf("reading the lease object: %s", outcome(err))
+	}
+	rec, err := lease.DecodeRecord(data)
+	if err != nil {
+		return fmt.Errorf("the lease object: %v", err)
+	}
+	if rec.InstanceID != id || rec.TTLSeconds == 0 {
+		return fmt.Errorf("the lease object names %q (ttl %d), not %q", rec.InstanceID, rec.TTLSeconds, id)
+	}
+	return nil
+}
+
+func init() {
+	checks = append(checks,
+		check{
+			name:   "lease-acquire",
+			area:   areaPut,
+			expect: "a lease is acquired on a free prefix, its probe passes, and it reports the driver's exclusion",
+			run: func(ctx context.Context, s *scope) error {
+				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", clock.NewFake(leaseStart)))
+				if err != nil {
+					return fmt.Errorf("Acquire: %v", err)
+				}
+				defer l.Release(ctx)
+				s.key("LEASE")
+				if !l.MayWrite() {
+					return errors.New("a new lease may not write")
+				}
+				if l.Exclusion() != s.b.Capabilities().Exclusion {
+					return fmt.Errorf("the lease reports %v, the driver declares %v", l.Exclusion(), s.b.Capabilities().Exclusion)
+				}
+				return holds(ctx, s.b, s.prefix, "first")
+			},
+		},
+		check{
+			name:   "lease-second-refused",
+			area:   areaPut,
+			expect: "a second instance is refused with ErrHeld naming the holder",
+			run: func(ctx context.Context, s *scope) error {
+				s.key("LEASE")
+				c := clock.NewFake(leaseStart)
+				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", c))
+				if err != nil {
+					return fmt.Errorf("first Acquire: %v", err)
+				}
+				defer l.Release(ctx)
+				_, err = lease.Acquire(ctx, s.b, s.prefix, leaseOpts("second", c))
+				var he *lease.HeldError
+				if !errors.As(err, &he) || he.Holder() != "first" {
+					return fmt.Errorf("second Acquire: %v; want ErrHeld naming \"first\"", err)
+				}
+				return holds(ctx, s.b, s.prefix, "first")
+			},
+		},
+		check{
+			name:   "lease-renew",
+			area:   areaPut,
+			expect: "a renewal is one conditional write that moves the version and the fence deadline",
+			run: func(ctx context.Context, s *scope) error {
+				s.key("LEASE")
+				c := clock.NewFake(leaseStart)
+				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", c))
+				if err != nil {
+					return fmt.Errorf("Acquire: %v", err)
+				}
+				defer l.Release(ctx)
+				v1 := l.Version()
+				c.Advance(leaseTTL / 3)
+				if err := l.Renew(ctx); err != nil {
+					return fmt.Errorf("Renew: %v", err)
+				}
+				if l.Version() == v1 {
+					return errors.New("the renewal did not change the version")
+				}
+				c.Advance(leaseTTL / 2)
+				if !l.MayWrite() {
+					return errors.New("the renewal did not move the fence deadline")
+				}
+				return holds(ctx, s.b, s.prefix, "first")
+			},
+		},
+		check{
+			name:   "lease-takeover",
+			area:   areaPut,
+			expect: "after a TTL without renewal another instance takes over, and the old holder gets ErrLost",
+			run: func(ctx context.Context, s *scope) error {
+				s.key("LEASE")
+				oldClock, newClock := clock.NewFake(leaseStart), clock.NewFake(leaseStart)
+				old, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("old", oldClock))
+				if err != nil {
+					return fmt.Errorf("Acquire: %v", err)
+				}
+				oldClock.Advance(leaseTTL)
+				newClock.Advance(leaseTTL)
+				if old.MayWrite() {
+					return errors.New("the old holder may still write a TTL after its last renewal")
+				}
+				nl, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("new", newClock))
+				if err != nil {
+					return fmt.Errorf("takeover: %v", err)
+				}
+				defer nl.Release(ctx)
+				if err := old.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+					return fmt.Errorf("the old holder's renewal: %v; want ErrLost", err)
+				}
+				if err := old.Release(ctx); err != nil {
+					return fmt.Errorf("the old holder's release: %v", err)
+				}
+				return holds(ctx, s.b, s.prefix, "new")
+			},
+		},
+		check{
+			name:   "lease-lost-reply",
+			area:   areaPut,
+			expect: "an acquire whose reply was lost is recognised as our own on the next attempt",
+			run: func(ctx context.Context, s *scope) error {
+				s.key("LEASE")
+				dropped := false
+				lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, _ string, cond driver.Condition) bool {
+					if op == "put" && cond.Absent() && !dropped {
+						dropped = true
+						return true
+					}
+					return false
+				}}
+				l, err := lease.Acquire(ctx, lossy, s.prefix, leaseOpts("first", clock.NewFake(leaseStart)))
+				if err != nil {
+					return fmt.Errorf("Acquire with the first reply lost: %v", err)
+				}
+				defer l.Release(ctx)
+				return holds(ctx, s.b, s.prefix, "first")
+			},
+		},
+		check{
+			name:   "lease-release",
+			area:   areaPut,
+			expect: "release removes the lease (or marks it released) and the next instance acquires at once",
+			run: func(ctx context.Context, s *scope) error {
+				s.key("LEASE")
+				c := clock.NewFake(leaseStart)
+				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", c))
+				if err != nil {
+					return fmt.Errorf("Acquire: %v", err)
+				}
+				if err := l.Release(ctx); err != nil {
+					return fmt.Errorf("Release: %v", err)
+				}
+				if l.MayWrite() {
+					return errors.New("a released lease may still write")
+				}
+				next, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("second", c))
+				if err != nil {
+					return fmt.Errorf("Acquire right after release: %v", err)
+				}
+				return next.Release(ctx)
+			},
+		},
+	)
+}
