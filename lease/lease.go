@@ -330,13 +330,13 @@ func release(ctx context.Context, b driver.Bucket, key string, v driver.Version,
 // goroutine that outlives it.
 func (l *Lease) Keep(ctx context.Context) error {
 	interval := l.s.ttl / 3
-	wait := interval
+	retrying := false
 	for {
-		l.mu.Lock()
-		since := l.s.clock.Mono() - l.sentMono
-		l.mu.Unlock()
-		if wait == interval {
-			wait = interval - since
+		wait := l.s.retry
+		if !retrying {
+			l.mu.Lock()
+			wait = interval - (l.s.clock.Mono() - l.sentMono) // from when the last renewal was sent
+			l.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
@@ -356,7 +356,7 @@ func (l *Lease) Keep(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil:
-			wait = interval
+			retrying = false
 		case errors.Is(err, ErrLost), errors.Is(err, ErrFenced), errors.Is(err, ErrReleased):
 			return l.keepResult()
 		case ctx.Err() != nil:
@@ -367,7 +367,7 @@ func (l *Lease) Keep(ctx context.Context) error {
 			}
 			l.s.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.Version(),
 				Time: l.s.clock.Wall(), Err: err, Detail: "retrying until " + l.Deadline().Format(time.RFC3339)})
-			wait = l.s.retry
+			retrying = true
 		}
 	}
 }

@@ -1,0 +1,151 @@
+package lease_test
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// rounds counts requests and sequential round trips. Every request waits
+// at a gate that opens batchWindow after the first request of a batch
+// arrives; requests sent together (the lease's concurrent probes) arrive
+// within microseconds and share a batch, a request that depends on an
+// earlier answer cannot arrive before that batch opened, so it starts a new
+// one. The window only sorts requests into batches; no duration is asserted.
+type rounds struct {
+	driver.Bucket
+	mu       sync.Mutex
+	gate     chan struct{}
+	batches  int
+	requests int
+}
+
+const batchWindow = 250 * time.Millisecond
+
+func (r *rounds) wait() {
+	r.mu.Lock()
+	r.requests++
+	if r.gate == nil {
+		r.batches++
+		gate := make(chan struct{})
+		r.gate = gate
+		time.AfterFunc(batchWindow, func() {
+			r.mu.Lock()
+			r.gate = nil
+			r.mu.Unlock()
+			close(gate)
+		})
+	}
+	gate := r.gate
+	r.mu.Unlock()
+	<-gate
+}
+
+func (r *rounds) counts() (requests, batches int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.requests, r.batches
+}
+
+func (r *rounds) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests, r.batches = 0, 0
+}
+
+func (r *rounds) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	r.wait()
+	return r.Bucket.Get(ctx, key)
+}
+
+func (r *rounds) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	r.wait()
+	return r.Bucket.Put(ctx, key, data, cond)
+}
+
+func (r *rounds) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	r.wait()
+	return r.Bucket.Delete(ctx, key, cond)
+}
+
+// TestRequestBudgets pins what each lease operation costs; README.md has the
+// same table. A renewal is one request; acquire on an empty prefix is two
+// sequential round trips; no acquire path is more than three.
+func TestRequestBudgets(t *testing.T) {
+	ctx := context.Background()
+	type budget struct{ requests, rounds int }
+	check := func(t *testing.T, name string, r *rounds, want budget) {
+		t.Helper()
+		req, rt := r.counts()
+		if req != want.requests || rt != want.rounds {
+			t.Errorf("%s: %d requests in %d sequential round trips, budget %d in %d", name, req, rt, want.requests, want.rounds)
+		}
+		r.reset()
+	}
+
+	t.Run("acquire on an empty prefix, renew, release", func(t *testing.T) {
+		r := &rounds{Bucket: mem.New()}
+		c := clock.NewFake(t0)
+		l, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "acquire on an empty prefix", r, budget{3, 2})
+		c.Advance(ttl / 3)
+		if err := l.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "renewal", r, budget{1, 1})
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "release", r, budget{1, 1})
+	})
+	t.Run("re-acquire our own lease after a restart", func(t *testing.T) {
+		b := mem.New()
+		c := clock.NewFake(t0)
+		acquire(t, b, "me", c)
+		c.Advance(time.Second) // the restart
+		r := &rounds{Bucket: b}
+		if _, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil)); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "re-acquire", r, budget{4, 3})
+	})
+	t.Run("take over a stale lease", func(t *testing.T) {
+		b := mem.New()
+		c := clock.NewFake(t0)
+		put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
+		r := &rounds{Bucket: b}
+		if _, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil)); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "takeover", r, budget{4, 3})
+	})
+	t.Run("refused by a fresh holder", func(t *testing.T) {
+		b := mem.New()
+		c := clock.NewFake(t0)
+		acquire(t, b, "holder", c)
+		r := &rounds{Bucket: b}
+		if _, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil)); err == nil {
+			t.Fatal("acquired a held lease")
+		}
+		check(t, "refusal", r, budget{2, 2})
+	})
+	t.Run("negative control: serial requests count as separate rounds", func(t *testing.T) {
+		r := &rounds{Bucket: mem.New()}
+		for range 3 {
+			r.Put(ctx, "k", nil, driver.Condition{})
+		}
+		if _, rt := r.counts(); rt != 3 {
+			t.Fatalf("three serial requests counted as %d rounds", rt)
+		}
+	})
+}
