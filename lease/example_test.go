@@ -1,0 +1,71 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	_ "github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// A backup worker: take the lease, keep it renewed in the background, and
+// write through the lease's bucket, which refuses to start a write once the
+// holder is fenced and cancels one in flight at that moment.
+func Example_worker() {
+	ctx := context.Background()
+	bucket, prefix, err := driver.Open(ctx, "mem://example/backups/db1")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	l, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{Logger: quiet})
+	if errors.Is(err, lease.ErrHeld) {
+		fmt.Println("another machine is writing this backup:", err)
+		return
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Release(context.WithoutCancel(ctx))
+
+	work, stop := l.Fence(ctx) // cancelled when the lease ends
+	defer stop()
+	go l.Keep(work)
+
+	w := l.Bucket()
+	// Immutable objects: If-None-Match: *, so a stale writer cannot replace one.
+	if _, err := w.Put(work, prefix+"/chunks/0001", []byte("…"), driver.IfAbsent()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The manifest: If-Match on the version last written or read (here: new).
+	if _, err := w.Put(work, prefix+"/LATEST", []byte("chunks/0001"), driver.IfAbsent()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("backup written under", lease.Key(prefix), "with", l.Exclusion(), "exclusion")
+	// Output: backup written under backups/db1/LEASE with conditional exclusion
+}
+
+// A second instance is refused, and told who holds the lease and when it
+// could be taken over.
+func ExampleHeldError() {
+	ctx := context.Background()
+	bucket, prefix, _ := driver.Open(ctx, "mem://example-held/db1")
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	first, _ := lease.Acquire(ctx, bucket, prefix, &lease.Options{InstanceID: "machine-a", Logger: quiet})
+	defer first.Release(ctx)
+
+	_, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{InstanceID: "machine-b", Logger: quiet})
+	var held *lease.HeldError
+	if errors.As(err, &held) {
+		fmt.Println("held by", held.Holder(), "state", held.State)
+	}
+	// Output: held by machine-a state fresh
+}
