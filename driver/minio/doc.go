@@ -1,0 +1,49 @@
+// Package minio is the driver for MinIO servers, on minio-go v7. Importing
+// it registers the scheme "minio":
+//
+//	minio://HOST:PORT/BUCKET/PREFIX
+//	minio://127.0.0.1:9000/BUCKET/PREFIX?tls=false
+//
+// Parameters (any other is refused, so a typo cannot fail open):
+//
+//   - tls: TLS is on by default; tls=false speaks plain HTTP, for loopback.
+//   - region: the server's region, if it has one configured.
+//
+// Credentials come from the environment, never from the URL:
+// MINIO_ROOT_USER and MINIO_ROOT_PASSWORD, else MINIO_ACCESS_KEY and
+// MINIO_SECRET_KEY, else AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN. Opening fails if none is set. To bring your own
+// client, build a *minio.Client and call New.
+//
+// # Semantics
+//
+// The driver declares Conditional exclusion and no conditional Delete:
+//
+//   - Put is always one PUT request: the exact size is passed and
+//     multipart is disabled, so the condition covers the whole body; bodies
+//     over MaxPutSize are refused. IfAbsent is SetMatchETagExcept("*")
+//     (If-None-Match: *), IfMatch is SetMatchETag(etag) (If-Match).
+//   - Versions are ETags without quotes, as minio-go reports them. IfMatch
+//     strips quotes before minio-go adds its own, so a quoted ETag from the
+//     s3 driver works here too.
+//   - 412 PreconditionFailed, 409 ConditionalRequestConflict and a 404 on an
+//     If-Match PUT (servers since RELEASE.2025-09-07T16-13-09Z answer a
+//     missing key so) are driver.ErrPrecondition; Get of a missing key is
+//     driver.ErrNotExist. Errors are recognised with errors.As on
+//     minio.ErrorResponse, which stays in the chain.
+//   - The MinIO server ignores If-Match on DeleteObject, so Delete with
+//     IfMatch returns driver.ErrUnsupported without sending anything; the
+//     lease then releases by overwriting its record under If-Match.
+//
+// # Known quirks
+//
+//   - minio-go's Client.GetObject returns an Object that sends a HEAD for
+//     Stat and then a GET with If-Match for the body: the version and the
+//     body come from two requests, and a write in between makes the read
+//     fail with 412. Get uses minio.Core's GetObject, one GET, instead.
+//   - minio.ToErrorResponse does not look through wrapped errors.
+//   - Servers before RELEASE.2023-02-09 ignore the preconditions; before
+//     RELEASE.2025-09-07 they mishandle a conditional PUT to a missing key.
+//     Use RELEASE.2025-09-07T16-13-09Z or later; the lease's probe refuses
+//     a server that ignores them.
+package minio
