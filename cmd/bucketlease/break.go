@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+var breakCommand = &command{
+	name:    "break",
+	args:    "URL --version V [--force]",
+	summary: "remove a stuck lease, only if it is still the version you looked at",
+	help: `Removes the lease object {prefix}/LEASE so that another instance can take the
+lease at once, but only if it still has version V (from "bucketlease show"):
+it shows what it will remove, then removes it with one conditional request,
+Delete with If-Match: V where the service honours a conditional delete, and
+otherwise an overwrite with If-Match: V by a released record (ttl_s 0) that
+every contender may take over. It never deletes blindly: if the lease changed
+since you looked (its holder renewed it, or someone else took it), break
+refuses and exits 4.
+
+A fresh lease (renewed less than its TTL ago) has a live holder, probably:
+break refuses it (exit 4) unless you pass --force. Breaking a live holder's
+lease lets another instance start writing while the old holder may still be
+writing until its fence; it learns that it lost the lease at its next renewal.
+
+Examples:
+  bucketlease show file:///var/backups/db1          # note the version
+  bucketlease break file:///var/backups/db1 --version 5e9c0d61b1c2a1f4e0b6e1a3f2d4c5b6`,
+	setup: setupBreak,
+}
+
+// breakerID names break in the released record it writes, so that the old
+// holder, should it renew, finds a record of someone else and stops.
+const breakerID = "bucketlease-break"
+
+func setupBreak(fs *flag.FlagSet) runFunc {
+	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
+	force := fs.Bool("force", false, "break a fresh lease too")
+	return func(ctx context.Context, e *env, args []string) error {
+		rawURL, err := oneURL(fs, args)
+		if err != nil {
+			return err
+		}
+		if *version == "" {
+			return usageErrorf("break needs --version V: run \"bucketlease show %s\" and pass the version it prints", driver.Redact(rawURL))
+		}
+		return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force)
+	}
+}
+
+func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool) error {
+	b, prefix, err := openURL(ctx, rawURL)
+	if err != nil {
+		return err
+	}
+	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	if err != nil {
+		return explain(rawURL, err)
+	}
+	if st.State == lease.Free {
+		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", st.Key)
+		return nil
+	}
+	fmt.Fprintln(w, "The lease object:")
+	printStatus(w, rawURL, st)
+	if st.Version != v {
+		return withCode(exitRefused, fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Run \"bucketlease show %s\" again and check it before breaking it",
+			st.Key, st.Version, v, driver.Redact(rawURL)))
+	}
+	if st.State == lease.Fresh && !force {
+		return withCode(exitRefused, fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
+			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt)))
+	}
+	how, err := remove(ctx, b, st.Key, v)
+	if errors.Is(err, driver.ErrPrecondition) {
+		return withCode(exitRefused, fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Run \"bucketlease show %s\" again",
+			st.Key, driver.Redact(rawURL)))
+	}
+	if err != nil {
+		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))
+	}
+	fmt.Fprintf(w, "Broke the lease %s (version %s): %s. Another instance may take it now.\n", st.Key, v, how)
+	return nil
+}
+
+// remove removes version v of the lease object conditionally, and says how.
+func remove(ctx context.Context, b driver.Bucket, key string, v driver.Version) (string, error) {
+	if b.Capabilities().ConditionalDelete {
+		return "deleted it with If-Match", b.Delete(ctx, key, driver.IfMatch(v))
+	}
+	now := time.Now()
+	rec := lease.Record{InstanceID: breakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
+	_, err := b.Put(ctx, key, rec.Encode(), driver.IfMatch(v))
+	return "the service has no conditional delete, so it was overwritten with If-Match by a released record (ttl_s 0)", err
+}

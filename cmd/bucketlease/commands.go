@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// env is what a command may touch of the process, so that tests can run
+// commands in-process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// A command is one subcommand: its flags and what it does.
+type command struct {
+	name    string
+	args    string // the synopsis after the name
+	summary string // one line for the command list
+	help    string // the full description with examples
+	// setup declares the command's flags on fs and returns the function
+	// that runs it with the arguments.
+	setup func(fs *flag.FlagSet) runFunc
+}
+
+// runFunc runs a command with its arguments; parse them with parseArgs or
+// oneURL on the FlagSet given to setup.
+type runFunc func(ctx context.Context, e *env, args []string) error
+
+// newFlagSet returns the command's FlagSet with its flags declared, and the
+// function that runs it.
+func (c *command) newFlagSet(out io.Writer) (*flag.FlagSet, runFunc) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {} // -h is handled by parseArgs; errors say what is wrong
+	return fs, c.setup(fs)
+}
+
+// commands returns the subcommands in the order help lists them.
+func commands() []*command {
+	return []*command{demoCommand, holdCommand, showCommand, probeCommand, breakCommand}
+}
+
+func findCommand(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// run runs the command line args and returns the exit code.
+func run(ctx context.Context, e *env, args []string) int {
+	err := dispatch(ctx, e, args)
+	code, show := codeOf(err)
+	if show {
+		fmt.Fprintf(e.stderr, "bucketlease: %v\n", err)
+	}
+	return code
+}
+
+func dispatch(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, mainHelp())
+		return withCode(exitUsage, nil)
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		return runHelp(e, rest)
+	}
+	c := findCommand(name)
+	if c == nil {
+		return usageErrorf("unknown command %q; the commands are %s", name, strings.Join(commandNames(), ", "))
+	}
+	fs, runner := c.newFlagSet(e.stderr)
+	err := runner(ctx, e, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(e.stdout, commandHelp(c, fs))
+		return nil
+	}
+	return err
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// runHelp prints the main help, or one command's.
+func runHelp(e *env, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stdout, mainHelp())
+		return nil
+	}
+	c := findCommand(args[0])
+	if c == nil {
+		return usageErrorf("no help for %q; the commands are %s", args[0], strings.Join(commandNames(), ", "))
+	}
+	fs, _ := c.newFlagSet(e.stderr)
+	fmt.Fprint(e.stdout, commandHelp(c, fs))
+	return nil
+}
+
+// commandHelp renders a command's help with the flags declared on fs.
+func commandHelp(c *command, fs *flag.FlagSet) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Usage: bucketlease %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.help))
+	var flags strings.Builder
+	out := fs.Output()
+	fs.SetOutput(&flags)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	if flags.Len() > 0 {
+		sb.WriteString("\nFlags:\n")
+		sb.WriteString(flags.String())
+	}
+	sb.WriteString("\nRun \"bucketlease help\" for URL schemes, credentials and exit codes.\n")
+	return sb.String()
+}
+
+func mainHelp() string {
+	var sb strings.Builder
+	sb.WriteString(`bucketlease: the advisory single-writer lease ({prefix}/LEASE) on an object-store prefix.
+
+Usage: bucketlease COMMAND [ARGS] [FLAGS]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(&sb, "  %-6s %s\n", c.name, c.summary)
+	}
+	sb.WriteString(`  help   "bucketlease help COMMAND" (or "bucketlease COMMAND -h") shows a command's flags and examples
+
+Start with "bucketlease demo": it shows in a second what the lease does.
+
+`)
+	sb.WriteString(urlHelp())
+	sb.WriteString("\n")
+	sb.WriteString(exitCodesHelp)
+	return sb.String()
+}
+
+// parseArgs parses the flags in args wherever they stand among the
+// positional arguments (Go's flag package stops at the first positional
+// one), and returns the positional arguments and the words after "--".
+func parseArgs(fs *flag.FlagSet, args []string) (positional, after []string, err error) {
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, after = args[:i], args[i+1:]
+	}
+	for range len(args) + 1 { // each round consumes at least one argument
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, err
+			}
+			// The flag package printed what is wrong.
+			return nil, nil, withCode(exitUsage, fmt.Errorf("see \"bucketlease help %s\"", fs.Name()))
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+	return positional, after, nil
+}
+
+// oneURL parses args and checks that they hold exactly one URL.
+func oneURL(fs *flag.FlagSet, args []string) (string, error) {
+	pos, after, err := parseArgs(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(after) > 0 {
+		return "", usageErrorf("%s takes no command after --; only hold runs one", fs.Name())
+	}
+	switch len(pos) {
+	case 0:
+		return "", usageErrorf("%s needs a URL, such as file:///var/backups/db1 or s3://bucket/prefix", fs.Name())
+	case 1:
+		return pos[0], nil
+	default:
+		return "", usageErrorf("%s takes one URL, got %d arguments", fs.Name(), len(pos))
+	}
+}

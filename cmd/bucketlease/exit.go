@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+)
+
+// Exit codes. They are listed in "bucketlease help" and docs/cli.md; keep
+// the three in step.
+const (
+	exitOK = 0
+	// exitError: something failed (the service, the URL, the network).
+	exitError = 1
+	// exitUsage: the command line is wrong.
+	exitUsage = 2
+	// exitHeld: another instance holds the lease (hold without --wait).
+	exitHeld = 3
+	// exitRefused: break refused, because the lease changed since you
+	// looked at it or is still fresh.
+	exitRefused = 4
+	// exitProbeFailed: probe found that the service does not give the
+	// exclusion its driver declares.
+	exitProbeFailed = 5
+	// exitInterrupted: hold --wait was interrupted before it took the lease.
+	exitInterrupted = 130
+	// exitLeaseEnded: the lease was lost or fenced while hold held it (and
+	// its command, if any, was stopped). Like timeout(1)'s 124, it is out of
+	// the range commands usually use for their own failures.
+	exitLeaseEnded = 124
+)
+
+// exitCodesHelp documents the exit codes.
+const exitCodesHelp = `Exit codes:
+  0    success (hold: the lease was released after an interrupt or after its command succeeded)
+  1    an error: the URL, the credentials, the service or the network
+  2    a usage error: unknown command or flag, missing argument
+  3    hold: another instance holds the lease (without --wait)
+  4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force)
+  5    probe: the service does not give the exclusion its driver declares
+  124  hold: the lease was lost or fenced while held; the command, if any, was stopped
+  126  hold: the command could not be started (not executable)
+  127  hold: the command was not found
+  130  hold --wait: interrupted before the lease could be taken
+  other  hold -- COMMAND: the command's own exit status (128+N if it was killed by signal N)
+`
+
+// exitErr is an error with the exit code it ends the process with. A nil
+// err exits silently.
+type exitErr struct {
+	code int
+	err  error
+}
+
+func (e *exitErr) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitErr) Unwrap() error { return e.err }
+
+// withCode wraps err with an exit code.
+func withCode(code int, err error) error { return &exitErr{code: code, err: err} }
+
+// usageErrorf reports a wrong command line (exit 2).
+func usageErrorf(format string, args ...any) error {
+	return withCode(exitUsage, fmt.Errorf(format, args...))
+}
+
+// codeOf returns the exit code for err and whether to print err.
+func codeOf(err error) (int, bool) {
+	var ee *exitErr
+	switch {
+	case err == nil:
+		return exitOK, false
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK, false
+	case errors.As(err, &ee):
+		return ee.code, ee.err != nil
+	default:
+		return exitError, true
+	}
+}

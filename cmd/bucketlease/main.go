@@ -1,0 +1,24 @@
+// Command bucketlease takes, inspects, tests and breaks the advisory
+// single-writer lease ({prefix}/LEASE) on an object-store prefix, on every
+// service this module has a driver for.
+//
+//	bucketlease demo                       the lease's story, in memory
+//	bucketlease hold URL [-- COMMAND...]   hold the lease (while COMMAND runs)
+//	bucketlease show URL                   who holds the lease, and since when
+//	bucketlease probe URL                  does the service give the exclusion?
+//	bucketlease break URL --version V      remove a stuck lease, if unchanged
+//
+// Run "bucketlease help" for the URL schemes, the credentials each driver
+// reads and the exit codes, and "bucketlease help COMMAND" for a command's
+// flags and examples.
+package main
+
+import (
+	"context"
+	"os"
+)
+
+func main() {
+	e := &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(run(context.Background(), e, os.Args[1:]))
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+const envConditional = lease.EnvConditional
+
+// printer writes what happens to a lease, one line per change: text for
+// people, or JSON lines for scripts (--json). It is safe for concurrent
+// use: the lease reports from its own goroutines.
+type printer struct {
+	mu      sync.Mutex
+	w       io.Writer
+	json    bool
+	verbose bool
+}
+
+// record is one JSON line. Empty fields are left out.
+type record struct {
+	Time             string `json:"time"`
+	Event            string `json:"event"`
+	Key              string `json:"key,omitempty"`
+	Instance         string `json:"instance,omitempty"`
+	Version          string `json:"version,omitempty"`
+	PreviousInstance string `json:"previous_instance,omitempty"`
+	Holder           string `json:"holder,omitempty"`
+	State            string `json:"state,omitempty"`
+	TakeoverAt       string `json:"takeover_at,omitempty"`
+	Exclusion        string `json:"exclusion,omitempty"`
+	TTLSeconds       int64  `json:"ttl_s,omitempty"`
+	PID              int    `json:"pid,omitempty"`
+	Status           *int   `json:"status,omitempty"`
+	Signal           string `json:"signal,omitempty"`
+	Detail           string `json:"detail,omitempty"`
+	Error            string `json:"error,omitempty"`
+	Message          string `json:"message"`
+}
+
+// emit writes r as JSON, or its message as a text line.
+func (p *printer) emit(t time.Time, r record) {
+	r.Time = t.Format(time.RFC3339)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(r) // a record always marshals
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	fmt.Fprintf(p.w, "%s  %-14s %s\n", r.Time, r.Event, r.Message)
+}
+
+// event prints a lease event. Renewals are printed only when verbose.
+func (p *printer) event(ev lease.Event) {
+	if ev.Kind == lease.EventRenewed && !p.verbose {
+		return
+	}
+	r := record{Event: ev.Kind.String(), Key: ev.Key, Instance: ev.InstanceID, Version: string(ev.Version), Detail: ev.Detail}
+	if ev.Previous != nil {
+		r.PreviousInstance = ev.Previous.InstanceID
+	}
+	if ev.Err != nil {
+		r.Error = ev.Err.Error()
+	}
+	r.Message = eventMessage(ev)
+	p.emit(ev.Time, r)
+}
+
+// eventMessage says what an event means, in words.
+func eventMessage(ev lease.Event) string {
+	switch ev.Kind {
+	case lease.EventAcquired:
+		msg := fmt.Sprintf("acquired lease %s as instance %s (version %s)", ev.Key, ev.InstanceID, ev.Version)
+		if ev.Detail != "" {
+			msg += ": " + ev.Detail
+		}
+		return msg
+	case lease.EventTookOver:
+		return fmt.Sprintf("took over lease %s as instance %s: %s", ev.Key, ev.InstanceID, ev.Detail)
+	case lease.EventRenewed:
+		return fmt.Sprintf("renewed lease %s (version %s)", ev.Key, ev.Version)
+	case lease.EventRenewalFailed:
+		return fmt.Sprintf("renewal of %s failing: %v; %s", ev.Key, ev.Err, ev.Detail)
+	case lease.EventFenced:
+		return fmt.Sprintf("fenced: no renewal of %s succeeded within two thirds of the TTL; writing stops now, before anyone may take the lease over", ev.Key)
+	case lease.EventLost:
+		who := "someone else"
+		if ev.Previous != nil {
+			who = "instance " + ev.Previous.InstanceID
+		}
+		return fmt.Sprintf("lost lease %s to %s (%s); writing stops now", ev.Key, who, ev.Detail)
+	case lease.EventReleased:
+		return fmt.Sprintf("released lease %s", ev.Key)
+	default:
+		return ev.Kind.String()
+	}
+}
+
+// held prints who holds the lease while hold waits for it.
+func (p *printer) held(h *lease.HeldError, waiting bool) {
+	r := record{Event: "held", Key: h.Key, Holder: h.Holder(), State: h.State.String(), Version: string(h.Version),
+		TakeoverAt: h.TakeoverAt.Format(time.RFC3339), Detail: h.Reason}
+	r.Message = h.Error()
+	if waiting {
+		r.Event = "waiting"
+		r.Message = fmt.Sprintf("%s; waiting (retry at %s)", h.Error(), h.TakeoverAt.Format(time.TimeOnly))
+	}
+	p.emit(h.Now, r)
+}
+
+// note prints a line that is not a lease event (the command's start and
+// end, for example).
+func (p *printer) note(event, msg string, fill func(*record)) {
+	r := record{Event: event, Message: msg}
+	if fill != nil {
+		fill(&r)
+	}
+	p.emit(time.Now(), r)
+}
+
+// newLogger returns the logger for --log-level, on stderr, as JSON with
+// --json. It leaves out the lease's own event records, which the printer
+// shows on stdout, so that each change is reported once.
+func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if asJSON {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(withoutEvents{h}), nil
+}
+
+// withoutEvents drops the lease's event records ("lease acquired", …).
+type withoutEvents struct{ slog.Handler }
+
+var eventMessages = func() map[string]bool {
+	m := map[string]bool{}
+	for k := lease.EventAcquired; k <= lease.EventReleased; k++ {
+		m["lease "+k.String()] = true
+	}
+	return m
+}()
+
+func (h withoutEvents) Handle(ctx context.Context, r slog.Record) error {
+	if eventMessages[r.Message] {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h withoutEvents) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return withoutEvents{h.Handler.WithAttrs(attrs)}
+}
+
+func (h withoutEvents) WithGroup(name string) slog.Handler {
+	return withoutEvents{h.Handler.WithGroup(name)}
+}
+
+// ago renders how long before now t was, for people: "4s ago", "in 3s".
+func ago(now, t time.Time) string {
+	d := now.Sub(t).Round(time.Second)
+	switch {
+	case d > 0:
+		return d.String() + " ago"
+	case d < 0:
+		return "in " + (-d).String() + " (stamped in the future)"
+	default:
+		return "just now"
+	}
+}
+
+// yesNo renders a bool as "yes" or "no".
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// indent indents every line of s after the first.
+func indent(s, by string) string { return strings.ReplaceAll(s, "\n", "\n"+by) }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/drivertest"
+)
+
+var probeCommand = &command{
+	name:    "probe",
+	args:    "URL [--json] [--timeout D]",
+	summary: "test whether the service gives the exclusion its driver declares",
+	help: `Runs the conformance suite of package drivertest against the service, on
+scratch keys under {prefix}/bucketlease-probe/ that are removed afterwards (the
+lease object itself is not touched): every precondition the lease relies on
+(If-None-Match: *, If-Match with a stale, a made-up and a missing version, on
+small and 17 MiB bodies), concurrent writers, conditional delete, and the
+lease's own scenarios. It prints each check, what a conforming service does,
+what this one did, and whether it passed; then the exclusion the driver
+declares and the one the service really gives.
+
+It exits 0 only if every check passed and the service gives the exclusion its
+driver declares; 5 if not. A service that ignores preconditions cannot keep a
+second writer out: the lease refuses to run on it (set
+` + envConditional + `=off to run best-effort instead).
+
+Examples:
+  bucketlease probe file:///var/backups/db1
+  bucketlease probe s3://my-bucket/backups?region=eu-west-1&endpoint=https://s3.example.com --json`,
+	setup: setupProbe,
+}
+
+func setupProbe(fs *flag.FlagSet) runFunc {
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	timeout := fs.Duration("timeout", time.Minute, "bound on each check")
+	return func(ctx context.Context, e *env, args []string) error {
+		rawURL, err := oneURL(fs, args)
+		if err != nil {
+			return err
+		}
+		b, prefix, err := openURL(ctx, rawURL)
+		if err != nil {
+			return err
+		}
+		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
+		if !*asJSON {
+			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", driver.Redact(rawURL), scratch)
+		}
+		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
+		if *asJSON {
+			if err := writeJSON(e.stdout, probeJSON(rawURL, rep)); err != nil {
+				return err
+			}
+		} else {
+			printReport(e.stdout, rep)
+		}
+		if !rep.OK() {
+			return withCode(exitProbeFailed, explain(rawURL, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
+				driver.Redact(rawURL), capsText(rep.Declared))))
+		}
+		return nil
+	}
+}
+
+func capsText(c driver.Capabilities) string {
+	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, yesNo(c.ConditionalDelete))
+}
+
+func resultText(r drivertest.Result) string {
+	switch {
+	case r.Skipped:
+		return "skip"
+	case r.Passed:
+		return "PASS"
+	case r.Deviation != "":
+		return "known deviation"
+	default:
+		return "FAIL"
+	}
+}
+
+// printReport prints the report as a table and a verdict.
+func printReport(w io.Writer, rep *drivertest.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tRESULT\tEXPECTED\tGOT")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, resultText(r), r.Expect, oneLine(r.Got))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
+	switch {
+	case rep.OK():
+		fmt.Fprintf(w, "verdict:  OK, the service gives the exclusion its driver declares (%s)\n", rep.Observed.Exclusion)
+	case rep.Observed.Exclusion == driver.NoExclusion:
+		fmt.Fprintln(w, "verdict:  FAIL, the service ignores write preconditions: it cannot keep a second writer out, and the lease refuses to run on it")
+	default:
+		fmt.Fprintln(w, "verdict:  FAIL, the service does not behave as its driver declares; see the failed checks")
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+type probeReportJSON struct {
+	URL      string            `json:"url"`
+	OK       bool              `json:"ok"`
+	Declared capsJSON          `json:"declared"`
+	Observed capsJSON          `json:"observed"`
+	Results  []probeResultJSON `json:"results"`
+}
+
+type capsJSON struct {
+	Exclusion         string `json:"exclusion"`
+	ConditionalDelete bool   `json:"conditional_delete"`
+}
+
+type probeResultJSON struct {
+	Name      string `json:"name"`
+	Result    string `json:"result"` // PASS, FAIL, skip, known deviation
+	Expect    string `json:"expect"`
+	Got       string `json:"got"`
+	Passed    bool   `json:"passed"`
+	Skipped   bool   `json:"skipped,omitempty"`
+	Deviation string `json:"deviation,omitempty"`
+}
+
+func probeJSON(rawURL string, rep *drivertest.Report) probeReportJSON {
+	j := probeReportJSON{URL: driver.Redact(rawURL), OK: rep.OK(),
+		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
+		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}}
+	for _, r := range rep.Results {
+		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: resultText(r), Expect: r.Expect, Got: r.Got,
+			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation})
+	}
+	return j
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+var showCommand = &command{
+	name:    "show",
+	args:    "URL [--json]",
+	summary: "show who holds the lease, since when, and when it could be taken over",
+	help: `Reads the lease object {prefix}/LEASE and says what a contender would make of
+it now, by this machine's clock: its state, its holder, when it was acquired
+and last renewed, its TTL, when it could be taken over and its version (which
+"bucketlease break --version" needs). It writes nothing.
+
+States:
+  free      there is no lease; anyone may take it
+  fresh     renewed less than its TTL ago; nobody may take it over
+  stale     not renewed for its TTL or longer; the next contender takes it over
+  released  its holder released it (ttl_s 0); anyone may take it
+  suspect   stamped more than its TTL in the future, with a TTL over 1h, or not
+            a lease record at all; a contender takes it over once it has seen
+            it unchanged for one of its own TTLs
+
+Examples:
+  bucketlease show file:///var/backups/db1
+  bucketlease show s3://my-bucket/backups/db1?region=eu-west-1 --json | jq -r .version`,
+	setup: setupShow,
+}
+
+func setupShow(fs *flag.FlagSet) runFunc {
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	return func(ctx context.Context, e *env, args []string) error {
+		rawURL, err := oneURL(fs, args)
+		if err != nil {
+			return err
+		}
+		st, err := inspect(ctx, rawURL)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(e.stdout, statusJSON(rawURL, st))
+		}
+		printStatus(e.stdout, rawURL, st)
+		return nil
+	}
+}
+
+// inspect opens the URL and reads its lease.
+func inspect(ctx context.Context, rawURL string) (lease.Status, error) {
+	b, prefix, err := openURL(ctx, rawURL)
+	if err != nil {
+		return lease.Status{}, err
+	}
+	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	if err != nil {
+		return lease.Status{}, explain(rawURL, fmt.Errorf("%s: %w", driver.Redact(rawURL), err))
+	}
+	return st, nil
+}
+
+// showJSON is show's --json output.
+type showJSON struct {
+	URL          string  `json:"url"`
+	Key          string  `json:"key"`
+	State        string  `json:"state"`
+	Holder       string  `json:"holder,omitempty"`
+	Version      string  `json:"version,omitempty"`
+	AcquiredAt   string  `json:"acquired_at,omitempty"`
+	RenewedAt    string  `json:"renewed_at,omitempty"`
+	AcquiredAgoS float64 `json:"acquired_ago_s,omitempty"`
+	RenewedAgoS  float64 `json:"renewed_ago_s,omitempty"`
+	TTLSeconds   *int64  `json:"ttl_s,omitempty"`
+	TakeoverAt   string  `json:"takeover_at,omitempty"`
+	TakeoverInS  float64 `json:"takeover_in_s"`
+	Reason       string  `json:"reason,omitempty"`
+	Now          string  `json:"now"`
+}
+
+func statusJSON(rawURL string, st lease.Status) showJSON {
+	j := showJSON{URL: driver.Redact(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
+		Version: string(st.Version), Reason: st.Reason, Now: st.Now.Format(time.RFC3339Nano)}
+	if r := st.Record; r != nil {
+		j.AcquiredAt, j.RenewedAt = r.AcquiredAt.Format(time.RFC3339), r.RenewedAt.Format(time.RFC3339)
+		j.AcquiredAgoS = seconds(st.Now.Sub(r.AcquiredAt))
+		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
+		ttl := r.TTLSeconds
+		j.TTLSeconds = &ttl
+	}
+	if !st.TakeoverAt.IsZero() {
+		j.TakeoverAt = st.TakeoverAt.Format(time.RFC3339)
+		j.TakeoverInS = max(seconds(st.TakeoverAt.Sub(st.Now)), 0)
+	} else {
+		j.TakeoverInS = -1 // suspect: it depends on a contender's watch
+	}
+	return j
+}
+
+func seconds(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// stateMeaning says what a state means for a contender.
+func stateMeaning(st lease.Status) string {
+	switch st.State {
+	case lease.Free:
+		return "no lease; anyone may take it"
+	case lease.Fresh:
+		return "held; nobody may take it over"
+	case lease.Stale:
+		return "not renewed within its TTL; the next contender takes it over"
+	case lease.Released:
+		return "released by its holder; anyone may take it"
+	case lease.Suspect:
+		return st.Reason
+	default:
+		return ""
+	}
+}
+
+// printStatus prints st for people.
+func printStatus(w io.Writer, rawURL string, st lease.Status) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("lease", st.Key+" on "+driver.Redact(rawURL))
+	row("state", st.State.String()+": "+stateMeaning(st))
+	if st.State == lease.Free {
+		tw.Flush()
+		return
+	}
+	if r := st.Record; r != nil {
+		row("holder", r.InstanceID)
+		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, r.AcquiredAt), r.AcquiredAt.Format(time.RFC3339)))
+		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), r.RenewedAt.Format(time.RFC3339)))
+		row("ttl", r.TTL().String())
+	} else {
+		row("holder", "unknown: the object is not a lease record")
+	}
+	row("takeover", takeoverText(st))
+	row("version", string(st.Version))
+	tw.Flush()
+}
+
+func takeoverText(st lease.Status) string {
+	switch {
+	case st.State == lease.Suspect:
+		return "once a contender has seen this version unchanged for one of its own TTLs"
+	case !st.TakeoverAt.After(st.Now):
+		return "now"
+	default:
+		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
+			st.TakeoverAt.Sub(st.Now).Round(time.Second), st.TakeoverAt.Format(time.RFC3339))
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// scheme describes one URL scheme for help and error messages.
+type scheme struct {
+	name    string
+	example string
+	creds   string // where the driver reads its credentials; "" for none
+}
+
+// knownSchemes are the schemes this binary documents. The drivers that are
+// linked in register themselves (drivers.go); Schemes lists those.
+var knownSchemes = []scheme{
+	{"file", "file:///var/backups/db1 (a local directory; the lease is /var/backups/db1/LEASE)", ""},
+	{"mem", "mem://NAME/prefix (in this process only; for the demo and tests)", ""},
+	{"s3", "s3://BUCKET/prefix?region=eu-west-1[&endpoint=https://host&path_style=true]",
+		"the AWS SDK chain: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN), or AWS_PROFILE with ~/.aws/credentials, SSO, web identity or an instance role; AWS_REGION if the URL has no region"},
+	{"r2", "r2://ACCOUNT_ID/BUCKET/prefix",
+		"an R2 API token's key pair as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)"},
+	{"minio", "minio://HOST:PORT/BUCKET/prefix[?tls=false]",
+		"MINIO_ROOT_USER and MINIO_ROOT_PASSWORD, or MINIO_ACCESS_KEY and MINIO_SECRET_KEY, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
+	{"gs", "gs://BUCKET/prefix",
+		"Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS (a service-account key file), `gcloud auth application-default login`, or workload identity"},
+	{"azblob", "azblob://ACCOUNT/CONTAINER/prefix",
+		"AZURE_STORAGE_CONNECTION_STRING, or the Azure identity chain (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_CLIENT_SECRET; managed identity; az login)"},
+}
+
+func lookupScheme(name string) (scheme, bool) {
+	i := slices.IndexFunc(knownSchemes, func(s scheme) bool { return s.name == name })
+	if i < 0 {
+		return scheme{}, false
+	}
+	return knownSchemes[i], true
+}
+
+// urlHelp lists the schemes linked into this binary, with their
+// credentials.
+func urlHelp() string {
+	var sb strings.Builder
+	sb.WriteString("URLs (credentials never go in the URL; each driver reads its own):\n")
+	for _, name := range driver.Schemes() {
+		s, ok := lookupScheme(name)
+		if !ok {
+			fmt.Fprintf(&sb, "  %s://…\n", name)
+			continue
+		}
+		fmt.Fprintf(&sb, "  %s\n", s.example)
+		if s.creds != "" {
+			fmt.Fprintf(&sb, "      credentials: %s\n", s.creds)
+		}
+	}
+	fmt.Fprintf(&sb, "  Set %s=off to run best-effort on a service that ignores conditional writes.\n", envConditional)
+	return sb.String()
+}
+
+// schemeOf returns rawURL's scheme, lower case, or "".
+func schemeOf(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme)
+}
+
+// credentialWords are fragments of the errors services and SDKs give for
+// missing or wrong credentials.
+var credentialWords = []string{"credential", "accessdenied", "access denied", "forbidden", "unauthorized",
+	"invalidaccesskeyid", "signaturedoesnotmatch", "authorization", "authenticat", "status code: 403",
+	"statuscode: 403", "status code: 401", "statuscode: 401", "http 403", "http 401", "no credentials"}
+
+// explain adds to err what the user can do about it: for an error that
+// looks like a credentials problem, the variables the URL's driver reads.
+func explain(rawURL string, err error) error {
+	if err == nil {
+		return nil
+	}
+	s, ok := lookupScheme(schemeOf(rawURL))
+	if !ok || s.creds == "" {
+		return err
+	}
+	msg := strings.ToLower(err.Error())
+	if !slices.ContainsFunc(credentialWords, func(w string) bool { return strings.Contains(msg, w) }) {
+		return err
+	}
+	return fmt.Errorf("%w\nhint: check the credentials; the %s driver reads %s", err, s.name, s.creds)
+}
+
+// openURL opens the bucket a URL names. Its errors show the URL redacted
+// (driver.Open does that) and say what to do about missing credentials.
+func openURL(ctx context.Context, rawURL string) (driver.Bucket, string, error) {
+	b, prefix, err := driver.Open(ctx, rawURL)
+	if err != nil {
+		return nil, "", explain(rawURL, err)
+	}
+	return b, prefix, nil
+}
