@@ -106,7 +106,9 @@ func statusJSON(rawURL string, st lease.Status) showJSON {
 	return j
 }
 
-func seconds(d time.Duration) float64 { return float64(d.Round(time.Millisecond)) / float64(time.Second) }
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
