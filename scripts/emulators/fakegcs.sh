@@ -73,8 +73,11 @@ fakegcs_start() {
 		if fakegcs_port_in_use "$port"; then
 			continue
 		fi
+		# -public-host: the client library's XML reads (its default for
+		# object downloads) reach /BUCKET/OBJECT on the endpoint's host,
+		# which fake-gcs-server serves only for its public host.
 		"$FAKEGCS_BIN" -scheme http -host 127.0.0.1 -port "$port" \
-			-backend memory -log-level warn >"$run/server.log" 2>&1 &
+			-public-host "127.0.0.1:$port" -backend memory -log-level warn >"$run/server.log" 2>&1 &
 		pid=$!
 		echo "$pid" >"$EMULATOR_RUN/fakegcs.pid"
 		for i in $(seq 1 150); do # up to 30 s
