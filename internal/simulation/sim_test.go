@@ -1,0 +1,250 @@
+package simulation
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	seedFlag  = flag.Int64("seed", -1, "replay one seed and print its trace")
+	seedsFlag = flag.Int("sim.seeds", 60, "how many seeds TestSimulation runs")
+	firstFlag = flag.Uint64("sim.first", 1, "the first seed TestSimulation runs")
+	campaign  = flag.Bool("sim.campaign", false, "run -sim.seeds seeds in parallel and print a summary")
+	budget    = flag.Duration("sim.timeout", 0, "with -sim.campaign, stop starting seeds after this long (0: no limit)")
+	traceAll  = flag.Bool("sim.trace", false, "with -seed, print the whole trace even when the seed passes")
+)
+
+// replayHint is how to replay a seed.
+func replayHint(seed uint64, extra string) string {
+	return fmt.Sprintf("replay: go test ./internal/simulation -run '%s' -seed=%d -v", extra, seed)
+}
+
+// report fails t with the violation and the tail of the seed's trace,
+// obtained by running the seed again (runs are deterministic).
+func report(t *testing.T, cfg Config, r Result, testName string) {
+	t.Helper()
+	cfg.Seed, cfg.Trace = r.Seed, true
+	again := Run(cfg)
+	tail := again.Trace
+	if len(tail) > 150 {
+		tail = tail[len(tail)-150:]
+	}
+	t.Errorf("seed %d: %v\n%s\n(last %d trace lines of the replay)\n%s", r.Seed, r.Violation,
+		replayHint(r.Seed, testName), len(tail), strings.Join(tail, "\n"))
+}
+
+// TestSimulation runs the lease under faults with skew up to a third of a
+// TTL on a conditional store, and requires every invariant to hold.
+func TestSimulation(t *testing.T) {
+	cfg := Config{}
+	if *seedFlag >= 0 {
+		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
+		r := Run(cfg)
+		if r.Violation != nil || *traceAll || testing.Verbose() {
+			t.Log("\n" + strings.Join(r.Trace, "\n"))
+		}
+		t.Logf("seed %d: %s", r.Seed, summary([]Result{r}))
+		if r.Violation != nil {
+			t.Fatalf("seed %d: %v", r.Seed, r.Violation)
+		}
+		return
+	}
+	if *campaign {
+		runCampaign(t, cfg)
+		return
+	}
+	results := runSeeds(*firstFlag, *seedsFlag, cfg, 0)
+	for _, r := range results {
+		if r.Violation != nil {
+			report(t, cfg, r, "TestSimulation$")
+			return
+		}
+	}
+	t.Logf("%d seeds: %s", len(results), summary(results))
+	checkCoverage(t, results)
+}
+
+// checkCoverage fails if a fault kind never happened: a simulator that
+// injects nothing proves nothing.
+func checkCoverage(t *testing.T, results []Result) {
+	t.Helper()
+	total := map[string]int{}
+	for _, r := range results {
+		for k, n := range r.Faults {
+			total[k] += n
+		}
+	}
+	for _, k := range []string{"request-dropped", "reply-lost", "reply-lost-retry-refused", "server-error", "delayed",
+		"partitioned-request", "partition", "suspend", "paused-after-fence-check", "crash-restart-same-id",
+		"crash-restart-new-id", "wall-jump-forward", "wall-jump-backward", "release-and-leave"} {
+		if total[k] == 0 {
+			t.Errorf("no %s fault in %d seeds", k, len(results))
+		}
+	}
+}
+
+// runSeeds runs n seeds from first on all CPUs, stopping early after a
+// violation or once budget has passed.
+func runSeeds(first uint64, n int, cfg Config, budget time.Duration) []Result {
+	var (
+		next    atomic.Uint64
+		failed  atomic.Bool
+		mu      sync.Mutex
+		results []Result
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	next.Store(first)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() && (budget == 0 || time.Since(start) < budget) {
+				seed := next.Add(1) - 1
+				if seed >= first+uint64(n) {
+					return
+				}
+				c := cfg
+				c.Seed = seed
+				r := Run(c)
+				if r.Violation != nil {
+					failed.Store(true)
+				}
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(results, func(i, j int) bool { return results[i].Seed < results[j].Seed })
+	return results
+}
+
+// summary renders what a set of runs found.
+func summary(results []Result) string {
+	ttl := 30 * time.Second
+	if len(results) > 0 {
+		ttl = results[0].TTL
+	}
+	faults := map[string]int{}
+	var (
+		worst    time.Duration
+		drills   int
+		viol     int
+		acq      int
+		backups  int
+		simTime  time.Duration
+		bound    time.Duration
+		worstFor uint64
+	)
+	for _, r := range results {
+		for k, n := range r.Faults {
+			faults[k] += n
+		}
+		for _, d := range r.Takeovers {
+			drills++
+			if d > worst {
+				worst, worstFor = d, r.Seed
+			}
+		}
+		if r.Violation != nil {
+			viol++
+		}
+		acq += r.Acquisitions
+		backups += r.Backups
+		simTime += r.SimTime
+		bound = r.Bound
+	}
+	keys := make([]string, 0, len(faults))
+	for k := range faults {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "seeds %d, violations %d, simulated time %v, lease acquisitions %d, backups committed %d\n",
+		len(results), viol, simTime.Round(time.Second), acq, backups)
+	fmt.Fprintf(&sb, "takeover drills %d, worst takeover %v = %.2f TTL (seed %d), bound %v = %.2f TTL\n",
+		drills, worst, float64(worst)/float64(ttl), worstFor, bound, float64(bound)/float64(ttl))
+	sb.WriteString("faults injected:")
+	for _, k := range keys {
+		fmt.Fprintf(&sb, " %s=%d", k, faults[k])
+	}
+	return sb.String()
+}
+
+func runCampaign(t *testing.T, cfg Config) {
+	start := time.Now()
+	results := runSeeds(*firstFlag, *seedsFlag, cfg, *budget)
+	fmt.Printf("campaign %s: seeds %d..%d requested, %d run in %v on %d CPUs\n%s\n",
+		time.Now().UTC().Format("2006-01-02"), *firstFlag, *firstFlag+uint64(*seedsFlag)-1, len(results),
+		time.Since(start).Round(time.Second), runtime.GOMAXPROCS(0), summary(results))
+	for _, r := range results {
+		if r.Violation != nil {
+			report(t, cfg, r, "TestSimulation$")
+			return
+		}
+	}
+}
+
+// TestDeterministic runs seeds twice and requires identical traces, the
+// lease's probe goroutines notwithstanding.
+func TestDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		a := Run(Config{Seed: seed, Trace: true, Rounds: 1})
+		b := Run(Config{Seed: seed, Trace: true, Rounds: 1})
+		if len(a.Trace) == 0 || !slices.Equal(a.Trace, b.Trace) {
+			for i := range min(len(a.Trace), len(b.Trace)) {
+				if a.Trace[i] != b.Trace[i] {
+					t.Fatalf("seed %d: traces differ at line %d:\n%s\n%s", seed, i, a.Trace[i], b.Trace[i])
+				}
+			}
+			t.Fatalf("seed %d: traces differ in length: %d and %d", seed, len(a.Trace), len(b.Trace))
+		}
+	}
+}
+
+// negative runs seeds of cfg until one violates want, and fails if none
+// does within n seeds: a check that cannot fail proves nothing.
+func negative(t *testing.T, cfg Config, want string, n int) {
+	t.Helper()
+	results := runSeeds(1, n, cfg, 0)
+	for _, r := range results {
+		if r.Violation != nil {
+			if r.Violation.Invariant != want {
+				report(t, cfg, r, t.Name()+"$")
+				t.Fatalf("found a %s violation, want %s", r.Violation.Invariant, want)
+			}
+			t.Logf("seed %d found it: %v", r.Seed, r.Violation)
+			return
+		}
+	}
+	t.Fatalf("no %s violation in %d seeds", want, n)
+}
+
+// Skew beyond a third of a TTL: a contender whose clock runs ahead takes
+// over while the holder may still write.
+func TestNegativeSkewBeyondAThirdOfTTL(t *testing.T) {
+	negative(t, Config{MaxSkew: 30 * time.Second * 2 / 3}, InvExclusion, 40)
+}
+
+// A store that ignores preconditions on the worker's keys (but honours them
+// on LEASE, so the probe passes): a stale holder's late LATEST lands over a
+// successor's.
+func TestNegativeStoreIgnoresDataPreconditions(t *testing.T) {
+	negative(t, Config{Store: IgnoresDataPreconditions}, InvLatest, 60)
+}
+
+// A worker that ignores MayWrite: it writes while a successor holds the
+// lease.
+func TestNegativeWorkerIgnoresFence(t *testing.T) {
+	negative(t, Config{WorkerIgnoresFence: true}, InvExclusion, 40)
+}
