@@ -34,7 +34,7 @@ minio_install() {
 	echo "minio: building github.com/minio/minio@$MINIO_SERVER_VERSION (about 5-8 minutes, once)" >&2
 	local tmp
 	tmp=$(mktemp -d "$cache/.minio-build.XXXXXX") || return 1
-	if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
+	if ! (cd "$tmp" && GOBIN="$tmp/bin" CGO_ENABLED=0 GOFLAGS= GOWORK=off \
 		go install "github.com/minio/minio@$MINIO_SERVER_VERSION") >&2; then
 		rm -rf "$tmp"
 		echo "minio: go install failed" >&2
