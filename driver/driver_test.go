@@ -85,6 +85,7 @@ func TestRedact(t *testing.T) {
 		"azblob://c/p?account=a&sig=xyz":       "azblob://c/p?account=a&sig=REDACTED",
 		"minio://h:9000/b?access_key=AK&tls=0": "minio://h:9000/b?access_key=REDACTED&tls=0",
 		"gs://b/p\x7f?token=s":                 "gs://REDACTED",
+		"s3://b/p?endpoint=http://k:SECRET@h":  "s3://b/p?endpoint=http%3A%2F%2FREDACTED%40h",
 	}
 	for in, want := range cases {
 		if got := driver.Redact(in); got != want {

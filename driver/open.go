@@ -184,9 +184,16 @@ func Redact(rawURL string) string {
 		if err != nil {
 			u.RawQuery = "REDACTED"
 		} else {
-			for k := range q {
-				if secretParam(k) {
-					q[k] = []string{"REDACTED"}
+			for k, vals := range q {
+				for i, v := range vals {
+					switch {
+					case secretParam(k):
+						vals[i] = "REDACTED"
+					case strings.Contains(v, "@"):
+						// A URL inside a parameter (an endpoint) may carry
+						// user info of its own.
+						vals[i] = Redact(v)
+					}
 				}
 			}
 			u.RawQuery = q.Encode()
