@@ -1,0 +1,277 @@
+package azure
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// Scheme is the URL scheme this package registers.
+const Scheme = "azblob"
+
+// driverName is the driver's name in errors.
+const driverName = "azure"
+
+// The environment variables open reads.
+const (
+	EnvConnectionString = "AZURE_STORAGE_CONNECTION_STRING"
+	EnvAccount          = "AZURE_STORAGE_ACCOUNT"
+)
+
+func init() { driver.Register(Scheme, open) }
+
+// accountName is the shape of a storage account name (Azurite's is longer
+// than Azure's 24 characters).
+var accountName = regexp.MustCompile(`^[a-z0-9]{3,63}$`)
+
+// open is the Opener for azblob://CONTAINER/PREFIX?account=NAME&endpoint=URL.
+func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+	q, err := driver.Params(u, "account", "endpoint")
+	if err != nil {
+		return nil, "", err
+	}
+	if u.User != nil {
+		return nil, "", errors.New("azblob URLs carry no credentials; they come from " + EnvConnectionString + " or the default Azure credential chain")
+	}
+	if u.Host == "" {
+		return nil, "", errors.New("the URL names no container; use azblob://CONTAINER/prefix")
+	}
+	c, err := containerClient(u.Host, q.Get("account"), q.Get("endpoint"))
+	if err != nil {
+		return nil, "", err
+	}
+	return New(c), strings.Trim(u.Path, "/"), nil
+}
+
+// containerClient builds the client for one container from the connection
+// string in the environment, or else from the account (or endpoint) and the
+// default Azure credential chain. No error it returns contains the
+// connection string or any part of it but the account name.
+func containerClient(name, account, endpoint string) (*container.Client, error) {
+	if cs := os.Getenv(EnvConnectionString); cs != "" {
+		if endpoint != "" {
+			return nil, errors.New("the endpoint parameter cannot be used while " + EnvConnectionString +
+				" is set: the connection string names its own endpoint")
+		}
+		csAccount, ok := connStringAccount(cs)
+		if !ok {
+			return nil, errors.New(EnvConnectionString + " is not a valid connection string")
+		}
+		if account != "" && csAccount != "" && account != csAccount {
+			return nil, fmt.Errorf("the URL names account %q but %s is for account %q", account, EnvConnectionString, csAccount)
+		}
+		c, err := container.NewClientFromConnectionString(cs, name, nil)
+		if err != nil {
+			// The SDK's message may quote the string; do not pass it on.
+			return nil, errors.New(EnvConnectionString + " is not a valid connection string")
+		}
+		return c, nil
+	}
+	serviceURL, err := serviceURL(account, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("azure: default credential chain: %w", err)
+	}
+	c, err := container.NewClient(serviceURL+url.PathEscape(name), cred, nil)
+	if err != nil {
+		return nil, fmt.Errorf("azure: create client: %w", err)
+	}
+	return c, nil
+}
+
+// serviceURL is the blob service URL, with a trailing slash, from the
+// endpoint parameter or else the account (parameter, then environment).
+func serviceURL(account, endpoint string) (string, error) {
+	if endpoint != "" {
+		e, err := url.Parse(endpoint)
+		if err != nil || e.Host == "" || (e.Scheme != "http" && e.Scheme != "https") ||
+			e.User != nil || e.RawQuery != "" || e.Fragment != "" {
+			return "", errors.New(`the endpoint parameter must be the blob service URL, such as ` +
+				`"https://ACCOUNT.blob.core.windows.net" or "http://127.0.0.1:10000/devstoreaccount1", without a query`)
+		}
+		if account != "" {
+			return "", errors.New("give either the account or the endpoint parameter, not both")
+		}
+		return strings.TrimRight(e.String(), "/") + "/", nil
+	}
+	if account == "" {
+		account = os.Getenv(EnvAccount)
+	}
+	if account == "" {
+		return "", errors.New("no storage account: set the account parameter, " + EnvAccount + ", or " + EnvConnectionString)
+	}
+	if !accountName.MatchString(account) {
+		return "", fmt.Errorf("%q is not a storage account name (lower-case letters and digits)", account)
+	}
+	return "https://" + account + ".blob.core.windows.net/", nil
+}
+
+// connStringAccount returns the AccountName of a connection string ("" if it
+// has none, as a SAS-only one may not) and whether it parses at all.
+func connStringAccount(cs string) (string, bool) {
+	account := ""
+	for _, part := range strings.Split(strings.TrimRight(cs, ";"), ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return "", false
+		}
+		if k == "AccountName" {
+			account = v
+		}
+	}
+	return account, true
+}
+
+// Bucket is an Azure Blob Storage container. It is safe for concurrent use.
+type Bucket struct {
+	c *container.Client
+}
+
+// New returns the container c reaches. The caller keeps ownership of c.
+func New(c *container.Client) *Bucket { return &Bucket{c: c} }
+
+// Capabilities declares Conditional exclusion and a conditional Delete:
+// Blob Storage enforces If-None-Match and If-Match on Put Blob and
+// Delete Blob.
+func (b *Bucket) Capabilities() driver.Capabilities {
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+}
+
+// Get downloads the blob and returns its body and ETag, both from the one
+// Get Blob response.
+func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	resp, err := b.c.NewBlobClient(key).DownloadStream(ctx, nil)
+	if err != nil {
+		var kind error
+		if bloberror.HasCode(err, bloberror.BlobNotFound) {
+			kind = driver.ErrNotExist
+		}
+		return nil, "", b.fail(ctx, "get", key, driver.Condition{}, kind, err)
+	}
+	if resp.ETag == nil || *resp.ETag == "" {
+		resp.Body.Close()
+		return nil, "", b.fail(ctx, "get", key, driver.Condition{}, nil, errors.New("the response carried no ETag"))
+	}
+	return resp.Body, driver.Version(*resp.ETag), nil
+}
+
+// Put uploads data as a block blob in one Put Blob request if cond holds and
+// returns the new ETag.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return "", b.fail(ctx, "put", key, cond, nil, err)
+	}
+	resp, err := b.c.NewBlockBlobClient(key).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)),
+		&blockblob.UploadOptions{AccessConditions: accessConditions(cond)})
+	if err != nil {
+		return "", b.fail(ctx, "put", key, cond, classify(err, cond), err)
+	}
+	if resp.ETag == nil || *resp.ETag == "" {
+		return "", b.fail(ctx, "put", key, cond, nil, errors.New("the response carried no ETag"))
+	}
+	return driver.Version(*resp.ETag), nil
+}
+
+// Delete removes the blob if cond holds. An unconditional Delete of a
+// missing blob succeeds; under IfMatch a missing blob is ErrPrecondition.
+func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	if cond.Absent() {
+		return b.fail(ctx, "delete", key, cond, driver.ErrUnsupported, errors.New("IfAbsent is meaningless for a delete"))
+	}
+	_, err := b.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: accessConditions(cond)})
+	switch {
+	case err == nil:
+		return nil
+	case cond.Unconditional() && bloberror.HasCode(err, bloberror.BlobNotFound):
+		return nil
+	}
+	return b.fail(ctx, "delete", key, cond, classify(err, cond), err)
+}
+
+// accessConditions renders cond as the request's conditional headers.
+func accessConditions(cond driver.Condition) *blob.AccessConditions {
+	var m blob.ModifiedAccessConditions
+	switch v, match := cond.Match(); {
+	case cond.Absent():
+		etag := azcore.ETagAny
+		m.IfNoneMatch = &etag
+	case match:
+		etag := azcore.ETag(v)
+		m.IfMatch = &etag
+	default:
+		return nil
+	}
+	return &blob.AccessConditions{ModifiedAccessConditions: &m}
+}
+
+// classify maps a refused conditional request to ErrPrecondition: 412
+// ConditionNotMet (If-Match), 409 BlobAlreadyExists (If-None-Match: * on an
+// existing blob), and, under If-Match, a missing blob.
+func classify(err error, cond driver.Condition) error {
+	if cond.Unconditional() {
+		return nil
+	}
+	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
+		return driver.ErrPrecondition
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed {
+		return driver.ErrPrecondition
+	}
+	if _, match := cond.Match(); match && bloberror.HasCode(err, bloberror.BlobNotFound) {
+		return driver.ErrPrecondition
+	}
+	return nil
+}
+
+// fail builds the OpError. The service's error is kept in the chain behind a
+// one-line message (status and error code), rather than the SDK's
+// multi-line dump of the response body; a cancelled context is added when
+// the SDK's error does not already match it.
+func (b *Bucket) fail(ctx context.Context, op, key string, cond driver.Condition, kind, err error) error {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		err = &serviceError{re: re, err: err}
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: err}
+}
+
+// serviceError shortens an *azcore.ResponseError's message to its status and
+// error code; errors.As still reaches the ResponseError.
+type serviceError struct {
+	re  *azcore.ResponseError
+	err error
+}
+
+func (e *serviceError) Error() string {
+	code := e.re.ErrorCode
+	if code == "" {
+		code = "no error code"
+	}
+	return fmt.Sprintf("HTTP %d %s", e.re.StatusCode, code)
+}
+
+func (e *serviceError) Unwrap() error { return e.err }
