@@ -1,0 +1,82 @@
+// Package wirefault loses replies on the wire: an http.RoundTripper that
+// forwards a request to the real service, lets the service act on it, then
+// throws the response away and reports a network error, as a client whose
+// connection dropped after sending would see. Tests put it under the real
+// SDKs to prove that the lease recognises its own write whose answer never
+// came, through each driver and each SDK's retry logic.
+package wirefault
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// ErrReplyDropped is the transport error a dropped reply turns into.
+var ErrReplyDropped = errors.New("wirefault: connection reset after the request was sent")
+
+// Transport forwards every request to Base (http.DefaultTransport if nil)
+// and drops the reply of those Drop selects. Drop sees each request once
+// it has been answered; it is called with a lock held, so it may keep
+// counters without locking.
+type Transport struct {
+	Base http.RoundTripper
+	Drop func(*http.Request) bool
+
+	mu      sync.Mutex
+	dropped int
+}
+
+// RoundTrip sends req and, if Drop selects it, discards the answer.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	t.mu.Lock()
+	drop := t.Drop != nil && t.Drop(req)
+	if drop {
+		t.dropped++
+	}
+	t.mu.Unlock()
+	if !drop {
+		return resp, nil
+	}
+	io.Copy(io.Discard, resp.Body) // the service has answered: it acted
+	resp.Body.Close()
+	return nil, ErrReplyDropped
+}
+
+// Dropped returns how many replies were dropped.
+func (t *Transport) Dropped() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dropped
+}
+
+// Once returns a Drop function that selects the first request for which
+// match is true, and no other.
+func Once(match func(*http.Request) bool) func(*http.Request) bool {
+	done := false
+	return func(r *http.Request) bool {
+		if done || !match(r) {
+			return false
+		}
+		done = true
+		return true
+	}
+}
+
+// ConditionalPut matches a PUT carrying the given precondition header
+// ("If-None-Match" or "If-Match") to a path ending in suffix.
+func ConditionalPut(header, suffix string) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		return r.Method == http.MethodPut && r.Header.Get(header) != "" && len(r.URL.Path) >= len(suffix) &&
+			r.URL.Path[len(r.URL.Path)-len(suffix):] == suffix
+	}
+}
