@@ -169,6 +169,7 @@ type sim struct {
 	res   Result
 	calm  bool // no new faults (a takeover drill)
 	done  bool // a violation was found
+	dirty bool // a write to the worker's keys landed since the last integrity check
 
 	epoch          int // lease epochs handed out so far
 	maxLatestEpoch int
@@ -620,6 +621,15 @@ func (in *inst) act() {
 		if s.now >= in.retryAt {
 			in.acquire()
 		}
+		return
+	}
+	if errors.Is(in.lease.Err(), lease.ErrFenced) && !s.cfg.WorkerIgnoresFence {
+		// Keep returns as soon as the lease is fenced; the process then
+		// contends again with its Contender, which recognises its own
+		// record.
+		s.tracef("%s fenced (epoch %d); contends again", in, in.epoch)
+		in.lease, in.work = nil, nil
+		in.acquire()
 		return
 	}
 	if in.clk.Mono() >= in.renewAt {

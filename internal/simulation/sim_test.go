@@ -15,7 +15,7 @@ import (
 
 var (
 	seedFlag  = flag.Int64("seed", -1, "replay one seed and print its trace")
-	seedsFlag = flag.Int("sim.seeds", 60, "how many seeds TestSimulation runs")
+	seedsFlag = flag.Int("sim.seeds", 200, "how many seeds TestSimulation runs")
 	firstFlag = flag.Uint64("sim.first", 1, "the first seed TestSimulation runs")
 	campaign  = flag.Bool("sim.campaign", false, "run -sim.seeds seeds in parallel and print a summary")
 	budget    = flag.Duration("sim.timeout", 0, "with -sim.campaign, stop starting seeds after this long (0: no limit)")

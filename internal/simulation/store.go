@@ -81,7 +81,18 @@ func hash(parts ...any) uint64 {
 // do sends one request through the simulated network.
 func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
 	in, s := c.in, c.in.s
-	onMain := goid() == s.mainG
+	// Only the simulation's goroutine may let time pass; finding out which
+	// goroutine this is costs a stack trace, so it is done only when needed.
+	main := -1
+	onMain := func() bool {
+		if main < 0 {
+			main = 0
+			if goid() == s.mainG {
+				main = 1
+			}
+		}
+		return main == 1
+	}
 	ident := fmt.Sprintf("%s %s %s", op, key, cond)
 	s.mu.Lock()
 	if in.occ == nil {
@@ -106,7 +117,7 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 		f = fLostReplyRefused
 	case u < 55:
 		f = fServerError
-	case u < 100 && onMain:
+	case u < 100 && onMain():
 		f = fDelay
 	}
 	if f != fNone {
@@ -121,7 +132,7 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 			d1 += time.Duration(h>>40%uint64(s.cfg.TTL/unit)) * unit
 		}
 	}
-	if f == fPartitioned && onMain {
+	if f == fPartitioned && onMain() {
 		d1 = time.Duration(h>>16%8+1) * s.cfg.Tick // the client's timeout
 	}
 
@@ -145,7 +156,7 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 		err = &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: ctx.Err()}
 		note = " (cancelled before it reached the service)"
 	default:
-		out, v, err = c.apply(op, key, data, cond, onMain)
+		out, v, err = c.apply(op, key, data, cond)
 	}
 	if d2 > 0 {
 		s.advance(d2)
@@ -169,7 +180,10 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 		res += fmt.Sprintf(" [delayed %v + %v]", d1, d2)
 	}
 	line := fmt.Sprintf("%s %s %s %s%s", in, op, key, condString(cond), note)
-	if onMain {
+	if !s.cfg.Trace {
+		return out, v, err
+	}
+	if onMain() {
 		s.tracef("  %s %s", line, res)
 	} else {
 		s.mu.Lock()
@@ -188,7 +202,7 @@ func condString(c driver.Condition) string {
 
 // apply performs the request on the store, the one place where the store's
 // state changes, and checks the data invariants on every write that lands.
-func (c *conn) apply(op, key string, data []byte, cond driver.Condition, onMain bool) ([]byte, driver.Version, error) {
+func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
 	s := c.in.s
 	if s.cfg.Store == IgnoresDataPreconditions && key != leaseKey {
 		cond = driver.Condition{}
@@ -199,12 +213,19 @@ func (c *conn) apply(op, key string, data []byte, cond driver.Condition, onMain 
 		return readAll(s, key)
 	case "put":
 		v, err := s.store.Put(ctx, key, data, cond)
-		if err == nil && key != leaseKey && onMain {
+		if err == nil && key != leaseKey {
+			// Only the worker writes other keys, from the simulation's
+			// goroutine.
+			s.dirty = true
 			s.landed(c.in, key, data)
 		}
 		return nil, v, err
 	default:
-		return nil, "", s.store.Delete(ctx, key, cond)
+		err := s.store.Delete(ctx, key, cond)
+		if err == nil && key != leaseKey {
+			s.dirty = true
+		}
+		return nil, "", err
 	}
 }
 

@@ -223,6 +223,10 @@ func (s *sim) landed(in *inst, key string, data []byte) {
 // checkIntegrity verifies that the manifest LATEST names, its chunks and
 // its parent are intact.
 func (s *sim) checkIntegrity() {
+	if !s.dirty {
+		return
+	}
+	s.dirty = false
 	data, _, err := readAll(s, latestKey)
 	if err != nil {
 		return
