@@ -1,0 +1,90 @@
+// Package azure is the Azure Blob Storage driver, built on
+// github.com/Azure/azure-sdk-for-go/sdk/storage/azblob. Importing it
+// registers the scheme "azblob":
+//
+//	azblob://CONTAINER/PREFIX?account=ACCOUNT
+//	azblob://CONTAINER/PREFIX                 (account from the environment)
+//	azblob://CONTAINER/PREFIX?endpoint=https://ACCOUNT.blob.core.windows.net
+//
+// opens container CONTAINER; the lease lives under PREFIX. The container
+// must exist. Objects are block blobs.
+//
+// # Parameters
+//
+// Any query parameter other than these is refused, so that a typo cannot
+// pass unnoticed:
+//
+//   - account: the storage account; the service URL is
+//     https://ACCOUNT.blob.core.windows.net/. Default: $AZURE_STORAGE_ACCOUNT.
+//   - endpoint: the blob service URL itself, for a sovereign cloud, a
+//     private endpoint or an emulator, such as
+//     http://127.0.0.1:10000/devstoreaccount1 for Azurite. Not together
+//     with account.
+//
+// # Credentials
+//
+// A URL never carries credentials; one with user information is refused, and
+// a SAS token in the query is refused as an unknown parameter. They come
+// from, in order:
+//
+//  1. AZURE_STORAGE_CONNECTION_STRING: a connection string with AccountName
+//     and AccountKey, or a SharedAccessSignature. It names its own endpoint,
+//     so the endpoint parameter is refused while it is set, and an account
+//     parameter must agree with its AccountName. This is how the tests reach
+//     Azurite.
+//  2. Otherwise the default Azure credential chain
+//     (azidentity.NewDefaultAzureCredential: environment service principal,
+//     workload identity, managed identity, Azure CLI, ...). Bearer tokens
+//     are sent over https only: the SDK refuses an http endpoint for them.
+//
+// No error of this package contains the connection string or a key: a
+// malformed connection string is reported by the variable's name only, and
+// a service error is shown as its status and error code (the SDK's full
+// error, with the response body, stays in the chain for errors.As).
+//
+// To configure the client some other way, build a *container.Client and
+// pass it to New.
+//
+// # Versions and exclusion
+//
+// A Version is the blob's ETag, quoted as the service returns it
+// ("0x8DC..."); it works unchanged in If-Match. IfAbsent is sent as
+// If-None-Match: * and IfMatch as If-Match, on one Put Blob request
+// (blockblob.Client.Upload, up to 5000 MiB: never staged blocks). The service
+// refuses with two different statuses, both reported as ErrPrecondition:
+// 409 BlobAlreadyExists for If-None-Match: * on an existing blob, and 412
+// ConditionNotMet for If-Match, also when the blob does not exist.
+//
+// Capabilities declares Exclusion Conditional and ConditionalDelete: Delete
+// Blob honours If-Match. Delete under IfMatch of a missing blob is
+// ErrPrecondition; an unconditional Delete of a missing blob succeeds.
+// Get returns the body and the ETag of one Get Blob response; a missing blob
+// is ErrNotExist, but a missing container is another error.
+//
+// # Retries
+//
+// The SDK retries a request that failed with a transient error, conditional
+// ones included (the body is re-sent from memory). A retry whose first
+// attempt did land comes back refused: 409 or 412 for a Put, 412 or 404
+// for a Delete, which this driver reports as ErrPrecondition. A refusal can
+// therefore hide our own success; the lease package reads the record back
+// and recognises its own.
+//
+// # Known quirks
+//
+//   - Azurite (tested at 3.35.0) enforces both preconditions on Put Blob and
+//     If-Match on Delete Blob as the service does; the conformance suite
+//     passes against it with no deviation.
+//   - Azurite 3.36.0 and later declare Node.js >= 21 (3.37.0: >= 22);
+//     scripts/test pins 3.35.0, which runs on the Node.js 20 that CI has.
+//     Azurite is started with --skipApiVersionCheck, since the SDK speaks a
+//     newer API version than the emulator knows.
+//
+// # Tests
+//
+// scripts/test starts Azurite and exports BUCKETLEASE_TEST_AZURITE_ENDPOINT
+// and BUCKETLEASE_TEST_AZURITE_CONNECTION_STRING (its public development
+// account). Setting BUCKETLEASE_TEST_AZURE_URL to an azblob:// URL of a real
+// container (credentials as above) runs the conformance suite against Azure,
+// with no deviation allowed.
+package azure
