@@ -28,24 +28,42 @@ azurite_installed() {
 	node -p "require(process.argv[1]).version" "$AZURITE_TOOLS_DIR/node_modules/azurite/package.json" 2>/dev/null || true
 }
 
+# azurite_current succeeds if tools/node_modules holds a complete install
+# (npm writes node_modules/.package-lock.json last) of the pinned version.
+azurite_current() {
+	[ -f "$AZURITE_TOOLS_DIR/node_modules/.package-lock.json" ] &&
+		[ -x "$AZURITE_TOOLS_DIR/node_modules/.bin/azurite-blob" ] &&
+		[ "$(azurite_installed)" = "$(azurite_pinned)" ]
+}
+
 azurite_install() {
-	local want have
-	want=$(azurite_pinned)
-	have=$(azurite_installed)
-	if [ "$have" = "$want" ] && [ -x "$AZURITE_TOOLS_DIR/node_modules/.bin/azurite-blob" ]; then
+	if azurite_current; then
 		return 0
 	fi
-	echo "installing azurite $want into $AZURITE_TOOLS_DIR/node_modules (npm ci)"
-	if ! npm ci --prefix "$AZURITE_TOOLS_DIR" --no-audit --no-fund >"$EMULATOR_RUN/azurite-npm.log" 2>&1; then
-		echo "azurite: npm ci failed; its log:" >&2
-		tail -n 20 "$EMULATOR_RUN/azurite-npm.log" >&2 || true
-		return 1
-	fi
-	have=$(azurite_installed)
-	if [ "$have" != "$want" ]; then
-		echo "azurite: npm ci installed version '$have', want $want" >&2
-		return 1
-	fi
+	# Two runs sharing a work tree must not run npm ci in one directory at
+	# once: the second waits, then finds the install done. The lock is named
+	# after the tools directory, outside the work tree.
+	local lock
+	lock="${TMPDIR:-/tmp}/bucketlease-azurite-npm-ci-$(printf %s "$AZURITE_TOOLS_DIR" | cksum | cut -d' ' -f1).lock"
+	(
+		if ! flock -w 600 9; then
+			echo "azurite: gave up waiting for $lock" >&2
+			exit 1
+		fi
+		if azurite_current; then
+			exit 0
+		fi
+		echo "installing azurite $(azurite_pinned) into $AZURITE_TOOLS_DIR/node_modules (npm ci)"
+		if ! npm ci --prefix "$AZURITE_TOOLS_DIR" --no-audit --no-fund >"$EMULATOR_RUN/azurite-npm.log" 2>&1; then
+			echo "azurite: npm ci failed; its log:" >&2
+			tail -n 20 "$EMULATOR_RUN/azurite-npm.log" >&2 || true
+			exit 1
+		fi
+		if ! azurite_current; then
+			echo "azurite: npm ci installed version '$(azurite_installed)', want $(azurite_pinned)" >&2
+			exit 1
+		fi
+	) 9>"$lock"
 }
 
 azurite_start() {
