@@ -1,0 +1,237 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var redactSeeds = []string{
+	"s3://bkt/p?region=eu-west-1",
+	"s3://AKIAEXAMPLE:hunter2@bkt/p",
+	"azblob://c/p?account=a&sig=xyz&sv=2020-01-01&se=2030&sp=rw",
+	"minio://h:9000/b?access_key=AK&secret_key=SK&tls=0",
+	"gs://b/p\x7f?token=s",
+	"r2://acct:pw@b/p?profile=x&Session_Token=abc#frag",
+	"file:///tmp/x?x-amz-signature=abc&X-Amz-Credential=def",
+	"s3://b/p?token=a&token=b",
+	"s3://b/p?%zz=1&password=p",
+	"nosuch://user:p%40ss@b/%zz",
+	"://nothing", "", "s3:opaque?key=v", "s3://[::1]:9000/b?key=v",
+}
+
+// secretsOf returns the password and the values of secret-named query
+// parameters in raw, as url.Parse reads them, that are long enough and
+// distinctive enough to look for: a value that also appears in a public part
+// of the URL is not counted.
+func secretsOf(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var public strings.Builder
+	public.WriteString(u.Scheme + " " + u.Host + " " + u.Path + " " + u.RawPath + " " + u.Fragment + " " + u.Opaque)
+	var secrets []string
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err == nil {
+		for k, vs := range q {
+			public.WriteString(" " + k)
+			for _, v := range vs {
+				if secretParam(k) {
+					secrets = append(secrets, v)
+				} else {
+					public.WriteString(" " + v)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, s := range secrets {
+		if len(s) >= 6 && !strings.Contains(public.String(), s) && !strings.Contains("REDACTED", s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// leaks reports a secret of raw that shows in text, raw or escaped.
+func leaks(raw, text string) (string, bool) {
+	for _, s := range secretsOf(raw) {
+		for _, form := range []string{s, url.QueryEscape(s), url.PathEscape(s), url.UserPassword("x", s).String()[2:]} {
+			if strings.Contains(text, form) {
+				return s, true
+			}
+		}
+	}
+	return "", false
+}
+
+// FuzzRedact: Redact never panics; it never outputs a password or the value
+// of a secret-named parameter; what it outputs parses as a URL whose user
+// info has no password and whose secret-named parameters all read
+// REDACTED; a string that does not parse comes out as its scheme at most.
+func FuzzRedact(f *testing.F) {
+	for _, s := range redactSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		out := Redact(raw)
+		if s, bad := leaks(raw, out); bad {
+			t.Fatalf("Redact(%q) = %q shows the secret %q", raw, out, s)
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			if out != "REDACTED" && !(strings.HasSuffix(out, "://REDACTED") && len(out) <= 16+len("://REDACTED")) {
+				t.Fatalf("Redact of the unparseable %q = %q", raw, out)
+			}
+			return
+		}
+		ou, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("Redact(%q) = %q, which does not parse: %v", raw, out, err)
+		}
+		if ou.User != nil {
+			if _, has := ou.User.Password(); has || ou.User.Username() != "REDACTED" {
+				t.Fatalf("Redact(%q) = %q keeps user info", raw, out)
+			}
+		}
+		if u.RawQuery == "" {
+			return
+		}
+		if _, err := url.ParseQuery(u.RawQuery); err != nil {
+			if ou.RawQuery != "REDACTED" {
+				t.Fatalf("Redact(%q) = %q keeps an unparseable query", raw, out)
+			}
+			return
+		}
+		oq, err := url.ParseQuery(ou.RawQuery)
+		if err != nil {
+			t.Fatalf("Redact(%q) = %q, whose query does not parse: %v", raw, out, err)
+		}
+		for k, vs := range oq {
+			if !secretParam(k) {
+				continue
+			}
+			for _, v := range vs {
+				if v != "REDACTED" {
+					t.Fatalf("Redact(%q) = %q shows %s=%q", raw, out, k, v)
+				}
+			}
+		}
+	})
+}
+
+// FuzzParams: Params accepts exactly the queries whose every parameter is
+// allowed and given once, returns them as url.ParseQuery reads them, and
+// its errors never show a parameter's value or a name long enough to be a
+// pasted secret.
+func FuzzParams(f *testing.F) {
+	f.Add("region=eu-west-1", "region,profile")
+	f.Add("regoin=eu-west-1", "region")
+	f.Add("region=a&region=b", "region")
+	f.Add("a=1", "")
+	f.Add("%zz=1", "region")
+	f.Add("AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY=1", "region")
+	f.Add("secret_key=hunter2hunter2", "region")
+	f.Fuzz(func(t *testing.T, rawQuery, allowedCSV string) {
+		var allowed []string
+		for _, a := range strings.Split(allowedCSV, ",") {
+			if a != "" {
+				allowed = append(allowed, a)
+			}
+		}
+		q, err := Params(&url.URL{RawQuery: rawQuery}, allowed...)
+		want, perr := url.ParseQuery(rawQuery)
+		if err == nil {
+			if perr != nil {
+				t.Fatalf("Params accepted %q, which does not parse: %v", rawQuery, perr)
+			}
+			for k, vs := range q {
+				if len(vs) != 1 || !contains(allowed, k) || want.Get(k) != vs[0] {
+					t.Fatalf("Params(%q, %q) returned %s=%q", rawQuery, allowed, k, vs)
+				}
+			}
+			if len(q) != len(want) {
+				t.Fatalf("Params(%q) returned %d parameters of %d", rawQuery, len(q), len(want))
+			}
+			return
+		}
+		if perr != nil {
+			return
+		}
+		names := strings.Join(allowed, ",") + " " + allKeys(want)
+		for k, vs := range want {
+			if len(k) > 40 && strings.Contains(err.Error(), k) && !contains(allowed, k) {
+				t.Fatalf("the error shows a %d-character parameter name in full: %v", len(k), err)
+			}
+			for _, v := range vs {
+				if len(v) >= 6 && strings.Contains(err.Error(), v) && !strings.Contains(names, v) {
+					t.Fatalf("the error shows the value %q: %v", v, err)
+				}
+			}
+		}
+		if len(want) == 0 {
+			t.Fatalf("Params refused %q, which has no parameter: %v", rawQuery, err)
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func allKeys(q url.Values) string {
+	var sb strings.Builder
+	for k := range q {
+		sb.WriteString(k + " " + strconv.Quote(k) + " ")
+	}
+	return sb.String()
+}
+
+// FuzzMuxOpen: Open never panics, never shows a secret of the URL in its
+// error, whichever step refuses it (parsing, the scheme, the opener), and
+// returns a prefix with no leading or trailing slash.
+func FuzzMuxOpen(f *testing.F) {
+	for _, s := range redactSeeds {
+		f.Add(s)
+	}
+	f.Add("mem://b/p/?region=x")
+	f.Add("MEM://user:supersecret@b//p//")
+	f.Fuzz(func(t *testing.T, raw string) {
+		var m Mux
+		opener := func(_ context.Context, u *url.URL) (Bucket, string, error) {
+			if _, err := Params(u, "region"); err != nil {
+				return nil, "", err
+			}
+			if u.Host == "fail" {
+				return nil, "", errors.New("the service said no")
+			}
+			return nil, u.Path, nil
+		}
+		m.Register("mem", opener)
+		m.Register("s3", opener)
+		_, prefix, err := m.Open(context.Background(), raw)
+		if err != nil {
+			if s, bad := leaks(raw, err.Error()); bad {
+				t.Fatalf("Open(%q): the error shows the secret %q: %v", raw, s, err)
+			}
+			return
+		}
+		if strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
+			t.Fatalf("Open(%q) returned the prefix %q", raw, prefix)
+		}
+	})
+}
