@@ -31,12 +31,20 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // reply is dropped: both must be recognised as our own, with no ErrLost.
 func lostReplyScenarios(t *testing.T, b driver.Bucket, tr *wirefault.Transport) {
 	t.Helper()
+	lostReplyScenariosWith(t, b, tr,
+		wirefault.ConditionalPut("If-None-Match", "/db1/LEASE"), wirefault.ConditionalPut("If-Match", "/db1/LEASE"))
+}
+
+// lostReplyScenariosWith is lostReplyScenarios for a service whose acquire
+// and renewal requests the two matchers recognise.
+func lostReplyScenariosWith(t *testing.T, b driver.Bucket, tr *wirefault.Transport, acquireReq, renewReq func(*http.Request) bool) {
+	t.Helper()
 	ctx := context.Background()
 	c := clock.NewFake(t0)
 	opts := &lease.Options{InstanceID: "wire", Clock: c, Getenv: func(string) string { return "" },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 
-	tr.Drop = wirefault.Once(wirefault.ConditionalPut("If-None-Match", "/db1/LEASE"))
+	tr.Drop = wirefault.Once(acquireReq)
 	l, err := lease.Acquire(ctx, b, "db1", opts)
 	if err != nil {
 		t.Fatalf("acquire whose reply was dropped: %v", err)
@@ -46,7 +54,7 @@ func lostReplyScenarios(t *testing.T, b driver.Bucket, tr *wirefault.Transport) 
 	}
 
 	c.Advance(lease.DefaultTTL / 3)
-	tr.Drop = wirefault.Once(wirefault.ConditionalPut("If-Match", "/db1/LEASE"))
+	tr.Drop = wirefault.Once(renewReq)
 	if err := l.Renew(ctx); err != nil {
 		t.Fatalf("renewal whose reply was dropped: %v (want it recognised as ours)", err)
 	}
