@@ -216,6 +216,13 @@ func TestDeterministic(t *testing.T) {
 // does within n seeds: a check that cannot fail proves nothing.
 func negative(t *testing.T, cfg Config, want string, n int) {
 	t.Helper()
+	if *seedFlag >= 0 {
+		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
+		r := Run(cfg)
+		t.Log("\n" + strings.Join(r.Trace, "\n"))
+		t.Logf("seed %d: %v", r.Seed, r.Violation)
+		return
+	}
 	results := runSeeds(1, n, cfg, 0)
 	for _, r := range results {
 		if r.Violation != nil {
