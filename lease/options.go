@@ -69,6 +69,9 @@ func (o *Options) resolve() (*settings, error) {
 	if s.id == "" {
 		s.id = NewInstanceID()
 	}
+	if err := checkInstanceID(s.id); err != nil {
+		return nil, err
+	}
 	if s.clock == nil {
 		s.clock = clock.System{}
 	}

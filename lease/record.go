@@ -54,12 +54,34 @@ type Record struct {
 // TTL returns the record's TTL as a duration.
 func (r Record) TTL() time.Duration { return time.Duration(r.TTLSeconds) * time.Second }
 
-// Encode returns the record's JSON.
+// Encode returns the record's JSON. It panics on a record DecodeRecord would
+// refuse (a time outside the years 1 to 9999 in UTC), which no clock and no
+// decoded record produces: writing an empty LEASE object instead would be
+// worse.
 func (r Record) Encode() []byte {
 	r.AcquiredAt = r.AcquiredAt.UTC()
 	r.RenewedAt = r.RenewedAt.UTC()
-	b, _ := json.Marshal(r) // a Record always marshals
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic("lease: unencodable record: " + err.Error())
+	}
 	return b
+}
+
+// checkInstanceID refuses an id that the record could not carry unchanged.
+func checkInstanceID(id string) error {
+	switch {
+	case len(id) > 256:
+		return fmt.Errorf("lease: instance id of %d bytes is too long; at most 256", len(id))
+	case !utf8.ValidString(id):
+		return errors.New("lease: instance id is not UTF-8 text, so the LEASE record could not carry it unchanged")
+	}
+	for _, c := range id {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Errorf("lease: instance id %q contains a control character", id)
+		}
+	}
+	return nil
 }
 
 // ErrMalformed is wrapped by DecodeRecord's error for an object that is not
@@ -106,6 +128,11 @@ func DecodeRecord(data []byte) (Record, error) {
 		return r, fmt.Errorf("%w: negative ttl_s %d", ErrMalformed, *raw.TTLSeconds)
 	case *raw.TTLSeconds > int64(100*365*24*time.Hour/time.Second):
 		return r, fmt.Errorf("%w: ttl_s %d is beyond any clock", ErrMalformed, *raw.TTLSeconds)
+	}
+	for name, t := range map[string]time.Time{"acquired_at": *raw.AcquiredAt, "renewed_at": *raw.RenewedAt} {
+		if y := t.UTC().Year(); y < 1 || y > 9999 {
+			return r, fmt.Errorf("%w: %s %s is outside the years 1 to 9999 in UTC", ErrMalformed, name, t.Format(time.RFC3339))
+		}
 	}
 	return Record{InstanceID: *raw.InstanceID, AcquiredAt: *raw.AcquiredAt, RenewedAt: *raw.RenewedAt, TTLSeconds: *raw.TTLSeconds}, nil
 }
