@@ -20,6 +20,7 @@ var (
 	campaign  = flag.Bool("sim.campaign", false, "run -sim.seeds seeds in parallel and print a summary")
 	budget    = flag.Duration("sim.timeout", 0, "with -sim.campaign, stop starting seeds after this long (0: no limit)")
 	traceAll  = flag.Bool("sim.trace", false, "with -seed, print the whole trace even when the seed passes")
+	skewFlag  = flag.Duration("sim.skew", 0, "TestSimulation's clock-skew envelope (default a third of the TTL); beyond TTL/3 violations are expected")
 )
 
 // replayHint is how to replay a seed.
@@ -44,7 +45,7 @@ func report(t *testing.T, cfg Config, r Result, testName string) {
 // TestSimulation runs the lease under faults with skew up to a third of a
 // TTL on a conditional store, and requires every invariant to hold.
 func TestSimulation(t *testing.T) {
-	cfg := Config{}
+	cfg := Config{MaxSkew: *skewFlag}
 	if *seedFlag >= 0 {
 		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
 		r := Run(cfg)
