@@ -25,6 +25,10 @@ type Interleaved struct {
 	N            int           // calls of each side
 	DriverMedian time.Duration // median latency of one driver call
 	RawMedian    time.Duration // median latency of one raw call
+	// PairedRatio is the median over rounds of driver/raw latency within
+	// the round: a second estimate, insensitive to load that changes
+	// slowly compared with one round.
+	PairedRatio float64
 }
 
 // Ratio is DriverMedian/RawMedian, the driver's overhead as a factor (1.0
@@ -72,6 +76,20 @@ func Interleave(ctx context.Context, p Pair, n int) (Interleaved, error) {
 		}
 	}
 	res.DriverMedian, res.RawMedian = Median(drv), Median(raw)
+	rounds := make([]float64, 0, n)
+	for i := range drv {
+		if raw[i] > 0 {
+			rounds = append(rounds, float64(drv[i])/float64(raw[i]))
+		}
+	}
+	if len(rounds) > 0 {
+		slices.Sort(rounds)
+		m := len(rounds) / 2
+		res.PairedRatio = rounds[m]
+		if len(rounds)%2 == 0 {
+			res.PairedRatio = (rounds[m-1] + rounds[m]) / 2
+		}
+	}
 	return res, nil
 }
 

@@ -56,6 +56,9 @@ func TestInterleave(t *testing.T) {
 	if r := res.Ratio(); r < 1.2 || r > 2.5 {
 		t.Errorf("ratio %.2f, want about 2", r)
 	}
+	if res.PairedRatio < 1.2 || res.PairedRatio > 2.5 {
+		t.Errorf("paired ratio %.2f, want about 2", res.PairedRatio)
+	}
 	if (Interleaved{}).Ratio() != 0 {
 		t.Error("the ratio of nothing measured is not 0")
 	}

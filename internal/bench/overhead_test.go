@@ -82,6 +82,7 @@ func benchPair(b *testing.B, p Pair) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(res.Ratio(), "driver/raw")
+		b.ReportMetric(res.PairedRatio, "paired-driver/raw")
 		b.ReportMetric(float64(res.DriverMedian.Nanoseconds()), "driver-median-ns")
 		b.ReportMetric(float64(res.RawMedian.Nanoseconds()), "raw-median-ns")
 	})

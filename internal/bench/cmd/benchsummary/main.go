@@ -1,0 +1,286 @@
+// Command benchsummary reads the output of the internal/bench benchmarks
+// (go test -bench, any -count) and prints one Markdown table: each measured
+// figure as the median over the runs, the driver/raw ratio of each driver
+// operation, the many-leases results, and whether each target is met.
+//
+//	go run ./internal/bench/cmd/benchsummary [-max-ratio 1.10] [-max-growth 1.5] [-expect s3,r2,...] FILE...
+//
+// With no FILE it reads standard input. It exits 1 if a target is missed
+// or an expected driver was not measured, 2 on bad input.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	maxRatio := flag.Float64("max-ratio", 1.10, "the driver/raw target")
+	maxGrowth := flag.Float64("max-growth", 1.5, "the largest growth of B/lease and CPU/renewal from 1,000 to 10,000 leases that counts as flat")
+	expect := flag.String("expect", "s3,r2,minio,gcs,azure", "the drivers the overhead benchmark must have measured")
+	flag.Parse()
+
+	var in []io.Reader
+	for _, name := range flag.Args() {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		in = append(in, f)
+	}
+	if len(in) == 0 {
+		in = append(in, os.Stdin)
+	}
+	runs, err := parse(io.MultiReader(in...))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	rows, ok := summarize(runs, config{maxRatio: *maxRatio, maxGrowth: *maxGrowth, expect: splitList(*expect)})
+	fmt.Print(render(rows))
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Runs maps a benchmark's name (without "Benchmark" and the -GOMAXPROCS
+// suffix) to the metrics of each of its runs, in input order.
+type Runs struct {
+	order []string
+	by    map[string][]map[string]float64
+}
+
+// procSuffix is the -N that go test appends for GOMAXPROCS.
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+// parse reads go test -bench output. Lines that are not benchmark results
+// (goos, PASS, logs) are skipped.
+func parse(r io.Reader) (Runs, error) {
+	runs := Runs{by: map[string][]map[string]float64{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
+			continue
+		}
+		if _, err := strconv.ParseInt(f[1], 10, 64); err != nil {
+			continue // a log line that starts with a benchmark's name
+		}
+		name := procSuffix.ReplaceAllString(strings.TrimPrefix(f[0], "Benchmark"), "")
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return runs, fmt.Errorf("benchmark line %q: value %q: %v", sc.Text(), f[i], err)
+			}
+			m[f[i+1]] = v
+		}
+		if _, seen := runs.by[name]; !seen {
+			runs.order = append(runs.order, name)
+		}
+		runs.by[name] = append(runs.by[name], m)
+	}
+	return runs, sc.Err()
+}
+
+// median returns the median of unit over name's runs, and whether any run
+// reported it.
+func (r Runs) median(name, unit string) (float64, bool) {
+	var vs []float64
+	for _, m := range r.by[name] {
+		if v, ok := m[unit]; ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	slices.Sort(vs)
+	n := len(vs) / 2
+	if len(vs)%2 == 1 {
+		return vs[n], true
+	}
+	return (vs[n-1] + vs[n]) / 2, true
+}
+
+type config struct {
+	maxRatio, maxGrowth float64
+	expect              []string
+}
+
+// Row is one line of the table.
+type Row struct {
+	Bench, NsOp, BOp, AllocsOp, Ratio, Target, Met string
+}
+
+var ops = []string{"put-ifmatch", "put-ifabsent", "get"}
+
+// summarize builds the rows and reports whether every target is met.
+func summarize(r Runs, c config) ([]Row, bool) {
+	ok := true
+	var rows []Row
+	drivers := slices.Clone(c.expect)
+	for _, name := range r.order {
+		rest, isOverhead := strings.CutPrefix(name, "Overhead/")
+		if d, _, _ := strings.Cut(rest, "/"); isOverhead && d != "" && !slices.Contains(drivers, d) {
+			drivers = append(drivers, d)
+		}
+	}
+	for _, d := range drivers {
+		measured := false
+		for _, op := range ops {
+			base := "Overhead/" + d + "/" + op
+			ratio, hasRatio := r.median(base+"/interleaved", "driver/raw")
+			_, hasDriver := r.by[base+"/driver"]
+			if !hasRatio && !hasDriver {
+				continue
+			}
+			measured = true
+			row := sideRow(r, base, "driver")
+			row.Target = fmt.Sprintf("≤ %.2f", c.maxRatio)
+			switch {
+			case !hasRatio:
+				row.Ratio, row.Met = "-", "NO (no interleaved run)"
+				ok = false
+			default:
+				row.Ratio = fmt.Sprintf("%.3f", ratio)
+				if paired, has := r.median(base+"/interleaved", "paired-driver/raw"); has {
+					row.Ratio += fmt.Sprintf(" (paired %.3f)", paired)
+				}
+				if ratio <= c.maxRatio {
+					row.Met = "yes"
+				} else {
+					row.Met = fmt.Sprintf("NO (+%.0f%%)", 100*(ratio-c.maxRatio)/c.maxRatio)
+					ok = false
+				}
+			}
+			rows = append(rows, row, sideRow(r, base, "raw"))
+		}
+		if !measured {
+			rows = append(rows, Row{Bench: "Overhead/" + d, NsOp: "-", BOp: "-", AllocsOp: "-", Ratio: "-",
+				Target: fmt.Sprintf("≤ %.2f", c.maxRatio), Met: "NO (not measured)"})
+			ok = false
+		}
+	}
+
+	many := map[string]map[string]float64{}
+	for _, name := range r.order {
+		if !strings.HasPrefix(name, "ManyLeases") {
+			continue
+		}
+		m := map[string]float64{}
+		for _, u := range []string{"B/lease", "cpu-ns/renewal", "renewals", "spurious"} {
+			m[u], _ = r.median(name, u)
+		}
+		many[name] = m
+		worst := 0.0
+		for _, run := range r.by[name] {
+			worst = max(worst, run["spurious"])
+		}
+		row := Row{Bench: name + " (CPU ns/renewal, B/lease)",
+			NsOp: fmt.Sprintf("%.0f", m["cpu-ns/renewal"]), BOp: fmt.Sprintf("%.0f", m["B/lease"]), AllocsOp: "-",
+			Ratio: "-", Target: "0 spurious fences"}
+		if worst == 0 {
+			row.Met = fmt.Sprintf("yes (0 in %.0f renewals)", m["renewals"])
+		} else {
+			row.Met = fmt.Sprintf("NO (%.0f spurious)", worst)
+			ok = false
+		}
+		rows = append(rows, row)
+	}
+	small, large := many["ManyLeasesMem/1000"], many["ManyLeasesMem/10000"]
+	if small != nil && large != nil {
+		gb := growth(large["B/lease"], small["B/lease"])
+		gc := growth(large["cpu-ns/renewal"], small["cpu-ns/renewal"])
+		row := Row{Bench: "ManyLeasesMem 10000 ÷ 1000 (growth per renewal, per lease)",
+			NsOp: fmt.Sprintf("×%.2f", gc), BOp: fmt.Sprintf("×%.2f", gb), AllocsOp: "-", Ratio: "-",
+			Target: fmt.Sprintf("≤ ×%.2f (flat)", c.maxGrowth)}
+		if gb <= c.maxGrowth && gc <= c.maxGrowth {
+			row.Met = "yes"
+		} else {
+			row.Met = "NO"
+			ok = false
+		}
+		rows = append(rows, row)
+	}
+	return rows, ok
+}
+
+// growth is large/small, or +Inf-like 999 when small is 0.
+func growth(large, small float64) float64 {
+	if small <= 0 {
+		return 999
+	}
+	return large / small
+}
+
+// sideRow is the ns/op, B/op and allocs/op of one side of a pair.
+func sideRow(r Runs, base, side string) Row {
+	row := Row{Bench: base + " " + side}
+	f := func(unit string) string {
+		if v, ok := r.median(base+"/"+side, unit); ok {
+			return fmt.Sprintf("%.0f", v)
+		}
+		return "-"
+	}
+	row.NsOp, row.BOp, row.AllocsOp = f("ns/op"), f("B/op"), f("allocs/op")
+	return row
+}
+
+// render prints rows as a Markdown table with aligned columns.
+func render(rows []Row) string {
+	all := append([]Row{{"benchmark", "ns/op", "B/op", "allocs/op", "driver/raw", "target", "met?"}}, rows...)
+	cells := func(r Row) []string { return []string{r.Bench, r.NsOp, r.BOp, r.AllocsOp, r.Ratio, r.Target, r.Met} }
+	width := make([]int, 7)
+	for _, r := range all {
+		for i, c := range cells(r) {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	var b strings.Builder
+	line := func(cs []string) {
+		b.WriteString("|")
+		for i, c := range cs {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i >= 1 && i <= 3 {
+				b.WriteString(" " + pad + c + " |") // numbers right-aligned
+			} else {
+				b.WriteString(" " + c + pad + " |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(cells(all[0]))
+	sep := make([]string, 7)
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+		if i >= 1 && i <= 3 {
+			sep[i] = strings.Repeat("-", width[i]-1) + ":"
+		}
+	}
+	line(sep)
+	for _, r := range all[1:] {
+		line(cells(r))
+	}
+	return b.String()
+}
