@@ -38,7 +38,7 @@ renewed).
 
 Examples:
   bucketlease hold file:///var/backups/db1
-  bucketlease hold s3://my-bucket/backups/db1?region=eu-west-1 --ttl 30s --wait
+  bucketlease hold 's3://my-bucket/backups/db1?region=eu-west-1' --ttl 30s --wait
   bucketlease hold file:///var/backups/db1 --wait -- ./backup.sh --full
   bucketlease hold file:///var/backups/db1 --json --instance-id "$(hostname)" -- rsync -a data/ /mnt/backup/`,
 	setup: setupHold,
@@ -118,7 +118,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	defer signal.Stop(sigs)
 	stopWaiting()
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
-		l.Key(), driver.Redact(rawURL), l.InstanceID(), l.TTL(), l.TTL()/3, l.Exclusion()),
+		l.Key(), driver.Redact(rawURL), l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
 		func(r *record) {
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
 		})

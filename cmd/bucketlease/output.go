@@ -56,7 +56,7 @@ func (p *printer) emit(t time.Time, r record) {
 		fmt.Fprintf(p.w, "%s\n", b)
 		return
 	}
-	fmt.Fprintf(p.w, "%s  %-14s %s\n", r.Time, r.Event, r.Message)
+	fmt.Fprintf(p.w, "%s  %-16s %s\n", r.Time, r.Event, r.Message)
 }
 
 // event prints a lease event. Renewals are printed only when verbose.
@@ -85,7 +85,7 @@ func eventMessage(ev lease.Event) string {
 		}
 		return msg
 	case lease.EventTookOver:
-		return fmt.Sprintf("took over lease %s as instance %s: %s", ev.Key, ev.InstanceID, ev.Detail)
+		return fmt.Sprintf("instance %s %s (lease %s)", ev.InstanceID, ev.Detail, ev.Key)
 	case lease.EventRenewed:
 		return fmt.Sprintf("renewed lease %s (version %s)", ev.Key, ev.Version)
 	case lease.EventRenewalFailed:
@@ -93,11 +93,10 @@ func eventMessage(ev lease.Event) string {
 	case lease.EventFenced:
 		return fmt.Sprintf("fenced: no renewal of %s succeeded within two thirds of the TTL; writing stops now, before anyone may take the lease over", ev.Key)
 	case lease.EventLost:
-		who := "someone else"
 		if ev.Previous != nil {
-			who = "instance " + ev.Previous.InstanceID
+			return fmt.Sprintf("lost lease %s to instance %s (%s); writing stops now", ev.Key, ev.Previous.InstanceID, ev.Detail)
 		}
-		return fmt.Sprintf("lost lease %s to %s (%s); writing stops now", ev.Key, who, ev.Detail)
+		return fmt.Sprintf("lost lease %s: %s; writing stops now", ev.Key, ev.Detail)
 	case lease.EventReleased:
 		return fmt.Sprintf("released lease %s", ev.Key)
 	default:

@@ -33,7 +33,7 @@ second writer out: the lease refuses to run on it (set
 
 Examples:
   bucketlease probe file:///var/backups/db1
-  bucketlease probe s3://my-bucket/backups?region=eu-west-1&endpoint=https://s3.example.com --json`,
+  bucketlease probe 's3://my-bucket/backups?region=eu-west-1&endpoint=https://s3.example.com' --json`,
 	setup: setupProbe,
 }
 

@@ -33,7 +33,7 @@ States:
 
 Examples:
   bucketlease show file:///var/backups/db1
-  bucketlease show s3://my-bucket/backups/db1?region=eu-west-1 --json | jq -r .version`,
+  bucketlease show 's3://my-bucket/backups/db1?region=eu-west-1' --json | jq -r .version`,
 	setup: setupShow,
 }
 

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}} {
+		out, _, code := runInProcess(t, args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d", args, code)
+		}
+		for _, want := range []string{"demo", "hold", "show", "probe", "break", "Exit codes:", "124", "file:///", "s3://", "AWS_ACCESS_KEY_ID"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: the help lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	for _, c := range commands() {
+		for _, args := range [][]string{{"help", c.name}, {c.name, "-h"}, {c.name, "--help"}} {
+			out, errOut, code := runInProcess(t, args...)
+			if code != 0 || !strings.Contains(out, "Usage: bucketlease "+c.name) || errOut != "" {
+				t.Errorf("%v: exit %d, stdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+			}
+			if c.name != "demo" && !strings.Contains(out, "Examples:") {
+				t.Errorf("%v: no examples:\n%s", args, out)
+			}
+		}
+	}
+	out, _, _ := runInProcess(t, "help", "hold")
+	for _, want := range []string{"-ttl", "-instance-id", "-wait", "-grace", "-json", "-log-level", "-verbose", "124"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hold's help lacks %q", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "Usage: bucketlease COMMAND"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"; the commands are demo, hold, show, probe, break`},
+		{[]string{"show"}, "show needs a URL"},
+		{[]string{"show", "mem://a/p", "mem://b/p"}, "show takes one URL"},
+		{[]string{"show", "mem://a/p", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"break", "mem://a/p"}, "break needs --version"},
+		{[]string{"hold"}, "hold needs one URL"},
+		{[]string{"hold", "mem://a/p", "--ttl", "1500ms"}, "whole number of seconds"},
+		{[]string{"hold", "mem://a/p", "--log-level", "loud"}, "--log-level"},
+		{[]string{"help", "nothing"}, `no help for "nothing"`},
+		{[]string{"show", "mem://a/p", "--", "ls"}, "takes no command after --"},
+	}
+	for _, c := range cases {
+		_, errOut, code := runInProcess(t, c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, exitUsage, c.want)
+		}
+	}
+}
+
+// TestFlagsAfterURL: flags may come before or after the URL.
+func TestFlagsAfterURL(t *testing.T) {
+	for _, args := range [][]string{{"show", "--json", "mem://flags/p"}, {"show", "mem://flags/p", "--json"}} {
+		out, errOut, code := runInProcess(t, args...)
+		if code != 0 || !strings.Contains(out, `"state": "free"`) {
+			t.Errorf("%q: exit %d, %s %s", args, code, out, errOut)
+		}
+	}
+}
+
+func TestUnknownSchemeListsKnownOnes(t *testing.T) {
+	_, errOut, code := runInProcess(t, "show", "ftp://host/p")
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	for _, want := range []string{"unknown URL scheme", `"ftp"`, "file", "gs", "mem", "minio", "r2", "s3"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the error lacks %q: %s", want, errOut)
+		}
+	}
+}
+
+// TestNoCredentialPrinted: a secret in the URL never reaches the output.
+func TestNoCredentialPrinted(t *testing.T) {
+	for _, u := range []string{
+		"ftp://user:hunter2secret@host/p",
+		"s3://bucket/p?region=us-east-1&secret_key=hunter2secret",
+		"file://user:hunter2secret@elsewhere/tmp/x",
+		"mem://b/p?token=hunter2secret",
+	} {
+		for _, cmd := range []string{"show", "probe", "hold"} {
+			out, errOut, code := runInProcess(t, cmd, u)
+			if code == 0 {
+				t.Errorf("%s %s: exit 0, want an error", cmd, u)
+			}
+			if strings.Contains(out+errOut, "hunter2secret") {
+				t.Errorf("%s %s printed the secret:\n%s%s", cmd, u, out, errOut)
+			}
+		}
+	}
+}
+
+func TestCredentialHint(t *testing.T) {
+	err := explain("s3://b/p", errString("operation error S3: GetObject, https response error StatusCode: 403, api error AccessDenied"))
+	if !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
+		t.Errorf("no hint: %v", err)
+	}
+	err = explain("minio://h:1/b/p", errString("no credentials: set MINIO_ACCESS_KEY"))
+	if !strings.Contains(err.Error(), "MINIO_ROOT_USER") {
+		t.Errorf("no hint: %v", err)
+	}
+	if err := explain("s3://b/p", errString("connection refused")); strings.Contains(err.Error(), "hint") {
+		t.Errorf("a hint for a network error: %v", err)
+	}
+	if err := explain("file:///x", errString("permission denied: credentials")); strings.Contains(err.Error(), "hint") {
+		t.Errorf("a hint for a driver without credentials: %v", err)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

@@ -1,0 +1,488 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// Generous bounds for a slow shared machine; no test waits for them unless
+// something is wrong.
+const (
+	eventTimeout = 60 * time.Second
+	exitTimeout  = 60 * time.Second
+)
+
+// proc is a bucketlease process started by a test, with its stdout
+// collected line by line.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	lines  []string
+	stderr bytes.Buffer
+	more   chan struct{} // receives after each new line, and once at EOF
+	exited chan struct{}
+	err    error
+}
+
+// start runs the binary with args and the extra environment env.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: exec.Command(binary, args...), more: make(chan struct{}, 1), exited: make(chan struct{})}
+	p.cmd.Env = append(cleanEnv(), env...)
+	p.cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.read(out)
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("bucketlease %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), p.output(), p.errOutput())
+		}
+	})
+	return p
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (p *proc) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		p.mu.Lock()
+		p.lines = append(p.lines, sc.Text())
+		p.mu.Unlock()
+		p.notify()
+	}
+	p.err = p.cmd.Wait()
+	close(p.exited)
+	p.notify()
+}
+
+func (p *proc) notify() {
+	select {
+	case p.more <- struct{}{}:
+	default:
+	}
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+func (p *proc) errOutput() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// waitFor waits until a line of stdout matches re, and returns it.
+func (p *proc) waitFor(re string) string {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(eventTimeout)
+	for {
+		p.mu.Lock()
+		for _, l := range p.lines {
+			if rx.MatchString(l) {
+				p.mu.Unlock()
+				return l
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.more:
+		case <-p.exited:
+			select {
+			case <-p.more: // one last look at lines read before the exit
+				continue
+			default:
+			}
+			p.t.Fatalf("bucketlease exited (%v) before printing a line matching %q", p.err, re)
+		case <-deadline:
+			p.t.Fatalf("no line matching %q within %v", re, eventTimeout)
+		}
+	}
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait() int {
+	p.t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(exitTimeout):
+		p.t.Fatalf("bucketlease did not exit within %v", exitTimeout)
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (p *proc) signal(s os.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(s); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// cleanEnv is the test's environment without the lease switch, so that a
+// developer's setting does not change what is tested.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, lease.EnvConditional+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// runCLI runs the binary to completion and returns its output and exit
+// code.
+func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*exitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("running bucketlease %v: %v", args, err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// fileURL returns a file:// URL for a fresh directory.
+func fileURL(t *testing.T) (string, string) {
+	dir := t.TempDir()
+	return "file://" + dir, dir
+}
+
+// showJSONOf runs show --json.
+func showJSONOf(t *testing.T, u string) showJSON {
+	t.Helper()
+	out, errOut, code := runCLI(t, nil, "show", u, "--json")
+	if code != 0 {
+		t.Fatalf("show --json: exit %d: %s", code, errOut)
+	}
+	var s showJSON
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("show --json printed %q: %v", out, err)
+	}
+	return s
+}
+
+// TestHoldSecondRefusedThenReleased: two holds on one prefix; the second
+// is refused with exit 3, naming the holder; the first releases on SIGINT.
+func TestHoldSecondRefusedThenReleased(t *testing.T) {
+	u, _ := fileURL(t)
+	a := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "alpha")
+	a.waitFor(`acquired\s+acquired lease LEASE as instance alpha`)
+
+	_, errOut, code := runCLI(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "beta")
+	if code != exitHeld || !strings.Contains(errOut, "held by instance alpha") || !strings.Contains(errOut, "--wait") {
+		t.Errorf("second hold: exit %d, stderr %q; want %d naming alpha", code, errOut, exitHeld)
+	}
+	if s := showJSONOf(t, u); s.State != "fresh" || s.Holder != "alpha" || s.TTLSeconds == nil || *s.TTLSeconds != 3 {
+		t.Errorf("show: %+v", s)
+	}
+
+	a.signal(syscall.SIGINT)
+	if code := a.wait(); code != 0 {
+		t.Errorf("holder exit %d after SIGINT, want 0", code)
+	}
+	a.waitFor(`released\s+released lease LEASE`)
+	if s := showJSONOf(t, u); s.State != "free" {
+		t.Errorf("after release, show says %+v", s)
+	}
+}
+
+// TestHoldWaitTakesOverFromKilledHolder: the holder dies without
+// releasing; a waiting instance takes over once the TTL has passed.
+func TestHoldWaitTakesOverFromKilledHolder(t *testing.T) {
+	u, _ := fileURL(t)
+	a := start(t, nil, "hold", u, "--ttl", "2s", "--instance-id", "alpha", "--json")
+	a.waitFor(`"event":"acquired"`)
+	b := start(t, nil, "hold", u, "--ttl", "2s", "--instance-id", "beta", "--wait")
+	b.waitFor(`waiting\s+.*held by instance alpha.*can be taken over in`)
+
+	killedAt := time.Now()
+	a.signal(syscall.SIGKILL)
+	a.wait()
+	b.waitFor(`took-over\s+instance beta took over a stale lease of instance alpha`)
+	if d := time.Since(killedAt); d > eventTimeout {
+		t.Errorf("the takeover took %v", d)
+	}
+	if s := showJSONOf(t, u); s.Holder != "beta" || s.State != "fresh" {
+		t.Errorf("show after takeover: %+v", s)
+	}
+	b.signal(syscall.SIGTERM)
+	if code := b.wait(); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+}
+
+// TestHoldWaitTimeout: --wait-timeout gives up with exit 3.
+func TestHoldWaitTimeout(t *testing.T) {
+	u, _ := fileURL(t)
+	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha")
+	a.waitFor(`acquired`)
+	_, errOut, code := runCLI(t, nil, "hold", u, "--wait", "--wait-timeout", "1s", "--instance-id", "beta")
+	if code != exitHeld || !strings.Contains(errOut, "--wait-timeout passed") || !strings.Contains(errOut, "alpha") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// overwriteLease replaces the lease object with a fresh record of another
+// instance, as a takeover would.
+func overwriteLease(t *testing.T, dir, by string) {
+	t.Helper()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec := lease.Record{InstanceID: by, AcquiredAt: now, RenewedAt: now, TTLSeconds: 30}
+	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHoldCommandStoppedWhenLeaseLost: the lease is taken from under a
+// running command; hold stops it at once and exits 124.
+func TestHoldCommandStoppedWhenLeaseLost(t *testing.T) {
+	u, dir := fileURL(t)
+	script := `echo "child running as $BUCKETLEASE_INSTANCE_ID"; trap 'echo child got TERM; exit 7' TERM; sleep 120 & wait`
+	a := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "alpha", "--grace", "30s", "--", "sh", "-c", script)
+	a.waitFor(`child running as alpha`)
+	started := time.Now()
+	overwriteLease(t, dir, "intruder")
+	a.waitFor(`lost\s+lost lease LEASE to instance intruder`)
+	a.waitFor(`child got TERM`)
+	a.waitFor(`command-exited\s+.*exited with status 7`)
+	if code := a.wait(); code != exitLeaseEnded {
+		t.Errorf("exit %d, want %d", code, exitLeaseEnded)
+	}
+	if d := time.Since(started); d > 30*time.Second {
+		t.Errorf("the command was stopped %v after the takeover", d)
+	}
+	if s := showJSONOf(t, u); s.Holder != "intruder" {
+		t.Errorf("hold touched the successor's lease: %+v", s)
+	}
+}
+
+// TestHoldCommandKilledAfterGrace: a command that ignores SIGTERM is
+// killed once --grace has passed.
+func TestHoldCommandKilledAfterGrace(t *testing.T) {
+	u, dir := fileURL(t)
+	a := start(t, nil, "hold", u, "--ttl", "3s", "--grace", "1s", "--", "sh", "-c", `trap '' TERM; echo ignoring TERM; sleep 120`)
+	a.waitFor(`ignoring TERM`)
+	overwriteLease(t, dir, "intruder")
+	a.waitFor(`killing\s+.*SIGKILL`)
+	a.waitFor(`command-exited\s+.*killed`)
+	if code := a.wait(); code != exitLeaseEnded {
+		t.Errorf("exit %d, want %d", code, exitLeaseEnded)
+	}
+}
+
+// TestHoldCommandExitStatus: hold exits with the command's status and
+// releases the lease afterwards; a signal is passed on to the command.
+func TestHoldCommandExitStatus(t *testing.T) {
+	u, _ := fileURL(t)
+	out, errOut, code := runCLI(t, nil, "hold", u, "--", "sh", "-c", "exit 42")
+	if code != 42 {
+		t.Errorf("exit %d, want the command's 42\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "released lease LEASE") || showJSONOf(t, u).State != "free" {
+		t.Errorf("the lease was not released:\n%s", out)
+	}
+	_, errOut, code = runCLI(t, nil, "hold", u, "--", "no-such-command-here")
+	if code != 127 || !strings.Contains(errOut, "not found") {
+		t.Errorf("a missing command: exit %d, %s", code, errOut)
+	}
+
+	a := start(t, nil, "hold", u, "--", "sh", "-c", `trap 'echo child got INT; exit 3' INT; echo ready; sleep 120 & wait`)
+	a.waitFor(`ready`)
+	a.signal(syscall.SIGINT)
+	a.waitFor(`child got INT`)
+	if code := a.wait(); code != 3 {
+		t.Errorf("exit %d after passing SIGINT on, want the command's 3", code)
+	}
+}
+
+// writeRecord writes rec as the lease object and returns its version.
+func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
+	t.Helper()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.Condition{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestBreak: break refuses a changed version and a fresh lease, and
+// removes the lease at the right version.
+func TestBreak(t *testing.T) {
+	u, dir := fileURL(t)
+	old := time.Now().Add(-time.Hour)
+	v := writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+
+	out, errOut, code := runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
+	if code != exitRefused || !strings.Contains(errOut, "changed since you looked") || !strings.Contains(out, "dead-host") {
+		t.Errorf("wrong version: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if s := showJSONOf(t, u); s.Version != string(v) || s.State != "stale" {
+		t.Errorf("a refused break changed the lease: %+v", s)
+	}
+	out, errOut, code = runCLI(t, nil, "break", u, "--version", string(v))
+	if code != 0 || !strings.Contains(out, "Broke the lease LEASE") || !strings.Contains(out, "If-Match") {
+		t.Errorf("right version: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if s := showJSONOf(t, u); s.State != "free" {
+		t.Errorf("after break: %+v", s)
+	}
+
+	now := time.Now()
+	v = writeRecord(t, dir, lease.Record{InstanceID: "live-host", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
+	_, errOut, code = runCLI(t, nil, "break", u, "--version", string(v))
+	if code != exitRefused || !strings.Contains(errOut, "fresh") || !strings.Contains(errOut, "--force") {
+		t.Errorf("fresh lease: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code = runCLI(t, nil, "break", u, "--version", string(v), "--force"); code != 0 {
+		t.Errorf("--force: exit %d, %s", code, errOut)
+	}
+	if out, _, code := runCLI(t, nil, "break", u, "--version", string(v)); code != 0 || !strings.Contains(out, "nothing to break") {
+		t.Errorf("free prefix: exit %d, %s", code, out)
+	}
+}
+
+// TestShow: the text and JSON views of free, fresh, stale and suspect
+// leases.
+func TestShow(t *testing.T) {
+	u, dir := fileURL(t)
+	out, _, code := runCLI(t, nil, "show", u)
+	if code != 0 || !strings.Contains(out, "state  free") {
+		t.Errorf("free: exit %d\n%s", code, out)
+	}
+	now := time.Now().Round(time.Second)
+	v := writeRecord(t, dir, lease.Record{InstanceID: "alpha", AcquiredAt: now.Add(-time.Minute), RenewedAt: now.Add(-5 * time.Second), TTLSeconds: 30})
+	out, _, _ = runCLI(t, nil, "show", u)
+	for _, want := range []string{"state     fresh", "holder    alpha", "acquired  1m", "renewed   5s ago", "ttl       30s", "takeover  in 2", "version   " + string(v)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	s := showJSONOf(t, u)
+	if s.State != "fresh" || s.Holder != "alpha" || s.Version != string(v) || s.RenewedAgoS < 4 || s.TakeoverInS < 1 || s.TakeoverInS > 26 {
+		t.Errorf("show --json: %+v", s)
+	}
+
+	writeRecord(t, dir, lease.Record{InstanceID: "alpha", AcquiredAt: now, RenewedAt: now.Add(-time.Hour), TTLSeconds: 30})
+	if s := showJSONOf(t, u); s.State != "stale" || s.TakeoverInS != 0 {
+		t.Errorf("stale: %+v", s)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "LEASE"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = runCLI(t, nil, "show", u)
+	if !strings.Contains(out, "suspect") || !strings.Contains(out, "not a lease record") {
+		t.Errorf("garbage:\n%s", out)
+	}
+	if s := showJSONOf(t, u); s.State != "suspect" || s.Reason == "" || s.Holder != "" {
+		t.Errorf("garbage --json: %+v", s)
+	}
+}
+
+// TestProbeFile: the file driver gives the exclusion it declares.
+func TestProbeFile(t *testing.T) {
+	u, dir := fileURL(t)
+	out, errOut, code := runCLI(t, nil, "probe", u+"/sub")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"CHECK", "put-if-absent-existing", "PASS", "declared: exclusion conditional, conditional delete yes",
+		"observed: exclusion conditional, conditional delete yes", "verdict:  OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("probe lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runCLI(t, nil, "probe", u, "--json")
+	var rep probeReportJSON
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.OK || rep.Observed.Exclusion != "conditional" || len(rep.Results) < 10 {
+		t.Errorf("probe --json: exit %d, %v, %+v", code, err, rep)
+	}
+	if left := objectsIn(t, dir); len(left) > 0 {
+		t.Errorf("probe left scratch objects behind: %v", left)
+	}
+}
+
+// objectsIn lists the regular files under dir outside the file driver's
+// own metadata folder.
+func objectsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".bucketlease" {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestDemoBinary: the README's first command works as a process.
+func TestDemoBinary(t *testing.T) {
+	out, errOut, code := runCLI(t, nil, "demo")
+	if code != 0 || !strings.Contains(out, "TOOK OVER") || !strings.Contains(out, "FENCED") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
