@@ -486,3 +486,6 @@ func TestDemoBinary(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// sigInterrupt is Ctrl-C.
+const sigInterrupt = syscall.SIGINT
