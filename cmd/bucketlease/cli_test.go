@@ -11,7 +11,7 @@ func TestHelp(t *testing.T) {
 		if code != 0 {
 			t.Errorf("%v: exit %d", args, code)
 		}
-		for _, want := range []string{"demo", "hold", "show", "probe", "break", "Exit codes:", "124", "file:///", "s3://", "AWS_ACCESS_KEY_ID"} {
+		for _, want := range []string{"demo", "hold", "show", "probe", "break", "Exit codes:", "124", "file:///", "s3://", "AWS_ACCESS_KEY_ID", "azblob://", "AZURE_STORAGE_CONNECTION_STRING", "gs://", "minio://", "r2://"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: the help lacks %q:\n%s", args, want, out)
 			}
@@ -76,7 +76,7 @@ func TestUnknownSchemeListsKnownOnes(t *testing.T) {
 	if code != exitError {
 		t.Errorf("exit %d, want %d", code, exitError)
 	}
-	for _, want := range []string{"unknown URL scheme", `"ftp"`, "file", "gs", "mem", "minio", "r2", "s3"} {
+	for _, want := range []string{"unknown URL scheme", `"ftp"`, "azblob", "file", "gs", "mem", "minio", "r2", "s3"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("the error lacks %q: %s", want, errOut)
 		}

@@ -30,8 +30,8 @@ var knownSchemes = []scheme{
 		"MINIO_ROOT_USER and MINIO_ROOT_PASSWORD, or MINIO_ACCESS_KEY and MINIO_SECRET_KEY, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"},
 	{"gs", "gs://BUCKET/prefix",
 		"Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS (a service-account key file), `gcloud auth application-default login`, or workload identity"},
-	{"azblob", "azblob://ACCOUNT/CONTAINER/prefix",
-		"AZURE_STORAGE_CONNECTION_STRING, or the Azure identity chain (AZURE_CLIENT_ID, AZURE_TENANT_ID, AZURE_CLIENT_SECRET; managed identity; az login)"},
+	{"azblob", "azblob://CONTAINER/prefix?account=ACCOUNT (or AZURE_STORAGE_ACCOUNT; ?endpoint=URL for Azurite or a private endpoint)",
+		"AZURE_STORAGE_CONNECTION_STRING, else the default Azure credential chain (AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET; workload or managed identity; az login)"},
 }
 
 func lookupScheme(name string) (scheme, bool) {
