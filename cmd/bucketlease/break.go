@@ -49,7 +49,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *version == "" {
-			return usageErrorf("break needs --version V: run \"bucketlease show %s\" and pass the version it prints", driver.Redact(rawURL))
+			return usageErrorf("break needs --version V: run \"bucketlease show %s\" and pass the version it prints", displayURL(rawURL))
 		}
 		return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force)
 	}
@@ -72,7 +72,7 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	printStatus(w, rawURL, st)
 	if st.Version != v {
 		return withCode(exitRefused, fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Run \"bucketlease show %s\" again and check it before breaking it",
-			st.Key, st.Version, v, driver.Redact(rawURL)))
+			st.Key, st.Version, v, displayURL(rawURL)))
 	}
 	if st.State == lease.Fresh && !force {
 		return withCode(exitRefused, fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
@@ -81,7 +81,7 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	how, err := remove(ctx, b, st.Key, v)
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Run \"bucketlease show %s\" again",
-			st.Key, driver.Redact(rawURL)))
+			st.Key, displayURL(rawURL)))
 	}
 	if err != nil {
 		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))

@@ -123,3 +123,15 @@ func TestCredentialHint(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestDisplayURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"s3://b/p?endpoint=http://127.0.0.1:9000&path_style=true": "s3://b/p?endpoint=http://127.0.0.1:9000&path_style=true",
+		"s3://b/p?secret_key=hunter2":                             "s3://b/p?secret_key=REDACTED",
+		"file://u:hunter2@localhost/x":                            "file://REDACTED@localhost/x",
+	} {
+		if got := displayURL(raw); got != want {
+			t.Errorf("displayURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

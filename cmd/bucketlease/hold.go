@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -118,7 +117,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	defer signal.Stop(sigs)
 	stopWaiting()
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
-		l.Key(), driver.Redact(rawURL), l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
+		l.Key(), displayURL(rawURL), l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
 		func(r *record) {
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
 		})

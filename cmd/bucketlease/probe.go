@@ -51,7 +51,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		}
 		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
 		if !*asJSON {
-			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", driver.Redact(rawURL), scratch)
+			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", displayURL(rawURL), scratch)
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
 		if *asJSON {
@@ -63,7 +63,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		}
 		if !rep.OK() {
 			return withCode(exitProbeFailed, explain(rawURL, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
-				driver.Redact(rawURL), capsText(rep.Declared))))
+				displayURL(rawURL), capsText(rep.Declared))))
 		}
 		return nil
 	}
@@ -131,7 +131,7 @@ type probeResultJSON struct {
 }
 
 func probeJSON(rawURL string, rep *drivertest.Report) probeReportJSON {
-	j := probeReportJSON{URL: driver.Redact(rawURL), OK: rep.OK(),
+	j := probeReportJSON{URL: displayURL(rawURL), OK: rep.OK(),
 		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
 		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}}
 	for _, r := range rep.Results {

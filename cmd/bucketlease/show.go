@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -64,7 +63,7 @@ func inspect(ctx context.Context, rawURL string) (lease.Status, error) {
 	}
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
-		return lease.Status{}, explain(rawURL, fmt.Errorf("%s: %w", driver.Redact(rawURL), err))
+		return lease.Status{}, explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
 	}
 	return st, nil
 }
@@ -88,7 +87,7 @@ type showJSON struct {
 }
 
 func statusJSON(rawURL string, st lease.Status) showJSON {
-	j := showJSON{URL: driver.Redact(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
+	j := showJSON{URL: displayURL(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
 		j.AcquiredAt, j.RenewedAt = r.AcquiredAt.Format(time.RFC3339), r.RenewedAt.Format(time.RFC3339)
@@ -138,7 +137,7 @@ func stateMeaning(st lease.Status) string {
 func printStatus(w io.Writer, rawURL string, st lease.Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("lease", st.Key+" on "+driver.Redact(rawURL))
+	row("lease", st.Key+" on "+displayURL(rawURL))
 	row("state", st.State.String()+": "+stateMeaning(st))
 	if st.State == lease.Free {
 		tw.Flush()

@@ -103,3 +103,15 @@ func openURL(ctx context.Context, rawURL string) (driver.Bucket, string, error) 
 	}
 	return b, prefix, nil
 }
+
+// displayURL returns rawURL as it may be printed: as typed when it holds
+// nothing driver.Redact would hide, else redacted.
+func displayURL(rawURL string) string {
+	red := driver.Redact(rawURL)
+	a, errA := url.QueryUnescape(red)
+	b, errB := url.QueryUnescape(rawURL)
+	if errA == nil && errB == nil && a == b {
+		return rawURL
+	}
+	return red
+}
