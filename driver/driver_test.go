@@ -86,6 +86,9 @@ func TestRedact(t *testing.T) {
 		"minio://h:9000/b?access_key=AK&tls=0": "minio://h:9000/b?access_key=REDACTED&tls=0",
 		"gs://b/p\x7f?token=s":                 "gs://REDACTED",
 		"s3://b/p?endpoint=http://k:SECRET@h":  "s3://b/p?endpoint=http%3A%2F%2FREDACTED%40h",
+		"s3:AKIA:supersecret@bucket/p":         "s3:REDACTED",
+		"s3://b/p#sig=secret":                  "s3://b/p#REDACTED",
+		"s3://b/p?pwd=secret&pass=x":           "s3://b/p?pass=REDACTED&pwd=REDACTED",
 	}
 	for in, want := range cases {
 		if got := driver.Redact(in); got != want {

@@ -150,7 +150,7 @@ func redactedParam(k string) string {
 // value is a credential.
 func secretParam(name string) bool {
 	n := strings.ToLower(name)
-	for _, w := range []string{"secret", "password", "passwd", "token", "key", "sig", "credential", "auth", "session", "sas", "connection"} {
+	for _, w := range []string{"secret", "pass", "pwd", "token", "key", "sig", "credential", "auth", "session", "sas", "connection"} {
 		if strings.Contains(n, w) {
 			return true
 		}
@@ -163,9 +163,9 @@ func secretParam(name string) bool {
 	return false
 }
 
-// Redact returns rawURL with any password in its user info, and the value of
-// every query parameter whose name suggests a credential, replaced by
-// "REDACTED". A string that does not parse as a URL is reduced to its scheme,
+// Redact returns rawURL with its user info, its fragment, the body of an
+// opaque URL (one without "//"), and the value of every query parameter
+// whose name suggests a credential, replaced by "REDACTED". A string that does not parse as a URL is reduced to its scheme,
 // since it may hold a secret in a place no parser can find. Use it on every
 // URL that reaches a log or an error.
 func Redact(rawURL string) string {
@@ -175,6 +175,14 @@ func Redact(rawURL string) string {
 			return rawURL[:i] + "://REDACTED"
 		}
 		return "REDACTED"
+	}
+	if u.Opaque != "" {
+		// "s3:key:secret@bucket" has no "//": a parser finds no user info
+		// in it, so none of it can be shown.
+		u.Opaque = "REDACTED"
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "REDACTED", ""
 	}
 	if u.User != nil {
 		u.User = url.User("REDACTED")
