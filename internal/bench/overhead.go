@@ -47,6 +47,12 @@ func (r Interleaved) Ratio() float64 {
 // The first error stops the run. n is bounded by the caller (a benchmark's
 // b.N); each side's latencies are kept, 8 bytes a call.
 func Interleave(ctx context.Context, p Pair, n int) (Interleaved, error) {
+	return interleave(ctx, p, n, time.Since)
+}
+
+// interleave is Interleave with the stopwatch given, so that a test can
+// check the arithmetic without timing anything.
+func interleave(ctx context.Context, p Pair, n int, since func(time.Time) time.Duration) (Interleaved, error) {
 	res := Interleaved{N: n}
 	if n <= 0 {
 		return res, nil
@@ -56,7 +62,7 @@ func Interleave(ctx context.Context, p Pair, n int) (Interleaved, error) {
 	timed := func(op Op, i int, into *[]time.Duration, side string) error {
 		t0 := time.Now()
 		err := op(ctx)
-		*into = append(*into, time.Since(t0))
+		*into = append(*into, since(t0))
 		if err != nil {
 			return fmt.Errorf("%s %s call %d: %w", p.Name, side, i, err)
 		}
