@@ -54,6 +54,12 @@ func runUnderLease(e *env, l *lease.Lease, argv []string, sigs <-chan os.Signal,
 		case err := <-exited:
 			code, how := exitStatus(err)
 			p.note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], pid, how), func(r *record) { r.PID = pid; r.Status = &code })
+			// What the command left running in its group must not outlive
+			// the lease either.
+			if stopGroup(pid) {
+				p.note("stopping", fmt.Sprintf("sent SIGTERM to the processes pid %d left behind in its process group", pid),
+					func(r *record) { r.PID = pid; r.Signal = "terminated" })
+			}
 			if stopped || l.Err() != nil {
 				return leaseEnded(l)
 			}

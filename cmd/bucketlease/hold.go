@@ -30,8 +30,9 @@ With a COMMAND after "--", hold runs it only while the lease is held: it starts
 it once the lease is taken, passes SIGINT, SIGTERM and SIGHUP on to it, and the
 moment the lease ends (fenced, or lost to another instance) it stops it:
 SIGTERM to its process group, then SIGKILL after --grace. When the command has
-exited, hold releases the lease and exits with the command's status, or with
-124 if the lease ended under it. The command runs in its own process group,
+exited, hold sends SIGTERM to anything it left running in its process group,
+releases the lease and exits with the command's status, or with 124 if the
+lease ended under it. The command runs in its own process group,
 and on Linux it is killed if hold itself dies (the lease would no longer be
 renewed).
 

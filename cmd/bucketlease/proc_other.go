@@ -29,3 +29,6 @@ func exitStatus(err error) (int, string) {
 	}
 	return ee.ExitCode(), fmt.Sprintf("exited with status %d", ee.ExitCode())
 }
+
+// stopGroup does nothing: there are no process groups to stop here.
+func stopGroup(int) bool { return false }

@@ -39,3 +39,7 @@ func exitStatus(err error) (int, string) {
 	}
 	return ee.ExitCode(), fmt.Sprintf("exited with status %d", ee.ExitCode())
 }
+
+// stopGroup sends SIGTERM to what is left of the process group pgid and
+// reports whether anything was left.
+func stopGroup(pgid int) bool { return syscall.Kill(-pgid, syscall.SIGTERM) == nil }
