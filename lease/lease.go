@@ -221,6 +221,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 			}
 			l.end(ErrLost, prev, "the lease object names another instance")
 			return ErrLost
+		case cur.rec.TTLSeconds == 0:
+			// Our id, but released: someone broke the lease (bucketlease
+			// break), or a release of ours ran. Either way it is over.
+			l.end(ErrLost, &cur.rec, "the lease object was marked released")
+			return ErrLost
 		case cur.rec.RenewedAt.Equal(wall):
 			v = curV // this renewal landed; its answer was lost
 		case curV != over:

@@ -697,3 +697,20 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestBrokenLeaseWithOurIDIsLost: a released record that keeps our instance
+// id (a break that preserved the id) is not a late renewal of ours.
+func TestBrokenLeaseWithOurIDIsLost(t *testing.T) {
+	b := mem.New()
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	rec := l.Record()
+	rec.TTLSeconds = 0
+	if _, err := b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfMatch(l.Version())); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(ttl / 3)
+	if err := l.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("renew over a released record of our id: %v, want ErrLost", err)
+	}
+}

@@ -58,6 +58,9 @@ func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if _, err := driver.Params(u); err != nil {
 		return nil, "", err
 	}
+	if u.User != nil {
+		return nil, "", errors.New("file URLs take no user info: use file:///abs/dir")
+	}
 	if u.Host != "" && u.Host != "localhost" {
 		return nil, "", fmt.Errorf("file URLs name a local directory: use file:///abs/dir (three slashes), not host %q", u.Host)
 	}

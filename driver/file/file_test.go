@@ -204,7 +204,7 @@ func TestOpenURL(t *testing.T) {
 	if prefix != "" || b == nil {
 		t.Fatalf("prefix %q", prefix)
 	}
-	for _, bad := range []string{"file://relative/dir", "file:///" + dir + "?mode=fast"} {
+	for _, bad := range []string{"file://relative/dir", "file:///" + dir + "?mode=fast", "file://user:pass@localhost" + dir} {
 		if _, _, err := driver.Open(context.Background(), bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
 		}
