@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Exit codes. They are listed in "bucketlease help" and docs/cli.md; keep
+// Exit codes. They are listed in "bucketlease help" and README.md; keep
 // the three in step.
 const (
 	exitOK = 0
