@@ -140,7 +140,7 @@ func init() {
 		check{
 			name:   "put-large-if-match-stale",
 			area:   areaPut,
-			expect: "a 17 MiB body under IfMatch(stale) or IfAbsent is refused as one request would be; object unchanged",
+			expect: "a 17 MiB body under IfMatch(made-up) or IfAbsent is refused, never stored; object unchanged",
 			run: func(ctx context.Context, s *scope) error {
 				k := s.key("obj")
 				v, err := seed(ctx, s.b, k, []byte("small"))
@@ -149,11 +149,11 @@ func init() {
 				}
 				big := bytes.Repeat([]byte{'L'}, largeSize)
 				_, err = s.b.Put(ctx, k, big, driver.IfMatch(driver.FakeVersion(v)))
-				if err := want("large Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
+				if err := notStored("large Put IfMatch(made-up)", err); err != nil {
 					return err
 				}
 				_, err = s.b.Put(ctx, k, big, driver.IfAbsent())
-				if err := want("large Put IfAbsent on an existing key", err, driver.ErrPrecondition); err != nil {
+				if err := notStored("large Put IfAbsent on an existing key", err); err != nil {
 					return err
 				}
 				return unchanged(ctx, s.b, k, []byte("small"), v)
@@ -270,6 +270,22 @@ func init() {
 			run:    contextCanceled,
 		},
 	)
+}
+
+// notStored fails a large conditional write that reported success or
+// ErrNotExist. A service may answer a refused request before it has read a
+// large body and hang up on the rest (MinIO does, under load, when the
+// client's Expect: 100-continue wait runs out), so the client sees a broken
+// connection rather than the 412: that is still a refusal, and unchanged,
+// which the caller checks next, proves nothing was stored.
+func notStored(what string, err error) error {
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s: success", what)
+	case errors.Is(err, driver.ErrNotExist):
+		return fmt.Errorf("%s: ErrNotExist, where a refusal is ErrPrecondition", what)
+	}
+	return nil
 }
 
 func raceIfAbsent(ctx context.Context, s *scope) error {
