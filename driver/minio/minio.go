@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -115,7 +115,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		return body, driver.Version(info.ETag), nil
 	}
 	e := opError(ctx, "get", key, driver.Condition{}, err)
-	if code, status := errorResponse(err); code == "NoSuchKey" || status == http.StatusNotFound && code != "NoSuchBucket" {
+	if s3proto.Missing(errorResponse(err)) {
 		e.Kind = driver.ErrNotExist
 	}
 	return nil, "", e
@@ -187,24 +187,11 @@ func opError(ctx context.Context, op, key string, cond driver.Condition, err err
 	return &driver.OpError{Driver: Scheme, Op: op, Key: key, Cond: cond, Err: err}
 }
 
-// refused reports whether err is the server refusing a conditional write:
-// 412 PreconditionFailed, 409 ConditionalRequestConflict, or 404 on an
-// If-Match write to a missing key (servers since RELEASE.2025-09-07).
+// refused reports whether err is the service refusing a conditional
+// request; see s3proto.Refused.
 func refused(err error, cond driver.Condition) bool {
-	if cond.Unconditional() {
-		return false
-	}
 	code, status := errorResponse(err)
-	switch {
-	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
-		return true
-	case code == "ConditionalRequestConflict":
-		return true
-	case status == http.StatusNotFound && code != "NoSuchBucket":
-		_, match := cond.Match()
-		return match
-	}
-	return false
+	return s3proto.Refused(code, status, cond)
 }
 
 // errorResponse returns the S3 error code and HTTP status in err's chain.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
 )
 
 // MaxPutSize is the largest body Put sends: S3's limit for a single PUT.
@@ -161,32 +161,17 @@ func (b *Bucket) opError(ctx context.Context, op, key string, cond driver.Condit
 	return &driver.OpError{Driver: b.profile.Driver, Op: op, Key: key, Cond: cond, Err: err}
 }
 
-// refused reports whether err is the service refusing a conditional write
-// or delete because its condition did not hold: 412 PreconditionFailed,
-// 409 ConditionalRequestConflict (a concurrent conditional request won), or
-// 404 on an If-Match request (the key is missing).
+// refused reports whether err is the service refusing a conditional
+// request; see s3proto.Refused.
 func refused(err error, cond driver.Condition) bool {
-	if cond.Unconditional() {
-		return false
-	}
 	code, status := apiError(err)
-	switch {
-	case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
-		return true
-	case code == "ConditionalRequestConflict":
-		return true
-	case status == http.StatusNotFound && code != "NoSuchBucket":
-		_, match := cond.Match()
-		return match
-	}
-	return false
+	return s3proto.Refused(code, status, cond)
 }
 
 // isNoSuchKey reports whether err says the key does not exist (as opposed
 // to the bucket).
 func isNoSuchKey(err error) bool {
-	code, status := apiError(err)
-	return code == "NoSuchKey" || (status == http.StatusNotFound && code != "NoSuchBucket")
+	return s3proto.Missing(apiError(err))
 }
 
 // apiError returns the service's error code and HTTP status, if err carries
