@@ -27,7 +27,8 @@
 //     ErrUnsupported rather than sending it.
 //   - Every error keeps the service's own error in its chain (OpError does
 //     this), and a cancelled context yields an error for which
-//     errors.Is(err, context.Canceled) holds.
+//     errors.Is(err, context.Canceled) holds (WithContext sees to it
+//     whatever the SDK made of the cancellation).
 //   - Versions are opaque strings that the driver normalises, so that a
 //     Version returned by Put or Get works unchanged in the next IfMatch.
 //

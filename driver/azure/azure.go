@@ -253,10 +253,7 @@ func (b *Bucket) fail(ctx context.Context, op, key string, cond driver.Condition
 	if errors.As(err, &re) {
 		err = &serviceError{re: re, err: err}
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (%w)", err, cerr)
-	}
-	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: err}
+	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: driver.WithContext(ctx, err)}
 }
 
 // serviceError shortens an *azcore.ResponseError's message to its status and

@@ -192,10 +192,7 @@ func classify(err error, cond driver.Condition) error {
 // ended, so that errors.Is(err, context.Canceled) holds whatever the client
 // library made of the cancellation.
 func (b *Bucket) fail(ctx context.Context, op, key string, cond driver.Condition, kind, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w (%w)", err, cerr)
-	}
-	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: err}
+	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: driver.WithContext(ctx, err)}
 }
 
 // version renders a generation as a Version.

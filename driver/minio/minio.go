@@ -181,10 +181,7 @@ func unquote(v driver.Version) string {
 // opError wraps a minio-go error, making sure that a cancelled or expired
 // ctx shows in the chain even when minio-go reported it some other way.
 func opError(ctx context.Context, op, key string, cond driver.Condition, err error) *driver.OpError {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w: %w", cerr, err)
-	}
-	return &driver.OpError{Driver: Scheme, Op: op, Key: key, Cond: cond, Err: err}
+	return &driver.OpError{Driver: Scheme, Op: op, Key: key, Cond: cond, Err: driver.WithContext(ctx, err)}
 }
 
 // refused reports whether err is the service refusing a conditional

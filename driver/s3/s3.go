@@ -155,10 +155,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 // opError wraps an SDK error, making sure that a cancelled or expired ctx
 // shows in the chain even when the SDK reported it some other way.
 func (b *Bucket) opError(ctx context.Context, op, key string, cond driver.Condition, err error) *driver.OpError {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w: %w", cerr, err)
-	}
-	return &driver.OpError{Driver: b.profile.Driver, Op: op, Key: key, Cond: cond, Err: err}
+	return &driver.OpError{Driver: b.profile.Driver, Op: op, Key: key, Cond: cond, Err: driver.WithContext(ctx, err)}
 }
 
 // refused reports whether err is the service refusing a conditional
