@@ -299,7 +299,8 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 	}
 	l := newLease(a.c, a.b, st, v)
 	a.c.watch = Watch{}
-	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous, Detail: st.detail})
+	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous,
+		Detail: st.detail, Exclusion: l.Exclusion()})
 	return l, nil
 }
 

@@ -68,6 +68,10 @@ type Event struct {
 	Detail string
 	// Err is the cause of RenewalFailed, Fenced and Lost.
 	Err error
+	// Exclusion is how strongly the lease keeps a second writer out, on
+	// Acquired and TookOver (conditional, or best-effort under
+	// EnvConditional=off).
+	Exclusion driver.Exclusion
 }
 
 // level is the log level of each kind of event.
@@ -90,6 +94,9 @@ func (o *settings) emit(e Event) {
 		slog.String("key", e.Key),
 		slog.String("instance", e.InstanceID),
 		slog.String("version", string(e.Version)),
+	}
+	if e.Kind == EventAcquired || e.Kind == EventTookOver {
+		attrs = append(attrs, slog.String("exclusion", e.Exclusion.String()))
 	}
 	if e.Previous != nil {
 		attrs = append(attrs, slog.String("previous_instance", e.Previous.InstanceID))

@@ -515,6 +515,9 @@ func TestBestEffortMode(t *testing.T) {
 	if l.Exclusion() != driver.BestEffort {
 		t.Errorf("Exclusion = %v, want best-effort", l.Exclusion())
 	}
+	if !strings.Contains(logs.String(), "exclusion=best-effort") {
+		t.Errorf("the acquired event does not log the exclusion:\n%s", logs.String())
+	}
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "best-effort") {
 		t.Errorf("no WARN about best-effort exclusion in:\n%s", logs.String())
 	}
