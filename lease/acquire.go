@@ -180,8 +180,10 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		return nil, &HeldError{Key: key, Version: curV, Record: &cur.rec, State: Fresh,
 			TakeoverAt: cur.rec.RenewedAt.Add(cur.rec.TTL()), Now: now}
 	}
-	// Suspect: take over only after one of our TTLs unchanged.
-	seen := a.c.watch.observe(curV, st.mono)
+	// Suspect: take over only after one of our TTLs unchanged, timed from
+	// when each read's answer arrived, which is never earlier than when
+	// the object was seen.
+	seen := a.c.watch.observe(curV, a.c.s.clock.Mono())
 	reason := ""
 	var prev *Record
 	if cur.err != nil {
