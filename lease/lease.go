@@ -179,10 +179,13 @@ func (l *Lease) end(reason error, previous *Record, detail string) {
 
 // Renew extends the lease with one conditional write (If-Match on the
 // version we last wrote). It returns nil on success; ErrLost if another
-// instance took the lease over or removed it; ErrFenced or ErrReleased if
-// the lease already ended; and any other error for a renewal that failed
+// instance took the lease over, removed it or marked it released;
+// ErrReleased after Release; and any other error for a renewal that failed
 // and may be retried until the fence deadline. A renewal whose reply was
-// lost is recognised as our own on the next attempt.
+// lost is recognised as our own on the next attempt. Once fenced, Renew
+// writes nothing: it reads the lease object and returns ErrLost if the
+// lease has been taken over, ErrFenced otherwise (acquire again, with the
+// same Contender, to resume).
 func (l *Lease) Renew(ctx context.Context) error {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
