@@ -2,6 +2,9 @@ package drivertest_test
 
 import (
 	"context"
+	"errors"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -72,5 +75,32 @@ func TestKnownDeviationMustStillDeviate(t *testing.T) {
 	})
 	if rep.OK() {
 		t.Fatal("a passing check listed as a known deviation went unreported")
+	}
+}
+
+// TestCheckURLsCatchesMistakes shows the URL checks failing on an opener
+// that puts the URL, secret and all, into its error and accepts a typo.
+func TestCheckURLsCatchesMistakes(t *testing.T) {
+	driver.Register("leaky", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+		if u.User != nil {
+			return nil, "", errors.New("cannot use " + u.User.String())
+		}
+		return mem.New(), "", nil // ignores its query: a typo fails open
+	})
+	problems := drivertest.CheckURLs(drivertest.URLCases{
+		Valid: []string{"leaky://b/p"},
+		Invalid: map[string]string{
+			"leaky://b/p?regoin=x":   `unknown query parameter "regoin"`,
+			"leaky://ak:hunter2@b/p": "must not hold credentials",
+		},
+		Secrets: []string{"hunter2"},
+	})
+	var typo, leak bool
+	for _, p := range problems {
+		typo = typo || strings.Contains(p, "regoin") && strings.Contains(p, "succeeded")
+		leak = leak || strings.Contains(p, "printed the secret")
+	}
+	if !typo || !leak {
+		t.Fatalf("the checks missed a mistake: %q", problems)
 	}
 }

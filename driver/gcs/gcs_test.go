@@ -140,7 +140,7 @@ func TestOpenURL(t *testing.T) {
 	if err != nil || prefix != "backups/db1" {
 		t.Fatalf("Open = %q, %v", prefix, err)
 	}
-	for raw, want := range map[string]string{
+	drivertest.RunURLs(t, drivertest.URLCases{Secrets: []string{"hunter2"}, Invalid: map[string]string{
 		"gs://bkt/p?endpiont=http://127.0.0.1:1": `unknown query parameter "endpiont"`,
 		"gs://bkt/p?project=x":                   `unknown query parameter "project"`,
 		"gs:///p":                                "names no bucket",
@@ -149,16 +149,7 @@ func TestOpenURL(t *testing.T) {
 		"gs://bkt/p?endpoint=a&endpoint=b":       "given 2 times",
 		"gs://someone:hunter2@bkt/p":             "carry no credentials",
 		"gs://bkt/p?endpoint=http://user@h:1/x":  "endpoint parameter must be a URL",
-	} {
-		_, _, err := driver.Open(ctx, raw)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Open(%q) = %v, want an error containing %q", raw, err, want)
-			continue
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("Open(%q) printed a credential: %v", raw, err)
-		}
-	}
+	}})
 }
 
 // TestCloud runs the suite against a real Cloud Storage bucket, with no

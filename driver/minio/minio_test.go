@@ -137,14 +137,10 @@ func TestOpenURL(t *testing.T) {
 	}
 	t.Setenv("MINIO_ACCESS_KEY", "minioadmin-test")
 	t.Setenv("MINIO_SECRET_KEY", "hunter2hunter2")
-	for _, u := range []string{
+	good := []string{
 		"minio://127.0.0.1:9000/b/p?tls=false",
 		"minio://minio.example.com/b",
 		"minio://minio.example.com:443/b/a/b?tls=true&region=eu-1",
-	} {
-		if _, _, err := driver.Open(ctx, u); err != nil {
-			t.Errorf("Open(%q): %v", u, err)
-		}
 	}
 	bad := map[string]string{
 		"minio://h:9000/b/p?insecure=true":            `unknown query parameter "insecure"`,
@@ -157,19 +153,7 @@ func TestOpenURL(t *testing.T) {
 		"minio://h:9000/b/p?tls=false&tls=true":       "given 2 times",
 		"minio://h:9000/b/p?tls=false&region=x&tls=1": "given 2 times",
 	}
-	for u, want := range bad {
-		_, _, err := driver.Open(ctx, u)
-		if err == nil {
-			t.Errorf("Open(%q) succeeded", u)
-			continue
-		}
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Open(%q) = %v; want it to say %q", u, err, want)
-		}
-		if strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("Open(%q) printed a secret: %v", u, err)
-		}
-	}
+	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2"}})
 }
 
 // TestGetBodyAndVersionAgree reads back what Put wrote.

@@ -1,0 +1,66 @@
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// URLCases are URLs for RunURLs to open with driver.Open, for a driver's
+// own scheme. Opening must not contact the service.
+type URLCases struct {
+	// Valid URLs must open.
+	Valid []string
+	// Invalid maps URLs that must be refused to a phrase the error must
+	// contain: the refusal has to say what is wrong.
+	Invalid map[string]string
+	// Secrets must appear in no error, raw or in any other form the URL
+	// carried them: put credentials into some Invalid URLs and list them
+	// here.
+	Secrets []string
+}
+
+// RunURLs checks a driver's URL handling: every valid URL opens, every
+// invalid one is refused with an error saying why (an unknown or misspelled
+// query parameter, credentials in the URL, a missing bucket…), and no error
+// shows a secret.
+func RunURLs(t *testing.T, c URLCases) {
+	t.Helper()
+	for _, p := range CheckURLs(c) {
+		t.Error(p)
+	}
+}
+
+// CheckURLs runs RunURLs's checks and returns the problems found, one
+// sentence each.
+func CheckURLs(c URLCases) []string {
+	ctx := context.Background()
+	var problems []string
+	for _, u := range c.Valid {
+		if _, _, err := driver.Open(ctx, u); err != nil {
+			problems = append(problems, fmt.Sprintf("Open(%q): %v", driver.Redact(u), err))
+		}
+	}
+	for u, want := range c.Invalid {
+		_, _, err := driver.Open(ctx, u)
+		if err == nil {
+			problems = append(problems, fmt.Sprintf("Open(%q) succeeded; want a refusal saying %q", driver.Redact(u), want))
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			problems = append(problems, fmt.Sprintf("Open(%q) = %v; want it to say %q", driver.Redact(u), err, want))
+		}
+		for _, s := range c.Secrets {
+			if strings.Contains(err.Error(), s) {
+				problems = append(problems, fmt.Sprintf("Open(%q) printed the secret: %s", driver.Redact(u),
+					strings.ReplaceAll(err.Error(), s, "<the secret>")))
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
