@@ -138,6 +138,9 @@ func (a *attempt) stamp(acquiredAt time.Time) stamp {
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	key := a.c.key
 	st := a.stamp(time.Time{})
+	if err := checkWall(st.wall); err != nil {
+		return nil, err
+	}
 	v, err := a.b.Put(ctx, key, st.rec.Encode(), driver.IfAbsent())
 	if err == nil {
 		return a.probe(ctx, st, v, false, false, EventAcquired)

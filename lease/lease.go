@@ -207,6 +207,9 @@ func (l *Lease) Renew(ctx context.Context) error {
 	l.mu.Unlock()
 
 	mono, wall := l.s.clock.Mono(), l.s.clock.Wall()
+	if err := checkWall(wall); err != nil {
+		return err // retried, and fenced in time, like any failed renewal
+	}
 	rec.RenewedAt = wall
 	v, err := l.b.Put(ctx, l.key, rec.Encode(), driver.IfMatch(over))
 	if err != nil {

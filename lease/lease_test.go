@@ -717,3 +717,22 @@ func TestBrokenLeaseWithOurIDIsLost(t *testing.T) {
 		t.Fatalf("renew over a released record of our id: %v, want ErrLost", err)
 	}
 }
+
+// TestWallClockBeyondTheRecordsRange: a wall clock reading year 10000 is an
+// error at acquire and a failed renewal, never a panic or an empty object.
+func TestWallClockBeyondTheRecordsRange(t *testing.T) {
+	far := time.Date(9999, 12, 31, 23, 59, 50, 0, time.UTC)
+	c := clock.NewFake(far)
+	b := mem.New()
+	l := acquire(t, b, "me", c)
+	c.Advance(15 * time.Second) // now in the year 10000, within the fence
+	if err := l.Renew(context.Background()); err == nil || errors.Is(err, lease.ErrLost) || !strings.Contains(err.Error(), "wall clock") {
+		t.Fatalf("renew with the wall clock in year 10000: %v", err)
+	}
+	if _, err := lease.Acquire(context.Background(), mem.New(), "db1", opts("other", c, nil)); err == nil || !strings.Contains(err.Error(), "wall clock") {
+		t.Fatalf("acquire with the wall clock in year 10000: %v", err)
+	}
+	if r, _, ok := readRecord(t, b); !ok || r.InstanceID != "me" {
+		t.Fatal("the stored record was damaged")
+	}
+}

@@ -55,8 +55,9 @@ type Record struct {
 func (r Record) TTL() time.Duration { return time.Duration(r.TTLSeconds) * time.Second }
 
 // Encode returns the record's JSON. It panics on a record DecodeRecord would
-// refuse (a time outside the years 1 to 9999 in UTC), which no clock and no
-// decoded record produces: writing an empty LEASE object instead would be
+// refuse (a time outside the years 1 to 9999 in UTC), which neither a
+// decoded record nor the lease produces (it refuses to stamp a record from a
+// wall clock that far off): writing an empty LEASE object instead would be
 // worse.
 func (r Record) Encode() []byte {
 	r.AcquiredAt = r.AcquiredAt.UTC()
@@ -66,6 +67,16 @@ func (r Record) Encode() []byte {
 		panic("lease: unencodable record: " + err.Error())
 	}
 	return b
+}
+
+// checkWall refuses a wall-clock reading that a record cannot carry (a
+// year outside 1 to 9999 in UTC): a clock that wrong must not produce a
+// LEASE object, nor a panic.
+func checkWall(t time.Time) error {
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("lease: the wall clock reads %s, outside the years 1 to 9999; fix the machine's clock", t.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // checkInstanceID refuses an id that the record could not carry unchanged.
