@@ -19,18 +19,6 @@ import (
 
 const account = "0123456789abcdef0123456789abcdef"
 
-// isolateAWSConfig keeps the developer's AWS files and variables out of a
-// test that loads the SDK's default configuration.
-func isolateAWSConfig(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
-	for _, v := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
-		t.Setenv(v, "")
-	}
-}
-
 // TestConformanceMinIO opens the driver by URL with its endpoint pointed at
 // the MinIO server from scripts/test, so that the R2 profile (region auto,
 // path style, checksums only when required, no conditional delete) is what
@@ -38,7 +26,7 @@ func isolateAWSConfig(t *testing.T) {
 func TestConformanceMinIO(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
-	isolateAWSConfig(t)
+	testenv.IsolateAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	b, prefix, err := driver.Open(t.Context(), "r2://"+account+"/"+bucket+"/ci/run?endpoint="+srv.URL())
@@ -78,7 +66,7 @@ func TestClientOptions(t *testing.T) {
 }
 
 func TestOpenURL(t *testing.T) {
-	isolateAWSConfig(t)
+	testenv.IsolateAWS(t)
 	good := []string{
 		"r2://" + account + "/bucket/a/b",
 		"r2://" + account + "/bucket",
@@ -115,7 +103,7 @@ func TestCloud(t *testing.T) {
 // aws-sdk-go-v2 sends by default (and that R2 has refused with 501).
 // The default S3 profile is the control: it does send them.
 func TestWireHeaders(t *testing.T) {
-	isolateAWSConfig(t)
+	testenv.IsolateAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-a-secret")
 	var (

@@ -22,18 +22,6 @@ var minioDeviations = map[string]string{
 	"delete-if-match-missing": "the MinIO server ignores If-Match on DeleteObject (AWS S3 honours it)",
 }
 
-// isolateAWSConfig keeps the developer's AWS files and variables out of a
-// test that loads the SDK's default configuration.
-func isolateAWSConfig(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
-	for _, v := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
-		t.Setenv(v, "")
-	}
-}
-
 // TestConformanceMinIO runs the whole suite through the AWS SDK against the
 // MinIO server started by scripts/test.
 func TestConformanceMinIO(t *testing.T) {
@@ -47,7 +35,7 @@ func TestConformanceMinIO(t *testing.T) {
 func TestOpenMinIO(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
-	isolateAWSConfig(t)
+	testenv.IsolateAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	ctx := t.Context()
@@ -89,7 +77,7 @@ func TestOpenMinIO(t *testing.T) {
 }
 
 func TestOpenURL(t *testing.T) {
-	isolateAWSConfig(t)
+	testenv.IsolateAWS(t)
 	good := []string{
 		"s3://bucket/a/b?region=eu-west-1",
 		"s3://bucket?region=auto&endpoint=https://s3.example.com&path_style=true",
@@ -112,7 +100,7 @@ func TestOpenURL(t *testing.T) {
 // TestRegionFromEnvironment shows that the region, like the credentials,
 // may come from the SDK's chain instead of the URL.
 func TestRegionFromEnvironment(t *testing.T) {
-	isolateAWSConfig(t)
+	testenv.IsolateAWS(t)
 	t.Setenv("AWS_REGION", "eu-central-1")
 	if _, _, err := driver.Open(context.Background(), "s3://bucket/p"); err != nil {
 		t.Fatal(err)

@@ -54,3 +54,17 @@ func lookup(vars []string) (map[string]string, []string) {
 	}
 	return vals, missing
 }
+
+// IsolateAWS keeps the developer's AWS files and variables out of a test
+// that loads the AWS SDK's default configuration: credentials, region,
+// profile and endpoint all start empty, and the test sets what it needs.
+func IsolateAWS(t testing.TB) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	for _, v := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+		t.Setenv(v, "")
+	}
+}
