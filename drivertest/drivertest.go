@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +100,9 @@ type scope struct {
 func (s *scope) key(name string) string {
 	k := s.prefix + "/" + name
 	s.mu.Lock()
-	s.keys = append(s.keys, k)
+	if !slices.Contains(s.keys, k) {
+		s.keys = append(s.keys, k)
+	}
 	s.mu.Unlock()
 	return k
 }

@@ -30,6 +30,13 @@ func leaseOpts(id string, c clock.Clock) *lease.Options {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }}
 }
 
+// acquire takes the lease on the scope's prefix through b as instance id on
+// clock c, and registers the lease object for the scope's cleanup.
+func (s *scope) acquire(ctx context.Context, b driver.Bucket, id string, c clock.Clock) (*lease.Lease, error) {
+	s.key("LEASE")
+	return lease.Acquire(ctx, b, s.prefix, leaseOpts(id, c))
+}
+
 // holds fails unless the lease object names id.
 func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
 	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize)
@@ -53,12 +60,11 @@ func init() {
 			area:   areaPut,
 			expect: "a lease is acquired on a free prefix, its probe passes, and it reports the driver's exclusion",
 			run: func(ctx context.Context, s *scope) error {
-				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", clock.NewFake(leaseStart)))
+				l, err := s.acquire(ctx, s.b, "first", clock.NewFake(leaseStart))
 				if err != nil {
 					return fmt.Errorf("Acquire: %v", err)
 				}
 				defer l.Release(ctx)
-				s.key("LEASE")
 				if !l.MayWrite() {
 					return errors.New("a new lease may not write")
 				}
@@ -73,14 +79,13 @@ func init() {
 			area:   areaPut,
 			expect: "a second instance is refused with ErrHeld naming the holder",
 			run: func(ctx context.Context, s *scope) error {
-				s.key("LEASE")
 				c := clock.NewFake(leaseStart)
-				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", c))
+				l, err := s.acquire(ctx, s.b, "first", c)
 				if err != nil {
 					return fmt.Errorf("first Acquire: %v", err)
 				}
 				defer l.Release(ctx)
-				_, err = lease.Acquire(ctx, s.b, s.prefix, leaseOpts("second", c))
+				_, err = s.acquire(ctx, s.b, "second", c)
 				var he *lease.HeldError
 				if !errors.As(err, &he) || he.Holder() != "first" {
 					return fmt.Errorf("second Acquire: %v; want ErrHeld naming \"first\"", err)
@@ -93,9 +98,8 @@ func init() {
 			area:   areaPut,
 			expect: "a renewal is one conditional write that moves the version and the fence deadline",
 			run: func(ctx context.Context, s *scope) error {
-				s.key("LEASE")
 				c := clock.NewFake(leaseStart)
-				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", c))
+				l, err := s.acquire(ctx, s.b, "first", c)
 				if err != nil {
 					return fmt.Errorf("Acquire: %v", err)
 				}
@@ -120,9 +124,8 @@ func init() {
 			area:   areaPut,
 			expect: "after a TTL without renewal another instance takes over, and the old holder gets ErrLost",
 			run: func(ctx context.Context, s *scope) error {
-				s.key("LEASE")
 				oldClock, newClock := clock.NewFake(leaseStart), clock.NewFake(leaseStart)
-				old, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("old", oldClock))
+				old, err := s.acquire(ctx, s.b, "old", oldClock)
 				if err != nil {
 					return fmt.Errorf("Acquire: %v", err)
 				}
@@ -131,7 +134,7 @@ func init() {
 				if old.MayWrite() {
 					return errors.New("the old holder may still write a TTL after its last renewal")
 				}
-				nl, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("new", newClock))
+				nl, err := s.acquire(ctx, s.b, "new", newClock)
 				if err != nil {
 					return fmt.Errorf("takeover: %v", err)
 				}
@@ -150,7 +153,6 @@ func init() {
 			area:   areaPut,
 			expect: "an acquire whose reply was lost is recognised as our own on the next attempt",
 			run: func(ctx context.Context, s *scope) error {
-				s.key("LEASE")
 				dropped := false
 				lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, _ string, cond driver.Condition) bool {
 					if op == "put" && cond.Absent() && !dropped {
@@ -159,7 +161,7 @@ func init() {
 					}
 					return false
 				}}
-				l, err := lease.Acquire(ctx, lossy, s.prefix, leaseOpts("first", clock.NewFake(leaseStart)))
+				l, err := s.acquire(ctx, lossy, "first", clock.NewFake(leaseStart))
 				if err != nil {
 					return fmt.Errorf("Acquire with the first reply lost: %v", err)
 				}
@@ -172,9 +174,8 @@ func init() {
 			area:   areaPut,
 			expect: "release removes the lease (or marks it released) and the next instance acquires at once",
 			run: func(ctx context.Context, s *scope) error {
-				s.key("LEASE")
 				c := clock.NewFake(leaseStart)
-				l, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("first", c))
+				l, err := s.acquire(ctx, s.b, "first", c)
 				if err != nil {
 					return fmt.Errorf("Acquire: %v", err)
 				}
@@ -184,7 +185,7 @@ func init() {
 				if l.MayWrite() {
 					return errors.New("a released lease may still write")
 				}
-				next, err := lease.Acquire(ctx, s.b, s.prefix, leaseOpts("second", c))
+				next, err := s.acquire(ctx, s.b, "second", c)
 				if err != nil {
 					return fmt.Errorf("Acquire right after release: %v", err)
 				}
