@@ -32,6 +32,15 @@ var (
 	// under it.
 	ErrReleased = errors.New("lease released")
 
+	// ErrInstanceInUse: another live process holds the lease under this
+	// instance id. Two processes configured with one id (two containers
+	// with one hostname, a cloned machine with its id file) are the
+	// operator error the lease exists to catch: the second is refused with
+	// this error, or, if it took the lease while the first was stalled, the
+	// first loses it (ErrLost). Retrying does not help; give each process
+	// its own id.
+	ErrInstanceInUse = errors.New("another live process uses this instance id")
+
 	// ErrPreconditionsIgnored: the service accepted a write whose
 	// precondition did not hold, so it cannot give exclusion. Acquire fails
 	// closed with it rather than weaken exclusion silently.

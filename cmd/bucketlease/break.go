@@ -18,12 +18,12 @@ var breakCommand = &command{
 	summary: "remove a stuck lease, only if it is still the version you looked at",
 	help: `Removes the lease object {prefix}/LEASE so that another instance can take the
 lease at once, but only if it still has version V (from "bucketlease show"):
-it shows what it will remove, then removes it with one conditional request,
-Delete with If-Match: V where the service honours a conditional delete, and
-otherwise an overwrite with If-Match: V by a released record (ttl_s 0) that
-every contender may take over. It never deletes blindly: if the lease changed
-since you looked (its holder renewed it, or someone else took it), break
-refuses and exits 4.
+it shows what it will remove, then overwrites it with one conditional
+request, If-Match: V, by a released record (ttl_s 0) that every contender may
+take over at once. It never deletes: many services that serve the S3 API
+ignore conditions on DELETE. If the lease changed since you looked (its
+holder renewed it, or someone else took it), break refuses, writes nothing
+and exits 4.
 
 A fresh lease (renewed less than its TTL ago) has a live holder, probably:
 break refuses it (exit 4) unless you pass --force. Breaking a live holder's
@@ -35,10 +35,6 @@ Examples:
   bucketlease break file:///var/backups/db1 --version 5e9c0d61b1c2a1f4e0b6e1a3f2d4c5b6`,
 	setup: setupBreak,
 }
-
-// breakerID names break in the released record it writes, so that the old
-// holder, should it renew, finds a record of someone else and stops.
-const breakerID = "bucketlease-break"
 
 func setupBreak(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
@@ -78,7 +74,7 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 		return withCode(exitRefused, fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
 			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt)))
 	}
-	how, err := remove(ctx, b, st.Key, v)
+	err = lease.Break(ctx, b, prefix, v, time.Now())
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Run \"bucketlease show %s\" again",
 			st.Key, displayURL(rawURL)))
@@ -86,17 +82,6 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	if err != nil {
 		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))
 	}
-	fmt.Fprintf(w, "Broke the lease %s (version %s): %s. Another instance may take it now.\n", st.Key, v, how)
+	fmt.Fprintf(w, "Broke the lease %s (version %s): overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now.\n", st.Key, v)
 	return nil
-}
-
-// remove removes version v of the lease object conditionally, and says how.
-func remove(ctx context.Context, b driver.Bucket, key string, v driver.Version) (string, error) {
-	if b.Capabilities().ConditionalDelete {
-		return "deleted it with If-Match", b.Delete(ctx, key, driver.IfMatch(v))
-	}
-	now := time.Now()
-	rec := lease.Record{InstanceID: breakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
-	_, err := b.Put(ctx, key, rec.Encode(), driver.IfMatch(v))
-	return "the service has no conditional delete, so it was overwritten with If-Match by a released record (ttl_s 0)", err
 }
