@@ -92,8 +92,15 @@ type Capabilities struct {
 	Exclusion Exclusion
 	// ConditionalDelete reports whether the service honours IfMatch on
 	// Delete. Where it is false, Delete refuses any condition with
-	// ErrUnsupported, and the lease releases by overwriting instead.
+	// ErrUnsupported. The lease never deletes (it releases by an IfMatch
+	// overwrite), so this is reported by drivertest and the probe only.
 	ConditionalDelete bool
+	// Reason says, for a human, why Exclusion is weaker than Conditional
+	// where the driver knows (for example "the directory is on an NFS file
+	// system, where flock(2) may not exclude other machines; add
+	// ?trust_network_flock=true if ..."), and what the user can do. It is
+	// empty otherwise. The lease prints it when it refuses the bucket.
+	Reason string
 }
 
 // Bucket is one bucket (or container) of an object store. Keys are full
@@ -107,7 +114,10 @@ type Bucket interface {
 
 	// Put stores data under key in one request if cond holds, and returns
 	// the version it created. A condition that does not hold is
-	// ErrPrecondition, with the object left as it was.
+	// ErrPrecondition, with the object left as it was. Where the client
+	// library sent the write more than once and a later attempt was
+	// refused, the outcome is unknown (the first attempt may have landed):
+	// that is ErrOutcomeUnknown, never ErrPrecondition (Op.Fail does this).
 	Put(ctx context.Context, key string, data []byte, cond Condition) (Version, error)
 
 	// Delete removes key if cond holds. Deleting a missing key

@@ -23,6 +23,32 @@ var (
 
 	// ErrTooLarge: an object was larger than the reader's bound (ReadAll).
 	ErrTooLarge = errors.New("object too large")
+
+	// ErrBucketNotExist: the bucket (or container, or directory) itself does
+	// not exist. It is never reported as ErrNotExist: a missing bucket is a
+	// configuration error, and a lease must never read as free because its
+	// bucket is missing.
+	ErrBucketNotExist = errors.New("bucket does not exist")
+
+	// ErrPermission: the service refused the request for want of
+	// credentials or permission (HTTP 401 or 403, or the SDK's
+	// authentication error): the credentials are missing, wrong, expired,
+	// or lack the permission for this operation.
+	ErrPermission = errors.New("permission denied")
+
+	// ErrOutcomeUnknown: a write may or may not have been applied. A driver
+	// reports it when its client library sent a conditional write more
+	// than once (a retry after a lost reply or a 5xx) and a later attempt
+	// was refused: the refusal may be the service seeing the first
+	// attempt's own write, so it is not ErrPrecondition. The caller reads
+	// the object back to learn what happened.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the write may have been applied")
+
+	// ErrInvalidKey: the key is outside the portable key rule (see
+	// CheckKey) or is one this driver cannot store, such as a key its
+	// service would store under another name, or (on the file driver) a key
+	// that is a prefix of a stored key. Nothing was sent.
+	ErrInvalidKey = errors.New("invalid key")
 )
 
 // OpError is the error a driver returns from a failed operation. It keeps
@@ -35,7 +61,7 @@ type OpError struct {
 	Op     string    // "get", "put" or "delete"
 	Key    string    // the object key
 	Cond   Condition // the condition of a put or delete
-	Kind   error     // ErrNotExist, ErrPrecondition, ErrUnsupported, ErrTooLarge or nil
+	Kind   error     // one of the sentinels above (ErrNotExist, ErrPrecondition, ...) or nil
 	Err    error     // the underlying error, if any
 }
 

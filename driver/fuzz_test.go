@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"net/url"
 	"strconv"
@@ -213,6 +214,94 @@ func FuzzMuxOpen(f *testing.F) {
 		}
 		if strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
 			t.Fatalf("Open(%q) returned the prefix %q", raw, prefix)
+		}
+	})
+}
+
+// nestedCarriers put a secret where a pasted URL or token carries one.
+var nestedCarriers = []func(secret string) string{
+	func(s string) string { return "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=" + s },
+	func(s string) string { return "https://user:" + s + "@h.example:9000/x" },
+	func(s string) string { return "https://h.example/x?X-Amz-Signature=" + s + "&X-Amz-Date=1" },
+	func(s string) string { return "sv=2022&sp=rw&sig=" + s },
+	func(s string) string { return "https://h.example/x#token=" + s },
+	func(s string) string {
+		return "https://h.example/x?next=" + url.QueryEscape("https://i.example/?token="+s)
+	},
+	func(s string) string { return "https://h.example/x?key=" + s },
+	func(s string) string { return s + "@h.example" },
+}
+
+// decodings returns s and every string reached from it by repeated
+// percent-decoding, as a reader (or a service) might decode it.
+func decodings(s string) []string {
+	out := []string{s}
+	for range 12 {
+		next := out[len(out)-1]
+		for _, f := range []func(string) (string, error){url.QueryUnescape, url.PathUnescape} {
+			if d, err := f(next); err == nil && d != next {
+				out = append(out, d)
+				next = d
+			}
+		}
+		if next == out[len(out)-1] && len(out) > 1 && out[len(out)-2] == next {
+			break
+		}
+		if next == s {
+			break
+		}
+	}
+	return out
+}
+
+// FuzzRedactNested: a secret nested in a parameter value (or its name) at
+// any depth of percent-encoding, in any of the places a pasted URL carries
+// one, reaches neither Redact's output nor Mux.Open's error, in any
+// decoding of them.
+func FuzzRedactNested(f *testing.F) {
+	for i := range nestedCarriers {
+		for depth := range 4 {
+			f.Add([]byte("hunter2!"), uint8(i), uint8(depth), "endpoint", false)
+		}
+	}
+	f.Add([]byte("s3cr3t-value"), uint8(0), uint8(2), "url", true)
+	f.Add([]byte{0xff, 0, 1, 2}, uint8(3), uint8(5), "e", false)
+	f.Fuzz(func(t *testing.T, seed []byte, carrier, depth uint8, name string, asName bool) {
+		if len(seed) < 4 {
+			return
+		}
+		secret := "Zq" + hex.EncodeToString(seed) + "qZ"
+		nested := nestedCarriers[int(carrier)%len(nestedCarriers)](secret)
+		for i := 0; i < int(depth%7); i++ {
+			if i%2 == 0 {
+				nested = url.QueryEscape(nested)
+			} else {
+				nested = url.PathEscape(nested)
+			}
+		}
+		if name == "" || secretParam(name) || strings.Contains(name, secret) {
+			name = "endpoint"
+		}
+		raw := "s3://bkt/p?region=eu-west-1&" + url.QueryEscape(name) + "=" + nested
+		if asName {
+			raw = "s3://bkt/p?" + nested + "=1&region=x"
+		}
+		out := Redact(raw)
+		for _, d := range decodings(out) {
+			if strings.Contains(d, secret) {
+				t.Fatalf("Redact(%q) = %q shows the secret (after decoding: %q)", raw, out, d)
+			}
+		}
+		var m Mux
+		m.Register("s3", func(_ context.Context, u *url.URL) (Bucket, string, error) {
+			return nil, "", errors.New("the service said no")
+		})
+		if _, _, err := m.Open(context.Background(), raw); err != nil {
+			for _, d := range decodings(err.Error()) {
+				if strings.Contains(d, secret) {
+					t.Fatalf("Open(%q) error %q shows the secret", raw, err)
+				}
+			}
 		}
 	})
 }

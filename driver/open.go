@@ -165,13 +165,26 @@ func secretParam(name string) bool {
 
 // Redact returns rawURL with its user info, its fragment, the body of an
 // opaque URL (one without "//"), and the value of every query parameter
-// whose name suggests a credential, replaced by "REDACTED". A string that does not parse as a URL is reduced to its scheme,
-// since it may hold a secret in a place no parser can find. Use it on every
-// URL that reaches a log or an error.
+// whose name suggests a credential, replaced by "REDACTED". A secret nested
+// in another parameter's value, at any depth of percent-encoding (an Azure
+// SAS URL pasted as an endpoint, say), is redacted too: a value that is a
+// URL keeps its shape with its own secrets redacted, and a value that hides
+// one under encoding is replaced whole; so is a path or a parameter name
+// that decodes to something carrying a secret. A string that does not parse
+// as a URL is reduced to its scheme, since it may hold a secret in a place
+// no parser can find. Use it on every URL that reaches a log or an error.
 func Redact(rawURL string) string {
+	return redact(rawURL, 0)
+}
+
+// maxNesting bounds how deep Redact looks into nested encodings; anything
+// nested deeper is redacted whole.
+const maxNesting = 8
+
+func redact(rawURL string, depth int) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		if i := strings.Index(rawURL, "://"); i > 0 && i < 16 && !strings.ContainsAny(rawURL[:i], "@:/?") {
+		if i := strings.Index(rawURL, "://"); i > 0 && i < 16 && !strings.ContainsAny(rawURL[:i], "@:/?%") {
 			return rawURL[:i] + "://REDACTED"
 		}
 		return "REDACTED"
@@ -187,25 +200,129 @@ func Redact(rawURL string) string {
 	if u.User != nil {
 		u.User = url.User("REDACTED")
 	}
+	if secretIn(u.Path, depth+1) || secretIn(u.RawPath, depth+1) || strings.ContainsAny(u.Host, "%@") {
+		if strings.ContainsAny(u.Host, "%@") {
+			u.Host = "REDACTED"
+		}
+		if secretIn(u.Path, depth+1) || secretIn(u.RawPath, depth+1) {
+			u.Path, u.RawPath = "/REDACTED", ""
+		}
+	}
 	if u.RawQuery != "" {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
 			u.RawQuery = "REDACTED"
 		} else {
-			for k, vals := range q {
-				for i, v := range vals {
+			out := url.Values{}
+			keys := make([]string, 0, len(q))
+			for k := range q {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				vals := q[k]
+				name := k
+				if strings.ContainsAny(k, "=&?#@%:/") {
+					// No real parameter name looks like this: it may be
+					// a pasted secret, or hide one under encoding.
+					name = "REDACTED"
+				}
+				for _, v := range vals {
 					switch {
 					case secretParam(k):
-						vals[i] = "REDACTED"
-					case strings.Contains(v, "@"):
-						// A URL inside a parameter (an endpoint) may carry
-						// user info of its own.
-						vals[i] = Redact(v)
+						v = "REDACTED"
+					case secretIn(v, depth+1):
+						v = redactValue(v, depth+1)
 					}
+					out.Add(name, v)
 				}
 			}
-			u.RawQuery = q.Encode()
+			u.RawQuery = out.Encode()
 		}
 	}
 	return u.String()
+}
+
+// redactValue redacts a parameter value known to carry a secret: a URL
+// whose secrets all sit where redact finds them keeps its shape; anything
+// else is replaced whole.
+func redactValue(v string, depth int) string {
+	if depth < maxNesting {
+		if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" && u.Opaque == "" {
+			// redact finds every secret of a URL: its user info, fragment,
+			// secret-named parameters, and (recursively) whatever hides in
+			// the other parameters, the path or the host.
+			return redact(v, depth)
+		}
+	}
+	return "REDACTED"
+}
+
+// secretIn reports whether s, read as a URL, a query string, or either of
+// them after any number of percent-decodings, carries user info, a
+// fragment, or a parameter whose name suggests a credential. Past
+// maxNesting it assumes so.
+func secretIn(s string, depth int) bool {
+	if s == "" {
+		return false
+	}
+	if depth > maxNesting {
+		return true
+	}
+	if strings.ContainsAny(s, "@#") {
+		return true
+	}
+	if u, err := url.Parse(s); err == nil {
+		if u.User != nil || u.Fragment != "" {
+			return true
+		}
+		if queryHasSecret(u.RawQuery, depth) {
+			return true
+		}
+	}
+	if strings.ContainsAny(s, "=&") && queryHasSecret(s, depth) {
+		return true
+	}
+	if strings.Contains(s, "?") {
+		_, after, _ := strings.Cut(s, "?")
+		if queryHasSecret(after, depth) {
+			return true
+		}
+	}
+	for _, unescape := range []func(string) (string, error){url.QueryUnescape, url.PathUnescape} {
+		if d, err := unescape(s); err == nil && d != s && secretIn(d, depth+1) {
+			return true
+		}
+	}
+	if strings.Contains(s, "%") {
+		// Not decodable as a whole, so not decodable by a service either,
+		// but a part may be: look at each %-run.
+		if _, err := url.PathUnescape(s); err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// queryHasSecret reports whether the query string q has a parameter whose
+// name suggests a credential or whose value carries a secret.
+func queryHasSecret(q string, depth int) bool {
+	if q == "" {
+		return false
+	}
+	vals, err := url.ParseQuery(q)
+	if err != nil {
+		return strings.ContainsAny(q, "=")
+	}
+	for k, vs := range vals {
+		if secretParam(k) || secretIn(k, depth+1) {
+			return true
+		}
+		for _, v := range vs {
+			if secretIn(v, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,0 +1,210 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// MaxKeyLen is the longest key CheckKey accepts, in bytes: the limit of S3,
+// GCS and Azure Blob alike.
+const MaxKeyLen = 1024
+
+// CheckKey reports whether key follows the portable key rule, which every
+// driver applies so that two different keys never name one object on any
+// service: a non-empty UTF-8 string of at most MaxKeyLen bytes, made of
+// segments separated by single slashes, no segment empty (so no leading,
+// trailing or double slash), "." or "..", and no backslash or control
+// character. MinIO would store "/a/k" as "a/k", Azure Blob "a\k" as "a/k",
+// and a service that cleans paths "a/./k" as "a/k"; the rule refuses all of
+// them. Its error wraps ErrInvalidKey and says which part of the rule the key
+// breaks.
+func CheckKey(key string) error {
+	if why := keyProblem(key); why != "" {
+		return fmt.Errorf("%w %s", ErrInvalidKey, why)
+	}
+	return nil
+}
+
+// keyProblem explains why key breaks the portable key rule, or is "".
+func keyProblem(key string) string {
+	why := ""
+	switch {
+	case key == "":
+		why = "it is empty"
+	case len(key) > MaxKeyLen:
+		why = fmt.Sprintf("it is %d bytes long, more than %d", len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		why = "it is not valid UTF-8"
+	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		why = "it contains a control character"
+	case strings.Contains(key, `\`):
+		why = `it contains a backslash, which some services store as "/"`
+	default:
+		for _, seg := range strings.Split(key, "/") {
+			switch seg {
+			case "":
+				why = "it has an empty segment (a leading, trailing or double slash), which some services drop"
+			case ".", "..":
+				why = fmt.Sprintf("it has a %q segment, which some services resolve", seg)
+			}
+			if why != "" {
+				break
+			}
+		}
+	}
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("%q: %s; a key is a non-empty UTF-8 string of at most %d bytes whose segments, "+
+		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash or control character",
+		clipKey(key), why, MaxKeyLen)
+}
+
+func clipKey(k string) string {
+	if len(k) > 80 {
+		return k[:80] + "…"
+	}
+	return k
+}
+
+// CheckVersion reports whether v could be a version a service issued, so
+// that IfMatch(v) means "the current version is v" on every service. It
+// refuses the empty Version, which most services read as no condition, and
+// anything a service would read as a wildcard or a list of versions ("*",
+// "\"*\"", a comma, a weak W/ tag), or that is not one token of printable
+// ASCII. No service issues such a version, so IfMatch of it can never hold:
+// its error wraps ErrPrecondition.
+func CheckVersion(v Version) error {
+	if why := versionProblem(v); why != "" {
+		return fmt.Errorf("%w: %s", ErrPrecondition, why)
+	}
+	return nil
+}
+
+// versionProblem explains why v cannot be a version a service issued, or
+// is "".
+func versionProblem(v Version) string {
+	s := string(v)
+	why := ""
+	switch {
+	case s == "":
+		why = "the empty version, which services read as no condition"
+	case len(s) > 256:
+		why = "longer than any version a service issues"
+	case strings.ContainsAny(s, "*,"):
+		why = "a wildcard or a list, which services read as matching any version"
+	case strings.HasPrefix(s, "W/"):
+		why = "a weak entity tag"
+	case strings.ContainsFunc(s, func(r rune) bool { return r <= 0x20 || r >= 0x7f }):
+		why = "not one token of printable ASCII"
+	case strings.Contains(strings.TrimSuffix(strings.TrimPrefix(s, `"`), `"`), `"`) ||
+		strings.HasPrefix(s, `"`) != strings.HasSuffix(s, `"`) || s == `"`:
+		why = "quoted in a way no service quotes a version"
+	}
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("version %q is %s; it matches no object, so nothing was sent", clipKey(s), why)
+}
+
+// Op is one operation of a driver, and the one place the contract's
+// mechanical rules are enforced, so that a driver is only its SDK's mapping.
+// A driver's method starts with Begin, returns Begin's error if there is
+// one, sends its request with Op.Context, and builds every error with
+// Op.Fail:
+//
+//	op, err := driver.Begin(ctx, b.Capabilities(), "mydriver", "put", key, cond)
+//	if err != nil {
+//		return "", err
+//	}
+//	resp, err := b.client.Put(op.Context(), ...)
+//	if err != nil {
+//		return "", op.Fail(classify(err), err)
+//	}
+type Op struct {
+	Driver string    // the driver's name in errors
+	Name   string    // "get", "put" or "delete"
+	Key    string    // the object key
+	Cond   Condition // the condition of a put or delete
+
+	ctx  context.Context
+	sent *atomic.Int32
+}
+
+// Begin starts an operation and returns the error the driver must return at
+// once, without sending anything, if the contract settles the operation
+// before any request:
+//
+//   - ctx has ended: an error matching ctx.Err();
+//   - the key breaks the portable key rule (CheckKey): ErrInvalidKey;
+//   - a Delete under IfAbsent, or under IfMatch where caps does not declare
+//     ConditionalDelete: ErrUnsupported (a condition the service would
+//     ignore is never sent);
+//   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition.
+//
+// op is "get", "put" or "delete"; a Get passes the zero Condition.
+func Begin(ctx context.Context, caps Capabilities, driverName, op, key string, cond Condition) (*Op, error) {
+	o := &Op{Driver: driverName, Name: op, Key: key, Cond: cond, ctx: ctx, sent: new(atomic.Int32)}
+	if err := ctx.Err(); err != nil {
+		return o, o.Fail(nil, err)
+	}
+	if keyProblem(key) != "" {
+		return o, o.Fail(ErrInvalidKey, errors.New("key "+keyProblem(key)))
+	}
+	if op == "delete" && cond.Absent() {
+		return o, o.Fail(ErrUnsupported, errors.New("IfAbsent makes no sense for a delete"))
+	}
+	if v, match := cond.Match(); match {
+		if op == "delete" && !caps.ConditionalDelete {
+			return o, o.Fail(ErrUnsupported, errors.New("the driver declares no conditional delete (its service "+
+				"would ignore the condition), so the condition is not sent"))
+		}
+		if versionProblem(v) != "" {
+			return o, o.Fail(ErrPrecondition, errors.New(versionProblem(v)))
+		}
+	}
+	return o, nil
+}
+
+// Context returns the operation's context with an HTTP client trace that
+// counts the requests written with it, so that Fail can tell a refusal of
+// the first attempt from one after the client library retried. A driver
+// whose SDK speaks HTTP passes it to the SDK call that sends the operation's
+// request; the trace composes with any trace the caller put in ctx.
+func (o *Op) Context() context.Context {
+	return httptrace.WithClientTrace(o.ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				o.sent.Add(1)
+			}
+		},
+	})
+}
+
+// Requests returns how many requests were written through Context so far.
+func (o *Op) Requests() int { return int(o.sent.Load()) }
+
+// Fail returns the *OpError for the operation: kind is the classification
+// (one of the sentinels, or nil), err the service's or SDK's error, kept in
+// the chain and passed through WithContext so that an ended context shows.
+// If kind is ErrPrecondition but more than one request was written through
+// Context, the refusal may be the service seeing this operation's own
+// earlier attempt, so the kind becomes ErrOutcomeUnknown.
+func (o *Op) Fail(kind, err error) error {
+	if kind == ErrPrecondition && o.Requests() > 1 {
+		kind = ErrOutcomeUnknown
+		err = fmt.Errorf("the client library sent the write %d times and a later attempt was refused, "+
+			"so an earlier one may have landed; read the object back: %w", o.Requests(), err)
+	}
+	if err != nil {
+		err = WithContext(o.ctx, err)
+	} else if cerr := o.ctx.Err(); cerr != nil && kind == nil {
+		err = cerr
+	}
+	return &OpError{Driver: o.Driver, Op: o.Name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
+}
