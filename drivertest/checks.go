@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +23,22 @@ const largeSize = 17 << 20
 
 func init() {
 	checks = append(checks,
+		check{
+			name:   "capabilities-declared",
+			expect: "the driver declares an exclusion (Capabilities().Exclusion is Conditional or BestEffort)",
+			run: func(ctx context.Context, s *scope) error {
+				c := s.b.Capabilities()
+				if c.Exclusion != driver.NoExclusion {
+					return nil
+				}
+				msg := "the driver declares no exclusion (Capabilities().Exclusion is NoExclusion, the zero value)"
+				if c.Reason != "" {
+					msg += ": " + c.Reason
+				}
+				return errors.New(msg + "; the lease refuses such a driver, so the lease checks are skipped. " +
+					"Declare Exclusion: driver.Conditional if the service enforces IfAbsent and IfMatch atomically")
+			},
+		},
 		check{
 			name:   "get-missing",
 			expect: "Get of a missing key returns ErrNotExist",
@@ -82,6 +100,11 @@ func init() {
 			},
 		},
 		check{
+			name:   "version-unguessable",
+			expect: "no version is FakeVersion of an earlier one (a version must not be predictable from an earlier one)",
+			run:    versionUnguessable,
+		},
+		check{
 			name:   "put-if-match-stale",
 			area:   areaPut,
 			expect: "IfMatch with a superseded version returns ErrPrecondition and leaves the object unchanged",
@@ -138,7 +161,7 @@ func init() {
 			},
 		},
 		check{
-			name:   "put-large-if-match-stale",
+			name:   "put-large-refused",
 			area:   areaPut,
 			expect: "a 17 MiB body under IfMatch(made-up) or IfAbsent is refused, never stored; object unchanged",
 			run: func(ctx context.Context, s *scope) error {
@@ -296,6 +319,7 @@ func raceIfAbsent(ctx context.Context, s *scope) error {
 		start   = make(chan struct{})
 		mu      sync.Mutex
 		winners []int
+		unknown []int
 		odd     []string
 	)
 	for i := range n {
@@ -309,6 +333,10 @@ func raceIfAbsent(ctx context.Context, s *scope) error {
 			switch {
 			case err == nil:
 				winners = append(winners, i)
+			case errors.Is(err, driver.ErrOutcomeUnknown):
+				// The contract's answer for a write that may have landed:
+				// the object says whether it did.
+				unknown = append(unknown, i)
 			case !errors.Is(err, driver.ErrPrecondition):
 				odd = append(odd, outcome(err))
 			}
@@ -319,17 +347,43 @@ func raceIfAbsent(ctx context.Context, s *scope) error {
 	if len(odd) > 0 {
 		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", odd)
 	}
-	if len(winners) != 1 {
-		return fmt.Errorf("%d writers succeeded (%v); exactly one should", len(winners), winners)
-	}
 	data, _, err := read(ctx, s.b, k)
 	if err != nil {
 		return fmt.Errorf("Get after the race: %s", outcome(err))
+	}
+	for _, i := range unknown {
+		if string(data) == "writer "+strconv.Itoa(i) {
+			winners = append(winners, i)
+		}
+	}
+	if len(winners) != 1 {
+		return fmt.Errorf("%d writers succeeded (%v); exactly one should", len(winners), winners)
 	}
 	if string(data) != "writer "+strconv.Itoa(winners[0]) {
 		return fmt.Errorf("the object holds %q, but the winner was writer %d", data, winners[0])
 	}
 	return nil
+}
+
+// counter is the body casCounter increments: the count, then the token of
+// every increment that made it, one a line, so that a worker whose write
+// had an unknown outcome can tell from the object whether it landed.
+type counter struct {
+	n      int
+	tokens []string
+}
+
+func parseCounter(data []byte) (counter, error) {
+	lines := strings.Split(string(data), "\n")
+	n, err := strconv.Atoi(lines[0])
+	if err != nil {
+		return counter{}, fmt.Errorf("the counter holds %q, not a number", clip(data))
+	}
+	return counter{n: n, tokens: lines[1:]}, nil
+}
+
+func (c counter) bytes() []byte {
+	return []byte(strings.Join(append([]string{strconv.Itoa(c.n)}, c.tokens...), "\n"))
 }
 
 func casCounter(ctx context.Context, s *scope) error {
@@ -340,7 +394,7 @@ func casCounter(ctx context.Context, s *scope) error {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -355,21 +409,33 @@ func casCounter(ctx context.Context, s *scope) error {
 					errs <- fmt.Errorf("Get counter: %s", outcome(err))
 					return
 				}
-				n, err := strconv.Atoi(string(data))
+				c, err := parseCounter(data)
 				if err != nil {
-					errs <- fmt.Errorf("the counter holds %q, not a number", clip(data))
+					errs <- err
 					return
 				}
+				token := fmt.Sprintf("w%d-a%d", w, attempts)
+				c.n++
+				c.tokens = append(c.tokens, token)
 				// Widen the read-to-write window as network latency would,
 				// so that a store ignoring IfMatch loses increments even
 				// when it answers in microseconds.
 				time.Sleep(time.Duration(mrand.IntN(300)) * time.Microsecond)
-				_, err = s.b.Put(ctx, k, []byte(strconv.Itoa(n+1)), driver.IfMatch(v))
+				_, err = s.b.Put(ctx, k, c.bytes(), driver.IfMatch(v))
 				switch {
 				case err == nil:
 					done++
 				case errors.Is(err, driver.ErrPrecondition):
 					// lost the race; read again
+				case errors.Is(err, driver.ErrOutcomeUnknown):
+					data, _, err := read(ctx, s.b, k)
+					if err != nil {
+						errs <- fmt.Errorf("Get counter: %s", outcome(err))
+						return
+					}
+					if now, err := parseCounter(data); err == nil && slices.Contains(now.tokens, token) {
+						done++
+					}
 				default:
 					errs <- fmt.Errorf("Put IfMatch: %s", outcome(err))
 					return
@@ -386,8 +452,13 @@ func casCounter(ctx context.Context, s *scope) error {
 	if err != nil {
 		return fmt.Errorf("Get counter: %s", outcome(err))
 	}
-	if string(data) != strconv.Itoa(workers*increments) {
-		return fmt.Errorf("the counter ended at %s, not %d: increments were lost", data, workers*increments)
+	c, err := parseCounter(data)
+	if err != nil {
+		return err
+	}
+	if c.n != workers*increments || len(c.tokens) != workers*increments {
+		return fmt.Errorf("the counter ended at %d with %d increments recorded, not %d: increments were lost or doubled",
+			c.n, len(c.tokens), workers*increments)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -27,11 +28,32 @@ type Options struct {
 	// fail, each with the reason (for example an emulator that ignores a
 	// condition the real service honours). Such a check still runs; its
 	// failure is reported as a deviation rather than a failure, and if it
-	// passes the run fails, so that a stale entry is noticed.
+	// passes the run fails, so that a stale entry is noticed. Check names
+	// (Names) are part of this package's API for this reason: a check is
+	// never renamed without its old name staying accepted here.
 	KnownDeviations map[string]string
 
 	// Timeout bounds each check. Default one minute.
 	Timeout time.Duration
+
+	// MissingBucket is the driver under test opened on a bucket (container,
+	// directory) that does not exist, for the missing-bucket check; nil
+	// skips that check.
+	MissingBucket driver.Bucket
+
+	// Lossy, if set, opens the driver under test on the same bucket as the
+	// one under test, with its client's HTTP transport replaced by rt,
+	// which forwards every request to the service and may throw a reply
+	// away after the service acted on it (as a dropped connection does).
+	// The put-retry-after-landed check uses it to see what the driver
+	// reports for a write whose first attempt landed; nil skips that check.
+	Lossy func(rt http.RoundTripper) (driver.Bucket, error)
+}
+
+// renamed maps the old names of renamed checks to their new names, so that
+// a KnownDeviations entry written for an old name keeps working.
+var renamed = map[string]string{
+	"put-large-if-match-stale": "put-large-refused",
 }
 
 // Result is the outcome of one check.
@@ -72,8 +94,17 @@ type check struct {
 	expect  string
 	area    area
 	applies func(driver.Capabilities) bool // nil: always
-	run     func(ctx context.Context, s *scope) error
+	// needs says why the check cannot run with these options ("" if it
+	// can); nil: it always can.
+	needs func(Options) string
+	run   func(ctx context.Context, s *scope) error
 }
+
+// skipped is returned by a check's run when, having started, it finds that
+// it does not apply (for example a driver that sends no HTTP request).
+type skipped struct{ reason string }
+
+func (s skipped) Error() string { return s.reason }
 
 // area says which declared capability a failing check disproves.
 type area int
@@ -91,6 +122,7 @@ var checks []check
 // scope is one check's view of the bucket: its own keys, removed afterwards.
 type scope struct {
 	b      driver.Bucket
+	opts   Options
 	prefix string
 	mu     sync.Mutex
 	keys   []string
@@ -128,17 +160,19 @@ func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 
 // Run runs the suite against b as subtests of t, one per check. A check
 // listed in opts.KnownDeviations is logged rather than failed when it fails,
-// and fails when it passes.
+// and fails when it passes. Failures are reported at the line of the
+// caller's test that called Run.
 func Run(t *testing.T, b driver.Bucket, opts Options) {
 	t.Helper()
 	rep := &Report{Declared: b.Capabilities()}
 	rep.Observed = rep.Declared
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
+			t.Helper()
 			res := runCheck(t.Context(), b, opts, c, rep)
 			switch {
 			case res.Skipped:
-				t.Skipf("does not apply: the driver declares %+v", rep.Declared)
+				t.Skipf("does not apply: %s", res.Got)
 			case res.Deviation != "":
 				t.Logf("KNOWN DEVIATION (%s): expected %s; got %s", res.Deviation, res.Expect, res.Got)
 			case !res.Passed:
@@ -147,7 +181,7 @@ func Run(t *testing.T, b driver.Bucket, opts Options) {
 		})
 	}
 	for name := range opts.KnownDeviations {
-		if !hasCheck(name) {
+		if !hasCheck(name) && !hasCheck(renamed[name]) {
 			t.Errorf("KnownDeviations names %q, which is not a check", name)
 		}
 	}
@@ -162,7 +196,9 @@ func hasCheck(name string) bool {
 	return false
 }
 
-// Names returns the names of the suite's checks, in order.
+// Names returns the names of the suite's checks, in order. The names are
+// API: they key Options.KnownDeviations and the probe's report, so a check
+// is never renamed without its old name staying accepted.
 func Names() []string {
 	names := make([]string, len(checks))
 	for i, c := range checks {
@@ -175,8 +211,15 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 	res := Result{Name: c.name, Expect: c.expect}
 	if c.applies != nil && !c.applies(rep.Declared) {
 		res.Skipped = true
-		res.Got = "not applicable"
+		res.Got = fmt.Sprintf("not applicable: the driver declares %s", describe(rep.Declared))
 		return res
+	}
+	if c.needs != nil {
+		if why := c.needs(opts); why != "" {
+			res.Skipped = true
+			res.Got = "not run: " + why
+			return res
+		}
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -188,9 +231,14 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 	if prefix == "" {
 		prefix = "drivertest"
 	}
-	s := &scope{b: b, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
+	s := &scope{b: b, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
 	defer s.cleanup()
 	err := safely(func() error { return c.run(ctx, s) })
+	if sk, ok := err.(skipped); ok {
+		res.Skipped = true
+		res.Got = "not applicable: " + sk.reason
+		return res
+	}
 	res.Passed = err == nil
 	if err == nil {
 		res.Got = "as expected"
@@ -198,6 +246,11 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 		res.Got = err.Error()
 	}
 	reason, known := opts.KnownDeviations[c.name]
+	for old, now := range renamed {
+		if r, ok := opts.KnownDeviations[old]; ok && now == c.name && !known {
+			reason, known = r, true
+		}
+	}
 	switch {
 	case known && !res.Passed:
 		res.Deviation = reason
@@ -228,11 +281,28 @@ func runID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// describe renders declared capabilities for a message.
+func describe(c driver.Capabilities) string {
+	s := fmt.Sprintf("exclusion %s, conditional delete %t", c.Exclusion, c.ConditionalDelete)
+	if c.Reason != "" {
+		s += " (" + c.Reason + ")"
+	}
+	return s
+}
+
 // outcome names what an error means in the contract's terms.
 func outcome(err error) string {
 	switch {
 	case err == nil:
 		return "success"
+	case errors.Is(err, driver.ErrOutcomeUnknown):
+		return "ErrOutcomeUnknown"
+	case errors.Is(err, driver.ErrBucketNotExist):
+		return "ErrBucketNotExist"
+	case errors.Is(err, driver.ErrPermission):
+		return "ErrPermission"
+	case errors.Is(err, driver.ErrInvalidKey):
+		return "ErrInvalidKey: " + err.Error()
 	case errors.Is(err, driver.ErrPrecondition):
 		return "ErrPrecondition"
 	case errors.Is(err, driver.ErrNotExist):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -23,7 +25,15 @@ func TestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{})
+	gone := filepath.Join(t.TempDir(), "gone")
+	missing, err := file.Open(gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	drivertest.Run(t, b, drivertest.Options{MissingBucket: missing})
 }
 
 // TestNegativeControls runs the suite against buckets that break the

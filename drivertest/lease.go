@@ -25,17 +25,31 @@ var leaseStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // leaseOpts are the options of one test instance: a fake clock, no log
 // output, and the environment ignored (the suite tests the service, not
 // the switch).
-func leaseOpts(id string, c clock.Clock) *lease.Options {
+// A driver that declares BestEffort is run with the switch that accepts it.
+func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Options {
+	getenv := func(string) string { return "" }
+	if caps.Exclusion == driver.BestEffort {
+		getenv = func(k string) string {
+			if k == lease.EnvConditional {
+				return "off"
+			}
+			return ""
+		}
+	}
 	return &lease.Options{TTL: leaseTTL, InstanceID: id, Clock: c,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }}
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: getenv}
 }
 
 // acquire takes the lease on the scope's prefix through b as instance id on
 // clock c, and registers the lease object for the scope's cleanup.
 func (s *scope) acquire(ctx context.Context, b driver.Bucket, id string, c clock.Clock) (*lease.Lease, error) {
 	s.key("LEASE")
-	return lease.Acquire(ctx, b, s.prefix, leaseOpts(id, c))
+	return lease.Acquire(ctx, b, s.prefix, leaseOpts(id, c, b.Capabilities()))
 }
+
+// declaresExclusion: the lease checks run only on a driver that declares an
+// exclusion; capabilities-declared fails once for one that does not.
+func declaresExclusion(c driver.Capabilities) bool { return c.Exclusion != driver.NoExclusion }
 
 // holds fails unless the lease object names id.
 func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
@@ -56,9 +70,10 @@ func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
 func init() {
 	checks = append(checks,
 		check{
-			name:   "lease-acquire",
-			area:   areaPut,
-			expect: "a lease is acquired on a free prefix, its probe passes, and it reports the driver's exclusion",
+			applies: declaresExclusion,
+			name:    "lease-acquire",
+			area:    areaPut,
+			expect:  "a lease is acquired on a free prefix, its probe passes, and it reports the driver's exclusion",
 			run: func(ctx context.Context, s *scope) error {
 				l, err := s.acquire(ctx, s.b, "first", clock.NewFake(leaseStart))
 				if err != nil {
@@ -75,9 +90,10 @@ func init() {
 			},
 		},
 		check{
-			name:   "lease-second-refused",
-			area:   areaPut,
-			expect: "a second instance is refused with ErrHeld naming the holder",
+			applies: declaresExclusion,
+			name:    "lease-second-refused",
+			area:    areaPut,
+			expect:  "a second instance is refused with ErrHeld naming the holder",
 			run: func(ctx context.Context, s *scope) error {
 				c := clock.NewFake(leaseStart)
 				l, err := s.acquire(ctx, s.b, "first", c)
@@ -94,9 +110,10 @@ func init() {
 			},
 		},
 		check{
-			name:   "lease-renew",
-			area:   areaPut,
-			expect: "a renewal is one conditional write that moves the version and the fence deadline",
+			applies: declaresExclusion,
+			name:    "lease-renew",
+			area:    areaPut,
+			expect:  "a renewal is one conditional write that moves the version and the fence deadline",
 			run: func(ctx context.Context, s *scope) error {
 				c := clock.NewFake(leaseStart)
 				l, err := s.acquire(ctx, s.b, "first", c)
@@ -120,9 +137,10 @@ func init() {
 			},
 		},
 		check{
-			name:   "lease-takeover",
-			area:   areaPut,
-			expect: "after a TTL without renewal another instance takes over, and the old holder gets ErrLost",
+			applies: declaresExclusion,
+			name:    "lease-takeover",
+			area:    areaPut,
+			expect:  "after a TTL without renewal another instance takes over, and the old holder gets ErrLost",
 			run: func(ctx context.Context, s *scope) error {
 				oldClock, newClock := clock.NewFake(leaseStart), clock.NewFake(leaseStart)
 				old, err := s.acquire(ctx, s.b, "old", oldClock)
@@ -149,9 +167,10 @@ func init() {
 			},
 		},
 		check{
-			name:   "lease-lost-reply",
-			area:   areaPut,
-			expect: "an acquire whose reply was lost is recognised as our own on the next attempt",
+			applies: declaresExclusion,
+			name:    "lease-lost-reply",
+			area:    areaPut,
+			expect:  "an acquire whose reply was lost is recognised as our own on the next attempt",
 			run: func(ctx context.Context, s *scope) error {
 				dropped := false
 				lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, _ string, cond driver.Condition) bool {
@@ -170,9 +189,10 @@ func init() {
 			},
 		},
 		check{
-			name:   "lease-release",
-			area:   areaPut,
-			expect: "release removes the lease (or marks it released) and the next instance acquires at once",
+			applies: declaresExclusion,
+			name:    "lease-release",
+			area:    areaPut,
+			expect:  "release removes the lease (or marks it released) and the next instance acquires at once",
 			run: func(ctx context.Context, s *scope) error {
 				c := clock.NewFake(leaseStart)
 				l, err := s.acquire(ctx, s.b, "first", c)

@@ -40,7 +40,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 }
 
 // check reads key's current version and tests cond against it.
-func (b *Bucket) check(ctx context.Context, op, key string, cond driver.Condition) error {
+func (b *Bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) error {
 	if cond.Unconditional() {
 		return nil
 	}
@@ -56,14 +56,18 @@ func (b *Bucket) check(ctx context.Context, op, key string, cond driver.Conditio
 		ok = exists && cur == v
 	}
 	if !ok {
-		return &driver.OpError{Driver: "besteffort", Op: op, Key: key, Cond: cond, Kind: driver.ErrPrecondition}
+		return op.Fail(driver.ErrPrecondition, nil)
 	}
 	return nil
 }
 
 // Put checks cond by reading, then writes unconditionally.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if err := b.check(ctx, "put", key, cond); err != nil {
+	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", "put", key, cond)
+	if err != nil {
+		return "", err
+	}
+	if err := b.check(ctx, op, key, cond); err != nil {
 		return "", err
 	}
 	return b.inner.Put(ctx, key, data, driver.Condition{})
@@ -71,10 +75,11 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 
 // Delete checks cond by reading, then deletes unconditionally.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if cond.Absent() {
-		return &driver.OpError{Driver: "besteffort", Op: "delete", Key: key, Cond: cond, Kind: driver.ErrUnsupported}
+	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", "delete", key, cond)
+	if err != nil {
+		return err
 	}
-	if err := b.check(ctx, "delete", key, cond); err != nil {
+	if err := b.check(ctx, op, key, cond); err != nil {
 		return err
 	}
 	return b.inner.Delete(ctx, key, driver.Condition{})

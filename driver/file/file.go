@@ -7,8 +7,9 @@
 //	file:///abs/dir
 //
 // opens the directory /abs/dir (created if missing) as a bucket whose key
-// prefix is empty, so the lease lives at /abs/dir/LEASE. The URL takes no
-// query parameters and must name an absolute path.
+// prefix is empty, so the lease lives at /abs/dir/LEASE. The URL must name
+// an absolute path and takes one query parameter, trust_network_flock (see
+// below).
 //
 // Each object is one file at dir/KEY holding a one-line header with its
 // version, then the bytes. A write goes to a temporary file that is synced
@@ -20,8 +21,32 @@
 // valid key. A file without the header (written by hand) reads as an object
 // whose version derives from its inode, size and modification time.
 //
-// Locks are advisory and local: a network file system that does not carry
-// flock between machines gives no exclusion between them.
+// Keys follow driver.CheckKey. A key's segments before the last are
+// directories, so a key cannot be stored while it is a prefix of a stored
+// key ("db1" while "db1/LEASE" exists), nor under a stored key ("db1/LEASE"
+// while "db1" exists): Put refuses both with driver.ErrInvalidKey, saying
+// which key is in the way. A Get or an unconditional Delete of such a key
+// finds no object (driver.ErrNotExist, success), and once the other key is
+// deleted (Delete removes the directories it leaves empty) the key can be
+// written.
+//
+// # Shared file systems
+//
+// Locks are advisory and local: flock(2) excludes processes on one
+// machine, but on a network or FUSE file system (NFS, SMB/CIFS, 9p, Ceph,
+// Lustre, and bucket mounts such as s3fs, gcsfuse or rclone mount) two
+// machines may get no exclusion at all, and no probe from one machine can
+// see it. On Linux, Open reads the directory's file system type with
+// statfs(2); on such a file system the bucket declares driver.NoExclusion,
+// with a Capabilities.Reason naming the file system, so the lease refuses
+// it. A user who knows that flock(2) does exclude across the machines that
+// share it (an NFSv4 mount with working locks, say) asserts so with
+//
+//	file:///abs/dir?trust_network_flock=true
+//
+// (Options.TrustNetworkFlock in the Go API), and the bucket declares
+// Conditional exclusion again. Elsewhere than Linux the file system type is
+// not checked.
 package file
 
 import (
@@ -38,6 +63,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -52,11 +78,24 @@ const (
 	magic   = "bucketlease-object v1 "
 )
 
-func init() { driver.Register(Scheme, open) }
+// TrustParam is the URL parameter that asserts flock(2) excludes across
+// the machines sharing a network or FUSE file system.
+const TrustParam = "trust_network_flock"
 
-func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
-	if _, err := driver.Params(u); err != nil {
+func init() { driver.Register(Scheme, OpenURL) }
+
+// OpenURL is the driver.Opener for file:///abs/dir URLs, which init
+// registers with driver.Register; a custom driver.Mux can register it too.
+func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+	q, err := driver.Params(u, TrustParam)
+	if err != nil {
 		return nil, "", err
+	}
+	var o Options
+	if v := q.Get(TrustParam); v != "" {
+		if o.TrustNetworkFlock, err = strconv.ParseBool(v); err != nil {
+			return nil, "", fmt.Errorf("%s=%q is not true or false", TrustParam, v)
+		}
 	}
 	if u.User != nil {
 		return nil, "", errors.New("file URLs take no user info: use file:///abs/dir")
@@ -67,76 +106,113 @@ func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if !filepath.IsAbs(u.Path) {
 		return nil, "", errors.New("file URLs need an absolute path: file:///abs/dir")
 	}
-	b, err := Open(u.Path)
+	b, err := OpenWith(u.Path, o)
 	if err != nil {
 		return nil, "", err
 	}
 	return b, "", nil
 }
 
+// Options tune OpenWith.
+type Options struct {
+	// TrustNetworkFlock asserts that flock(2) excludes across every
+	// machine that shares the directory's file system, so that the bucket
+	// declares Conditional exclusion even on a network or FUSE file
+	// system. It is the URL's trust_network_flock=true.
+	TrustNetworkFlock bool
+}
+
 // Bucket is a directory used as a bucket.
 type Bucket struct {
 	root string
+	caps driver.Capabilities
 }
 
-// Open returns the bucket kept in dir, creating dir if needed.
-func Open(dir string) (*Bucket, error) {
+// Open returns the bucket kept in dir, creating dir if needed, with the
+// default Options.
+func Open(dir string) (*Bucket, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith returns the bucket kept in dir, creating dir if needed. On a
+// network or FUSE file system it declares driver.NoExclusion, with the
+// reason, unless o.TrustNetworkFlock is set.
+func OpenWith(dir string, o Options) (*Bucket, error) {
 	dir = filepath.Clean(dir)
 	for _, d := range []string{dir, filepath.Join(dir, metaDir, "locks"), filepath.Join(dir, metaDir, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("file: create bucket directory: %w", err)
 		}
 	}
-	return &Bucket{root: dir}, nil
-}
-
-// Capabilities declares Conditional exclusion and a conditional Delete.
-func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
-}
-
-func (b *Bucket) fail(op, key string, cond driver.Condition, kind, err error) error {
-	return &driver.OpError{Driver: Scheme, Op: op, Key: key, Cond: cond, Kind: kind, Err: err}
-}
-
-// path maps a key to its file, refusing keys that would leave the directory
-// or reach the metadata folder.
-func (b *Bucket) path(key string) (string, error) {
-	if key == "" || strings.HasPrefix(key, "/") || strings.HasSuffix(key, "/") {
-		return "", fmt.Errorf("invalid key %q", key)
+	caps := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+	fs, err := sharedFS(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file: reading the file system type of %s: %w", dir, err)
 	}
-	for _, seg := range strings.Split(key, "/") {
-		if seg == "" || seg == "." || seg == ".." || strings.ContainsRune(seg, 0) {
-			return "", fmt.Errorf("invalid key %q", key)
-		}
+	if fs != "" && !o.TrustNetworkFlock {
+		caps = driver.Capabilities{Exclusion: driver.NoExclusion, Reason: fmt.Sprintf(
+			"%s is on a %s file system, where flock(2) may not exclude processes on other machines; "+
+				"if every machine that uses it gets working locks, add ?%s=true to the file:// URL", dir, fs, TrustParam)}
 	}
+	return &Bucket{root: dir, caps: caps}, nil
+}
+
+// Capabilities declares Conditional exclusion and a conditional Delete,
+// except on a network or FUSE file system not trusted by the user, where
+// it declares NoExclusion with the reason (see the package documentation).
+func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
+
+// path maps a key to its file. Begin has checked the key against
+// driver.CheckKey, so it cannot leave the directory; the metadata folder is
+// refused here.
+func (b *Bucket) path(op *driver.Op) (string, error) {
+	key := op.Key
 	if key == metaDir || strings.HasPrefix(key, metaDir+"/") {
-		return "", fmt.Errorf("key %q is reserved for the driver's own files", key)
+		return "", op.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q is reserved for the driver's own files", key))
 	}
 	return filepath.Join(b.root, filepath.FromSlash(key)), nil
 }
 
+// missing classifies an error opening an object's file: the key is missing
+// (ErrNotExist; a directory or a file where a directory would be counts as
+// no object), or the bucket's directory itself is (ErrBucketNotExist).
+func (b *Bucket) missing(err error) error {
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.EISDIR) {
+		return nil
+	}
+	if _, serr := os.Stat(b.root); errors.Is(serr, fs.ErrNotExist) {
+		return driver.ErrBucketNotExist
+	}
+	return driver.ErrNotExist
+}
+
 // Get opens the object and returns its body and version.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, "", b.fail("get", key, driver.Condition{}, nil, err)
-	}
-	p, err := b.path(key)
+	op, err := driver.Begin(ctx, b.caps, Scheme, "get", key, driver.Condition{})
 	if err != nil {
-		return nil, "", b.fail("get", key, driver.Condition{}, nil, err)
+		return nil, "", err
+	}
+	p, err := b.path(op)
+	if err != nil {
+		return nil, "", err
 	}
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", b.fail("get", key, driver.Condition{}, driver.ErrNotExist, nil)
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil && st.IsDir() {
+			f.Close()
+			err = syscall.EISDIR
+		}
 	}
 	if err != nil {
-		return nil, "", b.fail("get", key, driver.Condition{}, nil, err)
+		kind := b.missing(err)
+		if kind != nil {
+			return nil, "", op.Fail(kind, nil)
+		}
+		return nil, "", op.Fail(nil, err)
 	}
 	r := bufio.NewReader(f)
 	v, err := readVersion(f, r)
 	if err != nil {
 		f.Close()
-		return nil, "", b.fail("get", key, driver.Condition{}, nil, err)
+		return nil, "", op.Fail(nil, err)
 	}
 	return readCloser{Reader: r, Closer: f}, v, nil
 }
@@ -171,17 +247,21 @@ func readVersion(f *os.File, r *bufio.Reader) (driver.Version, error) {
 	return driver.Version("h" + hex.EncodeToString(sum[:])[:31]), nil
 }
 
-// current returns the version stored at p, or "" if there is none; the
-// caller holds the key's lock.
+// current returns the version stored at p, or "" if there is none (no
+// file, a directory, or a file where a directory would be); the caller
+// holds the key's lock.
 func current(p string) (driver.Version, error) {
 	f, err := os.Open(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return "", nil
 	}
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return "", nil
+	}
 	return readVersion(f, bufio.NewReaderSize(f, 64))
 }
 
@@ -224,41 +304,82 @@ func satisfied(cur driver.Version, cond driver.Condition) bool {
 
 // Put writes data to key atomically if cond holds.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if err := ctx.Err(); err != nil {
-		return "", b.fail("put", key, cond, nil, err)
-	}
-	p, err := b.path(key)
+	op, err := driver.Begin(ctx, b.caps, Scheme, "put", key, cond)
 	if err != nil {
-		return "", b.fail("put", key, cond, nil, err)
+		return "", err
+	}
+	p, err := b.path(op)
+	if err != nil {
+		return "", err
+	}
+	if kind := b.rootMissing(); kind != nil {
+		return "", op.Fail(kind, nil)
 	}
 	unlock, err := b.lock(ctx, key)
 	if err != nil {
-		return "", b.fail("put", key, cond, nil, err)
+		return "", op.Fail(nil, err)
 	}
 	defer unlock()
 	cur, err := current(p)
 	if err != nil {
-		return "", b.fail("put", key, cond, nil, err)
+		return "", op.Fail(nil, err)
 	}
 	if !satisfied(cur, cond) {
-		return "", b.fail("put", key, cond, driver.ErrPrecondition, nil)
+		return "", op.Fail(driver.ErrPrecondition, nil)
+	}
+	if err := b.layoutConflict(key, p); err != nil {
+		return "", op.Fail(driver.ErrInvalidKey, err)
 	}
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	v := driver.Version(hex.EncodeToString(rnd[:]))
 	if err := b.writeAtomic(p, v, data); err != nil {
-		return "", b.fail("put", key, cond, nil, err)
+		if cerr := b.layoutConflict(key, p); cerr != nil {
+			return "", op.Fail(driver.ErrInvalidKey, cerr)
+		}
+		return "", op.Fail(nil, err)
 	}
 	return v, nil
 }
 
+// rootMissing returns ErrBucketNotExist if the bucket's directory is gone,
+// so that a write never recreates it.
+func (b *Bucket) rootMissing() error {
+	if _, err := os.Stat(b.root); errors.Is(err, fs.ErrNotExist) {
+		return driver.ErrBucketNotExist
+	}
+	return nil
+}
+
+// layoutConflict explains why key cannot be stored at p because of another
+// key: p is a directory holding longer keys, or a segment of key is an
+// object. It returns nil if neither holds.
+func (b *Bucket) layoutConflict(key string, p string) error {
+	if st, err := os.Lstat(p); err == nil && st.IsDir() {
+		return fmt.Errorf("key %q is a prefix of stored keys (%q): the file driver keeps an object as a file, "+
+			"so its key cannot also be a directory; delete those keys first, or use another key", key, key+"/…")
+	}
+	segs := strings.Split(key, "/")
+	for i := 1; i < len(segs); i++ {
+		parent := strings.Join(segs[:i], "/")
+		st, err := os.Lstat(filepath.Join(b.root, filepath.FromSlash(parent)))
+		if err == nil && !st.IsDir() {
+			return fmt.Errorf("key %q lies under key %q, which is a stored object: the file driver keeps an object as a file, "+
+				"so it cannot also be a directory; delete %q first, or use another key", key, parent, parent)
+		}
+		if err != nil {
+			break
+		}
+	}
+	return nil
+}
+
 // writeAtomic writes header and data to a synced temporary file and renames
-// it over p, then syncs p's directory so the rename survives a crash.
+// it over p, then syncs p's directory so the rename survives a crash. A
+// Delete that removes an emptied directory between the MkdirAll and the
+// rename is retried.
 func (b *Bucket) writeAtomic(p string, v driver.Version, data []byte) error {
 	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	tmp, err := os.CreateTemp(filepath.Join(b.root, metaDir, "tmp"), "put-*")
 	if err != nil {
 		return err
@@ -274,8 +395,16 @@ func (b *Bucket) writeAtomic(p string, v driver.Version, data []byte) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	for attempt := 0; err == nil; attempt++ {
+		if err = os.MkdirAll(dir, 0o755); err != nil {
+			break
+		}
 		err = os.Rename(tmp.Name(), p)
+		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
+			err = nil
+			continue
+		}
+		break
 	}
 	if err == nil {
 		err = syncDir(dir)
@@ -292,35 +421,48 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// Delete removes key if cond holds.
+// Delete removes key if cond holds, then the directories the removal left
+// empty, up to the bucket's own.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if err := ctx.Err(); err != nil {
-		return b.fail("delete", key, cond, nil, err)
-	}
-	if cond.Absent() {
-		return b.fail("delete", key, cond, driver.ErrUnsupported, nil)
-	}
-	p, err := b.path(key)
+	op, err := driver.Begin(ctx, b.caps, Scheme, "delete", key, cond)
 	if err != nil {
-		return b.fail("delete", key, cond, nil, err)
+		return err
+	}
+	p, err := b.path(op)
+	if err != nil {
+		return err
+	}
+	if kind := b.rootMissing(); kind != nil {
+		return op.Fail(kind, nil)
 	}
 	unlock, err := b.lock(ctx, key)
 	if err != nil {
-		return b.fail("delete", key, cond, nil, err)
+		return op.Fail(nil, err)
 	}
 	defer unlock()
 	cur, err := current(p)
 	if err != nil {
-		return b.fail("delete", key, cond, nil, err)
+		return op.Fail(nil, err)
 	}
 	if cur == "" && cond.Unconditional() {
 		return nil
 	}
 	if !satisfied(cur, cond) {
-		return b.fail("delete", key, cond, driver.ErrPrecondition, nil)
+		return op.Fail(driver.ErrPrecondition, nil)
 	}
 	if err := os.Remove(p); err != nil {
-		return b.fail("delete", key, cond, nil, err)
+		return op.Fail(nil, err)
 	}
-	return syncDir(filepath.Dir(p))
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return op.Fail(nil, err)
+	}
+	// Remove emptied parents, so that a key that was a prefix of this one
+	// can be written again. Remove fails on a directory that is not empty
+	// (another key lives there), which ends the walk.
+	for d := filepath.Dir(p); d != b.root && strings.HasPrefix(d, b.root+string(filepath.Separator)); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return nil
 }

@@ -204,9 +204,84 @@ func TestOpenURL(t *testing.T) {
 	if prefix != "" || b == nil {
 		t.Fatalf("prefix %q", prefix)
 	}
-	for _, bad := range []string{"file://relative/dir", "file:///" + dir + "?mode=fast", "file://user:pass@localhost" + dir} {
+	for _, bad := range []string{"file://relative/dir", "file:///" + dir + "?mode=fast", "file://user:pass@localhost" + dir,
+		"file://" + dir + "?trust_network_flock=maybe"} {
 		if _, _, err := driver.Open(context.Background(), bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestKeyThatIsAPrefixOfAnother (issue 15.7): "db1" while "db1/LEASE"
+// exists reads as missing (not "is a directory"), is refused with
+// ErrInvalidKey naming the key in the way, and can be written once the
+// longer key is deleted; the reverse order likewise.
+func TestKeyThatIsAPrefixOfAnother(t *testing.T) {
+	ctx := context.Background()
+	b, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("lease"), driver.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(ctx, "db1"); !errors.Is(err, driver.ErrNotExist) {
+		t.Fatalf("Get db1 while db1/LEASE exists: %v, want ErrNotExist", err)
+	}
+	if err := b.Delete(ctx, "db1", driver.Condition{}); err != nil {
+		t.Fatalf("Delete of the missing db1: %v", err)
+	}
+	_, err = b.Put(ctx, "db1", []byte("x"), driver.IfAbsent())
+	if !errors.Is(err, driver.ErrInvalidKey) || !strings.Contains(err.Error(), "prefix of stored keys") {
+		t.Fatalf("Put db1 while db1/LEASE exists: %v, want ErrInvalidKey saying why", err)
+	}
+	if err := b.Delete(ctx, "db1/LEASE", driver.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(ctx, "db1", []byte("x"), driver.IfAbsent()); err != nil {
+		t.Fatalf("Put db1 once db1/LEASE is deleted: %v", err)
+	}
+	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent())
+	if !errors.Is(err, driver.ErrInvalidKey) || !strings.Contains(err.Error(), `lies under key "db1"`) {
+		t.Fatalf("Put db1/LEASE while db1 exists: %v, want ErrInvalidKey naming db1", err)
+	}
+	if _, _, err := b.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
+		t.Fatalf("Get db1/LEASE under the object db1: %v, want ErrNotExist", err)
+	}
+}
+
+// TestMissingDirectory (issue 15.2): a bucket whose directory was removed
+// reports ErrBucketNotExist, never ErrNotExist, and a write does not
+// recreate it.
+func TestMissingDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "bucket")
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(ctx, "LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+		t.Errorf("Get: %v, want ErrBucketNotExist", err)
+	}
+	if _, err := b.Put(ctx, "LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrBucketNotExist) {
+		t.Errorf("Put: %v, want ErrBucketNotExist", err)
+	}
+	if err := b.Delete(ctx, "LEASE", driver.Condition{}); !errors.Is(err, driver.ErrBucketNotExist) {
+		t.Errorf("Delete: %v, want ErrBucketNotExist", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the directory was recreated: %v", err)
+	}
+}
+
+// TestOpenerOnACustomMux: the exported opener serves a Mux of the caller's.
+func TestOpenerOnACustomMux(t *testing.T) {
+	var m driver.Mux
+	m.Register("localdir", file.OpenURL)
+	if _, _, err := m.Open(context.Background(), "localdir://"+t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 }

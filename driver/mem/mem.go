@@ -24,12 +24,14 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "mem"
 
-func init() { driver.Register(Scheme, open) }
+func init() { driver.Register(Scheme, OpenURL) }
 
 // named holds the buckets opened by URL, shared by name within the process.
 var named sync.Map // string -> *Bucket
 
-func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+// OpenURL is the driver.Opener for mem://NAME/prefix URLs, which init
+// registers with driver.Register; a custom driver.Mux can register it too.
+func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if _, err := driver.Params(u); err != nil {
 		return nil, "", err
 	}
@@ -66,14 +68,15 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 
 // Get returns a copy of the object's bytes and its version.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, "", &driver.OpError{Driver: Scheme, Op: "get", Key: key, Err: err}
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "get", key, driver.Condition{})
+	if err != nil {
+		return nil, "", err
 	}
 	b.mu.Lock()
 	o, ok := b.objects[key]
 	b.mu.Unlock()
 	if !ok {
-		return nil, "", &driver.OpError{Driver: Scheme, Op: "get", Key: key, Kind: driver.ErrNotExist}
+		return nil, "", op.Fail(driver.ErrNotExist, nil)
 	}
 	return io.NopCloser(bytes.NewReader(o.data)), o.version, nil
 }
@@ -92,13 +95,14 @@ func (b *Bucket) check(key string, cond driver.Condition) bool {
 
 // Put stores a copy of data if cond holds.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if err := ctx.Err(); err != nil {
-		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond, Err: err}
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "put", key, cond)
+	if err != nil {
+		return "", err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.check(key, cond) {
-		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond, Kind: driver.ErrPrecondition}
+		return "", op.Fail(driver.ErrPrecondition, nil)
 	}
 	if b.objects == nil {
 		b.objects = make(map[string]object)
@@ -111,16 +115,14 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 
 // Delete removes key if cond holds.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if err := ctx.Err(); err != nil {
-		return &driver.OpError{Driver: Scheme, Op: "delete", Key: key, Cond: cond, Err: err}
-	}
-	if cond.Absent() {
-		return &driver.OpError{Driver: Scheme, Op: "delete", Key: key, Cond: cond, Kind: driver.ErrUnsupported}
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "delete", key, cond)
+	if err != nil {
+		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.check(key, cond) {
-		return &driver.OpError{Driver: Scheme, Op: "delete", Key: key, Cond: cond, Kind: driver.ErrPrecondition}
+		return op.Fail(driver.ErrPrecondition, nil)
 	}
 	delete(b.objects, key)
 	return nil

@@ -134,7 +134,7 @@ func TestDrivertestFailsThroughProxy(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"put-if-absent-existing", "put-if-match-stale", "put-if-match-made-up",
-		"put-if-match-missing", "put-large-if-match-stale", "race-if-absent", "cas-counter"} {
+		"put-if-match-missing", "put-large-refused", "race-if-absent", "cas-counter"} {
 		if !failed[name] {
 			t.Errorf("check %s passed through a proxy that strips preconditions", name)
 		}
