@@ -1,0 +1,535 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The invariants the checker holds a run to.
+const (
+	// InvExclusion: no write is started under a lease after another
+	// process's later lease began. A write is placed in the epoch its
+	// writer logged; epoch E is certainly earlier than F when E's acquire
+	// returned before F's began, and a write certainly started after F
+	// when its start was logged after F's acquire returned. Writes the
+	// fenced bucket refused to start do not count; a write in flight while
+	// its writer was paused does, since its start was logged before.
+	InvExclusion = "exclusion"
+	// InvLatest: LATEST never moves back to a stale epoch's manifest, and
+	// is never replaced by a write under If-None-Match: *.
+	InvLatest = "latest"
+	// InvImmutable: no immutable object is written twice, and every object
+	// holds what the writer its key names wrote.
+	InvImmutable = "immutable"
+	// InvIntegrity: LATEST names a sealed manifest of its k, whose chunks
+	// and parent exist.
+	InvIntegrity = "integrity"
+	// InvUnlogged: every object in the bucket was written by a write its
+	// writer logged as started and did not log as refused by the fence.
+	InvUnlogged = "unlogged"
+	// InvLostReply: no worker is told ErrLost while the LEASE object
+	// still holds its record.
+	InvLostReply = "lost-reply"
+	// InvRemoved: a holder's LEASE object never vanishes while nobody
+	// else has taken the lease since it acquired it.
+	InvRemoved = "lease-removed"
+	// InvLiveness: after a drill kills the holder, a live contender
+	// holds the lease, and no contender is refused by the dead holder's
+	// record once that record must be stale to every clock.
+	InvLiveness = "liveness"
+)
+
+// Violation is one broken invariant.
+type Violation struct {
+	Invariant string
+	Label     string
+	At        time.Time
+	Detail    string
+	Procs     []string  // the processes involved
+	From, To  time.Time // the interleaving to print
+}
+
+// Check is the checker's verdict on a run.
+type Check struct {
+	Violations []Violation
+	Epochs     int // leases acquired
+	Transfers  int // leases taken over from another instance
+	Writes     int // data writes that succeeded
+	WritesSent int // data writes sent (started and not refused by the fence)
+	Refused    int // data writes the fenced bucket refused to start
+	// PreconditionsIgnored counts acquires that failed closed because the
+	// service accepted a probe.
+	PreconditionsIgnored int
+	Takeovers            []time.Duration // one per drill that moved the lease
+}
+
+type epoch struct {
+	label, proc, id  string
+	n                int
+	acqStart, acqEnd int64
+	kind             string
+}
+
+type write struct {
+	label, proc, id string
+	epoch           int
+	key, cond, prev string
+	start           int64
+	end             *Entry
+}
+
+type pk struct{ proc, label string }
+type ek struct {
+	proc, label string
+	n           int
+}
+
+// CheckRun judges a run from its logs (Result.Entries) and the listing of
+// its bucket (Result.Objects), with the drills the harness carried out.
+func CheckRun(res *Result) *Check {
+	c := &Check{}
+	ttl := res.Config.TTL
+	envelope := ttl / 3
+	if res.Config.Control == ControlSkewBeyond {
+		envelope = ttl
+	}
+	epochs := map[ek]*epoch{}
+	var epochList []*epoch
+	var writes []*write
+	open := map[pk]*write{}
+	lastAcq := map[pk]int64{}
+	procsOfID := map[string]map[string]bool{}
+	type refusal struct {
+		e     Entry
+		start int64
+	}
+	var refusals []refusal
+	var lostReads, lostEvents []Entry
+	released := map[string]bool{} // procs that began a release
+	for i := range res.Entries {
+		e := res.Entries[i]
+		k := pk{e.Proc, e.Prefix}
+		if procsOfID[e.ID] == nil {
+			procsOfID[e.ID] = map[string]bool{}
+		}
+		procsOfID[e.ID][e.Proc] = true
+		switch e.Ev {
+		case EvAcquireStart:
+			lastAcq[k] = e.T
+		case EvAcquireOK:
+			ep := &epoch{label: e.Prefix, proc: e.Proc, id: e.ID, n: e.Epoch, acqStart: lastAcq[k], acqEnd: e.T, kind: e.Kind}
+			epochs[ek{e.Proc, e.Prefix, e.Epoch}] = ep
+			epochList = append(epochList, ep)
+			c.Epochs++
+			if e.Kind == "took-over" {
+				c.Transfers++
+			}
+		case EvAcquireFail:
+			if strings.Contains(e.Err, "ignores write preconditions") {
+				c.PreconditionsIgnored++
+			}
+			if e.Err == "held" {
+				refusals = append(refusals, refusal{e, lastAcq[k]})
+			}
+		case EvWriteStart:
+			w := &write{label: e.Prefix, proc: e.Proc, id: e.ID, epoch: e.Epoch, key: e.Key, cond: e.Cond, prev: e.Prev, start: e.T}
+			writes = append(writes, w)
+			open[k] = w
+		case EvWriteEnd:
+			if w := open[k]; w != nil && w.key == e.Key {
+				w.end = &res.Entries[i]
+				delete(open, k)
+			}
+		case EvLostRead:
+			lostReads = append(lostReads, e)
+		case EvLease:
+			if e.Kind == "lost" {
+				lostEvents = append(lostEvents, e)
+			}
+		case EvReleaseStart:
+			released[e.Proc] = true
+		}
+	}
+	shared := func(id string) bool { return len(procsOfID[id]) > 1 && dupID(res, id) }
+
+	// What the bucket holds, by label and key.
+	objs := map[string]map[string]Object{}
+	for _, o := range res.Objects {
+		if objs[o.Label] == nil {
+			objs[o.Label] = map[string]Object{}
+		}
+		objs[o.Label][o.Key] = o
+	}
+	// A write whose outcome was never logged (its process was killed)
+	// counts as sent only if the bucket holds its object.
+	sent := func(w *write) bool {
+		if w.end != nil {
+			return !w.end.Refused
+		}
+		o, ok := objs[w.label][w.key]
+		return ok && Fields(o.Body)["proc"] == w.proc
+	}
+	for _, w := range writes {
+		switch {
+		case w.end != nil && w.end.Refused:
+			c.Refused++
+		case sent(w):
+			c.WritesSent++
+			if w.end != nil && w.end.OK {
+				c.Writes++
+			}
+		}
+	}
+
+	// Exclusion: for each epoch E, the earliest-ending epoch F of another
+	// process that certainly began after E; no write of E may start after
+	// F's acquire returned.
+	next := map[*epoch]*epoch{}
+	for _, e := range epochList {
+		var best *epoch
+		for _, f := range epochList {
+			if f.label == e.label && f.proc != e.proc && f.acqStart > e.acqEnd && (best == nil || f.acqEnd < best.acqEnd) {
+				best = f
+			}
+		}
+		if best != nil {
+			next[e] = best
+		}
+	}
+	reported := map[*epoch]bool{}
+	for _, w := range writes {
+		e := epochs[ek{w.proc, w.label, w.epoch}]
+		if e == nil || reported[e] || !sent(w) {
+			continue
+		}
+		if f := next[e]; f != nil && w.start > f.acqEnd {
+			reported[e] = true
+			c.add(Violation{Invariant: InvExclusion, Label: w.label, At: time.Unix(0, w.start),
+				Detail: fmt.Sprintf("%s started a write of %s under its epoch %d (acquired %s) at %s, %v after %s's later epoch %d was acquired (%s)",
+					w.proc, w.key, e.n, fmtT(e.acqEnd), fmtT(w.start), time.Duration(w.start-f.acqEnd).Round(time.Millisecond),
+					f.proc, f.n, fmtT(f.acqEnd)),
+				Procs: []string{w.proc, f.proc}, From: time.Unix(0, e.acqStart), To: time.Unix(0, w.start)})
+		}
+	}
+
+	// LATEST: a chain of If-Match writes.
+	byVer := map[string]*write{}
+	for _, w := range writes {
+		if w.end != nil && w.end.OK && strings.HasSuffix(w.key, "LATEST") {
+			byVer[w.label+"\x00"+normVersion(w.end.Ver)] = w
+		}
+	}
+	for _, w := range writes {
+		if w.end == nil || !w.end.OK || !strings.HasSuffix(w.key, "LATEST") {
+			continue
+		}
+		if w.cond == "If-None-Match: *" {
+			for _, o := range writes {
+				if o != w && o.label == w.label && o.key == w.key && o.end != nil && o.end.OK && o.end.T < w.start {
+					c.add(Violation{Invariant: InvLatest, Label: w.label, At: time.Unix(0, w.start),
+						Detail: fmt.Sprintf("%s created LATEST with If-None-Match: * at %s, after %s's LATEST write had succeeded (%s): it replaced an existing LATEST",
+							w.proc, fmtT(w.start), o.proc, fmtT(o.end.T)),
+						Procs: []string{w.proc, o.proc}, From: time.Unix(0, o.start), To: time.Unix(0, w.end.T)})
+					break
+				}
+			}
+			continue
+		}
+		p := byVer[w.label+"\x00"+normVersion(w.prev)]
+		if p == nil {
+			continue
+		}
+		ew, ep := epochs[ek{w.proc, w.label, w.epoch}], epochs[ek{p.proc, p.label, p.epoch}]
+		if ew != nil && ep != nil && ew.proc != ep.proc && ew.acqEnd < ep.acqStart {
+			c.add(Violation{Invariant: InvLatest, Label: w.label, At: time.Unix(0, w.end.T),
+				Detail: fmt.Sprintf("LATEST moved back: %s (epoch %d, acquired %s) replaced the LATEST of %s's later epoch %d (acquired %s)",
+					w.proc, ew.n, fmtT(ew.acqEnd), p.proc, ep.n, fmtT(ep.acqEnd)),
+				Procs: []string{w.proc, p.proc}, From: time.Unix(0, ew.acqStart), To: time.Unix(0, w.end.T)})
+		}
+	}
+
+	// Immutable objects: one successful create per key.
+	creates := map[string][]*write{}
+	for _, w := range writes {
+		if w.cond == "If-None-Match: *" && w.end != nil && w.end.OK && !strings.HasSuffix(w.key, "LATEST") {
+			k := w.label + "\x00" + w.key
+			creates[k] = append(creates[k], w)
+		}
+	}
+	for _, ws := range creates {
+		if len(ws) > 1 {
+			c.add(Violation{Invariant: InvImmutable, Label: ws[0].label, At: time.Unix(0, ws[1].start),
+				Detail: fmt.Sprintf("%s was created twice with If-None-Match: *, by %s and %s", ws[0].key, ws[0].proc, ws[1].proc),
+				Procs: []string{ws[0].proc, ws[1].proc}, From: time.Unix(0, ws[0].start), To: time.Unix(0, ws[1].end.T)})
+		}
+	}
+
+	// The listing: every object accounted for by a logged write of the
+	// writer its key names, and LATEST's backup intact.
+	startedBy := map[string][]*write{}
+	for _, w := range writes {
+		k := w.label + "\x00" + w.key
+		startedBy[k] = append(startedBy[k], w)
+	}
+	for _, o := range res.Objects {
+		if o.Name == "LEASE" {
+			continue
+		}
+		f := Fields(o.Body)
+		if tag := tagOf(o.Name); tag != "" && !strings.HasPrefix(tag, f["proc"]+".") {
+			c.add(Violation{Invariant: InvImmutable, Label: o.Label, At: o.Modified,
+				Detail: fmt.Sprintf("%s, named for backup %s, holds what %s wrote: %q", o.Key, tag, f["proc"], o.Body),
+				Procs:  []string{f["proc"], strings.Split(tag, ".e")[0]}, From: o.Modified.Add(-2 * ttl), To: o.Modified.Add(ttl)})
+		}
+		var any, unrefused bool
+		for _, w := range startedBy[o.Label+"\x00"+o.Key] {
+			if w.proc == f["proc"] {
+				any = true
+				if w.end == nil || !w.end.Refused {
+					unrefused = true
+				}
+			}
+		}
+		switch {
+		case !any:
+			c.add(Violation{Invariant: InvUnlogged, Label: o.Label, At: o.Modified,
+				Detail: fmt.Sprintf("%s (%q) was written by no write %s logged", o.Key, o.Body, f["proc"]),
+				Procs:  []string{f["proc"]}, From: o.Modified.Add(-ttl), To: o.Modified.Add(ttl)})
+		case !unrefused:
+			c.add(Violation{Invariant: InvUnlogged, Label: o.Label, At: o.Modified,
+				Detail: fmt.Sprintf("%s exists, but every write of it by %s was refused by the fence", o.Key, f["proc"]),
+				Procs:  []string{f["proc"]}, From: o.Modified.Add(-ttl), To: o.Modified.Add(ttl)})
+		}
+	}
+	for label, m := range objs {
+		for key, o := range m {
+			if o.Name != "LATEST" {
+				continue
+			}
+			c.checkIntegrity(label, key, o, m, ttl)
+		}
+	}
+
+	// Lost replies: told ErrLost, yet the LEASE object still held our record.
+	for _, e := range lostReads {
+		if e.State == "record" && e.Holder == e.ID && e.HolderTTL != 0 && !shared(e.ID) {
+			c.add(Violation{Invariant: InvLostReply, Label: e.Prefix, At: e.Time(),
+				Detail: fmt.Sprintf("%s was told ErrLost (epoch %d), but the LEASE object read right after still held its own record (version %s)",
+					e.Proc, e.Epoch, e.HolderVer),
+				Procs: []string{e.Proc}, From: e.Time().Add(-2 * ttl), To: e.Time()})
+		}
+	}
+	// Removed: a holder's object vanished and nobody took the lease since.
+	for _, e := range lostEvents {
+		if !strings.Contains(e.Detail, "removed") || shared(e.ID) || released[e.Proc] {
+			continue
+		}
+		ep := epochs[ek{e.Proc, e.Prefix, e.Epoch}]
+		if ep == nil {
+			continue
+		}
+		other := false
+		for _, f := range epochList {
+			if f.label == e.Prefix && f.proc != e.Proc && f.acqEnd > ep.acqStart && f.acqStart < e.T {
+				other = true
+				break
+			}
+		}
+		if !other {
+			c.add(Violation{Invariant: InvRemoved, Label: e.Prefix, At: e.Time(),
+				Detail: fmt.Sprintf("%s's LEASE object (epoch %d, acquired %s) was removed while nobody else had taken the lease: %s",
+					e.Proc, ep.n, fmtT(ep.acqEnd), e.Detail),
+				Procs: []string{e.Proc}, From: time.Unix(0, ep.acqStart), To: e.Time()})
+		}
+	}
+
+	// Drills.
+	for _, d := range res.Drills {
+		if d.Skipped != "" {
+			continue
+		}
+		victim := map[string]bool{}
+		for _, p := range d.Procs {
+			victim[p] = true
+		}
+		victimID := map[string]bool{}
+		for _, id := range d.Victims {
+			victimID[id] = true
+		}
+		var took *epoch
+		for _, f := range epochList {
+			if f.label == d.Label && !victim[f.proc] && f.acqEnd > d.Kill.UnixNano() && (took == nil || f.acqEnd < took.acqEnd) {
+				took = f
+			}
+		}
+		end := d.Kill.Add(4*ttl + 10*time.Second)
+		if !d.Moved.IsZero() {
+			end = d.Moved
+		}
+		if took == nil || took.acqEnd > end.UnixNano()+int64(time.Second) {
+			c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: end,
+				Detail: fmt.Sprintf("no live contender held the lease by %s, after its holder %s was killed at %s",
+					end.UTC().Format("15:04:05.000"), strings.Join(d.Procs, ","), d.Kill.UTC().Format("15:04:05.000")),
+				Procs: d.Procs, From: d.Kill.Add(-ttl), To: end})
+		} else {
+			c.Takeovers = append(c.Takeovers, time.Duration(took.acqEnd-d.Kill.UnixNano()))
+		}
+		stale := d.Kill.Add(ttl + envelope + 100*time.Millisecond).UnixNano()
+		for _, r := range refusals {
+			if r.e.Prefix == d.Label && r.e.State == "fresh" && victimID[r.e.Holder] && r.start >= stale && r.e.T <= end.UnixNano() &&
+				!victim[r.e.Proc] {
+				c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: r.e.Time(),
+					Detail: fmt.Sprintf("%s's acquire, begun %s, was refused by the record of %s, killed at %s: it counted as fresh %v after the kill (TTL %v, skew bound %v)",
+						r.e.Proc, fmtT(r.start), r.e.Holder, d.Kill.UTC().Format("15:04:05.000"),
+						time.Duration(r.start-d.Kill.UnixNano()).Round(time.Millisecond), ttl, envelope),
+					Procs: append([]string{r.e.Proc}, d.Procs...), From: d.Kill.Add(-ttl), To: r.e.Time()})
+				break
+			}
+		}
+	}
+	return c
+}
+
+func (c *Check) add(v Violation) { c.Violations = append(c.Violations, v) }
+
+func (c *Check) checkIntegrity(label, key string, o Object, m map[string]Object, ttl time.Duration) {
+	bad := func(detail string) {
+		c.add(Violation{Invariant: InvIntegrity, Label: label, At: o.Modified, Detail: detail,
+			Procs: []string{Fields(o.Body)["proc"]}, From: o.Modified.Add(-2 * ttl), To: o.Modified.Add(ttl)})
+	}
+	l := Fields(o.Body)
+	mo, ok := m[l["manifest"]]
+	if !ok {
+		bad(fmt.Sprintf("LATEST (%q) names a manifest that does not exist", o.Body))
+		return
+	}
+	mf := Fields(mo.Body)
+	if mf["sealed"] != "true" || mf["k"] != l["k"] {
+		bad(fmt.Sprintf("LATEST (%q) names %s, which is not the sealed backup k=%s: %q", o.Body, mo.Key, l["k"], mo.Body))
+		return
+	}
+	for _, ck := range strings.Split(mf["chunks"], ",") {
+		if co, ok := m[ck]; !ok || Fields(co.Body)["tag"] != mf["tag"] {
+			bad(fmt.Sprintf("manifest %s names chunk %s, which is missing or not its own", mo.Key, ck))
+			return
+		}
+	}
+	if p := mf["parent"]; p != "" {
+		if po, ok := m[p]; !ok || Fields(po.Body)["sealed"] != "true" {
+			bad(fmt.Sprintf("manifest %s has parent %s, which is missing or unsealed", mo.Key, p))
+		}
+	}
+}
+
+// tagOf returns the backup tag a data key is named for, or "".
+func tagOf(name string) string {
+	switch {
+	case strings.HasPrefix(name, "chunks/"):
+		return strings.Split(strings.TrimPrefix(name, "chunks/"), "/")[0]
+	case strings.HasPrefix(name, "manifests/"):
+		return strings.TrimPrefix(name, "manifests/")
+	}
+	return ""
+}
+
+// dupID reports whether the nemesis ran a duplicate of id.
+func dupID(res *Result, id string) bool {
+	for _, ex := range res.Executed {
+		if ex.Action.Kind == ActDuplicate && strings.Contains(ex.Note, "("+id+")") {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtT(t int64) string { return time.Unix(0, t).UTC().Format("15:04:05.000") }
+
+// Report renders a violation with the run's seed, the nemesis actions
+// around it and the interleaving of the logs that led to it.
+func (r *Result) Report(v Violation) string {
+	var b strings.Builder
+	cfg := r.Config
+	fmt.Fprintf(&b, "VIOLATION %s on %s: %s\n", v.Invariant, v.Label, v.Detail)
+	fmt.Fprintf(&b, "  driver %s, seed %d, control %q, TTL %v, %d workers, %d leases, run %v\n",
+		cfg.Driver, cfg.Seed, cfg.Control, cfg.TTL, cfg.Workers, cfg.Leases, cfg.Duration)
+	fmt.Fprintf(&b, "  replay the schedule: scripts/chaos --driver %s --seed %d --duration %v --ttl %v --workers %d --leases %d",
+		cfg.Driver, cfg.Seed, cfg.Duration, cfg.TTL, cfg.Workers, cfg.Leases)
+	if cfg.Control != "" {
+		fmt.Fprintf(&b, " --control %s", cfg.Control)
+	}
+	fmt.Fprintf(&b, "\n  clock skews by slot: %v\n", r.Skews)
+	from, to := v.From.Add(-cfg.TTL), v.To.Add(cfg.TTL/2)
+	fmt.Fprintf(&b, "  schedule: %d actions planned, %d carried out; those from %s to %s (offsets from the start %s):\n",
+		len(r.Schedule), len(r.Executed), from.UTC().Format("15:04:05.000"), to.UTC().Format("15:04:05.000"),
+		r.Start.UTC().Format("15:04:05.000"))
+	n := 0
+	for _, ex := range r.Executed {
+		if ex.At.Before(from.Add(-2*cfg.TTL)) || ex.At.After(to) {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "    %s  %s  %s\n", ex.At.UTC().Format("15:04:05.000"), ex.Action, ex.Note)
+	}
+	if n == 0 {
+		b.WriteString("    (none)\n")
+	}
+	involved := map[string]bool{}
+	for _, p := range v.Procs {
+		involved[p] = true
+	}
+	var lines []string
+	for _, e := range r.Entries {
+		if e.T < from.UnixNano() || e.T > to.UnixNano() || (e.Prefix != v.Label && e.Prefix != "") {
+			continue
+		}
+		key := e.Ev == EvAcquireOK || e.Ev == EvLease && e.Kind != "renewed" || e.Ev == EvLostRead ||
+			e.Ev == EvReleaseStart || e.Ev == EvStart || e.Ev == EvExit
+		if involved[e.Proc] || key {
+			lines = append(lines, "    "+e.String())
+		}
+	}
+	const maxLines = 120
+	if len(lines) > maxLines {
+		cut := len(lines) - maxLines
+		lines = append(append(lines[:maxLines/2:maxLines/2], fmt.Sprintf("    ... %d lines left out ...", cut)), lines[len(lines)-maxLines/2:]...)
+	}
+	fmt.Fprintf(&b, "  interleaving (%s: every line of %s, and every lease change):\n", v.Label, strings.Join(v.Procs, ", "))
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n")
+	return b.String()
+}
+
+// Summary renders the run's numbers: processes started, nemesis actions by
+// kind, writes, lease transfers, violations and the worst takeover time as
+// a multiple of the TTL.
+func (r *Result) Summary() string {
+	kinds := map[string]int{}
+	for _, ex := range r.Executed {
+		if !strings.HasPrefix(ex.Note, "skipped") && !strings.HasPrefix(ex.Note, "failed") {
+			kinds[ex.Action.Kind]++
+		}
+	}
+	var ks []string
+	for k, n := range kinds {
+		ks = append(ks, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(ks)
+	c := r.Check
+	worst := time.Duration(0)
+	for _, t := range c.Takeovers {
+		worst = max(worst, t)
+	}
+	w := "none measured"
+	if len(c.Takeovers) > 0 {
+		w = fmt.Sprintf("%.2f TTL (%v, %d drills)", float64(worst)/float64(r.Config.TTL), worst.Round(time.Millisecond), len(c.Takeovers))
+	}
+	ctl := ""
+	if r.Config.Control != "" {
+		ctl = " control=" + r.Config.Control
+	}
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d violations=%d worst-takeover=%s",
+		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
+		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, len(c.Violations), w)
+}

@@ -1,0 +1,705 @@
+//go:build linux
+
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// The negative controls: each must make the checker report a violation.
+const (
+	// ControlSkewBeyond: worker 0's clock runs 0.9 TTL ahead, beyond the
+	// TTL/3 the lease absorbs; it takes over healthy holders.
+	ControlSkewBeyond = "skew-beyond"
+	// ControlProbeDisabled: the s3 driver through a proxy that strips
+	// preconditions (internal/stripproxy), with oldlease.SkipProbe set in
+	// every worker.
+	ControlProbeDisabled = "probe-disabled"
+	// ControlFenceDisabled: the workers write through the raw bucket and
+	// ignore MayWrite; the holder of p0 is paused for 1.5 TTL again and
+	// again.
+	ControlFenceDisabled = "fence-disabled"
+	// ControlOldRelease: oldlease.DeleteOnRelease in every worker; the
+	// holder of p0 is paused for 1.5 TTL, then woken and terminated, so
+	// that it releases a lease it no longer holds.
+	ControlOldRelease = "old-release"
+	// ControlProbeEnabled is not a negative control but its counterpart:
+	// the stripping proxy with the probe on, where no acquire may succeed.
+	ControlProbeEnabled = "probe-enabled"
+)
+
+// Controls are the negative controls, in the order the tests run them.
+var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled}
+
+// Config describes one chaos run on one driver.
+type Config struct {
+	Driver   string        // one of Drivers, or "s3-stripped"
+	Seed     uint64        // the schedule's seed
+	Duration time.Duration // how long the nemesis runs
+	Workers  int           // worker processes, at least 5 (default 5)
+	Leases   int           // prefixes they contend for, at least 2 (default 2)
+	TTL      time.Duration // the lease TTL, whole seconds (default 2s)
+	// Control is one of the Control* constants, or "" for a normal run.
+	Control string
+	// Dir holds the run's logs; it must exist.
+	Dir string
+	// WorkerBin is the chaosworker binary (BuildWorker).
+	WorkerBin string
+	// Getenv reads the emulator variables; default os.Getenv.
+	Getenv func(string) string
+	// Progress, if set, gets a line per nemesis action.
+	Progress io.Writer
+}
+
+func (c *Config) defaults() error {
+	if c.Workers == 0 {
+		c.Workers = 5
+	}
+	if c.Leases == 0 {
+		c.Leases = 2
+	}
+	if c.TTL == 0 {
+		c.TTL = 2 * time.Second
+	}
+	if c.Getenv == nil {
+		c.Getenv = osGetenv
+	}
+	switch {
+	case c.Workers < 2 || c.Leases < 1:
+		return errors.New("chaos: at least 2 workers and 1 lease")
+	case c.TTL < time.Second || c.TTL%time.Second != 0:
+		return errors.New("chaos: the TTL must be whole seconds")
+	case c.Dir == "" || c.WorkerBin == "":
+		return errors.New("chaos: Dir and WorkerBin are required")
+	case c.Duration <= 0 || c.Duration > 24*time.Hour:
+		return errors.New("chaos: Duration must be between 0 and 24h")
+	}
+	if (c.Control == ControlProbeDisabled || c.Control == ControlProbeEnabled) && c.Driver != "s3-stripped" {
+		return fmt.Errorf("chaos: control %s runs on s3-stripped only", c.Control)
+	}
+	return nil
+}
+
+// BuildWorker builds cmd/chaosworker into dir with go build and returns
+// the binary's path. root is the module's directory.
+func BuildWorker(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "chaosworker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/chaos/cmd/chaosworker")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build chaosworker: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Drill is one takeover drill: the holder of a lease killed in calm
+// conditions, and whether and when another process took the lease.
+type Drill struct {
+	Label   string
+	Kill    time.Time // when every victim was known dead
+	Victims []string  // the instance ids killed
+	Procs   []string  // their processes
+	Moved   time.Time // when the harness saw another holder; zero if never
+	Skipped string    // why no drill ran (no live holder)
+}
+
+// Executed is a nemesis action as it was carried out.
+type Executed struct {
+	At     time.Time
+	Action Action
+	Note   string // which process, or why it was skipped
+}
+
+// Result is a finished run: what was done, what the bucket held, and the
+// checker's verdict.
+type Result struct {
+	Config    Config
+	Start     time.Time
+	End       time.Time
+	Schedule  []Action
+	Executed  []Executed
+	Drills    []Drill
+	Processes int
+	Skews     []time.Duration
+	Entries   []Entry
+	Objects   []Object
+	Check     *Check
+}
+
+type proc struct {
+	name string
+	id   string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *proc) alive() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) signal(s syscall.Signal) {
+	if p != nil && p.alive() {
+		_ = p.cmd.Process.Signal(s)
+	}
+}
+
+// wait waits up to d for the process to exit, then kills it and waits.
+func (p *proc) wait(d time.Duration) {
+	if p == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return
+	case <-t.C:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+type slot struct {
+	i      int
+	proxy  *Proxy
+	id     string
+	gen    int // instance ids given out
+	inc    int // processes started
+	skew   time.Duration
+	cur    *proc
+	paused bool
+	down   bool
+	busy   bool // a fault is active; new actions skip the slot
+	token  int  // bumped by every action and heal; follow-ups check it
+}
+
+type event struct {
+	at time.Duration
+	f  func()
+}
+
+type runner struct {
+	cfg    Config
+	be     *backend
+	start  time.Time
+	slots  []*slot
+	dupPx  *Proxy
+	dups   []*proc
+	ndup   int
+	procs  int
+	logs   []string
+	queue  []event
+	res    *Result
+	rng    *rand.Rand
+	allPx  []*Proxy
+	mu     sync.Mutex
+	closed bool
+}
+
+// Run carries out one chaos run and checks it. The error is for a run that
+// could not be carried out (no server, no bucket); violations are in
+// Result.Check.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	be, err := newBackend(ctx, cfg.Driver, cfg.Leases, cfg.Dir, cfg.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	defer be.close()
+	r := &runner{cfg: cfg, be: be, rng: rand.New(rand.NewPCG(cfg.Seed, 0x1d5))}
+	r.res = &Result{Config: cfg, Schedule: Schedule(cfg.Seed, cfg.Duration, cfg.TTL, cfg.Workers, cfg.Leases, cfg.Control),
+		Skews: Skews(cfg.Seed, cfg.TTL, cfg.Workers, cfg.Control)}
+	defer r.shutdown()
+	if be.upstream != "" {
+		for range cfg.Workers + 1 {
+			px, err := StartProxy(be.upstream)
+			if err != nil {
+				return nil, err
+			}
+			r.allPx = append(r.allPx, px)
+		}
+		r.dupPx = r.allPx[cfg.Workers]
+	}
+	r.start = time.Now()
+	r.res.Start = r.start
+	for i := range cfg.Workers {
+		s := &slot{i: i, skew: r.res.Skews[i]}
+		if r.allPx != nil {
+			s.proxy = r.allPx[i]
+		}
+		s.gen++
+		s.id = fmt.Sprintf("w%d-g%d-%x", i, s.gen, cfg.Seed&0xffff)
+		r.slots = append(r.slots, s)
+		if err := r.startSlot(s); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range r.res.Schedule {
+		r.push(a.At, func() { r.apply(a) })
+	}
+	r.push(cfg.Duration, func() {})
+	r.loop(ctx)
+	r.healAll()
+	r.stopAll()
+	r.res.End = time.Now()
+	r.res.Processes = r.procs
+	entries, err := ReadLogs(r.logs)
+	if err != nil {
+		return nil, err
+	}
+	r.res.Entries = entries
+	objs, err := r.listAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the bucket: %w", err)
+	}
+	r.res.Objects = objs
+	r.res.Check = CheckRun(r.res)
+	return r.res, nil
+}
+
+func (r *runner) now() time.Duration { return time.Since(r.start) }
+
+func (r *runner) push(at time.Duration, f func()) {
+	r.queue = append(r.queue, event{at, f})
+	sort.SliceStable(r.queue, func(i, j int) bool { return r.queue[i].at < r.queue[j].at })
+}
+
+// loop runs the queued events in time order until the run's duration has
+// passed; follow-ups due later are left to healAll.
+func (r *runner) loop(ctx context.Context) {
+	for steps := 0; len(r.queue) > 0 && steps < 100000; steps++ {
+		e := r.queue[0]
+		if e.at > r.cfg.Duration {
+			return
+		}
+		r.queue = r.queue[1:]
+		if d := e.at - r.now(); d > 0 {
+			sleepCtx(ctx, d)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		e.f()
+	}
+}
+
+func (r *runner) note(a Action, format string, args ...any) {
+	ex := Executed{At: time.Now(), Action: a, Note: fmt.Sprintf(format, args...)}
+	r.res.Executed = append(r.res.Executed, ex)
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "chaos %s: +%v %s %s\n", r.cfg.Driver, r.now().Round(time.Millisecond), a.Kind, ex.Note)
+	}
+}
+
+// workerEnv is the harness's environment without any credentials or
+// emulator settings, plus the backend's for the proxy at addr.
+func (r *runner) workerEnv(addr string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "AWS_"), strings.HasPrefix(k, "AZURE_"), strings.HasPrefix(k, "MINIO_"),
+			strings.HasPrefix(k, "GOOGLE_"), strings.HasPrefix(k, "BUCKETLEASE_"), strings.HasPrefix(k, "MUSHROOMDB_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, r.be.workerEnv(addr)...)
+}
+
+func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, error) {
+	addr := ""
+	if px != nil {
+		addr = px.Addr()
+	}
+	logPath := filepath.Join(r.cfg.Dir, name+".jsonl")
+	args := []string{"-proc", name, "-id", id, "-ttl", r.cfg.TTL.String(), "-skew", skew.String(), "-log", logPath,
+		"-max-run", (r.cfg.Duration + 10*r.cfg.TTL + 2*time.Minute).String()}
+	for i := range r.cfg.Leases {
+		args = append(args, "-url", r.be.workerURL(addr, i))
+	}
+	switch r.cfg.Control {
+	case ControlFenceDisabled:
+		args = append(args, "-no-fence")
+	case ControlOldRelease:
+		args = append(args, "-old-release")
+	case ControlProbeDisabled:
+		args = append(args, "-skip-probe")
+	}
+	cmd := exec.Command(r.cfg.WorkerBin, args...)
+	cmd.Env = r.workerEnv(addr)
+	out, err := os.Create(filepath.Join(r.cfg.Dir, name+".out"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	p := &proc{name: name, id: id, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
+	r.procs++
+	r.logs = append(r.logs, logPath)
+	return p, nil
+}
+
+func (r *runner) startSlot(s *slot) error {
+	s.inc++
+	p, err := r.spawn(fmt.Sprintf("w%d.%d", s.i, s.inc), s.id, s.proxy, s.skew)
+	if err != nil {
+		return err
+	}
+	s.cur, s.down, s.paused = p, false, false
+	return nil
+}
+
+// restart starts the slot again once its process has exited, with a new
+// instance id if newID.
+func (r *runner) restart(s *slot, newID bool) {
+	if s.cur != nil {
+		s.cur.signal(syscall.SIGCONT)
+		s.cur.wait(3*r.cfg.TTL + 5*time.Second)
+	}
+	if newID {
+		s.gen++
+		s.id = fmt.Sprintf("w%d-g%d-%x", s.i, s.gen, r.cfg.Seed&0xffff)
+	}
+	if err := r.startSlot(s); err != nil {
+		r.note(Action{Kind: "restart", Slot: s.i}, "failed: %v", err)
+	}
+}
+
+// followUp runs f at offset at, unless the slot has been acted on since.
+func (r *runner) followUp(s *slot, at time.Duration, f func()) {
+	tok := s.token
+	r.push(at, func() {
+		if s.token == tok {
+			f()
+		}
+	})
+}
+
+func (r *runner) apply(a Action) {
+	switch a.Kind {
+	case ActDrill:
+		r.healAll()
+		r.drill(a)
+		return
+	case ActPauseHold:
+		r.pauseHolder(a)
+		return
+	}
+	var s *slot
+	if a.Holder {
+		rec, ok := r.readLease(a.Slot)
+		hs := r.holders(rec.InstanceID)
+		if !ok || rec.TTLSeconds == 0 || len(hs) == 0 {
+			r.note(a, "skipped: no live holder of %s", Label(a.Slot))
+			return
+		}
+		s = hs[0]
+	} else {
+		s = r.slots[a.Slot]
+	}
+	if s.busy || s.down || s.cur == nil {
+		r.note(a, "skipped: w%d is already under a fault", s.i)
+		return
+	}
+	needProxy := a.Kind == ActPartition || a.Kind == ActDelay || a.Kind == ActDropReply || a.Kind == ActReset
+	if needProxy && s.proxy == nil {
+		r.note(a, "skipped: the %s driver has no network", r.cfg.Driver)
+		return
+	}
+	s.token++
+	now := r.now()
+	p := s.cur
+	switch a.Kind {
+	case ActPause:
+		p.signal(syscall.SIGSTOP)
+		s.busy, s.paused = true, true
+		r.followUp(s, now+a.Dur, func() { p.signal(syscall.SIGCONT); s.busy, s.paused = false, false })
+	case ActPauseTerm:
+		p.signal(syscall.SIGSTOP)
+		s.busy, s.paused = true, true
+		r.followUp(s, now+a.Dur, func() {
+			p.signal(syscall.SIGCONT)
+			p.signal(syscall.SIGTERM)
+			s.paused, s.down = false, true
+			r.followUp(s, r.now()+a.Dur2, func() { r.restart(s, false); s.busy = false })
+		})
+	case ActKillSame, ActKillNew:
+		p.signal(syscall.SIGKILL)
+		s.busy, s.down = true, true
+		r.followUp(s, now+a.Dur, func() { r.restart(s, a.Kind == ActKillNew); s.busy = false })
+	case ActTerm:
+		p.signal(syscall.SIGTERM)
+		s.busy, s.down = true, true
+		r.followUp(s, now+a.Dur, func() { r.restart(s, false); s.busy = false })
+	case ActPartition:
+		s.proxy.Partition(true)
+		s.busy = true
+		r.followUp(s, now+a.Dur, func() { s.proxy.Partition(false); s.busy = false })
+	case ActDelay:
+		s.proxy.SetDelay(a.Delay)
+		s.busy = true
+		r.followUp(s, now+a.Dur, func() { s.proxy.SetDelay(0); s.busy = false })
+	case ActDropReply:
+		s.proxy.DropReplies(true)
+		s.busy = true
+		r.followUp(s, now+a.Dur, func() { s.proxy.DropReplies(false); s.busy = false })
+	case ActReset:
+		s.proxy.Reset()
+	case ActDuplicate:
+		r.ndup++
+		d, err := r.spawn(fmt.Sprintf("d%d.%d", s.i, r.ndup), s.id, r.dupPx, s.skew)
+		if err != nil {
+			r.note(a, "failed: %v", err)
+			return
+		}
+		r.dups = append(r.dups, d)
+		r.push(now+a.Dur, func() { d.signal(syscall.SIGTERM) })
+		r.note(a, "%s runs with the id of %s (%s)", d.name, p.name, s.id)
+		return
+	}
+	r.note(a, "%s (%s)", p.name, p.id)
+}
+
+// healAll ends every fault: proxies healed, paused processes continued,
+// stopped ones restarted, duplicates stopped.
+func (r *runner) healAll() {
+	for _, s := range r.slots {
+		s.token++
+		if s.proxy != nil {
+			s.proxy.Heal()
+		}
+		if s.paused && s.cur != nil {
+			s.cur.signal(syscall.SIGCONT)
+		}
+		s.paused = false
+		if (s.down || s.cur == nil || !s.cur.alive()) && !r.closed {
+			r.restart(s, false)
+		}
+		s.busy = false
+	}
+	for _, d := range r.dups {
+		d.signal(syscall.SIGCONT)
+		d.signal(syscall.SIGTERM)
+	}
+	for _, d := range r.dups {
+		d.wait(3*r.cfg.TTL + 5*time.Second)
+	}
+	r.dups = nil
+}
+
+// readLease reads the LEASE object of label i straight from the server.
+func (r *runner) readLease(i int) (lease.Record, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.TTL+5*time.Second)
+	defer cancel()
+	data, _, err := driver.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), lease.MaxRecordSize)
+	if err != nil {
+		return lease.Record{}, false
+	}
+	rec, err := lease.DecodeRecord(data)
+	return rec, err == nil
+}
+
+// holders returns the slots running a process with the given id.
+func (r *runner) holders(id string) []*slot {
+	var out []*slot
+	for _, s := range r.slots {
+		if s.id == id && s.cur != nil && !s.down {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (r *runner) drill(a Action) {
+	d := Drill{Label: Label(0)}
+	rec, ok := r.readLease(0)
+	victims := r.holders(rec.InstanceID)
+	if !ok || rec.TTLSeconds == 0 || len(victims) == 0 {
+		d.Skipped = "no live holder named by the LEASE object"
+		r.res.Drills = append(r.res.Drills, d)
+		r.note(a, "skipped: %s", d.Skipped)
+		return
+	}
+	for _, s := range victims {
+		s.token++
+		s.cur.signal(syscall.SIGKILL)
+	}
+	for _, s := range victims {
+		s.cur.wait(10 * time.Second)
+		s.down = true
+		d.Victims = append(d.Victims, s.id)
+		d.Procs = append(d.Procs, s.cur.name)
+	}
+	d.Kill = time.Now()
+	deadline := d.Kill.Add(4*r.cfg.TTL + 10*time.Second)
+	for range maxDrillPolls {
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(r.cfg.TTL / 10)
+		if cur, ok := r.readLease(0); ok && cur.TTLSeconds != 0 && cur.InstanceID != rec.InstanceID {
+			d.Moved = time.Now()
+			break
+		}
+	}
+	r.res.Drills = append(r.res.Drills, d)
+	took := "no takeover"
+	if !d.Moved.IsZero() {
+		took = fmt.Sprintf("lease moved after %v", d.Moved.Sub(d.Kill).Round(time.Millisecond))
+	}
+	r.note(a, "killed %s (%s); %s", strings.Join(d.Procs, ","), rec.InstanceID, took)
+	newID := r.rng.IntN(2) == 0
+	for _, s := range victims {
+		r.restart(s, newID)
+	}
+}
+
+// pauseHolder pauses the holder of p0 for a.Dur, then continues it, and
+// with a.Term terminates it and restarts it a TTL later (the controls).
+func (r *runner) pauseHolder(a Action) {
+	rec, ok := r.readLease(0)
+	hs := r.holders(rec.InstanceID)
+	if !ok || rec.TTLSeconds == 0 || len(hs) == 0 {
+		r.note(a, "skipped: no live holder of p0")
+		return
+	}
+	s := hs[0]
+	if s.busy {
+		r.note(a, "skipped: w%d is busy", s.i)
+		return
+	}
+	s.token++
+	p := s.cur
+	p.signal(syscall.SIGSTOP)
+	s.busy, s.paused = true, true
+	r.note(a, "%s (%s)", p.name, p.id)
+	r.followUp(s, r.now()+a.Dur, func() {
+		p.signal(syscall.SIGCONT)
+		s.paused = false
+		if !a.Term {
+			s.busy = false
+			return
+		}
+		p.signal(syscall.SIGTERM)
+		s.down = true
+		r.followUp(s, r.now()+r.cfg.TTL, func() { r.restart(s, false); s.busy = false })
+	})
+}
+
+// stopAll terminates every process (they release) and waits for them.
+func (r *runner) stopAll() {
+	r.closed = true
+	var all []*proc
+	for _, s := range r.slots {
+		if s.cur != nil {
+			all = append(all, s.cur)
+		}
+	}
+	all = append(all, r.dups...)
+	for _, p := range all {
+		p.signal(syscall.SIGCONT)
+		p.signal(syscall.SIGTERM)
+	}
+	var wg sync.WaitGroup
+	for _, p := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.wait(3*r.cfg.TTL + 10*time.Second) }()
+	}
+	wg.Wait()
+}
+
+// shutdown kills whatever still runs and closes the proxies.
+func (r *runner) shutdown() {
+	for _, s := range r.slots {
+		if s.cur != nil && s.cur.alive() {
+			s.cur.signal(syscall.SIGCONT)
+			s.cur.signal(syscall.SIGKILL)
+			<-s.cur.done
+		}
+	}
+	for _, d := range r.dups {
+		if d.alive() {
+			d.signal(syscall.SIGCONT)
+			d.signal(syscall.SIGKILL)
+			<-d.done
+		}
+	}
+	for _, px := range r.allPx {
+		_ = px.Close()
+	}
+}
+
+// Object is one object of the bucket after the run, read straight from
+// the server: its lease label, key, version, server-side modification time
+// and body.
+type Object struct {
+	Label    string
+	Key      string // the driver key
+	Name     string // the key under the lease's prefix: "LATEST", "chunks/...", "LEASE"
+	Version  string
+	Modified time.Time
+	Body     []byte
+}
+
+func (r *runner) listAll(ctx context.Context) ([]Object, error) {
+	var out []Object
+	for i := range r.cfg.Leases {
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		keys, err := r.be.list(lctx, i)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		for _, k := range keys {
+			data, v, err := driver.ReadAll(lctx, r.be.directs[i], k.key, 1<<20)
+			if errors.Is(err, driver.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			name := k.key
+			if p := r.be.prefixes[i]; p != "" {
+				name = strings.TrimPrefix(k.key, p+"/")
+			}
+			out = append(out, Object{Label: Label(i), Key: k.key, Name: name, Version: normVersion(string(v)),
+				Modified: k.modified, Body: data})
+		}
+		cancel()
+	}
+	return out, nil
+}
+
+// normVersion makes an ETag comparable whichever driver reported it.
+func normVersion(v string) string { return strings.Trim(v, `"`) }

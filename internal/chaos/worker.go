@@ -1,0 +1,381 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// WorkerConfig configures one worker process (cmd/chaosworker).
+type WorkerConfig struct {
+	Proc string        // the process's name in the logs, "w3.2": slot 3, incarnation 2
+	ID   string        // the lease instance id
+	URLs []string      // one driver URL per prefix the worker contends for
+	TTL  time.Duration // the lease TTL
+	// Skew moves the wall clock the lease reads (SkewClock); the logs use
+	// the system clock.
+	Skew time.Duration
+	// NoFence is a negative control: the worker writes through the raw
+	// bucket, ignoring MayWrite, until it learns that the lease is lost.
+	NoFence bool
+	// OldRelease, SkipProbe and OldAdopt set the internal/oldlease
+	// switches DeleteOnRelease, SkipProbe and AdoptByInstanceID in this
+	// process (negative controls).
+	OldRelease, SkipProbe, OldAdopt bool
+	Log                             *Logger
+	// Deadline, if set, ends the worker as SIGTERM would, so that a
+	// worker whose harness died does not run on.
+	Deadline time.Time
+}
+
+// Switches describes the worker's test switches, for its start line.
+func (c WorkerConfig) Switches() string {
+	var s []string
+	if c.Skew != 0 {
+		s = append(s, "skew="+c.Skew.String())
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}} {
+		if f.on {
+			s = append(s, f.name)
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+// RunWorker runs the worker until ctx is done (SIGTERM), then releases
+// every lease it holds or last held, and returns. It contends for the
+// lease on each URL's prefix, as the README tells users to: one Contender
+// per prefix with a stable instance id, Keep, Fence and Lease.Bucket. While
+// it holds a lease it writes backups as the spec's worker does: immutable
+// chunks and a manifest with If-None-Match: *, the manifest sealed with
+// If-Match on the version it wrote, and LATEST with If-Match on the version
+// it read (If-None-Match: * when there was none).
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	oldlease.DeleteOnRelease.Store(cfg.OldRelease)
+	oldlease.SkipProbe.Store(cfg.SkipProbe)
+	oldlease.AdoptByInstanceID.Store(cfg.OldAdopt)
+	cfg.Log.Log(Entry{Ev: EvStart, Detail: cfg.Switches()})
+	if !cfg.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, cfg.Deadline)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(cfg.URLs))
+	for i, u := range cfg.URLs {
+		// Opened without ctx: a client must outlive the signal, for
+		// the release.
+		b, prefix, err := driver.Open(context.Background(), u)
+		if err != nil {
+			cfg.Log.Log(Entry{Ev: EvExit, Err: "open: " + err.Error()})
+			return fmt.Errorf("open URL %d: %w", i, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = (&prefixWorker{cfg: cfg, b: b, prefix: prefix, label: Label(i),
+				rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}).run(ctx)
+		}()
+	}
+	wg.Wait()
+	cfg.Log.Log(Entry{Ev: EvExit})
+	return errors.Join(errs...)
+}
+
+type prefixWorker struct {
+	cfg    WorkerConfig
+	b      driver.Bucket
+	prefix string // the driver's prefix, maybe ""
+	label  string // "p0", "p1", ...: the URL's place in WorkerConfig.URLs
+	rng    *rand.Rand // only the run goroutine uses it
+
+	mu       sync.Mutex
+	epoch    int
+	acqKind  string
+	acqPrev  string
+	acqStamp string
+}
+
+// Label names the i-th lease of a run in the logs: "p0", "p1", ...
+func Label(i int) string { return "p" + strconv.Itoa(i) }
+
+// JoinKey returns prefix/name, or name for the empty prefix.
+func JoinKey(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return strings.TrimRight(prefix, "/") + "/" + name
+}
+
+func (w *prefixWorker) key(name string) string { return JoinKey(w.prefix, name) }
+
+func (w *prefixWorker) log(e Entry) {
+	e.Prefix = w.label
+	w.cfg.Log.Log(e)
+}
+
+func (w *prefixWorker) onEvent(e lease.Event) {
+	if e.Kind == lease.EventAcquired || e.Kind == lease.EventTookOver {
+		w.mu.Lock()
+		w.acqKind, w.acqPrev = e.Kind.String(), ""
+		if e.Previous != nil {
+			w.acqPrev = e.Previous.InstanceID
+		}
+		w.mu.Unlock()
+	}
+	w.mu.Lock()
+	epoch := w.epoch
+	w.mu.Unlock()
+	en := Entry{Ev: EvLease, Epoch: epoch, Kind: e.Kind.String(), Ver: string(e.Version), Detail: e.Detail}
+	if e.Err != nil {
+		en.Err = e.Err.Error()
+	}
+	if e.Previous != nil {
+		en.Holder = e.Previous.InstanceID
+	}
+	w.log(en)
+}
+
+// jitter returns d plus up to half of d, at random.
+func (w *prefixWorker) jitter(d time.Duration) time.Duration {
+	return d + time.Duration(w.rng.Int64N(int64(d)/2+1))
+}
+
+func (w *prefixWorker) run(ctx context.Context) error {
+	ttl := w.cfg.TTL
+	c, err := lease.NewContender(w.b, w.prefix, &lease.Options{
+		InstanceID: w.cfg.ID, TTL: ttl, Clock: SkewClock{Offset: w.cfg.Skew},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnEvent: w.onEvent,
+	})
+	if err != nil {
+		return err
+	}
+	var last *lease.Lease
+	defer func() {
+		if last != nil {
+			w.release(last)
+		}
+	}()
+	for ctx.Err() == nil {
+		w.log(Entry{Ev: EvAcquireStart})
+		actx, cancel := context.WithTimeout(ctx, 2*ttl)
+		l, err := c.Acquire(actx)
+		cancel()
+		if err != nil {
+			w.logAcquireFail(err)
+			sleepCtx(ctx, w.jitter(ttl/5))
+			continue
+		}
+		w.mu.Lock()
+		w.epoch++
+		epoch, kind := w.epoch, w.acqKind
+		w.mu.Unlock()
+		last = l
+		w.log(Entry{Ev: EvAcquireOK, Epoch: epoch, Ver: string(l.Version()), Kind: kind,
+			HolderRenewed: l.Record().RenewedAt.UnixNano()})
+		w.hold(ctx, l, epoch)
+		if errors.Is(l.Err(), lease.ErrLost) {
+			w.lostRead(l, epoch)
+			sleepCtx(ctx, w.jitter(ttl/5))
+		}
+	}
+	return nil
+}
+
+func (w *prefixWorker) logAcquireFail(err error) {
+	e := Entry{Ev: EvAcquireFail, Err: err.Error()}
+	var he *lease.HeldError
+	if errors.As(err, &he) {
+		e.Err = "held"
+		e.State = he.State.String()
+		e.HolderVer = string(he.Version)
+		if he.Record != nil {
+			e.Holder = he.Record.InstanceID
+			e.HolderRenewed = he.Record.RenewedAt.UnixNano()
+			e.HolderTTL = he.Record.TTLSeconds
+		}
+	}
+	w.log(e)
+}
+
+// hold writes backups under l until the lease ends or ctx is done.
+func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
+	ttl := w.cfg.TTL
+	work, stop := l.Fence(ctx)
+	defer stop()
+	wb, wctx := l.Bucket(), work
+	keepCtx := work
+	if w.cfg.NoFence {
+		// The broken worker: raw bucket, no fence, and it carries on
+		// until it learns the lease is lost.
+		wb, wctx, keepCtx = w.b, ctx, ctx
+	}
+	kept := make(chan error, 1)
+	go func() { kept <- l.Keep(keepCtx) }()
+	defer func() { stop(); <-kept }()
+	lastCheck := time.Now()
+	for n := 1; ctx.Err() == nil; n++ {
+		if w.cfg.NoFence {
+			switch err := l.Err(); {
+			case err == nil:
+			case errors.Is(err, lease.ErrFenced):
+				if time.Since(lastCheck) > ttl/3 {
+					lastCheck = time.Now()
+					rctx, cancel := context.WithTimeout(ctx, ttl)
+					_ = l.Renew(rctx) // fenced: reads, and reports ErrLost if taken over
+					cancel()
+				}
+			default:
+				return
+			}
+		} else if work.Err() != nil {
+			return
+		}
+		w.backup(wctx, wb, epoch, n)
+		sleepCtx(wctx, w.jitter(ttl/8))
+	}
+}
+
+// backup writes one backup: chunks, manifest, sealed manifest, LATEST. It
+// stops at the first failed step.
+func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int) {
+	latestKey := w.key("LATEST")
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
+	data, vLatest, err := driver.ReadAll(rctx, b, latestKey, 64<<10)
+	cancel()
+	k := 1
+	switch {
+	case err == nil:
+		prev, _ := strconv.Atoi(Fields(data)["k"])
+		k = prev + 1
+	case errors.Is(err, driver.ErrNotExist):
+		vLatest = ""
+	default:
+		return
+	}
+	tag := fmt.Sprintf("%s.e%d.b%d", w.cfg.Proc, epoch, n)
+	var chunks []string
+	for j := range 2 {
+		key := w.key(fmt.Sprintf("chunks/%s/%d", tag, j))
+		body := fmt.Sprintf("chunk proc=%s epoch=%d tag=%s j=%d", w.cfg.Proc, epoch, tag, j)
+		if _, err := w.put(ctx, b, epoch, key, body, driver.IfAbsent(), ""); err != nil {
+			return
+		}
+		chunks = append(chunks, key)
+	}
+	parent := ""
+	if err == nil {
+		parent = Fields(data)["manifest"]
+	}
+	mkey := w.key("manifests/" + tag)
+	manifest := func(sealed bool) string {
+		return fmt.Sprintf("manifest k=%d proc=%s epoch=%d tag=%s sealed=%v parent=%s chunks=%s",
+			k, w.cfg.Proc, epoch, tag, sealed, parent, strings.Join(chunks, ","))
+	}
+	vM, err := w.put(ctx, b, epoch, mkey, manifest(false), driver.IfAbsent(), "")
+	if err != nil {
+		return
+	}
+	if _, err := w.put(ctx, b, epoch, mkey, manifest(true), driver.IfMatch(vM), ""); err != nil {
+		return
+	}
+	cond := driver.IfAbsent()
+	if vLatest != "" {
+		cond = driver.IfMatch(vLatest)
+	}
+	body := fmt.Sprintf("latest k=%d manifest=%s proc=%s epoch=%d tag=%s", k, mkey, w.cfg.Proc, epoch, tag)
+	_, _ = w.put(ctx, b, epoch, latestKey, body, cond, string(vLatest))
+}
+
+// put logs the write's start, sends it, and logs its outcome.
+func (w *prefixWorker) put(ctx context.Context, b driver.Bucket, epoch int, key, body string, cond driver.Condition, prev string) (driver.Version, error) {
+	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev})
+	pctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
+	v, err := b.Put(pctx, key, []byte(body), cond)
+	cancel()
+	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev}
+	if err != nil {
+		e.Err = err.Error()
+		e.Refused = refusedToStart(err)
+	}
+	w.log(e)
+	return v, err
+}
+
+// refusedToStart reports whether the lease's fenced bucket refused a write
+// without sending it.
+func refusedToStart(err error) bool {
+	var oe *driver.OpError
+	return errors.As(err, &oe) && oe.Driver == "lease" && oe.Err != nil && strings.HasPrefix(oe.Err.Error(), "refused to start")
+}
+
+// lostRead reads the LEASE object right after the lease was reported lost
+// and logs what the bucket held.
+func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.TTL)
+	defer cancel()
+	e := Entry{Ev: EvLostRead, Epoch: epoch, Ver: string(l.Version())}
+	data, v, err := driver.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		e.State = "absent"
+	case err != nil:
+		e.Err = err.Error()
+	default:
+		e.HolderVer = string(v)
+		if rec, derr := lease.DecodeRecord(data); derr != nil {
+			e.State = "malformed"
+		} else {
+			e.State = "record"
+			e.Holder, e.HolderTTL, e.HolderRenewed = rec.InstanceID, rec.TTLSeconds, rec.RenewedAt.UnixNano()
+		}
+	}
+	w.log(e)
+}
+
+func (w *prefixWorker) release(l *lease.Lease) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*w.cfg.TTL)
+	defer cancel()
+	w.log(Entry{Ev: EvReleaseStart, Ver: string(l.Version())})
+	e := Entry{Ev: EvReleaseEnd}
+	if err := l.Release(ctx); err != nil {
+		e.Err = err.Error()
+	}
+	w.log(e)
+}
+
+// Fields parses "kind a=1 b=2" into a map.
+func Fields(data []byte) map[string]string {
+	m := map[string]string{}
+	for _, f := range strings.Fields(string(data)) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// sleepCtx sleeps d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
