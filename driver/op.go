@@ -92,7 +92,7 @@ func versionProblem(v Version) string {
 	s := string(v)
 	why := ""
 	switch {
-	case s == "":
+	case s == "" || s == `""`:
 		why = "the empty version, which services read as no condition"
 	case len(s) > 256:
 		why = "longer than any version a service issues"

@@ -20,7 +20,7 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "minio"
 
-func init() { driver.Register(Scheme, open) }
+func init() { driver.Register(Scheme, OpenURL) }
 
 // MaxPutSize is the largest body Put sends. Every Put is one PUT request
 // (multipart is disabled), so that the precondition covers the whole write;
@@ -69,8 +69,10 @@ func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, er
 	return c, nil
 }
 
-// open opens minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R.
-func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+// OpenURL is the driver.Opener for minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R,
+// which init registers with driver.Register; a custom driver.Mux can
+// register it too.
+func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "tls", "region")
 	if err != nil {
 		return nil, "", err
@@ -91,6 +93,9 @@ func open(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if bucket == "" {
 		return nil, "", errors.New("the URL names no bucket; use minio://HOST:PORT/BUCKET/PREFIX")
 	}
+	if err := s3proto.CheckBucketName(bucket); err != nil {
+		return nil, "", err
+	}
 	c, err := NewClient(u.Host, secure, q.Get("region"))
 	if err != nil {
 		return nil, "", err
@@ -104,52 +109,60 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false}
 }
 
+func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+	return driver.Begin(ctx, b.Capabilities(), Scheme, op, key, cond)
+}
+
 // Get returns the object's body and ETag, both from one GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	op, err := b.begin(ctx, "get", key, driver.Condition{})
+	if err != nil {
+		return nil, "", err
+	}
 	// Core.GetObject sends one GET and returns its body and headers. The
 	// Client's GetObject would not: its Object sends a HEAD for Stat and
 	// then a GET with If-Match for the body, which fails with 412 if the
 	// object changes in between.
-	body, info, _, err := miniogo.Core{Client: b.client}.GetObject(ctx, b.bucket, key, miniogo.GetObjectOptions{})
-	if err == nil {
-		return body, driver.Version(info.ETag), nil
+	body, info, _, err := miniogo.Core{Client: b.client}.GetObject(op.Context(), b.bucket, key, miniogo.GetObjectOptions{})
+	if err != nil {
+		return nil, "", op.Fail(kind(err, op.Cond), err)
 	}
-	e := opError(ctx, "get", key, driver.Condition{}, err)
-	if s3proto.Missing(errorResponse(err)) {
-		e.Kind = driver.ErrNotExist
+	if info.ETag == "" {
+		body.Close()
+		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
-	return nil, "", e
+	return body, driver.Version(info.ETag), nil
 }
 
 // Put stores data under key with one PUT request carrying cond, and returns
 // the new ETag, unquoted as minio-go reports it.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	op, err := b.begin(ctx, "put", key, cond)
+	if err != nil {
+		return "", err
+	}
 	if len(data) > MaxPutSize {
-		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond,
-			Err: fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize)}
+		return "", op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
 	opts := miniogo.PutObjectOptions{DisableMultipart: true}
-	switch v, match := cond.Match(); {
-	case cond.Absent():
-		opts.SetMatchETagExcept("*")
-	case match && unquote(v) == "":
-		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond,
-			Kind: driver.ErrPrecondition, Err: errors.New("the empty version never matches")}
-	case match:
+	if v, match := cond.Match(); match {
 		// SetMatchETag adds the quotes itself.
 		opts.SetMatchETag(unquote(v))
+	} else if cond.Absent() {
+		opts.SetMatchETagExcept("*")
 	}
-	info, err := b.client.PutObject(ctx, b.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+	// minio-go looks the bucket's region up (once, then cached) before its
+	// first request to a bucket, when the client names none. Look it up
+	// here, so that op.Context counts the PUT's own attempts only.
+	if _, err := b.client.GetBucketLocation(ctx, b.bucket); err != nil {
+		return "", op.Fail(kind(err, driver.Condition{}), err)
+	}
+	info, err := b.client.PutObject(op.Context(), b.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
 	if err != nil {
-		e := opError(ctx, "put", key, cond, err)
-		if refused(err, cond) {
-			e.Kind = driver.ErrPrecondition
-		}
-		return "", e
+		return "", op.Fail(kind(err, cond), err)
 	}
 	if info.ETag == "" {
-		return "", &driver.OpError{Driver: Scheme, Op: "put", Key: key, Cond: cond,
-			Err: errors.New("the server returned no ETag")}
+		return "", op.Fail(nil, errors.New("the server returned no ETag"))
 	}
 	return driver.Version(info.ETag), nil
 }
@@ -158,18 +171,19 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // condition is refused with driver.ErrUnsupported without a request, since
 // the server would ignore it.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if !cond.Unconditional() {
-		return &driver.OpError{Driver: Scheme, Op: "delete", Key: key, Cond: cond,
-			Kind: driver.ErrUnsupported, Err: errors.New("the MinIO server ignores conditions on DeleteObject")}
+	op, err := b.begin(ctx, "delete", key, cond)
+	if err != nil {
+		return err
 	}
-	err := b.client.RemoveObject(ctx, b.bucket, key, miniogo.RemoveObjectOptions{})
+	err = b.client.RemoveObject(op.Context(), b.bucket, key, miniogo.RemoveObjectOptions{})
 	if err == nil {
 		return nil
 	}
-	if code, _ := errorResponse(err); code == "NoSuchKey" {
+	k := kind(err, cond)
+	if k == driver.ErrNotExist {
 		return nil
 	}
-	return opError(ctx, "delete", key, cond, err)
+	return op.Fail(k, err)
 }
 
 // unquote strips the quotes of an ETag as S3 returns it, so that a Version
@@ -178,17 +192,10 @@ func unquote(v driver.Version) string {
 	return strings.TrimSuffix(strings.TrimPrefix(string(v), `"`), `"`)
 }
 
-// opError wraps a minio-go error, making sure that a cancelled or expired
-// ctx shows in the chain even when minio-go reported it some other way.
-func opError(ctx context.Context, op, key string, cond driver.Condition, err error) *driver.OpError {
-	return &driver.OpError{Driver: Scheme, Op: op, Key: key, Cond: cond, Err: driver.WithContext(ctx, err)}
-}
-
-// refused reports whether err is the service refusing a conditional
-// request; see s3proto.Refused.
-func refused(err error, cond driver.Condition) bool {
+// kind classifies a minio-go error (see s3proto.Kind).
+func kind(err error, cond driver.Condition) error {
 	code, status := errorResponse(err)
-	return s3proto.Refused(code, status, cond)
+	return s3proto.Kind(code, status, cond)
 }
 
 // errorResponse returns the S3 error code and HTTP status in err's chain.

@@ -132,26 +132,26 @@ func TestConditionalDeleteNotSent(t *testing.T) {
 func TestOpenURL(t *testing.T) {
 	isolateCreds(t)
 	ctx := context.Background()
-	if _, _, err := driver.Open(ctx, "minio://127.0.0.1:9000/b/p?tls=false"); err == nil || !strings.Contains(err.Error(), "MINIO_ACCESS_KEY") {
+	if _, _, err := driver.Open(ctx, "minio://127.0.0.1:9000/bkt/p?tls=false"); err == nil || !strings.Contains(err.Error(), "MINIO_ACCESS_KEY") {
 		t.Errorf("Open without credentials: %v, want an error naming the variables", err)
 	}
 	t.Setenv("MINIO_ACCESS_KEY", "minioadmin-test")
 	t.Setenv("MINIO_SECRET_KEY", "hunter2hunter2")
 	good := []string{
-		"minio://127.0.0.1:9000/b/p?tls=false",
-		"minio://minio.example.com/b",
-		"minio://minio.example.com:443/b/a/b?tls=true&region=eu-1",
+		"minio://127.0.0.1:9000/bkt/p?tls=false",
+		"minio://minio.example.com/bkt",
+		"minio://minio.example.com:443/bkt/a/b?tls=true&region=eu-1",
 	}
 	bad := map[string]string{
-		"minio://h:9000/b/p?insecure=true":            `unknown query parameter "insecure"`,
-		"minio://h:9000/b/p?secret_key=hunter2":       `unknown query parameter "secret_key"`,
-		"minio://h:9000/b/p?tls=nope":                 "tls",
-		"minio://ak:hunter2@h:9000/b/p":               "must not hold credentials",
+		"minio://h:9000/bkt/p?insecure=true":            `unknown query parameter "insecure"`,
+		"minio://h:9000/bkt/p?secret_key=hunter2":       `unknown query parameter "secret_key"`,
+		"minio://h:9000/bkt/p?tls=nope":                 "tls",
+		"minio://ak:hunter2@h:9000/bkt/p":               "must not hold credentials",
 		"minio://h:9000":                              "names no bucket",
 		"minio://h:9000/":                             "names no bucket",
-		"minio:///b/p":                                "names no server",
-		"minio://h:9000/b/p?tls=false&tls=true":       "given 2 times",
-		"minio://h:9000/b/p?tls=false&region=x&tls=1": "given 2 times",
+		"minio:///bkt/p":                                "names no server",
+		"minio://h:9000/bkt/p?tls=false&tls=true":       "given 2 times",
+		"minio://h:9000/bkt/p?tls=false&region=x&tls=1": "given 2 times",
 	}
 	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2"}})
 }

@@ -3,6 +3,7 @@ package r2
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -10,12 +11,13 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
 )
 
 // Scheme is the URL scheme this package registers.
 const Scheme = "r2"
 
-func init() { driver.Register(Scheme, open) }
+func init() { driver.Register(Scheme, OpenURL) }
 
 // Profile is R2's profile for the S3 driver: conditional writes, and no
 // conditional delete (R2 documents no If-Match on DeleteObject), so Delete
@@ -63,8 +65,10 @@ func validAccountID(id string) bool {
 	return true
 }
 
-// open opens r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E.
-func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+// OpenURL is the driver.Opener for r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E,
+// which init registers with driver.Register; a custom driver.Mux can
+// register it too.
+func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {
 		return nil, "", err
@@ -78,6 +82,12 @@ func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	if bucket == "" {
 		return nil, "", errors.New("the URL names no bucket; use r2://ACCOUNT_ID/BUCKET/PREFIX")
+	}
+	if err := s3proto.CheckBucketName(bucket); err != nil {
+		return nil, "", err
+	}
+	if strings.Contains(bucket, ".") {
+		return nil, "", fmt.Errorf("bucket name %q is not valid: R2 bucket names are lower-case letters, digits and hyphens, with no dots", bucket)
 	}
 	o := ClientOptions(u.Host)
 	if e := q.Get("endpoint"); e != "" {

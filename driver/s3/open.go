@@ -13,12 +13,13 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
 )
 
 // Scheme is the URL scheme this package registers.
 const Scheme = "s3"
 
-func init() { driver.Register(Scheme, open) }
+func init() { driver.Register(Scheme, OpenURL) }
 
 // ClientOptions say how NewClient builds a client. Credentials are not among
 // them: they always come from the AWS SDK's default chain (environment,
@@ -90,8 +91,10 @@ func checkEndpoint(raw string) error {
 	return nil
 }
 
-// open opens s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true.
-func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+// OpenURL is the driver.Opener for s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true,
+// which init registers with driver.Register; a custom driver.Mux can
+// register it too.
+func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "region", "endpoint", "path_style")
 	if err != nil {
 		return nil, "", err
@@ -101,6 +104,10 @@ func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	}
 	if u.Host == "" {
 		return nil, "", errors.New("the URL names no bucket; use s3://BUCKET/PREFIX")
+	}
+	if err := s3proto.CheckBucketName(u.Host); err != nil {
+		return nil, "", fmt.Errorf("%w; the URL's host is the bucket (s3://BUCKET/PREFIX), and a server's address or port "+
+			"belongs in the endpoint parameter", err)
 	}
 	o := ClientOptions{Region: q.Get("region"), Endpoint: q.Get("endpoint")}
 	if s := q.Get("path_style"); s != "" {

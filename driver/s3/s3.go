@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
@@ -35,7 +38,10 @@ type Profile struct {
 }
 
 // AWS is the profile of Amazon S3: conditional writes and, since
-// 2025-09-16 on general-purpose buckets, conditional deletes.
+// 2025-09-16 on general-purpose buckets, conditional deletes. The
+// conditional delete is declared only for AWS itself: a client with a
+// custom endpoint (MinIO, Ceph, a gateway) may reach a service that
+// ignores If-Match on DeleteObject, which this driver cannot vouch for.
 var AWS = Profile{Driver: Scheme, ConditionalDelete: true}
 
 // Bucket is one bucket reached through the AWS SDK's S3 client. It is safe
@@ -44,6 +50,7 @@ type Bucket struct {
 	client  *s3sdk.Client
 	bucket  string
 	profile Profile
+	caps    driver.Capabilities
 }
 
 var _ driver.Bucket = (*Bucket)(nil)
@@ -55,39 +62,68 @@ func New(client *s3sdk.Client, bucket string) *Bucket {
 	return NewWithProfile(client, bucket, AWS)
 }
 
-// NewWithProfile is New for an S3-compatible service described by p.
+// NewWithProfile is New for an S3-compatible service described by p. A
+// conditional delete is declared only if p declares one and the client
+// reaches AWS itself (no endpoint, or one under amazonaws.com).
 func NewWithProfile(client *s3sdk.Client, bucket string, p Profile) *Bucket {
 	if p.Driver == "" {
 		p.Driver = Scheme
 	}
-	return &Bucket{client: client, bucket: bucket, profile: p}
+	caps := driver.Capabilities{Exclusion: driver.Conditional,
+		ConditionalDelete: p.ConditionalDelete && (client == nil || IsAWSEndpoint(aws.ToString(client.Options().BaseEndpoint)))}
+	return &Bucket{client: client, bucket: bucket, profile: p, caps: caps}
+}
+
+// IsAWSEndpoint reports whether endpoint, a client's base endpoint, is AWS
+// S3 itself: empty (the SDK's own resolution) or an https URL whose host is
+// under amazonaws.com or amazonaws.com.cn.
+func IsAWSEndpoint(endpoint string) bool {
+	if endpoint == "" {
+		return true
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "https" {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn")
 }
 
 // Capabilities declares Conditional exclusion, and a conditional Delete if
-// the profile says the service honours one.
-func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: b.profile.ConditionalDelete}
+// the profile says the service honours one and the client reaches AWS.
+func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
+
+func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+	return driver.Begin(ctx, b.caps, b.profile.Driver, op, key, cond)
 }
 
 // Get returns the object's body and its ETag from one GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	out, err := b.client.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	op, err := b.begin(ctx, "get", key, driver.Condition{})
 	if err != nil {
-		e := b.opError(ctx, "get", key, driver.Condition{}, err)
-		if isNoSuchKey(err) {
-			e.Kind = driver.ErrNotExist
-		}
-		return nil, "", e
+		return nil, "", err
 	}
-	return out.Body, driver.Version(aws.ToString(out.ETag)), nil
+	out, err := b.client.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	if err != nil {
+		return nil, "", op.Fail(kind(err, op.Cond), err)
+	}
+	v := driver.Version(aws.ToString(out.ETag))
+	if v == "" {
+		out.Body.Close()
+		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
+	}
+	return out.Body, v, nil
 }
 
 // Put stores data under key with one PutObject request carrying cond as
 // If-None-Match: * or If-Match: ETag, and returns the new ETag.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	op, err := b.begin(ctx, "put", key, cond)
+	if err != nil {
+		return "", err
+	}
 	if len(data) > MaxPutSize {
-		return "", &driver.OpError{Driver: b.profile.Driver, Op: "put", Key: key, Cond: cond,
-			Err: fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize)}
+		return "", op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
 	in := &s3sdk.PutObjectInput{
 		Bucket:        &b.bucket,
@@ -95,80 +131,53 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 	}
-	switch v, match := cond.Match(); {
-	case cond.Absent():
-		in.IfNoneMatch = aws.String("*")
-	case match && v == "":
-		// An empty If-Match header is no condition at all to most servers.
-		return "", &driver.OpError{Driver: b.profile.Driver, Op: "put", Key: key, Cond: cond,
-			Kind: driver.ErrPrecondition, Err: errors.New("the empty version never matches")}
-	case match:
+	if v, match := cond.Match(); match {
 		in.IfMatch = aws.String(string(v))
+	} else if cond.Absent() {
+		in.IfNoneMatch = aws.String("*")
 	}
-	out, err := b.client.PutObject(ctx, in)
+	out, err := b.client.PutObject(op.Context(), in)
 	if err != nil {
-		e := b.opError(ctx, "put", key, cond, err)
-		if refused(err, cond) {
-			e.Kind = driver.ErrPrecondition
-		}
-		return "", e
+		return "", op.Fail(kind(err, cond), err)
 	}
 	v := driver.Version(aws.ToString(out.ETag))
 	if v == "" {
-		return "", &driver.OpError{Driver: b.profile.Driver, Op: "put", Key: key, Cond: cond,
-			Err: errors.New("the service returned no ETag")}
+		return "", op.Fail(nil, errors.New("the service returned no ETag"))
 	}
 	return v, nil
 }
 
 // Delete removes key with one DeleteObject request. A missing key is
-// success. IfMatch is sent as If-Match where the profile declares a
+// success. IfMatch is sent as If-Match where the bucket declares a
 // conditional delete, and refused with driver.ErrUnsupported otherwise.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	op, err := b.begin(ctx, "delete", key, cond)
+	if err != nil {
+		return err
+	}
 	in := &s3sdk.DeleteObjectInput{Bucket: &b.bucket, Key: &key}
-	switch v, match := cond.Match(); {
-	case cond.Absent():
-		return &driver.OpError{Driver: b.profile.Driver, Op: "delete", Key: key, Cond: cond,
-			Kind: driver.ErrUnsupported, Err: errors.New("IfAbsent makes no sense for a delete")}
-	case match && !b.profile.ConditionalDelete:
-		return &driver.OpError{Driver: b.profile.Driver, Op: "delete", Key: key, Cond: cond,
-			Kind: driver.ErrUnsupported, Err: errors.New("the service ignores If-Match on DeleteObject")}
-	case match && v == "":
-		return &driver.OpError{Driver: b.profile.Driver, Op: "delete", Key: key, Cond: cond,
-			Kind: driver.ErrPrecondition, Err: errors.New("the empty version never matches")}
-	case match:
+	if v, match := cond.Match(); match {
 		in.IfMatch = aws.String(string(v))
 	}
-	if _, err := b.client.DeleteObject(ctx, in); err != nil {
-		if cond.Unconditional() && isNoSuchKey(err) {
+	if _, err := b.client.DeleteObject(op.Context(), in); err != nil {
+		k := kind(err, cond)
+		if cond.Unconditional() && k == driver.ErrNotExist {
 			return nil
 		}
-		e := b.opError(ctx, "delete", key, cond, err)
-		if refused(err, cond) {
-			e.Kind = driver.ErrPrecondition
-		}
-		return e
+		return op.Fail(k, err)
 	}
 	return nil
 }
 
-// opError wraps an SDK error, making sure that a cancelled or expired ctx
-// shows in the chain even when the SDK reported it some other way.
-func (b *Bucket) opError(ctx context.Context, op, key string, cond driver.Condition, err error) *driver.OpError {
-	return &driver.OpError{Driver: b.profile.Driver, Op: op, Key: key, Cond: cond, Err: driver.WithContext(ctx, err)}
-}
-
-// refused reports whether err is the service refusing a conditional
-// request; see s3proto.Refused.
-func refused(err error, cond driver.Condition) bool {
+// kind classifies an SDK error (see s3proto.Kind); an SDK that could not
+// sign the request for want of credentials is ErrPermission.
+func kind(err error, cond driver.Condition) error {
+	var se *v4.SigningError
+	if errors.As(err, &se) {
+		return driver.ErrPermission
+	}
 	code, status := apiError(err)
-	return s3proto.Refused(code, status, cond)
-}
-
-// isNoSuchKey reports whether err says the key does not exist (as opposed
-// to the bucket).
-func isNoSuchKey(err error) bool {
-	return s3proto.Missing(apiError(err))
+	return s3proto.Kind(code, status, cond)
 }
 
 // apiError returns the service's error code and HTTP status, if err carries

@@ -1,0 +1,259 @@
+package s3_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/wirefault"
+)
+
+// options returns the MinIO conformance options: a bucket that does not
+// exist, and the same bucket through a transport that loses replies.
+func options(srv miniotest.Server, bucket string) drivertest.Options {
+	return drivertest.Options{
+		MissingBucket: s3.New(srv.Client(srv.URL()), "bltest-no-such-bucket"),
+		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+			o := srv.Client(srv.URL()).Options()
+			o.HTTPClient = &http.Client{Transport: rt}
+			return s3.New(s3sdk.New(o), bucket), nil
+		},
+	}
+}
+
+// TestConditionalDeleteOnlyForAWS (issue 11): a client with a custom
+// endpoint may reach a service that ignores If-Match on DeleteObject
+// (MinIO does), so the driver declares a conditional delete for AWS only,
+// and refuses a conditional Delete elsewhere without sending it.
+func TestConditionalDeleteOnlyForAWS(t *testing.T) {
+	testenv.IsolateAWS(t)
+	for endpoint, want := range map[string]bool{
+		"":                                       true,
+		"https://s3.eu-west-1.amazonaws.com":     true,
+		"https://s3.cn-north-1.amazonaws.com.cn": true,
+		"http://127.0.0.1:9000":                  false,
+		"https://minio.example.com":              false,
+		"https://s3.amazonaws.com.evil.example":  false,
+		"http://s3.eu-west-1.amazonaws.com":      false,
+	} {
+		o := s3sdk.Options{Region: "eu-west-1"}
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		if got := s3.New(s3sdk.New(o), "bkt").Capabilities().ConditionalDelete; got != want {
+			t.Errorf("endpoint %q: ConditionalDelete %v, want %v", endpoint, got, want)
+		}
+	}
+	b, _, err := driver.Open(context.Background(), "s3://bkt/p?region=us-east-1&endpoint=http://127.0.0.1:9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Capabilities().ConditionalDelete {
+		t.Error("an s3:// URL with an endpoint declares a conditional delete")
+	}
+	if err := b.Delete(context.Background(), "p/LEASE", driver.IfMatch(`"abc"`)); !errors.Is(err, driver.ErrUnsupported) {
+		t.Errorf("Delete IfMatch through a custom endpoint: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestMinIOConditionalDeleteIgnored is the evidence behind the above: the
+// MinIO server deletes on a DeleteObject whose If-Match names a version the
+// object never had.
+func TestMinIOConditionalDeleteIgnored(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	c := srv.Client(srv.URL())
+	ctx := t.Context()
+	if _, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: aws.String("k"), Body: strings.NewReader("x")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &bucket, Key: aws.String("k"), IfMatch: aws.String(`"00000000000000000000000000000000"`)})
+	_, gerr := c.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &bucket, Key: aws.String("k")})
+	if err == nil && gerr != nil {
+		t.Logf("MinIO ignored If-Match on DeleteObject (the object is gone)")
+		return
+	}
+	t.Logf("MinIO honoured If-Match on DeleteObject (delete: %v); the driver still does not rely on it", err)
+}
+
+// TestErrorClasses (issues 15.2 and 12) on the MinIO server: a missing
+// bucket is ErrBucketNotExist on every operation, never ErrNotExist or
+// ErrPrecondition; wrong credentials are ErrPermission; the SDK's error
+// stays in the chain.
+func TestErrorClasses(t *testing.T) {
+	srv := miniotest.Env(t)
+	ctx := t.Context()
+	missing := s3.New(srv.Client(srv.URL()), "bltest-no-such-bucket")
+	_, _, err := missing.Get(ctx, "db1/LEASE")
+	if !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) || !strings.Contains(err.Error(), "NoSuchBucket") {
+		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist", err)
+	}
+	_, err = missing.Put(ctx, "db1/LEASE", []byte("x"), driver.IfMatch(`"0123456789abcdef0123456789abcdef"`))
+	if !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrPrecondition) {
+		t.Errorf("Put IfMatch in a missing bucket: %v, want ErrBucketNotExist", err)
+	}
+	if err := missing.Delete(ctx, "db1/LEASE", driver.Condition{}); !errors.Is(err, driver.ErrBucketNotExist) {
+		t.Errorf("Delete in a missing bucket: %v, want ErrBucketNotExist", err)
+	}
+
+	bucket := srv.NewBucket(t)
+	o := srv.Client(srv.URL()).Options()
+	o.Credentials = credentials.NewStaticCredentialsProvider("wrong-access-key", "wrong-secret-key", "")
+	wrong := s3.New(s3sdk.New(o), bucket)
+	_, _, err = wrong.Get(ctx, "k")
+	if !errors.Is(err, driver.ErrPermission) || errors.Is(err, driver.ErrNotExist) {
+		t.Errorf("Get with wrong credentials: %v, want ErrPermission", err)
+	}
+	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Put with wrong credentials: %v, want ErrPermission", err)
+	}
+	if err := wrong.Delete(ctx, "k", driver.Condition{}); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Delete with wrong credentials: %v, want ErrPermission", err)
+	}
+	o.Credentials = aws.AnonymousCredentials{}
+	if _, _, err := s3.New(s3sdk.New(o), bucket).Get(ctx, "k"); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Get without credentials: %v, want ErrPermission", err)
+	}
+}
+
+// TestGetWithoutETag (issue 15.6): a GetObject response without an ETag
+// (here a proxy in front of MinIO removes it) is an error, not an empty
+// version.
+func TestGetWithoutETag(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	target, _ := url.Parse(srv.URL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(r *http.Response) error {
+		if r.Request.Method == http.MethodGet {
+			r.Header.Del("ETag")
+		}
+		return nil
+	}
+	ps := httptest.NewServer(proxy)
+	defer ps.Close()
+	b := s3.New(srv.Client(ps.URL), bucket)
+	if _, err := b.Put(t.Context(), "k", []byte("x"), driver.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	rc, v, err := b.Get(t.Context(), "k")
+	if err == nil {
+		rc.Close()
+		t.Fatalf("Get without an ETag returned version %q and no error", v)
+	}
+	if !strings.Contains(err.Error(), "no ETag") {
+		t.Errorf("error %q does not say what is missing", err)
+	}
+}
+
+// TestWildcardNeverSent (issue 15.5): MinIO reads If-Match: * (and "*")
+// as "any version", so IfMatch("*") would overwrite whatever is stored; the
+// driver refuses such versions without sending them.
+func TestWildcardNeverSent(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	c := srv.Client(srv.URL())
+	ctx := t.Context()
+	b := s3.New(c, bucket)
+	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The evidence: the service itself takes the wildcard.
+	if _, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: aws.String("w"), Body: strings.NewReader("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: aws.String("w"), Body: strings.NewReader("b"), IfMatch: aws.String("*")}); err != nil {
+		t.Logf("MinIO refused If-Match: * (%v); the driver refuses it anyway", err)
+	} else {
+		t.Logf("MinIO accepted If-Match: * as a wildcard")
+	}
+	for _, w := range []driver.Version{"*", `"*"`, v + ", *", "W/" + v} {
+		if _, err := b.Put(ctx, "k", []byte("two"), driver.IfMatch(w)); !errors.Is(err, driver.ErrPrecondition) || !strings.Contains(err.Error(), "nothing was sent") {
+			t.Errorf("Put IfMatch(%q): %v, want ErrPrecondition without a request", w, err)
+		}
+	}
+	rc, got, err := b.Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	if got != v {
+		t.Errorf("the object changed: version %s, was %s", got, v)
+	}
+}
+
+// TestAliasingKeysRefused: MinIO stores "/lead/k" as "lead/k", so two
+// different keys would name one object; the driver refuses keys outside
+// driver.CheckKey's rule.
+func TestAliasingKeysRefused(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	c := srv.Client(srv.URL())
+	ctx := t.Context()
+	if _, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: aws.String("/lead/k"), Body: strings.NewReader("x")}); err == nil {
+		if _, err := c.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: &bucket, Key: aws.String("lead/k")}); err == nil {
+			t.Logf("MinIO stored /lead/k as lead/k")
+		}
+	}
+	b := s3.New(c, bucket)
+	for _, k := range []string{"/lead/k", "a//b", "a/./b", "a/../b", `a\b`, "a/", ""} {
+		if _, err := b.Put(ctx, k, []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrInvalidKey) {
+			t.Errorf("Put %q: %v, want ErrInvalidKey", k, err)
+		}
+		if _, _, err := b.Get(ctx, k); !errors.Is(err, driver.ErrInvalidKey) {
+			t.Errorf("Get %q: %v, want ErrInvalidKey", k, err)
+		}
+	}
+}
+
+// TestRetriedWriteThatLanded (issue 15.4): the SDK retries a conditional
+// PutObject whose reply was lost; the retry is refused because the first
+// attempt landed. That is ErrOutcomeUnknown, never ErrPrecondition.
+func TestRetriedWriteThatLanded(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	tr := &wirefault.Transport{}
+	o := srv.Client(srv.URL()).Options()
+	o.HTTPClient = &http.Client{Transport: tr}
+	o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = 3
+		so.MaxBackoff = 10 * time.Millisecond
+	})
+	b := s3.New(s3sdk.New(o), bucket)
+	ctx := t.Context()
+	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key  string
+		cond driver.Condition
+		hdr  string
+	}{{"k", driver.IfMatch(v), "If-Match"}, {"new", driver.IfAbsent(), "If-None-Match"}} {
+		tr.Drop = wirefault.Once(wirefault.ConditionalPut(c.hdr, "/"+c.key))
+		_, err = b.Put(ctx, c.key, []byte("two"), c.cond)
+		if errors.Is(err, driver.ErrPrecondition) || !errors.Is(err, driver.ErrOutcomeUnknown) {
+			t.Errorf("Put (%s) whose first attempt landed: %v; want ErrOutcomeUnknown", c.cond, err)
+		}
+	}
+	if tr.Dropped() != 2 {
+		t.Fatalf("%d replies dropped; the scenario did not happen", tr.Dropped())
+	}
+}
