@@ -118,7 +118,7 @@ func TestTLSByDefault(t *testing.T) {
 }
 
 func TestConditionalDeleteNotSent(t *testing.T) {
-	b := minio.New(nil, "b") // a request would panic on the nil client
+	b := minio.New(nil, "bkt") // a request would panic on the nil client
 	for _, c := range []driver.Condition{driver.IfMatch("abc"), driver.IfAbsent()} {
 		if err := b.Delete(context.Background(), "k", c); !errors.Is(err, driver.ErrUnsupported) {
 			t.Errorf("Delete %v: %v, want ErrUnsupported", c, err)
@@ -147,11 +147,14 @@ func TestOpenURL(t *testing.T) {
 		"minio://h:9000/bkt/p?secret_key=hunter2":       `unknown query parameter "secret_key"`,
 		"minio://h:9000/bkt/p?tls=nope":                 "tls",
 		"minio://ak:hunter2@h:9000/bkt/p":               "must not hold credentials",
-		"minio://h:9000":                              "names no bucket",
-		"minio://h:9000/":                             "names no bucket",
+		"minio://h:9000":                                "names no bucket",
+		"minio://h:9000/":                               "names no bucket",
 		"minio:///bkt/p":                                "names no server",
 		"minio://h:9000/bkt/p?tls=false&tls=true":       "given 2 times",
 		"minio://h:9000/bkt/p?tls=false&region=x&tls=1": "given 2 times",
+		// Issue 15.8.
+		"minio://h:9000/Bucket_Bad/p": "lower-case letters",
+		"minio://h:9000/b/p":          "3 to 63",
 	}
 	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2"}})
 }

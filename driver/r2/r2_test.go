@@ -82,6 +82,10 @@ func TestOpenURL(t *testing.T) {
 		"r2://acc_ount/bucket/p": "no valid account ID",
 		"r2://" + account + "/bucket/p?endpoint=file:///x":  "http:// or https://",
 		"r2://" + account + "/bucket/p?endpoint=http://u@h": "must not hold credentials",
+		// Issue 15.8.
+		"r2://" + account + "/Bucket_Bad/p": "lower-case letters",
+		"r2://" + account + "/my.bucket/p":  "no dots",
+		"r2://" + account + "/ab/p":         "3 to 63",
 	}
 	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2"}})
 }

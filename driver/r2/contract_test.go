@@ -1,0 +1,47 @@
+package r2_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
+)
+
+// TestErrorClasses (issues 15.2 and 12), through the R2 profile against the
+// MinIO server: a missing bucket is ErrBucketNotExist, never ErrNotExist;
+// wrong credentials are ErrPermission.
+func TestErrorClasses(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	testenv.IsolateAWS(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	ctx := t.Context()
+	missing, _, err := driver.Open(ctx, "r2://"+account+"/bltest-no-such-bucket/p?endpoint="+srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := missing.Get(ctx, "p/LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist", err)
+	}
+	b, _, err := driver.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drivertest.Run(t, b, drivertest.Options{Prefix: "p", MissingBucket: missing})
+
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-key")
+	wrong, _, err := driver.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := wrong.Get(ctx, "p/LEASE"); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Get with wrong credentials: %v, want ErrPermission", err)
+	}
+	if _, err := wrong.Put(ctx, "p/LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Put with wrong credentials: %v, want ErrPermission", err)
+	}
+}
