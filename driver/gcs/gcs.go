@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,10 +24,12 @@ const Scheme = "gs"
 // name is the driver's name in errors.
 const driverName = "gcs"
 
-func init() { driver.Register(Scheme, open) }
+func init() { driver.Register(Scheme, OpenURL) }
 
-// open is the Opener for gs://BUCKET/PREFIX?endpoint=URL.
-func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+// OpenURL is the driver.Opener for gs://BUCKET/PREFIX?endpoint=URL, which
+// init registers with driver.Register; a custom driver.Mux can register it
+// too.
+func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {
 		return nil, "", err
@@ -36,6 +39,9 @@ func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	}
 	if u.Host == "" {
 		return nil, "", errors.New("the URL names no bucket; use gs://BUCKET/prefix")
+	}
+	if err := CheckBucketName(u.Host); err != nil {
+		return nil, "", err
 	}
 	opts, err := clientOptions(q.Get("endpoint"))
 	if err != nil {
@@ -84,27 +90,70 @@ func New(client *storage.Client, name string) *Bucket {
 	return &Bucket{bkt: client.Bucket(name)}
 }
 
+// CheckBucketName reports whether name follows Cloud Storage's bucket naming
+// rule: 3 to 63 characters (up to 222 with dots, each dot-separated part at
+// most 63) of lower-case letters, digits, hyphens, underscores and dots,
+// beginning and ending with a letter or digit, not an IP address, and not
+// beginning with "goog". The error says the rule.
+func CheckBucketName(name string) error {
+	why := ""
+	limit := 63
+	if strings.Contains(name, ".") {
+		limit = 222
+	}
+	switch {
+	case len(name) < 3 || len(name) > limit:
+		why = fmt.Sprintf("it is %d characters long", len(name))
+	case strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_')
+	}):
+		why = "it has a character other than a lower-case letter, a digit, a hyphen, an underscore or a dot"
+	case !alnum(name[0]) || !alnum(name[len(name)-1]):
+		why = "it does not begin and end with a letter or digit"
+	case net.ParseIP(name) != nil:
+		why = "it is an IP address"
+	case strings.HasPrefix(name, "goog"):
+		why = `it begins with "goog"`
+	}
+	for _, part := range strings.Split(name, ".") {
+		if why == "" && (part == "" || len(part) > 63) {
+			why = "a dot-separated part is empty or longer than 63 characters"
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("bucket name %q is not valid (%s): Cloud Storage bucket names are 3 to 63 lower-case letters, "+
+		"digits, hyphens, underscores and dots, beginning and ending with a letter or digit; the URL's host is the "+
+		"bucket (gs://BUCKET/PREFIX), and a server's address belongs in the endpoint parameter", name, why)
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
 // Capabilities declares Conditional exclusion and a conditional Delete:
 // Cloud Storage enforces ifGenerationMatch on uploads and deletes.
 func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
 }
 
+func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+	return driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
+}
+
 // Get reads the object and returns its body and generation, both from the
 // one read response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	r, err := b.bkt.Object(key).NewReader(ctx)
+	op, err := b.begin(ctx, "get", key, driver.Condition{})
 	if err != nil {
-		var kind error
-		if errors.Is(err, storage.ErrObjectNotExist) {
-			kind = driver.ErrNotExist
-		}
-		return nil, "", b.fail(ctx, "get", key, driver.Condition{}, kind, err)
+		return nil, "", err
+	}
+	r, err := b.bkt.Object(key).NewReader(op.Context())
+	if err != nil {
+		return nil, "", op.Fail(b.classify(ctx, err, op.Cond), err)
 	}
 	if r.Attrs.Generation <= 0 {
 		r.Close()
-		return nil, "", b.fail(ctx, "get", key, driver.Condition{}, nil,
-			errors.New("the read response carried no object generation"))
+		return nil, "", op.Fail(nil, errors.New("the read response carried no object generation"))
 	}
 	return r, version(r.Attrs.Generation), nil
 }
@@ -112,23 +161,23 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put uploads data in one request if cond holds and returns the new
 // generation.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	op, err := b.begin(ctx, "put", key, cond)
+	if err != nil {
+		return "", err
+	}
 	obj := b.bkt.Object(key)
-	switch v, match := cond.Match(); {
-	case cond.Absent():
-		obj = obj.If(storage.Conditions{DoesNotExist: true})
-	case match:
+	if v, match := cond.Match(); match {
 		g, err := generation(v)
 		if err != nil {
-			return "", b.fail(ctx, "put", key, cond, driver.ErrPrecondition, err)
+			return "", op.Fail(driver.ErrPrecondition, err)
 		}
 		obj = obj.If(storage.Conditions{GenerationMatch: g})
-	}
-	if err := ctx.Err(); err != nil {
-		return "", b.fail(ctx, "put", key, cond, nil, err)
+	} else if cond.Absent() {
+		obj = obj.If(storage.Conditions{DoesNotExist: true})
 	}
 	// The Writer's context must outlive Close, and a cancel aborts the
 	// upload; cancelling once Close returned releases its goroutine.
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(op.Context())
 	defer cancel()
 	w := obj.NewWriter(wctx)
 	// ChunkSize 0: the whole body goes in one multipart request, never a
@@ -136,16 +185,16 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	// retried by the client library (see the package documentation).
 	w.ChunkSize = 0
 	w.ContentType = "application/octet-stream"
-	_, err := w.Write(data)
+	_, err = w.Write(data)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return "", b.fail(ctx, "put", key, cond, classify(err, cond), err)
+		return "", op.Fail(b.classify(ctx, err, cond), err)
 	}
 	attrs := w.Attrs()
 	if attrs == nil || attrs.Generation <= 0 {
-		return "", b.fail(ctx, "put", key, cond, nil, errors.New("the upload response carried no object generation"))
+		return "", op.Fail(nil, errors.New("the upload response carried no object generation"))
 	}
 	return version(attrs.Generation), nil
 }
@@ -153,46 +202,78 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // Delete removes the object if cond holds. An unconditional Delete of a
 // missing key succeeds; under IfMatch a missing key is ErrPrecondition.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	obj := b.bkt.Object(key)
-	if cond.Absent() {
-		return b.fail(ctx, "delete", key, cond, driver.ErrUnsupported,
-			errors.New("IfAbsent is meaningless for a delete"))
+	op, err := b.begin(ctx, "delete", key, cond)
+	if err != nil {
+		return err
 	}
+	obj := b.bkt.Object(key)
 	if v, ok := cond.Match(); ok {
 		g, err := generation(v)
 		if err != nil {
-			return b.fail(ctx, "delete", key, cond, driver.ErrPrecondition, err)
+			return op.Fail(driver.ErrPrecondition, err)
 		}
 		obj = obj.If(storage.Conditions{GenerationMatch: g})
 	}
-	err := obj.Delete(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, storage.ErrObjectNotExist) && cond.Unconditional():
+	err = obj.Delete(op.Context())
+	if err == nil {
 		return nil
 	}
-	return b.fail(ctx, "delete", key, cond, classify(err, cond), err)
+	k := b.classify(ctx, err, cond)
+	if k == driver.ErrNotExist && cond.Unconditional() {
+		return nil
+	}
+	return op.Fail(k, err)
 }
 
-// classify maps a failed conditional write to ErrPrecondition: 412 always,
-// and a missing object under IfMatch (the condition cannot hold).
-func classify(err error, cond driver.Condition) error {
+// classify maps a failed request to the contract's kinds, by the
+// service's reason rather than the status alone: 401 and 403 are
+// ErrPermission; a 412 whose reason is conditionNotMet is ErrPrecondition;
+// a missing object is ErrNotExist (ErrPrecondition under IfMatch) unless
+// the bucket itself is missing, which the client library reports the same
+// way and a bucket lookup tells apart (ErrBucketNotExist).
+func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition) error {
 	var ge *googleapi.Error
-	if errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed {
+	if errors.As(err, &ge) {
+		switch {
+		case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
+			return driver.ErrPermission
+		case ge.Code == http.StatusPreconditionFailed && !cond.Unconditional() && conditionNotMet(ge):
+			return driver.ErrPrecondition
+		}
+	}
+	if errors.Is(err, storage.ErrBucketNotExist) {
+		return driver.ErrBucketNotExist
+	}
+	notFound := errors.Is(err, storage.ErrObjectNotExist) || (ge != nil && ge.Code == http.StatusNotFound)
+	if !notFound {
+		return nil
+	}
+	if _, aerr := b.bkt.Attrs(ctx); errors.Is(aerr, storage.ErrBucketNotExist) {
+		return driver.ErrBucketNotExist
+	}
+	if _, match := cond.Match(); match {
 		return driver.ErrPrecondition
 	}
-	if _, match := cond.Match(); match && errors.Is(err, storage.ErrObjectNotExist) {
-		return driver.ErrPrecondition
+	if cond.Absent() {
+		return nil
 	}
-	return nil
+	return driver.ErrNotExist
 }
 
-// fail builds the OpError, adding the context's error when the context
-// ended, so that errors.Is(err, context.Canceled) holds whatever the client
-// library made of the cancellation.
-func (b *Bucket) fail(ctx context.Context, op, key string, cond driver.Condition, kind, err error) error {
-	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: driver.WithContext(ctx, err)}
+// conditionNotMet reports whether a 412 says that a precondition did not
+// hold: the reason conditionNotMet, or (from a server that gives no
+// reason) a message saying so.
+func conditionNotMet(ge *googleapi.Error) bool {
+	for _, e := range ge.Errors {
+		if e.Reason == "conditionNotMet" {
+			return true
+		}
+	}
+	if len(ge.Errors) == 0 {
+		m := strings.ToLower(ge.Message + " " + ge.Body)
+		return strings.Contains(m, "precondition") || strings.Contains(m, "conditionnotmet")
+	}
+	return false
 }
 
 // version renders a generation as a Version.

@@ -113,7 +113,7 @@ func TestVersionNotAGeneration(t *testing.T) {
 		http.Error(w, "this test expects no request", http.StatusTeapot)
 	}))
 	defer srv.Close()
-	b, _, err := driver.Open(t.Context(), "gs://b?endpoint="+srv.URL)
+	b, _, err := driver.Open(t.Context(), "gs://bkt?endpoint="+srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +149,11 @@ func TestOpenURL(t *testing.T) {
 		"gs://bkt/p?endpoint=a&endpoint=b":       "given 2 times",
 		"gs://someone:hunter2@bkt/p":             "carry no credentials",
 		"gs://bkt/p?endpoint=http://user@h:1/x":  "endpoint parameter must be a URL",
+		// Issue 15.8.
+		"gs://bkt:443/p":    "bucket name",
+		"gs://Bucket_Bad/p": "bucket name",
+		"gs://[::1]/p":      "bucket name",
+		"gs://googbucket/p": "goog",
 	}})
 }
 
