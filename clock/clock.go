@@ -10,6 +10,7 @@ package clock
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -148,13 +149,27 @@ func (c *Fake) AdvanceWall(d time.Duration) {
 	c.wall = c.wall.Add(d)
 }
 
+// maxFiringsAtOneInstant bounds how many timers one Advance fires without
+// the monotonic clock moving. Code that keeps re-arming a zero-delay timer
+// (a deadline checked on the wrong clock, say) would otherwise spin inside
+// Advance forever; the fake clock panics instead, naming the cause.
+const maxFiringsAtOneInstant = 100000
+
 func (c *Fake) advance(d time.Duration, wall bool) {
 	c.mu.Lock()
 	target := c.mono + max(d, 0)
+	same, at := 0, c.mono
 	for {
 		t := c.nextDue(target)
 		if t == nil {
 			break
+		}
+		if t.at != at {
+			same, at = 0, t.at
+		}
+		if same++; same > maxFiringsAtOneInstant {
+			c.mu.Unlock()
+			panic(fmt.Sprintf("clock.Fake: %d timers fired at monotonic time %v without the clock moving: a timer keeps re-arming itself with no delay (is a deadline checked only on the wall clock?)", same, at))
 		}
 		if wall {
 			c.wall = c.wall.Add(t.at - c.mono)

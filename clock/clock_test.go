@@ -3,6 +3,8 @@ package clock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +117,18 @@ func TestSystem(t *testing.T) {
 	if w := c.Wall(); w.Round(0) != w {
 		t.Fatal("Wall carries a monotonic reading")
 	}
+}
+
+func TestFakeClockPanicsOnARunawayTimer(t *testing.T) {
+	c := clock.NewFake(time.Unix(0, 0))
+	var rearm func()
+	rearm = func() { c.AfterFunc(0, rearm) } // never lets the clock move
+	c.AfterFunc(time.Second, rearm)
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), "re-arming itself") {
+			t.Fatalf("a runaway timer: recovered %v, want a panic that names the cause", r)
+		}
+	}()
+	c.Advance(2 * time.Second)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // A Contender tries to take the lease on one prefix for one instance. It
@@ -18,7 +19,11 @@ type Contender struct {
 	prefix string
 	key    string
 	s      *settings
-	watch  Watch
+	watch  Watch // a suspect record of another instance
+	twin   Watch // a fresh record naming our id that we did not write
+	stamps *stamps
+	sent   sentRecords // what this contender's attempts wrote
+	held   *Lease      // the latest lease it acquired
 }
 
 // Watch is what a contender has seen of a suspect foreign lease across
@@ -53,7 +58,7 @@ func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, er
 	if err != nil {
 		return nil, err
 	}
-	return &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s}, nil
+	return &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s, stamps: &stamps{rand: s.rand}}, nil
 }
 
 // InstanceID returns the contender's instance id.
@@ -123,25 +128,39 @@ type stamp struct {
 	detail   string
 }
 
-func (a *attempt) stamp(acquiredAt time.Time) stamp {
+func (a *attempt) stamp() stamp {
 	s := a.c.s
 	mono, wall := s.clock.Mono(), s.clock.Wall()
-	if acquiredAt.IsZero() {
-		acquiredAt = wall
-	}
 	return stamp{
-		rec:  Record{InstanceID: s.id, AcquiredAt: acquiredAt, RenewedAt: wall, TTLSeconds: int64(s.ttl / time.Second)},
+		rec: Record{InstanceID: s.id, AcquiredAt: a.c.stamps.acquired(wall), RenewedAt: a.c.stamps.renewed(wall),
+			TTLSeconds: int64(s.ttl / time.Second)},
 		mono: mono, wall: wall,
 	}
 }
 
+// owns reports whether the contender provably wrote rec: one of its
+// attempts, or its latest lease, sent exactly this record.
+func (c *Contender) owns(rec Record) bool {
+	if oldlease.AdoptByInstanceID.Load() && rec.InstanceID == c.s.id {
+		return true
+	}
+	return c.sent.has(rec) || (c.held != nil && c.held.sent.has(rec))
+}
+
+// put sends one write of the attempt's record, remembering it first: its
+// outcome may stay unknown, and a later read must recognise it as ours.
+func (a *attempt) put(ctx context.Context, rec Record, cond driver.Condition) (driver.Version, error) {
+	a.c.sent.add(rec)
+	return a.b.Put(ctx, a.c.key, rec.Encode(), cond)
+}
+
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	key := a.c.key
-	st := a.stamp(time.Time{})
-	if err := checkWall(st.wall); err != nil {
+	if err := checkWall(a.c.s.clock.Wall()); err != nil {
 		return nil, err
 	}
-	v, err := a.b.Put(ctx, key, st.rec.Encode(), driver.IfAbsent())
+	st := a.stamp()
+	v, err := a.put(ctx, st.rec, driver.IfAbsent())
 	if err == nil {
 		return a.probe(ctx, st, v, false, false, EventAcquired)
 	}
@@ -158,22 +177,30 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	case rerr != nil:
 		return nil, fmt.Errorf("acquire %s: read the lease after the write failed (%v): %w", key, err, rerr)
 	}
-	if cur.err == nil && cur.rec.InstanceID == a.c.s.id {
-		if cur.rec.RenewedAt.Equal(st.rec.RenewedAt) {
-			// Our own write landed; its reply was lost or a retry of it
-			// was refused. Adopt it.
-			return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
+	now := st.wall
+	if cur.err == nil && cur.rec.same(st.rec) && !oldlease.AdoptByInstanceID.Load() {
+		// This very write landed; its reply was lost or a retry of it
+		// was refused. Adopt it.
+		return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
+	}
+	if cur.err == nil && a.c.owns(cur.rec) {
+		// A record this contender wrote before: an earlier attempt whose
+		// reply was lost, or its earlier lease, which must be over first.
+		if err := a.c.endHeld(); err != nil {
+			return nil, err
 		}
-		// A lease of ours from before (a restart): take it back at once.
-		st = a.stamp(cur.rec.AcquiredAt)
-		st.detail = "re-acquired a lease this instance held before"
+		st = a.stamp()
+		st.detail = "re-acquired a lease this contender wrote before"
 		return a.takeOver(ctx, st, curV, ifAbsentProven, EventAcquired)
 	}
-	now := st.wall
 	state := Suspect
 	if cur.err == nil {
 		state = cur.rec.StateAt(now)
 	}
+	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
+		return a.twin(ctx, st, cur.rec, curV, ifAbsentProven)
+	}
+	a.c.twin = Watch{}
 	switch state {
 	case Stale, Released:
 		st.previous = &cur.rec
@@ -204,6 +231,55 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	return a.takeOver(ctx, st, curV, ifAbsentProven, EventTookOver)
 }
 
+// endHeld ends the contender's earlier lease before a new one replaces it.
+// A lease that may still write is not ended behind its holder's back: that
+// is a second Acquire on one Contender while its lease is held.
+func (c *Contender) endHeld() error {
+	l := c.held
+	if l == nil || l.Err() != nil {
+		return nil
+	}
+	if l.MayWrite() {
+		return fmt.Errorf("acquire %s: this Contender's lease (version %s) is still held; Release it, or let it end, before acquiring again", c.key, l.Version())
+	}
+	l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
+	return nil
+}
+
+// twinWait is how long a fresh record naming our instance id, which this
+// contender did not write, must stay unchanged before it is taken back: its
+// writer fences itself two thirds of the record's TTL after its last
+// successful write was sent, which was before we first read the record; the
+// rest, to five sixths, absorbs monotonic clocks that run up to 10 % apart.
+func twinWait(rec Record) time.Duration { return rec.TTL() * 5 / 6 }
+
+// twin handles a fresh record that names our instance id but that this
+// contender did not write: a restart of this instance (its previous
+// process left the record), or another live process configured with the
+// same id. It takes the record back once it has stayed unchanged past the
+// moment its writer must have fenced itself; a change meanwhile means a live
+// process is renewing it, and that is ErrInstanceInUse.
+func (a *attempt) twin(ctx context.Context, st stamp, rec Record, v driver.Version, ifAbsentProven bool) (*Lease, error) {
+	w := &a.c.twin
+	if w.seen && w.version != v {
+		*w = Watch{}
+		return nil, fmt.Errorf("acquire %s: %w: the lease object names instance %s but was not written by this process, and it changed while this process watched it (to version %s, renewed %s): another live process is renewing it. Give each process its own instance id",
+			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
+	}
+	seen := w.observe(v, a.c.s.clock.Mono())
+	wait := twinWait(rec)
+	if seen < wait {
+		return nil, &HeldError{Key: a.c.key, Version: v, Record: &rec, State: Fresh, SameID: true,
+			Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
+			TakeoverAt: st.wall.Add(wait - seen), Now: st.wall}
+	}
+	*w = Watch{}
+	st.previous = &rec
+	st.detail = fmt.Sprintf("took back a lease of this instance id unchanged for %v, after its writer must have fenced itself",
+		seen.Round(time.Millisecond))
+	return a.takeOver(ctx, st, v, ifAbsentProven, EventAcquired)
+}
+
 // readResult is a LEASE object read back: the record, or why it is not one.
 type readResult struct {
 	rec Record
@@ -232,42 +308,53 @@ func readLease(ctx context.Context, b driver.Bucket, key string) (readResult, dr
 // same round trip, probes If-Match with a made-up version (the made-up write
 // can only land where the real one would too, so it risks nothing more).
 func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, ifAbsentProven bool, kind EventKind) (*Lease, error) {
-	data := st.rec.Encode()
 	type result struct {
 		v   driver.Version
 		err error
 	}
 	fake := make(chan result, 1)
 	go func() {
-		v, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(driver.FakeVersion(over)))
+		v, err := a.b.Put(ctx, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)))
 		fake <- result{v, err}
 	}()
-	v, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(over))
+	v, err := a.put(ctx, st.rec, driver.IfMatch(over))
 	f := <-fake
 	if f.err == nil {
-		return nil, a.failClosed(ctx, "If-Match on a made-up version")
+		return nil, a.cleanUp(ctx, st, ignoredError(a.c.key, "If-Match on a made-up version"))
 	}
 	if !errors.Is(f.err, driver.ErrPrecondition) {
-		a.cleanUp(ctx)
-		return nil, fmt.Errorf("acquire %s: probe If-Match on a made-up version: %w", a.c.key, f.err)
+		return nil, a.cleanUp(ctx, st, fmt.Errorf("acquire %s: probe If-Match on a made-up version: %w", a.c.key, f.err))
 	}
 	if err != nil {
 		// Refused or unknown: see whether our write landed anyway.
 		cur, curV, rerr := a.read(ctx)
-		if rerr == nil && cur.err == nil && cur.rec.InstanceID == a.c.s.id && cur.rec.RenewedAt.Equal(st.rec.RenewedAt) {
+		switch {
+		case rerr == nil && cur.err == nil && a.landed(cur.rec, st.rec, curV, over):
 			v = curV
-		} else if errors.Is(err, driver.ErrPrecondition) {
+		case errors.Is(err, driver.ErrPrecondition):
 			return nil, errContended
-		} else {
+		default:
 			return nil, fmt.Errorf("acquire %s: take over: %w", a.c.key, err)
 		}
 	}
 	return a.probe(ctx, st, v, ifAbsentProven, true, kind)
 }
 
+// landed reports whether the stored record cur, at version curV, is our
+// write of sent over version over: exactly our record, at a new version.
+func (a *attempt) landed(cur, sent Record, curV, over driver.Version) bool {
+	if oldlease.EqualRenewedAtIsProof.Load() {
+		return cur.InstanceID == sent.InstanceID && cur.RenewedAt.Equal(sent.RenewedAt)
+	}
+	return cur.same(sent) && curV != over
+}
+
 // probe checks, after we hold the lease at version v, that the service
 // refuses the preconditions not yet proven, sending the probes together.
 func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsentProven, ifMatchProven bool, kind EventKind) (*Lease, error) {
+	if oldlease.SkipProbe.Load() {
+		ifAbsentProven, ifMatchProven = true, true
+	}
 	data := st.rec.Encode()
 	type probe struct {
 		name string
@@ -299,28 +386,41 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 		}
 	}
 	if failure != nil {
-		a.cleanUp(ctx)
-		return nil, failure
+		return nil, a.cleanUp(ctx, st, failure)
 	}
 	l := newLease(a.c, a.b, st, v)
-	a.c.watch = Watch{}
+	a.c.held = l
+	a.c.watch, a.c.twin = Watch{}, Watch{}
 	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous,
 		Detail: st.detail, Exclusion: l.Exclusion()})
 	return l, nil
 }
 
-// failClosed removes our lease after the service accepted a probe.
-func (a *attempt) failClosed(ctx context.Context, which string) error {
-	a.cleanUp(ctx)
-	return ignoredError(a.c.key, which)
-}
+// cleanupTimeout bounds the clean-up after a failed acquire. It runs on its
+// own context, so that a cancelled or expired acquire still cleans up.
+const cleanupTimeout = 10 * time.Second
 
-// cleanUp removes a lease of ours that a failed acquire left behind: it
-// reads the object and, if it names us, releases that version.
-func (a *attempt) cleanUp(ctx context.Context) {
+// cleanUp releases a lease of ours that a failed acquire left behind, and
+// returns failure with what it left, if anything: it reads the object and,
+// if it is a record this contender wrote, overwrites it with If-Match by a
+// released record. A record of anyone else is left alone.
+func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
 	cur, v, err := a.read(ctx)
-	if err != nil || cur.err != nil || cur.rec.InstanceID != a.c.s.id {
-		return
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return failure
+	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+		return failure // not ours: nothing of ours is left
+	case err == nil:
+		err = release(ctx, a.b, a.c.key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall())
+		if err == nil {
+			return failure
+		}
 	}
-	_ = release(ctx, a.b, a.c.key, v, cur.rec, a.c.s.clock.Wall())
+	left := st.rec.RenewedAt.Add(st.rec.TTL())
+	return fmt.Errorf("%w; and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
+		"fresh until %s (or until this instance acquires again with the same Contender): %w",
+		failure, a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
 }

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"testing"
@@ -108,16 +109,25 @@ func TestRequestBudgets(t *testing.T) {
 		}
 		check(t, "release", r, budget{1, 1})
 	})
-	t.Run("re-acquire our own lease after a restart", func(t *testing.T) {
+	t.Run("take back our own lease after a restart", func(t *testing.T) {
 		b := mem.New()
 		c := clock.NewFake(t0)
 		acquire(t, b, "me", c)
 		c.Advance(time.Second) // the restart
 		r := &rounds{Bucket: b}
-		if _, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil)); err != nil {
+		restarted, err := lease.NewContender(r, "db1", opts("me", c, nil))
+		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, "re-acquire", r, budget{4, 3})
+		if _, err := restarted.Acquire(ctx); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("first attempt after the restart: %v, want ErrHeld until the old process must have fenced", err)
+		}
+		check(t, "first look after a restart", r, budget{2, 2})
+		c.Advance(ttl * 5 / 6)
+		if _, err := restarted.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "take back", r, budget{4, 3})
 	})
 	t.Run("take over a stale lease", func(t *testing.T) {
 		b := mem.New()

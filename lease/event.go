@@ -27,8 +27,13 @@ const (
 	EventFenced
 	// EventLost: the lease was found taken over or removed.
 	EventLost
-	// EventReleased: the lease was released.
+	// EventReleased: the lease was released: its record is marked released
+	// (or was already gone, or someone else's).
 	EventReleased
+	// EventReleaseFailed: Release could not mark the record released; Err
+	// says why. The record stays until it goes stale, a TTL after its last
+	// renewal.
+	EventReleaseFailed
 )
 
 // String returns the event's name.
@@ -48,6 +53,8 @@ func (k EventKind) String() string {
 		return "lost"
 	case EventReleased:
 		return "released"
+	case EventReleaseFailed:
+		return "release-failed"
 	default:
 		return "event"
 	}
@@ -81,7 +88,7 @@ func (k EventKind) level() slog.Level {
 		return slog.LevelDebug
 	case EventRenewalFailed, EventTookOver:
 		return slog.LevelWarn
-	case EventFenced, EventLost:
+	case EventFenced, EventLost, EventReleaseFailed:
 		return slog.LevelError
 	default:
 		return slog.LevelInfo

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // fencePoll bounds how long the fence timer sleeps between looks at the
@@ -29,7 +30,12 @@ type Lease struct {
 	// stopFence ends the lease's fence context with a cause.
 	stopFence context.CancelCauseFunc
 
-	renewMu sync.Mutex // one renewal or release at a time
+	// turn admits one renewal or release at a time; a channel, so that
+	// Release can wait for it under its context.
+	turn chan struct{}
+
+	stamps *stamps      // the contender's: renewed_at increases across all its writes
+	sent   sentRecords // the records this lease sent whose write may have landed
 
 	mu        sync.Mutex
 	rec       Record
@@ -42,7 +48,8 @@ type Lease struct {
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
 	l := &Lease{b: b, key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
-		sentMono: st.mono, sentWall: st.wall}
+		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps}
+	l.sent.add(st.rec)
 	l.fence, l.stopFence = context.WithCancelCause(context.Background())
 	l.mu.Lock()
 	l.armLocked()
@@ -169,26 +176,38 @@ func (l *Lease) end(reason error, previous *Record, detail string) {
 	v := l.version
 	l.mu.Unlock()
 	l.stopFence(reason)
-	kind := map[error]EventKind{ErrFenced: EventFenced, ErrLost: EventLost, ErrReleased: EventReleased}[reason]
-	ev := Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous, Detail: detail}
-	if kind != EventReleased {
-		ev.Err = reason
+	kind := EventFenced
+	switch {
+	case errors.Is(reason, ErrReleased):
+		return // Release reports what became of the release itself
+	case errors.Is(reason, ErrLost):
+		kind = EventLost
 	}
-	l.s.emit(ev)
+	l.s.emit(Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous,
+		Detail: detail, Err: reason})
 }
 
 // Renew extends the lease with one conditional write (If-Match on the
-// version we last wrote). It returns nil on success; ErrLost if another
-// instance took the lease over, removed it or marked it released;
-// ErrReleased after Release; and any other error for a renewal that failed
-// and may be retried until the fence deadline. A renewal whose reply was
-// lost is recognised as our own on the next attempt. Once fenced, Renew
-// writes nothing: it reads the lease object and returns ErrLost if the
-// lease has been taken over, ErrFenced otherwise (acquire again, with the
-// same Contender, to resume).
+// version we last wrote). It returns nil on success; an error wrapping
+// ErrLost if the lease object was taken over, removed or marked released,
+// or now holds a record this lease did not write (wrapping ErrInstanceInUse
+// too when that record names our own instance id); ErrReleased after
+// Release; ErrFenced once the fence deadline has passed; and any other
+// error for a renewal that failed and may be retried until the fence
+// deadline. A renewal whose reply was lost is recognised as our own on the
+// next attempt: its record is exactly one this lease sent.
+//
+// A renewal counts only if its reply arrives before the fence deadline: one
+// that lands later fences the lease all the same, because work under it has
+// already been told to stop. Once fenced, Renew writes nothing: it reads the
+// lease object and returns ErrLost if the lease has been taken over,
+// ErrFenced otherwise (acquire again, with the same Contender, to resume:
+// it takes back its own record at once).
 func (l *Lease) Renew(ctx context.Context) error {
-	l.renewMu.Lock()
-	defer l.renewMu.Unlock()
+	if err := l.take(ctx); err != nil {
+		return err
+	}
+	defer l.give()
 	l.mu.Lock()
 	if l.done != nil {
 		err := l.done
@@ -210,31 +229,24 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := checkWall(wall); err != nil {
 		return err // retried, and fenced in time, like any failed renewal
 	}
-	rec.RenewedAt = wall
-	v, err := l.b.Put(ctx, l.key, rec.Encode(), driver.IfMatch(over))
+	rec.RenewedAt = l.stamps.renewed(wall)
+	l.sent.add(rec)
+	// The write ends with the lease: a renewal still in flight at the
+	// fence deadline, or when Release stops the lease, is abandoned.
+	wctx, cancel := l.Fence(ctx)
+	v, err := l.b.Put(wctx, l.key, rec.Encode(), driver.IfMatch(over))
+	cancel()
 	if err != nil {
 		cur, curV, rerr := readLease(ctx, l.b, l.key)
 		switch {
 		case errors.Is(rerr, driver.ErrNotExist):
 			l.end(ErrLost, nil, "the lease object was removed")
-			return ErrLost
+			return l.Err()
 		case rerr != nil:
 			return fmt.Errorf("renew %s: %w", l.key, err)
-		case cur.err != nil || cur.rec.InstanceID != l.s.id:
-			var prev *Record
-			if cur.err == nil {
-				prev = &cur.rec
-			}
-			l.end(ErrLost, prev, "the lease object names another instance")
-			return ErrLost
-		case cur.rec.TTLSeconds == 0:
-			// Our id, but released: someone broke the lease (bucketlease
-			// break), or a release of ours ran. Either way it is over.
-			l.end(ErrLost, &cur.rec, "the lease object was marked released")
-			return ErrLost
-		case cur.rec.RenewedAt.Equal(wall):
+		case cur.err == nil && l.landed(cur.rec, rec, curV, over):
 			v = curV // this renewal landed; its answer was lost
-		case curV != over:
+		case cur.err == nil && l.sent.has(cur.rec) && curV != over:
 			// An earlier renewal of ours landed after we gave up on it.
 			// Adopt its version; this renewal did not land, so the fence
 			// does not move, and the next attempt will.
@@ -242,31 +254,90 @@ func (l *Lease) Renew(ctx context.Context) error {
 			l.version, l.rec = curV, cur.rec
 			l.mu.Unlock()
 			return fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
+		case cur.err == nil && l.sent.has(cur.rec):
+			return fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
 		default:
-			return fmt.Errorf("renew %s: %w", l.key, err)
+			return l.lose(cur)
 		}
 	}
 	l.mu.Lock()
-	if l.done != nil { // fenced while the request was in flight
+	l.version, l.rec = v, rec
+	l.sent.forgetAllBut(rec)
+	if l.done != nil { // ended while the request was in flight
 		err := l.done
 		l.mu.Unlock()
 		return err
 	}
-	l.version, l.rec, l.sentMono, l.sentWall = v, rec, mono, wall
+	if !l.mayWriteLocked() {
+		// The reply came after the fence deadline; work under the lease
+		// has been told to stop (or is being told now), so the lease
+		// stays fenced. Its record is ours: acquiring again with the same
+		// Contender takes it back at once.
+		l.mu.Unlock()
+		l.end(ErrFenced, nil, "the renewal's reply came after the fence deadline")
+		return ErrFenced
+	}
+	l.sentMono, l.sentWall = mono, wall
 	l.armLocked()
 	l.mu.Unlock()
 	l.s.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
 	return nil
 }
 
+// landed reports whether the stored record cur, at version curV, is our
+// write of sent over version over: exactly our record, at a new version.
+func (l *Lease) landed(cur, sent Record, curV, over driver.Version) bool {
+	if oldlease.EqualRenewedAtIsProof.Load() {
+		return cur.InstanceID == sent.InstanceID && cur.RenewedAt.Equal(sent.RenewedAt)
+	}
+	return cur.same(sent) && curV != over
+}
+
+// lose ends the lease because the lease object holds something this lease
+// did not write, and returns the error that says what.
+func (l *Lease) lose(cur readResult) error {
+	var prev *Record
+	if cur.err == nil {
+		prev = &cur.rec
+	}
+	var reason error = ErrLost
+	detail := "the lease object names another instance"
+	switch {
+	case cur.err != nil:
+		detail = "the lease object is not a lease record: " + cur.err.Error()
+	case cur.rec.InstanceID == BreakerID && cur.rec.TTLSeconds == 0:
+		detail = "an operator broke the lease (bucketlease break)"
+	case cur.rec.TTLSeconds == 0:
+		detail = "the lease object was marked released"
+	case cur.rec.InstanceID == l.s.id && !oldlease.AdoptByInstanceID.Load():
+		detail = "the lease object names this instance id but this lease did not write it: another process with the same instance id took it"
+		reason = fmt.Errorf("%w: %w", ErrLost, ErrInstanceInUse)
+	}
+	l.end(reason, prev, detail)
+	return l.Err()
+}
+
+// take waits for the lease's turn to renew or release, or for ctx.
+func (l *Lease) take(ctx context.Context) error {
+	select {
+	case l.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (l *Lease) give() { <-l.turn }
+
 // checkLost is Renew for a fenced lease: it writes nothing, but reads the
 // lease object so that a holder that was taken over learns so (ErrLost).
+// The lease is still ours only while the object holds a record it wrote.
 func (l *Lease) checkLost(ctx context.Context) error {
 	cur, _, err := readLease(ctx, l.b, l.key)
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
 		return ErrFenced
 	}
-	if err == nil && cur.err == nil && cur.rec.InstanceID == l.s.id {
+	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || (oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == l.s.id)) {
 		return ErrFenced
 	}
 	var prev *Record
@@ -281,40 +352,66 @@ func (l *Lease) checkLost(ctx context.Context) error {
 	return ErrLost
 }
 
-// Release ends the lease and removes it, so that another instance may take
-// it at once. Writes through Bucket and contexts from Fence stop first.
-// Release never removes a successor's lease: it deletes with If-Match where
-// the service honours a conditional delete, and otherwise overwrites our
-// record with If-Match as a released record (ttl_s 0). A lease already lost
-// is left alone.
+// Release ends the lease and marks it released, so that another instance
+// may take it at once. It first stops all writing under the lease
+// (MayWrite turns false, Bucket refuses, Fence contexts are cancelled, a
+// renewal in flight is abandoned), then waits for its turn and releases
+// within ctx.
+//
+// Release never removes or overwrites a record that this lease did not
+// write, on any service, whatever its driver declares: it overwrites our
+// record with If-Match on the version we last wrote, by a released record
+// (ttl_s 0, stale to every reader at once), and the acquire probe of this
+// very lease proved that the service refuses If-Match on a version that is
+// not current. It never deletes: many services that serve the S3 API ignore
+// conditions on DELETE. If the record changed, Release reads it back: a
+// later record of this lease (a renewal whose reply was lost) is released
+// in turn; anything else is left alone, and Release returns nil. A lease
+// already lost is left alone. It returns an error only when a record of
+// ours may still be there: the release failed.
 func (l *Lease) Release(ctx context.Context) error {
-	l.renewMu.Lock()
-	defer l.renewMu.Unlock()
+	if oldlease.ReleaseWaitsForRenewal.Load() {
+		if err := l.take(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		l.end(ErrReleased, nil, "")
+	} else {
+		l.end(ErrReleased, nil, "")
+		if err := l.take(ctx); err != nil {
+			return fmt.Errorf("release %s: waiting for a renewal in flight: %w", l.key, err)
+		}
+	}
+	defer l.give()
 	l.mu.Lock()
 	done, v, rec := l.done, l.version, l.rec
 	l.mu.Unlock()
-	if errors.Is(done, ErrLost) || errors.Is(done, ErrReleased) {
+	if errors.Is(done, ErrLost) {
 		return nil
 	}
-	l.end(ErrReleased, nil, "")
-	err := release(ctx, l.b, l.key, v, rec, l.s.clock.Wall())
+	err := release(ctx, l.b, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
+	ev := Event{Kind: EventReleased, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall()}
 	if err != nil {
-		return fmt.Errorf("release %s: %w", l.key, err)
+		err = fmt.Errorf("release %s: %w", l.key, err)
+		ev.Kind, ev.Err, ev.Detail = EventReleaseFailed, err, "a record of ours may be left until it goes stale"
 	}
-	return nil
+	l.s.emit(ev)
+	return err
 }
 
-// release removes our record at version v, conditionally. If the record
-// changed, it reads it back: a later version of our own (a renewal whose
-// reply was lost) is released in turn; anyone else's is left alone.
-func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, now time.Time) error {
+// release marks our record at version v released, with If-Match (or, under
+// the oldlease switch, deletes it where the driver declares a conditional
+// delete). If the record changed, it reads it back: a later record that
+// sent holds (a write of ours whose reply was lost) is released in turn;
+// anyone else's is left alone.
+func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) error {
+	var err error
 	for range 3 {
-		var err error
-		if b.Capabilities().ConditionalDelete {
+		if oldlease.DeleteOnRelease.Load() && b.Capabilities().ConditionalDelete {
 			err = b.Delete(ctx, key, driver.IfMatch(v))
 		} else {
 			rel := rec
-			rel.RenewedAt, rel.TTLSeconds = now, 0
+			rel.RenewedAt, rel.TTLSeconds = st.renewed(now), 0
+			sent.add(rel)
 			_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
 		}
 		if err == nil {
@@ -325,13 +422,18 @@ func release(ctx context.Context, b driver.Bucket, key string, v driver.Version,
 		case errors.Is(rerr, driver.ErrNotExist):
 			return nil
 		case rerr != nil:
-			return err
-		case cur.err != nil || cur.rec.InstanceID != rec.InstanceID || cur.rec.TTLSeconds == 0:
-			return nil // someone else's, or already released
+			return fmt.Errorf("%w (and reading it back failed: %v)", err, rerr)
+		case cur.err == nil && oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == rec.InstanceID && cur.rec.TTLSeconds != 0:
+			v, rec = curV, cur.rec // the old, trusting adoption
+			continue
+		case cur.err != nil || !sent.has(cur.rec):
+			return nil // someone else's: left alone
+		case cur.rec.TTLSeconds == 0:
+			return nil // our released record landed; its reply was lost
 		}
-		v, rec = curV, cur.rec
+		v, rec = curV, cur.rec // ours and still live: release that version
 	}
-	return errors.New("the lease object kept changing")
+	return fmt.Errorf("the lease object could not be marked released: %w", err)
 }
 
 // Keep renews the lease every TTL/3 until ctx is done or the lease ends. A

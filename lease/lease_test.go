@@ -158,18 +158,18 @@ func TestLostReplyRenewalIsNotLost(t *testing.T) {
 
 func TestLateRenewalOfOursIsAdoptedNotLost(t *testing.T) {
 	inner := mem.New()
+	late := &latePut{Bucket: inner}
 	c := clock.NewFake(t0)
-	l := acquire(t, inner, "me", c)
-	// An earlier renewal of ours lands after we gave up on it: the object
-	// names us at a version we never heard of.
-	rec := l.Record()
-	rec.RenewedAt = c.Wall().Add(time.Second)
-	if _, err := inner.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfMatch(l.Version())); err != nil {
-		t.Fatal(err)
-	}
+	l := acquire(t, late, "me", c)
+	// A renewal goes out, times out on the client, and lands later.
+	late.hold.Store(true)
 	c.Advance(ttl / 3)
 	if err := l.Renew(context.Background()); err == nil || errors.Is(err, lease.ErrLost) {
-		t.Fatalf("first renew: %v, want a retryable error", err)
+		t.Fatalf("renewal held back: %v, want a retryable error", err)
+	}
+	late.land(t)
+	if err := l.Renew(context.Background()); err == nil || errors.Is(err, lease.ErrLost) {
+		t.Fatalf("first renew after the late landing: %v, want a retryable error (adopted)", err)
 	}
 	if err := l.Renew(context.Background()); err != nil {
 		t.Fatalf("second renew: %v", err)
@@ -443,17 +443,31 @@ func TestStaleAndReleasedAreTakenOver(t *testing.T) {
 	}
 }
 
-func TestRestartReacquiresOwnLeaseAtOnce(t *testing.T) {
+func TestRestartTakesBackOwnLeaseBeforeATTL(t *testing.T) {
 	b := mem.New()
 	c := clock.NewFake(t0)
 	acquire(t, b, "me", c) // then the process dies
 	c.Advance(time.Second)
-	l, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	restarted, err := lease.NewContender(b, "db1", opts("me", c, nil))
 	if err != nil {
-		t.Fatalf("re-acquire of our own fresh lease: %v", err)
+		t.Fatal(err)
 	}
-	if r, _, _ := readRecord(t, b); !r.AcquiredAt.Equal(t0) || l.Version() == "" {
-		t.Fatalf("re-acquire changed acquired_at to %v", r.AcquiredAt)
+	_, err = restarted.Acquire(context.Background())
+	var he *lease.HeldError
+	if !errors.As(err, &he) || !he.SameID || he.TakeoverAt.Sub(he.Now) != ttl*5/6 {
+		t.Fatalf("first attempt after a restart: %v, want a HeldError (SameID) taking back in %v", err, ttl*5/6)
+	}
+	c.Advance(ttl*5/6 - time.Nanosecond)
+	if _, err := restarted.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("taken back before its writer must have fenced itself: %v", err)
+	}
+	c.Advance(time.Nanosecond)
+	l, err := restarted.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("taking back our own unchanged lease after 5/6 TTL: %v", err)
+	}
+	if r, v, _ := readRecord(t, b); v != l.Version() || r.InstanceID != "me" {
+		t.Fatalf("stored %+v at %s, lease at %s", r, v, l.Version())
 	}
 }
 
@@ -568,20 +582,22 @@ func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 			if !condDelete {
 				b = faulty.NoConditionalDelete{Bucket: b}
 			}
+			counted := &faulty.Counting{Bucket: b}
 			c := clock.NewFake(t0)
-			h := acquire(t, b, "holder", c)
+			h := acquire(t, counted, "holder", c)
 			if err := h.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if h.MayWrite() || !errors.Is(h.Err(), lease.ErrReleased) {
 				t.Fatal("a released lease may still write")
 			}
-			r, _, ok := readRecord(t, b)
-			if condDelete && ok {
-				t.Fatalf("release left %+v", r)
+			// Whatever the driver declares, release is an If-Match
+			// overwrite by a released record, never a delete.
+			if r, _, ok := readRecord(t, b); !ok || r.TTLSeconds != 0 || r.InstanceID != "holder" {
+				t.Fatalf("release left %+v (exists %v), want a released record", r, ok)
 			}
-			if !condDelete && (!ok || r.TTLSeconds != 0) {
-				t.Fatalf("release without conditional delete left %+v, want a released record", r)
+			if _, _, deletes := counted.Counts(); deletes != 0 {
+				t.Fatalf("release sent %d deletes", deletes)
 			}
 			if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {
 				t.Fatalf("next instance right after release: %v", err)

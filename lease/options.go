@@ -1,7 +1,9 @@
 package lease
 
 import (
+	"crypto/rand"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // Options configure a Contender. The zero value (or nil) gives a 30 s TTL, a
@@ -38,6 +41,12 @@ type Options struct {
 	// Getenv reads EnvConditional. Default os.Getenv.
 	Getenv func(string) string
 
+	// Rand is the source of the random fraction of a second in each lease's
+	// acquired_at, which tells apart the records of two processes that
+	// share an instance id. Default crypto/rand.Reader; the simulator sets
+	// a seeded one to replay runs.
+	Rand io.Reader
+
 	// RetryInterval is how long the renewal loop waits after a failed
 	// renewal before it tries again. Default TTL/15, at least 100 ms.
 	RetryInterval time.Duration
@@ -52,6 +61,7 @@ type settings struct {
 	onEvent func(Event)
 	getenv  func(string) string
 	retry   time.Duration
+	rand    io.Reader
 }
 
 func (o *Options) resolve() (*settings, error) {
@@ -59,7 +69,7 @@ func (o *Options) resolve() (*settings, error) {
 		o = &Options{}
 	}
 	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.Clock, logger: o.Logger,
-		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval}
+		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval, rand: o.Rand}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}
@@ -81,15 +91,20 @@ func (o *Options) resolve() (*settings, error) {
 	if s.getenv == nil {
 		s.getenv = os.Getenv
 	}
+	if s.rand == nil {
+		s.rand = rand.Reader
+	}
 	if s.retry <= 0 {
 		s.retry = max(s.ttl/15, 100*time.Millisecond)
 	}
 	return s, nil
 }
 
-// bucketFor applies EnvConditional: it returns the bucket the lease uses and
-// the exclusion it gives, or an error for a value it does not know or a
-// driver that declares no exclusion.
+// bucketFor applies EnvConditional: it returns the bucket the lease uses,
+// or an error for a value it does not know or a driver whose declared
+// exclusion is weaker than conditional without the switch. Best-effort runs
+// only under EnvConditional=off, whatever the driver declares, and always
+// with a warning: exclusion is never weakened silently.
 func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error) {
 	switch v := s.getenv(EnvConditional); v {
 	case "", "on":
@@ -100,9 +115,17 @@ func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error)
 	default:
 		return nil, fmt.Errorf("lease: %s=%q: the value must be \"on\" (the default) or \"off\"", EnvConditional, v)
 	}
-	if b.Capabilities().Exclusion == driver.NoExclusion {
+	caps := b.Capabilities()
+	switch {
+	case caps.Exclusion == driver.Conditional:
+		return b, nil
+	case caps.Exclusion == driver.BestEffort && oldlease.BestEffortByDeclaration.Load():
+		return b, nil
+	case caps.Exclusion == driver.BestEffort:
+		return nil, fmt.Errorf("acquire %s: %w: its driver declares only best-effort exclusion (read then write); set %s=off to accept that",
+			key, ErrPreconditionsIgnored, EnvConditional)
+	default:
 		return nil, fmt.Errorf("acquire %s: %w: its driver declares no exclusion; set %s=off to run best-effort",
 			key, ErrPreconditionsIgnored, EnvConditional)
 	}
-	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -23,8 +24,10 @@ const MaxRecordSize = 4 << 10
 const DefaultTTL = 30 * time.Second
 
 // Key returns the key of the lease object for prefix: "{prefix}/LEASE", or
-// "LEASE" for the empty prefix.
+// "LEASE" for the empty prefix. Trailing slashes of prefix are dropped, so
+// "db1" and "db1/" name one lease, never a second one at "db1//LEASE".
 func Key(prefix string) string {
+	prefix = strings.TrimRight(prefix, "/")
 	if prefix == "" {
 		return "LEASE"
 	}

@@ -1,0 +1,109 @@
+package lease
+
+import (
+	"encoding/binary"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
+)
+
+// Ownership of a record is proven by its content, never by the instance id
+// alone: two processes can be configured with one id (two containers with
+// one hostname, a cloned machine), and a Lease that was fenced and then
+// acquired again by its Contender must not take the newer lease for its own.
+//
+// Every record a Contender writes is unique: renewed_at increases strictly
+// across all of the contender's writes (a stuck or coarse clock is bumped by
+// a nanosecond), and acquired_at carries a random fraction of a second that
+// names the lease incarnation, so that two processes with one id and one
+// stuck clock still write different records. A record read back is ours
+// only if it is exactly one that we sent.
+
+// maxSent bounds how many records a writer remembers having sent. Only the
+// records sent since the last write it knows landed can still land, so a
+// short memory suffices; forgetting one can only make a record look foreign
+// (the safe direction: a lease lost, never a lease shared).
+const maxSent = 64
+
+// sentRecords remembers the records one writer (a Contender's attempts, or
+// one Lease) sent.
+type sentRecords struct {
+	mu   sync.Mutex
+	recs []Record
+}
+
+// add remembers r.
+func (s *sentRecords) add(r Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.recs) == maxSent {
+		s.recs = append(s.recs[:0], s.recs[1:]...)
+	}
+	s.recs = append(s.recs, r)
+}
+
+// has reports whether r is exactly a record that was sent.
+func (s *sentRecords) has(r Record) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.recs {
+		if x.same(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetAllBut remembers only r: a write of r landed, so no earlier record
+// can land any more (each was sent with If-Match on a version r replaced).
+func (s *sentRecords) forgetAllBut(r Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs[:0], r)
+}
+
+// same reports whether r and o are the same record, field by field.
+func (r Record) same(o Record) bool {
+	return r.InstanceID == o.InstanceID && r.AcquiredAt.Equal(o.AcquiredAt) &&
+		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds
+}
+
+// stamps makes the times one Contender writes into its records.
+type stamps struct {
+	rand io.Reader // source of acquired_at's random fraction
+
+	mu   sync.Mutex
+	last time.Time // the latest renewed_at stamped
+}
+
+// renewed returns the renewed_at for a write sent at wall: wall itself, or,
+// if the clock has not moved past the previous stamp (stuck, coarse, or
+// stepped back), a nanosecond after that stamp. It is never earlier than
+// wall, so a reader never sees the lease older than it is.
+func (s *stamps) renewed(wall time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := wall.Round(0).UTC()
+	if !t.After(s.last) && !oldlease.EqualRenewedAtIsProof.Load() {
+		t = s.last.Add(time.Nanosecond)
+	}
+	s.last = t
+	return t
+}
+
+// acquired returns the acquired_at of a new lease incarnation at wall: the
+// second of wall, with a random fraction that names this incarnation.
+func (s *stamps) acquired(wall time.Time) time.Time {
+	var b [8]byte
+	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
+		// A broken random source must not make two incarnations alike:
+		// fall back to the clock's own fraction (unique unless it is
+		// stuck, and then renewed_at still tells writes apart within
+		// one process).
+		return wall.Round(0).UTC()
+	}
+	frac := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(time.Second))
+	return wall.Round(0).UTC().Truncate(time.Second).Add(frac)
+}

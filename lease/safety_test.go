@@ -1,0 +1,611 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/besteffort"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// The regression tests of issue 11: each defect has a scenario that returns
+// what went wrong, run once against the lease as it is (it must find
+// nothing) and once with the old behaviour switched back on through
+// internal/oldlease (it must find the defect), so that each check is shown
+// able to fail.
+
+// withOld runs f with an oldlease switch on.
+func withOld(t *testing.T, sw *atomic.Bool, f func()) {
+	t.Helper()
+	sw.Store(true)
+	defer sw.Store(false)
+	f()
+}
+
+// ignoresDeleteCondition is a service that declares a conditional delete
+// but deletes whatever is there, as MinIO, gofakes3 and fake-gcs-server do.
+type ignoresDeleteCondition struct{ driver.Bucket }
+
+func (b ignoresDeleteCondition) Capabilities() driver.Capabilities {
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+}
+
+func (b ignoresDeleteCondition) Delete(ctx context.Context, key string, _ driver.Condition) error {
+	return b.Bucket.Delete(ctx, key, driver.Condition{})
+}
+
+// latePut holds back Puts while hold is set: each fails on the client, and
+// land applies them later, as a request delayed in the network does.
+type latePut struct {
+	driver.Bucket
+	hold atomic.Bool
+	mu   sync.Mutex
+	held []func() error
+}
+
+func (l *latePut) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if l.hold.Load() {
+		l.mu.Lock()
+		l.held = append(l.held, func() error { _, err := l.Bucket.Put(context.Background(), key, data, cond); return err })
+		l.mu.Unlock()
+		return "", errors.New("latePut: timed out on the client; the request is still in the network")
+	}
+	return l.Bucket.Put(ctx, key, data, cond)
+}
+
+// land stops holding and applies the held Puts in order.
+func (l *latePut) land(t *testing.T) {
+	t.Helper()
+	l.hold.Store(false)
+	l.mu.Lock()
+	held := l.held
+	l.held = nil
+	l.mu.Unlock()
+	for _, f := range held {
+		if err := f(); err != nil {
+			t.Fatalf("late put: %v", err)
+		}
+	}
+}
+
+// fencedThenTakenOver is the scenario of defect 1: holder A stops renewing,
+// B takes over after a TTL, A releases, and C tries to acquire. It returns
+// what is wrong afterwards, or "".
+func fencedThenTakenOver(t *testing.T, b driver.Bucket) string {
+	t.Helper()
+	ac, bc, cc := clock.NewFake(t0), clock.NewFake(t0), clock.NewFake(t0)
+	a := acquire(t, b, "A", ac)
+	for _, c := range []*clock.Fake{ac, bc, cc} {
+		c.Advance(ttl)
+	}
+	succ := acquire(t, b, "B", bc)
+	if err := a.Release(context.Background()); err != nil {
+		return "the fenced holder's release failed: " + err.Error()
+	}
+	if r, v, ok := readRecord(t, b); !ok || r.InstanceID != "B" || v != succ.Version() {
+		return "the fenced holder's release changed the successor's lease"
+	}
+	if _, err := lease.Acquire(context.Background(), b, "db1", opts("C", cc, nil)); !errors.Is(err, lease.ErrHeld) {
+		return "a third instance acquired while the successor holds the lease: " + errString(err)
+	}
+	return ""
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+func TestFencedHolderReleaseKeepsSuccessorWhereDeleteConditionIsIgnored(t *testing.T) {
+	if bad := fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.DeleteOnRelease, func() {
+		if fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}) == "" {
+			t.Fatal("negative control: trusting the driver's conditional delete went unnoticed")
+		}
+	})
+}
+
+// releaseOldAfterReacquire is defect 2: a lease is fenced, its Contender
+// acquires again, and the old *Lease is released.
+func releaseOldAfterReacquire(t *testing.T) string {
+	t.Helper()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := con.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(ttl * 2 / 3) // no renewal: fenced
+	if !errors.Is(old.Err(), lease.ErrFenced) {
+		t.Fatalf("not fenced: %v", old.Err())
+	}
+	cur, err := con.Acquire(context.Background()) // as ErrFenced's doc says
+	if err != nil {
+		t.Fatalf("acquiring again with the same Contender: %v", err)
+	}
+	if err := old.Release(context.Background()); err != nil {
+		return "releasing the old lease failed: " + err.Error()
+	}
+	if r, v, ok := readRecord(t, b); !ok || v != cur.Version() || r.TTLSeconds == 0 {
+		return "releasing the old, fenced lease changed the re-acquired one"
+	}
+	if _, err := lease.Acquire(context.Background(), b, "db1", opts("other", c, nil)); err == nil {
+		return "another instance acquired while the re-acquired lease may write"
+	}
+	if !cur.MayWrite() {
+		return "the re-acquired lease stopped writing"
+	}
+	return ""
+}
+
+func TestReleasingAnOldFencedLeaseKeepsTheReacquiredOne(t *testing.T) {
+	if bad := releaseOldAfterReacquire(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.AdoptByInstanceID, func() {
+		if releaseOldAfterReacquire(t) == "" {
+			t.Fatal("negative control: the release loop adopting any record with our id went unnoticed")
+		}
+	})
+}
+
+// twins is defect 3: two live processes configured with one instance id,
+// each following Keep's schedule (renew every TTL/3; the one without the
+// lease tries to acquire every second) for three simulated minutes. It
+// returns what went wrong, and the errors the second process saw.
+func twins(t *testing.T) (bad string, errs []error) {
+	t.Helper()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	type proc struct {
+		con     *lease.Contender
+		l       *lease.Lease
+		renewAt time.Duration
+	}
+	var ps [2]*proc
+	for i := range ps {
+		con, err := lease.NewContender(b, "db1", opts("same-hostname", c, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = &proc{con: con}
+	}
+	ctx := context.Background()
+	for step := range 180 {
+		for i, p := range ps {
+			switch {
+			case p.l != nil && p.l.Err() != nil:
+				errs = append(errs, p.l.Err())
+				p.l = nil
+			case p.l != nil && c.Mono() >= p.renewAt:
+				if err := p.l.Renew(ctx); err == nil {
+					p.renewAt = c.Mono() + ttl/3
+				} else if i == 1 {
+					errs = append(errs, err)
+				}
+			case p.l == nil && (i == 0 || step > 0):
+				l, err := p.con.Acquire(ctx)
+				if err != nil {
+					if i == 1 {
+						errs = append(errs, err)
+					}
+					continue
+				}
+				p.l, p.renewAt = l, c.Mono()+ttl/3
+			}
+		}
+		if ps[0].l != nil && ps[1].l != nil && ps[0].l.MayWrite() && ps[1].l.MayWrite() {
+			return "both processes with one instance id may write at once", errs
+		}
+		c.Advance(time.Second)
+	}
+	return "", errs
+}
+
+func TestTwoLiveProcessesWithOneIDNeverBothWrite(t *testing.T) {
+	bad, errs := twins(t)
+	if bad != "" {
+		t.Fatal(bad)
+	}
+	inUse := false
+	for _, err := range errs {
+		if errors.Is(err, lease.ErrInstanceInUse) {
+			inUse = true
+			if !strings.Contains(err.Error(), "another live process") || !strings.Contains(err.Error(), "own instance id") {
+				t.Errorf("ErrInstanceInUse does not say what to do: %v", err)
+			}
+		}
+	}
+	if !inUse {
+		t.Fatalf("the second process never learned that another live process uses its id; it saw: %v", errs)
+	}
+	withOld(t, &oldlease.AdoptByInstanceID, func() {
+		if bad, _ := twins(t); bad == "" {
+			t.Fatal("negative control: adopting every record with our id went unnoticed")
+		}
+	})
+}
+
+func TestTwinTakesOverAStalledFirstWhichThenLoses(t *testing.T) {
+	b := mem.New()
+	c := clock.NewFake(t0)
+	first := acquire(t, b, "same", c)
+	second, err := lease.NewContender(b, "db1", opts("same", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("second process, first look: %v", err)
+	}
+	c.Advance(ttl * 5 / 6) // the first one stalls (a long GC, a frozen VM)
+	l2, err := second.Acquire(context.Background())
+	if err != nil {
+		t.Fatalf("second process after the first stalled: %v", err)
+	}
+	if first.MayWrite() {
+		t.Fatal("the stalled first process may still write")
+	}
+	err = first.Renew(context.Background())
+	if !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("the first process's renewal: %v, want ErrLost", err)
+	}
+	if !l2.MayWrite() {
+		t.Fatal("the second process lost its lease to the first one's renewal")
+	}
+}
+
+// bestEffortDeclared acquires on a driver that declares best-effort, with
+// the switch unset; it reports whether the lease ran and what it logged.
+func bestEffortDeclared(t *testing.T) (acquired bool, err error, logged string) {
+	t.Helper()
+	var log logBuffer
+	o := opts("me", clock.NewFake(t0), nil)
+	o.Logger = log.logger()
+	_, err = lease.Acquire(context.Background(), besteffort.Wrap(mem.New()), "db1", o)
+	return err == nil, err, log.String()
+}
+
+func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
+	acquired, err, _ := bestEffortDeclared(t)
+	if acquired || !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), lease.EnvConditional+"=off") {
+		t.Fatalf("a best-effort driver without the switch: %v", err)
+	}
+	withOld(t, &oldlease.BestEffortByDeclaration, func() {
+		if acquired, _, logged := bestEffortDeclared(t); !acquired || strings.Contains(logged, "WARN") {
+			t.Fatal("negative control: running best-effort silently went unnoticed")
+		}
+	})
+	// With the switch: best-effort, logged at WARN, reported.
+	var log logBuffer
+	o := opts("me", clock.NewFake(t0), nil)
+	o.Logger = log.logger()
+	o.Getenv = func(string) string { return "off" }
+	l, err := lease.Acquire(context.Background(), besteffort.Wrap(mem.New()), "db1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Exclusion() != driver.BestEffort || !strings.Contains(log.String(), "level=WARN") {
+		t.Fatalf("exclusion %v, log %q", l.Exclusion(), log.String())
+	}
+}
+
+func TestFailedProbeCleanUpThatFailsSaysWhatItLeft(t *testing.T) {
+	inner := mem.New()
+	b := &faulty.Failing{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent},
+		Before: func(ctx context.Context, op, key string, cond driver.Condition) error {
+			if op == "put" && isMatch(cond) {
+				return errors.New("503 Service Unavailable")
+			}
+			return nil
+		}}
+	c := clock.NewFake(t0)
+	_, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		t.Fatalf("acquire: %v", err)
+	}
+	r, _, ok := readRecord(t, inner)
+	if !ok || r.TTLSeconds == 0 {
+		t.Fatalf("the clean-up was refused, yet the record is %+v (exists %v)", r, ok)
+	}
+	until := r.RenewedAt.Add(r.TTL()).Format(time.RFC3339)
+	for _, want := range []string{"clean-up failed", "may be left", "db1/LEASE", until, "503"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+}
+
+func TestFailedProbeCleansUpAfterTheAcquireContextEnded(t *testing.T) {
+	inner := mem.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var absent atomic.Int32
+	b := &faulty.LostReply{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent},
+		Drop: func(op, key string, cond driver.Condition) bool {
+			if op == "put" && cond.Absent() && absent.Add(1) == 2 {
+				cancel() // the caller gives up as the probe's answer arrives
+			}
+			return false
+		}}
+	_, err := lease.Acquire(ctx, b, "db1", opts("me", clock.NewFake(t0), nil))
+	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if r, _, ok := readRecord(t, inner); ok && r.TTLSeconds != 0 {
+		t.Fatalf("a fresh lease was left behind: %+v", r)
+	}
+}
+
+func TestFailedProbeCleanUpLeavesAnotherInstancesRecord(t *testing.T) {
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	var other driver.Version
+	b := &faulty.Failing{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent},
+		Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+			if op == "get" && other == "" {
+				// Between our probe and our clean-up, another instance
+				// writes its record (the service ignores conditions).
+				v, err := inner.Put(context.Background(), key, []byte(foreign("other", c.Wall(), 30)), driver.Condition{})
+				other = v
+				return err
+			}
+			return nil
+		}}
+	if _, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil)); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		t.Fatalf("acquire: %v", err)
+	}
+	if r, v, ok := readRecord(t, inner); !ok || v != other || r.InstanceID != "other" {
+		t.Fatalf("the clean-up touched another instance's record: %+v at %s", r, v)
+	}
+}
+
+// hungRenewal starts a renewal that hangs on the network (ignoring
+// cancellation until unblocked), then releases with a cancelled context. It
+// reports whether the lease stopped writing and Release returned.
+func hungRenewal(t *testing.T) (stopped bool) {
+	t.Helper()
+	inner := mem.New()
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var armed atomic.Bool
+	b := &faulty.Failing{Bucket: inner, Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+		if op == "put" && isMatch(cond) && armed.Load() {
+			once.Do(func() { close(entered) })
+			<-unblock // a request that does not notice cancellation
+		}
+		return nil
+	}}
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	armed.Store(true)
+	c.Advance(ttl / 3)
+	renewed := make(chan error, 1)
+	go func() { renewed <- l.Renew(context.Background()) }()
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	released := make(chan error, 1)
+	go func() { released <- l.Release(ctx) }()
+	defer func() { close(unblock); <-renewed; <-released }()
+	deadline := time.After(5 * time.Second) // a bound, not a measurement
+	for {
+		select {
+		case err := <-released:
+			released <- err
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("Release with a cancelled context during a hung renewal: %v", err)
+			}
+			if l.MayWrite() {
+				t.Error("Release returned but the lease may still write")
+			}
+			if _, err := l.Bucket().Put(context.Background(), "db1/x", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrReleased) {
+				t.Errorf("Bucket accepted a write after Release: %v", err)
+			}
+			select {
+			case <-l.Done():
+			default:
+				t.Error("Done is open after Release")
+			}
+			return true
+		case <-deadline:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func TestReleaseDuringAHungRenewalStopsWritingFirst(t *testing.T) {
+	if !hungRenewal(t) {
+		t.Fatal("Release waited for a hung renewal, ignoring its context, with the lease still writable")
+	}
+	withOld(t, &oldlease.ReleaseWaitsForRenewal, func() {
+		if hungRenewal(t) {
+			t.Fatal("negative control: Release waiting for the renewal went unnoticed")
+		}
+	})
+}
+
+// stuckClockRenewal renews with a stuck wall clock through a connection
+// that resets before the request reaches the service. It returns what went
+// wrong, or "".
+func stuckClockRenewal(t *testing.T) string {
+	t.Helper()
+	var reset atomic.Bool
+	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+		if op == "put" && reset.Load() {
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	}}
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	c.AdvanceMono(ttl / 3) // the wall clock is stuck
+	before, v := l.Deadline(), l.Version()
+	reset.Store(true)
+	if err := l.Renew(context.Background()); err == nil {
+		return "a renewal that never reached the service was reported as a success"
+	}
+	if l.Version() != v || !l.Deadline().Equal(before) {
+		return "a renewal that never reached the service moved the fence"
+	}
+	return ""
+}
+
+func TestStuckClockRenewalThatNeverLandedIsNotASuccess(t *testing.T) {
+	if bad := stuckClockRenewal(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.EqualRenewedAtIsProof, func() {
+		if stuckClockRenewal(t) == "" {
+			t.Fatal("negative control: equal renewed_at taken as proof went unnoticed")
+		}
+	})
+}
+
+func TestRenewAfterTheDeadlineWritesNothing(t *testing.T) {
+	counted := &faulty.Counting{Bucket: mem.New()}
+	c := clock.NewFake(t0)
+	l := acquire(t, counted, "me", c)
+	c.AdvanceWall(ttl * 2 / 3) // the deadline passed; the fence timer has not fired
+	_, putsBefore, _ := counted.Counts()
+	if err := l.Renew(context.Background()); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("renew after the deadline: %v, want ErrFenced", err)
+	}
+	if _, puts, _ := counted.Counts(); puts != putsBefore {
+		t.Fatalf("renew after the deadline sent %d writes", puts-putsBefore)
+	}
+	if l.MayWrite() {
+		t.Fatal("MayWrite after the deadline")
+	}
+}
+
+func TestRenewalReplyAfterTheDeadlineFences(t *testing.T) {
+	var c *clock.Fake
+	var armed atomic.Bool
+	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+		if op == "put" && isMatch(cond) && armed.Load() {
+			c.AdvanceWall(ttl) // the reply takes long; only the wall clock shows it
+		}
+		return nil
+	}}
+	c = clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	armed.Store(true)
+	c.Advance(ttl / 3)
+	if err := l.Renew(context.Background()); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("a renewal whose reply came after the deadline: %v, want ErrFenced", err)
+	}
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done is open: in-flight work was never told to stop")
+	}
+	if l.MayWrite() {
+		t.Fatal("the late renewal un-fenced the lease")
+	}
+}
+
+func TestWallClockPastTheDeadlineClosesDoneWithinAPoll(t *testing.T) {
+	c := clock.NewFake(t0)
+	l := acquire(t, mem.New(), "me", c)
+	c.AdvanceWall(ttl * 2 / 3) // a suspension: monotonic clock frozen
+	if l.MayWrite() {
+		t.Fatal("MayWrite after the wall-clock deadline")
+	}
+	c.AdvanceMono(time.Second)
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done still open a second after the wall clock passed the deadline")
+	}
+	if !errors.Is(l.Err(), lease.ErrFenced) {
+		t.Fatalf("Err = %v, want ErrFenced", l.Err())
+	}
+}
+
+func TestAcquireFenceIsTimedFromBeforeTheProbes(t *testing.T) {
+	var c *clock.Fake
+	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+		if op == "get" || cond.Absent() {
+			return nil
+		}
+		c.AdvanceMono(time.Second) // the probes are slow
+		return nil
+	}}
+	c = clock.NewFake(t0)
+	start := c.Wall()
+	l := acquire(t, b, "me", c)
+	if want := start.Add(ttl * 2 / 3); !l.Deadline().Equal(want) {
+		t.Fatalf("deadline %v, want %v: timed from after the probes", l.Deadline(), want)
+	}
+	c.AdvanceMono(ttl*2/3 - time.Second) // with the second spent probing: 2/3 TTL since the acquire was sent
+	if l.MayWrite() {
+		t.Fatal("MayWrite past two thirds of a TTL after the acquire was sent")
+	}
+}
+
+func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
+	counted := &faulty.Counting{Bucket: ignoresDeleteCondition{mem.New()}}
+	c := clock.NewFake(t0)
+	h := acquire(t, counted, "holder", c)
+	looked := h.Version()
+	c.Advance(ttl / 3)
+	if err := h.Renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err := lease.Break(context.Background(), counted, "db1", looked, c.Wall())
+	if !errors.Is(err, driver.ErrPrecondition) {
+		t.Fatalf("break of a version that changed: %v, want ErrPrecondition", err)
+	}
+	if r, v, _ := readRecord(t, counted); v != h.Version() || r.InstanceID != "holder" {
+		t.Fatalf("break changed a lease it had not looked at: %+v", r)
+	}
+	if err := lease.Break(context.Background(), counted, "db1", h.Version(), c.Wall()); err != nil {
+		t.Fatalf("break of the current version: %v", err)
+	}
+	if r, _, ok := readRecord(t, counted); !ok || r.TTLSeconds != 0 || r.InstanceID != lease.BreakerID {
+		t.Fatalf("after break: %+v", r)
+	}
+	if _, _, deletes := counted.Counts(); deletes != 0 {
+		t.Fatalf("break sent %d deletes", deletes)
+	}
+	if err := h.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("the broken holder's renewal: %v, want ErrLost", err)
+	}
+}
+
+func TestBreakOnAServiceIgnoringIfMatchFailsClosed(t *testing.T) {
+	b := &faulty.Bucket{Bucket: mem.New(), Ignore: faulty.IgnoreIfMatch}
+	v := put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
+	if err := lease.Break(context.Background(), b, "db1", v, t0); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		t.Fatalf("break on a service that ignores If-Match: %v", err)
+	}
+}
+
+func TestKeyOfAPrefixWithATrailingSlash(t *testing.T) {
+	for prefix, want := range map[string]string{"db1": "db1/LEASE", "db1/": "db1/LEASE", "db1//": "db1/LEASE", "": "LEASE", "/": "LEASE"} {
+		if got := lease.Key(prefix); got != want {
+			t.Errorf("Key(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+}
+
+func isMatch(c driver.Condition) bool { _, ok := c.Match(); return ok }
