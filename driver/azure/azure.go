@@ -35,14 +35,16 @@ const (
 	EnvAccount          = "AZURE_STORAGE_ACCOUNT"
 )
 
-func init() { driver.Register(Scheme, open) }
+func init() { driver.Register(Scheme, OpenURL) }
 
 // accountName is the shape of a storage account name (Azurite's is longer
 // than Azure's 24 characters).
 var accountName = regexp.MustCompile(`^[a-z0-9]{3,63}$`)
 
-// open is the Opener for azblob://CONTAINER/PREFIX?account=NAME&endpoint=URL.
-func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+// OpenURL is the driver.Opener for azblob://CONTAINER/PREFIX?account=NAME&endpoint=URL,
+// which init registers with driver.Register; a custom driver.Mux can
+// register it too.
+func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "account", "endpoint")
 	if err != nil {
 		return nil, "", err
@@ -52,6 +54,9 @@ func open(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	}
 	if u.Host == "" {
 		return nil, "", errors.New("the URL names no container; use azblob://CONTAINER/prefix")
+	}
+	if err := CheckContainerName(u.Host); err != nil {
+		return nil, "", err
 	}
 	c, err := containerClient(u.Host, q.Get("account"), q.Get("endpoint"))
 	if err != nil {
@@ -142,6 +147,35 @@ func connStringAccount(cs string) (string, bool) {
 	return account, true
 }
 
+// CheckContainerName reports whether name follows Azure's container naming
+// rule: 3 to 63 lower-case letters, digits and hyphens, beginning with a
+// letter or digit, with no two hyphens in a row and no hyphen at the end;
+// or one of the special containers $root, $web and $logs. The error says
+// the rule.
+func CheckContainerName(name string) error {
+	switch name {
+	case "$root", "$web", "$logs":
+		return nil
+	}
+	why := ""
+	switch {
+	case len(name) < 3 || len(name) > 63:
+		why = fmt.Sprintf("it is %d characters long", len(name))
+	case strings.ContainsFunc(name, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') }):
+		why = "it has a character other than a lower-case letter, a digit or a hyphen"
+	case name[0] == '-' || name[len(name)-1] == '-':
+		why = "it begins or ends with a hyphen"
+	case strings.Contains(name, "--"):
+		why = "it has two hyphens in a row"
+	}
+	if why == "" {
+		return nil
+	}
+	return fmt.Errorf("container name %q is not valid (%s): Azure container names are 3 to 63 lower-case letters, "+
+		"digits and hyphens, beginning and ending with a letter or digit, with no two hyphens in a row; the URL's "+
+		"host is the container (azblob://CONTAINER/PREFIX), and a server's address belongs in the endpoint parameter", name, why)
+}
+
 // Bucket is an Azure Blob Storage container. It is safe for concurrent use.
 type Bucket struct {
 	c *container.Client
@@ -157,20 +191,37 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
 }
 
+// begin starts an operation (driver.Begin), and also refuses a key with a
+// segment ending in a dot, which Blob Storage advises against because its
+// URL handling may drop the dot, so two keys could name one blob.
+func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+	o, err := driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
+	if err != nil {
+		return o, err
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if strings.HasSuffix(seg, ".") {
+			return o, o.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q has a segment ending in a dot, which Azure Blob "+
+				"Storage may drop, so two keys could name one blob", key))
+		}
+	}
+	return o, nil
+}
+
 // Get downloads the blob and returns its body and ETag, both from the one
 // Get Blob response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	resp, err := b.c.NewBlobClient(key).DownloadStream(ctx, nil)
+	op, err := b.begin(ctx, "get", key, driver.Condition{})
 	if err != nil {
-		var kind error
-		if bloberror.HasCode(err, bloberror.BlobNotFound) {
-			kind = driver.ErrNotExist
-		}
-		return nil, "", b.fail(ctx, "get", key, driver.Condition{}, kind, err)
+		return nil, "", err
+	}
+	resp, err := b.c.NewBlobClient(key).DownloadStream(op.Context(), nil)
+	if err != nil {
+		return nil, "", b.fail(op, classify(err, op.Cond), err)
 	}
 	if resp.ETag == nil || *resp.ETag == "" {
 		resp.Body.Close()
-		return nil, "", b.fail(ctx, "get", key, driver.Condition{}, nil, errors.New("the response carried no ETag"))
+		return nil, "", op.Fail(nil, errors.New("the response carried no ETag"))
 	}
 	return resp.Body, driver.Version(*resp.ETag), nil
 }
@@ -178,16 +229,17 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put uploads data as a block blob in one Put Blob request if cond holds and
 // returns the new ETag.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if err := ctx.Err(); err != nil {
-		return "", b.fail(ctx, "put", key, cond, nil, err)
+	op, err := b.begin(ctx, "put", key, cond)
+	if err != nil {
+		return "", err
 	}
-	resp, err := b.c.NewBlockBlobClient(key).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)),
+	resp, err := b.c.NewBlockBlobClient(key).Upload(op.Context(), streaming.NopCloser(bytes.NewReader(data)),
 		&blockblob.UploadOptions{AccessConditions: accessConditions(cond)})
 	if err != nil {
-		return "", b.fail(ctx, "put", key, cond, classify(err, cond), err)
+		return "", b.fail(op, classify(err, cond), err)
 	}
 	if resp.ETag == nil || *resp.ETag == "" {
-		return "", b.fail(ctx, "put", key, cond, nil, errors.New("the response carried no ETag"))
+		return "", op.Fail(nil, errors.New("the response carried no ETag"))
 	}
 	return driver.Version(*resp.ETag), nil
 }
@@ -195,17 +247,19 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // Delete removes the blob if cond holds. An unconditional Delete of a
 // missing blob succeeds; under IfMatch a missing blob is ErrPrecondition.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if cond.Absent() {
-		return b.fail(ctx, "delete", key, cond, driver.ErrUnsupported, errors.New("IfAbsent is meaningless for a delete"))
+	op, err := b.begin(ctx, "delete", key, cond)
+	if err != nil {
+		return err
 	}
-	_, err := b.c.NewBlobClient(key).Delete(ctx, &blob.DeleteOptions{AccessConditions: accessConditions(cond)})
-	switch {
-	case err == nil:
-		return nil
-	case cond.Unconditional() && bloberror.HasCode(err, bloberror.BlobNotFound):
+	_, err = b.c.NewBlobClient(key).Delete(op.Context(), &blob.DeleteOptions{AccessConditions: accessConditions(cond)})
+	if err == nil {
 		return nil
 	}
-	return b.fail(ctx, "delete", key, cond, classify(err, cond), err)
+	k := classify(err, cond)
+	if k == driver.ErrNotExist && cond.Unconditional() {
+		return nil
+	}
+	return b.fail(op, k, err)
 }
 
 // accessConditions renders cond as the request's conditional headers.
@@ -224,36 +278,55 @@ func accessConditions(cond driver.Condition) *blob.AccessConditions {
 	return &blob.AccessConditions{ModifiedAccessConditions: &m}
 }
 
-// classify maps a refused conditional request to ErrPrecondition: 412
-// ConditionNotMet (If-Match), 409 BlobAlreadyExists (If-None-Match: * on an
-// existing blob), and, under If-Match, a missing blob.
+// permissionCodes are Blob Storage's error codes for refused credentials
+// or permissions.
+var permissionCodes = []bloberror.Code{bloberror.AuthenticationFailed, bloberror.AuthorizationFailure,
+	bloberror.AuthorizationPermissionMismatch, bloberror.AuthorizationProtocolMismatch,
+	bloberror.AuthorizationResourceTypeMismatch, bloberror.AuthorizationServiceMismatch,
+	bloberror.AuthorizationSourceIPMismatch, bloberror.InsufficientAccountPermissions,
+	bloberror.InvalidAuthenticationInfo, bloberror.NoAuthenticationInformation, bloberror.AccountIsDisabled}
+
+// classify maps a failed request to the contract's kinds by the service's
+// error code, not the status alone: a 412 such as LeaseIdMissing (the blob
+// has an Azure blob lease) is not a refused condition. Refused conditions
+// are 412 ConditionNotMet (If-Match), 409 BlobAlreadyExists
+// (If-None-Match: * on an existing blob) and, under If-Match, BlobNotFound.
+// A missing container is ErrBucketNotExist; 401, 403 and the
+// authentication codes, and a credential that could not get a token, are
+// ErrPermission.
 func classify(err error, cond driver.Condition) error {
-	if cond.Unconditional() {
-		return nil
-	}
-	if bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists) {
-		return driver.ErrPrecondition
-	}
+	var afe *azidentity.AuthenticationFailedError
+	var are *azidentity.AuthenticationRequiredError
 	var re *azcore.ResponseError
-	if errors.As(err, &re) && re.StatusCode == http.StatusPreconditionFailed {
+	_, match := cond.Match()
+	switch {
+	case errors.As(err, &afe) || errors.As(err, &are):
+		return driver.ErrPermission
+	case bloberror.HasCode(err, permissionCodes...),
+		errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
+		return driver.ErrPermission
+	case bloberror.HasCode(err, bloberror.ContainerNotFound):
+		return driver.ErrBucketNotExist
+	case !cond.Unconditional() && bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
 		return driver.ErrPrecondition
-	}
-	if _, match := cond.Match(); match && bloberror.HasCode(err, bloberror.BlobNotFound) {
+	case bloberror.HasCode(err, bloberror.BlobNotFound) && match:
 		return driver.ErrPrecondition
+	case bloberror.HasCode(err, bloberror.BlobNotFound) && cond.Unconditional():
+		return driver.ErrNotExist
 	}
 	return nil
 }
 
 // fail builds the OpError. The service's error is kept in the chain behind a
 // one-line message (status and error code), rather than the SDK's
-// multi-line dump of the response body; a cancelled context is added when
-// the SDK's error does not already match it.
-func (b *Bucket) fail(ctx context.Context, op, key string, cond driver.Condition, kind, err error) error {
+// multi-line dump of the response body; a blob lease gets a word of
+// explanation.
+func (b *Bucket) fail(op *driver.Op, kind, err error) error {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		err = &serviceError{re: re, err: err}
 	}
-	return &driver.OpError{Driver: driverName, Op: op, Key: key, Cond: cond, Kind: kind, Err: driver.WithContext(ctx, err)}
+	return op.Fail(kind, err)
 }
 
 // serviceError shortens an *azcore.ResponseError's message to its status and
@@ -268,7 +341,11 @@ func (e *serviceError) Error() string {
 	if code == "" {
 		code = "no error code"
 	}
-	return fmt.Sprintf("HTTP %d %s", e.re.StatusCode, code)
+	msg := fmt.Sprintf("HTTP %d %s", e.re.StatusCode, code)
+	if strings.HasPrefix(code, "Lease") {
+		msg += " (the blob has an Azure blob lease, which this driver does not use; break it with the Azure tools)"
+	}
+	return msg
 }
 
 func (e *serviceError) Unwrap() error { return e.err }

@@ -123,39 +123,44 @@ func TestOpenURL(t *testing.T) {
 	t.Setenv(azure.EnvConnectionString, "")
 	t.Setenv(azure.EnvAccount, "")
 
-	_, prefix, err := driver.Open(ctx, "azblob://c/backups/db1/?account=myaccount")
+	_, prefix, err := driver.Open(ctx, "azblob://cnt/backups/db1/?account=myaccount")
 	if err != nil || prefix != "backups/db1" {
 		t.Fatalf("Open = %q, %v", prefix, err)
 	}
 	drivertest.RunURLs(t, drivertest.URLCases{Secrets: []string{secret}, Invalid: map[string]string{
-		"azblob://c/p?acount=a":                              `unknown query parameter "acount"`,
-		"azblob://c/p?sig=" + secret:                         `unknown query parameter "sig"`,
-		"azblob:///p?account=a":                              "names no container",
-		"azblob://c/p":                                       "no storage account",
-		"azblob://c/p?account=Not_An_Account":                "not a storage account name",
-		"azblob://c/p?endpoint=127.0.0.1:10000":              "endpoint parameter must be",
-		"azblob://c/p?endpoint=http://h/a?sv=1":              "endpoint parameter must be",
-		"azblob://c/p?endpoint=http://h/a&account=a":         "either the account or the endpoint",
-		"azblob://a:" + secret + "@c/p?account=a":            "carry no credentials",
-		"azblob://c/p?account=a&endpoint=http://x&account=b": "given 2 times",
+		"azblob://cnt/p?acount=a":                              `unknown query parameter "acount"`,
+		"azblob://cnt/p?sig=" + secret:                         `unknown query parameter "sig"`,
+		"azblob:///p?account=a":                                "names no container",
+		"azblob://cnt/p":                                       "no storage account",
+		"azblob://cnt/p?account=Not_An_Account":                "not a storage account name",
+		"azblob://cnt/p?endpoint=127.0.0.1:10000":              "endpoint parameter must be",
+		"azblob://cnt/p?endpoint=http://h/a?sv=1":              "endpoint parameter must be",
+		"azblob://cnt/p?endpoint=http://h/a&account=a":         "either the account or the endpoint",
+		"azblob://a:" + secret + "@c/p?account=a":              "carry no credentials",
+		"azblob://cnt/p?account=a&endpoint=http://x&account=b": "given 2 times",
+		// Issue 15.8.
+		"azblob://c:1/p?account=a":      "container name",
+		"azblob://Cont_Bad/p?account=a": "container name",
+		"azblob://a--b/p?account=a":     "two hyphens",
+		"azblob://c/p?account=a":        "3 to 63",
 	}})
 
 	t.Setenv(azure.EnvAccount, "fromenv")
-	if _, _, err := driver.Open(ctx, "azblob://c/p"); err != nil {
+	if _, _, err := driver.Open(ctx, "azblob://cnt/p"); err != nil {
 		t.Errorf("the account from %s was not used: %v", azure.EnvAccount, err)
 	}
 
 	// With a connection string in the environment.
 	t.Setenv(azure.EnvConnectionString, "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="+secret+";EndpointSuffix=core.windows.net")
-	if _, _, err := driver.Open(ctx, "azblob://c/p"); err != nil {
+	if _, _, err := driver.Open(ctx, "azblob://cnt/p"); err != nil {
 		t.Errorf("Open with a connection string: %v", err)
 	}
-	if _, _, err := driver.Open(ctx, "azblob://c/p?account=acct"); err != nil {
+	if _, _, err := driver.Open(ctx, "azblob://cnt/p?account=acct"); err != nil {
 		t.Errorf("Open with a connection string for the same account: %v", err)
 	}
 	for raw, want := range map[string]string{
-		"azblob://c/p?account=other":            `names account "other" but AZURE_STORAGE_CONNECTION_STRING is for account "acct"`,
-		"azblob://c/p?endpoint=http://h:1/acct": "cannot be used while AZURE_STORAGE_CONNECTION_STRING is set",
+		"azblob://cnt/p?account=other":            `names account "other" but AZURE_STORAGE_CONNECTION_STRING is for account "acct"`,
+		"azblob://cnt/p?endpoint=http://h:1/acct": "cannot be used while AZURE_STORAGE_CONNECTION_STRING is set",
 	} {
 		if _, _, err := driver.Open(ctx, raw); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) {
 			t.Errorf("Open(%q) = %v, want an error containing %q and no key", raw, err, want)
@@ -163,7 +168,7 @@ func TestOpenURL(t *testing.T) {
 	}
 	for _, bad := range []string{"AccountName=acct;AccountKey=" + secret + ";junk", "AccountKey=" + secret, secret} {
 		t.Setenv(azure.EnvConnectionString, bad)
-		_, _, err := driver.Open(ctx, "azblob://c/p")
+		_, _, err := driver.Open(ctx, "azblob://cnt/p")
 		if err == nil || !strings.Contains(err.Error(), "not a valid connection string") {
 			t.Errorf("a malformed connection string gave %v", err)
 		} else if strings.Contains(err.Error(), secret) {
