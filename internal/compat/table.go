@@ -1,0 +1,296 @@
+package compat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Table is everything docs/compatibility.md shows, as measured by one run
+// of scripts/compat. It is kept as JSON next to the test
+// (testdata/results.json), which renders it again and compares.
+type Table struct {
+	Date      string    `json:"date"`     // YYYY-MM-DD, UTC
+	Command   string    `json:"command"`  // how to run it again
+	Platform  string    `json:"platform"` // Go version, OS and architecture
+	Checks    []string  `json:"checks"`   // drivertest.Names() at the time
+	Scenarios []string  `json:"scenarios"`
+	Services  []Service `json:"services"`
+}
+
+// Service is one server's results.
+type Service struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
+	Setup   string `json:"setup"`
+	// Error says why the server was not measured (it did not build or
+	// start here, or refused the bucket); Runs is then empty.
+	Error string `json:"error,omitempty"`
+	Runs  []Run  `json:"runs,omitempty"`
+}
+
+// Run is the results through one driver.
+type Run struct {
+	Driver    string           `json:"driver"`
+	Error     string           `json:"error,omitempty"` // the driver could not open the URL
+	Declared  Caps             `json:"declared"`
+	Observed  Caps             `json:"observed"`
+	ProbeOK   bool             `json:"probe_ok"`
+	Checks    []CheckResult    `json:"checks,omitempty"`
+	Lease     string           `json:"lease"` // what the lease does there
+	Scenarios []ScenarioResult `json:"scenarios,omitempty"`
+	Verdict   string           `json:"verdict"`
+}
+
+// Caps are a driver's capabilities, declared or observed.
+type Caps struct {
+	Exclusion         string `json:"exclusion"`
+	ConditionalDelete bool   `json:"conditional_delete"`
+}
+
+func (c Caps) String() string {
+	if c.Exclusion == "" {
+		return "—"
+	}
+	d := "no cond. delete"
+	if c.ConditionalDelete {
+		d = "cond. delete"
+	}
+	return c.Exclusion + ", " + d
+}
+
+// CheckResult is one probe check: PASS, FAIL, skip or known deviation, and
+// what the service did when it did not pass.
+type CheckResult struct {
+	Name   string `json:"name"`
+	Result string `json:"result"`
+	Got    string `json:"got,omitempty"`
+}
+
+// ScenarioResult is one lease scenario.
+type ScenarioResult struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail"`
+}
+
+// EncodeJSON returns the table as indented JSON.
+func (t *Table) EncodeJSON() ([]byte, error) {
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// DecodeJSON reads a table written by EncodeJSON.
+func DecodeJSON(data []byte) (*Table, error) {
+	var t Table
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Markdown renders the table as docs/compatibility.md.
+func (t *Table) Markdown() []byte {
+	var w bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p("# Compatibility: the lease on real object stores\n\n")
+	p("Measured on %s by `%s` (%s). Written by `internal/compat`; do not edit by hand:\n", t.Date, t.Command, t.Platform)
+	p("run the command again. `go test ./internal/compat` checks that this file is what the\n")
+	p("writer makes of `internal/compat/testdata/results.json` and that its checks are drivertest's.\n\n")
+	p("Each server ran on 127.0.0.1 with a temporary data directory, at the version shown.\n")
+	p("Through every driver that can talk to it, the probe (`bucketlease probe`: package\n")
+	p("drivertest's report) ran on scratch keys, then the lease itself:\n\n")
+	p("- **what the lease does**: a lease acquired on a free prefix and released: the exclusion it\n")
+	p("  reports, and whether the release deleted the object (`If-Match` DELETE) or overwrote it with a\n")
+	p("  released record; or `ErrPreconditionsIgnored`, when the lease refuses to run;\n")
+	p("- **%s**: 32 contenders start `lease.Acquire` at once on one free prefix, three rounds:\n", ScenarioRace)
+	p("  exactly one may win each round, and the lease object must name it;\n")
+	p("- **%s**: a holder stops renewing; a second instance is refused before one TTL and takes\n", ScenarioTakeover)
+	p("  the lease over after it; the old holder's next renewal gets `ErrLost`;\n")
+	p("- **%s**: a fenced holder releases after a successor took over; the successor's lease\n", ScenarioFencedRelease)
+	p("  must stay exactly as it was (same version) and renew.\n\n")
+	p("The scenarios use a fake clock per instance (TTL 30 s, no waiting) and real requests. A run\n")
+	p("where a scenario fails is **not safe**: a second writer got in, or a successor lost its lease.\n\n")
+
+	p("## Summary\n\n")
+	p("| Service | Version | Driver | Declared | Observed | Probe | What the lease does |")
+	for _, s := range t.Scenarios {
+		p(" %s |", s)
+	}
+	p(" Verdict |\n|---|---|---|---|---|---|---|")
+	for range t.Scenarios {
+		p("---|")
+	}
+	p("---|\n")
+	for _, s := range t.Services {
+		if s.Error != "" {
+			p("| %s | %s | — | — | — | — | not measured: %s |", cell(s.Name), cell(s.Version), cell(s.Error))
+			for range t.Scenarios {
+				p(" — |")
+			}
+			p(" **not measured** |\n")
+			continue
+		}
+		for _, r := range s.Runs {
+			if r.Error != "" {
+				p("| %s | %s | %s | — | — | — | not measured: %s |", cell(s.Name), cell(s.Version), r.Driver, cell(r.Error))
+				for range t.Scenarios {
+					p(" — |")
+				}
+				p(" %s |\n", cell(r.Verdict))
+				continue
+			}
+			probe := "OK"
+			if !r.ProbeOK {
+				probe = fmt.Sprintf("FAIL (%d)", r.failed())
+			}
+			p("| %s | %s | %s | %s | %s | %s | %s |", cell(s.Name), cell(s.Version), r.Driver,
+				r.Declared, r.Observed, probe, cell(r.leaseSummary()))
+			for _, name := range t.Scenarios {
+				p(" %s |", r.scenario(name))
+			}
+			p(" %s |\n", cell(r.Verdict))
+		}
+	}
+
+	p("\n## Checks\n\n")
+	p("Each probe check per service and driver: pass, **FAIL**, skip (does not apply to what the\n")
+	p("driver declares) or deviation (a known deviation). The failures' evidence follows the table.\n\n")
+	p("| Service | Driver |")
+	for _, c := range t.Checks {
+		p(" `%s` |", c)
+	}
+	p("\n|---|---|")
+	for range t.Checks {
+		p("---|")
+	}
+	p("\n")
+	for _, s := range t.Services {
+		for _, r := range s.Runs {
+			if r.Error != "" {
+				continue
+			}
+			p("| %s | %s |", cell(s.Name), r.Driver)
+			for _, c := range r.Checks {
+				p(" %s |", checkCell(c.Result))
+			}
+			p("\n")
+		}
+	}
+
+	p("\n## Evidence\n\n")
+	p("What each server did where a check or scenario did not pass, and what the scenarios saw.\n")
+	for _, s := range t.Services {
+		p("\n### %s %s\n\n", s.Name, s.Version)
+		p("%s\n", s.Setup)
+		if s.Error != "" {
+			p("\nNot measured: %s\n", s.Error)
+			continue
+		}
+		p("\n")
+		for _, r := range s.Runs {
+			if r.Error != "" {
+				p("- **%s**: not measured: %s\n", r.Driver, r.Error)
+				continue
+			}
+			if r.leaseSummary() != r.Lease {
+				p("- **%s** the lease: %s\n", r.Driver, r.Lease)
+			}
+			for _, g := range groupChecks(r.Checks) {
+				p("- **%s** `%s` %s: %s\n", r.Driver, strings.Join(g.names, "`, `"), g.result, g.got)
+			}
+			for _, sc := range r.Scenarios {
+				word := "passed"
+				if !sc.Passed {
+					word = "**FAILED**"
+				}
+				p("- **%s** `%s` %s: %s\n", r.Driver, sc.Name, word, sc.Detail)
+			}
+		}
+	}
+	return w.Bytes()
+}
+
+// leaseSummary is what the lease does, short enough for the summary; an
+// acquire that failed is detailed under Evidence.
+func (r Run) leaseSummary() string {
+	if strings.HasPrefix(r.Lease, LeaseAcquireFailed) {
+		return LeaseAcquireFailed + " (see evidence)"
+	}
+	return r.Lease
+}
+
+func (r Run) failed() int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Result == "FAIL" {
+			n++
+		}
+	}
+	return n
+}
+
+func (r Run) scenario(name string) string {
+	for _, s := range r.Scenarios {
+		if s.Name == name {
+			if s.Passed {
+				return "pass"
+			}
+			return "**FAIL**"
+		}
+	}
+	return "—"
+}
+
+func checkCell(result string) string {
+	switch result {
+	case "PASS":
+		return "pass"
+	case "FAIL":
+		return "**FAIL**"
+	case "known deviation":
+		return "deviation"
+	}
+	return result
+}
+
+// cell makes text safe in a table cell.
+func cell(s string) string {
+	s = oneLine(s)
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+type checkGroup struct {
+	names       []string
+	result, got string
+}
+
+// groupChecks gathers the checks that did not pass by what the service did,
+// so that one error seen by many checks (refused credentials, say) is shown
+// once. Checks whose evidence differs only in their own name (which is in
+// their scratch keys, as a path element) are one group; the first one's text is shown.
+func groupChecks(checks []CheckResult) []checkGroup {
+	var groups []checkGroup
+	index := map[string]int{}
+	for _, c := range checks {
+		if c.Got == "" {
+			continue
+		}
+		k := c.Result + "\x00" + strings.ReplaceAll(c.Got, "/"+c.Name+"/", "/\x00/")
+		if i, ok := index[k]; ok {
+			groups[i].names = append(groups[i].names, c.Name)
+			continue
+		}
+		index[k] = len(groups)
+		groups = append(groups, checkGroup{names: []string{c.Name}, result: c.Result, got: c.Got})
+	}
+	return groups
+}

@@ -1,0 +1,154 @@
+package compat
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/drivertest"
+)
+
+const (
+	committedDoc  = "../../docs/compatibility.md"
+	committedJSON = "testdata/results.json"
+)
+
+// TestCommittedTableIsCurrent checks that docs/compatibility.md is exactly
+// what the writer makes of the committed results, and that those results
+// name drivertest's checks and this package's scenarios as they are now:
+// a hand edit, or a check added, renamed or removed since the table was
+// measured, fails here until scripts/compat is run again.
+func TestCommittedTableIsCurrent(t *testing.T) {
+	data, err := os.ReadFile(committedJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := DecodeJSON(data)
+	if err != nil {
+		t.Fatalf("%s: %v", committedJSON, err)
+	}
+	const rerun = "; run scripts/compat to measure again"
+	if want := drivertest.Names(); !slices.Equal(tab.Checks, want) {
+		t.Errorf("the table's checks are\n%q\ndrivertest's are\n%q%s", tab.Checks, want, rerun)
+	}
+	if want := ScenarioNames(); !slices.Equal(tab.Scenarios, want) {
+		t.Errorf("the table's scenarios are %q, want %q%s", tab.Scenarios, want, rerun)
+	}
+	if len(tab.Services) == 0 {
+		t.Error("the table has no services")
+	}
+	for _, s := range tab.Services {
+		if s.Error == "" && len(s.Runs) != len(Drivers(s.Kind)) {
+			t.Errorf("%s: %d runs, want one per driver %q", s.ID, len(s.Runs), Drivers(s.Kind))
+		}
+		for _, r := range s.Runs {
+			if r.Error != "" {
+				continue
+			}
+			var names, scen []string
+			for _, c := range r.Checks {
+				names = append(names, c.Name)
+			}
+			for _, sc := range r.Scenarios {
+				scen = append(scen, sc.Name)
+			}
+			if !slices.Equal(names, tab.Checks) {
+				t.Errorf("%s/%s: checks %q, want %q%s", s.ID, r.Driver, names, tab.Checks, rerun)
+			}
+			if !slices.Equal(scen, tab.Scenarios) {
+				t.Errorf("%s/%s: scenarios %q, want %q%s", s.ID, r.Driver, scen, tab.Scenarios, rerun)
+			}
+			if r.Verdict != verdict(r) {
+				t.Errorf("%s/%s: verdict %q, but the results give %q", s.ID, r.Driver, r.Verdict, verdict(r))
+			}
+		}
+	}
+	doc, err := os.ReadFile(committedDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tab.Markdown(); !bytes.Equal(got, doc) {
+		t.Errorf("%s is not what the writer makes of %s (first difference at line %d); do not edit it by hand%s",
+			committedDoc, committedJSON, firstDiffLine(got, doc), rerun)
+	}
+}
+
+func firstDiffLine(a, b []byte) int {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return i + 1
+		}
+	}
+	return min(len(la), len(lb)) + 1
+}
+
+// TestMarkdown checks the writer's format on a small table: one row per
+// service and driver, a column per check, a failed scenario as "not safe",
+// a service that did not run as a row with its reason, and evidence grouped.
+func TestMarkdown(t *testing.T) {
+	pass := func(names ...string) []CheckResult {
+		var cs []CheckResult
+		for _, n := range names {
+			cs = append(cs, CheckResult{Name: n, Result: "PASS"})
+		}
+		return cs
+	}
+	good := []ScenarioResult{{Name: ScenarioRace, Passed: true, Detail: "ok"}, {Name: ScenarioTakeover, Passed: true}, {Name: ScenarioFencedRelease, Passed: true}}
+	bad := slices.Clone(good)
+	bad[2] = ScenarioResult{Name: ScenarioFencedRelease, Detail: "removed the successor's lease"}
+	conditional := Caps{Exclusion: "conditional"}
+	runs := []Run{
+		{Driver: "s3", Declared: conditional, Observed: conditional, ProbeOK: true, Checks: pass("a", "b"), Lease: LeaseReleaseRecord, Scenarios: good},
+		{Driver: "r2", Declared: conditional, Observed: conditional, Checks: []CheckResult{
+			{Name: "a", Result: "FAIL", Got: "key x/a/obj: boom | pipe"}, {Name: "b", Result: "FAIL", Got: "key x/b/obj: boom | pipe"}},
+			Lease: LeaseReleaseRecord, Scenarios: bad},
+	}
+	for i := range runs {
+		runs[i].Verdict = verdict(runs[i])
+	}
+	tab := &Table{Date: "2026-12-01", Command: "scripts/compat", Platform: "go", Checks: []string{"a", "b"}, Scenarios: ScenarioNames(),
+		Services: []Service{
+			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", Runs: runs},
+			{ID: "y", Name: "Y", Version: "v2", Kind: KindS3, Setup: "tried", Error: "did not build here: no | space"},
+		}}
+	md := string(tab.Markdown())
+	for _, want := range []string{
+		"| X | v1 | s3 | conditional, no cond. delete | conditional, no cond. delete | OK | " + LeaseReleaseRecord + " | pass | pass | pass | safe |\n",
+		"| X | v1 | r2 | conditional, no cond. delete | conditional, no cond. delete | FAIL (2) | " + LeaseReleaseRecord + " | pass | pass | **FAIL** | **not safe** (fenced-release failed) |\n",
+		"| Y | v2 | — | — | — | — | not measured: did not build here: no \\| space | — | — | — | **not measured** |\n",
+		"| Service | Driver | `a` | `b` |\n",
+		"| X | r2 | **FAIL** | **FAIL** |\n",
+		"- **r2** `a`, `b` FAIL: key x/a/obj: boom | pipe\n",
+		"- **r2** `fenced-release` **FAILED**: removed the successor's lease\n",
+		"Not measured: did not build here: no | space\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown lacks %q; it is:\n%s", want, md)
+		}
+	}
+	js, err := tab.EncodeJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.Markdown(), tab.Markdown()) {
+		t.Error("a table read back from its JSON renders differently")
+	}
+}
+
+func TestEvidenceDropsNoise(t *testing.T) {
+	got := evidence("s3: put compat-s3/probe/0123456789ab/x/obj: api error\n StatusCode: 400, RequestID: ABC, HostID: xyz=, api error Foo in bucketlease-compat-0a1b2c3d")
+	want := "s3: put compat-s3/probe/…/x/obj: api error StatusCode: 400, api error Foo in BUCKET"
+	if got != want {
+		t.Errorf("evidence = %q, want %q", got, want)
+	}
+	if long := evidence(strings.Repeat("é", maxEvidence)); len(long) > maxEvidence+len("…") {
+		t.Errorf("evidence of a long error is %d bytes", len(long))
+	}
+}
