@@ -91,7 +91,8 @@ func TestKnownDeviationMustStillDeviate(t *testing.T) {
 // TestCheckURLsCatchesMistakes shows the URL checks failing on an opener
 // that puts the URL, secret and all, into its error and accepts a typo.
 func TestCheckURLsCatchesMistakes(t *testing.T) {
-	driver.Register("leaky", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+	var m driver.Mux
+	m.Register("leaky", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 		if u.User != nil {
 			return nil, "", errors.New("cannot use " + u.User.String())
 		}
@@ -104,6 +105,7 @@ func TestCheckURLsCatchesMistakes(t *testing.T) {
 			"leaky://ak:hunter2@b/p": "must not hold credentials",
 		},
 		Secrets: []string{"hunter2"},
+		Mux:     &m,
 	})
 	var typo, leak bool
 	for _, p := range problems {

@@ -1,0 +1,383 @@
+package drivertest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/drivertest"
+)
+
+// The negative controls of the checks added for issue 15: for each, a
+// deliberately wrong driver that the check catches, and for the checks
+// that need HTTP, a correct driver over the same loopback service that
+// passes them.
+
+// failedChecks runs the suite in report mode and returns the checks that
+// failed (deviations aside).
+func failedChecks(t *testing.T, b driver.Bucket, opts drivertest.Options) (map[string]string, *drivertest.Report) {
+	t.Helper()
+	rep := drivertest.Check(context.Background(), b, opts)
+	failed := map[string]string{}
+	for _, r := range rep.Results {
+		if !r.Passed && !r.Skipped && r.Deviation == "" {
+			failed[r.Name] = r.Got
+		}
+	}
+	return failed, rep
+}
+
+// mustCatch fails unless check failed, with a message containing want.
+func mustCatch(t *testing.T, failed map[string]string, check, want string) {
+	t.Helper()
+	got, ok := failed[check]
+	if !ok {
+		t.Fatalf("check %s passed against a driver built to fail it (failed: %v)", check, keys(failed))
+	}
+	if !strings.Contains(got, want) {
+		t.Errorf("check %s failed with %q, want it to say %q", check, got, want)
+	}
+}
+
+func keys(m map[string]string) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	return k
+}
+
+// noCaps declares nothing: the zero Capabilities.
+type noCaps struct{ *mem.Bucket }
+
+func (noCaps) Capabilities() driver.Capabilities { return driver.Capabilities{} }
+
+func TestNoCapabilitiesFailsOnceUpFront(t *testing.T) {
+	failed, rep := failedChecks(t, noCaps{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "capabilities-declared", "declares no exclusion")
+	if rep.Results[0].Name != "capabilities-declared" {
+		t.Errorf("the first check is %s", rep.Results[0].Name)
+	}
+	for name := range failed {
+		if strings.HasPrefix(name, "lease-") {
+			t.Errorf("lease check %s failed too; it should be skipped", name)
+		}
+	}
+}
+
+// counters gives each key versions 1, 2, 3...: guessable by FakeVersion.
+type counters struct {
+	*mem.Bucket
+	mu   sync.Mutex
+	n    map[string]int
+	real map[string]driver.Version // counter version -> mem version, per key
+}
+
+func (c *counters) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	rc, v, err := c.Bucket.Get(ctx, key)
+	if err != nil {
+		return rc, v, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for cv, mv := range c.real {
+		if mv == v && strings.HasPrefix(cv, key+"#") {
+			return rc, driver.Version(strings.TrimPrefix(cv, key+"#")), nil
+		}
+	}
+	return rc, v, nil
+}
+
+func (c *counters) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := cond.Match(); ok {
+		if mv, ok := c.real[key+"#"+string(v)]; ok {
+			cond = driver.IfMatch(mv)
+		} else {
+			cond = driver.IfMatch("ffffffffffffffff")
+		}
+	}
+	mv, err := c.Bucket.Put(ctx, key, data, cond)
+	if err != nil {
+		return "", err
+	}
+	c.n[key]++
+	cv := strconv.Itoa(c.n[key])
+	c.real[key+"#"+cv] = mv
+	return driver.Version(cv), nil
+}
+
+func TestGuessableVersionsFailFirst(t *testing.T) {
+	b := &counters{Bucket: mem.New(), n: map[string]int{}, real: map[string]driver.Version{}}
+	failed, rep := failedChecks(t, b, drivertest.Options{})
+	mustCatch(t, failed, "version-unguessable", "must not be predictable")
+	// It is the first failure, before any lease check blames the service.
+	for _, r := range rep.Results {
+		if !r.Passed && !r.Skipped {
+			if r.Name != "version-unguessable" {
+				t.Errorf("the first failing check is %s (%s), not version-unguessable", r.Name, r.Got)
+			}
+			break
+		}
+	}
+}
+
+// noVersionOnGet returns an empty version from Get.
+type noVersionOnGet struct{ *mem.Bucket }
+
+func (b noVersionOnGet) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	rc, _, err := b.Bucket.Get(ctx, key)
+	return rc, "", err
+}
+
+func TestEmptyVersionOnGet(t *testing.T) {
+	failed, _ := failedChecks(t, noVersionOnGet{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "get-version", "empty version")
+}
+
+// wildcard sends IfMatch("*") and lists as the services would read them:
+// as any version.
+type wildcard struct{ *mem.Bucket }
+
+func (b wildcard) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if v, ok := cond.Match(); ok && strings.ContainsAny(string(v), "*,") {
+		cond = driver.Condition{}
+	}
+	return b.Bucket.Put(ctx, key, data, cond)
+}
+
+func TestWildcardVersion(t *testing.T) {
+	failed, rep := failedChecks(t, wildcard{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "put-if-match-wildcard", "IfMatch")
+	if rep.Observed.Exclusion != driver.NoExclusion {
+		t.Errorf("observed %v after a wildcard overwrote the object", rep.Observed.Exclusion)
+	}
+}
+
+func TestMissingBucketAsMissingKey(t *testing.T) {
+	failed, _ := failedChecks(t, mem.New(), drivertest.Options{MissingBucket: mem.New()})
+	mustCatch(t, failed, "missing-bucket", "ErrNotExist, which reads as a missing key")
+}
+
+// prefixTrouble behaves like the old file driver: a key that is a prefix of
+// a stored key fails with "is a directory".
+type prefixTrouble struct {
+	*mem.Bucket
+	mu     sync.Mutex
+	stored map[string]bool
+}
+
+func (p *prefixTrouble) blocked(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range p.stored {
+		if strings.HasPrefix(k, key+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *prefixTrouble) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	if p.blocked(key) {
+		return nil, "", &driver.OpError{Op: "get", Key: key, Err: errors.New("read " + key + ": is a directory")}
+	}
+	return p.Bucket.Get(ctx, key)
+}
+
+func (p *prefixTrouble) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if p.blocked(key) {
+		return "", &driver.OpError{Op: "put", Key: key, Err: errors.New("rename: is a directory")}
+	}
+	v, err := p.Bucket.Put(ctx, key, data, cond)
+	if err == nil {
+		p.mu.Lock()
+		p.stored[key] = true
+		p.mu.Unlock()
+	}
+	return v, err
+}
+
+func (p *prefixTrouble) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	err := p.Bucket.Delete(ctx, key, cond)
+	if err == nil {
+		p.mu.Lock()
+		delete(p.stored, key)
+		p.mu.Unlock()
+	}
+	return err
+}
+
+func TestPrefixKeys(t *testing.T) {
+	failed, _ := failedChecks(t, &prefixTrouble{Bucket: mem.New(), stored: map[string]bool{}}, drivertest.Options{})
+	mustCatch(t, failed, "key-prefix-of-key", "is a directory")
+}
+
+// wireStore is a small object service over HTTP on loopback, backed by a
+// mem bucket: PUT /KEY with If-Match or If-None-Match: * answers 200 with
+// the ETag, or 412. A body cut short stores nothing.
+func wireStore(t *testing.T, inner *mem.Bucket) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := strings.TrimPrefix(r.URL.Path, "/")
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			return // the client went away mid-body: store nothing
+		}
+		var cond driver.Condition
+		if m := r.Header.Get("If-Match"); m != "" {
+			cond = driver.IfMatch(driver.Version(m))
+		} else if r.Header.Get("If-None-Match") == "*" {
+			cond = driver.IfAbsent()
+		}
+		v, err := inner.Put(context.Background(), key, data, cond)
+		switch {
+		case errors.Is(err, driver.ErrPrecondition):
+			w.WriteHeader(http.StatusPreconditionFailed)
+		case err != nil:
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			w.Header().Set("ETag", string(v))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// wireBucket writes through the wire store with a client that retries a
+// write once after a transport error, as SDKs do. Honest uses driver.Op, so
+// a refused retry is ErrOutcomeUnknown; otherwise it reports ErrPrecondition
+// for any 412. Gets and deletes go to the bucket directly.
+type wireBucket struct {
+	*mem.Bucket
+	url    string
+	client *http.Client
+	honest bool
+}
+
+func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	op, err := driver.Begin(ctx, b.Capabilities(), "wire", "put", key, cond)
+	if err != nil {
+		return "", err
+	}
+	sendCtx := ctx
+	if b.honest {
+		sendCtx = op.Context()
+	}
+	var resp *http.Response
+	for attempt := 0; attempt < 2; attempt++ {
+		req, _ := http.NewRequestWithContext(sendCtx, http.MethodPut, b.url+"/"+key, bytes.NewReader(data))
+		if v, ok := cond.Match(); ok {
+			req.Header.Set("If-Match", string(v))
+		} else if cond.Absent() {
+			req.Header.Set("If-None-Match", "*")
+		}
+		resp, err = b.client.Do(req)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", op.Fail(nil, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return driver.Version(resp.Header.Get("ETag")), nil
+	case http.StatusPreconditionFailed:
+		if !b.honest {
+			return "", &driver.OpError{Op: "put", Key: key, Cond: cond, Kind: driver.ErrPrecondition}
+		}
+		return "", op.Fail(driver.ErrPrecondition, errors.New("412"))
+	}
+	return "", op.Fail(nil, fmt.Errorf("HTTP %d", resp.StatusCode))
+}
+
+func wireOptions(t *testing.T, inner *mem.Bucket, honest bool) (*wireBucket, drivertest.Options) {
+	url := wireStore(t, inner)
+	b := &wireBucket{Bucket: inner, url: url, client: &http.Client{}, honest: honest}
+	return b, drivertest.Options{Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+		return &wireBucket{Bucket: inner, url: url, client: &http.Client{Transport: rt}, honest: honest}, nil
+	}}
+}
+
+// TestWireDriverConforms is the positive control: an honest driver over the
+// wire store passes every check, including the two that need HTTP.
+func TestWireDriverConforms(t *testing.T) {
+	b, opts := wireOptions(t, mem.New(), true)
+	failed, rep := failedChecks(t, b, opts)
+	if len(failed) > 0 {
+		t.Fatalf("an honest driver failed %v", failed)
+	}
+	for _, r := range rep.Results {
+		if (r.Name == "put-retry-after-landed" || r.Name == "put-canceled-mid-body") && (r.Skipped || !r.Passed) {
+			t.Errorf("%s did not run: %s", r.Name, r.Got)
+		}
+	}
+}
+
+func TestRetriedRefusalReportedAsPrecondition(t *testing.T) {
+	b, opts := wireOptions(t, mem.New(), false)
+	failed, _ := failedChecks(t, b, opts)
+	mustCatch(t, failed, "put-retry-after-landed", "ErrOutcomeUnknown")
+}
+
+// tornOnCancel stores the part of the body "sent" before its context was
+// cancelled, as a driver that streams into the object in place would.
+type tornOnCancel struct{ *mem.Bucket }
+
+func (b tornOnCancel) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.WroteHeaders != nil {
+		tr.WroteHeaders()
+	}
+	if err := ctx.Err(); err != nil {
+		_, _ = b.Bucket.Put(context.Background(), key, data[:len(data)/2], driver.Condition{})
+		return "", &driver.OpError{Op: "put", Key: key, Cond: cond, Err: err}
+	}
+	return b.Bucket.Put(ctx, key, data, cond)
+}
+
+func TestTornBodyOnCancel(t *testing.T) {
+	failed, _ := failedChecks(t, tornOnCancel{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "put-canceled-mid-body", "neither the old object nor the whole new one")
+}
+
+// ignoresCancel finishes a write whatever its context says once it is on
+// the wire, and reports success.
+type ignoresCancel struct{ *mem.Bucket }
+
+func (b ignoresCancel) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.WroteHeaders != nil {
+		tr.WroteHeaders()
+	}
+	return b.Bucket.Put(context.WithoutCancel(ctx), key, data, cond)
+}
+
+func TestCancelIgnored(t *testing.T) {
+	failed, _ := failedChecks(t, ignoresCancel{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "put-canceled-mid-body", "not context.Canceled")
+}
+
+// TestOldCheckNameStillAccepted: put-large-if-match-stale was renamed
+// put-large-refused; a KnownDeviations entry under the old name still
+// applies.
+func TestOldCheckNameStillAccepted(t *testing.T) {
+	rep := drivertest.Check(context.Background(), mem.New(), drivertest.Options{
+		KnownDeviations: map[string]string{"put-large-if-match-stale": "pretend"}})
+	for _, r := range rep.Results {
+		if r.Name == "put-large-refused" && r.Passed {
+			t.Fatal("the old name's deviation entry was ignored: a passing check listed as deviating must fail")
+		}
+	}
+}
