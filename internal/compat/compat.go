@@ -315,7 +315,7 @@ func verdict(r Run) string {
 	}
 	var failed []string
 	for _, sc := range r.Scenarios {
-		if !sc.Passed {
+		if !sc.Passed && !sc.FailedClosed {
 			failed = append(failed, sc.Name)
 		}
 	}

@@ -51,6 +51,9 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 		p := prefix + "/" + name + "-" + randomHex(3)
 		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
 		detail, err := f(ctx, p)
+		if errors.Is(err, lease.ErrPreconditionsIgnored) {
+			return ScenarioResult{Name: name, FailedClosed: true, Detail: evidence(err.Error())}
+		}
 		if err != nil {
 			return ScenarioResult{Name: name, Detail: evidence(err.Error())}
 		}
@@ -93,7 +96,7 @@ func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver
 // fails requests under contention is worth knowing about).
 func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (string, error) {
 	others := map[string]int{}
-	held := 0
+	held, ignored := 0, 0
 	for round := range rounds {
 		p := fmt.Sprintf("%s/round-%d", prefix, round)
 		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
@@ -117,6 +120,8 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 					winners = append(winners, l)
 				case errors.Is(err, lease.ErrHeld):
 					held++
+				case errors.Is(err, lease.ErrPreconditionsIgnored):
+					ignored++
 				default:
 					others[errorKind(err)]++
 				}
@@ -128,9 +133,12 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 		for i, w := range winners {
 			ids[i] = w.InstanceID()
 		}
+		if len(winners) == 0 && ignored == n {
+			return "", fmt.Errorf("round %d: all %d contenders: %w", round+1, n, lease.ErrPreconditionsIgnored)
+		}
 		if len(winners) != 1 {
 			return "", fmt.Errorf("round %d: %d of %d contenders acquired the lease (%s); want exactly one%s",
-				round+1, len(winners), n, strings.Join(ids, ", "), otherText(others))
+				round+1, len(winners), n, strings.Join(ids, ", "), otherText(others, ignored))
 		}
 		id, _, err := holder(ctx, b, p)
 		if err != nil {
@@ -143,7 +151,7 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 			return "", fmt.Errorf("round %d: the winner's release: %w", round+1, err)
 		}
 	}
-	return fmt.Sprintf("%d rounds of %d: one winner each; %d refusals with ErrHeld%s", rounds, n, held, otherText(others)), nil
+	return fmt.Sprintf("%d rounds of %d: one winner each; %d refusals with ErrHeld%s", rounds, n, held, otherText(others, ignored)), nil
 }
 
 // errorKind shortens an error to what identifies its kind, for counting.
@@ -151,9 +159,13 @@ func errorKind(err error) string {
 	return evidence(err.Error())
 }
 
-func otherText(others map[string]int) string {
+func otherText(others map[string]int, ignored int) string {
+	text := ""
+	if ignored > 0 {
+		text = fmt.Sprintf("; %d failed closed with ErrPreconditionsIgnored", ignored)
+	}
 	if len(others) == 0 {
-		return ""
+		return text
 	}
 	keys := make([]string, 0, len(others))
 	total := 0
@@ -162,7 +174,7 @@ func otherText(others map[string]int) string {
 		total += n
 	}
 	sort.Strings(keys)
-	return fmt.Sprintf("; %d other errors, e.g. %q", total, keys[0])
+	return text + fmt.Sprintf("; %d other errors, e.g. %q", total, keys[0])
 }
 
 // takeover: a holder stops renewing; after a TTL another instance takes the

@@ -74,7 +74,10 @@ type CheckResult struct {
 type ScenarioResult struct {
 	Name   string `json:"name"`
 	Passed bool   `json:"passed"`
-	Detail string `json:"detail"`
+	// FailedClosed: the lease refused to run (ErrPreconditionsIgnored), so
+	// the scenario could not happen; nobody got in.
+	FailedClosed bool   `json:"failed_closed,omitempty"`
+	Detail       string `json:"detail"`
 }
 
 // EncodeJSON returns the table as indented JSON.
@@ -209,7 +212,10 @@ func (t *Table) Markdown() []byte {
 			}
 			for _, sc := range r.Scenarios {
 				word := "passed"
-				if !sc.Passed {
+				switch {
+				case sc.FailedClosed:
+					word = "failed closed"
+				case !sc.Passed:
 					word = "**FAILED**"
 				}
 				p("- **%s** `%s` %s: %s\n", r.Driver, sc.Name, word, sc.Detail)
@@ -241,8 +247,11 @@ func (r Run) failed() int {
 func (r Run) scenario(name string) string {
 	for _, s := range r.Scenarios {
 		if s.Name == name {
-			if s.Passed {
+			switch {
+			case s.Passed:
 				return "pass"
+			case s.FailedClosed:
+				return "fails closed"
 			}
 			return "**FAIL**"
 		}
