@@ -10,27 +10,90 @@
 //
 // # Writing a driver
 //
-// A driver implements Bucket. Its obligations, each checked by
-// drivertest.Run:
+// A driver implements Bucket: its methods map the operations to one SDK's
+// calls and the SDK's errors to the sentinels below, and nothing else. Each
+// method starts with Begin, which enforces the contract's mechanical rules
+// (an ended context, the key rule, Delete under IfAbsent, a condition the
+// driver declares it cannot send, a version no service issues) and returns
+// an *Op whose Context the SDK call uses and whose Fail builds every error.
 //
-//   - Get returns the body and the Version of one stored object from one
-//     response. A missing key is ErrNotExist.
-//   - Put sends one request and returns the Version it created. Under
-//     IfAbsent it must fail with ErrPrecondition if the key exists; under
-//     IfMatch(v) it must fail with ErrPrecondition unless the key exists with
-//     version v. A refused write leaves the stored object exactly as it was,
-//     is never reported as success and never as ErrNotExist, whatever status
-//     code the service used for it.
-//   - Delete of a missing key succeeds. Delete honours IfMatch where
-//     Capabilities says ConditionalDelete; a driver whose service ignores a
-//     condition on delete says so, and refuses a conditional Delete with
-//     ErrUnsupported rather than sending it.
-//   - Every error keeps the service's own error in its chain (OpError does
-//     this), and a cancelled context yields an error for which
-//     errors.Is(err, context.Canceled) holds (WithContext sees to it
-//     whatever the SDK made of the cancellation).
-//   - Versions are opaque strings that the driver normalises, so that a
-//     Version returned by Put or Get works unchanged in the next IfMatch.
+// The obligations, each with the drivertest check that proves it (check
+// names are API: see drivertest.Names):
+//
+//  1. Capabilities declares the exclusion the service gives; the zero value
+//     declares none, and the lease refuses such a driver. A driver that
+//     knows why it declares less than Conditional says so in Reason.
+//     (capabilities-declared)
+//  2. Get returns the body and the Version of one stored object from one
+//     response, and never an empty Version: a response without one is an
+//     error. A missing key is ErrNotExist. (get-missing, get-version,
+//     put-if-absent-new)
+//  3. Put sends one request and returns the Version it created. Under
+//     IfAbsent it fails with ErrPrecondition if the key exists; under
+//     IfMatch(v) it fails with ErrPrecondition unless the key exists with
+//     version v, a missing key included. A refused write leaves the object
+//     exactly as it was and is never reported as success or ErrNotExist,
+//     whatever status the service used; the driver classifies by the
+//     service's error code, not the status alone (Azure's 412 LeaseIdMissing
+//     is not a refused condition). A body of any size is one request, never
+//     a multipart or resumable upload the condition would not cover.
+//     (put-if-absent-existing, put-if-match-current, put-if-match-stale,
+//     put-if-match-made-up, put-if-match-missing, put-large-refused,
+//     race-if-absent, cas-counter)
+//  4. IfMatch means "the current version is v": a version a service would
+//     read as a wildcard or a list ("*", "\"*\"", "a,b", W/ tags, empty) is
+//     never sent; it is ErrPrecondition (Begin does this, with
+//     CheckVersion). (put-if-match-wildcard)
+//  5. Versions: opaque strings the driver normalises, so that a Version
+//     from Put or Get works unchanged in the next IfMatch, unique per key,
+//     and not predictable from an earlier one: FakeVersion(v) must never be
+//     a version the object reaches, because the lease's probe writes
+//     IfMatch(FakeVersion(v)) and expects a refusal. ETags and GCS
+//     generations qualify; a driver whose versions are counters must
+//     scramble them, as the mem driver does. (version-unguessable)
+//  6. An outcome the driver cannot know is not a refusal: when the client
+//     library sent a conditional write more than once (a retry after a
+//     lost reply or a 5xx) and a later attempt was refused, the first may
+//     have landed, so the error is ErrOutcomeUnknown, never ErrPrecondition
+//     (Op.Fail does this for requests sent with Op.Context). A write whose
+//     context ends leaves the old object or the whole new one, never part of
+//     one, and its error matches the context. (put-retry-after-landed,
+//     put-canceled-mid-body, context-canceled)
+//  7. Delete of a missing key succeeds. Delete honours IfMatch where
+//     Capabilities says ConditionalDelete; a driver that cannot vouch that
+//     its service honours the condition declares false, and Begin refuses a
+//     conditional Delete with ErrUnsupported rather than sending it.
+//     (delete-missing, delete-unconditional, delete-if-match-wrong,
+//     delete-if-match-missing, delete-if-match-current,
+//     delete-condition-refused)
+//  8. A missing bucket (container, directory) is ErrBucketNotExist on every
+//     operation, never ErrNotExist or ErrPrecondition: a lease must never
+//     read as free because its bucket is missing. (missing-bucket, with
+//     drivertest.Options.MissingBucket)
+//  9. Refused credentials or permissions (HTTP 401 or 403, the SDK's
+//     authentication errors) are ErrPermission. (each driver's own tests,
+//     against its emulator with wrong credentials)
+//  10. Keys follow CheckKey, so that two different keys never name one
+//     object on any service (MinIO stores "/a/k" as "a/k", Azurite "a\k" as
+//     "a/k"); a driver refuses, with ErrInvalidKey, any further key its
+//     service would alias or its layout cannot hold. A key that is a prefix
+//     of another ("db1" and "db1/LEASE") is stored on its own or refused
+//     with ErrInvalidKey, reads as ErrNotExist when it is not stored, and
+//     can be written once the longer key is gone. (key-prefix-of-key)
+//  11. Every error keeps the service's own error in its chain (errors.As
+//     reaches the SDK's type) and says the operation, the key and the
+//     condition (OpError, built by Op.Fail); a cancelled context yields an
+//     error for which errors.Is(err, context.Canceled) holds, whatever the
+//     SDK made of it (WithContext, applied by Op.Fail). (context-canceled)
+//  12. The lease works on the driver: acquire, refusal of a second
+//     instance, renewal, takeover after a TTL, a lost reply, and release.
+//     (lease-acquire, lease-second-refused, lease-renew, lease-takeover,
+//     lease-lost-reply, lease-release)
+//
+// A driver's URL opener is exported (OpenURL in each of this module's
+// drivers), so that a custom Mux can host it, and refuses, with the rule in
+// the message, a URL naming an invalid bucket or carrying credentials, an
+// unknown parameter (Params), or anything else it cannot use.
 //
 // A driver registers a URL scheme in its package's init function with
 // Register, as database/sql drivers do, and users open it with Open.

@@ -6,12 +6,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/driver/r2"
+	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
 )
@@ -115,4 +121,54 @@ func TestCheckURLsCatchesMistakes(t *testing.T) {
 	if !typo || !leak {
 		t.Fatalf("the checks missed a mistake: %q", problems)
 	}
+}
+
+// TestDocListsEveryCheck: driver/doc.go lists the driver's obligations, each
+// with the checks that prove it; every check is named there, and every
+// name there is a check.
+func TestDocListsEveryCheck(t *testing.T) {
+	doc, err := os.ReadFile("../driver/doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(doc), "\n//", "")
+	for _, name := range drivertest.Names() {
+		if !strings.Contains(text, name) {
+			t.Errorf("driver/doc.go does not name the check %s", name)
+		}
+	}
+	known := map[string]bool{}
+	for _, n := range drivertest.Names() {
+		known[n] = true
+	}
+	for _, m := range regexp.MustCompile(`\(([a-z0-9-]+(?:,\s*[a-z0-9-]+)*)`).FindAllStringSubmatch(text, -1) {
+		for _, name := range regexp.MustCompile(`[a-z0-9-]+`).FindAllString(m[1], -1) {
+			if strings.Contains(name, "-") && !known[name] {
+				t.Errorf("driver/doc.go names %q, which is not a check", name)
+			}
+		}
+	}
+}
+
+// TestRunURLsOnACustomMux: every driver's exported opener serves a Mux of
+// the caller's, under a scheme of its choosing.
+func TestRunURLsOnACustomMux(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
+	t.Setenv("MINIO_ACCESS_KEY", "k")
+	t.Setenv("MINIO_SECRET_KEY", "s")
+	var m driver.Mux
+	m.Register("my-s3", s3.OpenURL)
+	m.Register("my-r2", r2.OpenURL)
+	m.Register("my-gs", gcs.OpenURL)
+	m.Register("my-az", azure.OpenURL)
+	m.Register("my-minio", minio.OpenURL)
+	m.Register("my-file", file.OpenURL)
+	m.Register("my-mem", mem.OpenURL)
+	drivertest.RunURLs(t, drivertest.URLCases{
+		Mux: &m,
+		Valid: []string{"my-s3://bkt/p", "my-r2://0123456789abcdef0123456789abcdef/bkt/p", "my-gs://bkt/p?endpoint=http://127.0.0.1:1",
+			"my-az://cnt/p?account=acct", "my-minio://127.0.0.1:1/bkt/p?tls=false", "my-file://" + t.TempDir(), "my-mem://b/p"},
+		Invalid: map[string]string{"my-s3://Bad_Bucket/p": "bucket name", "s3://bkt/p": "unknown URL scheme"},
+	})
 }

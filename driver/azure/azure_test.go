@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -143,6 +144,9 @@ func TestOpenURL(t *testing.T) {
 		"azblob://Cont_Bad/p?account=a": "container name",
 		"azblob://a--b/p?account=a":     "two hyphens",
 		"azblob://c/p?account=a":        "3 to 63",
+		// Issue 15.1: a SAS URL pasted as the endpoint.
+		"azblob://cnt/p?endpoint=" + url.QueryEscape("https://a.blob.core.windows.net/?sv=2022-11-02&sig="+secret):                  "endpoint parameter must be",
+		"azblob://cnt/p?endpoint=" + url.QueryEscape(url.QueryEscape("https://a.blob.core.windows.net/?sv=2022-11-02&sig="+secret)): "endpoint parameter must be",
 	}})
 
 	t.Setenv(azure.EnvAccount, "fromenv")

@@ -140,7 +140,7 @@ func TestOpenURL(t *testing.T) {
 	if err != nil || prefix != "backups/db1" {
 		t.Fatalf("Open = %q, %v", prefix, err)
 	}
-	drivertest.RunURLs(t, drivertest.URLCases{Secrets: []string{"hunter2"}, Invalid: map[string]string{
+	drivertest.RunURLs(t, drivertest.URLCases{Secrets: []string{"hunter2", "tok-hunter2"}, Invalid: map[string]string{
 		"gs://bkt/p?endpiont=http://127.0.0.1:1": `unknown query parameter "endpiont"`,
 		"gs://bkt/p?project=x":                   `unknown query parameter "project"`,
 		"gs:///p":                                "names no bucket",
@@ -154,6 +154,9 @@ func TestOpenURL(t *testing.T) {
 		"gs://Bucket_Bad/p": "bucket name",
 		"gs://[::1]/p":      "bucket name",
 		"gs://googbucket/p": "goog",
+		// Issue 15.1.
+		"gs://bkt/p?endpoint=https%3A%2F%2Fh%2Fx%3Ftoken%3Dtok-hunter2":     "endpoint parameter must be a URL",
+		"gs://bkt/p?endpoint=https%253A%252F%252Fh%253Fkey%253Dtok-hunter2": "endpoint parameter must be a URL",
 	}})
 }
 

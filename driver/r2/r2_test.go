@@ -86,8 +86,10 @@ func TestOpenURL(t *testing.T) {
 		"r2://" + account + "/Bucket_Bad/p": "lower-case letters",
 		"r2://" + account + "/my.bucket/p":  "no dots",
 		"r2://" + account + "/ab/p":         "3 to 63",
+		// Issue 15.1.
+		"r2://" + account + "/bucket/p?endpoint=https%3A%2F%2Fh%2F%3Fkey%3Dkey-hunter2": "query",
 	}
-	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2"}})
+	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2", "key-hunter2"}})
 }
 
 // TestCloud runs the suite against a real R2 bucket named by

@@ -96,8 +96,11 @@ func TestOpenURL(t *testing.T) {
 		"s3://Bucket_Bad/p?region=x":  "lower-case letters",
 		"s3://192.168.0.1/p?region=x": "IP address",
 		"s3://a/p?region=x":           "3 to 63",
+		// Issue 15.1: a secret nested in the endpoint, encoded once or twice.
+		"s3://bucket/p?region=x&endpoint=https%3A%2F%2Fh%2Fx%3FX-Amz-Signature%3Dsig-hunter2": "query",
+		"s3://bucket/p?region=x&endpoint=https%253A%252F%252Fh%252Fx%253Fsig%253Dsig-hunter2": "http:// or https://",
 	}
-	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2", "AKIAHUNTER2"}})
+	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2", "AKIAHUNTER2", "sig-hunter2"}})
 }
 
 // TestRegionFromEnvironment shows that the region, like the credentials,

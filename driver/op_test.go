@@ -1,0 +1,118 @@
+package driver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+func TestCheckKey(t *testing.T) {
+	for _, ok := range []string{"LEASE", "db1/LEASE", "a/b/c.tar.gz", "ünïcode/k", "a..b", ".hidden/x"} {
+		if err := driver.CheckKey(ok); err != nil {
+			t.Errorf("CheckKey(%q): %v", ok, err)
+		}
+	}
+	for k, why := range map[string]string{
+		"":                        "empty",
+		"/lead/k":                 "empty segment",
+		"db1//LEASE":              "empty segment",
+		"db1/":                    "empty segment",
+		"a/./b":                   `"." segment`,
+		"a/../b":                  `".." segment`,
+		`bs\k`:                    "backslash",
+		"a\nb":                    "control character",
+		"\xff":                    "UTF-8",
+		strings.Repeat("k", 1025): "1025 bytes",
+	} {
+		err := driver.CheckKey(k)
+		if !errors.Is(err, driver.ErrInvalidKey) || !strings.Contains(err.Error(), why) {
+			t.Errorf("CheckKey(%q) = %v, want ErrInvalidKey saying %q", k, err, why)
+		}
+	}
+}
+
+func TestCheckVersion(t *testing.T) {
+	for _, ok := range []driver.Version{`"9b2cf535f27731c974343645a3985328"`, "9b2cf535f27731c9", "1700000000000009", `"0x8DCBA9F00FF"`, `"abc-2"`} {
+		if err := driver.CheckVersion(ok); err != nil {
+			t.Errorf("CheckVersion(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []driver.Version{"", `""`, "*", `"*"`, `"a","b"`, "a,b", `W/"a"`, `"a`, `a"`, "a b", `"a"b"`, "\x00"} {
+		if err := driver.CheckVersion(bad); !errors.Is(err, driver.ErrPrecondition) {
+			t.Errorf("CheckVersion(%q) = %v, want ErrPrecondition", bad, err)
+		}
+	}
+}
+
+// TestBegin: the mechanical rules, each settled before any request.
+func TestBegin(t *testing.T) {
+	ctx := context.Background()
+	caps := driver.Capabilities{Exclusion: driver.Conditional}
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	cases := []struct {
+		ctx  context.Context
+		op   string
+		key  string
+		cond driver.Condition
+		want error
+	}{
+		{dead, "get", "k", driver.Condition{}, context.Canceled},
+		{ctx, "put", "/k", driver.IfAbsent(), driver.ErrInvalidKey},
+		{ctx, "delete", "k", driver.IfAbsent(), driver.ErrUnsupported},
+		{ctx, "delete", "k", driver.IfMatch(`"abc"`), driver.ErrUnsupported},
+		{ctx, "put", "k", driver.IfMatch("*"), driver.ErrPrecondition},
+		{ctx, "put", "k", driver.IfMatch(""), driver.ErrPrecondition},
+	}
+	for _, c := range cases {
+		op, err := driver.Begin(c.ctx, caps, "test", c.op, c.key, c.cond)
+		var oe *driver.OpError
+		if !errors.Is(err, c.want) || !errors.As(err, &oe) || oe.Driver != "test" || oe.Key != c.key || op == nil {
+			t.Errorf("Begin(%s %q %s) = %v, want %v in an OpError", c.op, c.key, c.cond, err, c.want)
+		}
+	}
+	if _, err := driver.Begin(ctx, caps, "test", "put", "k", driver.IfMatch(`"abc"`)); err != nil {
+		t.Errorf("a valid put: %v", err)
+	}
+	withDelete := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+	if _, err := driver.Begin(ctx, withDelete, "test", "delete", "k", driver.IfMatch(`"abc"`)); err != nil {
+		t.Errorf("a conditional delete where declared: %v", err)
+	}
+}
+
+// TestFailAfterRetry: a refusal after two requests went out through
+// Op.Context is ErrOutcomeUnknown, after one it is ErrPrecondition.
+func TestFailAfterRetry(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	send := func(op *driver.Op) {
+		req, _ := http.NewRequestWithContext(op.Context(), http.MethodPut, srv.URL, strings.NewReader("x"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	sdkErr := errors.New("412 from the service")
+	for n, want := range map[int]error{1: driver.ErrPrecondition, 2: driver.ErrOutcomeUnknown} {
+		op, err := driver.Begin(context.Background(), driver.Capabilities{}, "test", "put", "k", driver.IfAbsent())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range n {
+			send(op)
+		}
+		err = op.Fail(driver.ErrPrecondition, sdkErr)
+		if !errors.Is(err, want) || !errors.Is(err, sdkErr) {
+			t.Errorf("after %d requests: %v, want %v with the SDK's error in the chain", n, err, want)
+		}
+		if n == 2 && errors.Is(err, driver.ErrPrecondition) {
+			t.Errorf("after a retry the refusal still reads as ErrPrecondition: %v", err)
+		}
+	}
+}
