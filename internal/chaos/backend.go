@@ -184,7 +184,9 @@ func (b *backend) minio(ctx context.Context, name, dir string, getenv func(strin
 		}
 	case "minio":
 		b.workerEnv = func(string) []string { return []string{"MINIO_ACCESS_KEY=" + ak, "MINIO_SECRET_KEY=" + sk} }
-		b.workerURL = func(a string, i int) string { return "minio://" + a + "/" + bucket + "/" + b.prefixes[i] + "?tls=false" }
+		b.workerURL = func(a string, i int) string {
+			return "minio://" + a + "/" + bucket + "/" + b.prefixes[i] + "?tls=false"
+		}
 	}
 	b.list = func(ctx context.Context, i int) ([]listed, error) {
 		var out []listed

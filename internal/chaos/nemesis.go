@@ -85,6 +85,14 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 			acts = append(acts, Action{At: at, Kind: ActPauseHold, Dur: 3 * ttl / 2, Term: control == ControlOldRelease})
 		}
 		return acts
+	case ControlSkewBeyond:
+		// Worker 0, whose clock runs ahead, takes over healthy holders;
+		// stop and restart it every TTL so that it does so again and
+		// again rather than keep the leases.
+		for at := 3 * ttl / 2; at < duration-ttl && len(acts) < maxPhaseActs; at += ttl {
+			acts = append(acts, Action{At: at, Kind: ActTerm, Slot: 0, Dur: ttl / 4})
+		}
+		return acts
 	case "":
 	default:
 		return nil // the control alone is the fault

@@ -99,8 +99,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 type prefixWorker struct {
 	cfg    WorkerConfig
 	b      driver.Bucket
-	prefix string // the driver's prefix, maybe ""
-	label  string // "p0", "p1", ...: the URL's place in WorkerConfig.URLs
+	prefix string     // the driver's prefix, maybe ""
+	label  string     // "p0", "p1", ...: the URL's place in WorkerConfig.URLs
 	rng    *rand.Rand // only the run goroutine uses it
 
 	mu       sync.Mutex
