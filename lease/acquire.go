@@ -178,7 +178,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		return nil, fmt.Errorf("acquire %s: read the lease after the write failed (%v): %w", key, err, rerr)
 	}
 	now := st.wall
-	if cur.err == nil && cur.rec.same(st.rec) && !oldlease.AdoptByInstanceID.Load() {
+	if cur.err == nil && sameWrite(cur.rec, st.rec) && !oldlease.AdoptByInstanceID.Load() {
 		// This very write landed; its reply was lost or a retry of it
 		// was refused. Adopt it.
 		return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
@@ -329,7 +329,7 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, i
 		// Refused or unknown: see whether our write landed anyway.
 		cur, curV, rerr := a.read(ctx)
 		switch {
-		case rerr == nil && cur.err == nil && a.landed(cur.rec, st.rec, curV, over):
+		case rerr == nil && cur.err == nil && landed(cur.rec, st.rec, curV, over):
 			v = curV
 		case errors.Is(err, driver.ErrPrecondition):
 			return nil, errContended
@@ -342,11 +342,19 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, i
 
 // landed reports whether the stored record cur, at version curV, is our
 // write of sent over version over: exactly our record, at a new version.
-func (a *attempt) landed(cur, sent Record, curV, over driver.Version) bool {
+func landed(cur, sent Record, curV, over driver.Version) bool {
+	if oldlease.EqualRenewedAtIsProof.Load() {
+		return sameWrite(cur, sent)
+	}
+	return cur.same(sent) && curV != over
+}
+
+// sameWrite reports whether cur is exactly the record sent.
+func sameWrite(cur, sent Record) bool {
 	if oldlease.EqualRenewedAtIsProof.Load() {
 		return cur.InstanceID == sent.InstanceID && cur.RenewedAt.Equal(sent.RenewedAt)
 	}
-	return cur.same(sent) && curV != over
+	return cur.same(sent)
 }
 
 // probe checks, after we hold the lease at version v, that the service

@@ -244,7 +244,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 			return l.Err()
 		case rerr != nil:
 			return fmt.Errorf("renew %s: %w", l.key, err)
-		case cur.err == nil && l.landed(cur.rec, rec, curV, over):
+		case cur.err == nil && landed(cur.rec, rec, curV, over):
 			v = curV // this renewal landed; its answer was lost
 		case cur.err == nil && l.sent.has(cur.rec) && curV != over:
 			// An earlier renewal of ours landed after we gave up on it.
@@ -282,15 +282,6 @@ func (l *Lease) Renew(ctx context.Context) error {
 	l.mu.Unlock()
 	l.s.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
 	return nil
-}
-
-// landed reports whether the stored record cur, at version curV, is our
-// write of sent over version over: exactly our record, at a new version.
-func (l *Lease) landed(cur, sent Record, curV, over driver.Version) bool {
-	if oldlease.EqualRenewedAtIsProof.Load() {
-		return cur.InstanceID == sent.InstanceID && cur.RenewedAt.Equal(sent.RenewedAt)
-	}
-	return cur.same(sent) && curV != over
 }
 
 // lose ends the lease because the lease object holds something this lease

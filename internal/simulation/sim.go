@@ -33,6 +33,7 @@ package simulation
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -82,9 +83,49 @@ type Config struct {
 	// the lease (until it sees ErrLost), ignoring MayWrite: a negative
 	// control for the self-fence.
 	WorkerIgnoresFence bool
+	// Force, when not zero, is the set of deviation classes on in every
+	// run, and no other is; when zero, each class is on or off by the seed
+	// (see Deviation). Negative controls force the class whose old,
+	// trusting behaviour they restore, and only it.
+	Force Deviation
 	// Trace records every step; Result.Trace returns it.
 	Trace bool
 }
+
+// Deviation is a class of what real services, machines and operators do
+// that the lease must not trust away. Every run has every class on, each
+// picked or not by the seed; Config.Force makes a class certain.
+type Deviation uint
+
+const (
+	// StoreIgnoresDeleteCondition: the store deletes whatever is there on
+	// a DELETE with If-Match, although it declares a conditional delete
+	// (MinIO, gofakes3, fake-gcs-server).
+	StoreIgnoresDeleteCondition Deviation = 1 << iota
+	// StoreDeletesMissingOK: a DELETE with If-Match on a missing key
+	// succeeds.
+	StoreDeletesMissingOK
+	// StoreIfMatchMissingCreates: a PUT with If-Match on a missing key is
+	// stored as if unconditional.
+	StoreIfMatchMissingCreates
+	// Twins: two instances are configured with one instance id and both
+	// run throughout.
+	Twins
+	// RestartWhileRunning: an instance restarts with the same id while
+	// its old process still runs for a while.
+	RestartWhileRunning
+	// ReleaseOldLease: an instance that was fenced contends again and
+	// later releases its old, fenced *Lease.
+	ReleaseOldLease
+	// ReleaseDuringHungRenewal: an instance releases (with a deadline
+	// that has passed) while its renewal hangs in the network.
+	ReleaseDuringHungRenewal
+	// CoarseWallClock: an instance's wall clock reads whole seconds.
+	CoarseWallClock
+	// StuckWallClock: an instance's wall clock stands still for a while
+	// (inside the skew envelope), then catches up.
+	StuckWallClock
+)
 
 func (c *Config) defaults() {
 	if c.Instances == 0 {
@@ -149,6 +190,7 @@ const (
 	InvImmutable = "immutable"  // no immutable object is written twice
 	InvLostReply = "lost-reply" // no ErrLost for a lease the instance still holds
 	InvLiveness  = "liveness"   // a live contender takes over within the bound
+	InvRelease   = "release"    // Release stops writing at once and honours its context
 	InvPanic     = "panic"
 )
 
@@ -176,6 +218,8 @@ type sim struct {
 	written        map[string]string // immutable key -> writer tag
 
 	drill *drill
+	dev   Deviation // the deviation classes on in this run
+	extra int       // instances started beside the configured ones
 
 	mu    sync.Mutex // guards trace, faults and per-instance request state
 	trace []string
@@ -207,15 +251,28 @@ func Run(cfg Config) (res Result) {
 		s.res.Acquisitions = s.epoch
 		res = s.res
 	}()
+	s.dev = s.pickDeviations()
+	if cfg.Force != 0 {
+		s.dev = cfg.Force
+	}
 	for i := range cfg.Instances {
 		in := &inst{s: s, idx: i, name: string(rune('A' + i))}
 		in.wallRate = 1 + (s.rng.Float64()*2-1)*0.01
 		in.monoRate = 0.9 + s.rng.Float64()*0.2
 		in.offset = s.lo() + time.Duration(s.rng.Int64N(int64(cfg.MaxSkew)+1))
 		in.clk = clock.NewFake(t0.Add(in.offset))
-		in.start(fmt.Sprintf("%s-%d", in.name, 1))
+		in.coarse = s.dev&CoarseWallClock != 0 && (i < 2 || s.rng.IntN(2) == 0)
+		id := fmt.Sprintf("%s-%d", in.name, 1)
+		if i == 1 && s.dev&Twins != 0 {
+			id = s.insts[0].id
+			s.fault("twins")
+		}
+		in.start(id)
 		s.insts = append(s.insts, in)
-		s.tracef("%s starts: offset %v, wall drift %+.3f%%, mono rate %.3f", in, in.offset, (in.wallRate-1)*100, in.monoRate)
+		s.tracef("%s starts: offset %v, wall drift %+.3f%%, mono rate %.3f, coarse wall clock %v", in, in.offset, (in.wallRate-1)*100, in.monoRate, in.coarse)
+	}
+	if s.dev&storeDeviations != 0 {
+		s.tracef("the store deviates: %s", s.dev&storeDeviations)
 	}
 	for range cfg.Rounds {
 		s.calm = cfg.NoFaults
@@ -223,6 +280,45 @@ func Run(cfg Config) (res Result) {
 		s.runDrill()
 	}
 	return s.res
+}
+
+const storeDeviations = StoreIgnoresDeleteCondition | StoreDeletesMissingOK | StoreIfMatchMissingCreates
+
+// pickDeviations chooses, from the seed, which deviation classes are on in
+// this run: at most one store deviation, and each other class in about one
+// run in three (the per-event ones then fire at random within the run).
+func (s *sim) pickDeviations() Deviation {
+	var d Deviation
+	switch s.rng.IntN(6) {
+	case 0:
+		d |= StoreIgnoresDeleteCondition
+	case 1:
+		d |= StoreDeletesMissingOK
+	case 2:
+		d |= StoreIfMatchMissingCreates
+	}
+	for _, c := range []Deviation{Twins, RestartWhileRunning, ReleaseOldLease, ReleaseDuringHungRenewal, CoarseWallClock, StuckWallClock} {
+		if s.rng.IntN(3) == 0 {
+			d |= c
+		}
+	}
+	return d
+}
+
+// String names the classes in d.
+func (d Deviation) String() string {
+	names := []string{"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates",
+		"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "coarse-wall-clock", "stuck-wall-clock"}
+	var on []string
+	for i, n := range names {
+		if d&(1<<i) != 0 {
+			on = append(on, n)
+		}
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ",")
 }
 
 // stop unwinds the simulation after a violation.
@@ -274,7 +370,9 @@ func (s *sim) advance(d time.Duration) {
 func (s *sim) tick() {
 	s.now += s.cfg.Tick
 	for _, in := range s.insts {
-		in.moveClock(s.cfg.Tick)
+		if in.machine == nil {
+			in.moveClock(s.cfg.Tick)
+		}
 	}
 	s.check()
 	if !s.calm {
@@ -310,8 +408,14 @@ func (s *sim) runDrill() {
 	var victim *inst
 	rec, ok := s.storedRecord()
 	if ok {
+		_, v, _ := readAll(s, leaseKey)
 		for _, in := range s.insts {
-			if in.id == rec.InstanceID {
+			if in.gone || in.id != rec.InstanceID {
+				continue
+			}
+			// With two processes on one id, the victim is the one whose
+			// lease wrote the stored version.
+			if victim == nil || (in.lease != nil && in.lease.Version() == v) {
 				victim = in
 			}
 		}
@@ -396,10 +500,19 @@ type inst struct {
 
 	contender *lease.Contender
 	lease     *lease.Lease
-	epoch     int
-	renewAt   time.Duration // on the instance's monotonic clock
-	retryAt   time.Duration // true time of the next acquire attempt
-	busy      bool
+	oldLease  *lease.Lease  // a fenced lease it will release later (ReleaseOldLease)
+	releaseAt time.Duration // true time of that release
+	leaving   bool          // Release was asked during a hung renewal
+
+	coarse     bool          // the wall clock reads whole seconds (CoarseWallClock)
+	stuckUntil time.Duration // true time until which the wall clock stands still
+	machine    *inst         // the instance whose machine (clock) this process shares
+	exitAt     time.Duration // true time at which this old process exits for good
+	gone       bool          // an old process that has exited for good
+	epoch      int
+	renewAt    time.Duration // on the instance's monotonic clock
+	retryAt    time.Duration // true time of the next acquire attempt
+	busy       bool
 
 	down           bool
 	restartAt      time.Duration
@@ -419,10 +532,22 @@ type inst struct {
 	gbuf []string
 }
 
+// hasTwin reports whether another running process uses in's instance id;
+// then a record naming the id may be the other's.
+func (in *inst) hasTwin() bool {
+	for _, o := range in.s.insts {
+		if o != in && !o.gone && o.id == in.id {
+			return true
+		}
+	}
+	return false
+}
+
 func (in *inst) String() string { return fmt.Sprintf("%s[%s]", in.name, in.id) }
 
 func (in *inst) start(id string) {
 	in.inc++
+	in.leaving, in.oldLease = false, nil
 	in.id = id
 	in.down = false
 	in.lease = nil
@@ -431,10 +556,17 @@ func (in *inst) start(id string) {
 	in.paused = nil
 	in.retryAt = in.s.now
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var clk clock.Clock = in.clk
+	if in.coarse {
+		clk = coarseClock{in.clk}
+	}
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], hash(in.s.cfg.Seed, "|rand|", in.idx, "|", in.inc))
 	c, err := lease.NewContender(in.conn(), prefix, &lease.Options{
-		TTL: in.s.cfg.TTL, InstanceID: id, Clock: in.clk, Logger: logger,
+		TTL: in.s.cfg.TTL, InstanceID: id, Clock: clk, Logger: logger,
 		Getenv:  func(string) string { return "" },
 		OnEvent: in.onEvent,
+		Rand:    rand.NewChaCha8(seed),
 	})
 	if err != nil {
 		panic(err)
@@ -457,16 +589,24 @@ func (in *inst) onEvent(e lease.Event) {
 func (in *inst) moveClock(d time.Duration) {
 	s := in.s
 	suspended := s.now <= in.suspendedUntil
-	// The wall clock drifts inside the envelope, reflecting at its edges.
-	drift := time.Duration(float64(d) * (in.wallRate - 1))
-	next := in.offset + drift
-	if next < s.lo() || next > s.lo()+s.cfg.MaxSkew {
-		in.wallRate = 2 - in.wallRate
-		next = in.offset - drift
+	var wallStep time.Duration
+	if s.now < in.stuckUntil && in.offset-d >= s.lo() {
+		// The wall clock stands still: its offset from true time falls,
+		// and the episode ends before the offset leaves the envelope.
+		in.offset -= d
+	} else {
+		in.stuckUntil = 0
+		// The wall clock drifts inside the envelope, reflecting at its edges.
+		drift := time.Duration(float64(d) * (in.wallRate - 1))
+		next := in.offset + drift
+		if next < s.lo() || next > s.lo()+s.cfg.MaxSkew {
+			in.wallRate = 2 - in.wallRate
+			next = in.offset - drift
+		}
+		next = min(max(next, s.lo()), s.lo()+s.cfg.MaxSkew)
+		wallStep = d + next - in.offset
+		in.offset = next
 	}
-	next = min(max(next, s.lo()), s.lo()+s.cfg.MaxSkew)
-	wallStep := d + next - in.offset
-	in.offset = next
 	if suspended {
 		in.clk.AdvanceWall(wallStep)
 		return
@@ -477,6 +617,11 @@ func (in *inst) moveClock(d time.Duration) {
 	in.clk.AdvanceMono(mono)
 	in.clk.AdvanceWall(wallStep)
 }
+
+// coarseClock is a wall clock that reads whole seconds.
+type coarseClock struct{ *clock.Fake }
+
+func (c coarseClock) Wall() time.Time { return c.Fake.Wall().Truncate(time.Second) }
 
 // jumpWall steps the wall clock to a new offset inside the envelope.
 func (in *inst) jumpWall() {
@@ -495,11 +640,20 @@ func (in *inst) jumpWall() {
 // chaos injects instance faults at random.
 func (in *inst) chaos() {
 	s := in.s
+	if in.gone || in.machine != nil {
+		return // an exited process, or one that shares another's machine
+	}
 	r := s.rng.Float64()
 	const p = 0.0008
 	switch {
 	case r < 4*p:
 		in.jumpWall()
+	case r < 4.5*p && s.dev&StuckWallClock != 0 && s.now >= in.stuckUntil:
+		in.stuckUntil = s.now + s.randDur(s.cfg.MaxSkew)
+		s.fault("stuck-wall-clock")
+		s.tracef("%s wall clock stands still until t=%v at the latest", in, in.stuckUntil)
+	case r < 4.8*p && s.dev&RestartWhileRunning != 0 && s.extra < 2 && !in.down && !in.busy:
+		in.restartWhileRunning()
 	case in.busy || in.down:
 	case r < 5*p && s.now > in.suspendedUntil:
 		d := s.randDur(3 * s.cfg.TTL / 2)
@@ -532,6 +686,22 @@ func (in *inst) chaos() {
 
 func (s *sim) randDur(max time.Duration) time.Duration {
 	return time.Duration(s.rng.Int64N(int64(max/s.cfg.Tick))+1) * s.cfg.Tick
+}
+
+// restartWhileRunning starts a second process of this instance, with the
+// same id on the same machine, while the old one keeps running for up to
+// two TTLs before it exits: a supervisor that restarted a process it
+// believed dead.
+func (in *inst) restartWhileRunning() {
+	s := in.s
+	s.extra++
+	s.fault("restart-while-running")
+	nw := &inst{s: s, idx: len(s.insts), name: fmt.Sprintf("%s%d", in.name, s.extra+1), clk: in.clk, machine: in, coarse: in.coarse}
+	nw.start(in.id)
+	s.insts = append(s.insts, nw)
+	exit := s.randDur(2 * s.cfg.TTL)
+	in.exitAt = s.now + exit
+	s.tracef("%s starts beside the still-running %s with the same id; the old one exits in %v", nw, in, exit)
 }
 
 // crash kills the process: its lease, its worker and any paused write die
@@ -595,6 +765,26 @@ func (in *inst) endCall() {
 // act is one step of the instance's process.
 func (in *inst) act() {
 	s := in.s
+	if in.gone {
+		return
+	}
+	if in.exitAt > 0 && s.now >= in.exitAt {
+		s.tracef("%s, the old process, exits", in)
+		in.gone, in.down = true, true
+		in.lease, in.work, in.paused, in.oldLease = nil, nil, nil, nil
+		return
+	}
+	if in.oldLease != nil && s.now >= in.releaseAt && !in.down {
+		old := in.oldLease
+		in.oldLease = nil
+		in.busy = true
+		in.beginCall()
+		err := old.Release(context.Background())
+		in.endCall()
+		in.busy = false
+		s.fault("release-old-lease")
+		s.tracef("%s releases its old, fenced lease (version %s): %v", in, old.Version(), err)
+	}
 	if in.down {
 		if s.now >= in.restartAt && (s.drill == nil || s.drill.victim != in) {
 			id := in.id
@@ -628,6 +818,7 @@ func (in *inst) act() {
 		// contends again with its Contender, which recognises its own
 		// record.
 		s.tracef("%s fenced (epoch %d); contends again", in, in.epoch)
+		in.keepOld()
 		in.lease, in.work = nil, nil
 		in.acquire()
 		return
@@ -672,11 +863,15 @@ func (in *inst) renew() {
 	err := in.lease.Renew(context.Background())
 	in.endCall()
 	in.busy = false
+	if in.leaving {
+		in.leave()
+		return
+	}
 	switch {
 	case err == nil:
 		in.renewAt = in.clk.Mono() + s.cfg.TTL/3
 	case errors.Is(err, lease.ErrLost):
-		if rec, ok := s.storedRecord(); ok && rec.InstanceID == in.id && rec.TTLSeconds != 0 {
+		if rec, ok := s.storedRecord(); ok && rec.InstanceID == in.id && rec.TTLSeconds != 0 && !in.hasTwin() {
 			s.violate(InvLostReply, fmt.Sprintf("%s was told ErrLost, but the LEASE object still names it: %+v", in, rec), true)
 		}
 		s.tracef("%s lost the lease (epoch %d)", in, in.epoch)
@@ -691,11 +886,70 @@ func (in *inst) renew() {
 			in.reacquireKeepingGate()
 			return
 		}
+		in.keepOld()
 		in.lease, in.work = nil, nil
 		in.retryAt = s.now
 	default:
 		s.tracef("%s renewal failed: %v", in, err)
 		in.renewAt = in.clk.Mono() + retryInterval(s.cfg.TTL)
+	}
+}
+
+// releaseDuringHang is a shutdown that arrives while the instance's
+// renewal hangs in the network: Release is called with a deadline that has
+// already passed. It must stop all writing at once and return without
+// waiting for the renewal; the instance then leaves once the renewal
+// returns, releasing again with time to do it.
+func (in *inst) releaseDuringHang() {
+	s := in.s
+	l := in.lease
+	s.fault("release-during-hung-renewal")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.Release(ctx) }()
+	select {
+	case err := <-done:
+		s.tracef("%s is told to shut down while its renewal hangs: Release returned %v", in, err)
+	case <-time.After(releaseBound):
+		// The old behaviour: Release waits for the renewal, ignoring its
+		// context, and the goroutine stays blocked until it returns.
+		s.violate(InvRelease, fmt.Sprintf("%s: Release with an expired context did not return within %v of real time while a renewal hung; MayWrite %v",
+			in, releaseBound, l.MayWrite()), true)
+	}
+	if l.MayWrite() {
+		s.violate(InvRelease, fmt.Sprintf("%s may still write after Release returned", in), true)
+	}
+	in.leaving = true
+}
+
+// leave finishes a shutdown asked for during a hung renewal: the instance
+// releases again, with time to do it, and stays away for a while.
+func (in *inst) leave() {
+	s := in.s
+	in.busy = true
+	in.beginCall()
+	err := in.lease.Release(context.Background())
+	in.endCall()
+	in.busy = false
+	s.tracef("%s releases after the hung renewal returned (err=%v) and leaves", in, err)
+	in.leaving = false
+	in.down, in.restartAt, in.newID = true, s.now+s.randDur(s.cfg.TTL), false
+	in.lease, in.work, in.paused = nil, nil, nil
+}
+
+// releaseBound is how long, in real time, a Release with an expired
+// context may take before it counts as waiting for a hung renewal. It is
+// generous: the call takes microseconds when it does not wait.
+const releaseBound = 5 * time.Second
+
+// keepOld keeps the fenced lease to release it later, in some runs: the
+// sequence ErrFenced's doc recommends (acquire again with the same
+// Contender) followed by a shutdown that releases the old *Lease too.
+func (in *inst) keepOld() {
+	s := in.s
+	if s.dev&ReleaseOldLease != 0 && in.lease != nil && s.rng.IntN(2) == 0 {
+		in.oldLease, in.releaseAt = in.lease, s.now+s.randDur(s.cfg.TTL)
 	}
 }
 

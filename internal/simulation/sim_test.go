@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 var (
@@ -85,7 +87,9 @@ func checkCoverage(t *testing.T, results []Result) {
 	}
 	for _, k := range []string{"request-dropped", "reply-lost", "reply-lost-retry-refused", "server-error", "delayed",
 		"partitioned-request", "partition", "suspend", "paused-after-fence-check", "crash-restart-same-id",
-		"crash-restart-new-id", "wall-jump-forward", "wall-jump-backward", "release-and-leave"} {
+		"crash-restart-new-id", "wall-jump-forward", "wall-jump-backward", "release-and-leave",
+		"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "stuck-wall-clock",
+		"store-ignored-delete-condition", "store-if-match-missing-created"} {
 		if total[k] == 0 {
 			t.Errorf("no %s fault in %d seeds", k, len(results))
 		}
@@ -255,4 +259,66 @@ func TestNegativeStoreIgnoresDataPreconditions(t *testing.T) {
 // lease.
 func TestNegativeWorkerIgnoresFence(t *testing.T) {
 	negative(t, Config{WorkerIgnoresFence: true}, InvExclusion, 40)
+}
+
+// The deviation classes of issue 11, each with the old, trusting lease
+// behaviour switched back on (internal/oldlease): the simulator must find
+// a violation, or the class proves nothing.
+
+// withOld runs f with an oldlease switch on.
+func withOld(sw *atomic.Bool, f func()) {
+	sw.Store(true)
+	defer sw.Store(false)
+	f()
+}
+
+// A store that ignores the condition on DELETE, and a release that trusts
+// the driver's declaration of a conditional delete: a fenced holder's
+// release deletes its successor's lease.
+func TestNegativeReleaseTrustsDeleteCondition(t *testing.T) {
+	withOld(&oldlease.DeleteOnRelease, func() {
+		negative(t, Config{Force: StoreIgnoresDeleteCondition | ReleaseOldLease}, InvExclusion, 200)
+	})
+}
+
+// Two live processes configured with one id, and a lease that adopts any
+// record naming its id: both write.
+func TestNegativeTwinsAdoptByInstanceID(t *testing.T) {
+	withOld(&oldlease.AdoptByInstanceID, func() {
+		negative(t, Config{Force: Twins}, InvExclusion, 100)
+	})
+}
+
+// A restart with the same id while the old process still runs, adopting by
+// id: both write.
+func TestNegativeRestartWhileRunningAdoptsByInstanceID(t *testing.T) {
+	withOld(&oldlease.AdoptByInstanceID, func() {
+		negative(t, Config{Force: RestartWhileRunning}, InvExclusion, 300)
+	})
+}
+
+// Re-acquire after a fence, then release the old lease, with the release
+// adopting records by id: the re-acquired lease is released under its
+// holder, and another instance takes it while it still writes.
+func TestNegativeReleaseOldLeaseAdoptsByInstanceID(t *testing.T) {
+	withOld(&oldlease.AdoptByInstanceID, func() {
+		negative(t, Config{Force: ReleaseOldLease}, InvExclusion, 300)
+	})
+}
+
+// Release during a hung renewal, waiting for the renewal before it stops
+// writing.
+func TestNegativeReleaseWaitsForHungRenewal(t *testing.T) {
+	withOld(&oldlease.ReleaseWaitsForRenewal, func() {
+		negative(t, Config{Force: ReleaseDuringHungRenewal}, InvRelease, 100)
+	})
+}
+
+// Whole-second wall clocks and two processes with one id, with an equal
+// renewed_at taken as proof that a write was ours: one adopts the other's
+// lease, and both write.
+func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
+	withOld(&oldlease.EqualRenewedAtIsProof, func() {
+		negative(t, Config{Force: CoarseWallClock | Twins}, InvExclusion, 100)
+	})
 }

@@ -144,6 +144,10 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 	)
 	if d1 > 0 {
 		s.advance(d1)
+		if _, match := cond.Match(); f == fDelay && op == "put" && key == leaseKey && match &&
+			s.dev&ReleaseDuringHungRenewal != 0 && in.lease != nil && !in.leaving && h>>48%3 == 0 {
+			in.releaseDuringHang()
+		}
 	}
 	switch {
 	case f == fPartitioned:
@@ -208,6 +212,23 @@ func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte
 		cond = driver.Condition{}
 	}
 	ctx := context.Background()
+	_, match := cond.Match()
+	missing := false
+	if match && op != "get" {
+		_, _, err := readAll(s, key)
+		missing = errors.Is(err, driver.ErrNotExist)
+	}
+	switch {
+	case op == "delete" && match && s.dev&StoreIgnoresDeleteCondition != 0:
+		s.fault("store-ignored-delete-condition")
+		cond = driver.Condition{}
+	case op == "delete" && match && missing && s.dev&StoreDeletesMissingOK != 0:
+		s.fault("store-deleted-missing-ok")
+		return nil, "", nil
+	case op == "put" && match && missing && s.dev&StoreIfMatchMissingCreates != 0:
+		s.fault("store-if-match-missing-created")
+		cond = driver.Condition{}
+	}
 	switch op {
 	case "get":
 		return readAll(s, key)

@@ -69,7 +69,7 @@ func (in *inst) workStep() {
 	s := in.s
 	if in.work == nil {
 		in.tags++
-		in.work = &cycle{tag: fmt.Sprintf("%s.%d.%d", in.id, in.inc, in.tags)}
+		in.work = &cycle{tag: fmt.Sprintf("%s@%s.%d.%d", in.id, in.name, in.inc, in.tags)}
 	}
 	w := in.work
 	if !in.gateOpen() {
