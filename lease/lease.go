@@ -34,7 +34,7 @@ type Lease struct {
 	// Release can wait for it under its context.
 	turn chan struct{}
 
-	stamps *stamps      // the contender's: renewed_at increases across all its writes
+	stamps *stamps     // the contender's: renewed_at increases across all its writes
 	sent   sentRecords // the records this lease sent whose write may have landed
 
 	mu        sync.Mutex
