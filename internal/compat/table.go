@@ -17,6 +17,9 @@ type Table struct {
 	Checks    []string  `json:"checks"`   // drivertest.Names() at the time
 	Scenarios []string  `json:"scenarios"`
 	Services  []Service `json:"services"`
+	// Hold is the outcome of TestRcloneUnderHold (rclone under
+	// `bucketlease hold` against MinIO), when scripts/compat ran it.
+	Hold string `json:"hold,omitempty"`
 }
 
 // Service is one server's results.
@@ -187,6 +190,16 @@ func (t *Table) Markdown() []byte {
 			}
 			p("\n")
 		}
+	}
+
+	if t.Hold != "" {
+		p("\n## A real tool under `bucketlease hold`\n\n")
+		p("`TestRcloneUnderHold` (internal/compat) against MinIO with the rclone above: two\n")
+		p("`bucketlease hold URL --wait -- rclone copy …` runs started together must serialize (their run\n")
+		p("windows, from their own logs, must not overlap); a run whose lease another process overwrites\n")
+		p("(`bucketlease break --force`) must be stopped within TTL/3 with exit 124; `rclone check` must\n")
+		p("find every copy intact.\n\n")
+		p("%s\n", t.Hold)
 	}
 
 	p("\n## Evidence\n\n")

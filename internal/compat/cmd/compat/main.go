@@ -34,12 +34,13 @@ func main() {
 	jsonOut := flag.String("json", "internal/compat/testdata/results.json", "the results as JSON, for the test")
 	command := flag.String("command", "scripts/compat", "the command named in the table")
 	render := flag.Bool("render", false, "only write the Markdown again from the JSON results")
+	hold := flag.String("hold", "", "the outcome of TestRcloneUnderHold, for the table")
 	flag.Parse()
 	var err error
 	if *render {
 		err = rerender(*out, *jsonOut)
 	} else {
-		err = run(*servers, *out, *jsonOut, *command)
+		err = run(*servers, *out, *jsonOut, *command, *hold)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compat:", err)
@@ -47,7 +48,7 @@ func main() {
 	}
 }
 
-func run(serversFile, out, jsonOut, command string) error {
+func run(serversFile, out, jsonOut, command, hold string) error {
 	if serversFile == "" {
 		return fmt.Errorf("-servers is required")
 	}
@@ -80,6 +81,7 @@ func run(serversFile, out, jsonOut, command string) error {
 		Platform:  fmt.Sprintf("%s %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH),
 		Checks:    drivertest.Names(),
 		Scenarios: compat.ScenarioNames(),
+		Hold:      hold,
 	}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s  "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05")}, args...)...)
