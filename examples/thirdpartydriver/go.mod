@@ -1,0 +1,7 @@
+module example.com/thirdpartydriver
+
+go 1.26.8
+
+require github.com/mushroomdb/bucketlease v0.0.0
+
+replace github.com/mushroomdb/bucketlease => ../..
