@@ -15,6 +15,9 @@ import (
 type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// self is this program, which hold runs as its watchdog; "" means
+	// os.Executable.
+	self string
 }
 
 // A command is one subcommand: its flags and what it does.

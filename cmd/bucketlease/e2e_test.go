@@ -44,21 +44,36 @@ type proc struct {
 	err    error
 }
 
-// start runs the binary with args and the extra environment env.
+// start runs the binary with args and the extra environment env. Its
+// stdout and stderr (where hold's events go) are collected line by line,
+// together, and stderr alone too.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, cmd: exec.Command(binary, args...), more: make(chan struct{}, 1), exited: make(chan struct{})}
 	p.cmd.Env = append(cleanEnv(), env...)
-	p.cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.stderr}
 	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errPipe, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go p.read(out)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); p.read(out, nil) }()
+	go func() { defer wg.Done(); p.read(errPipe, &p.stderr) }()
+	go func() {
+		wg.Wait()
+		p.err = p.cmd.Wait()
+		close(p.exited)
+		p.notify()
+	}()
 	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
 		_ = p.cmd.Process.Kill()
 		select { // a process it left behind may hold stdout open
 		case <-p.exited:
@@ -66,34 +81,23 @@ func start(t *testing.T, env []string, args ...string) *proc {
 			t.Errorf("bucketlease %s: stdout still open %v after it was killed", strings.Join(args, " "), exitTimeout)
 		}
 		if t.Failed() {
-			t.Logf("bucketlease %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), p.output(), p.errOutput())
+			t.Logf("bucketlease %s\noutput:\n%s", strings.Join(args, " "), p.output())
 		}
 	})
 	return p
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-func (p *proc) read(r io.Reader) {
+func (p *proc) read(r io.Reader, also *bytes.Buffer) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		p.mu.Lock()
 		p.lines = append(p.lines, sc.Text())
+		if also != nil {
+			also.WriteString(sc.Text() + "\n")
+		}
 		p.mu.Unlock()
 		p.notify()
 	}
-	p.err = p.cmd.Wait()
-	close(p.exited)
-	p.notify()
 }
 
 func (p *proc) notify() {
@@ -115,7 +119,7 @@ func (p *proc) errOutput() string {
 	return p.stderr.String()
 }
 
-// waitFor waits until a line of stdout matches re, and returns it.
+// waitFor waits until a line of stdout or stderr matches re, and returns it.
 func (p *proc) waitFor(re string) string {
 	p.t.Helper()
 	rx := regexp.MustCompile(re)

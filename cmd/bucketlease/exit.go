@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// Exit codes. They are listed in "bucketlease help" and README.md; keep
-// the three in step.
+// Exit codes. They are listed in "bucketlease help" and docs/cli.md;
+// keep the three in step.
 const (
 	exitOK = 0
 	// exitError: something failed (the service, the URL, the network).
@@ -22,6 +22,12 @@ const (
 	// exitProbeFailed: probe found that the service does not give the
 	// exclusion its driver declares.
 	exitProbeFailed = 5
+	// exitInstanceInUse: hold: another live process holds the lease under
+	// the same instance id; waiting would not help.
+	exitInstanceInUse = 6
+	// exitReleaseFailed: hold: the lease could not be released; it stays
+	// until its TTL runs out.
+	exitReleaseFailed = 125
 	// exitInterrupted: hold --wait was interrupted before it took the lease.
 	exitInterrupted = 130
 	// exitLeaseEnded: the lease was lost or fenced while hold held it (and
@@ -37,8 +43,11 @@ const exitCodesHelp = `Exit codes:
   2    a usage error: unknown command or flag, missing argument
   3    hold: another instance holds the lease (without --wait)
   4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force)
-  5    probe: the service does not give the exclusion its driver declares
-  124  hold: the lease was lost or fenced while held; the command, if any, was stopped
+  5    probe: the service does not give the exclusion its driver declares;
+       hold: the service ignores write preconditions, so the lease refuses to run on it
+  6    hold: another live process holds the lease under the same --instance-id (--wait does not wait for it)
+  124  hold: the lease was lost, fenced or broken while held; the command, if any, was stopped
+  125  hold: the lease could not be released (it stays until its TTL runs out)
   126  hold: the command could not be started (not executable)
   127  hold: the command was not found
   130  hold --wait: interrupted before the lease could be taken

@@ -5,11 +5,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -18,29 +24,46 @@ var holdCommand = &command{
 	args:    "URL [FLAGS] [-- COMMAND [ARGS...]]",
 	summary: "take the lease and keep renewing it, until interrupted or while COMMAND runs",
 	help: `Takes the lease on the URL's prefix ({prefix}/LEASE), keeps renewing it every
-TTL/3 and prints each change on one line: acquired, took-over, renewal-failed,
-fenced, lost, released (renewed too with -v). Ctrl-C (SIGINT) or SIGTERM
-releases the lease and exits 0.
+TTL/3 and reports each change on one line on stderr (or where --events says):
+acquired, took-over, renewal-failed, fenced, lost, released (renewed too with
+-v). Ctrl-C (SIGINT), SIGTERM, SIGHUP or SIGQUIT releases the lease and exits
+0; a signal that was ignored when hold started (nohup) stays ignored.
 
 If another instance holds the lease, hold names it, says when the lease could
 be taken over, and exits 3; with --wait it keeps trying (as one instance, with
-one id) until it can take the lease.
+one id), looks again every few seconds and takes the lease as soon as it is
+released or stale. If another live process holds it under the same
+--instance-id, hold exits 6 at once, --wait or not.
 
-With a COMMAND after "--", hold runs it only while the lease is held: it starts
-it once the lease is taken, passes SIGINT, SIGTERM and SIGHUP on to it, and the
-moment the lease ends (fenced, or lost to another instance) it stops it:
-SIGTERM to its process group, then SIGKILL after --grace. When the command has
-exited, hold sends SIGTERM to anything it left running in its process group,
-releases the lease and exits with the command's status, or with 124 if the
-lease ended under it. The command runs in its own process group,
-and on Linux it is killed if hold itself dies (the lease would no longer be
-renewed).
+With a COMMAND after "--", hold looks the command up first (exit 127 or 126
+without touching the lease), then runs it only while the lease is held. The
+command's stdin, stdout and stderr are hold's own, passed through untouched.
+A watchdog process (part of this binary) sits between hold and the command
+and kills the command and everything it started (SIGKILL) the moment the
+fence deadline passes, a little before anyone else may take the lease over,
+unless hold has extended it by renewing; and at once if hold dies. So the
+command stops writing in time even if hold is stopped (Ctrl-Z), starved or
+killed. On Linux the watchdog is a child subreaper and finds every
+descendant, even one that double-forked; elsewhere, those that stay in the
+command's process group.
+
+hold passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the command (followed
+by SIGCONT if it is stopped; not SIGINT and SIGQUIT from the terminal, which
+the command gets itself). When the lease ends under the command (lost, or
+broken by an operator) hold sends SIGTERM to every process and SIGKILL after
+--grace, or at the fence deadline if that comes first. While the command is
+stopped (Ctrl-Z, SIGSTOP, or reading the terminal in the background), hold
+does not renew the lease: unless it continues, it is killed at the fence
+deadline. When the command has exited, hold sends SIGTERM to whatever it left
+running, SIGKILL after --grace, and only then releases the lease. It exits
+with the command's status, 124 if the lease ended under it, or 125 if the
+lease could not be released.
 
 Examples:
   bucketlease hold file:///var/backups/db1
   bucketlease hold 's3://my-bucket/backups/db1?region=eu-west-1' --ttl 30s --wait
   bucketlease hold file:///var/backups/db1 --wait -- ./backup.sh --full
-  bucketlease hold file:///var/backups/db1 --json --instance-id "$(hostname)" -- rsync -a data/ /mnt/backup/`,
+  bucketlease hold file:///var/backups/db1 --json --events /var/log/db1-lease.log --instance-id "$(hostname)" -- pg_dump db1 > db1.sql`,
 	setup: setupHold,
 }
 
@@ -52,6 +75,7 @@ type holdFlags struct {
 	grace       time.Duration
 	verbose     bool
 	json        bool
+	events      string
 	logLevel    string
 }
 
@@ -61,11 +85,12 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.instanceID, "instance-id", "", "this instance's id in the LEASE object; keep one per machine so a restart recognises its own lease (default: random)")
 	fs.BoolVar(&f.wait, "wait", false, "if the lease is held, keep trying until it can be taken")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up (exit 3) after this long; 0 waits until interrupted")
-	fs.DurationVar(&f.grace, "grace", 10*time.Second, "when the lease ends under COMMAND, how long after SIGTERM to send SIGKILL")
-	fs.BoolVar(&f.verbose, "v", false, "also print every renewal")
-	fs.BoolVar(&f.verbose, "verbose", false, "same as -v")
-	fs.BoolVar(&f.json, "json", false, "print events as JSON lines")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long after SIGTERM to send SIGKILL to the command and what it left running (never past the fence deadline)")
+	fs.BoolVar(&f.verbose, "v", false, "also report every renewal")
+	fs.BoolVar(&f.verbose, "verbose", false, "also report every renewal")
+	fs.BoolVar(&f.json, "json", false, "report events as JSON lines")
+	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
+	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, command, err := parseArgs(fs, args)
 		if err != nil {
@@ -74,23 +99,104 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if len(pos) != 1 {
 			return usageErrorf("hold needs one URL, then the command after --, such as: bucketlease hold file:///var/backups/db1 -- ./backup.sh")
 		}
-		if f.grace < 0 || f.waitTimeout < 0 {
-			return usageErrorf("--grace and --wait-timeout cannot be negative")
+		if err := f.check(fs); err != nil {
+			return err
 		}
 		return hold(ctx, e, f, pos[0], command)
 	}
 }
 
-// holdSignals are the signals hold acts on: they release the lease, or are
-// passed on to the command.
-var holdSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// check refuses flag values outside their documented range.
+func (f *holdFlags) check(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	switch {
+	case f.ttl < time.Second || f.ttl > lease.MaxSaneTTL:
+		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, lease.MaxSaneTTL)
+	case f.ttl%time.Second != 0:
+		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, lease.MaxSaneTTL)
+	case f.grace < 0:
+		return usageErrorf("--grace %v: it cannot be negative", f.grace)
+	case f.waitTimeout < 0:
+		return usageErrorf("--wait-timeout %v: it cannot be negative", f.waitTimeout)
+	case set["wait-timeout"] && !f.wait:
+		return usageErrorf("--wait-timeout works only with --wait")
+	}
+	return nil
+}
+
+// holdSignals are the signals that release the lease, or that hold passes
+// on to the command; one ignored when hold started stays ignored.
+func holdSignals() []os.Signal {
+	var out []os.Signal
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sigQuit} {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// openEvents returns where events go, and how to close it.
+func openEvents(e *env, dest string) (io.Writer, func(), error) {
+	switch {
+	case dest == "" || dest == "stderr" || dest == "-":
+		return e.stderr, func() {}, nil
+	case strings.HasPrefix(dest, "fd:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(dest, "fd:"))
+		if err != nil || n < 1 {
+			return nil, nil, usageErrorf("--events %q: fd:N takes a file descriptor number, such as fd:3", dest)
+		}
+		f := os.NewFile(uintptr(n), "events")
+		if _, err := f.Stat(); err != nil {
+			return nil, nil, usageErrorf("--events %q: file descriptor %d is not open: %v", dest, n, err)
+		}
+		return f, func() {}, nil
+	default:
+		f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--events %q: %w", dest, err)
+		}
+		return f, func() { f.Close() }, nil
+	}
+}
+
+// resolveCommand finds the command before the lease is taken, and maps a
+// command that cannot run to the shell's codes.
+func resolveCommand(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "", withCode(127, fmt.Errorf("command %q not found: %w; the lease was not taken", name, err))
+	default:
+		return "", withCode(126, fmt.Errorf("command %q cannot be run: %w; the lease was not taken", name, err))
+	}
+}
 
 func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []string) error {
 	logger, err := newLogger(e.stderr, f.logLevel, f.json)
 	if err != nil {
 		return err
 	}
-	p := &printer{w: e.stdout, json: f.json, verbose: f.verbose}
+	var path string
+	if len(command) > 0 {
+		if path, err = resolveCommand(command[0]); err != nil {
+			return err
+		}
+	}
+	w, closeEvents, err := openEvents(e, f.events)
+	if err != nil {
+		return err
+	}
+	defer closeEvents()
+	// A closed pipe on our own output must not kill the supervision.
+	if !signal.Ignored(syscall.SIGPIPE) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}
+	p := &printer{w: w, json: f.json, verbose: f.verbose}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return err
@@ -101,7 +207,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		return usageErrorf("%v", err)
 	}
 	// Until the lease is held, a signal stops the attempt.
-	waitCtx, stopWaiting := signal.NotifyContext(ctx, holdSignals...)
+	waitCtx, stopWaiting := signal.NotifyContext(ctx, holdSignals()...)
 	l, err := acquire(waitCtx, c, f, p)
 	if err != nil {
 		stopWaiting()
@@ -109,12 +215,12 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	}
 	if waitCtx.Err() != nil && ctx.Err() == nil { // a signal came as the lease was taken
 		stopWaiting()
-		return errors.Join(withCode(exitInterrupted, errors.New("interrupted as the lease was taken; released it")), release(l, rawURL))
+		return releaseAfter(l, rawURL, b, prefix, p, withCode(exitInterrupted, errors.New("interrupted as the lease was taken")))
 	}
 	// From here on, signals are ours to handle: registered before the
 	// NotifyContext above lets go of them, so none is missed.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, holdSignals...)
+	signal.Notify(sigs, holdSignals()...)
 	defer signal.Stop(sigs)
 	stopWaiting()
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
@@ -123,18 +229,47 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
 		})
 
-	keepCtx, stopKeeping := context.WithCancel(ctx)
-	kept := make(chan error, 1)
-	go func() { kept <- l.Keep(keepCtx) }()
+	k := &keeper{l: l, parent: ctx}
+	k.start()
 	var result error
 	if len(command) == 0 {
 		result = holdUntilSignal(l, sigs, p)
 	} else {
-		result = runUnderLease(e, l, command, sigs, f.grace, p)
+		result = superviseCommand(e, l, k, path, command, sigs, f.grace, p)
 	}
-	stopKeeping()
-	<-kept
-	return errors.Join(result, release(l, rawURL))
+	k.stop()
+	return releaseAfter(l, rawURL, b, prefix, p, result)
+}
+
+// keeper runs Lease.Keep in the background, and can pause it: hold does
+// not renew the lease while its command is stopped.
+type keeper struct {
+	l      *lease.Lease
+	parent context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (k *keeper) start() {
+	if k.cancel != nil || k.l.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(k.parent)
+	done := make(chan struct{})
+	k.cancel, k.done = cancel, done
+	go func() {
+		defer close(done)
+		_ = k.l.Keep(ctx)
+	}()
+}
+
+func (k *keeper) stop() {
+	if k.cancel == nil {
+		return
+	}
+	k.cancel()
+	<-k.done
+	k.cancel, k.done = nil, nil
 }
 
 // acquire takes the lease, or with --wait keeps trying until it can.
@@ -154,6 +289,11 @@ func acquire(ctx context.Context, c *lease.Contender, f *holdFlags, p *printer) 
 			return l, nil
 		case ctx.Err() != nil:
 			return nil, stoppedWaiting(ctx, last)
+		case errors.Is(err, lease.ErrInstanceInUse):
+			return nil, withCode(exitInstanceInUse, fmt.Errorf("%w\nAnother live process holds this lease under the same instance id (%s). Give each process its own --instance-id; waiting would not help.",
+				err, c.InstanceID()))
+		case errors.Is(err, lease.ErrPreconditionsIgnored):
+			return nil, withCode(exitProbeFailed, err)
 		case errors.As(err, &held):
 			failures = 0
 			if !f.wait {
@@ -169,7 +309,7 @@ func acquire(ctx context.Context, c *lease.Contender, f *holdFlags, p *printer) 
 		default:
 			return nil, err
 		}
-		if err := sleep(ctx, retryDelay(held, failures)); err != nil {
+		if err := sleep(ctx, retryDelay(held, failures, f.ttl)); err != nil {
 			return nil, stoppedWaiting(ctx, last)
 		}
 	}
@@ -180,18 +320,27 @@ func acquire(ctx context.Context, c *lease.Contender, f *holdFlags, p *printer) 
 const maxWaitFailures = 5
 
 // retriable reports whether an acquire error may pass: not a service that
-// ignores preconditions, and not a wrong setting.
+// ignores preconditions, not an instance id in use, and not a wrong
+// setting.
 func retriable(err error) bool {
-	return !errors.Is(err, lease.ErrPreconditionsIgnored) && !errors.Is(err, context.Canceled)
+	return !errors.Is(err, lease.ErrPreconditionsIgnored) && !errors.Is(err, lease.ErrInstanceInUse) &&
+		!errors.Is(err, context.Canceled)
+}
+
+// waitPoll is how often --wait looks at a held lease again, so that it
+// sees a release at once: a sixth of the TTL, from 250 ms to 2 s.
+func waitPoll(ttl time.Duration) time.Duration {
+	return min(max(ttl/6, 250*time.Millisecond), 2*time.Second)
 }
 
 // retryDelay is how long --wait sleeps before the next attempt: until the
-// lease could be taken over (a little after), or a backoff after an error.
-func retryDelay(held *lease.HeldError, failures int) time.Duration {
+// lease could be taken over (a little after) or the next look, whichever
+// is sooner; or a backoff after an error.
+func retryDelay(held *lease.HeldError, failures int, ttl time.Duration) time.Duration {
 	if held == nil {
 		return time.Duration(1<<min(failures, 5)) * time.Second
 	}
-	return max(held.TakeoverAt.Sub(held.Now)+100*time.Millisecond, 250*time.Millisecond)
+	return min(max(held.TakeoverAt.Sub(held.Now)+100*time.Millisecond, 100*time.Millisecond), waitPoll(ttl))
 }
 
 // stoppedWaiting is the error for a wait that a signal or --wait-timeout
@@ -224,7 +373,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, p *printer) error {
 	select {
 	case s := <-sigs:
-		p.note("signal", fmt.Sprintf("received %v; releasing the lease", s), func(r *record) { r.Signal = s.String() })
+		p.note("signal", fmt.Sprintf("received %s; releasing the lease", sigName(s)), func(r *record) { r.Signal = sigName(s) })
 		return nil
 	case <-l.Done():
 		return leaseEnded(l)
@@ -233,16 +382,67 @@ func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, p *printer) error {
 
 // leaseEnded is the error for a lease that was fenced or lost while held.
 func leaseEnded(l *lease.Lease) error {
-	return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %w", l.Key(), l.Err()))
+	err := l.Err()
+	if errors.Is(err, lease.ErrInstanceInUse) {
+		return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %w; give each process its own --instance-id", l.Key(), err))
+	}
+	return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %w", l.Key(), err))
 }
 
-// release releases the lease, bounded in time, and reports a failure with
-// what it means for the next holder.
-func release(l *lease.Lease, rawURL string) error {
+// releaseAfter releases the lease after result (what hold or its command
+// came to), reports the release only once it happened, and returns the
+// error hold exits with: result, or, when the release failed and the lease
+// had not ended anyway, the release failure (exit 125).
+func releaseAfter(l *lease.Lease, rawURL string, b driver.Bucket, prefix string, p *printer, result error) error {
+	endedBefore := l.Err()
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.TTL(), 10*time.Second))
 	defer cancel()
-	if err := l.Release(ctx); err != nil {
-		return explain(rawURL, fmt.Errorf("%w; the lease stays until its TTL (%v) runs out", err, l.TTL()))
+	relErr := l.Release(ctx)
+	if relErr != nil {
+		relErr = explain(rawURL, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
+		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
+		code, _ := codeOf(result)
+		if code == exitLeaseEnded || code == exitInterrupted {
+			return errors.Join(result, relErr)
+		}
+		if result != nil {
+			if ee := (*exitErr)(nil); errors.As(result, &ee) && ee.err == nil {
+				relErr = fmt.Errorf("%w (the command %s)", relErr, exitText(ee.code))
+			} else {
+				relErr = fmt.Errorf("%w; before that: %v", relErr, result)
+			}
+		}
+		return withCode(exitReleaseFailed, relErr)
 	}
-	return nil
+	if errors.Is(endedBefore, lease.ErrLost) {
+		return result // lost: there was nothing of ours to release
+	}
+	// Say "released" only if the lease object now says so.
+	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	switch {
+	case err != nil:
+		p.note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *record) { r.Key = l.Key() })
+	case st.State == lease.Free || (st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released):
+		p.note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *record) { r.Key = l.Key() })
+	default:
+		p.note("not-released", fmt.Sprintf("did not release lease %s: it is %s, held by %s, no longer ours", l.Key(), st.State, holderText(st.Holder())),
+			func(r *record) { r.Key, r.Holder, r.State = l.Key(), st.Holder(), st.State.String() })
+	}
+	return result
+}
+
+// exitText describes a command's exit code.
+func exitText(code int) string {
+	if code > 128 && code < 128+65 {
+		return fmt.Sprintf("was killed by signal %s", sigName(syscall.Signal(code-128)))
+	}
+	return fmt.Sprintf("exited with status %d", code)
+}
+
+// holderText names a holder for people, saying who break is.
+func holderText(id string) string {
+	if id == lease.BreakerID {
+		return "an operator (bucketlease break)"
+	}
+	return "instance " + id
 }

@@ -19,6 +19,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == watchdogName {
+		os.Exit(runWatchdog(os.Args[2:]))
+	}
 	e := &env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	os.Exit(run(context.Background(), e, os.Args[1:]))
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,7 +48,7 @@ type record struct {
 
 // emit writes r as JSON, or its message as a text line.
 func (p *printer) emit(t time.Time, r record) {
-	r.Time = t.Format(time.RFC3339)
+	r.Time = t.UTC().Format(time.RFC3339)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
@@ -60,8 +60,11 @@ func (p *printer) emit(t time.Time, r record) {
 }
 
 // event prints a lease event. Renewals are printed only when verbose.
+// The lease's own released event is not printed: it comes before the
+// release is written, and hold reports the release once it happened (or
+// failed).
 func (p *printer) event(ev lease.Event) {
-	if ev.Kind == lease.EventRenewed && !p.verbose {
+	if ev.Kind == lease.EventRenewed && !p.verbose || ev.Kind == lease.EventReleased {
 		return
 	}
 	r := record{Event: ev.Kind.String(), Key: ev.Key, Instance: ev.InstanceID, Version: string(ev.Version), Detail: ev.Detail}
@@ -93,6 +96,12 @@ func eventMessage(ev lease.Event) string {
 	case lease.EventFenced:
 		return fmt.Sprintf("fenced: no renewal of %s succeeded within two thirds of the TTL; writing stops now, before anyone may take the lease over", ev.Key)
 	case lease.EventLost:
+		switch {
+		case ev.Previous != nil && ev.Previous.InstanceID == lease.BreakerID:
+			return fmt.Sprintf("lease %s was broken by an operator (bucketlease break); writing stops now", ev.Key)
+		case errors.Is(ev.Err, lease.ErrInstanceInUse) || ev.Previous != nil && ev.Previous.InstanceID == ev.InstanceID:
+			return fmt.Sprintf("lost lease %s to another live process using the same instance id %s; writing stops now. Give each process its own --instance-id", ev.Key, ev.InstanceID)
+		}
 		if ev.Previous != nil {
 			return fmt.Sprintf("lost lease %s to instance %s (%s); writing stops now", ev.Key, ev.Previous.InstanceID, ev.Detail)
 		}
@@ -107,11 +116,11 @@ func eventMessage(ev lease.Event) string {
 // held prints who holds the lease while hold waits for it.
 func (p *printer) held(h *lease.HeldError, waiting bool) {
 	r := record{Event: "held", Key: h.Key, Holder: h.Holder(), State: h.State.String(), Version: string(h.Version),
-		TakeoverAt: h.TakeoverAt.Format(time.RFC3339), Detail: h.Reason}
+		TakeoverAt: utc(h.TakeoverAt), Detail: h.Reason}
 	r.Message = h.Error()
 	if waiting {
 		r.Event = "waiting"
-		r.Message = fmt.Sprintf("%s; waiting (retry at %s)", h.Error(), h.TakeoverAt.Format(time.TimeOnly))
+		r.Message = fmt.Sprintf("%s; waiting (takeover possible at %s, looking again every few seconds)", h.Error(), utc(h.TakeoverAt))
 	}
 	p.emit(h.Now, r)
 }
@@ -127,46 +136,25 @@ func (p *printer) note(event, msg string, fill func(*record)) {
 }
 
 // newLogger returns the logger for --log-level, on stderr, as JSON with
-// --json. It leaves out the lease's own event records, which the printer
-// shows on stdout, so that each change is reported once.
+// --json; "off" (the default) discards it. Hold's events come from
+// lease.Options.OnEvent, never from the log: the log is for debugging.
 func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
+	if level == "off" {
+		return slog.New(slog.DiscardHandler), nil
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageErrorf("--log-level %q: use debug, info, warn or error", level)
+		return nil, usageErrorf("--log-level %q: use off, debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
-	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if asJSON {
-		h = slog.NewJSONHandler(w, opts)
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return slog.New(withoutEvents{h}), nil
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
-// withoutEvents drops the lease's event records ("lease acquired", …).
-type withoutEvents struct{ slog.Handler }
-
-var eventMessages = func() map[string]bool {
-	m := map[string]bool{}
-	for k := lease.EventAcquired; k <= lease.EventReleased; k++ {
-		m["lease "+k.String()] = true
-	}
-	return m
-}()
-
-func (h withoutEvents) Handle(ctx context.Context, r slog.Record) error {
-	if eventMessages[r.Message] {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h withoutEvents) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return withoutEvents{h.Handler.WithAttrs(attrs)}
-}
-
-func (h withoutEvents) WithGroup(name string) slog.Handler {
-	return withoutEvents{h.Handler.WithGroup(name)}
-}
+// utc renders t for people and scripts alike: RFC 3339 in UTC, with its Z.
+func utc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // ago renders how long before now t was, for people: "4s ago", "in 3s".
 func ago(now, t time.Time) string {

@@ -1,0 +1,293 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// A tick writer is a process that appends the time (ns since the epoch) to
+// a file every 20 ms: a stand-in for a command that writes under the
+// lease. Its pid goes to pidFile. From the ticks, a test sees whether
+// anything was written after a deadline.
+func tickWriter(ticks, pidFile string) string {
+	return fmt.Sprintf(`echo $$ > %s; while :; do date +%%s%%N >> %s; sleep 0.02; done`, pidFile, ticks)
+}
+
+// readTicks returns the ticks written so far.
+func readTicks(t *testing.T, path string) []int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.ParseInt(f, 10, 64); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitTicks waits until path holds at least n ticks.
+func waitTicks(t *testing.T, path string, n int) {
+	t.Helper()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if len(readTicks(t, path)) >= n {
+			return
+		}
+	}
+	t.Fatalf("fewer than %d ticks in %s after %v", n, path, eventTimeout)
+}
+
+// waitQuiet waits until the ticks file has not grown for a second (bounded)
+// and reports whether it went quiet.
+func waitQuiet(path string) bool {
+	last, quietSince := int64(-1), time.Now()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		fi, err := os.Stat(path)
+		size := int64(0)
+		if err == nil {
+			size = fi.Size()
+		}
+		if size != last {
+			last, quietSince = size, time.Now()
+		} else if time.Since(quietSince) > time.Second {
+			return true
+		}
+	}
+	return false
+}
+
+// ticksAfter returns the ticks later than deadline.
+func ticksAfter(ticks []int64, deadline time.Time) []time.Time {
+	var late []time.Time
+	for _, n := range ticks {
+		if n > deadline.UnixNano() {
+			late = append(late, time.Unix(0, n))
+		}
+	}
+	return late
+}
+
+// pidFrom reads a pid a script wrote.
+func pidFrom(t *testing.T, path string) int {
+	t.Helper()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			return n
+		}
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+// alive reports whether pid is a live process (not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// procState returns the state letter of pid (R, S, T, Z…), or "".
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || len(s) < i+3 {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+// waitState waits until pid is in state st.
+func waitState(t *testing.T, pid int, st string) {
+	t.Helper()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if procState(pid) == st {
+			return
+		}
+	}
+	t.Fatalf("pid %d not in state %s within %v (now %q)", pid, st, eventTimeout, procState(pid))
+}
+
+// waitGone waits until none of pids is alive, and fails naming those that
+// are.
+func waitGone(t *testing.T, pids ...int) {
+	t.Helper()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		n := 0
+		for _, p := range pids {
+			if alive(p) {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+	}
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("pid %d still running %v later", p, eventTimeout)
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+}
+
+// leaseRecord reads the lease object of a file:// prefix.
+func leaseRecord(t *testing.T, dir string) lease.Record {
+	t.Helper()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _, err := b.Get(context.Background(), "LEASE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := lease.DecodeRecord(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// fenceDeadline is the lease's fence deadline after the record's last
+// renewal: two thirds of its TTL after renewed_at.
+func fenceDeadline(rec lease.Record) time.Time {
+	return rec.RenewedAt.Add(rec.TTL() * 2 / 3)
+}
+
+// TestTicksAfterDetectsAWriter is the negative control of the tick checks:
+// a tick writer nobody stops writes after any deadline, and the checks say
+// so.
+func TestTicksAfterDetectsAWriter(t *testing.T) {
+	dir := t.TempDir()
+	ticks, pidFile := filepath.Join(dir, "ticks"), filepath.Join(dir, "pid")
+	cmd := exec.Command("sh", "-c", tickWriter(ticks, pidFile))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(200 * time.Millisecond)
+	waitTicks(t, ticks, 30)
+	if waitQuiet(ticks) {
+		t.Error("waitQuiet: a live writer went quiet")
+	}
+	if late := ticksAfter(readTicks(t, ticks), deadline); len(late) == 0 {
+		t.Error("ticksAfter: no tick after the deadline from a writer nobody stopped")
+	}
+	if pid := pidFrom(t, pidFile); !alive(pid) {
+		t.Errorf("alive(%d) = false for a running writer", pid)
+	}
+}
+
+// TestWatchdogStoppedHold: hold is stopped (SIGSTOP) while a grandchild
+// writes. The watchdog kills the command and the grandchild before the
+// fence deadline; another instance takes the lease over after the TTL;
+// hold, continued, finds its lease ended and exits 124; nothing was written
+// after the fence deadline.
+func TestWatchdogStoppedHold(t *testing.T) {
+	u, dir := fileURL(t)
+	work := t.TempDir()
+	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
+	script := fmt.Sprintf(`sh -c '%s' & wait`, tickWriter(ticks, pidFile))
+	a := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "alpha", "--", "sh", "-c", script)
+	a.waitFor(`command-started`)
+	waitTicks(t, ticks, 5)
+	writer := pidFrom(t, pidFile)
+
+	a.signal(syscall.SIGSTOP)
+	waitState(t, a.cmd.Process.Pid, "T")
+	time.Sleep(100 * time.Millisecond) // a renewal written as the signal came is on disk now
+	fence := fenceDeadline(leaseRecord(t, dir))
+
+	b := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "beta", "--wait", "--json")
+	b.waitFor(`"event":"took-over"`)
+	tookOver := time.Now()
+	if !waitQuiet(ticks) {
+		t.Fatal("the grandchild still writes after the lease was taken over: two writers")
+	}
+	waitGone(t, writer)
+	if late := ticksAfter(readTicks(t, ticks), fence); len(late) > 0 {
+		t.Errorf("%d ticks after the fence deadline %s, the first at %s (taken over at %s)",
+			len(late), fence.Format(time.RFC3339Nano), late[0].Format(time.RFC3339Nano), tookOver.Format(time.RFC3339Nano))
+	}
+
+	a.signal(syscall.SIGCONT)
+	if code := a.wait(); code != exitLeaseEnded {
+		t.Errorf("hold exit %d after SIGCONT, want %d", code, exitLeaseEnded)
+	}
+	if s := showJSONOf(t, u); s.Holder != "beta" || s.State != "fresh" {
+		t.Errorf("after hold came back, show says %+v; want beta's fresh lease", s)
+	}
+	if n := len(readTicks(t, ticks)); waitQuiet(ticks) && len(readTicks(t, ticks)) != n {
+		t.Error("the ticks resumed after hold was continued")
+	}
+	b.signal(syscall.SIGTERM)
+	if code := b.wait(); code != 0 {
+		t.Errorf("beta exit %d", code)
+	}
+}
+
+// TestWatchdogKilledHold: hold is killed (SIGKILL) while the command's
+// children write, one of them in its own session (setsid): the watchdog
+// kills them all at once, long before the fence deadline.
+func TestWatchdogKilledHold(t *testing.T) {
+	u, dir := fileURL(t)
+	work := t.TempDir()
+	t1, p1 := filepath.Join(work, "ticks1"), filepath.Join(work, "pid1")
+	t2, p2 := filepath.Join(work, "ticks2"), filepath.Join(work, "pid2")
+	script := fmt.Sprintf(`sh -c '%s' & setsid sh -c '%s' & wait`, tickWriter(t1, p1), tickWriter(t2, p2))
+	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha", "--", "sh", "-c", script)
+	waitTicks(t, t1, 5)
+	waitTicks(t, t2, 5)
+	w1, w2 := pidFrom(t, p1), pidFrom(t, p2)
+
+	a.signal(syscall.SIGKILL)
+	a.wait()
+	fence := fenceDeadline(leaseRecord(t, dir))
+	waitGone(t, w1, w2)
+	for _, f := range []string{t1, t2} {
+		if !waitQuiet(f) {
+			t.Errorf("%s: still written after hold was killed", f)
+		}
+		if late := ticksAfter(readTicks(t, f), fence); len(late) > 0 {
+			t.Errorf("%s: %d ticks after the fence deadline %s", f, len(late), fence.Format(time.RFC3339Nano))
+		}
+	}
+	// Nothing released the lease: it stays until its TTL passes.
+	if s := showJSONOf(t, u); s.Holder != "alpha" || s.State != "fresh" {
+		t.Errorf("show after hold was killed: %+v", s)
+	}
+}
+
+var _ = bytes.Equal

@@ -1,0 +1,28 @@
+//go:build !unix
+
+package main
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+const (
+	sigQuit      = syscall.SIGQUIT
+	watchdogName = "__watchdog"
+)
+
+func sigName(s os.Signal) string { return s.String() }
+
+func runWatchdog([]string) int { return exitUsage }
+
+// superviseCommand is not available here: there is no watchdog for this
+// system yet, and running a command without one would not keep the
+// lease's promise.
+func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, grace time.Duration, p *printer) error {
+	return errors.New("hold -- COMMAND needs a Unix system: there is no watchdog for this one")
+}

@@ -1,0 +1,48 @@
+//go:build unix && !linux
+
+package main
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// treeGuarantee says, for docs and messages, how the watchdog finds what a
+// command started on this platform.
+const treeGuarantee = "process group: the command and whatever stays in its process group"
+
+// becomeSubreaper is not available here: processes that leave the
+// command's process group escape the watchdog.
+func becomeSubreaper() error {
+	return errors.New("no child subreaper on this system")
+}
+
+// commandAttr starts the command in its own process group, which the
+// watchdog signals as a whole.
+func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// descendants is not known here beyond the command's process group.
+func descendants(int) []int { return nil }
+
+// signalTree sends sig to the command's process group and reports how many
+// groups (0 or 1) it reached.
+func signalTree(cmdPid int, sig syscall.Signal) int {
+	if cmdPid > 0 && syscall.Kill(-cmdPid, sig) == nil {
+		return 1
+	}
+	return 0
+}
+
+// monoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
+func monoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
+	}
+	return ts.Nano()
+}
+
+// commandInHoldsGroup: the command runs in its own process group.
+const commandInHoldsGroup = false
