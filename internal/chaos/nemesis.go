@@ -98,6 +98,9 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 		return nil // the control alone is the fault
 	}
 	phase := 8 * ttl
+	if duration < 13*ttl { // a short run: one shorter phase, then a drill
+		phase = max(3*ttl, duration-5*ttl)
+	}
 	drillTime := 5 * ttl // a bound for planning; a drill ends as soon as the lease moved
 	for start := time.Duration(0); start+phase/2 < duration; start += phase + drillTime {
 		n := 0

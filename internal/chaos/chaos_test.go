@@ -1,0 +1,183 @@
+//go:build linux
+
+package chaos_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/internal/chaos"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
+)
+
+var (
+	flagSeed     = flag.Uint64("chaos.seed", 0, "the short runs' seed (0: from the clock); driver i uses seed+i")
+	flagDuration = flag.Duration("chaos.duration", 12*time.Second, "nemesis time per driver in TestChaos")
+)
+
+// ttl is the short runs' lease TTL: short, so that a run sees many
+// takeovers; the checker's verdict does not depend on the machine's speed.
+const ttl = 2 * time.Second
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	workerBin string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// worker builds cmd/chaosworker once per test binary.
+func worker(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "chaosworker-")
+		if buildErr != nil {
+			return
+		}
+		var root []byte
+		root, buildErr = exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+		if buildErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		workerBin, buildErr = chaos.BuildWorker(ctx, strings.TrimSpace(string(root)), buildDir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return workerBin
+}
+
+// needs skips the test, or fails it under BUCKETLEASE_REQUIRE_EMULATORS=1,
+// when the driver's emulator is not running.
+func needs(t *testing.T, driver string) {
+	t.Helper()
+	if vars := chaos.EmulatorVars(driver); len(vars) > 0 {
+		testenv.Emulator(t, "the emulator of the "+driver+" driver", vars...)
+	}
+}
+
+func seed() uint64 {
+	if *flagSeed != 0 {
+		return *flagSeed
+	}
+	return uint64(time.Now().UnixNano() % 1e9)
+}
+
+func run(t *testing.T, cfg chaos.Config) *chaos.Result {
+	t.Helper()
+	cfg.WorkerBin = worker(t)
+	cfg.Dir = t.TempDir()
+	if cfg.TTL == 0 {
+		cfg.TTL = ttl
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+3*time.Minute)
+	defer cancel()
+	res, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("driver %s, seed %d: the run could not be carried out: %v", cfg.Driver, cfg.Seed, err)
+	}
+	t.Log(res.Summary())
+	return res
+}
+
+// TestChaos is the short run on every driver: five worker processes on two
+// prefixes under the nemesis, then one takeover drill, judged from the
+// bucket and the logs. Replay a driver's schedule with
+// go test ./internal/chaos -run 'TestChaos/DRIVER$' -chaos.seed=N (the
+// seed printed, minus the driver's index), or scripts/chaos.
+func TestChaos(t *testing.T) {
+	s := seed()
+	for i, d := range chaos.Drivers {
+		t.Run(d, func(t *testing.T) {
+			needs(t, d)
+			t.Parallel()
+			res := run(t, chaos.Config{Driver: d, Seed: s + uint64(i), Duration: *flagDuration})
+			for _, v := range res.Check.Violations {
+				t.Error(res.Report(v))
+			}
+			if c := res.Check; c.Epochs < 2 || c.Writes == 0 {
+				t.Errorf("seed %d: the run did too little to judge (%d leases acquired, %d writes)", res.Config.Seed, c.Epochs, c.Writes)
+			}
+		})
+	}
+}
+
+// TestNegativeControls: each control breaks the lease or its worker in a
+// way the checker must see.
+func TestNegativeControls(t *testing.T) {
+	s := seed()
+	cases := []struct {
+		control, driver string
+		want            []string // the invariants that may catch it
+	}{
+		{chaos.ControlSkewBeyond, "s3", []string{chaos.InvExclusion, chaos.InvLatest}},
+		{chaos.ControlFenceDisabled, "minio", []string{chaos.InvExclusion, chaos.InvLatest}},
+		// gcs, because fake-gcs-server ignores ifGenerationMatch on DELETE
+		// while the driver declares a conditional delete: the service
+		// the old release trusted wrongly.
+		{chaos.ControlOldRelease, "gcs", []string{chaos.InvExclusion, chaos.InvLatest, chaos.InvRemoved}},
+		{chaos.ControlProbeDisabled, "s3-stripped", []string{chaos.InvExclusion, chaos.InvLatest, chaos.InvImmutable}},
+	}
+	for i, c := range cases {
+		t.Run(c.control, func(t *testing.T) {
+			needs(t, c.driver)
+			t.Parallel()
+			res := run(t, chaos.Config{Driver: c.driver, Seed: s + uint64(i), Duration: 10 * time.Second, Control: c.control})
+			vs := res.Check.Violations
+			if len(vs) == 0 {
+				t.Fatalf("control %s on %s, seed %d: the checker found no violation", c.control, c.driver, res.Config.Seed)
+			}
+			for _, v := range vs {
+				for _, w := range c.want {
+					if v.Invariant == w {
+						t.Logf("caught, as it must be (%d violations); the first of kind %s:\n%s", len(vs), w, res.Report(v))
+						return
+					}
+				}
+			}
+			t.Errorf("control %s: caught only by unexpected invariants: %s", c.control, kinds(vs))
+		})
+	}
+}
+
+// TestProbeFailsClosedOnTheWire is the probe-disabled control's
+// counterpart: behind the stripping proxy, with the probe on, no worker
+// ever holds a lease, and every acquire fails closed.
+func TestProbeFailsClosedOnTheWire(t *testing.T) {
+	needs(t, "s3-stripped")
+	t.Parallel()
+	res := run(t, chaos.Config{Driver: "s3-stripped", Seed: seed(), Duration: 5 * time.Second, Control: chaos.ControlProbeEnabled})
+	c := res.Check
+	if c.Epochs != 0 || c.WritesSent != 0 || len(c.Violations) != 0 {
+		t.Errorf("seed %d: behind a proxy that strips preconditions %d leases were acquired and %d writes sent", res.Config.Seed, c.Epochs, c.WritesSent)
+	}
+	if c.PreconditionsIgnored == 0 {
+		t.Errorf("seed %d: no acquire failed with ErrPreconditionsIgnored", res.Config.Seed)
+	}
+}
+
+func kinds(vs []chaos.Violation) string {
+	var s []string
+	for _, v := range vs {
+		s = append(s, v.Invariant)
+	}
+	return strings.Join(s, ", ")
+}
+
