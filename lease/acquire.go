@@ -198,7 +198,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		state = cur.rec.StateAt(now)
 	}
 	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
-		return a.twin(ctx, st, cur.rec, curV, ifAbsentProven)
+		return a.twin(st, cur.rec, curV)
 	}
 	a.c.twin = Watch{}
 	switch state {
@@ -246,38 +246,27 @@ func (c *Contender) endHeld() error {
 	return nil
 }
 
-// twinWait is how long a fresh record naming our instance id, which this
-// contender did not write, must stay unchanged before it is taken back: its
-// writer fences itself two thirds of the record's TTL after its last
-// successful write was sent, which was before we first read the record; the
-// rest, to five sixths, absorbs monotonic clocks that run up to 10 % apart.
-func twinWait(rec Record) time.Duration { return rec.TTL() * 5 / 6 }
-
 // twin handles a fresh record that names our instance id but that this
 // contender did not write: a restart of this instance (its previous
 // process left the record), or another live process configured with the
-// same id. It takes the record back once it has stayed unchanged past the
-// moment its writer must have fenced itself; a change meanwhile means a live
-// process is renewing it, and that is ErrInstanceInUse.
-func (a *attempt) twin(ctx context.Context, st stamp, rec Record, v driver.Version, ifAbsentProven bool) (*Lease, error) {
+// same id. Such a record is not ours: it is taken over like anyone else's,
+// once it is stale, a TTL after its last renewal by our clock. (Taking it
+// back earlier is not safe: a writer whose monotonic clock stood still
+// while its machine was suspended fences itself by its wall clock alone,
+// which may lag ours by the skew the spec allows, so only the record's own
+// age bounds when it stopped.) A change while we watch it means a live
+// process is renewing it: ErrInstanceInUse.
+func (a *attempt) twin(st stamp, rec Record, v driver.Version) (*Lease, error) {
 	w := &a.c.twin
 	if w.seen && w.version != v {
 		*w = Watch{}
 		return nil, fmt.Errorf("acquire %s: %w: the lease object names instance %s but was not written by this process, and it changed while this process watched it (to version %s, renewed %s): another live process is renewing it. Give each process its own instance id",
 			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
 	}
-	seen := w.observe(v, a.c.s.clock.Mono())
-	wait := twinWait(rec)
-	if seen < wait {
-		return nil, &HeldError{Key: a.c.key, Version: v, Record: &rec, State: Fresh, SameID: true,
-			Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
-			TakeoverAt: st.wall.Add(wait - seen), Now: st.wall}
-	}
-	*w = Watch{}
-	st.previous = &rec
-	st.detail = fmt.Sprintf("took back a lease of this instance id unchanged for %v, after its writer must have fenced itself",
-		seen.Round(time.Millisecond))
-	return a.takeOver(ctx, st, v, ifAbsentProven, EventAcquired)
+	w.observe(v, a.c.s.clock.Mono())
+	return nil, &HeldError{Key: a.c.key, Version: v, Record: &rec, State: Fresh, SameID: true,
+		Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
+		TakeoverAt: rec.RenewedAt.Add(rec.TTL()), Now: st.wall}
 }
 
 // readResult is a LEASE object read back: the record, or why it is not one.

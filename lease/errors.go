@@ -63,8 +63,9 @@ type HeldError struct {
 	// SameID reports a fresh record that names this instance's own id but
 	// that this process did not write: a restart of this instance, whose
 	// previous process left it, or another live process configured with
-	// the same id. It is taken back at TakeoverAt if it stays unchanged;
-	// if it changes meanwhile, Acquire returns ErrInstanceInUse.
+	// the same id. It is taken over like any record once it is stale, at
+	// TakeoverAt; if it changes meanwhile, Acquire returns
+	// ErrInstanceInUse.
 	SameID bool
 	// TakeoverAt is the earliest time, by this instance's wall clock, at
 	// which the lease could be taken over if it stays as it is.
@@ -94,7 +95,7 @@ func (e *HeldError) Error() string {
 	}
 	r := e.Record
 	if e.SameID {
-		return fmt.Sprintf("lease %s names this instance id (%s) but this process did not write it: a restart of this instance, or another live process with the same id (renewed %v ago, ttl %ds); it is taken back in %v if it stays unchanged",
+		return fmt.Sprintf("lease %s names this instance id (%s) but this process did not write it: a restart of this instance, or another live process with the same id (renewed %v ago, ttl %ds); it can be taken over in %v if it stays unchanged",
 			e.Key, r.InstanceID, e.Now.Sub(r.RenewedAt).Round(time.Second), r.TTLSeconds, wait)
 	}
 	return fmt.Sprintf("lease %s is held by instance %s (renewed %v ago, ttl %ds); it can be taken over in %v if its holder stops renewing",

@@ -443,7 +443,7 @@ func TestStaleAndReleasedAreTakenOver(t *testing.T) {
 	}
 }
 
-func TestRestartTakesBackOwnLeaseBeforeATTL(t *testing.T) {
+func TestRestartTakesOverOwnLeaseOnceStale(t *testing.T) {
 	b := mem.New()
 	c := clock.NewFake(t0)
 	acquire(t, b, "me", c) // then the process dies
@@ -454,17 +454,20 @@ func TestRestartTakesBackOwnLeaseBeforeATTL(t *testing.T) {
 	}
 	_, err = restarted.Acquire(context.Background())
 	var he *lease.HeldError
-	if !errors.As(err, &he) || !he.SameID || he.TakeoverAt.Sub(he.Now) != ttl*5/6 {
-		t.Fatalf("first attempt after a restart: %v, want a HeldError (SameID) taking back in %v", err, ttl*5/6)
+	if !errors.As(err, &he) || !he.SameID || !he.TakeoverAt.Equal(t0.Add(ttl)) {
+		t.Fatalf("first attempt after a restart: %v, want a HeldError (SameID) until %v", err, t0.Add(ttl))
 	}
-	c.Advance(ttl*5/6 - time.Nanosecond)
+	if !strings.Contains(err.Error(), "names this instance id") {
+		t.Fatalf("the error does not say the record names our own id: %v", err)
+	}
+	c.Advance(ttl - time.Second - time.Nanosecond)
 	if _, err := restarted.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
-		t.Fatalf("taken back before its writer must have fenced itself: %v", err)
+		t.Fatalf("taken over before the record was stale: %v", err)
 	}
 	c.Advance(time.Nanosecond)
 	l, err := restarted.Acquire(context.Background())
 	if err != nil {
-		t.Fatalf("taking back our own unchanged lease after 5/6 TTL: %v", err)
+		t.Fatalf("taking over our own unchanged, stale lease: %v", err)
 	}
 	if r, v, _ := readRecord(t, b); v != l.Version() || r.InstanceID != "me" {
 		t.Fatalf("stored %+v at %s, lease at %s", r, v, l.Version())

@@ -255,7 +255,7 @@ func TestTwinTakesOverAStalledFirstWhichThenLoses(t *testing.T) {
 	if _, err := second.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("second process, first look: %v", err)
 	}
-	c.Advance(ttl * 5 / 6) // the first one stalls (a long GC, a frozen VM)
+	c.Advance(ttl) // the first one stalls (a long GC, a frozen VM)
 	l2, err := second.Acquire(context.Background())
 	if err != nil {
 		t.Fatalf("second process after the first stalled: %v", err)
