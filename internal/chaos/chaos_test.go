@@ -139,7 +139,7 @@ func TestNegativeControls(t *testing.T) {
 		t.Run(c.control, func(t *testing.T) {
 			needs(t, c.driver)
 			t.Parallel()
-			res := run(t, chaos.Config{Driver: c.driver, Seed: s + uint64(i), Duration: 10 * time.Second, Control: c.control})
+			res := run(t, chaos.Config{Driver: c.driver, Seed: s + uint64(i), Duration: 14 * time.Second, Control: c.control})
 			vs := res.Check.Violations
 			if len(vs) == 0 {
 				t.Fatalf("control %s on %s, seed %d: the checker found no violation", c.control, c.driver, res.Config.Seed)
@@ -180,4 +180,3 @@ func kinds(vs []chaos.Violation) string {
 	}
 	return strings.Join(s, ", ")
 }
-

@@ -32,8 +32,11 @@ const (
 	// InvLostReply: no worker is told ErrLost while the LEASE object
 	// still holds its record.
 	InvLostReply = "lost-reply"
-	// InvRemoved: a holder's LEASE object never vanishes while nobody
-	// else has taken the lease since it acquired it.
+	// InvRemoved: a holder's LEASE object never vanishes unless its
+	// holder released it: neither under the holder (told the object was
+	// removed while nobody else had taken the lease) nor under a
+	// contender (a lease acquired on a free key after another's lease,
+	// whose holder had not released it).
 	InvRemoved = "lease-removed"
 	// InvLiveness: after a drill kills the holder, a live contender
 	// holds the lease, and no contender is refused by the dead holder's
@@ -69,7 +72,7 @@ type epoch struct {
 	label, proc, id  string
 	n                int
 	acqStart, acqEnd int64
-	kind             string
+	kind, detail     string
 }
 
 type write struct {
@@ -107,7 +110,8 @@ func CheckRun(res *Result) *Check {
 	}
 	var refusals []refusal
 	var lostReads, lostEvents []Entry
-	released := map[string]bool{} // procs that began a release
+	released := map[string]bool{}  // procs that began a release
+	releasedAt := map[pk][]int64{} // when, by process and label
 	for i := range res.Entries {
 		e := res.Entries[i]
 		k := pk{e.Proc, e.Prefix}
@@ -119,7 +123,7 @@ func CheckRun(res *Result) *Check {
 		case EvAcquireStart:
 			lastAcq[k] = e.T
 		case EvAcquireOK:
-			ep := &epoch{label: e.Prefix, proc: e.Proc, id: e.ID, n: e.Epoch, acqStart: lastAcq[k], acqEnd: e.T, kind: e.Kind}
+			ep := &epoch{label: e.Prefix, proc: e.Proc, id: e.ID, n: e.Epoch, acqStart: lastAcq[k], acqEnd: e.T, kind: e.Kind, detail: e.Detail}
 			epochs[ek{e.Proc, e.Prefix, e.Epoch}] = ep
 			epochList = append(epochList, ep)
 			c.Epochs++
@@ -150,6 +154,7 @@ func CheckRun(res *Result) *Check {
 			}
 		case EvReleaseStart:
 			released[e.Proc] = true
+			releasedAt[k] = append(releasedAt[k], e.T)
 		}
 	}
 	shared := func(id string) bool { return len(procsOfID[id]) > 1 && dupID(res, id) }
@@ -342,6 +347,42 @@ func CheckRun(res *Result) *Check {
 				Detail: fmt.Sprintf("%s's LEASE object (epoch %d, acquired %s) was removed while nobody else had taken the lease: %s",
 					e.Proc, ep.n, fmtT(ep.acqEnd), e.Detail),
 				Procs: []string{e.Proc}, From: time.Unix(0, ep.acqStart), To: e.Time()})
+		}
+	}
+
+	// Vanished: a lease acquired on a free key after another lease on the
+	// label, whose holder had not released it.
+	for _, f := range epochList {
+		if f.kind != "acquired" || f.detail != "" {
+			continue
+		}
+		var e *epoch
+		ambiguous := false
+		for _, g := range epochList {
+			switch {
+			case g == f || g.label != f.label:
+			case g.acqEnd < f.acqStart:
+				if e == nil || g.acqEnd > e.acqEnd {
+					e = g
+				}
+			case g.acqStart < f.acqEnd:
+				ambiguous = true // its write may have come just before or after f's
+			}
+		}
+		if e == nil || ambiguous || shared(e.id) {
+			continue
+		}
+		rel := false
+		for _, t := range releasedAt[pk{e.proc, e.label}] {
+			if t > e.acqEnd && t < f.acqEnd {
+				rel = true
+			}
+		}
+		if !rel {
+			c.add(Violation{Invariant: InvRemoved, Label: f.label, At: time.Unix(0, f.acqEnd),
+				Detail: fmt.Sprintf("%s acquired the lease on a free key (%s), yet the last lease before it, %s's epoch %d (acquired %s), was never released by its holder: its LEASE object vanished",
+					f.proc, fmtT(f.acqEnd), e.proc, e.n, fmtT(e.acqEnd)),
+				Procs: []string{f.proc, e.proc}, From: time.Unix(0, e.acqStart), To: time.Unix(0, f.acqEnd)})
 		}
 	}
 

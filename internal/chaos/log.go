@@ -47,7 +47,7 @@ type Entry struct {
 const (
 	EvStart        = "start"         // Detail: the switches it runs with
 	EvAcquireStart = "acquire-start" // before Contender.Acquire
-	EvAcquireOK    = "acquire-ok"    // Acquire returned a lease: Epoch, Ver, Kind
+	EvAcquireOK    = "acquire-ok"    // Acquire returned a lease: Epoch, Ver, Kind, Detail (empty for a free key)
 	EvAcquireFail  = "acquire-fail"  // Acquire failed: Err, and Holder... for a HeldError
 	EvLease        = "lease"         // an Options.OnEvent event: Detail is its kind
 	EvLostRead     = "lost-read"     // the LEASE object read right after ErrLost

@@ -80,8 +80,8 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 	switch control {
 	case ControlFenceDisabled, ControlOldRelease:
 		// Pause whoever holds p0 for 1.5 TTL, long enough to be taken
-		// over, every four TTLs.
-		for at := 2 * ttl; at < duration-2*ttl && len(acts) < maxPhaseActs; at += 4 * ttl {
+		// over, every three TTLs.
+		for at := ttl; at < duration-3*ttl/2 && len(acts) < maxPhaseActs; at += 3 * ttl {
 			acts = append(acts, Action{At: at, Kind: ActPauseHold, Dur: 3 * ttl / 2, Term: control == ControlOldRelease})
 		}
 		return acts

@@ -103,11 +103,11 @@ type prefixWorker struct {
 	label  string     // "p0", "p1", ...: the URL's place in WorkerConfig.URLs
 	rng    *rand.Rand // only the run goroutine uses it
 
-	mu       sync.Mutex
-	epoch    int
-	acqKind  string
-	acqPrev  string
-	acqStamp string
+	mu        sync.Mutex
+	epoch     int
+	acqKind   string
+	acqPrev   string
+	acqDetail string
 }
 
 // Label names the i-th lease of a run in the logs: "p0", "p1", ...
@@ -131,7 +131,7 @@ func (w *prefixWorker) log(e Entry) {
 func (w *prefixWorker) onEvent(e lease.Event) {
 	if e.Kind == lease.EventAcquired || e.Kind == lease.EventTookOver {
 		w.mu.Lock()
-		w.acqKind, w.acqPrev = e.Kind.String(), ""
+		w.acqKind, w.acqPrev, w.acqDetail = e.Kind.String(), "", e.Detail
 		if e.Previous != nil {
 			w.acqPrev = e.Previous.InstanceID
 		}
@@ -183,10 +183,10 @@ func (w *prefixWorker) run(ctx context.Context) error {
 		}
 		w.mu.Lock()
 		w.epoch++
-		epoch, kind := w.epoch, w.acqKind
+		epoch, kind, detail := w.epoch, w.acqKind, w.acqDetail
 		w.mu.Unlock()
 		last = l
-		w.log(Entry{Ev: EvAcquireOK, Epoch: epoch, Ver: string(l.Version()), Kind: kind,
+		w.log(Entry{Ev: EvAcquireOK, Epoch: epoch, Ver: string(l.Version()), Kind: kind, Detail: detail,
 			HolderRenewed: l.Record().RenewedAt.UnixNano()})
 		w.hold(ctx, l, epoch)
 		if errors.Is(l.Err(), lease.ErrLost) {
