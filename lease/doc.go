@@ -24,7 +24,20 @@
 //   - A request whose answer was lost is not a lost lease. An instance keeps
 //     one id across attempts (Options.InstanceID, a Contender); a write that
 //     timed out on the client but landed on the service leaves a record
-//     naming that id, and the next attempt adopts it.
+//     that this Contender (or this Lease) sent, and the next attempt adopts
+//     it at once.
+//   - Ownership is proven by content, never by the instance id alone. Every
+//     record a Contender writes is unique (renewed_at increases strictly
+//     across its writes; acquired_at carries a random fraction of a second
+//     naming the lease incarnation), and a record read back is ours only if
+//     it is exactly one we sent. A fresh record that names our id but that
+//     we did not write (a restart of this instance, or a second live process
+//     configured with the same id) is treated like anyone else's: taken over
+//     once stale, a TTL after its last renewal. If it changes while a
+//     contender watches it, a live process is renewing it, and Acquire
+//     returns ErrInstanceInUse; a holder whose record is replaced by such a
+//     process gets ErrLost wrapping ErrInstanceInUse. Two live processes
+//     with one id never both have MayWrite true.
 //   - A holder fences itself: it may start a write only until two thirds of
 //     a TTL after its last successful renewal was sent (MayWrite), measured
 //     on the monotonic and the wall clock; Fence and Bucket cancel work
@@ -43,7 +56,36 @@
 //     weakened silently: MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off (EnvConditional)
 //     is the only way to run best-effort, and it is logged at WARN and
 //     reported by Lease.Exclusion.
-//   - Release never removes a successor's lease.
+//   - Release never removes or overwrites a record it did not write, on any
+//     service, whatever its driver declares. It first stops all writing
+//     under the lease (MayWrite false, Bucket refusing, Fence contexts
+//     cancelled), then overwrites our record with If-Match by a released
+//     record (ttl_s 0, stale to every reader at once). If-Match on PUT is the
+//     one condition the acquire probe of this very lease proved; Release
+//     never deletes, because many services that serve the S3 API ignore the
+//     condition on DELETE. Break, for operators, does the same with a made-up
+//     version probe alongside.
+//
+// # What it proves at run time, and what it assumes
+//
+// Proven at every acquire, on the LEASE key: the service refuses
+// If-None-Match: * on an existing object and If-Match on a version that is
+// not current. Proven by every read-back: whether a write whose answer was
+// lost landed (the stored record is exactly the one sent, at a new version).
+//
+// Assumed, and not provable from one machine: that the service enforces
+// preconditions on other keys as it does on LEASE; that wall clocks stay
+// within a third of a TTL of each other; that monotonic clocks run at about
+// the same rate; that a driver's Get returns the body and version of one
+// stored object; and, for the file driver, that the directory is on a local
+// file system (flock excludes processes on one machine only).
+//
+// Limits of the fence. MayWrite and Bucket are exact on both clocks. Done
+// and the Fence contexts are cancelled by a timer on the monotonic clock
+// that also looks at the wall clock at least once a second, so after a
+// suspension (monotonic clock frozen, wall clock past the deadline) they
+// may be cancelled up to a second late; writes started through Bucket are
+// refused at once all the same.
 //
 // # What no lease can stop
 //

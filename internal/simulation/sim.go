@@ -262,6 +262,9 @@ func Run(cfg Config) (res Result) {
 		in.offset = s.lo() + time.Duration(s.rng.Int64N(int64(cfg.MaxSkew)+1))
 		in.clk = clock.NewFake(t0.Add(in.offset))
 		in.coarse = s.dev&CoarseWallClock != 0 && (i < 2 || s.rng.IntN(2) == 0)
+		if in.coarse {
+			s.fault("coarse-wall-clock")
+		}
 		id := fmt.Sprintf("%s-%d", in.name, 1)
 		if i == 1 && s.dev&Twins != 0 {
 			id = s.insts[0].id
@@ -271,8 +274,9 @@ func Run(cfg Config) (res Result) {
 		s.insts = append(s.insts, in)
 		s.tracef("%s starts: offset %v, wall drift %+.3f%%, mono rate %.3f, coarse wall clock %v", in, in.offset, (in.wallRate-1)*100, in.monoRate, in.coarse)
 	}
-	if s.dev&storeDeviations != 0 {
-		s.tracef("the store deviates: %s", s.dev&storeDeviations)
+	if d := s.dev & storeDeviations; d != 0 {
+		s.fault(d.String()) // the class is on for the whole run
+		s.tracef("the store deviates: %s", d)
 	}
 	for range cfg.Rounds {
 		s.calm = cfg.NoFaults

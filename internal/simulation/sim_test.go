@@ -89,7 +89,7 @@ func checkCoverage(t *testing.T, results []Result) {
 		"partitioned-request", "partition", "suspend", "paused-after-fence-check", "crash-restart-same-id",
 		"crash-restart-new-id", "wall-jump-forward", "wall-jump-backward", "release-and-leave",
 		"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "stuck-wall-clock",
-		"store-ignored-delete-condition", "store-if-match-missing-created"} {
+		"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates", "coarse-wall-clock"} {
 		if total[k] == 0 {
 			t.Errorf("no %s fault in %d seeds", k, len(results))
 		}
