@@ -138,10 +138,12 @@ type Bucket interface {
 // service's own decision, not a parse error. The lease's probe and drivertest
 // use it. For the empty Version it returns "0".
 //
-// A made-up version must also be one the object will not reach soon. That
-// holds for ETags (content hashes) and GCS generations (microsecond
-// timestamps), whose every digit it changes; a driver whose versions are
-// small counters should scramble them, as the mem driver does.
+// A made-up version must also be one the object will not reach. That holds
+// for ETags (content hashes) and GCS generations (microsecond timestamps),
+// whose every digit it changes; a driver whose versions are small counters
+// must scramble them, as the mem driver does. This is obligation 5 of the
+// package documentation, and drivertest's version-unguessable check fails
+// first, naming the rule, for a driver that breaks it.
 func FakeVersion(v Version) Version {
 	if v == "" {
 		return "0"
