@@ -59,16 +59,23 @@
 // Blob honours If-Match. Delete under IfMatch of a missing blob is
 // ErrPrecondition; an unconditional Delete of a missing blob succeeds.
 // Get returns the body and the ETag of one Get Blob response; a missing blob
-// is ErrNotExist, but a missing container is another error.
+// is ErrNotExist, a missing container ErrBucketNotExist. Errors are
+// classified by the service's error code, not the status alone: a 412 such
+// as LeaseIdMissing (the blob has an Azure blob lease) is not a refused
+// condition. The authentication and authorization codes, 401 and 403, and
+// an azidentity credential that could not get a token, are ErrPermission.
+// Container names are checked at Open (CheckContainerName); keys follow
+// driver.CheckKey (Azurite stores "a\k" as "a/k"), and a key with a segment
+// ending in a dot, which Blob Storage advises against, is refused.
 //
 // # Retries
 //
 // The SDK retries a request that failed with a transient error, conditional
 // ones included (the body is re-sent from memory). A retry whose first
 // attempt did land comes back refused: 409 or 412 for a Put, 412 or 404
-// for a Delete, which this driver reports as ErrPrecondition. A refusal can
-// therefore hide our own success; the lease package reads the record back
-// and recognises its own.
+// for a Delete. Such a refusal after a retry is ErrOutcomeUnknown, never
+// ErrPrecondition (driver.Op counts the requests sent); the lease reads the
+// record back and recognises its own.
 //
 // # Known quirks
 //

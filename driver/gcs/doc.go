@@ -34,8 +34,10 @@
 // A Version is the object's generation in decimal. Cloud Storage compares
 // only generations in its write preconditions, so IfAbsent is sent as
 // ifGenerationMatch=0 (Conditions.DoesNotExist) and IfMatch(v) as
-// ifGenerationMatch=v. The service answers a failed precondition with 412,
-// which is ErrPrecondition; IfMatch on a missing key is 412 as well. A
+// ifGenerationMatch=v. The service answers a failed precondition with 412
+// and the reason conditionNotMet, which is ErrPrecondition (a 412 with
+// another reason is not); IfMatch on a missing key is 412 as well. 401 and
+// 403 are ErrPermission. A
 // Version that is not a positive decimal generation (such as "", "0", which
 // Cloud Storage would read as "does not exist", or an ETag) cannot match any
 // object: Put and Delete under IfMatch of it fail with ErrPrecondition
@@ -63,10 +65,10 @@
 // transient errors. A Delete under IfMatch is idempotent to the library, so
 // a retry whose first attempt did delete the object comes back 404, which
 // this driver reports as ErrPrecondition. A client passed to New may use
-// other settings: if it retries conditional uploads (it would need a
-// ChunkSize other than 0, which this driver never sets) a retry whose first
-// attempt landed comes back 412. Either way a refusal can hide our own
-// success; the lease package reads the record back and recognises its own.
+// other settings: if it retries a conditional upload, a retry whose first
+// attempt landed comes back 412, which this driver reports as
+// ErrOutcomeUnknown (driver.Op counts the requests sent), never
+// ErrPrecondition.
 //
 // # Known quirks
 //
@@ -78,9 +80,14 @@
 //   - fake-gcs-server serves the client library's default XML reads
 //     (/BUCKET/OBJECT) only on its -public-host; the driver's JSON reads
 //     do not depend on it.
-//   - A missing bucket reads as a missing object (the client library maps
-//     every 404 to storage.ErrObjectNotExist); Put reports it as an error
-//     that is not ErrPrecondition.
+//   - The client library maps every 404 to storage.ErrObjectNotExist, a
+//     missing bucket included. On a 404 the driver looks the bucket up
+//     (one more request, on that path only), and a missing bucket is
+//     driver.ErrBucketNotExist on every operation, never ErrNotExist: a
+//     lease in a misspelt bucket must not read as free.
+//   - fake-gcs-server stores an object under the empty name; keys follow
+//     driver.CheckKey, which refuses it.
+//   - Bucket names are checked at Open (CheckBucketName).
 //
 // # Tests
 //

@@ -26,14 +26,20 @@
 //   - Versions are ETags without quotes, as minio-go reports them. IfMatch
 //     strips quotes before minio-go adds its own, so a quoted ETag from the
 //     s3 driver works here too.
-//   - 412 PreconditionFailed, 409 ConditionalRequestConflict and a 404 on an
+//   - Errors are classified by the S3 error code (internal/s3proto):
+//     PreconditionFailed, ConditionalRequestConflict and NoSuchKey on an
 //     If-Match PUT (servers since RELEASE.2025-09-07T16-13-09Z answer a
-//     missing key so) are driver.ErrPrecondition; Get of a missing key is
-//     driver.ErrNotExist. Errors are recognised with errors.As on
-//     minio.ErrorResponse, which stays in the chain.
+//     missing key so) are driver.ErrPrecondition; NoSuchKey on a Get is
+//     driver.ErrNotExist; NoSuchBucket is driver.ErrBucketNotExist; 401,
+//     403 and the credential codes are driver.ErrPermission. Errors are
+//     recognised with errors.As on minio.ErrorResponse, which stays in the
+//     chain. A refusal after minio-go retried the PUT is
+//     driver.ErrOutcomeUnknown.
+//   - Get without an ETag is an error; IfMatch of a wildcard or a list
+//     ("*", which the server honours as any version) is refused locally;
+//     keys follow driver.CheckKey (the server stores "/a/k" as "a/k").
 //   - The MinIO server ignores If-Match on DeleteObject, so Delete with
-//     IfMatch returns driver.ErrUnsupported without sending anything; the
-//     lease then releases by overwriting its record under If-Match.
+//     IfMatch returns driver.ErrUnsupported without sending anything.
 //
 // # Known quirks
 //

@@ -28,10 +28,12 @@
 //
 //   - Put is one PutObject with If-None-Match: * or If-Match: ETag; R2
 //     answers a failed condition with 412 PreconditionFailed, which is
-//     driver.ErrPrecondition (as are 409 and 404-on-If-Match, as for S3).
+//     driver.ErrPrecondition; errors are classified by code as for S3
+//     (NoSuchBucket is driver.ErrBucketNotExist, 401 and 403
+//     driver.ErrPermission).
 //   - R2 documents no If-Match on DeleteObject, so Delete with IfMatch
-//     returns driver.ErrUnsupported without sending anything; the lease
-//     then releases by overwriting its record under If-Match.
+//     returns driver.ErrUnsupported without sending anything.
+//   - Bucket names are 3 to 63 lower-case letters, digits and hyphens.
 //   - Versions are R2's quoted ETags, echoed verbatim.
 //
 // # Known quirks
