@@ -18,14 +18,16 @@ var (
 	// naming the holder and when the lease could be taken over.
 	ErrHeld = errors.New("lease held by another instance")
 
-	// ErrLost: the lease was taken over (or removed) by someone else. The
-	// holder must stop writing; it learns this at its next renewal.
+	// ErrLost: the lease object was taken over, removed, broken or marked
+	// released by someone else, or holds a record this lease did not write.
+	// The holder must stop writing; it learns this at its next renewal.
 	ErrLost = errors.New("lease lost to another instance")
 
 	// ErrFenced: no renewal succeeded for two thirds of a TTL, so the holder
 	// stopped itself from writing before anyone could take the lease over.
-	// The lease may still be ours; acquiring again (with the same instance
-	// id) recognises it.
+	// The lease object may still hold our record; acquiring again with the
+	// same Contender recognises it and takes it back at once. Releasing the
+	// old, fenced *Lease afterwards is safe: it leaves the new lease alone.
 	ErrFenced = errors.New("lease fenced: not renewed in time")
 
 	// ErrReleased: the lease was released; nothing more may be written

@@ -22,10 +22,14 @@ type Options struct {
 	// one second and at most MaxSaneTTL. Default DefaultTTL.
 	TTL time.Duration
 
-	// InstanceID names this instance in the LEASE object. Keep one id
-	// across attempts and restarts of one instance (the spec's acquire_as),
-	// so that a lease it wrote but never heard back about is recognised as
-	// its own. Default NewInstanceID().
+	// InstanceID names this instance in the LEASE object (the spec's
+	// acquire_as). It must be unique among the processes that may contend
+	// for the prefix: the lease catches two live processes configured with
+	// one id (ErrInstanceInUse), but it is an operator error. Ownership of
+	// a record is proven by its content, not by this id: a write whose
+	// answer was lost is recognised by the Contender that sent it, and a
+	// record a previous process with this id left behind is taken over once
+	// stale, like anyone else's. Default NewInstanceID().
 	InstanceID string
 
 	// Clock is the source of time. Default clock.System{}.
