@@ -2,20 +2,40 @@
 // implementations: what testing/fstest.TestFS is to an fs.FS.
 //
 // A driver author calls Run from a test of their own, against their own
-// service or emulator:
+// service or emulator (a complete example, with a third-party driver in a
+// module of its own, is examples/thirdpartydriver in this repository):
 //
 //	func TestConformance(t *testing.T) {
 //		b := openMyBucket(t)
-//		drivertest.Run(t, b, drivertest.Options{Prefix: "ci"})
+//		drivertest.Run(t, b, drivertest.Options{
+//			Prefix:        "ci",
+//			MissingBucket: openMyBucketNamed(t, "no-such-bucket"),
+//			Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+//				return openMyBucketWithTransport(t, rt), nil
+//			},
+//		})
 //	}
 //
-// The suite does not trust a driver's declared Capabilities: it checks that
-// every precondition the driver claims is refused by the service, with the
-// stored object left exactly as it was; that versions from Put and Get agree;
-// for a Conditional driver, that 16 racing IfAbsent writers get exactly one
-// winner and that 5 workers doing 10 compare-and-swap increments each end at
-// exactly 50; that a cancelled context surfaces as context.Canceled; and,
-// through the lease package, that a lease works on the driver.
+// Each check proves one of the obligations listed in the driver package's
+// documentation, which names the check. The suite does not trust a driver's
+// declared Capabilities: it checks that the driver declares an exclusion at
+// all (once, up front; the lease checks are skipped otherwise); that every
+// precondition the driver claims is refused by the service, with the
+// stored object left exactly as it was; that versions from Put and Get
+// agree, are never empty, and cannot be guessed from an earlier one by
+// driver.FakeVersion; that a wildcard or a list is never taken for a
+// version; that a missing bucket is not a missing key; that a key that is a
+// prefix of another works or is refused clearly; for a Conditional driver,
+// that 16 racing IfAbsent writers get exactly one winner and that 5 workers
+// doing 10 compare-and-swap increments each end at exactly 50; that a
+// cancelled context surfaces as context.Canceled, also in the middle of a
+// large body, and leaves no torn object; that a write whose first attempt
+// landed is never reported as refused; and, through the lease package,
+// that a lease works on the driver.
+//
+// Failures are reported at the line of the author's test that called Run.
+// Check names (Names) are API: they key Options.KnownDeviations and the
+// probe's report, and a renamed check keeps its old name working there.
 //
 // Check runs the same checks outside a test and returns a Report, which is
 // how the bucketlease probe command tells an operator whether a live service

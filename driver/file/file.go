@@ -139,6 +139,9 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 	dir = filepath.Clean(dir)
 	for _, d := range []string{dir, filepath.Join(dir, metaDir, "locks"), filepath.Join(dir, metaDir, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
+			if k := osKind(err); k != nil {
+				return nil, fmt.Errorf("file: create bucket directory: %w (%w)", err, k)
+			}
 			return nil, fmt.Errorf("file: create bucket directory: %w", err)
 		}
 	}
@@ -206,13 +209,13 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		if kind != nil {
 			return nil, "", op.Fail(kind, nil)
 		}
-		return nil, "", op.Fail(nil, err)
+		return nil, "", op.Fail(osKind(err), err)
 	}
 	r := bufio.NewReader(f)
 	v, err := readVersion(f, r)
 	if err != nil {
 		f.Close()
-		return nil, "", op.Fail(nil, err)
+		return nil, "", op.Fail(osKind(err), err)
 	}
 	return readCloser{Reader: r, Closer: f}, v, nil
 }
@@ -317,12 +320,12 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	unlock, err := b.lock(ctx, key)
 	if err != nil {
-		return "", op.Fail(nil, err)
+		return "", op.Fail(osKind(err), err)
 	}
 	defer unlock()
 	cur, err := current(p)
 	if err != nil {
-		return "", op.Fail(nil, err)
+		return "", op.Fail(osKind(err), err)
 	}
 	if !satisfied(cur, cond) {
 		return "", op.Fail(driver.ErrPrecondition, nil)
@@ -337,9 +340,18 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		if cerr := b.layoutConflict(key, p); cerr != nil {
 			return "", op.Fail(driver.ErrInvalidKey, cerr)
 		}
-		return "", op.Fail(nil, err)
+		return "", op.Fail(osKind(err), err)
 	}
 	return v, nil
+}
+
+// osKind classifies an operating system error: permission denied (EACCES,
+// EPERM) is driver.ErrPermission; anything else has no kind.
+func osKind(err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return driver.ErrPermission
+	}
+	return nil
 }
 
 // rootMissing returns ErrBucketNotExist if the bucket's directory is gone,
@@ -437,12 +449,12 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	}
 	unlock, err := b.lock(ctx, key)
 	if err != nil {
-		return op.Fail(nil, err)
+		return op.Fail(osKind(err), err)
 	}
 	defer unlock()
 	cur, err := current(p)
 	if err != nil {
-		return op.Fail(nil, err)
+		return op.Fail(osKind(err), err)
 	}
 	if cur == "" && cond.Unconditional() {
 		return nil
@@ -451,10 +463,10 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return op.Fail(driver.ErrPrecondition, nil)
 	}
 	if err := os.Remove(p); err != nil {
-		return op.Fail(nil, err)
+		return op.Fail(osKind(err), err)
 	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
-		return op.Fail(nil, err)
+		return op.Fail(osKind(err), err)
 	}
 	// Remove emptied parents, so that a key that was a prefix of this one
 	// can be written again. Remove fails on a directory that is not empty

@@ -285,3 +285,27 @@ func TestOpenerOnACustomMux(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPermission: a directory the process may not write is
+// driver.ErrPermission. Root ignores file modes, so the test needs another
+// user.
+func TestPermission(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("skipped: running as root, which file modes do not restrict")
+	}
+	dir := t.TempDir()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	if _, err := b.Put(context.Background(), "sub/k", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Put into a read-only directory: %v, want ErrPermission", err)
+	}
+	if _, err := file.Open(filepath.Join(dir, "new")); !errors.Is(err, driver.ErrPermission) {
+		t.Errorf("Open under a read-only directory: %v, want ErrPermission", err)
+	}
+}

@@ -2,9 +2,13 @@ package r2_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/internal/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testenv"
@@ -31,7 +35,12 @@ func TestErrorClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: "p", MissingBucket: missing})
+	drivertest.Run(t, b, drivertest.Options{Prefix: "p", MissingBucket: missing,
+		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+			o := srv.Client(srv.URL()).Options()
+			o.HTTPClient = &http.Client{Transport: rt}
+			return r2.New(s3sdk.New(o), bucket), nil
+		}})
 
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-key")
 	wrong, _, err := driver.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
