@@ -49,7 +49,14 @@ type proc struct {
 // together, and stderr alone too.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, cmd: exec.Command(binary, args...), more: make(chan struct{}, 1), exited: make(chan struct{})}
+	return startProg(t, env, binary, args...)
+}
+
+// startProg is start for another program (such as nohup) that runs the
+// binary.
+func startProg(t *testing.T, env []string, prog string, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: exec.Command(prog, args...), more: make(chan struct{}, 1), exited: make(chan struct{})}
 	p.cmd.Env = append(cleanEnv(), env...)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
