@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http/httptrace"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -133,7 +133,42 @@ type Op struct {
 	Cond   Condition // the condition of a put or delete
 
 	ctx  context.Context
-	sent *atomic.Int32
+	sent *sentCount
+}
+
+// sentCount counts the requests written through an Op's context, per
+// host: a credential refresh (STS, IMDS, an identity provider) sent with
+// the same context goes to another host and is not an attempt of the
+// operation.
+type sentCount struct {
+	mu      sync.Mutex
+	host    string // of the request being sent
+	perHost map[string]int
+}
+
+func (c *sentCount) getConn(hostPort string) {
+	c.mu.Lock()
+	c.host = hostPort
+	c.mu.Unlock()
+}
+
+func (c *sentCount) wrote(info httptrace.WroteRequestInfo) {
+	if info.Err != nil {
+		return
+	}
+	c.mu.Lock()
+	if c.perHost == nil {
+		c.perHost = map[string]int{}
+	}
+	c.perHost[c.host]++
+	c.mu.Unlock()
+}
+
+// last returns how many requests went to the host of the latest one.
+func (c *sentCount) last() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.perHost[c.host]
 }
 
 // Begin starts an operation and returns the error the driver must return at
@@ -149,7 +184,7 @@ type Op struct {
 //
 // op is "get", "put" or "delete"; a Get passes the zero Condition.
 func Begin(ctx context.Context, caps Capabilities, driverName, op, key string, cond Condition) (*Op, error) {
-	o := &Op{Driver: driverName, Name: op, Key: key, Cond: cond, ctx: ctx, sent: new(atomic.Int32)}
+	o := &Op{Driver: driverName, Name: op, Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
@@ -172,22 +207,23 @@ func Begin(ctx context.Context, caps Capabilities, driverName, op, key string, c
 }
 
 // Context returns the operation's context with an HTTP client trace that
-// counts the requests written with it, so that Fail can tell a refusal of
-// the first attempt from one after the client library retried. A driver
-// whose SDK speaks HTTP passes it to the SDK call that sends the operation's
-// request; the trace composes with any trace the caller put in ctx.
+// counts the requests written with it, per host, so that Fail can tell a
+// refusal of the first attempt from one after the client library retried.
+// A driver whose SDK speaks HTTP passes it to the SDK call that sends the
+// operation's request; the trace composes with any trace the caller put in
+// ctx.
 func (o *Op) Context() context.Context {
 	return httptrace.WithClientTrace(o.ctx, &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				o.sent.Add(1)
-			}
-		},
+		GetConn:      o.sent.getConn,
+		WroteRequest: o.sent.wrote,
 	})
 }
 
-// Requests returns how many requests were written through Context so far.
-func (o *Op) Requests() int { return int(o.sent.Load()) }
+// Requests returns how many requests written through Context went to the
+// host of the latest one: the attempts of the operation's own request, not
+// counting requests the SDK sent elsewhere with the same context (a token
+// or credential refresh).
+func (o *Op) Requests() int { return o.sent.last() }
 
 // Fail returns the *OpError for the operation: kind is the classification
 // (one of the sentinels, or nil), err the service's or SDK's error, kept in

@@ -86,12 +86,16 @@ func TestBegin(t *testing.T) {
 }
 
 // TestFailAfterRetry: a refusal after two requests went out through
-// Op.Context is ErrOutcomeUnknown, after one it is ErrPrecondition.
+// Op.Context to the service is ErrOutcomeUnknown, after one it is
+// ErrPrecondition, also when a request to another host (a credential
+// refresh) went out first.
 func TestFailAfterRetry(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	send := func(op *driver.Op) {
-		req, _ := http.NewRequestWithContext(op.Context(), http.MethodPut, srv.URL, strings.NewReader("x"))
+	sts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer sts.Close()
+	send := func(op *driver.Op, url string) {
+		req, _ := http.NewRequestWithContext(op.Context(), http.MethodPut, url, strings.NewReader("x"))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -104,8 +108,10 @@ func TestFailAfterRetry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		send(op, sts.URL)
+		send(op, sts.URL)
 		for range n {
-			send(op)
+			send(op, srv.URL)
 		}
 		err = op.Fail(driver.ErrPrecondition, sdkErr)
 		if !errors.Is(err, want) || !errors.Is(err, sdkErr) {
