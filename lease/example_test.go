@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/mem"
@@ -38,14 +39,14 @@ func Example_worker() {
 	defer stop()
 	go l.Keep(work)
 
-	w := l.Bucket()
+	w := l.Bucket() // keys relative to the prefix
 	// Immutable objects: If-None-Match: *, so a stale writer cannot replace one.
-	if _, err := w.Put(work, prefix+"/chunks/0001", []byte("…"), driver.IfAbsent()); err != nil {
+	if _, err := w.Put(work, "chunks/0001", []byte("…"), driver.IfAbsent()); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// The manifest: If-Match on the version last written or read (here: new).
-	if _, err := w.Put(work, prefix+"/LATEST", []byte("chunks/0001"), driver.IfAbsent()); err != nil {
+	if _, err := w.Put(work, "LATEST", []byte("chunks/0001"), driver.IfAbsent()); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -68,4 +69,35 @@ func ExampleHeldError() {
 		fmt.Println("held by", held.Holder(), "state", held.State)
 	}
 	// Output: held by machine-a state fresh
+}
+
+// Keys through Lease.Bucket are relative to the prefix, so one line of
+// worker code is right for every form of URL: a whole bucket, a prefix, and
+// a prefix with a trailing slash name the same keys, and only one LEASE.
+func ExampleLease_Bucket() {
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, url := range []string{"mem://shapes-a", "mem://shapes-b/backups/db1", "mem://shapes-c/backups/db1/"} {
+		bucket, prefix, err := driver.Open(ctx, url)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		l, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{Logger: quiet})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("…"), driver.IfAbsent()); err != nil {
+			fmt.Println(err)
+			return
+		}
+		_, _, err = bucket.Get(ctx, path.Join(l.Prefix(), "chunks/0001"))
+		fmt.Printf("%-30s lease %-20s chunk stored: %v\n", url, l.Key(), err == nil)
+		l.Release(ctx)
+	}
+	// Output:
+	// mem://shapes-a                 lease LEASE                chunk stored: true
+	// mem://shapes-b/backups/db1     lease backups/db1/LEASE    chunk stored: true
+	// mem://shapes-c/backups/db1/    lease backups/db1/LEASE    chunk stored: true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,11 +23,12 @@ const fencePoll = time.Second
 // only while MayWrite reports true (or through Bucket, which checks for
 // you), and Release it on shutdown. Its methods are safe for concurrent use.
 type Lease struct {
-	b     driver.Bucket
-	key   string
-	s     *settings
-	caps  driver.Capabilities
-	fence context.Context
+	b      driver.Bucket
+	prefix string // without trailing slashes
+	key    string
+	s      *settings
+	caps   driver.Capabilities
+	fence  context.Context
 	// stopFence ends the lease's fence context with a cause.
 	stopFence context.CancelCauseFunc
 
@@ -47,7 +49,7 @@ type Lease struct {
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
-	l := &Lease{b: b, key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
+	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
 		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps}
 	l.sent.add(st.rec)
 	l.fence, l.stopFence = context.WithCancelCause(context.Background())
@@ -492,34 +494,66 @@ func sleep(ctx context.Context, l *Lease, d time.Duration) error {
 	return clock.Sleep(ctx, l.s.clock, d)
 }
 
-// Bucket returns the bucket for the worker's own writes under the lease. It
-// refuses to start a Put or Delete once MayWrite is false (with an error
-// wrapping ErrFenced, ErrLost or ErrReleased), and cancels one in flight
-// the moment the lease ends. Reads pass through.
+// Prefix returns the prefix the lease is on, without trailing slashes: the
+// lease object is Prefix()+"/LEASE" (or "LEASE" for the empty prefix).
+func (l *Lease) Prefix() string { return l.prefix }
+
+// Bucket returns the bucket for the worker's own writes under the lease,
+// with keys relative to the lease's prefix: Put(ctx, "chunks/0001", …)
+// writes {prefix}/chunks/0001, whatever form the prefix came in ("db1",
+// "db1/", or "" for a whole bucket). It refuses to start a Put or Delete
+// once MayWrite is false (with an error wrapping ErrFenced, ErrLost or
+// ErrReleased), and cancels one in flight the moment the lease ends. Reads
+// pass through. It refuses a key that starts with "/" and any write to the
+// lease object itself, which only the lease writes.
 func (l *Lease) Bucket() driver.Bucket { return fencedBucket{l} }
 
 type fencedBucket struct{ l *Lease }
 
 func (f fencedBucket) Capabilities() driver.Capabilities { return f.l.b.Capabilities() }
 
-func (f fencedBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return f.l.b.Get(ctx, key)
+// full returns the bucket key of a key relative to the prefix.
+func (f fencedBucket) full(op, key string, cond driver.Condition) (string, error) {
+	if key == "" || strings.HasPrefix(key, "/") {
+		return "", &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond, Kind: driver.ErrInvalidKey,
+			Err: errors.New("keys of Lease.Bucket are relative to the lease's prefix: not empty, no leading slash")}
+	}
+	if f.l.prefix == "" {
+		return key, nil
+	}
+	return f.l.prefix + "/" + key, nil
 }
 
-// guard runs op under the fence, or refuses to start it.
-func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Condition, do func(context.Context) error) error {
+func (f fencedBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	full, err := f.full("get", key, driver.Condition{})
+	if err != nil {
+		return nil, "", err
+	}
+	return f.l.b.Get(ctx, full)
+}
+
+// guard runs op on the full key under the fence, or refuses to start it.
+func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Condition, do func(context.Context, string) error) error {
+	full, err := f.full(op, key, cond)
+	if err != nil {
+		return err
+	}
+	if full == f.l.key {
+		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond,
+			Err: errors.New("refused: the lease object is written only by the lease itself")}
+	}
 	if !f.l.MayWrite() {
 		reason := f.l.Err()
 		if reason == nil {
 			reason = ErrFenced
 		}
-		return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond, Err: fmt.Errorf("refused to start: %w", reason)}
+		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond, Err: fmt.Errorf("refused to start: %w", reason)}
 	}
 	fctx, cancel := f.l.Fence(ctx)
 	defer cancel()
-	err := do(fctx)
+	err = do(fctx, full)
 	if err != nil && ctx.Err() == nil && fctx.Err() != nil {
-		return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond,
+		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond,
 			Err: fmt.Errorf("cancelled in flight: %w (%w)", context.Cause(fctx), err)}
 	}
 	return err
@@ -527,16 +561,16 @@ func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Con
 
 func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	var v driver.Version
-	err := f.guard(ctx, "put", key, cond, func(ctx context.Context) error {
+	err := f.guard(ctx, "put", key, cond, func(ctx context.Context, full string) error {
 		var err error
-		v, err = f.l.b.Put(ctx, key, data, cond)
+		v, err = f.l.b.Put(ctx, full, data, cond)
 		return err
 	})
 	return v, err
 }
 
 func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	return f.guard(ctx, "delete", key, cond, func(ctx context.Context) error {
-		return f.l.b.Delete(ctx, key, cond)
+	return f.guard(ctx, "delete", key, cond, func(ctx context.Context, full string) error {
+		return f.l.b.Delete(ctx, full, cond)
 	})
 }

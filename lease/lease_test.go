@@ -276,7 +276,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	w := l.Bucket()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := w.Put(context.Background(), "db1/chunk-1", []byte("data"), driver.IfAbsent())
+		_, err := w.Put(context.Background(), "chunk-1", []byte("data"), driver.IfAbsent())
 		errc <- err
 	}()
 	<-started
@@ -295,7 +295,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the in-flight write was not cancelled at the fence deadline")
 	}
-	if _, err := w.Put(context.Background(), "db1/chunk-2", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrFenced) {
+	if _, err := w.Put(context.Background(), "chunk-2", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("a write started after the fence: %v, want ErrFenced", err)
 	}
 	if !errors.Is(l.Err(), lease.ErrFenced) {

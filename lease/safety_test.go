@@ -416,7 +416,7 @@ func hungRenewal(t *testing.T) (stopped bool) {
 			if l.MayWrite() {
 				t.Error("Release returned but the lease may still write")
 			}
-			if _, err := l.Bucket().Put(context.Background(), "db1/x", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrReleased) {
+			if _, err := l.Bucket().Put(context.Background(), "x", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrReleased) {
 				t.Errorf("Bucket accepted a write after Release: %v", err)
 			}
 			select {

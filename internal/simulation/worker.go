@@ -26,6 +26,9 @@ const nChunks = 3
 
 var latestKey = prefix + "/LATEST"
 
+// rel is key relative to the prefix, as Lease.Bucket takes it.
+func rel(key string) string { return strings.TrimPrefix(key, prefix+"/") }
+
 type cycle struct {
 	stage     int
 	tag       string
@@ -82,7 +85,7 @@ func (in *inst) workStep() {
 	if w.stage == 0 {
 		in.busy = true
 		in.beginCall()
-		data, v, err := driver.ReadAll(context.Background(), in.lease.Bucket(), latestKey, 1<<20)
+		data, v, err := driver.ReadAll(context.Background(), in.lease.Bucket(), rel(latestKey), 1<<20)
 		in.endCall()
 		in.busy = false
 		switch {
@@ -143,7 +146,7 @@ func (in *inst) workStep() {
 	if s.cfg.WorkerIgnoresFence {
 		v, err = in.conn().Put(context.Background(), key, data, cond)
 	} else {
-		v, err = in.lease.Bucket().Put(context.Background(), key, data, cond)
+		v, err = in.lease.Bucket().Put(context.Background(), rel(key), data, cond)
 	}
 	in.endCall()
 	in.busy = false
