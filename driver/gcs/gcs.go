@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"cloud.google.com/go/auth"
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
@@ -226,12 +227,17 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 }
 
 // classify maps a failed request to the contract's kinds, by the
-// service's reason rather than the status alone: 401 and 403 are
-// ErrPermission; a 412 whose reason is conditionNotMet is ErrPrecondition;
+// service's reason rather than the status alone: 401 and 403, and
+// credentials that could not get a token (*auth.Error), are ErrPermission; a 412 whose reason is conditionNotMet is ErrPrecondition;
 // a missing object is ErrNotExist (ErrPrecondition under IfMatch) unless
 // the bucket itself is missing, which the client library reports the same
 // way and a bucket lookup tells apart (ErrBucketNotExist).
 func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition) error {
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		// The credentials could not get a token.
+		return driver.ErrPermission
+	}
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		switch {
