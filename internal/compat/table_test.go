@@ -106,6 +106,10 @@ func TestMarkdown(t *testing.T) {
 			{Name: "a", Result: "FAIL", Got: "key x/a/obj: boom | pipe"}, {Name: "b", Result: "FAIL", Got: "key x/b/obj: boom | pipe"}},
 			Lease: LeaseReleaseRecord, Scenarios: bad},
 	}
+	closed := []ScenarioResult{{Name: ScenarioRace, FailedClosed: true, Detail: "refused"}, {Name: ScenarioTakeover, FailedClosed: true}, {Name: ScenarioFencedRelease, FailedClosed: true}}
+	runs = append(runs, Run{Driver: "minio", Declared: conditional, Observed: Caps{Exclusion: "none"}, Checks: []CheckResult{
+		{Name: "a", Result: "FAIL", Got: "second Put IfAbsent: success"}, {Name: "b", Result: "skip"}},
+		Lease: LeaseFailsClosed, Scenarios: closed})
 	for i := range runs {
 		runs[i].Verdict = verdict(runs[i])
 	}
@@ -113,7 +117,8 @@ func TestMarkdown(t *testing.T) {
 		Services: []Service{
 			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", Runs: runs},
 			{ID: "y", Name: "Y", Version: "v2", Kind: KindS3, Setup: "tried", Error: "did not build here: no | space"},
-		}}
+		},
+		Hold: "PASS with rclone v0"}
 	md := string(tab.Markdown())
 	for _, want := range []string{
 		"| X | v1 | s3 | conditional, no cond. delete | conditional, no cond. delete | OK | " + LeaseReleaseRecord + " | pass | pass | pass | safe |\n",
@@ -124,6 +129,11 @@ func TestMarkdown(t *testing.T) {
 		"- **r2** `a`, `b` FAIL: key x/a/obj: boom | pipe\n",
 		"- **r2** `fenced-release` **FAILED**: removed the successor's lease\n",
 		"Not measured: did not build here: no | space\n",
+		"| X | v1 | minio | conditional, no cond. delete | none, no cond. delete | FAIL (1) | " + LeaseFailsClosed + " | fails closed | fails closed | fails closed | fails closed (the lease refuses to run) |\n",
+		"| X | minio | **FAIL** | skip |\n",
+		"- **minio** `race-32` failed closed: refused\n",
+		"## A real tool under `bucketlease hold`",
+		"PASS with rclone v0\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown lacks %q; it is:\n%s", want, md)
