@@ -52,6 +52,12 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 }
 
 func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool) error {
+	if free, err := fileLeaseAbsent(rawURL); err != nil {
+		return err
+	} else if free {
+		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", lease.Key(""))
+		return nil
+	}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,7 +43,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "Usage: bucketlease COMMAND"},
-		{[]string{"frobnicate"}, `unknown command "frobnicate"; the commands are demo, hold, show, probe, break`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"; the commands are demo, hold, show, probe, break, version`},
 		{[]string{"show"}, "show needs a URL"},
 		{[]string{"show", "mem://a/p", "mem://b/p"}, "show takes one URL"},
 		{[]string{"show", "mem://a/p", "--bogus"}, "flag provided but not defined: -bogus"},
@@ -50,6 +51,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"hold"}, "hold needs one URL"},
 		{[]string{"hold", "mem://a/p", "--ttl", "1500ms"}, "whole number of seconds"},
 		{[]string{"hold", "mem://a/p", "--log-level", "loud"}, "--log-level"},
+		{[]string{"hold", "mem://a/p", "--ttl", "0"}, "--ttl 0s: the TTL is a whole number of seconds from 1s to 1h"},
+		{[]string{"hold", "mem://a/p", "--ttl", "2h"}, "--ttl 2h0m0s: the TTL is a whole number of seconds from 1s to 1h"},
+		{[]string{"hold", "mem://a/p", "--wait-timeout", "5s"}, "--wait-timeout works only with --wait"},
+		{[]string{"hold", "mem://a/p", "--grace", "-1s"}, "--grace -1s: it cannot be negative"},
+		{[]string{"hold", "mem://a/p", "--events", "fd:x"}, "fd:N takes a file descriptor number"},
+		{[]string{"version", "extra"}, "version takes no arguments"},
 		{[]string{"help", "nothing"}, `no help for "nothing"`},
 		{[]string{"show", "mem://a/p", "--", "ls"}, "takes no command after --"},
 	}
@@ -132,6 +139,47 @@ func TestDisplayURL(t *testing.T) {
 	} {
 		if got := displayURL(raw); got != want {
 			t.Errorf("displayURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+// TestFlagSpelling: every command's help spells flags with two dashes, has
+// one entry for -v and --verbose, and no line ends in a space.
+func TestFlagSpelling(t *testing.T) {
+	single := regexp.MustCompile(`(^|\s)-[a-z][a-z-]+`)
+	for _, c := range commands() {
+		out, _, _ := runInProcess(t, "help", c.name)
+		for i, line := range strings.Split(out, "\n") {
+			if strings.HasSuffix(line, " ") {
+				t.Errorf("help %s, line %d ends in a space: %q", c.name, i+1, line)
+			}
+			if m := single.FindString(line); m != "" {
+				t.Errorf("help %s, line %d spells a flag with one dash (%q): %q", c.name, i+1, strings.TrimSpace(m), line)
+			}
+		}
+	}
+	out, _, _ := runInProcess(t, "help", "hold")
+	if n := strings.Count(out, "--verbose"); n != 1 || !strings.Contains(out, "-v, --verbose") {
+		t.Errorf("hold's help has %d entries for --verbose, want one \"-v, --verbose\":\n%s", n, out)
+	}
+	main, _, _ := runInProcess(t, "help")
+	for i, line := range strings.Split(main, "\n") {
+		if strings.HasSuffix(line, " ") {
+			t.Errorf("help, line %d ends in a space: %q", i+1, line)
+		}
+	}
+	// The control: the checks see a single-dash flag and a trailing space.
+	if single.FindString("  -ttl D") == "" || !strings.HasSuffix("Usage: bucketlease demo ", " ") {
+		t.Error("the spelling checks would miss a single-dash flag")
+	}
+}
+
+// TestVersionInProcess: version and --version print the module path.
+func TestVersionInProcess(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, errOut, code := runInProcess(t, args...)
+		if code != 0 || !strings.HasPrefix(out, "bucketlease ") || !strings.Contains(out, "module github.com/mushroomdb/bucketlease") {
+			t.Errorf("%v: exit %d, %q %q", args, code, out, errOut)
 		}
 	}
 }

@@ -46,7 +46,7 @@ func (c *command) newFlagSet(out io.Writer) (*flag.FlagSet, runFunc) {
 
 // commands returns the subcommands in the order help lists them.
 func commands() []*command {
-	return []*command{demoCommand, holdCommand, showCommand, probeCommand, breakCommand}
+	return []*command{demoCommand, holdCommand, showCommand, probeCommand, breakCommand, versionCommand}
 }
 
 func findCommand(name string) *command {
@@ -77,6 +77,8 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return runHelp(e, rest)
+	case "--version", "-version":
+		name = "version"
 	}
 	c := findCommand(name)
 	if c == nil {
@@ -117,18 +119,64 @@ func runHelp(e *env, args []string) error {
 // commandHelp renders a command's help with the flags declared on fs.
 func commandHelp(c *command, fs *flag.FlagSet) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Usage: bucketlease %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(c.help))
-	var flags strings.Builder
-	out := fs.Output()
-	fs.SetOutput(&flags)
-	fs.PrintDefaults()
-	fs.SetOutput(out)
-	if flags.Len() > 0 {
+	fmt.Fprintf(&sb, "Usage: %s\n\n%s\n", strings.TrimSpace("bucketlease "+c.name+" "+c.args), strings.TrimSpace(c.help))
+	if flags := flagsHelp(fs); flags != "" {
 		sb.WriteString("\nFlags:\n")
-		sb.WriteString(flags.String())
+		sb.WriteString(flags)
 	}
 	sb.WriteString("\nRun \"bucketlease help\" for URL schemes, credentials and exit codes.\n")
 	return sb.String()
+}
+
+// flagAliases are short flags listed with their long form: one entry,
+// "-v, --verbose".
+var flagAliases = map[string]string{"v": "verbose"}
+
+// flagsHelp lists fs's flags as the usage lines and docs spell them: two
+// dashes ("--ttl D"), one entry for a short flag and its long form.
+func flagsHelp(fs *flag.FlagSet) string {
+	short := map[string]string{}
+	for s, l := range flagAliases {
+		if fs.Lookup(s) != nil && fs.Lookup(l) != nil {
+			short[l] = s
+		}
+	}
+	var sb strings.Builder
+	fs.VisitAll(func(f *flag.Flag) {
+		if l, ok := flagAliases[f.Name]; ok && short[l] == f.Name {
+			return
+		}
+		name, usage := flag.UnquoteUsage(f)
+		sb.WriteString("  ")
+		if s, ok := short[f.Name]; ok {
+			sb.WriteString("-" + s + ", ")
+		}
+		sb.WriteString("--" + f.Name)
+		if name != "" {
+			sb.WriteString(" " + valueName(name))
+		}
+		sb.WriteString("\n        " + usage)
+		switch f.DefValue {
+		case "", "0", "0s", "false":
+		default:
+			fmt.Fprintf(&sb, " (default %s)", f.DefValue)
+		}
+		sb.WriteString("\n")
+	})
+	return sb.String()
+}
+
+// valueName is the placeholder of a flag's value in the help: D for a
+// duration, N for a number, S for a string.
+func valueName(typ string) string {
+	switch typ {
+	case "duration":
+		return "D"
+	case "int", "uint", "int64", "uint64", "float":
+		return "N"
+	default:
+		return "S"
+	}
 }
 
 func mainHelp() string {
@@ -140,9 +188,9 @@ Usage: bucketlease COMMAND [ARGS] [FLAGS]
 Commands:
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(&sb, "  %-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(&sb, "  %-7s %s\n", c.name, c.summary)
 	}
-	sb.WriteString(`  help   "bucketlease help COMMAND" (or "bucketlease COMMAND -h") shows a command's flags and examples
+	sb.WriteString(`  help    "bucketlease help COMMAND" (or "bucketlease COMMAND -h") shows a command's flags and examples
 
 Start with "bucketlease demo": it shows in a second what the lease does.
 

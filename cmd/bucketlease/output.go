@@ -153,6 +153,14 @@ func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, opts)), nil
 }
 
+// holderName renders a holder's instance id, saying who break is.
+func holderName(id string) string {
+	if id == lease.BreakerID {
+		return id + " (broken by an operator with bucketlease break)"
+	}
+	return id
+}
+
 // utc renders t for people and scripts alike: RFC 3339 in UTC, with its Z.
 func utc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 

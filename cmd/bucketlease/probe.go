@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,8 +27,15 @@ lease's own scenarios. It prints each check, what a conforming service does,
 what this one did, and whether it passed; then the exclusion the driver
 declares and the one the service really gives.
 
+Before the checks, probe reads and writes one scratch key: if the service
+cannot be used at all (wrong credentials, a missing bucket, a read-only
+directory, the network, --timeout too short), the verdict is "error": probe
+prints the cause and exits 1, since an error is no evidence about
+preconditions. So does a check that ran out of time.
+
 It exits 0 only if every check passed and the service gives the exclusion its
-driver declares; 5 if not. A service that ignores preconditions cannot keep a
+driver declares; 5 if not (the verdict says whether the service ignores write
+preconditions, or does not behave as its driver declares in another way). A service that ignores preconditions cannot keep a
 second writer out: the lease refuses to run on it (set
 ` + envConditional + `=off to run best-effort instead).
 
@@ -53,7 +61,19 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		if !*asJSON {
 			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", displayURL(rawURL), scratch)
 		}
+		if err := preflight(ctx, b, strings.TrimPrefix(scratch+"/preflight", "/"), *timeout); err != nil {
+			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
+		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
+		if bad := erroredChecks(rep); len(bad) > 0 {
+			if *asJSON {
+				_ = writeJSON(e.stdout, probeJSON(rawURL, rep))
+			} else {
+				printReport(e.stdout, rep)
+			}
+			return explain(rawURL, fmt.Errorf("verdict: error, not evidence: checks %s ran out of time (--timeout %v) or were cancelled; run probe again, with a longer --timeout",
+				strings.Join(bad, ", "), *timeout))
+		}
 		if *asJSON {
 			if err := writeJSON(e.stdout, probeJSON(rawURL, rep)); err != nil {
 				return err
@@ -67,6 +87,43 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		}
 		return nil
 	}
+}
+
+// preflight reads and writes key once, each bounded by timeout, and
+// removes it: a service that cannot be used at all gives an error here,
+// before any check could mistake it for a service that ignores
+// preconditions.
+func preflight(ctx context.Context, b driver.Bucket, key string, timeout time.Duration) error {
+	c, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rc, _, err := b.Get(c, key)
+	switch {
+	case err == nil:
+		rc.Close()
+	case !errors.Is(err, driver.ErrNotExist):
+		return fmt.Errorf("reading the scratch key %s: %w", key, err)
+	}
+	if _, err := b.Put(c, key, []byte("bucketlease probe\n"), driver.Condition{}); err != nil {
+		return fmt.Errorf("writing the scratch key %s: %w", key, err)
+	}
+	dc, dcancel := context.WithTimeout(context.WithoutCancel(ctx), max(timeout, 10*time.Second))
+	defer dcancel()
+	if err := b.Delete(dc, key, driver.Condition{}); err != nil {
+		return fmt.Errorf("removing the scratch key %s: %w", key, err)
+	}
+	return nil
+}
+
+// erroredChecks names the failed checks that ran out of time or were
+// cancelled: their failure says nothing about the service's preconditions.
+func erroredChecks(rep *drivertest.Report) []string {
+	var bad []string
+	for _, r := range rep.Results {
+		if !r.Passed && !r.Skipped && (strings.Contains(r.Got, context.DeadlineExceeded.Error()) || strings.Contains(r.Got, context.Canceled.Error())) {
+			bad = append(bad, r.Name)
+		}
+	}
+	return bad
 }
 
 func capsText(c driver.Capabilities) string {

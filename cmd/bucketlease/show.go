@@ -19,7 +19,8 @@ var showCommand = &command{
 	help: `Reads the lease object {prefix}/LEASE and says what a contender would make of
 it now, by this machine's clock: its state, its holder, when it was acquired
 and last renewed, its TTL, when it could be taken over and its version (which
-"bucketlease break --version" needs). It writes nothing.
+"bucketlease break --version" needs). It writes and creates nothing; on
+file:// a directory that does not exist is an error (exit 1).
 
 States:
   free      there is no lease; anyone may take it
@@ -55,8 +56,12 @@ func setupShow(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// inspect opens the URL and reads its lease.
+// inspect opens the URL and reads its lease. It creates nothing, not even
+// on file://.
 func inspect(ctx context.Context, rawURL string) (lease.Status, error) {
+	if free, err := fileLeaseAbsent(rawURL); err != nil || free {
+		return freeStatus(), err
+	}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return lease.Status{}, err
@@ -88,16 +93,16 @@ type showJSON struct {
 
 func statusJSON(rawURL string, st lease.Status) showJSON {
 	j := showJSON{URL: displayURL(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
-		Version: string(st.Version), Reason: st.Reason, Now: st.Now.Format(time.RFC3339Nano)}
+		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
-		j.AcquiredAt, j.RenewedAt = r.AcquiredAt.Format(time.RFC3339), r.RenewedAt.Format(time.RFC3339)
+		j.AcquiredAt, j.RenewedAt = utc(r.AcquiredAt), utc(r.RenewedAt)
 		j.AcquiredAgoS = seconds(st.Now.Sub(r.AcquiredAt))
 		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
 	}
 	if !st.TakeoverAt.IsZero() {
-		j.TakeoverAt = st.TakeoverAt.Format(time.RFC3339)
+		j.TakeoverAt = utc(st.TakeoverAt)
 		j.TakeoverInS = max(seconds(st.TakeoverAt.Sub(st.Now)), 0)
 	} else {
 		j.TakeoverInS = -1 // suspect: it depends on a contender's watch
@@ -144,9 +149,9 @@ func printStatus(w io.Writer, rawURL string, st lease.Status) {
 		return
 	}
 	if r := st.Record; r != nil {
-		row("holder", r.InstanceID)
-		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, r.AcquiredAt), r.AcquiredAt.Format(time.RFC3339)))
-		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), r.RenewedAt.Format(time.RFC3339)))
+		row("holder", holderName(r.InstanceID))
+		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, r.AcquiredAt), utc(r.AcquiredAt)))
+		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), utc(r.RenewedAt)))
 		row("ttl", r.TTL().String())
 	} else {
 		row("holder", "unknown: the object is not a lease record")
@@ -164,6 +169,6 @@ func takeoverText(st lease.Status) string {
 		return "now"
 	default:
 		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
-			st.TakeoverAt.Sub(st.Now).Round(time.Second), st.TakeoverAt.Format(time.RFC3339))
+			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
 	}
 }
