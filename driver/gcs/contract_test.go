@@ -1,12 +1,18 @@
 package gcs_test
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
 
+	"cloud.google.com/go/auth"
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/option"
@@ -133,5 +139,36 @@ func TestOther412NotAPrecondition(t *testing.T) {
 	b, _, _ = driver.Open(t.Context(), "gs://bkt/p?endpoint="+url)
 	if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.IfMatch("1700000000000001")); !errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put answered 412 conditionNotMet: %v, want ErrPrecondition", err)
+	}
+}
+
+// TestTokenRefused (issue 12): credentials whose token request is refused
+// (here a service account whose token endpoint, on loopback, answers 401)
+// are ErrPermission, with the auth library's error in the chain.
+func TestTokenRefused(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`))
+	}))
+	defer tokens.Close()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	sa, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "p", "private_key_id": "k1", "private_key": string(pemKey),
+		"client_email": "sa@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": tokens.URL,
+	})
+	c, err := storage.NewClient(t.Context(), option.WithEndpoint(fakeService(t, http.StatusOK, "")+"/storage/v1/"),
+		option.WithAuthCredentialsJSON(option.ServiceAccount, sa))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ae *auth.Error
+	if _, _, err := gcs.New(c, "bkt").Get(t.Context(), "k"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
+		t.Fatalf("Get with refused credentials: %v, want ErrPermission with *auth.Error", err)
 	}
 }
