@@ -1,6 +1,6 @@
 module github.com/mushroomdb/bucketlease
 
-go 1.26.8
+go 1.26.0
 
 require (
 	cloud.google.com/go/auth v0.24.1
