@@ -3,12 +3,15 @@ package azure_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	azlease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
@@ -154,5 +157,32 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 	}
 	if tr.Dropped() != 2 {
 		t.Fatalf("%d replies dropped", tr.Dropped())
+	}
+}
+
+// TestTokenRefused (issue 12): an Azure AD credential whose token request
+// is refused (a loopback identity endpoint answering 401) is ErrPermission,
+// with azidentity's error in the chain.
+func TestTokenRefused(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided.","error_codes":[7000215]}`))
+	}))
+	defer srv.Close()
+	opts := azcore.ClientOptions{Transport: srv.Client(), Retry: policy.RetryOptions{MaxRetries: -1},
+		Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: srv.URL + "/"}}
+	cred, err := azidentity.NewClientSecretCredential("00000000-0000-0000-0000-000000000000", "11111111-1111-1111-1111-111111111111",
+		"wrong-secret", &azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := container.NewClient(srv.URL+"/acct/cnt", cred, &container.ClientOptions{ClientOptions: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var afe *azidentity.AuthenticationFailedError
+	if _, _, err := azure.New(c).Get(t.Context(), "k"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &afe) {
+		t.Fatalf("Get with a refused credential: %v, want ErrPermission with *azidentity.AuthenticationFailedError", err)
 	}
 }
