@@ -120,16 +120,20 @@ func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error)
 		return nil, fmt.Errorf("lease: %s=%q: the value must be \"on\" (the default) or \"off\"", EnvConditional, v)
 	}
 	caps := b.Capabilities()
+	why := ""
+	if caps.Reason != "" {
+		why = " (" + caps.Reason + ")"
+	}
 	switch {
 	case caps.Exclusion == driver.Conditional:
 		return b, nil
 	case caps.Exclusion == driver.BestEffort && oldlease.BestEffortByDeclaration.Load():
 		return b, nil
 	case caps.Exclusion == driver.BestEffort:
-		return nil, fmt.Errorf("acquire %s: %w: its driver declares only best-effort exclusion (read then write); set %s=off to accept that",
-			key, ErrPreconditionsIgnored, EnvConditional)
+		return nil, fmt.Errorf("acquire %s: %w: its driver declares only best-effort exclusion (read then write)%s; set %s=off to accept that",
+			key, ErrPreconditionsIgnored, why, EnvConditional)
 	default:
-		return nil, fmt.Errorf("acquire %s: %w: its driver declares no exclusion; set %s=off to run best-effort",
-			key, ErrPreconditionsIgnored, EnvConditional)
+		return nil, fmt.Errorf("acquire %s: %w: its driver declares no exclusion%s; set %s=off to run best-effort",
+			key, ErrPreconditionsIgnored, why, EnvConditional)
 	}
 }

@@ -609,3 +609,17 @@ func TestKeyOfAPrefixWithATrailingSlash(t *testing.T) {
 }
 
 func isMatch(c driver.Condition) bool { _, ok := c.Match(); return ok }
+
+// declaresNone is a driver that declares no exclusion, and says why.
+type declaresNone struct{ driver.Bucket }
+
+func (declaresNone) Capabilities() driver.Capabilities {
+	return driver.Capabilities{Reason: "the directory is on an nfs file system; add ?assert=yes"}
+}
+
+func TestRefusedBucketNamesTheDriversReason(t *testing.T) {
+	_, err := lease.Acquire(context.Background(), declaresNone{mem.New()}, "db1", opts("me", clock.NewFake(t0), nil))
+	if !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), "nfs file system; add ?assert=yes") {
+		t.Fatalf("acquire on a driver that declares no exclusion: %v", err)
+	}
+}
