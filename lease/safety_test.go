@@ -623,3 +623,70 @@ func TestRefusedBucketNamesTheDriversReason(t *testing.T) {
 		t.Fatalf("acquire on a driver that declares no exclusion: %v", err)
 	}
 }
+
+// Second checks of three properties the mutation run found caught by one
+// test only.
+
+func TestRenewalWhoseRetryWasRefusedAfterItLandedIsNotLost(t *testing.T) {
+	inner := mem.New()
+	var drop atomic.Bool
+	b := &faulty.LostReply{Bucket: inner, AsRefusal: true, Drop: func(op, _ string, cond driver.Condition) bool {
+		return drop.Load() && op == "put" && isMatch(cond)
+	}}
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	for range 3 { // three renewals in a row, each answered by a refused retry
+		c.Advance(ttl / 3)
+		drop.Store(true)
+		err := l.Renew(context.Background())
+		drop.Store(false)
+		if err != nil {
+			t.Fatalf("a renewal that landed, whose client's retry was refused: %v", err)
+		}
+	}
+	if _, v, _ := readRecord(t, inner); l.Version() != v || !l.MayWrite() {
+		t.Fatalf("lease at %s (may write %v), stored %s", l.Version(), l.MayWrite(), v)
+	}
+}
+
+func TestAcquireFenceRunsFromWhenTheFirstWriteWasSent(t *testing.T) {
+	var c *clock.Fake
+	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+		if op == "put" && cond.Absent() {
+			c.AdvanceMono(3 * time.Second) // the first write spends 3 s on the network
+		}
+		return nil
+	}}
+	c = clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	c.AdvanceMono(ttl*2/3 - 3*time.Second - 3*time.Second) // the probe's If-None-Match took 3 s too
+	if l.MayWrite() {
+		t.Fatal("the acquire's fence ran from when a reply arrived, not from when the write was sent")
+	}
+}
+
+func TestSuspectWatchRestartsWhenTheRecordChanges(t *testing.T) {
+	b := mem.New()
+	c := clock.NewFake(t0)
+	put(t, b, "not a lease record")
+	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := con.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("first look at a suspect record: %v", err)
+	}
+	c.Advance(ttl / 2)
+	put(t, b, "still not a lease record") // someone rewrote it: a new version
+	if _, err := con.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("after the suspect record changed: %v", err)
+	}
+	c.Advance(ttl / 2) // a TTL since the first look, half a TTL since the change
+	if _, err := con.Acquire(context.Background()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("took over a suspect record that changed half a TTL ago: %v", err)
+	}
+	c.Advance(ttl / 2)
+	if _, err := con.Acquire(context.Background()); err != nil {
+		t.Fatalf("a suspect record unchanged for a TTL: %v", err)
+	}
+}
