@@ -101,3 +101,29 @@ func ExampleLease_Bucket() {
 	// mem://shapes-b/backups/db1     lease backups/db1/LEASE    chunk stored: true
 	// mem://shapes-c/backups/db1/    lease backups/db1/LEASE    chunk stored: true
 }
+
+// The README's example, line for line (TestReadmeExampleIsThisOne keeps
+// them in step), on an in-memory bucket.
+func Example_readme() {
+	ctx := context.Background()
+	id, data := "machine-a", []byte("…")
+
+	bucket, prefix, err := driver.Open(ctx, "mem://readme/db1")
+	c, err := lease.NewContender(bucket, prefix, &lease.Options{InstanceID: id}) // one per process
+	l, err := c.Acquire(ctx)
+	if errors.Is(err, lease.ErrHeld) {
+		// another machine holds it; err (a *lease.HeldError) names it and says
+		// when the lease could be taken over
+		return
+	}
+	defer l.Release(context.WithoutCancel(ctx))
+
+	work, stop := l.Fence(ctx) // cancelled the moment the holder must stop
+	defer stop()
+	go l.Keep(work) // renews every TTL/3, retries until the fence
+
+	w := l.Bucket()                                              // refuses writes once fenced, cancels those in flight
+	_, err = w.Put(work, "chunks/0001", data, driver.IfAbsent()) // keys relative to the prefix
+	fmt.Println(err)
+	// Output: <nil>
+}
