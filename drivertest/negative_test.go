@@ -9,6 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -378,6 +382,32 @@ func TestOldCheckNameStillAccepted(t *testing.T) {
 	for _, r := range rep.Results {
 		if r.Name == "put-large-refused" && r.Passed {
 			t.Fatal("the old name's deviation entry was ignored: a passing check listed as deviating must fail")
+		}
+	}
+}
+
+// TestFailuresReportedAtCallersLine runs, in a child process, a Run that
+// fails, and requires the failure to be reported at the line of the
+// caller's test (this file), not at a line inside drivertest.
+func TestFailuresReportedAtCallersLine(t *testing.T) {
+	if os.Getenv("BUCKETLEASE_DRIVERTEST_FAILING_RUN") == "1" {
+		drivertest.Run(t, noCaps{mem.New()}, drivertest.Options{}) // the line failures must point at
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFailuresReportedAtCallersLine$", "-test.v")
+	cmd.Env = append(os.Environ(), "BUCKETLEASE_DRIVERTEST_FAILING_RUN=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the failing run passed:\n%s", out)
+	}
+	_, file, line, _ := runtime.Caller(0)
+	want := fmt.Sprintf("%s:%d:", filepath.Base(file), line-9)
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("the failure is not reported at %s:\n%s", want, out)
+	}
+	for _, inside := range []string{"drivertest.go:", "checks.go:", "checks_more.go:", "lease.go:"} {
+		if strings.Contains(string(out), inside) {
+			t.Errorf("a failure is reported inside drivertest (%s):\n%s", inside, out)
 		}
 	}
 }
