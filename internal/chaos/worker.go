@@ -252,11 +252,12 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 }
 
 // backup writes one backup: chunks, manifest, sealed manifest, LATEST. It
-// stops at the first failed step.
+// stops at the first failed step. Names are relative to the prefix, as
+// Lease.Bucket takes them; the logs and the objects' contents carry the
+// full keys.
 func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int) {
-	latestKey := w.key("LATEST")
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
-	data, vLatest, err := driver.ReadAll(rctx, b, latestKey, 64<<10)
+	data, vLatest, err := driver.ReadAll(rctx, b, w.wkey("LATEST"), 64<<10)
 	cancel()
 	k := 1
 	switch {
@@ -271,42 +272,53 @@ func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int
 	tag := fmt.Sprintf("%s.e%d.b%d", w.cfg.Proc, epoch, n)
 	var chunks []string
 	for j := range 2 {
-		key := w.key(fmt.Sprintf("chunks/%s/%d", tag, j))
+		name := fmt.Sprintf("chunks/%s/%d", tag, j)
 		body := fmt.Sprintf("chunk proc=%s epoch=%d tag=%s j=%d", w.cfg.Proc, epoch, tag, j)
-		if _, err := w.put(ctx, b, epoch, key, body, driver.IfAbsent(), ""); err != nil {
+		if _, err := w.put(ctx, b, epoch, name, body, driver.IfAbsent(), ""); err != nil {
 			return
 		}
-		chunks = append(chunks, key)
+		chunks = append(chunks, w.key(name))
 	}
 	parent := ""
 	if err == nil {
 		parent = Fields(data)["manifest"]
 	}
-	mkey := w.key("manifests/" + tag)
+	mname := "manifests/" + tag
 	manifest := func(sealed bool) string {
 		return fmt.Sprintf("manifest k=%d proc=%s epoch=%d tag=%s sealed=%v parent=%s chunks=%s",
 			k, w.cfg.Proc, epoch, tag, sealed, parent, strings.Join(chunks, ","))
 	}
-	vM, err := w.put(ctx, b, epoch, mkey, manifest(false), driver.IfAbsent(), "")
+	vM, err := w.put(ctx, b, epoch, mname, manifest(false), driver.IfAbsent(), "")
 	if err != nil {
 		return
 	}
-	if _, err := w.put(ctx, b, epoch, mkey, manifest(true), driver.IfMatch(vM), ""); err != nil {
+	if _, err := w.put(ctx, b, epoch, mname, manifest(true), driver.IfMatch(vM), ""); err != nil {
 		return
 	}
 	cond := driver.IfAbsent()
 	if vLatest != "" {
 		cond = driver.IfMatch(vLatest)
 	}
-	body := fmt.Sprintf("latest k=%d manifest=%s proc=%s epoch=%d tag=%s", k, mkey, w.cfg.Proc, epoch, tag)
-	_, _ = w.put(ctx, b, epoch, latestKey, body, cond, string(vLatest))
+	body := fmt.Sprintf("latest k=%d manifest=%s proc=%s epoch=%d tag=%s", k, w.key(mname), w.cfg.Proc, epoch, tag)
+	_, _ = w.put(ctx, b, epoch, "LATEST", body, cond, string(vLatest))
 }
 
-// put logs the write's start, sends it, and logs its outcome.
-func (w *prefixWorker) put(ctx context.Context, b driver.Bucket, epoch int, key, body string, cond driver.Condition, prev string) (driver.Version, error) {
+// wkey is the key to hand the writing bucket for name: relative for
+// Lease.Bucket, full for the raw bucket of the fence-disabled control.
+func (w *prefixWorker) wkey(name string) string {
+	if w.cfg.NoFence {
+		return w.key(name)
+	}
+	return name
+}
+
+// put logs the write's start, sends it, and logs its outcome; the logs
+// carry the full key.
+func (w *prefixWorker) put(ctx context.Context, b driver.Bucket, epoch int, name, body string, cond driver.Condition, prev string) (driver.Version, error) {
+	key := w.key(name)
 	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev})
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
-	v, err := b.Put(pctx, key, []byte(body), cond)
+	v, err := b.Put(pctx, w.wkey(name), []byte(body), cond)
 	cancel()
 	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev}
 	if err != nil {
