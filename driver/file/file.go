@@ -36,8 +36,9 @@
 // machine, but on a network or FUSE file system (NFS, SMB/CIFS, 9p, Ceph,
 // Lustre, and bucket mounts such as s3fs, gcsfuse or rclone mount) two
 // machines may get no exclusion at all, and no probe from one machine can
-// see it. On Linux, Open reads the directory's file system type with
-// statfs(2); on such a file system the bucket declares driver.NoExclusion,
+// see it. On Linux, macOS and FreeBSD, Open reads the directory's file
+// system type with statfs(2); on such a file system the bucket declares
+// driver.NoExclusion,
 // with a Capabilities.Reason naming the file system, so the lease refuses
 // it. A user who knows that flock(2) does exclude across the machines that
 // share it (an NFSv4 mount with working locks, say) asserts so with
@@ -45,8 +46,8 @@
 //	file:///abs/dir?trust_network_flock=true
 //
 // (Options.TrustNetworkFlock in the Go API), and the bucket declares
-// Conditional exclusion again. Elsewhere than Linux the file system type is
-// not checked.
+// Conditional exclusion again. On other systems the file system type is not
+// checked.
 package file
 
 import (

@@ -126,3 +126,15 @@ func TestLeaseRefusesSharedFS(t *testing.T) {
 		t.Logf("the lease prints the reason: %v", err)
 	}
 }
+
+// TestSharedFSByName: the type names BSD-derived systems (macOS, FreeBSD)
+// report.
+func TestSharedFSByName(t *testing.T) {
+	for name, want := range map[string]string{"nfs": "NFS", "smbfs": "SMB", "macfuse": "FUSE", "fusefs.sshfs": "FUSE",
+		"webdav": "WebDAV", "afpfs": "AFP", "apfs": "", "hfs": "", "ufs": "", "zfs": "", "tmpfs": "", "devfs": ""} {
+		got := sharedFSByName(name)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("sharedFSByName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
