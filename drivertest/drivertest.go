@@ -43,8 +43,9 @@ type Options struct {
 
 	// Lossy, if set, opens the driver under test on the same bucket as the
 	// one under test, with its client's HTTP transport replaced by rt,
-	// which forwards every request to the service and may throw a reply
-	// away after the service acted on it (as a dropped connection does).
+	// which forwards every request to the service through
+	// http.DefaultTransport and may throw a reply away after the service
+	// acted on it (as a dropped connection does).
 	// The put-retry-after-landed check uses it to see what the driver
 	// reports for a write whose first attempt landed; nil skips that check.
 	Lossy func(rt http.RoundTripper) (driver.Bucket, error)

@@ -38,9 +38,8 @@
 // machines may get no exclusion at all, and no probe from one machine can
 // see it. On Linux, macOS and FreeBSD, Open reads the directory's file
 // system type with statfs(2); on such a file system the bucket declares
-// driver.NoExclusion,
-// with a Capabilities.Reason naming the file system, so the lease refuses
-// it. A user who knows that flock(2) does exclude across the machines that
+// driver.NoExclusion, with a Capabilities.Reason naming the file system and
+// the parameter below, so the lease refuses it. A user who knows that flock(2) does exclude across the machines that
 // share it (an NFSv4 mount with working locks, say) asserts so with
 //
 //	file:///abs/dir?trust_network_flock=true

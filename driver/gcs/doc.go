@@ -84,7 +84,9 @@
 //     missing bucket included. On a 404 the driver looks the bucket up
 //     (one more request, on that path only), and a missing bucket is
 //     driver.ErrBucketNotExist on every operation, never ErrNotExist: a
-//     lease in a misspelt bucket must not read as free.
+//     lease in a misspelt bucket must not read as free. (A principal that
+//     may not read the bucket's metadata, storage.buckets.get, cannot tell;
+//     the driver then takes the bucket to exist.)
 //   - fake-gcs-server stores an object under the empty name; keys follow
 //     driver.CheckKey, which refuses it.
 //   - Bucket names are checked at Open (CheckBucketName).
