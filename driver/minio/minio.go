@@ -54,13 +54,14 @@ func Credentials() *credentials.Credentials {
 
 // NewClient returns a client for the server at endpoint ("host:port"),
 // over TLS if secure, with credentials from the environment (see
-// Credentials). It is an error if the environment holds none. region may
-// be empty.
+// Credentials). It is an error wrapping driver.ErrPermission if the
+// environment holds none. region may be empty.
 func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, error) {
 	creds := Credentials()
 	v, err := creds.Get()
 	if err != nil || v.AccessKeyID == "" || v.SecretAccessKey == "" {
-		return nil, errors.New("no credentials: set MINIO_ACCESS_KEY and MINIO_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)")
+		return nil, fmt.Errorf("%w: no credentials: set MINIO_ACCESS_KEY and MINIO_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+			driver.ErrPermission)
 	}
 	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region})
 	if err != nil {

@@ -257,3 +257,19 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 		t.Fatalf("%d replies dropped; the scenario did not happen", tr.Dropped())
 	}
 }
+
+// TestNoCredentials (issue 12): a client built from the URL that finds no
+// credentials in the chain (the instance metadata service disabled, so the
+// test stays on loopback) fails its requests with ErrPermission.
+func TestNoCredentials(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	testenv.IsolateAWS(t)
+	b, _, err := driver.Open(t.Context(), "s3://"+bucket+"/p?region=us-east-1&path_style=true&endpoint="+srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(t.Context(), "p/LEASE"); !errors.Is(err, driver.ErrPermission) {
+		t.Fatalf("Get without credentials: %v, want ErrPermission", err)
+	}
+}

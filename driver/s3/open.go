@@ -59,6 +59,9 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, error) {
 	if cfg.Region == "" {
 		return nil, errors.New("no region: add ?region=… to the URL or set AWS_REGION")
 	}
+	if cfg.Credentials != nil {
+		cfg.Credentials = credentialErrors{cfg.Credentials}
+	}
 	return s3sdk.NewFromConfig(cfg, func(opt *s3sdk.Options) {
 		if o.Endpoint != "" {
 			opt.BaseEndpoint = aws.String(o.Endpoint)
@@ -121,3 +124,24 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	}
 	return New(client, u.Host), strings.Trim(u.Path, "/"), nil
 }
+
+// credentialErrors marks the errors of the credential chain, so that a
+// request that could not get credentials (none configured, an expired SSO
+// session, a refused role) is driver.ErrPermission: the SDK reports them
+// only as text.
+type credentialErrors struct{ aws.CredentialsProvider }
+
+// Retrieve returns the inner provider's credentials, or its error marked.
+func (c credentialErrors) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	v, err := c.CredentialsProvider.Retrieve(ctx)
+	if err != nil {
+		return v, &credentialsError{err: err}
+	}
+	return v, nil
+}
+
+// credentialsError is an error of the credential chain.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return "getting AWS credentials: " + e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }

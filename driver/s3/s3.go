@@ -169,11 +169,13 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	return nil
 }
 
-// kind classifies an SDK error (see s3proto.Kind); an SDK that could not
-// sign the request for want of credentials is ErrPermission.
+// kind classifies an SDK error (see s3proto.Kind); a request that could
+// not be signed, or whose credentials could not be had (from a client built
+// by NewClient), is ErrPermission.
 func kind(err error, cond driver.Condition) error {
 	var se *v4.SigningError
-	if errors.As(err, &se) {
+	var ce *credentialsError
+	if errors.As(err, &se) || errors.As(err, &ce) {
 		return driver.ErrPermission
 	}
 	code, status := apiError(err)

@@ -58,9 +58,12 @@ func lookup(vars []string) (map[string]string, []string) {
 // IsolateAWS keeps the developer's AWS files and variables out of a test
 // that loads the AWS SDK's default configuration: credentials, region,
 // profile and endpoint all start empty, and the test sets what it needs.
+// The EC2 instance metadata service is disabled, so that a test without
+// credentials never reaches past loopback for them.
 func IsolateAWS(t testing.TB) {
 	t.Helper()
 	dir := t.TempDir()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
 	for _, v := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",

@@ -62,7 +62,7 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	}
 	token := os.Getenv(EnvToken)
 	if token == "" {
-		return nil, "", errors.New("no credentials: set " + EnvToken)
+		return nil, "", fmt.Errorf("%w: no credentials: set %s", driver.ErrPermission, EnvToken)
 	}
 	return New(http.DefaultClient, scheme+"://"+u.Host, bucket, token), strings.Trim(prefix, "/"), nil
 }
