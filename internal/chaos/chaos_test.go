@@ -29,6 +29,7 @@ var (
 	buildOnce sync.Once
 	buildDir  string
 	workerBin string
+	cliBin    string
 	buildErr  error
 )
 
@@ -41,7 +42,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// worker builds cmd/chaosworker once per test binary.
+// worker builds cmd/chaosworker and cmd/bucketlease once per test binary,
+// and returns the worker's path.
 func worker(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -57,6 +59,9 @@ func worker(t *testing.T) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		workerBin, buildErr = chaos.BuildWorker(ctx, strings.TrimSpace(string(root)), buildDir)
+		if buildErr == nil {
+			cliBin, buildErr = chaos.BuildCLI(ctx, strings.TrimSpace(string(root)), buildDir)
+		}
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -71,6 +76,12 @@ func needs(t *testing.T, driver string) {
 	if vars := chaos.EmulatorVars(driver); len(vars) > 0 {
 		testenv.Emulator(t, "the emulator of the "+driver+" driver", vars...)
 	}
+}
+
+// cli returns the bucketlease binary, built with the worker.
+func cli(t *testing.T) string {
+	worker(t)
+	return cliBin
 }
 
 func seed() uint64 {
@@ -97,9 +108,10 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Result {
 	return res
 }
 
-// TestChaos is the short run on every driver: five worker processes on two
-// prefixes under the nemesis, then one takeover drill, judged from the
-// bucket and the logs. Replay a driver's schedule with
+// TestChaos is the short run on every driver: five processes on two
+// prefixes under the nemesis (four workers, and bucketlease hold --wait
+// running a writer on p0), then one takeover drill, judged from the bucket
+// and the logs. Replay a driver's schedule with
 // go test ./internal/chaos -run 'TestChaos/DRIVER$' -chaos.seed=N (the
 // seed printed, minus the driver's index), or scripts/chaos.
 func TestChaos(t *testing.T) {
@@ -108,7 +120,7 @@ func TestChaos(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			needs(t, d)
 			t.Parallel()
-			res := run(t, chaos.Config{Driver: d, Seed: s + uint64(i), Duration: *flagDuration})
+			res := run(t, chaos.Config{Driver: d, Seed: s + uint64(i), Duration: *flagDuration, CLIBin: cli(t)})
 			for _, v := range res.Check.Violations {
 				t.Error(res.Report(v))
 			}

@@ -60,6 +60,10 @@ type Config struct {
 	Dir string
 	// WorkerBin is the chaosworker binary (BuildWorker).
 	WorkerBin string
+	// CLIBin, if set, is the bucketlease binary (BuildCLI): the last
+	// worker slot then runs "bucketlease hold --wait -- chaosworker
+	// -child" on p0 instead of a worker, under the same nemesis.
+	CLIBin string
 	// Getenv reads the emulator variables; default os.Getenv.
 	Getenv func(string) string
 	// Progress, if set, gets a line per nemesis action.
@@ -104,6 +108,18 @@ func BuildWorker(ctx context.Context, root, dir string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build chaosworker: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// BuildCLI builds cmd/bucketlease into dir and returns the binary's path.
+func BuildCLI(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "bucketlease")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bucketlease")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build bucketlease: %v\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -193,6 +209,7 @@ type slot struct {
 	down   bool
 	busy   bool // a fault is active; new actions skip the slot
 	token  int  // bumped by every action and heal; follow-ups check it
+	cli    bool // runs bucketlease hold
 }
 
 type event struct {
@@ -247,7 +264,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.start = time.Now()
 	r.res.Start = r.start
 	for i := range cfg.Workers {
-		s := &slot{i: i, skew: r.res.Skews[i]}
+		s := &slot{i: i, skew: r.res.Skews[i], cli: cfg.CLIBin != "" && i == cfg.Workers-1}
+		if s.cli {
+			s.skew, r.res.Skews[i] = 0, 0 // hold has no test clock
+		}
 		if r.allPx != nil {
 			s.proxy = r.allPx[i]
 		}
@@ -260,6 +280,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	for _, a := range r.res.Schedule {
 		r.push(a.At, func() { r.apply(a) })
+	}
+	for at := cfg.TTL; at < cfg.Duration; at += cfg.TTL {
+		r.push(at, r.supervise)
 	}
 	r.push(cfg.Duration, func() {})
 	r.loop(ctx)
@@ -350,7 +373,12 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 	case ControlProbeDisabled:
 		args = append(args, "-skip-probe")
 	}
-	cmd := exec.Command(r.cfg.WorkerBin, args...)
+	return r.startProc(name, id, logPath, addr, exec.Command(r.cfg.WorkerBin, args...))
+}
+
+// startProc starts cmd with the worker environment for the proxy at addr and
+// its output in DIR/name.out.
+func (r *runner) startProc(name, id, logPath, addr string, cmd *exec.Cmd) (*proc, error) {
 	cmd.Env = r.workerEnv(addr)
 	out, err := os.Create(filepath.Join(r.cfg.Dir, name+".out"))
 	if err != nil {
@@ -369,9 +397,45 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 	return p, nil
 }
 
+// supervise restarts, with the same id, a process that exited on its own
+// (bucketlease hold exits when the lease ends under its command), as a
+// service manager would.
+func (r *runner) supervise() {
+	for _, s := range r.slots {
+		if !s.busy && !s.down && s.cur != nil && !s.cur.alive() {
+			name := s.cur.name
+			r.restart(s, false)
+			r.note(Action{Kind: "supervise", Slot: s.i}, "%s had exited; started %s", name, s.cur.name)
+		}
+	}
+}
+
+// spawnCLI starts bucketlease hold --wait on p0 with chaosworker -child as
+// its command.
+func (r *runner) spawnCLI(name, id string, px *Proxy) (*proc, error) {
+	addr := ""
+	if px != nil {
+		addr = px.Addr()
+	}
+	logPath := filepath.Join(r.cfg.Dir, name+".jsonl")
+	u := r.be.workerURL(addr, 0)
+	args := []string{"hold", u, "--wait", "--ttl", r.cfg.TTL.String(), "--instance-id", id, "--grace", (r.cfg.TTL / 10).String(),
+		"--json", "--events", filepath.Join(r.cfg.Dir, name+".events"), "--",
+		r.cfg.WorkerBin, "-child", "-proc", name, "-ttl", r.cfg.TTL.String(), "-log", logPath, "-url", u,
+		"-max-run", (r.cfg.Duration + 10*r.cfg.TTL + 2*time.Minute).String()}
+	return r.startProc(name, id, logPath, addr, exec.Command(r.cfg.CLIBin, args...))
+}
+
 func (r *runner) startSlot(s *slot) error {
 	s.inc++
-	p, err := r.spawn(fmt.Sprintf("w%d.%d", s.i, s.inc), s.id, s.proxy, s.skew)
+	name := fmt.Sprintf("w%d.%d", s.i, s.inc)
+	var p *proc
+	var err error
+	if s.cli {
+		p, err = r.spawnCLI(name, s.id, s.proxy)
+	} else {
+		p, err = r.spawn(name, s.id, s.proxy, s.skew)
+	}
 	if err != nil {
 		return err
 	}

@@ -111,9 +111,12 @@ func OpenLogger(path, proc, id string) (*Logger, error) {
 	return &Logger{f: f, proc: proc, id: id}, nil
 }
 
-// Log stamps e with the time, process and id, and appends it.
+// Log stamps e with the time (unless e.T is set), process and id, and
+// appends it.
 func (l *Logger) Log(e Entry) {
-	e.T = time.Now().UnixNano()
+	if e.T == 0 {
+		e.T = time.Now().UnixNano()
+	}
 	e.Proc, e.ID = l.proc, l.id
 	line, err := json.Marshal(e)
 	if err != nil {

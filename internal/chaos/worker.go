@@ -391,3 +391,59 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
+
+// RunChild is the writer that runs under bucketlease hold (the CLI worker):
+// it has no lease of its own, only the one hold took before it started it,
+// so it writes through the raw bucket until SIGTERM, and hold (and its
+// watchdog) must stop it in time. It logs its start as the acquisition of
+// epoch 1, dated by the LEASE object's acquired_at when that names hold's
+// instance (BUCKETLEASE_INSTANCE_ID), and otherwise by its own start.
+func RunChild(ctx context.Context, cfg WorkerConfig) error {
+	if len(cfg.URLs) != 1 {
+		return errors.New("the child writes under one lease")
+	}
+	if !cfg.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, cfg.Deadline)
+		defer cancel()
+	}
+	b, prefix, err := driver.Open(context.Background(), cfg.URLs[0])
+	if err != nil {
+		return err
+	}
+	cfg.NoFence = true // raw bucket, full keys
+	w := &prefixWorker{cfg: cfg, b: b, prefix: prefix, label: Label(0),
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))}
+	start := time.Now()
+	cfg.Log.Log(Entry{Ev: EvStart, Detail: "child of bucketlease hold"})
+	e := Entry{Ev: EvAcquireOK, Epoch: 1, Kind: "cli"}
+	rctx, cancel := context.WithTimeout(ctx, cfg.TTL)
+	data, v, err := driver.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize)
+	cancel()
+	rec, derr := lease.DecodeRecord(data)
+	acqStart := start
+	switch {
+	case err != nil:
+		e.Detail = "the LEASE object could not be read: " + err.Error()
+	case derr != nil:
+		e.Detail = "the LEASE object is not a record"
+	case rec.InstanceID != cfg.ID:
+		e.Detail = "the LEASE object already names " + rec.InstanceID
+		e.Holder = rec.InstanceID
+	default:
+		e.Ver = string(v)
+		acqStart = rec.AcquiredAt
+		if acqStart.After(start) {
+			acqStart = start
+		}
+	}
+	// The acquisition happened between acqStart and now.
+	w.log(Entry{Ev: EvAcquireStart, T: acqStart.UnixNano()})
+	w.log(e)
+	for n := 1; ctx.Err() == nil; n++ {
+		w.backup(ctx, b, 1, n)
+		sleepCtx(ctx, w.jitter(cfg.TTL/8))
+	}
+	cfg.Log.Log(Entry{Ev: EvExit})
+	return nil
+}

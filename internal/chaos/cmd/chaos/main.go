@@ -6,7 +6,7 @@
 // emulators and runs it; see docs/chaos.md.
 //
 //	chaos [--duration 30m] [--driver all|s3,gcs,...] [--seed N] [--ttl 3s]
-//	      [--workers 5] [--leases 2] [--control NAME] [--dir DIR] [-v]
+//	      [--workers 5] [--leases 2] [--control NAME] [--cli=true] [--dir DIR] [-v]
 //
 // --duration is the total nemesis time, split evenly between the drivers.
 // It exits 1 if any run broke an invariant (or, with --control, if the
@@ -39,6 +39,7 @@ func main() {
 	control := flag.String("control", "", "run a negative control instead: "+strings.Join(chaos.Controls, ", "))
 	dir := flag.String("dir", "", "where the logs go (default: a new temporary directory, kept)")
 	verbose := flag.Bool("v", false, "print every nemesis action")
+	cli := flag.Bool("cli", true, "run the last worker slot as bucketlease hold --wait -- chaosworker -child (normal runs only)")
 	flag.Parse()
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano() % 1e9)
@@ -71,6 +72,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}
+	cliBin := ""
+	if *cli && *control == "" {
+		if cliBin, err = chaos.BuildCLI(ctx, strings.TrimSpace(string(root)), *dir); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			os.Exit(2)
+		}
+	}
 	per := *duration / time.Duration(len(names))
 	fmt.Printf("chaos: %d driver(s), %v each, TTL %v, %d workers, %d leases, first seed %d, logs in %s\n",
 		len(names), per.Round(time.Second), *ttl, *workers, *leases, *seed, *dir)
@@ -87,7 +95,7 @@ func main() {
 			os.Exit(2)
 		}
 		res, err := chaos.Run(ctx, chaos.Config{Driver: name, Seed: *seed + uint64(i), Duration: per, TTL: *ttl,
-			Workers: *workers, Leases: *leases, Control: *control, Dir: runDir, WorkerBin: bin, Progress: progress})
+			Workers: *workers, Leases: *leases, Control: *control, Dir: runDir, WorkerBin: bin, CLIBin: cliBin, Progress: progress})
 		if err != nil {
 			fmt.Printf("chaos %s: could not run: %v\n", name, err)
 			failed++

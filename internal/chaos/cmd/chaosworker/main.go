@@ -46,7 +46,11 @@ func main() {
 	flag.BoolVar(&cfg.OldAdopt, "old-adopt", false, "negative control: oldlease.AdoptByInstanceID")
 	flag.StringVar(&logPath, "log", "", "the JSON-lines log to append to")
 	maxRun := flag.Duration("max-run", time.Hour, "release and exit after this long, whatever happens")
+	child := flag.Bool("child", false, "run as the command of bucketlease hold: write under hold's lease (BUCKETLEASE_INSTANCE_ID)")
 	flag.Parse()
+	if *child {
+		cfg.ID = os.Getenv("BUCKETLEASE_INSTANCE_ID")
+	}
 	if cfg.ID == "" || len(us) == 0 || logPath == "" {
 		fmt.Fprintln(os.Stderr, "chaosworker: -id, -url and -log are required")
 		os.Exit(2)
@@ -61,7 +65,11 @@ func main() {
 	cfg.Log = l
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err = chaos.RunWorker(ctx, cfg)
+	if *child {
+		err = chaos.RunChild(ctx, cfg)
+	} else {
+		err = chaos.RunWorker(ctx, cfg)
+	}
 	l.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaosworker:", err)
