@@ -71,8 +71,8 @@
 //     read as free because its bucket is missing. (missing-bucket, with
 //     drivertest.Options.MissingBucket)
 //  9. Refused credentials or permissions (HTTP 401 or 403, the SDK's
-//     authentication errors) are ErrPermission. (each driver's own tests,
-//     against its emulator with wrong credentials)
+//     authentication errors) are ErrPermission. (wrong-credentials, with
+//     drivertest.Options.WrongCredentials)
 //  10. Keys follow CheckKey, so that two different keys never name one
 //     object on any service (MinIO stores "/a/k" as "a/k", Azurite "a\k" as
 //     "a/k"); a driver refuses, with ErrInvalidKey, any further key its

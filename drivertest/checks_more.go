@@ -94,6 +94,17 @@ func init() {
 			run: missingBucket,
 		},
 		check{
+			name:   "wrong-credentials",
+			expect: "with credentials the service refuses, Get, Put and Delete fail with ErrPermission, never ErrNotExist, ErrPrecondition or success",
+			needs: func(o Options) string {
+				if o.WrongCredentials == nil {
+					return "Options.WrongCredentials is not set"
+				}
+				return ""
+			},
+			run: wrongCredentials,
+		},
+		check{
 			name: "key-prefix-of-key",
 			expect: "a key that is a prefix of another (k and k/x) is stored and read on its own, or refused with ErrInvalidKey; " +
 				"a Get of it when missing is ErrNotExist; once the longer key is deleted it can be written",
@@ -186,6 +197,38 @@ func missingBucket(ctx context.Context, s *scope) error {
 		return err
 	}
 	return isMissing("Delete", mb.Delete(ctx, k, driver.Condition{}))
+}
+
+func wrongCredentials(ctx context.Context, s *scope) error {
+	wb := s.opts.WrongCredentials
+	k := s.key("k")
+	v, err := seed(ctx, s.b, k, []byte("x"))
+	if err != nil {
+		return err
+	}
+	refused := func(what string, err error) error {
+		switch {
+		case err == nil:
+			return fmt.Errorf("%s with wrong credentials: success", what)
+		case !errors.Is(err, driver.ErrPermission):
+			return fmt.Errorf("%s with wrong credentials: %s, want ErrPermission", what, outcome(err))
+		case errors.Is(err, driver.ErrNotExist), errors.Is(err, driver.ErrPrecondition):
+			return fmt.Errorf("%s with wrong credentials: %s as well as ErrPermission", what, outcome(err))
+		}
+		return nil
+	}
+	_, _, err = wb.Get(ctx, k)
+	if err := refused("Get", err); err != nil {
+		return err
+	}
+	_, err = wb.Put(ctx, k, []byte("y"), driver.IfMatch(v))
+	if err := refused("Put IfMatch", err); err != nil {
+		return err
+	}
+	if err := refused("Delete", wb.Delete(ctx, k, driver.Condition{})); err != nil {
+		return err
+	}
+	return unchanged(ctx, s.b, k, []byte("x"), v)
 }
 
 func keyPrefix(ctx context.Context, s *scope) error {

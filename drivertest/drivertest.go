@@ -41,6 +41,11 @@ type Options struct {
 	// skips that check.
 	MissingBucket driver.Bucket
 
+	// WrongCredentials is the driver under test opened on the same bucket
+	// with credentials the service refuses, for the wrong-credentials
+	// check; nil skips that check.
+	WrongCredentials driver.Bucket
+
 	// Lossy, if set, opens the driver under test on the same bucket as the
 	// one under test, with its client's HTTP transport replaced by rt,
 	// which forwards every request to the service through

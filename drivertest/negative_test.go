@@ -411,3 +411,14 @@ func TestFailuresReportedAtCallersLine(t *testing.T) {
 		}
 	}
 }
+
+func TestWrongCredentialsNotPermission(t *testing.T) {
+	inner := mem.New()
+	// A "wrong credentials" bucket that reads the same objects: the
+	// service did not refuse anything.
+	failed, _ := failedChecks(t, inner, drivertest.Options{WrongCredentials: inner})
+	mustCatch(t, failed, "wrong-credentials", "success")
+	// One that says the key is missing.
+	failed, _ = failedChecks(t, inner, drivertest.Options{WrongCredentials: mem.New()})
+	mustCatch(t, failed, "wrong-credentials", "ErrNotExist")
+}

@@ -42,9 +42,11 @@ func containerClient(t *testing.T, cs, name string, rt http.RoundTripper) *conta
 func TestConformanceWithFaults(t *testing.T) {
 	cs := emulator(t)
 	name := newContainer(t, cs)
+	wrongCS := regexp.MustCompile(`AccountKey=[^;]*`).ReplaceAllString(cs, "AccountKey=d3Jvbmd3cm9uZ3dyb25nd3Jvbmd3cm9uZ3dyb25nd3Jvbmc=")
 	drivertest.Run(t, azure.New(containerClient(t, cs, name, nil)), drivertest.Options{
-		KnownDeviations: emulatorDeviations,
-		MissingBucket:   azure.New(containerClient(t, cs, "bucketlease-no-such-container", nil)),
+		KnownDeviations:  emulatorDeviations,
+		WrongCredentials: azure.New(containerClient(t, wrongCS, name, nil)),
+		MissingBucket:    azure.New(containerClient(t, cs, "bucketlease-no-such-container", nil)),
 		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
 			return azure.New(containerClient(t, cs, name, rt)), nil
 		},

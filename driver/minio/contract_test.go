@@ -39,7 +39,8 @@ func TestConformanceWithFaults(t *testing.T) {
 	bucket := srv.NewBucket(t)
 	b := minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, nil), bucket)
 	drivertest.Run(t, b, drivertest.Options{
-		MissingBucket: minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, nil), "bltest-no-such-bucket"),
+		MissingBucket:    minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, nil), "bltest-no-such-bucket"),
+		WrongCredentials: minio.New(client(t, srv.Addr, "wrong-access-key", "wrong-secret-key", nil), bucket),
 		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
 			return minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, rt), bucket), nil
 		},

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -35,7 +36,9 @@ func TestErrorClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: "p", MissingBucket: missing,
+	wrongOpts := srv.Client(srv.URL()).Options()
+	wrongOpts.Credentials = credentials.NewStaticCredentialsProvider(srv.AccessKey, "wrong-secret-key", "")
+	drivertest.Run(t, b, drivertest.Options{Prefix: "p", MissingBucket: missing, WrongCredentials: r2.New(s3sdk.New(wrongOpts), bucket),
 		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
 			o := srv.Client(srv.URL()).Options()
 			o.HTTPClient = &http.Client{Transport: rt}

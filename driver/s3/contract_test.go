@@ -27,8 +27,11 @@ import (
 // options returns the MinIO conformance options: a bucket that does not
 // exist, and the same bucket through a transport that loses replies.
 func options(srv miniotest.Server, bucket string) drivertest.Options {
+	wrong := srv.Client(srv.URL()).Options()
+	wrong.Credentials = credentials.NewStaticCredentialsProvider("wrong-access-key", "wrong-secret-key", "")
 	return drivertest.Options{
-		MissingBucket: s3.New(srv.Client(srv.URL()), "bltest-no-such-bucket"),
+		MissingBucket:    s3.New(srv.Client(srv.URL()), "bltest-no-such-bucket"),
+		WrongCredentials: s3.New(s3sdk.New(wrong), bucket),
 		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
 			o := srv.Client(srv.URL()).Options()
 			o.HTTPClient = &http.Client{Transport: rt}
