@@ -295,7 +295,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r.res.Entries = entries
-	objs, err := r.listAll(ctx)
+	// An interrupted run is still listed and checked.
+	objs, err := r.listAll(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("listing the bucket: %w", err)
 	}

@@ -89,6 +89,10 @@ func main() {
 	bad, failed := 0, 0
 	var summaries []string
 	for i, name := range names {
+		if ctx.Err() != nil {
+			fmt.Println("chaos: interrupted; the remaining drivers do not run")
+			break
+		}
 		runDir := filepath.Join(*dir, fmt.Sprintf("%02d-%s", i, name))
 		if err := os.MkdirAll(runDir, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
@@ -113,9 +117,6 @@ func main() {
 		} else if len(res.Check.Violations) == 0 {
 			fmt.Printf("chaos %s: control %s was NOT caught\n", name, *control)
 			bad++
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	fmt.Printf("chaos: %s UTC, %d run(s):\n", time.Now().UTC().Format("2006-01-02 15:04"), len(summaries))
