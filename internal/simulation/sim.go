@@ -413,14 +413,22 @@ func (s *sim) runDrill() {
 	rec, ok := s.storedRecord()
 	if ok {
 		_, v, _ := readAll(s, leaseKey)
+		// With two processes on one id, the victim is the one whose lease
+		// wrote the stored version, or else one that holds a lease at all.
+		best := 0
 		for _, in := range s.insts {
 			if in.gone || in.id != rec.InstanceID {
 				continue
 			}
-			// With two processes on one id, the victim is the one whose
-			// lease wrote the stored version.
-			if victim == nil || (in.lease != nil && in.lease.Version() == v) {
-				victim = in
+			score := 1
+			if in.lease != nil && in.lease.Err() == nil {
+				score = 2
+				if in.lease.Version() == v {
+					score = 3
+				}
+			}
+			if score > best {
+				victim, best = in, score
 			}
 		}
 	}
