@@ -136,32 +136,28 @@ type Op struct {
 	sent *sentCount
 }
 
-// sentCount counts the requests written through an Op's context, per
+// sentCount counts the requests started through an Op's context, per
 // host: a credential refresh (STS, IMDS, an identity provider) sent with
 // the same context goes to another host and is not an attempt of the
-// operation.
+// operation. It counts in GetConn, which the HTTP transport calls in the
+// caller's goroutine before each request, rather than in WroteRequest,
+// which may be called after the response has come back; a request that
+// then never reached the service counts too, which can only turn a refusal
+// into ErrOutcomeUnknown, never the reverse.
 type sentCount struct {
 	mu      sync.Mutex
-	host    string // of the request being sent
+	host    string // of the latest request
 	perHost map[string]int
 }
 
 func (c *sentCount) getConn(hostPort string) {
 	c.mu.Lock()
-	c.host = hostPort
-	c.mu.Unlock()
-}
-
-func (c *sentCount) wrote(info httptrace.WroteRequestInfo) {
-	if info.Err != nil {
-		return
-	}
-	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.perHost == nil {
 		c.perHost = map[string]int{}
 	}
-	c.perHost[c.host]++
-	c.mu.Unlock()
+	c.host = hostPort
+	c.perHost[hostPort]++
 }
 
 // last returns how many requests went to the host of the latest one.
@@ -207,19 +203,16 @@ func Begin(ctx context.Context, caps Capabilities, driverName, op, key string, c
 }
 
 // Context returns the operation's context with an HTTP client trace that
-// counts the requests written with it, per host, so that Fail can tell a
+// counts the requests started with it, per host, so that Fail can tell a
 // refusal of the first attempt from one after the client library retried.
 // A driver whose SDK speaks HTTP passes it to the SDK call that sends the
 // operation's request; the trace composes with any trace the caller put in
 // ctx.
 func (o *Op) Context() context.Context {
-	return httptrace.WithClientTrace(o.ctx, &httptrace.ClientTrace{
-		GetConn:      o.sent.getConn,
-		WroteRequest: o.sent.wrote,
-	})
+	return httptrace.WithClientTrace(o.ctx, &httptrace.ClientTrace{GetConn: o.sent.getConn})
 }
 
-// Requests returns how many requests written through Context went to the
+// Requests returns how many requests started through Context went to the
 // host of the latest one: the attempts of the operation's own request, not
 // counting requests the SDK sent elsewhere with the same context (a token
 // or credential refresh).
@@ -228,7 +221,7 @@ func (o *Op) Requests() int { return o.sent.last() }
 // Fail returns the *OpError for the operation: kind is the classification
 // (one of the sentinels, or nil), err the service's or SDK's error, kept in
 // the chain and passed through WithContext so that an ended context shows.
-// If kind is ErrPrecondition but more than one request was written through
+// If kind is ErrPrecondition but more than one request was started through
 // Context, the refusal may be the service seeing this operation's own
 // earlier attempt, so the kind becomes ErrOutcomeUnknown.
 func (o *Op) Fail(kind, err error) error {
