@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command chaosworker is the worker process of the chaos test
 // (internal/chaos): it contends for the lease on each -url's prefix and
 // writes backups under it, logging every step as JSON lines to -log, until
