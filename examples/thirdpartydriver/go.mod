@@ -1,6 +1,6 @@
 module example.com/thirdpartydriver
 
-go 1.26.8
+go 1.26.0
 
 require github.com/mushroomdb/bucketlease v0.0.0
 
