@@ -4,6 +4,7 @@ package chaos
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -501,11 +502,18 @@ func (r *Result) Report(v Violation) string {
 		cfg.Driver, cfg.Seed, cfg.Duration, cfg.TTL, cfg.Workers, cfg.Leases)
 	if cfg.Control != "" {
 		fmt.Fprintf(&b, " --control %s", cfg.Control)
+	} else if cfg.CLIBin == "" {
+		b.WriteString(" --cli=false")
 	}
 	fmt.Fprintf(&b, "\n  clock skews by slot: %v\n", r.Skews)
 	from, to := v.From.Add(-cfg.TTL), v.To.Add(cfg.TTL/2)
-	fmt.Fprintf(&b, "  schedule: %d actions planned, %d carried out; those from %s to %s (offsets from the start %s):\n",
-		len(r.Schedule), len(r.Executed), from.UTC().Format("15:04:05.000"), to.UTC().Format("15:04:05.000"),
+	if len(r.Schedule) <= 40 {
+		fmt.Fprintf(&b, "  the seed's whole schedule (offsets from the start):\n%s", FormatSchedule(r.Schedule))
+	} else {
+		fmt.Fprintf(&b, "  the seed's whole schedule: %s\n", filepath.Join(cfg.Dir, "schedule.txt"))
+	}
+	fmt.Fprintf(&b, "  carried out: %d of %d planned actions; those from %s to %s (offsets from the start %s):\n",
+		len(r.Executed), len(r.Schedule), from.UTC().Format("15:04:05.000"), to.UTC().Format("15:04:05.000"),
 		r.Start.UTC().Format("15:04:05.000"))
 	n := 0
 	for _, ex := range r.Executed {

@@ -261,6 +261,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		r.dupPx = r.allPx[cfg.Workers]
 	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "schedule.txt"), []byte(FormatSchedule(r.res.Schedule)), 0o644); err != nil {
+		return nil, err
+	}
 	r.start = time.Now()
 	r.res.Start = r.start
 	for i := range cfg.Workers {

@@ -105,7 +105,6 @@ func main() {
 			failed++
 			continue
 		}
-		_ = os.WriteFile(filepath.Join(runDir, "schedule.txt"), []byte(chaos.FormatSchedule(res.Schedule)), 0o644)
 		for _, v := range res.Check.Violations {
 			fmt.Print(res.Report(v))
 		}
