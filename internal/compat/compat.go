@@ -322,13 +322,36 @@ func verdict(r Run) string {
 	if len(failed) > 0 {
 		return "**not safe** (" + strings.Join(failed, ", ") + " failed)"
 	}
-	if r.Observed.Exclusion != driver.Conditional.String() {
-		return "**not safe** (preconditions not enforced)"
+	if r.Observed.Exclusion != r.Declared.Exclusion {
+		// The probe lowers the observed exclusion on any failed check of
+		// a write path; tell an accepted write from a check that could
+		// not complete.
+		for _, c := range r.Checks {
+			if c.Result == "FAIL" && acceptedWrite(c.Got) {
+				return "**not safe** (`" + c.Name + "`: a write that should have been refused was accepted)"
+			}
+		}
+		return "inconclusive: the lease scenarios passed, but some checks could not complete (see evidence)"
 	}
 	if !r.ProbeOK {
 		return "safe, with deviations (see failed checks)"
 	}
 	return "safe"
+}
+
+// acceptedWrite reports whether a failed check's evidence says that the
+// service accepted (or applied) a write that it should have refused, as
+// drivertest words it: a conditional request that came back "success", more
+// than one racing writer succeeding, or an object changed under a refused
+// write.
+func acceptedWrite(got string) bool {
+	for _, s := range []string{": success", "writers succeeded", "the object was changed", "version changed",
+		"but the winner was writer", "increments were lost or doubled"} {
+		if strings.Contains(got, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func randomHex(n int) string {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,22 +129,24 @@ func TestRcloneUnderHold(t *testing.T) {
 		cmd := exec.CommandContext(ctx, bl, "hold", leaseURL("overwrite"), "--json", "--ttl", "3s", "--grace", "1s",
 			"--instance-id", "run-c", "--", "sh", "-c", copyCmd("data-c", logFile, "sleep 120;"))
 		cmd.Env = env
-		stdout, err := cmd.StdoutPipe()
+		// With a command, hold's events go to stderr (stdout is the
+		// command's).
+		pipe, err := cmd.StderrPipe()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		var stderr syncBuffer
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		events := make(chan string, 64)
+		events := make(chan string, 1024)
 		go func() {
 			defer close(events)
-			sc := bufio.NewScanner(stdout)
+			sc := bufio.NewScanner(pipe)
 			for sc.Scan() {
+				stderr.Write(append(sc.Bytes(), '\n'))
 				var e struct{ Event string }
-				if json.Unmarshal(sc.Bytes(), &e) == nil {
+				if json.Unmarshal(sc.Bytes(), &e) == nil && e.Event != "" {
 					events <- e.Event
 				}
 			}
@@ -177,15 +180,19 @@ func TestRcloneUnderHold(t *testing.T) {
 			t.Fatalf("break: %v\n%s", err, out)
 		}
 		broke := time.Now()
-		err = cmd.Wait()
-		stopped := time.Since(broke)
+		// Read every event before Wait, which closes the pipe.
 		var seen []string
 		for e := range events {
 			seen = append(seen, e)
 		}
+		err = cmd.Wait()
+		stopped := time.Since(broke)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 124 {
 			t.Fatalf("hold ended with %v; want exit 124; events %q; stderr: %s", err, seen, stderr.String())
+		}
+		if !slices.Contains(seen, "lost") {
+			t.Errorf("hold reported no lost event; events %q", seen)
 		}
 		// Lost at the next renewal (TTL/3), then SIGTERM; some slack for a
 		// loaded machine.
@@ -223,4 +230,22 @@ func window(t *testing.T, logFile string) [2]float64 {
 		t.Fatalf("%s lacks a start or an end: %q", logFile, data)
 	}
 	return w
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

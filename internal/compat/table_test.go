@@ -152,6 +152,27 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+func TestVerdictTellsAcceptedWritesFromIncompleteChecks(t *testing.T) {
+	conditional := Caps{Exclusion: "conditional"}
+	good := []ScenarioResult{{Name: ScenarioRace, Passed: true}, {Name: ScenarioTakeover, Passed: true}, {Name: ScenarioFencedRelease, Passed: true}}
+	run := Run{Driver: "s3", Declared: conditional, Observed: Caps{Exclusion: "none"}, Lease: LeaseReleaseRecord, Scenarios: good,
+		Checks: []CheckResult{{Name: "cas-counter", Result: "FAIL", Got: "Get counter: error: unexpected EOF"}}}
+	if got := verdict(run); !strings.HasPrefix(got, "inconclusive") {
+		t.Errorf("a check that could not complete: verdict %q, want inconclusive", got)
+	}
+	run.Checks = append(run.Checks, CheckResult{Name: "put-if-match-stale", Result: "FAIL", Got: "Put IfMatch(stale): success"})
+	if got := verdict(run); !strings.Contains(got, "not safe") || !strings.Contains(got, "put-if-match-stale") {
+		t.Errorf("an accepted write: verdict %q, want not safe naming put-if-match-stale", got)
+	}
+	run.Checks = nil
+	run.Observed = conditional
+	run.Scenarios = slices.Clone(good)
+	run.Scenarios[0].Passed = false
+	if got := verdict(run); !strings.Contains(got, "not safe") {
+		t.Errorf("a failed scenario: verdict %q, want not safe", got)
+	}
+}
+
 func TestEvidenceDropsNoise(t *testing.T) {
 	got := evidence("s3: put compat-s3/probe/0123456789ab/x/obj: api error\n StatusCode: 400, RequestID: ABC, HostID: xyz=, api error Foo in bucketlease-compat-0a1b2c3d")
 	want := "s3: put compat-s3/probe/…/x/obj: api error StatusCode: 400, api error Foo in BUCKET"
