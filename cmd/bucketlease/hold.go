@@ -376,17 +376,29 @@ func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, p *printer) error {
 		p.note("signal", fmt.Sprintf("received %s; releasing the lease", sigName(s)), func(r *record) { r.Signal = sigName(s) })
 		return nil
 	case <-l.Done():
-		return leaseEnded(l)
+		return leaseEnded(l, p)
 	}
 }
 
-// leaseEnded is the error for a lease that was fenced or lost while held.
-func leaseEnded(l *lease.Lease) error {
+// leaseEnded is the error for a lease that was fenced, lost or broken
+// while held.
+func leaseEnded(l *lease.Lease, p *printer) error {
+	return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), endReason(l, p)))
+}
+
+// endReason says why the lease ended, in words.
+func endReason(l *lease.Lease, p *printer) string {
 	err := l.Err()
-	if errors.Is(err, lease.ErrInstanceInUse) {
-		return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %w; give each process its own --instance-id", l.Key(), err))
+	switch {
+	case p.broken.Load():
+		return "it was broken by an operator (bucketlease break)"
+	case errors.Is(err, lease.ErrInstanceInUse):
+		return err.Error() + "; give each process its own --instance-id"
+	case err == nil:
+		return "it is held"
+	default:
+		return err.Error()
 	}
-	return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %w", l.Key(), err))
 }
 
 // releaseAfter releases the lease after result (what hold or its command

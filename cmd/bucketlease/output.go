@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/lease"
@@ -23,6 +24,8 @@ type printer struct {
 	w       io.Writer
 	json    bool
 	verbose bool
+	// broken is set once the lease was found broken by an operator.
+	broken atomic.Bool
 }
 
 // record is one JSON line. Empty fields are left out.
@@ -75,6 +78,9 @@ func (p *printer) event(ev lease.Event) {
 		r.Error = ev.Err.Error()
 	}
 	r.Message = eventMessage(ev)
+	if ev.Kind == lease.EventLost && ev.Previous != nil && ev.Previous.InstanceID == lease.BreakerID {
+		p.broken.Store(true)
+	}
 	p.emit(ev.Time, r)
 }
 

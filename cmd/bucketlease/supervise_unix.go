@@ -74,7 +74,7 @@ var keepInherited []*os.File
 // command's exit status, or exit 124 if the lease ended under it.
 func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, grace time.Duration, p *printer) error {
 	if l.Err() != nil {
-		return leaseEnded(l)
+		return leaseEnded(l, p)
 	}
 	self := e.self
 	if self == "" {
@@ -172,14 +172,14 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 			send("signal %d", int(ss))
 		case <-leaseEnd:
 			leaseEnd, ended = nil, true
-			p.note("stopping", fmt.Sprintf("the lease ended (%v): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", l.Err(), grace),
+			p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), grace),
 				func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
 			send("stop %d", int64(grace))
 		case f, ok := <-reports:
 			if !ok {
 				<-watchdogExited
 				if status >= 0 && how == "clean" {
-					return commandResult(l, status, ended)
+					return commandResult(l, p, status, ended)
 				}
 				// The watchdog died: what it supervised is ours now.
 				n := killOrphans(pid, subreaper)
@@ -235,12 +235,12 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 
 // commandResult is what hold exits with once the command and everything
 // it started are gone.
-func commandResult(l *lease.Lease, status int, ended bool) error {
+func commandResult(l *lease.Lease, p *printer, status int, ended bool) error {
 	if ended || l.Err() != nil {
 		if l.Err() == nil {
 			return withCode(exitLeaseEnded, fmt.Errorf("the command was killed at the fence deadline of the lease %s: hold could not renew it in time", l.Key()))
 		}
-		return leaseEnded(l)
+		return leaseEnded(l, p)
 	}
 	if status != 0 {
 		return withCode(status, nil)
