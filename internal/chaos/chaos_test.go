@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 }
 
 // worker builds cmd/chaosworker and cmd/bucketlease once per test binary,
-// and returns the worker's path.
+// with the race detector when the test has it (go test -race, as in
+// scripts/test), and returns the worker's path.
 func worker(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -58,9 +59,9 @@ func worker(t *testing.T) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		workerBin, buildErr = chaos.BuildWorker(ctx, strings.TrimSpace(string(root)), buildDir)
+		workerBin, buildErr = chaos.BuildWorker(ctx, strings.TrimSpace(string(root)), buildDir, raceEnabled)
 		if buildErr == nil {
-			cliBin, buildErr = chaos.BuildCLI(ctx, strings.TrimSpace(string(root)), buildDir)
+			cliBin, buildErr = chaos.BuildCLI(ctx, strings.TrimSpace(string(root)), buildDir, raceEnabled)
 		}
 	})
 	if buildErr != nil {

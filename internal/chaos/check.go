@@ -41,6 +41,9 @@ const (
 	// contender (a lease acquired on a free key after another's lease,
 	// whose holder had not released it).
 	InvRemoved = "lease-removed"
+	// InvRace: no process's race detector (binaries built with -race)
+	// reported a data race.
+	InvRace = "race"
 	// InvLiveness: after a drill kills the holder, a live contender
 	// holds the lease, and no contender is refused by the dead holder's
 	// record once that record must be stale to every clock.
@@ -387,6 +390,10 @@ func CheckRun(res *Result) *Check {
 					f.proc, fmtT(f.acqEnd), e.proc, e.n, fmtT(e.acqEnd)),
 				Procs: []string{f.proc, e.proc}, From: time.Unix(0, e.acqStart), To: time.Unix(0, f.acqEnd)})
 		}
+	}
+
+	for _, r := range res.Races {
+		c.add(Violation{Invariant: InvRace, At: res.End, Detail: "the race detector reported, in " + r})
 	}
 
 	// Drills.

@@ -99,11 +99,12 @@ func (c *Config) defaults() error {
 	return nil
 }
 
-// BuildWorker builds cmd/chaosworker into dir with go build and returns
-// the binary's path. root is the module's directory.
-func BuildWorker(ctx context.Context, root, dir string) (string, error) {
+// BuildWorker builds cmd/chaosworker into dir with go build (with the race
+// detector if race) and returns the binary's path. root is the module's
+// directory.
+func BuildWorker(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "chaosworker")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/chaos/cmd/chaosworker")
+	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./internal/chaos/cmd/chaosworker", race)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -112,16 +113,25 @@ func BuildWorker(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
-// BuildCLI builds cmd/bucketlease into dir and returns the binary's path.
-func BuildCLI(ctx context.Context, root, dir string) (string, error) {
+// BuildCLI builds cmd/bucketlease into dir (with the race detector if race)
+// and returns the binary's path.
+func BuildCLI(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "bucketlease")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/bucketlease")
+	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./cmd/bucketlease", race)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build bucketlease: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+func buildArgs(bin, pkg string, race bool) []string {
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	return append(args, pkg)
 }
 
 // Drill is one takeover drill: the holder of a lease killed in calm
@@ -155,7 +165,10 @@ type Result struct {
 	Skews     []time.Duration
 	Entries   []Entry
 	Objects   []Object
-	Check     *Check
+	// Races are the race detector's reports found in the processes'
+	// output (binaries built with -race), one per process.
+	Races []string
+	Check *Check
 }
 
 type proc struct {
@@ -227,6 +240,7 @@ type runner struct {
 	ndup   int
 	procs  int
 	logs   []string
+	outs   []string
 	queue  []event
 	res    *Result
 	rng    *rand.Rand
@@ -293,6 +307,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.stopAll()
 	r.res.End = time.Now()
 	r.res.Processes = r.procs
+	for _, o := range r.outs {
+		if data, err := os.ReadFile(o); err == nil {
+			if i := strings.Index(string(data), "WARNING: DATA RACE"); i >= 0 {
+				r.res.Races = append(r.res.Races, filepath.Base(o)+":\n"+string(data[i:min(len(data), i+6000)]))
+			}
+		}
+	}
 	entries, err := ReadLogs(r.logs)
 	if err != nil {
 		return nil, err
@@ -384,7 +405,9 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 // its output in DIR/name.out.
 func (r *runner) startProc(name, id, logPath, addr string, cmd *exec.Cmd) (*proc, error) {
 	cmd.Env = r.workerEnv(addr)
-	out, err := os.Create(filepath.Join(r.cfg.Dir, name+".out"))
+	outPath := filepath.Join(r.cfg.Dir, name+".out")
+	r.outs = append(r.outs, outPath)
+	out, err := os.Create(outPath)
 	if err != nil {
 		return nil, err
 	}

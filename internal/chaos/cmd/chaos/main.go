@@ -6,7 +6,7 @@
 // emulators and runs it; see docs/chaos.md.
 //
 //	chaos [--duration 30m] [--driver all|s3,gcs,...] [--seed N] [--ttl 3s]
-//	      [--workers 5] [--leases 2] [--control NAME] [--cli=true] [--dir DIR] [-v]
+//	      [--workers 5] [--leases 2] [--control NAME] [--cli=true] [--race] [--dir DIR] [-v]
 //
 // --duration is the total nemesis time, split evenly between the drivers.
 // It exits 1 if any run broke an invariant (or, with --control, if the
@@ -39,6 +39,7 @@ func main() {
 	control := flag.String("control", "", "run a negative control instead: "+strings.Join(chaos.Controls, ", "))
 	dir := flag.String("dir", "", "where the logs go (default: a new temporary directory, kept)")
 	verbose := flag.Bool("v", false, "print every nemesis action")
+	race := flag.Bool("race", false, "build the worker and bucketlease with the race detector; a race report is a violation")
 	cli := flag.Bool("cli", true, "run the last worker slot as bucketlease hold --wait -- chaosworker -child (normal runs only)")
 	flag.Parse()
 	if *seed == 0 {
@@ -67,14 +68,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos: go list -m:", err)
 		os.Exit(2)
 	}
-	bin, err := chaos.BuildWorker(ctx, strings.TrimSpace(string(root)), *dir)
+	bin, err := chaos.BuildWorker(ctx, strings.TrimSpace(string(root)), *dir, *race)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}
 	cliBin := ""
 	if *cli && *control == "" {
-		if cliBin, err = chaos.BuildCLI(ctx, strings.TrimSpace(string(root)), *dir); err != nil {
+		if cliBin, err = chaos.BuildCLI(ctx, strings.TrimSpace(string(root)), *dir, *race); err != nil {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			os.Exit(2)
 		}

@@ -1,0 +1,5 @@
+//go:build linux && !race
+
+package chaos_test
+
+const raceEnabled = false
