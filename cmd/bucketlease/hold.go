@@ -102,6 +102,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if err := f.check(fs); err != nil {
 			return err
 		}
+		if len(command) > 0 && !commandSupported {
+			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
+		}
 		return hold(ctx, e, f, pos[0], command)
 	}
 }

@@ -12,7 +12,9 @@ import (
 )
 
 const (
-	sigQuit      = syscall.SIGQUIT
+	// commandSupported: there is no watchdog for this system yet.
+	commandSupported = false
+	sigQuit          = syscall.SIGQUIT
 	watchdogName = "__watchdog"
 )
 

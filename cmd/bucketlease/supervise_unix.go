@@ -19,6 +19,9 @@ import (
 
 const sigQuit = syscall.SIGQUIT
 
+// commandSupported: hold can run a command under its watchdog here.
+const commandSupported = true
+
 // sigName names a signal as kill -l does: SIGINT, SIGTERM.
 func sigName(s os.Signal) string {
 	if ss, ok := s.(syscall.Signal); ok {

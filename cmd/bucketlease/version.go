@@ -14,9 +14,11 @@ var versionCommand = &command{
 	args:    "",
 	summary: "print the module version and VCS revision this binary was built from",
 	help: `Prints the version of the module this binary was built from, as the Go
-toolchain recorded it: the tag for "go install github.com/mushroomdb/bucketlease/cmd/bucketlease@v1.2.3",
-"(devel)" for a build from a checkout, with the VCS revision, its time and
-whether the tree had uncommitted changes when the build recorded them.
+toolchain recorded it: the tag for a binary installed with
+"go install github.com/mushroomdb/bucketlease/cmd/bucketlease@v1.2.3"; for a
+build from a checkout, a pseudo-version naming the commit, or "(devel)" when
+the build recorded no VCS information. Then the VCS revision, its time and
+whether the tree had uncommitted changes, when the build recorded them.
 "bucketlease --version" does the same.
 
 Examples:
