@@ -229,3 +229,24 @@ func TestProbeErrorsMinIO(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+// TestCredentialHintMinIO: a wrong secret key gets the hint naming the
+// variables the driver reads, on minio:// as on s3://; a missing bucket
+// (not a credentials problem) gets none.
+func TestCredentialHintMinIO(t *testing.T) {
+	srv := miniotest.Env(t)
+	bucket := srv.NewBucket(t)
+	env := minioEnv(t, srv)
+	wrong := append(append([]string{}, env...), "MINIO_SECRET_KEY=not-the-secret", "AWS_SECRET_ACCESS_KEY=not-the-secret")
+	for form, u := range minioURLs(srv, bucket, "hint") {
+		_, errOut, code := runCLI(t, wrong, "show", u)
+		noSecret(t, srv, errOut)
+		if code != exitError || !strings.Contains(errOut, "hint: check the credentials; the "+form+" driver reads") {
+			t.Errorf("%s with a wrong secret: exit %d:\n%s", form, code, errOut)
+		}
+	}
+	_, errOut, _ := runCLI(t, env, "show", "minio://"+srv.Addr+"/no-such-bucket-here/p?tls=false")
+	if strings.Contains(errOut, "hint: check the credentials") {
+		t.Errorf("a missing bucket got the credentials hint:\n%s", errOut)
+	}
+}

@@ -15,7 +15,7 @@ const (
 	// commandSupported: there is no watchdog for this system yet.
 	commandSupported = false
 	sigQuit          = syscall.SIGQUIT
-	watchdogName = "__watchdog"
+	watchdogName     = "__watchdog"
 )
 
 func sigName(s os.Signal) string { return s.String() }

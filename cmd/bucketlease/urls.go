@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -71,14 +72,10 @@ func schemeOf(rawURL string) string {
 	return strings.ToLower(u.Scheme)
 }
 
-// credentialWords are fragments of the errors services and SDKs give for
-// missing or wrong credentials.
-var credentialWords = []string{"credential", "accessdenied", "access denied", "forbidden", "unauthorized",
-	"invalidaccesskeyid", "signaturedoesnotmatch", "authorization", "authenticat", "status code: 403",
-	"statuscode: 403", "status code: 401", "statuscode: 401", "http 403", "http 401", "no credentials"}
-
-// explain adds to err what the user can do about it: for an error that
-// looks like a credentials problem, the variables the URL's driver reads.
+// explain adds to err what the user can do about it: for a credentials
+// problem (an error wrapping driver.ErrPermission, which every driver maps
+// its service's 401, 403 and authentication errors to), the variables the
+// URL's driver reads.
 func explain(rawURL string, err error) error {
 	if err == nil {
 		return nil
@@ -87,8 +84,7 @@ func explain(rawURL string, err error) error {
 	if !ok || s.creds == "" {
 		return err
 	}
-	msg := strings.ToLower(err.Error())
-	if !slices.ContainsFunc(credentialWords, func(w string) bool { return strings.Contains(msg, w) }) {
+	if !errors.Is(err, driver.ErrPermission) {
 		return err
 	}
 	return fmt.Errorf("%w\nhint: check the credentials; the %s driver reads %s", err, s.name, s.creds)
