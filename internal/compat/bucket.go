@@ -12,8 +12,10 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // createBucket makes the bucket (container) the run works in.
@@ -63,4 +65,70 @@ func createBucket(ctx context.Context, s Server, name string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown kind %q", s.Kind)
+}
+
+// Outcomes of rawConditionalDelete.
+const (
+	DeleteHonoured = "honoured: a wrong ETag is refused with 412, the right one deletes"
+	DeleteIgnored  = "ignored: DELETE with a wrong If-Match removed the object"
+)
+
+// rawConditionalDelete asks an S3 server directly, below the drivers
+// (which declare a conditional delete only for AWS), whether it honours
+// If-Match on DeleteObject: a made-up ETag must be refused with 412 and
+// leave the object, the right one must delete it.
+func rawConditionalDelete(ctx context.Context, s Server, bucket string) string {
+	if s.Kind != KindS3 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	region := s.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	c := s3sdk.New(s3sdk.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+	key := aws.String("compat-raw-delete/" + randomHex(6))
+	defer c.DeleteObject(context.WithoutCancel(ctx), &s3sdk.DeleteObjectInput{Bucket: aws.String(bucket), Key: key})
+	put, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: aws.String(bucket), Key: key, Body: strings.NewReader("x")})
+	if err != nil {
+		return "not measured: PutObject: " + evidence(err.Error())
+	}
+	exists := func() (bool, error) {
+		_, err := c.HeadObject(ctx, &s3sdk.HeadObjectInput{Bucket: aws.String(bucket), Key: key})
+		var nf *s3types.NotFound
+		if errors.As(err, &nf) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	_, err = c.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: aws.String(bucket), Key: key,
+		IfMatch: aws.String(`"0123456789abcdef0123456789abcdef"`)})
+	still, herr := exists()
+	switch {
+	case herr != nil:
+		return "not measured: HeadObject: " + evidence(herr.Error())
+	case err == nil && !still:
+		return DeleteIgnored
+	case err == nil:
+		return "DELETE with a wrong If-Match answered success but left the object"
+	case !still:
+		return "DELETE with a wrong If-Match failed but removed the object: " + evidence(err.Error())
+	}
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusPreconditionFailed {
+		return "DELETE with a wrong If-Match failed, not with 412: " + evidence(err.Error())
+	}
+	if _, err := c.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: aws.String(bucket), Key: key, IfMatch: put.ETag}); err != nil {
+		return "a wrong ETag is refused with 412, but the right one too: " + evidence(err.Error())
+	}
+	if still, _ := exists(); still {
+		return "a wrong ETag is refused with 412; the right one answered success but left the object"
+	}
+	return DeleteHonoured
 }

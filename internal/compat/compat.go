@@ -197,6 +197,10 @@ func Measure(ctx context.Context, s Server, opts Options) Service {
 		svc.Error = "creating a bucket: " + oneLine(err.Error())
 		return svc
 	}
+	svc.RawDelete = rawConditionalDelete(ctx, s, bucket)
+	if svc.RawDelete != "" {
+		opts.Log("%s: If-Match on DELETE: %s", s.ID, svc.RawDelete)
+	}
 	for _, scheme := range Drivers(s.Kind) {
 		opts.Log("%s: driver %s", s.ID, scheme)
 		svc.Runs = append(svc.Runs, measureDriver(ctx, s, scheme, bucket, opts))

@@ -32,7 +32,10 @@ type Service struct {
 	// Error says why the server was not measured (it did not build or
 	// start here, or refused the bucket); Runs is then empty.
 	Error string `json:"error,omitempty"`
-	Runs  []Run  `json:"runs,omitempty"`
+	// RawDelete says whether an S3 server honours If-Match on DeleteObject,
+	// asked directly rather than through a driver.
+	RawDelete string `json:"raw_delete,omitempty"`
+	Runs      []Run  `json:"runs,omitempty"`
 }
 
 // Run is the results through one driver.
@@ -164,6 +167,23 @@ func (t *Table) Markdown() []byte {
 				p(" %s |", r.scenario(name))
 			}
 			p(" %s |\n", cell(r.Verdict))
+		}
+	}
+
+	var raw []Service
+	for _, s := range t.Services {
+		if s.RawDelete != "" {
+			raw = append(raw, s)
+		}
+	}
+	if len(raw) > 0 {
+		p("\n## Conditional DELETE on the wire\n\n")
+		p("The S3-family drivers declare a conditional delete only for AWS itself, so the probe skips\n")
+		p("those checks elsewhere. Asked directly (the AWS SDK, below the drivers): does the server refuse\n")
+		p("`DeleteObject` with a made-up `If-Match` (412, object kept) and honour the right ETag?\n\n")
+		p("| Service | Version | If-Match on DELETE |\n|---|---|---|\n")
+		for _, s := range raw {
+			p("| %s | %s | %s |\n", cell(s.Name), cell(s.Version), cell(s.RawDelete))
 		}
 	}
 

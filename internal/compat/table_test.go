@@ -115,7 +115,7 @@ func TestMarkdown(t *testing.T) {
 	}
 	tab := &Table{Date: "2026-12-01", Command: "scripts/compat", Platform: "go", Checks: []string{"a", "b"}, Scenarios: ScenarioNames(),
 		Services: []Service{
-			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", Runs: runs},
+			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", RawDelete: DeleteIgnored, Runs: runs},
 			{ID: "y", Name: "Y", Version: "v2", Kind: KindS3, Setup: "tried", Error: "did not build here: no | space"},
 		},
 		Hold: "PASS with rclone v0"}
@@ -134,6 +134,7 @@ func TestMarkdown(t *testing.T) {
 		"- **minio** `race-32` failed closed: refused\n",
 		"## A real tool under `bucketlease hold`",
 		"PASS with rclone v0\n",
+		"| X | v1 | " + DeleteIgnored + " |\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown lacks %q; it is:\n%s", want, md)
