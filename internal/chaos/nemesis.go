@@ -45,6 +45,7 @@ type Action struct {
 	Holder bool
 }
 
+// String renders the action on one line, as schedules print it.
 func (a Action) String() string {
 	s := fmt.Sprintf("+%-8v %-13s", a.At.Round(time.Millisecond), a.Kind)
 	switch {

@@ -30,6 +30,7 @@ import (
 
 type urls []string
 
+// String and Set make urls a repeatable flag.
 func (u *urls) String() string     { return strings.Join(*u, " ") }
 func (u *urls) Set(s string) error { *u = append(*u, s); return nil }
 
