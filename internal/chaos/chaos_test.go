@@ -147,12 +147,14 @@ func TestNegativeControls(t *testing.T) {
 		// the old release trusted wrongly.
 		{chaos.ControlOldRelease, "gcs", []string{chaos.InvExclusion, chaos.InvLatest, chaos.InvRemoved}},
 		{chaos.ControlProbeDisabled, "s3-stripped", []string{chaos.InvExclusion, chaos.InvLatest, chaos.InvImmutable}},
+		// Twins, with the adoption by instance id from before the fix.
+		{chaos.ControlOldAdopt, "minio", []string{chaos.InvExclusion, chaos.InvLatest}},
 	}
 	for i, c := range cases {
 		t.Run(c.control, func(t *testing.T) {
 			needs(t, c.driver)
 			t.Parallel()
-			res := run(t, chaos.Config{Driver: c.driver, Seed: s + uint64(i), Duration: 14 * time.Second, Control: c.control})
+			res := run(t, chaos.Config{Driver: c.driver, Seed: s + uint64(i), Duration: 12 * time.Second, Control: c.control})
 			vs := res.Check.Violations
 			if len(vs) == 0 {
 				t.Fatalf("control %s on %s, seed %d: the checker found no violation", c.control, c.driver, res.Config.Seed)

@@ -38,13 +38,17 @@ const (
 	// holder of p0 is paused for 1.5 TTL, then woken and terminated, so
 	// that it releases a lease it no longer holds.
 	ControlOldRelease = "old-release"
+	// ControlOldAdopt: oldlease.AdoptByInstanceID in every worker (any
+	// record naming our id is ours); a second process with the id of the
+	// holder of p0 is started every three TTLs.
+	ControlOldAdopt = "old-adopt"
 	// ControlProbeEnabled is not a negative control but its counterpart:
 	// the stripping proxy with the probe on, where no acquire may succeed.
 	ControlProbeEnabled = "probe-enabled"
 )
 
 // Controls are the negative controls, in the order the tests run them.
-var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled}
+var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled, ControlOldAdopt}
 
 // Config describes one chaos run on one driver.
 type Config struct {
@@ -397,6 +401,8 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 		args = append(args, "-old-release")
 	case ControlProbeDisabled:
 		args = append(args, "-skip-probe")
+	case ControlOldAdopt:
+		args = append(args, "-old-adopt")
 	}
 	return r.startProc(name, id, logPath, addr, exec.Command(r.cfg.WorkerBin, args...))
 }

@@ -88,6 +88,12 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 			acts = append(acts, Action{At: at, Kind: ActPauseHold, Dur: 3 * ttl / 2, Term: control == ControlOldRelease})
 		}
 		return acts
+	case ControlOldAdopt:
+		// A twin of the holder of p0, every three TTLs, for two.
+		for at := ttl; at < duration-ttl && len(acts) < maxPhaseActs; at += 3 * ttl {
+			acts = append(acts, Action{At: at, Kind: ActDuplicate, Holder: true, Slot: 0, Dur: 2 * ttl})
+		}
+		return acts
 	case ControlSkewBeyond:
 		// Worker 0, whose clock runs ahead, takes over healthy holders;
 		// stop and restart it every TTL so that it does so again and
