@@ -121,14 +121,14 @@ func TestCtrlZ(t *testing.T) {
 	ticks, pidFile, events := filepath.Join(work, "ticks"), filepath.Join(work, "pid"), filepath.Join(work, "events")
 	tm := newTerminal(t)
 	script := fmt.Sprintf(`sh -c '\''%s'\'' & wait`, tickWriter(ticks, pidFile))
-	tm.send(fmt.Sprintf("%s hold %s --ttl 3s --instance-id alpha --events %s -- sh -c '%s'\n", binary, u, events, script))
+	tm.send(fmt.Sprintf("%s hold %s --ttl 6s --instance-id alpha --events %s -- sh -c '%s'\n", binary, u, events, script))
 	waitTicks(t, ticks, 5)
 	writer := pidFrom(t, pidFile)
 
 	tm.send("\x1a") // Ctrl-Z
 	tm.waitFor(`Stopped`)
 	fence := fenceDeadline(leaseRecord(t, dir))
-	b := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "beta", "--wait", "--json")
+	b := start(t, nil, "hold", u, "--ttl", "6s", "--instance-id", "beta", "--wait", "--json")
 	b.waitFor(`"event":"took-over"`)
 	waitGone(t, writer)
 	if !waitQuiet(ticks) {
@@ -301,5 +301,67 @@ func TestClosedStderrAndSIGQUIT(t *testing.T) {
 	}
 	if s := showJSONOf(t, u); s.State != "released" && s.State != "free" {
 		t.Errorf("after SIGQUIT the lease is %+v", s)
+	}
+}
+
+// TestFullStderrDoesNotStopRenewals: hold's stderr is a pipe that is full
+// and nobody reads. Its events wait (or are dropped); the lease is still
+// taken and renewed, and SIGTERM still releases it.
+func TestFullStderrDoesNotStopRenewals(t *testing.T) {
+	u, _ := fileURL(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fd := int(w.Fd())
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("x"), 4096)
+	for range 1 << 16 { // until the pipe is full
+		if _, err := syscall.Write(fd, chunk); err != nil {
+			break
+		}
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "hold", u, "-v", "--ttl", "3s", "--instance-id", "alpha")
+	cmd.Env = cleanEnv()
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	first, renewals := "", 0
+	for end := time.Now().Add(eventTimeout); renewals < 2 && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		s := showJSONOf(t, u)
+		if s.Holder == "alpha" && s.State == "fresh" && s.RenewedAt != first {
+			if first != "" {
+				renewals++
+			}
+			first = s.RenewedAt
+		}
+	}
+	if renewals < 2 {
+		t.Fatalf("no two renewals within %v with stderr full", eventTimeout)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("after SIGTERM: %v", err)
+		}
+	case <-time.After(exitTimeout):
+		t.Fatal("hold did not exit after SIGTERM with its stderr full")
+	}
+	if s := showJSONOf(t, u); s.State != "released" && s.State != "free" {
+		t.Errorf("after SIGTERM the lease is %+v", s)
 	}
 }

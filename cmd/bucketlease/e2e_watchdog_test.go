@@ -220,7 +220,7 @@ func TestWatchdogStoppedHold(t *testing.T) {
 	work := t.TempDir()
 	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
 	script := fmt.Sprintf(`sh -c '%s' & wait`, tickWriter(ticks, pidFile))
-	a := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "alpha", "--", "sh", "-c", script)
+	a := start(t, nil, "hold", u, "--ttl", "6s", "--instance-id", "alpha", "--", "sh", "-c", script)
 	a.waitFor(`command-started`)
 	waitTicks(t, ticks, 5)
 	writer := pidFrom(t, pidFile)
@@ -230,7 +230,7 @@ func TestWatchdogStoppedHold(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // a renewal written as the signal came is on disk now
 	fence := fenceDeadline(leaseRecord(t, dir))
 
-	b := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "beta", "--wait", "--json")
+	b := start(t, nil, "hold", u, "--ttl", "6s", "--instance-id", "beta", "--wait", "--json")
 	b.waitFor(`"event":"took-over"`)
 	tookOver := time.Now()
 	if !waitQuiet(ticks) {

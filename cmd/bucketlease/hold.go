@@ -200,6 +200,8 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	}
 	p := &printer{w: w, json: f.json, verbose: f.verbose}
+	p.start()
+	defer p.close(2 * time.Second)
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return err

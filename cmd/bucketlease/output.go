@@ -26,6 +26,48 @@ type printer struct {
 	verbose bool
 	// broken is set once the lease was found broken by an operator.
 	broken atomic.Bool
+	// queue, once start was called, hands lines to a writer goroutine, so
+	// that an output nobody reads (a full pipe) never blocks the lease's
+	// renewals, which report through OnEvent synchronously. A line that
+	// does not fit is dropped and counted.
+	queue   chan []byte
+	flushed chan struct{}
+	dropped atomic.Int64
+}
+
+// printerQueue is how many lines may wait for a slow output.
+const printerQueue = 1024
+
+// start makes emit hand lines to a goroutine.
+func (p *printer) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.queue, p.flushed = make(chan []byte, printerQueue), make(chan struct{})
+	go func(q <-chan []byte, done chan<- struct{}) {
+		defer close(done)
+		for b := range q {
+			_, _ = p.w.Write(b) // an output that fails is not hold's to fix
+		}
+	}(p.queue, p.flushed)
+}
+
+// close writes out what is queued, waiting at most d for a slow output,
+// and makes emit write directly again.
+func (p *printer) close(d time.Duration) {
+	p.mu.Lock()
+	q, done := p.queue, p.flushed
+	p.queue = nil
+	p.mu.Unlock()
+	if q == nil {
+		return
+	}
+	close(q)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // record is one JSON line. Empty fields are left out.
@@ -52,14 +94,24 @@ type record struct {
 // emit writes r as JSON, or its message as a text line.
 func (p *printer) emit(t time.Time, r record) {
 	r.Time = t.UTC().Format(time.RFC3339)
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	var line []byte
 	if p.json {
 		b, _ := json.Marshal(r) // a record always marshals
-		fmt.Fprintf(p.w, "%s\n", b)
+		line = append(b, '\n')
+	} else {
+		line = fmt.Appendf(nil, "%s  %-16s %s\n", r.Time, r.Event, r.Message)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.queue == nil {
+		_, _ = p.w.Write(line)
 		return
 	}
-	fmt.Fprintf(p.w, "%s  %-16s %s\n", r.Time, r.Event, r.Message)
+	select {
+	case p.queue <- line:
+	default:
+		p.dropped.Add(1)
+	}
 }
 
 // event prints a lease event. Renewals are printed only when verbose.
