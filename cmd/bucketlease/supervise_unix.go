@@ -160,78 +160,95 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		leaseEnd = l.Done()
 	)
 	for {
+		// Reports already waiting come first: after hold was stopped, the
+		// watchdog's account of what it did is older than the lease's end.
+		var f []string
+		ok, got := false, false
 		select {
-		case s := <-sigs:
-			ss, _ := s.(syscall.Signal)
-			if pid == 0 || status >= 0 {
-				p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+		case f, ok = <-reports:
+			got = true
+		default:
+		}
+		if !got {
+			select {
+			case s := <-sigs:
+				ss, _ := s.(syscall.Signal)
+				if pid == 0 || status >= 0 {
+					p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+					continue
+				}
+				if terminalDelivers(ss) {
+					p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+					continue
+				}
+				p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+				send("signal %d", int(ss))
 				continue
-			}
-			if terminalDelivers(ss) {
-				p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
-				continue
-			}
-			p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
-			send("signal %d", int(ss))
-		case <-leaseEnd:
-			leaseEnd, ended = nil, true
-			p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), grace),
-				func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
-			send("stop %d", int64(grace))
-		case f, ok := <-reports:
-			if !ok {
-				<-watchdogExited
-				if status >= 0 && how == "clean" {
-					return commandResult(l, p, status, ended)
+			case <-leaseEnd:
+				leaseEnd, ended = nil, true
+				if status >= 0 { // the command is gone: hurry what it left behind
+					send("stop %d", int64(grace))
+					continue
 				}
-				// The watchdog died: what it supervised is ours now.
-				n := killOrphans(pid, subreaper)
-				err := fmt.Errorf("the watchdog (pid %d) died; killed %d processes it supervised", proc.Pid, n)
-				p.note("watchdog-died", err.Error(), func(r *record) { r.PID = proc.Pid })
-				return err
-			}
-			arg := func(i int) string {
-				if i < len(f) {
-					return f[i]
-				}
-				return ""
-			}
-			switch f[0] {
-			case "started":
-				pid, _ = strconv.Atoi(arg(1))
-				p.note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d", argv[0], pid, proc.Pid),
-					func(r *record) { r.PID = pid })
-			case "start-failed":
-				code, _ := strconv.Atoi(arg(1))
-				<-watchdogExited
-				return withCode(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
-			case "warning":
-				p.note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
-			case "stopped":
-				n, _ := strconv.Atoi(arg(1))
-				k.stop()
-				p.note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
-					pid, sigName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = pid; r.Signal = sigName(syscall.Signal(n)) })
-			case "continued":
-				if l.MayWrite() {
-					k.start()
-					p.note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", pid), func(r *record) { r.PID = pid })
-				}
-			case "exited":
-				status, _ = strconv.Atoi(arg(1))
-				code := status
-				p.note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], pid, arg(2)), func(r *record) { r.PID = pid; r.Status = &code })
-			case "leftover":
-				p.note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), pid, grace),
+				p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), grace),
 					func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
-			case "killed":
-				p.note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
-				if strings.Contains(arg(2), "fence deadline") {
-					ended = true
-				}
-			case "clean":
-				how = "clean"
+				send("stop %d", int64(grace))
+				continue
+			case f, ok = <-reports:
 			}
+		}
+		if !ok {
+			<-watchdogExited
+			if status >= 0 && how == "clean" {
+				return commandResult(l, p, status, ended)
+			}
+			// The watchdog died: what it supervised is ours now.
+			n := killOrphans(pid, subreaper)
+			err := fmt.Errorf("the watchdog (pid %d) died; killed %d processes it supervised", proc.Pid, n)
+			p.note("watchdog-died", err.Error(), func(r *record) { r.PID = proc.Pid })
+			return err
+		}
+		arg := func(i int) string {
+			if i < len(f) {
+				return f[i]
+			}
+			return ""
+		}
+		switch f[0] {
+		case "started":
+			pid, _ = strconv.Atoi(arg(1))
+			p.note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d", argv[0], pid, proc.Pid),
+				func(r *record) { r.PID = pid })
+		case "start-failed":
+			code, _ := strconv.Atoi(arg(1))
+			<-watchdogExited
+			return withCode(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
+		case "warning":
+			p.note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
+		case "stopped":
+			n, _ := strconv.Atoi(arg(1))
+			k.stop()
+			p.note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
+				pid, sigName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = pid; r.Signal = sigName(syscall.Signal(n)) })
+		case "continued":
+			if l.MayWrite() {
+				k.start()
+				p.note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", pid), func(r *record) { r.PID = pid })
+			}
+		case "exited":
+			status, _ = strconv.Atoi(arg(1))
+			code := status
+			p.note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], pid, arg(2)), func(r *record) { r.PID = pid; r.Status = &code })
+		case "leftover":
+			p.note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), pid, grace),
+				func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
+		case "killed":
+			p.note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
+			if strings.Contains(arg(2), "fence deadline") {
+				ended = true
+			}
+		case "clean":
+			how = "clean"
 		}
 	}
 }
