@@ -186,11 +186,16 @@ func (p *printer) held(h *lease.HeldError, waiting bool) {
 // note prints a line that is not a lease event (the command's start and
 // end, for example).
 func (p *printer) note(event, msg string, fill func(*record)) {
+	p.noteAt(time.Now(), event, msg, fill)
+}
+
+// noteAt is note for something that happened at t.
+func (p *printer) noteAt(t time.Time, event, msg string, fill func(*record)) {
 	r := record{Event: event, Message: msg}
 	if fill != nil {
 		fill(&r)
 	}
-	p.emit(time.Now(), r)
+	p.emit(t, r)
 }
 
 // newLogger returns the logger for --log-level, on stderr, as JSON with

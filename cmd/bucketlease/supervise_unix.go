@@ -115,13 +115,13 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	watchdogExited := make(chan struct{})
 	go func() { _, _ = proc.Wait(); close(watchdogExited) }()
 
-	reports := make(chan []string, 16)
+	reports := make(chan report, 16)
 	go func() {
 		defer close(reports)
 		sc := bufio.NewScanner(repR)
 		for sc.Scan() {
-			if f := strings.SplitN(sc.Text(), " ", 3); len(f) > 0 {
-				reports <- f
+			if r, ok := parseReport(sc.Text()); ok {
+				reports <- r
 			}
 		}
 	}()
@@ -162,10 +162,10 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	for {
 		// Reports already waiting come first: after hold was stopped, the
 		// watchdog's account of what it did is older than the lease's end.
-		var f []string
+		var rep report
 		ok, got := false, false
 		select {
-		case f, ok = <-reports:
+		case rep, ok = <-reports:
 			got = true
 		default:
 		}
@@ -194,9 +194,11 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 					func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
 				send("stop %d", int64(grace))
 				continue
-			case f, ok = <-reports:
+			case rep, ok = <-reports:
 			}
 		}
+		f := rep.fields
+		note := func(event, msg string, fill func(*record)) { p.noteAt(rep.at, event, msg, fill) }
 		if !ok {
 			<-watchdogExited
 			if status >= 0 && how == "clean" {
@@ -217,33 +219,33 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		switch f[0] {
 		case "started":
 			pid, _ = strconv.Atoi(arg(1))
-			p.note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d", argv[0], pid, proc.Pid),
+			note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d", argv[0], pid, proc.Pid),
 				func(r *record) { r.PID = pid })
 		case "start-failed":
 			code, _ := strconv.Atoi(arg(1))
 			<-watchdogExited
 			return withCode(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
 		case "warning":
-			p.note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
+			note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
 		case "stopped":
 			n, _ := strconv.Atoi(arg(1))
 			k.stop()
-			p.note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
+			note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
 				pid, sigName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = pid; r.Signal = sigName(syscall.Signal(n)) })
 		case "continued":
 			if l.MayWrite() {
 				k.start()
-				p.note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", pid), func(r *record) { r.PID = pid })
+				note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", pid), func(r *record) { r.PID = pid })
 			}
 		case "exited":
 			status, _ = strconv.Atoi(arg(1))
 			code := status
-			p.note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], pid, arg(2)), func(r *record) { r.PID = pid; r.Status = &code })
+			note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], pid, arg(2)), func(r *record) { r.PID = pid; r.Status = &code })
 		case "leftover":
-			p.note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), pid, grace),
+			note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), pid, grace),
 				func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
 		case "killed":
-			p.note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
+			note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
 			if strings.Contains(arg(2), "fence deadline") {
 				ended = true
 			}
@@ -251,6 +253,26 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 			how = "clean"
 		}
 	}
+}
+
+// A report is one line from the watchdog: its fields, and when the
+// watchdog wrote it.
+type report struct {
+	at     time.Time
+	fields []string
+}
+
+// parseReport parses "@NS KIND [ARG [REST]]".
+func parseReport(line string) (report, bool) {
+	ts, rest, ok := strings.Cut(line, " ")
+	if !ok || !strings.HasPrefix(ts, "@") {
+		return report{}, false
+	}
+	ns, err := strconv.ParseInt(ts[1:], 10, 64)
+	if err != nil {
+		return report{}, false
+	}
+	return report{at: time.Unix(0, ns), fields: strings.SplitN(rest, " ", 3)}, true
 }
 
 // commandResult is what hold exits with once the command and everything

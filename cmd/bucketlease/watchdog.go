@@ -45,7 +45,9 @@ const watchdogName = "__watchdog"
 //	                     after GRACE ns (or at the deadline, if sooner)
 //	kill                 SIGKILL to every process now
 //
-// and it reports on another:
+// and it reports on another, each line after "@NS " (the time of the
+// report, ns since the epoch, so that hold reports when it happened even
+// if hold was stopped meanwhile):
 //
 //	started PID | start-failed CODE MESSAGE | warning MESSAGE
 //	stopped SIGNAL | continued
@@ -188,7 +190,7 @@ func runWatchdog(args []string) int {
 // report sends one line to hold. A failure means hold is gone, which the
 // control pipe reports too.
 func (w *watchdog) report(format string, args ...any) {
-	_, _ = fmt.Fprintf(w.rep, format+"\n", args...)
+	_, _ = fmt.Fprintf(w.rep, "@%d "+format+"\n", append([]any{time.Now().UnixNano()}, args...)...)
 }
 
 // handle acts on one message from hold.
