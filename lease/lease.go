@@ -46,6 +46,7 @@ type Lease struct {
 	sentWall  time.Time
 	done      error // ErrFenced, ErrLost or ErrReleased once the lease is over
 	stopTimer func() bool
+	children  map[*byte]context.CancelCauseFunc // the live contexts from Fence
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
@@ -132,10 +133,32 @@ func (l *Lease) Err() error {
 // lease ends, with the reason (ErrFenced, ErrLost or ErrReleased) as its
 // cause. Run the work you do under the lease with it, and it stops the
 // moment the holder must stop.
+//
+// The context is cancelled synchronously, inside whatever ends the lease
+// (the fence timer, a renewal that finds the lease lost, Release), before
+// that call returns: no goroutine hop lies between the end of the lease and
+// the cancellation of its work.
 func (l *Lease) Fence(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	stop := context.AfterFunc(l.fence, func() { cancel(context.Cause(l.fence)) })
-	return ctx, func() { stop(); cancel(context.Canceled) }
+	token := new(byte)
+	l.mu.Lock()
+	if l.done != nil {
+		reason := l.done
+		l.mu.Unlock()
+		cancel(reason)
+		return ctx, func() {}
+	}
+	if l.children == nil {
+		l.children = map[*byte]context.CancelCauseFunc{}
+	}
+	l.children[token] = cancel
+	l.mu.Unlock()
+	return ctx, func() {
+		l.mu.Lock()
+		delete(l.children, token)
+		l.mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 // armLocked schedules the next look at the fence deadline; l.mu is held.
@@ -176,8 +199,13 @@ func (l *Lease) end(reason error, previous *Record, detail string) {
 		l.stopTimer()
 	}
 	v := l.version
+	children := l.children
+	l.children = nil
 	l.mu.Unlock()
 	l.stopFence(reason)
+	for _, cancel := range children {
+		cancel(reason)
+	}
 	kind := EventFenced
 	switch {
 	case errors.Is(reason, ErrReleased):
