@@ -153,11 +153,12 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	defer func() { close(stopExtending); <-extended }()
 
 	var (
-		pid      int
-		status   = -1
-		how      string
-		ended    bool // the lease ended under the command
-		leaseEnd = l.Done()
+		pid       int
+		status    = -1
+		how       string
+		ended     bool // the lease ended under the command
+		leaseEnd  = l.Done()
+		stopAfter <-chan time.Time
 	)
 	for {
 		// Reports already waiting come first: after hold was stopped, the
@@ -185,14 +186,18 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 				send("signal %d", int(ss))
 				continue
 			case <-leaseEnd:
+				// What the watchdog already did (after hold was stopped,
+				// say) is reported first: a moment for its reports.
 				leaseEnd, ended = nil, true
-				if status >= 0 { // the command is gone: hurry what it left behind
-					send("stop %d", int64(grace))
-					continue
+				stopAfter = time.After(100 * time.Millisecond)
+				continue
+			case <-stopAfter:
+				stopAfter = nil
+				if status < 0 {
+					p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), grace),
+						func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
 				}
-				p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), grace),
-					func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
-				send("stop %d", int64(grace))
+				send("stop %d", int64(grace)) // hurries what the command left behind, if it is gone
 				continue
 			case rep, ok = <-reports:
 			}
