@@ -291,3 +291,41 @@ func TestWatchdogKilledHold(t *testing.T) {
 }
 
 var _ = bytes.Equal
+
+// TestWatchdogKilled: if the watchdog itself is killed, the kernel kills
+// the command, and hold, a subreaper too, kills what the command started
+// and exits 1 saying so; nothing writes on.
+func TestWatchdogKilled(t *testing.T) {
+	u, _ := fileURL(t)
+	work := t.TempDir()
+	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
+	script := fmt.Sprintf(`sh -c '%s' & wait`, tickWriter(ticks, pidFile))
+	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha", "--", "sh", "-c", script)
+	line := a.waitFor(`command-started\s+.*watched by pid \d+`)
+	watchdog, err := strconv.Atoi(line[strings.LastIndex(line, " ")+1:])
+	if err != nil {
+		t.Fatalf("no watchdog pid in %q", line)
+	}
+	waitTicks(t, ticks, 5)
+	writer := pidFrom(t, pidFile)
+	if err := syscall.Kill(watchdog, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if code := a.wait(); code != exitError {
+		t.Errorf("hold exit %d, want %d", code, exitError)
+	}
+	a.waitFor(`watchdog-died\s+the watchdog \(pid \d+\) died`)
+	waitGone(t, writer)
+	if !waitQuiet(ticks) {
+		t.Fatal("the grandchild still writes after the watchdog was killed")
+	}
+	// Generous: the writer must stop long before the lease could be
+	// taken over (30 s), not merely at some point.
+	if late := ticksAfter(readTicks(t, ticks), killed.Add(10*time.Second)); len(late) > 0 {
+		t.Errorf("%d ticks more than 10 s after the watchdog was killed", len(late))
+	}
+	if s := showJSONOf(t, u); s.State != "released" && s.State != "free" {
+		t.Errorf("after hold exited, the lease is %+v", s)
+	}
+}
