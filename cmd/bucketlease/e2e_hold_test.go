@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -255,5 +257,67 @@ func TestHoldInstanceInUse(t *testing.T) {
 	}
 	if s := showJSONOf(t, u); s.Holder != "same" || s.State != "fresh" {
 		t.Errorf("show: %+v", s)
+	}
+}
+
+// TestHoldClosedStdout: the command's stdout is closed by its reader (as in
+// "hold … -- producer | head -3"): the command gets SIGPIPE, as it would
+// without hold; hold releases the lease and exits with its status.
+func TestHoldClosedStdout(t *testing.T) {
+	u, _ := fileURL(t)
+	cmd := exec.Command(binary, "hold", u, "--", "sh", "-c", `while :; do echo tick; done`)
+	cmd.Env = cleanEnv()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 15)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "tick\ntick\ntick\n" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+	out.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(exitTimeout):
+		_ = cmd.Process.Kill()
+		t.Fatal("hold did not exit after its command's stdout was closed")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) {
+		t.Errorf("exit %d, want %d (the command killed by SIGPIPE):\n%s", code, 128+int(syscall.SIGPIPE), errb.String())
+	}
+	if !strings.Contains(errb.String(), "released lease LEASE") {
+		t.Errorf("the lease was not released:\n%s", errb.String())
+	}
+}
+
+// TestTimesInUTC: whatever the local time zone, every time hold and show
+// print is in UTC with its zone.
+func TestTimesInUTC(t *testing.T) {
+	u, _ := fileURL(t)
+	tz := []string{"TZ=Asia/Kolkata"}
+	a := start(t, tz, "hold", u, "--ttl", "30s", "--instance-id", "alpha")
+	a.waitFor(`holding`)
+	b := start(t, tz, "hold", u, "--ttl", "30s", "--instance-id", "beta", "--wait")
+	line := b.waitFor(`waiting`)
+	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`
+	if !regexp.MustCompile(`^` + stamp + `\s+waiting\s.*takeover possible at ` + stamp).MatchString(line) {
+		t.Errorf("a time not in UTC: %q", line)
+	}
+	out, _, _ := runCLI(t, tz, "show", u)
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "(") && strings.Contains(l, ":") && !regexp.MustCompile(`\(`+stamp+`\)`).MatchString(l) {
+			t.Errorf("show prints a time not in UTC: %q", l)
+		}
+	}
+	// The control: the pattern refuses a local time.
+	if regexp.MustCompile(stamp).MatchString("2026-12-01T10:00:00+05:30") {
+		t.Error("the UTC pattern accepts an offset")
 	}
 }

@@ -330,7 +330,7 @@ func TestHoldCommandKilledAfterGrace(t *testing.T) {
 	a.waitFor(`ignoring TERM`)
 	overwriteLease(t, dir, "intruder")
 	a.waitFor(`killed\s+.*SIGKILL to \d+ processes: still running 1s after SIGTERM`)
-	a.waitFor(`command-exited\s+.*killed`)
+	a.waitFor(`command-exited\s+"sh" \(pid \d+\) was killed by signal SIGKILL$`)
 	if code := a.wait(); code != exitLeaseEnded {
 		t.Errorf("exit %d, want %d", code, exitLeaseEnded)
 	}
