@@ -76,7 +76,10 @@ var keepInherited []*os.File
 // returns once it and everything it started are gone: nil or the
 // command's exit status, or exit 124 if the lease ended under it.
 func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, grace time.Duration, p *printer) error {
-	if l.Err() != nil {
+	if !l.MayWrite() { // ended, or fenced already: the command must not start
+		if l.Err() == nil {
+			return withCode(exitLeaseEnded, fmt.Errorf("the lease %s reached its fence deadline before the command could start", l.Key()))
+		}
 		return leaseEnded(l, p)
 	}
 	self := e.self
