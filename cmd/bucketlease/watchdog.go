@@ -76,6 +76,7 @@ type watchdog struct {
 	wallDeadline int64
 	grace        time.Duration
 	killAt       time.Time // when to send SIGKILL after a SIGTERM; zero if none
+	killing      bool      // set once killAll stops everything: no more stop reports
 }
 
 // runWatchdog runs the watchdog with the arguments after its name and
@@ -261,6 +262,7 @@ func (w *watchdog) nextWake() time.Duration {
 // killAll stops every process below the watchdog (so that none can fork
 // any more), then kills them, and reports how many it killed.
 func (w *watchdog) killAll(reason string) {
+	w.killing = true
 	n := 0
 	for range 50 { // until no new process appears between two rounds
 		m := signalTree(w.cmdPid, syscall.SIGSTOP)
@@ -308,10 +310,14 @@ func (w *watchdog) reap() {
 		switch {
 		case ws.Stopped():
 			w.cmdStopped = true
-			w.report("stopped %d", int(ws.StopSignal()))
+			if !w.killing { // killAll's own SIGSTOP is not news
+				w.report("stopped %d", int(ws.StopSignal()))
+			}
 		case ws.Continued():
 			w.cmdStopped = false
-			w.report("continued")
+			if !w.killing {
+				w.report("continued")
+			}
 		case ws.Exited():
 			w.cmdDone = true
 			w.report("exited %d exited with status %d", ws.ExitStatus(), ws.ExitStatus())
