@@ -32,8 +32,10 @@ acquired, took-over, renewal-failed, fenced, lost, released (renewed too with
 If another instance holds the lease, hold names it, says when the lease could
 be taken over, and exits 3; with --wait it keeps trying (as one instance, with
 one id), looks again every few seconds and takes the lease as soon as it is
-released or stale. If another live process holds it under the same
---instance-id, hold exits 6 at once, --wait or not.
+released or stale. A lease that names this --instance-id but that this
+process did not write is held too (another process with the same id, or a
+restart of this one); with --wait, hold exits 6 as soon as it sees that
+other process renew it: give each process its own id.
 
 With a COMMAND after "--", hold looks the command up first (exit 127 or 126
 without touching the lease), then runs it only while the lease is held. The
@@ -82,7 +84,7 @@ type holdFlags struct {
 func setupHold(fs *flag.FlagSet) runFunc {
 	f := &holdFlags{}
 	fs.DurationVar(&f.ttl, "ttl", lease.DefaultTTL, "how long the lease stays fresh after each renewal; a whole number of seconds, 1s to 1h")
-	fs.StringVar(&f.instanceID, "instance-id", "", "this instance's id in the LEASE object; keep one per machine so a restart recognises its own lease (default: random)")
+	fs.StringVar(&f.instanceID, "instance-id", "", "this instance's id in the LEASE object, such as the host name (default: random); one per process: a second live process with the same id is refused")
 	fs.BoolVar(&f.wait, "wait", false, "if the lease is held, keep trying until it can be taken")
 	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up (exit 3) after this long; 0 waits until interrupted")
 	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long after SIGTERM to send SIGKILL to the command and what it left running (never past the fence deadline)")
