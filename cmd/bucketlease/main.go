@@ -6,7 +6,13 @@
 //	bucketlease hold URL [-- COMMAND...]   hold the lease (while COMMAND runs)
 //	bucketlease show URL                   who holds the lease, and since when
 //	bucketlease probe URL                  does the service give the exclusion?
-//	bucketlease break URL --version V      remove a stuck lease, if unchanged
+//	bucketlease break URL --version V      free a stuck lease, if unchanged
+//	bucketlease version                    the module version and VCS revision
+//
+// hold runs its command under a watchdog, a second process of this binary
+// (the hidden subcommand __watchdog), that kills the command and everything
+// it started at the lease's fence deadline unless hold extends it, and at
+// once if hold dies.
 //
 // Run "bucketlease help" for the URL schemes, the credentials each driver
 // reads and the exit codes, and "bucketlease help COMMAND" for a command's
