@@ -365,3 +365,29 @@ func TestFullStderrDoesNotStopRenewals(t *testing.T) {
 		t.Errorf("after SIGTERM the lease is %+v", s)
 	}
 }
+
+// TestCtrlCAtTerminal: Ctrl-C at a terminal reaches the command once, from
+// the terminal (hold does not pass on what the terminal already sent); the
+// command decides, and hold exits with its status and releases the lease.
+func TestCtrlCAtTerminal(t *testing.T) {
+	u, _ := fileURL(t)
+	work := t.TempDir()
+	events, counts := filepath.Join(work, "events"), filepath.Join(work, "counts")
+	tm := newTerminal(t)
+	script := fmt.Sprintf(`trap "echo INT >> %s" INT; echo RE""ADY; while [ ! -s %s ]; do sleep 0.1; done; sleep 2; exit 0`, counts, counts)
+	tm.send(fmt.Sprintf("%s hold %s --ttl 30s --events %s -- sh -c '%s'; echo HOLD-EXIT=$?\n", binary, u, events, script))
+	tm.waitFor(`READY`)
+	tm.send("\x03") // Ctrl-C
+	tm.waitFor(`HOLD-EXIT=\d+`)
+	if m := tm.waitFor(`HOLD-EXIT=\d+`); m != "HOLD-EXIT=0" {
+		t.Errorf("hold after Ctrl-C: %s, want 0 (the command trapped SIGINT and exited 0)", m)
+	}
+	b, _ := os.ReadFile(counts)
+	if n := strings.Count(string(b), "INT"); n != 1 {
+		t.Errorf("the command got SIGINT %d times, want once", n)
+	}
+	ev, _ := os.ReadFile(events)
+	if !strings.Contains(string(ev), "from the terminal") || !strings.Contains(string(ev), "released lease LEASE") {
+		t.Errorf("events:\n%s", ev)
+	}
+}
