@@ -57,9 +57,12 @@ func waitTicks(t *testing.T, path string, n int) {
 
 // waitQuiet waits until the ticks file has not grown for a second (bounded)
 // and reports whether it went quiet.
-func waitQuiet(path string) bool {
+func waitQuiet(path string) bool { return waitQuietWithin(path, eventTimeout) }
+
+// waitQuietWithin is waitQuiet with its bound.
+func waitQuietWithin(path string, bound time.Duration) bool {
 	last, quietSince := int64(-1), time.Now()
-	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(bound); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		fi, err := os.Stat(path)
 		size := int64(0)
 		if err == nil {
@@ -199,7 +202,7 @@ func TestTicksAfterDetectsAWriter(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	deadline := time.Now().Add(200 * time.Millisecond)
 	waitTicks(t, ticks, 30)
-	if waitQuiet(ticks) {
+	if waitQuietWithin(ticks, 5*time.Second) {
 		t.Error("waitQuiet: a live writer went quiet")
 	}
 	if late := ticksAfter(readTicks(t, ticks), deadline); len(late) == 0 {
