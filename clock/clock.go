@@ -153,7 +153,7 @@ func (c *Fake) AdvanceWall(d time.Duration) {
 // the monotonic clock moving. Code that keeps re-arming a zero-delay timer
 // (a deadline checked on the wrong clock, say) would otherwise spin inside
 // Advance forever; the fake clock panics instead, naming the cause.
-const maxFiringsAtOneInstant = 100000
+const maxFiringsAtOneInstant = 10000
 
 func (c *Fake) advance(d time.Duration, wall bool) {
 	c.mu.Lock()
