@@ -167,6 +167,9 @@ func TestHoldReleaseFailed(t *testing.T) {
 		if strings.Contains(errOut, "released lease") || strings.Contains(errOut, `"event":"released"`) {
 			t.Errorf("json %v: a release that failed was reported:\n%s", asJSON, errOut)
 		}
+		if n := strings.Count(errOut, "release-failed"); n != 1 {
+			t.Errorf("json %v: %d release-failed events, want one:\n%s", asJSON, n, errOut)
+		}
 		os.Remove(locks)
 		os.Rename(locks+".moved", locks)
 		if s := showJSONOf(t, u); s.State != "fresh" || s.Holder != "alpha" {

@@ -115,11 +115,14 @@ func (p *printer) emit(t time.Time, r record) {
 }
 
 // event prints a lease event. Renewals are printed only when verbose.
-// The lease's own released event is not printed: it comes before the
-// release is written, and hold reports the release once it happened (or
-// failed).
+// The lease's own released and release-failed events are not printed:
+// hold reports the release itself, once it has read the lease object back
+// (the lease's released event also covers a record that was already
+// someone else's), or the failure with its cause and exit 125.
 func (p *printer) event(ev lease.Event) {
-	if ev.Kind == lease.EventRenewed && !p.verbose || ev.Kind == lease.EventReleased {
+	switch {
+	case ev.Kind == lease.EventRenewed && !p.verbose,
+		ev.Kind == lease.EventReleased, ev.Kind == lease.EventReleaseFailed:
 		return
 	}
 	r := record{Event: ev.Kind.String(), Key: ev.Key, Instance: ev.InstanceID, Version: string(ev.Version), Detail: ev.Detail}
