@@ -18,7 +18,11 @@
 // one, and a crash mid-write leaves the old object in place. The version is
 // 16 random bytes, new on every write even when the bytes are the same.
 // Locks and temporary files live under dir/.bucketlease, which is not a
-// valid key. A file without the header (written by hand) reads as an object
+// valid key. Lock files (empty, one per key ever written) are never removed:
+// unlinking one that another process is about to lock would give the two
+// processes two different locks. Objects are created with the read and
+// write bits of the bucket directory (a 0755 directory gives 0644 objects,
+// 0750 gives 0640), so whoever may read the directory may read the lease. A file without the header (written by hand) reads as an object
 // whose version derives from its inode, size and modification time.
 //
 // Keys follow driver.CheckKey. A key's segments before the last are
@@ -39,8 +43,8 @@
 // see it. On Linux, macOS and FreeBSD, Open reads the directory's file
 // system type with statfs(2); on such a file system the bucket declares
 // driver.NoExclusion, with a Capabilities.Reason naming the file system and
-// the parameter below, so the lease refuses it. A user who knows that flock(2) does exclude across the machines that
-// share it (an NFSv4 mount with working locks, say) asserts so with
+// the parameter below, so the lease refuses it. A user who knows that
+// flock(2) does exclude across the machines that share it (an NFSv4 mount with working locks, say) asserts so with
 //
 //	file:///abs/dir?trust_network_flock=true
 //
@@ -126,6 +130,7 @@ type Options struct {
 type Bucket struct {
 	root string
 	caps driver.Capabilities
+	mode fs.FileMode // of every object written: the directory's read and write bits
 }
 
 // Open returns the bucket kept in dir, creating dir if needed, with the
@@ -146,16 +151,20 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 		}
 	}
 	caps := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
-	fs, err := sharedFS(dir)
+	fsType, err := sharedFS(dir)
 	if err != nil {
 		return nil, fmt.Errorf("file: reading the file system type of %s: %w", dir, err)
 	}
-	if fs != "" && !o.TrustNetworkFlock {
+	if fsType != "" && !o.TrustNetworkFlock {
 		caps = driver.Capabilities{Exclusion: driver.NoExclusion, Reason: fmt.Sprintf(
 			"%s is on a %s file system, where flock(2) may not exclude processes on other machines; "+
-				"if every machine that uses it gets working locks, add ?%s=true to the file:// URL", dir, fs, TrustParam)}
+				"if every machine that uses it gets working locks, add ?%s=true to the file:// URL", dir, fsType, TrustParam)}
 	}
-	return &Bucket{root: dir, caps: caps}, nil
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	return &Bucket{root: dir, caps: caps, mode: st.Mode().Perm() & 0o666}, nil
 }
 
 // Capabilities declares Conditional exclusion and a conditional Delete,
@@ -397,7 +406,14 @@ func (b *Bucket) writeAtomic(p string, v driver.Version, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
-	_, err = io.WriteString(tmp, magic+string(v)+"\n")
+	// CreateTemp makes the file 0600; an object is as readable as its
+	// bucket directory (a 0755 directory gives 0644 objects, 0750 gives
+	// 0640), so that another user who may list the directory may read the
+	// lease (bucketlease show).
+	err = tmp.Chmod(b.mode)
+	if err == nil {
+		_, err = io.WriteString(tmp, magic+string(v)+"\n")
+	}
 	if err == nil {
 		_, err = tmp.Write(data)
 	}

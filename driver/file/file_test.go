@@ -309,3 +309,32 @@ func TestPermission(t *testing.T) {
 		t.Errorf("Open under a read-only directory: %v, want ErrPermission", err)
 	}
 }
+
+// TestObjectsAreAsReadableAsTheDirectory: LEASE and every object take the
+// bucket directory's read and write bits, so that another user allowed to
+// read the directory can read the lease.
+func TestObjectsAreAsReadableAsTheDirectory(t *testing.T) {
+	for _, dirMode := range []os.FileMode{0o755, 0o750, 0o700} {
+		dir := filepath.Join(t.TempDir(), "b")
+		if err := os.Mkdir(dir, dirMode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, dirMode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		b, err := file.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Put(t.Context(), "db1/LEASE", []byte("{}"), driver.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(dir, "db1", "LEASE"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := st.Mode().Perm(), dirMode&0o666; got != want {
+			t.Errorf("directory %v: LEASE is %v, want %v", dirMode, got, want)
+		}
+	}
+}
