@@ -1,0 +1,110 @@
+package main
+
+import (
+	"archive/zip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// installVersion is the version the module is published at in the test's
+// own module proxy.
+const installVersion = "v1.2.3-installtest"
+
+// TestGoInstallShowsTheVersion publishes this tree, as a module zip, at
+// installVersion in a module proxy on disk, installs the command from it
+// with `go install …@version` as a user would, and runs `bucketlease
+// version`: the version must be the one installed.
+func TestGoInstallShowsTheVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command from a module proxy: not in -short")
+	}
+	gocmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", root, "ls-files").Output()
+	if err != nil {
+		t.Skipf("git ls-files (needed to know the module's files): %v", err)
+	}
+	const mod = "github.com/mushroomdb/bucketlease"
+	proxy := t.TempDir()
+	dir := filepath.Join(proxy, filepath.FromSlash(mod), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("list", []byte(installVersion+"\n"))
+	write(installVersion+".info", []byte(`{"Version":"`+installVersion+`","Time":"2026-12-01T00:00:00Z"}`))
+	write(installVersion+".mod", gomod)
+
+	// The module zip: every tracked file under mod@version/, except those
+	// of nested modules (a directory with its own go.mod).
+	var nested []string
+	files := strings.Fields(string(out))
+	for _, f := range files {
+		if strings.HasSuffix(f, "/go.mod") {
+			nested = append(nested, strings.TrimSuffix(f, "go.mod"))
+		}
+	}
+	zf, err := os.Create(filepath.Join(dir, installVersion+".zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(zf)
+files:
+	for _, f := range files {
+		for _, n := range nested {
+			if strings.HasPrefix(f, n) {
+				continue files
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue // tracked but deleted in the work tree
+		}
+		w, err := zw.Create(mod + "@" + installVersion + "/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zf.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := t.TempDir()
+	install := exec.Command(gocmd, "install", mod+"/cmd/bucketlease@"+installVersion)
+	install.Dir = t.TempDir() // outside this module
+	install.Env = append(os.Environ(), "GOBIN="+bin, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off",
+		"GOFLAGS=-modcacherw", "GOTOOLCHAIN=local", "GOWORK=off")
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install %s@%s: %v\n%s", mod, installVersion, err, out)
+	}
+	got, err := exec.Command(filepath.Join(bin, "bucketlease"), "version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bucketlease version: %v\n%s", err, got)
+	}
+	if !strings.Contains(string(got), installVersion) {
+		t.Fatalf("bucketlease version after go install @%s printed:\n%s", installVersion, got)
+	}
+}
