@@ -25,30 +25,39 @@ var redactSeeds = []string{
 }
 
 // withOtherSecrets returns raw with its password and the values of its
-// secret-named query parameters replaced by other text.
+// secret-named query parameters replaced by other text, or raw itself when
+// it has neither: re-encoding a URL with no secret in it would change its
+// form, not its secrets (the input "====== %00+" once raised that false
+// alarm).
 func withOtherSecrets(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
 	}
+	changed := false
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
 			u.User = url.UserPassword(u.User.Username(), "other-password")
+			changed = true
 		}
 	}
 	if q, err := url.ParseQuery(u.RawQuery); err == nil && u.RawQuery != "" {
-		changed := false
+		inQuery := false
 		for k, vs := range q {
 			if secretParam(k) {
 				for i := range vs {
 					vs[i] = "other-secret"
 				}
-				changed = true
+				inQuery = true
 			}
 		}
-		if changed {
+		if inQuery {
 			u.RawQuery = q.Encode()
+			changed = true
 		}
+	}
+	if !changed {
+		return raw
 	}
 	return u.String()
 }
