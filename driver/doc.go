@@ -86,9 +86,10 @@
 //     error for which errors.Is(err, context.Canceled) holds, whatever the
 //     SDK made of it (WithContext, applied by Op.Fail). (context-canceled)
 //  12. The lease works on the driver: acquire, refusal of a second
-//     instance, renewal, takeover after a TTL, a lost reply, and release.
+//     instance, renewal, takeover after a TTL, a fenced holder's release
+//     that leaves its successor in place, a lost reply, and release.
 //     (lease-acquire, lease-second-refused, lease-renew, lease-takeover,
-//     lease-lost-reply, lease-release)
+//     lease-fenced-release, lease-lost-reply, lease-release)
 //
 // A driver's URL opener is exported (OpenURL in each of this module's
 // drivers), so that a custom Mux can host it, and refuses, with the rule in

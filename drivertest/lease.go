@@ -168,6 +168,42 @@ func init() {
 		},
 		check{
 			applies: declaresExclusion,
+			name:    "lease-fenced-release",
+			area:    areaPut,
+			expect:  "a holder that stopped renewing, was taken over, and then releases leaves its successor's lease in place; a third instance is refused",
+			run: func(ctx context.Context, s *scope) error {
+				ac, bc, cc := clock.NewFake(leaseStart), clock.NewFake(leaseStart), clock.NewFake(leaseStart)
+				a, err := s.acquire(ctx, s.b, "a", ac)
+				if err != nil {
+					return fmt.Errorf("Acquire: %v", err)
+				}
+				for _, c := range []*clock.Fake{ac, bc, cc} {
+					c.Advance(leaseTTL)
+				}
+				b, err := s.acquire(ctx, s.b, "b", bc)
+				if err != nil {
+					return fmt.Errorf("takeover: %v", err)
+				}
+				defer b.Release(ctx)
+				if err := a.Release(ctx); err != nil {
+					return fmt.Errorf("the fenced holder's release: %v", err)
+				}
+				st, err := lease.Inspect(ctx, s.b, s.prefix, bc.Wall())
+				if err != nil {
+					return fmt.Errorf("Inspect: %v", err)
+				}
+				if st.State != lease.Fresh || st.Holder() != "b" || st.Version != b.Version() {
+					return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
+						st.State, st.Holder(), st.Version, b.Version())
+				}
+				if _, err := s.acquire(ctx, s.b, "c", cc); !errors.Is(err, lease.ErrHeld) {
+					return fmt.Errorf("a third instance while b holds the lease: %v; want ErrHeld", err)
+				}
+				return nil
+			},
+		},
+		check{
+			applies: declaresExclusion,
 			name:    "lease-lost-reply",
 			area:    areaPut,
 			expect:  "an acquire whose reply was lost is recognised as our own on the next attempt",
@@ -192,7 +228,7 @@ func init() {
 			applies: declaresExclusion,
 			name:    "lease-release",
 			area:    areaPut,
-			expect:  "release removes the lease (or marks it released) and the next instance acquires at once",
+			expect:  "release marks the lease released (an If-Match overwrite, never a delete) and the next instance acquires at once",
 			run: func(ctx context.Context, s *scope) error {
 				c := clock.NewFake(leaseStart)
 				l, err := s.acquire(ctx, s.b, "first", c)
@@ -204,6 +240,9 @@ func init() {
 				}
 				if l.MayWrite() {
 					return errors.New("a released lease may still write")
+				}
+				if st, err := lease.Inspect(ctx, s.b, s.prefix, c.Wall()); err != nil || st.State != lease.Released {
+					return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
 				}
 				next, err := s.acquire(ctx, s.b, "second", c)
 				if err != nil {
