@@ -148,7 +148,7 @@ func (s *story) onEvent(name string) func(lease.Event) {
 			}
 			what = fmt.Sprintf("learns it LOST the lease: the LEASE object now names %s", who)
 		case lease.EventReleased:
-			what = "released the lease (a delete with If-Match on its own version), so anyone may take it at once"
+			what = "released the lease (an If-Match overwrite of its own version by a released record, ttl_s 0, never a delete), so anyone may take it at once"
 		default:
 			what = ev.Kind.String()
 		}
