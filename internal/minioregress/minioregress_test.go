@@ -3,6 +3,9 @@ package minioregress
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +73,8 @@ func (c claimsConditionalDelete) Delete(ctx context.Context, key string, cond dr
 }
 
 func opts(id string, c clock.Clock) *lease.Options {
-	return &lease.Options{TTL: ttl, InstanceID: id, Clock: c, Getenv: func(string) string { return "" }}
+	return &lease.Options{TTL: ttl, InstanceID: id, Clock: c, Getenv: func(string) string { return "" },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 // fencedHolderReleases: A acquires and stops renewing, B takes over after a
@@ -193,5 +197,44 @@ func TestTwinsOnMinIO(t *testing.T) {
 				t.Fatal("the first process stopped writing")
 			}
 		})
+	}
+}
+
+// TestWorkerKeysForEveryURLShape: the README's worker line, Put of
+// "chunks/0001" through Lease.Bucket, lands under the lease's prefix for a
+// whole bucket, a prefix, and a prefix with a trailing slash, on the real
+// server through the s3 driver, and the lease object is one key.
+func TestWorkerKeysForEveryURLShape(t *testing.T) {
+	srv := miniotest.Env(t)
+	drivers(t) // the credentials in the environment
+	bucket := srv.NewBucket(t)
+	q := "?region=us-east-1&path_style=true&endpoint=" + srv.URL()
+	for url, want := range map[string]string{
+		"s3://" + bucket + q:         "LEASE",
+		"s3://" + bucket + "/p" + q:  "p/LEASE",
+		"s3://" + bucket + "/q/" + q: "q/LEASE",
+	} {
+		ctx := context.Background()
+		b, prefix, err := driver.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lease.Acquire(ctx, b, prefix, opts("me", clock.NewFake(t0)))
+		if err != nil {
+			t.Fatalf("prefix %q: %v", prefix, err)
+		}
+		if l.Key() != want {
+			t.Errorf("prefix %q: the lease object is %q, want %q", prefix, l.Key(), want)
+		}
+		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("x"), driver.IfAbsent()); err != nil {
+			t.Fatalf("prefix %q: put: %v", prefix, err)
+		}
+		chunk := strings.TrimSuffix(want, "LEASE") + "chunks/0001"
+		if _, _, err := b.Get(ctx, chunk); err != nil {
+			t.Errorf("prefix %q: the chunk is not at %q: %v", prefix, chunk, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
