@@ -70,6 +70,11 @@ type Result struct {
 	Passed    bool
 	Skipped   bool   // the check does not apply to the declared capabilities
 	Deviation string // the known-deviation reason, when a listed check failed
+	// Errored: the check failed because an operation could not complete
+	// (a reset connection, a body cut short, a server error, the check's
+	// time running out), not because the service accepted what it should
+	// have refused. It is inconclusive: no evidence either way.
+	Errored bool
 }
 
 // Report is the outcome of a run of the suite.
@@ -78,9 +83,22 @@ type Report struct {
 	Declared driver.Capabilities
 	// Observed is what the checks showed: Exclusion drops to NoExclusion
 	// if any put precondition was not enforced, and ConditionalDelete is
-	// true only if declared and every conditional delete check passed.
+	// true only if declared and every conditional delete check passed. A
+	// check that errored (Result.Errored) changes neither.
 	Observed driver.Capabilities
 	Results  []Result
+}
+
+// Inconclusive returns the names of the checks that could not complete:
+// they are evidence of nothing, and a report with any is not OK.
+func (r *Report) Inconclusive() []string {
+	var names []string
+	for _, res := range r.Results {
+		if res.Errored {
+			names = append(names, res.Name)
+		}
+	}
+	return names
 }
 
 // OK reports whether every check passed (known deviations aside) and the
@@ -237,7 +255,8 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 	if prefix == "" {
 		prefix = "drivertest"
 	}
-	s := &scope{b: b, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
+	rec := &recorder{Bucket: b}
+	s := &scope{b: rec, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
 	defer s.cleanup()
 	err := safely(func() error { return c.run(ctx, s) })
 	if sk, ok := err.(skipped); ok {
@@ -257,7 +276,16 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 			reason, known = r, true
 		}
 	}
+	if opErr := rec.failure(); !res.Passed && (opErr != nil || ctx.Err() != nil) {
+		res.Errored = true
+		if opErr == nil {
+			opErr = ctx.Err()
+		}
+		res.Got += fmt.Sprintf(" [inconclusive: an operation could not complete: %v]", opErr)
+	}
 	switch {
+	case res.Errored:
+		// No evidence: Observed stays as declared.
 	case known && !res.Passed:
 		res.Deviation = reason
 	case known && res.Passed:

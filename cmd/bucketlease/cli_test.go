@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mushroomdb/bucketlease/drivertest"
 	"regexp"
 	"strings"
 	"testing"
@@ -187,5 +188,21 @@ func TestVersionInProcess(t *testing.T) {
 		if code != 0 || !strings.HasPrefix(out, "bucketlease ") || !strings.Contains(out, "module github.com/mushroomdb/bucketlease") {
 			t.Errorf("%v: exit %d, %q %q", args, code, out, errOut)
 		}
+	}
+}
+
+// TestProbeCallsAnErroredCheckAnError: a check that could not complete is an
+// error (exit 1), not "ignores preconditions" (exit 5).
+func TestProbeCallsAnErroredCheckAnError(t *testing.T) {
+	rep := &drivertest.Report{Results: []drivertest.Result{
+		{Name: "put-if-absent-existing", Passed: true},
+		{Name: "cas-counter", Errored: true, Got: "Get: unexpected EOF"},
+		{Name: "race-if-absent", Got: "2 writers succeeded"},
+	}}
+	if got := erroredChecks(rep); len(got) != 1 || got[0] != "cas-counter" {
+		t.Fatalf("erroredChecks = %v, want [cas-counter]", got)
+	}
+	if resultText(rep.Results[1]) != "inconclusive" || resultText(rep.Results[2]) != "FAIL" {
+		t.Fatalf("result texts %q and %q", resultText(rep.Results[1]), resultText(rep.Results[2]))
 	}
 }

@@ -31,11 +31,20 @@ Before the checks, probe reads and writes one scratch key: if the service
 cannot be used at all (wrong credentials, a missing bucket, a read-only
 directory, the network, --timeout too short), the verdict is "error": probe
 prints the cause and exits 1, since an error is no evidence about
-preconditions. So does a check that ran out of time.
+preconditions. So does a check that ran out of time, or whose operations
+could not complete (a reset connection, a body cut short, a server error):
+its row says "inconclusive" and shows the error.
 
-It exits 0 only if every check passed and the service gives the exclusion its
-driver declares; 5 if not (the verdict says whether the service ignores write
-preconditions, or does not behave as its driver declares in another way). A service that ignores preconditions cannot keep a
+The verdicts, and the exit code of each:
+  conditional                 0  every check passed; the service gives the
+                                 exclusion its driver declares
+  ignores preconditions       5  a write that should have been refused was
+                                 accepted: the lease refuses to run here
+  does not behave as declared 5  another check failed with no error
+  error, inconclusive         1  an operation failed; the error is shown; run
+                                 probe again
+
+A service that ignores preconditions cannot keep a
 second writer out: the lease refuses to run on it (set
 ` + envConditional + `=off to run best-effort instead).
 
@@ -71,7 +80,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			} else {
 				printReport(e.stdout, rep)
 			}
-			return explain(rawURL, fmt.Errorf("verdict: error, not evidence: checks %s ran out of time (--timeout %v) or were cancelled; run probe again, with a longer --timeout",
+			return explain(rawURL, fmt.Errorf("verdict: error, inconclusive, not evidence: checks %s could not complete (an operation failed, or they ran out of time with --timeout %v); their errors are shown above; run probe again",
 				strings.Join(bad, ", "), *timeout))
 		}
 		if *asJSON {
@@ -114,12 +123,13 @@ func preflight(ctx context.Context, b driver.Bucket, key string, timeout time.Du
 	return nil
 }
 
-// erroredChecks names the failed checks that ran out of time or were
-// cancelled: their failure says nothing about the service's preconditions.
+// erroredChecks names the failed checks that could not complete (drivertest
+// marks them Errored) or ran out of time: their failure says nothing about
+// the service's preconditions.
 func erroredChecks(rep *drivertest.Report) []string {
-	var bad []string
+	bad := rep.Inconclusive()
 	for _, r := range rep.Results {
-		if !r.Passed && !r.Skipped && (strings.Contains(r.Got, context.DeadlineExceeded.Error()) || strings.Contains(r.Got, context.Canceled.Error())) {
+		if !r.Passed && !r.Skipped && !r.Errored && (strings.Contains(r.Got, context.DeadlineExceeded.Error()) || strings.Contains(r.Got, context.Canceled.Error())) {
 			bad = append(bad, r.Name)
 		}
 	}
@@ -136,6 +146,8 @@ func resultText(r drivertest.Result) string {
 		return "skip"
 	case r.Passed:
 		return "PASS"
+	case r.Errored:
+		return "inconclusive"
 	case r.Deviation != "":
 		return "known deviation"
 	default:
@@ -179,12 +191,13 @@ type capsJSON struct {
 
 type probeResultJSON struct {
 	Name      string `json:"name"`
-	Result    string `json:"result"` // PASS, FAIL, skip, known deviation
+	Result    string `json:"result"` // PASS, FAIL, inconclusive, skip, known deviation
 	Expect    string `json:"expect"`
 	Got       string `json:"got"`
 	Passed    bool   `json:"passed"`
 	Skipped   bool   `json:"skipped,omitempty"`
 	Deviation string `json:"deviation,omitempty"`
+	Errored   bool   `json:"errored,omitempty"`
 }
 
 func probeJSON(rawURL string, rep *drivertest.Report) probeReportJSON {
@@ -193,7 +206,7 @@ func probeJSON(rawURL string, rep *drivertest.Report) probeReportJSON {
 		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}}
 	for _, r := range rep.Results {
 		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: resultText(r), Expect: r.Expect, Got: r.Got,
-			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation})
+			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation, Errored: r.Errored})
 	}
 	return j
 }

@@ -1,0 +1,83 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// A check that fails because an operation could not complete (a reset
+// connection, a body cut short, a 5xx, a missing bucket, refused
+// credentials) has shown nothing about preconditions. recorder notes the
+// first such error a check's operations meet, so that its failure is
+// reported as inconclusive (Result.Errored) rather than as evidence that
+// the service ignores preconditions.
+type recorder struct {
+	driver.Bucket
+	mu  sync.Mutex
+	err error
+}
+
+// expected are the errors a conforming service gives the checks, and the
+// cancellations the checks make themselves.
+var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey,
+	driver.ErrOutcomeUnknown, driver.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
+
+// note records err if no conforming service would have given it.
+func (r *recorder) note(err error) {
+	if err == nil || err == io.EOF {
+		return
+	}
+	for _, e := range expected {
+		if errors.Is(err, e) {
+			return
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *recorder) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *recorder) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	rc, v, err := r.Bucket.Get(ctx, key)
+	r.note(err)
+	if err != nil {
+		return rc, v, err
+	}
+	return &recordedBody{ReadCloser: rc, r: r}, v, nil
+}
+
+func (r *recorder) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	v, err := r.Bucket.Put(ctx, key, data, cond)
+	r.note(err)
+	return v, err
+}
+
+func (r *recorder) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	err := r.Bucket.Delete(ctx, key, cond)
+	r.note(err)
+	return err
+}
+
+// recordedBody notes a body that ends in an error (unexpected EOF, say).
+type recordedBody struct {
+	io.ReadCloser
+	r *recorder
+}
+
+func (b *recordedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.r.note(err)
+	return n, err
+}
