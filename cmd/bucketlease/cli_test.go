@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/mushroomdb/bucketlease/drivertest"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
 func TestHelp(t *testing.T) {
