@@ -411,7 +411,7 @@ func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
 		return failure // not ours: nothing of ours is left
 	case err == nil:
-		err = release(ctx, a.b, a.c.key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall())
+		_, err = release(ctx, a.b, a.c.key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall())
 		if err == nil {
 			return failure
 		}

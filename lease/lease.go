@@ -409,8 +409,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	if errors.Is(done, ErrLost) {
 		return nil
 	}
-	err := release(ctx, l.b, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
-	ev := Event{Kind: EventReleased, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall()}
+	left, err := release(ctx, l.b, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
+	ev := Event{Kind: EventReleased, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(),
+		Detail: "marked the lease object released (ttl_s 0); anyone may take it at once"}
+	if left != "" {
+		ev.Detail = "nothing to release: " + left
+	}
 	if err != nil {
 		err = fmt.Errorf("release %s: %w", l.key, err)
 		ev.Kind, ev.Err, ev.Detail = EventReleaseFailed, err, "a record of ours may be left until it goes stale"
@@ -423,9 +427,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // the oldlease switch, deletes it where the driver declares a conditional
 // delete). If the record changed, it reads it back: a later record that
 // sent holds (a write of ours whose reply was lost) is released in turn;
-// anyone else's is left alone.
-func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) error {
-	var err error
+// anyone else's is left alone. It returns why nothing was written, or "" if
+// our record is now marked released.
+func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
 	for range 3 {
 		if oldlease.DeleteOnRelease.Load() && b.Capabilities().ConditionalDelete {
 			err = b.Delete(ctx, key, driver.IfMatch(v))
@@ -436,25 +440,27 @@ func release(ctx context.Context, b driver.Bucket, key string, v driver.Version,
 			_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
 		}
 		if err == nil {
-			return nil
+			return "", nil
 		}
 		cur, curV, rerr := readLease(ctx, b, key)
 		switch {
 		case errors.Is(rerr, driver.ErrNotExist):
-			return nil
+			return "the lease object is gone", nil
 		case rerr != nil:
-			return fmt.Errorf("%w (and reading it back failed: %v)", err, rerr)
+			return "", fmt.Errorf("%w (and reading it back failed: %v)", err, rerr)
 		case cur.err == nil && oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == rec.InstanceID && cur.rec.TTLSeconds != 0:
 			v, rec = curV, cur.rec // the old, trusting adoption
 			continue
-		case cur.err != nil || !sent.has(cur.rec):
-			return nil // someone else's: left alone
+		case cur.err != nil:
+			return "the lease object is not a lease record; left alone", nil
+		case !sent.has(cur.rec):
+			return fmt.Sprintf("the lease object now holds a record of instance %s that this lease did not write; left alone", cur.rec.InstanceID), nil
 		case cur.rec.TTLSeconds == 0:
-			return nil // our released record landed; its reply was lost
+			return "", nil // our released record landed; its reply was lost
 		}
 		v, rec = curV, cur.rec // ours and still live: release that version
 	}
-	return fmt.Errorf("the lease object could not be marked released: %w", err)
+	return "", fmt.Errorf("the lease object could not be marked released: %w", err)
 }
 
 // Keep renews the lease every TTL/3 until ctx is done or the lease ends. A

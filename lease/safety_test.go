@@ -690,3 +690,25 @@ func TestSuspectWatchRestartsWhenTheRecordChanges(t *testing.T) {
 		t.Fatalf("a suspect record unchanged for a TTL: %v", err)
 	}
 }
+
+func TestReleasedEventSaysWhetherAnythingWasReleased(t *testing.T) {
+	b := mem.New()
+	var ev events
+	ac, bc := clock.NewFake(t0), clock.NewFake(t0)
+	a, err := lease.Acquire(context.Background(), b, "db1", opts("A", ac, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac.Advance(ttl)
+	bc.Advance(ttl)
+	acquire(t, b, "B", bc)
+	if err := a.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ev.mu.Lock()
+	last := ev.list[len(ev.list)-1]
+	ev.mu.Unlock()
+	if last.Kind != lease.EventReleased || !strings.Contains(last.Detail, "nothing to release") || !strings.Contains(last.Detail, "instance B") {
+		t.Fatalf("the fenced holder's release reported %v %q", last.Kind, last.Detail)
+	}
+}
