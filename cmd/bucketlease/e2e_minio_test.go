@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mushroomdb/bucketlease/internal/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/stripproxy"
@@ -226,6 +227,18 @@ func TestProbeErrorsMinIO(t *testing.T) {
 	// The control: the same server, with the right secret, passes.
 	if _, errOut, code := runCLI(t, env, "probe", "minio://"+srv.Addr+"/"+bucket+"/p?tls=false"); code != 0 {
 		t.Errorf("the control: exit %d: %s", code, errOut)
+	}
+	// A probe that runs out of time midway leaves no scratch key behind.
+	for _, timeout := range []string{"100ms", "400ms"} {
+		runCLI(t, env, "probe", "minio://"+srv.Addr+"/"+bucket+"/left-"+timeout+"?tls=false", "--timeout", timeout)
+		out, err := srv.Client(srv.URL()).ListObjectsV2(t.Context(), &s3sdk.ListObjectsV2Input{
+			Bucket: aws.String(bucket), Prefix: aws.String("left-" + timeout + "/")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			t.Errorf("--timeout %s left %s", timeout, aws.ToString(o.Key))
+		}
 	}
 	_ = fmt.Sprint()
 }
