@@ -524,3 +524,28 @@ func TestDemoBinary(t *testing.T) {
 
 // sigInterrupt is Ctrl-C.
 const sigInterrupt = syscall.SIGINT
+
+// TestFlagRangesAsProcesses: flag values outside their documented range are
+// usage errors (exit 2) from the real binary, and nothing is acquired: the
+// directory stays without a LEASE.
+func TestFlagRangesAsProcesses(t *testing.T) {
+	u, dir := fileURL(t)
+	for _, args := range [][]string{
+		{"hold", u, "--ttl", "0", "--", "true"},
+		{"hold", u, "--ttl", "2h", "--", "true"},
+		{"hold", u, "--wait-timeout", "5s", "--", "true"},
+		{"hold", u, "--grace", "-1s", "--", "true"},
+	} {
+		_, errOut, code := runCLI(t, nil, args...)
+		if code != exitUsage || !strings.Contains(errOut, args[2]) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d naming %s", args, code, errOut, exitUsage, args[2])
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "LEASE")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused command line touched the lease: %v", err)
+	}
+	// The control: an accepted --ttl runs.
+	if _, errOut, code := runCLI(t, nil, "hold", u, "--ttl", "3s", "--", "true"); code != 0 {
+		t.Fatalf("--ttl 3s: exit %d: %s", code, errOut)
+	}
+}
