@@ -67,11 +67,71 @@ func createBucket(ctx context.Context, s Server, name string) error {
 	return fmt.Errorf("unknown kind %q", s.Kind)
 }
 
-// Outcomes of rawConditionalDelete.
+// Outcomes of rawConditionalDelete and rawIfMatchPut.
 const (
+	IfMatchPutOK   = "accepted, quoted or bare"
 	DeleteHonoured = "honoured: a wrong ETag is refused with 412, the right one deletes"
 	DeleteIgnored  = "ignored: DELETE with a wrong If-Match removed the object"
 )
+
+// rawClient is an S3 client for s with its credentials, path-style.
+func rawClient(s Server) *s3sdk.Client {
+	region := s.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	return s3sdk.New(s3sdk.Options{
+		Region:       region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+	})
+}
+
+// rawIfMatchPut asks an S3 server directly how it takes If-Match on
+// PutObject with the object's current ETag, quoted as RFC 9110 and the
+// SDKs send it, and bare: both must succeed.
+func rawIfMatchPut(ctx context.Context, s Server, bucket string) string {
+	if s.Kind != KindS3 {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c := rawClient(s)
+	key := aws.String("compat-raw-put/" + randomHex(6))
+	defer c.DeleteObject(context.WithoutCancel(ctx), &s3sdk.DeleteObjectInput{Bucket: aws.String(bucket), Key: key})
+	try := func(quoted bool) (string, error) {
+		put, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: aws.String(bucket), Key: key, Body: strings.NewReader("x")})
+		if err != nil {
+			return "", err
+		}
+		etag := strings.Trim(aws.ToString(put.ETag), `"`)
+		if quoted {
+			etag = `"` + etag + `"`
+		}
+		_, err = c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: aws.String(bucket), Key: key, Body: strings.NewReader("y"), IfMatch: aws.String(etag)})
+		if err == nil {
+			return "accepted", nil
+		}
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) {
+			return fmt.Sprintf("refused with %d", re.HTTPStatusCode()), nil
+		}
+		return "", err
+	}
+	q, err := try(true)
+	if err != nil {
+		return "not measured: " + evidence(err.Error())
+	}
+	b, err := try(false)
+	if err != nil {
+		return "not measured: " + evidence(err.Error())
+	}
+	if q == "accepted" && b == "accepted" {
+		return IfMatchPutOK
+	}
+	return fmt.Sprintf("quoted current ETag %s; bare current ETag %s", q, b)
+}
 
 // rawConditionalDelete asks an S3 server directly, below the drivers
 // (which declare a conditional delete only for AWS), whether it honours
@@ -83,16 +143,7 @@ func rawConditionalDelete(ctx context.Context, s Server, bucket string) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	region := s.Region
-	if region == "" {
-		region = "us-east-1"
-	}
-	c := s3sdk.New(s3sdk.Options{
-		Region:       region,
-		BaseEndpoint: aws.String(s.Endpoint),
-		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
-	})
+	c := rawClient(s)
 	key := aws.String("compat-raw-delete/" + randomHex(6))
 	defer c.DeleteObject(context.WithoutCancel(ctx), &s3sdk.DeleteObjectInput{Bucket: aws.String(bucket), Key: key})
 	put, err := c.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: aws.String(bucket), Key: key, Body: strings.NewReader("x")})

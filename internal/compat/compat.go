@@ -198,8 +198,9 @@ func Measure(ctx context.Context, s Server, opts Options) Service {
 		return svc
 	}
 	svc.RawDelete = rawConditionalDelete(ctx, s, bucket)
+	svc.RawPut = rawIfMatchPut(ctx, s, bucket)
 	if svc.RawDelete != "" {
-		opts.Log("%s: If-Match on DELETE: %s", s.ID, svc.RawDelete)
+		opts.Log("%s: If-Match on DELETE: %s; If-Match on PUT: %s", s.ID, svc.RawDelete, svc.RawPut)
 	}
 	for _, scheme := range Drivers(s.Kind) {
 		opts.Log("%s: driver %s", s.ID, scheme)
@@ -317,14 +318,20 @@ func verdict(r Run) string {
 	if strings.HasPrefix(r.Lease, LeaseAcquireFailed) {
 		return "unusable: requests fail, the lease is never acquired"
 	}
-	var failed []string
+	var failed, brokenIn []string
 	for _, sc := range r.Scenarios {
-		if !sc.Passed && !sc.FailedClosed {
+		switch {
+		case sc.Broken:
+			brokenIn = append(brokenIn, sc.Name)
+		case !sc.Passed && !sc.FailedClosed:
 			failed = append(failed, sc.Name)
 		}
 	}
+	if len(brokenIn) > 0 {
+		return "**not safe** (" + strings.Join(brokenIn, ", ") + ": exclusion broken)"
+	}
 	if len(failed) > 0 {
-		return "**not safe** (" + strings.Join(failed, ", ") + " failed)"
+		return "**not safe, unusable** (" + strings.Join(failed, ", ") + " failed; nobody else got in)"
 	}
 	if r.Observed.Exclusion != r.Declared.Exclusion {
 		// The probe lowers the observed exclusion on any failed check of

@@ -29,6 +29,18 @@ func ScenarioNames() []string {
 	return []string{ScenarioRace, ScenarioTakeover, ScenarioFencedRelease}
 }
 
+// errBroken marks a scenario failure in which exclusion itself broke: two
+// holders at once, a lease object naming someone other than the holder, an
+// old holder that could still renew after a takeover, or a successor's lease
+// changed by a fenced holder. Any other failure means the lease could not do
+// its work there (it could not renew, release or take over) while nobody
+// else got in.
+var errBroken = errors.New("exclusion broken")
+
+func broken(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errBroken}, args...)...)
+}
+
 // scenarioTTL is the lease TTL in the scenarios. Time is a fake clock per
 // instance, so a takeover costs no waiting; the requests are real.
 const scenarioTTL = 30 * time.Second
@@ -55,7 +67,7 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 			return ScenarioResult{Name: name, FailedClosed: true, Detail: evidence(err.Error())}
 		}
 		if err != nil {
-			return ScenarioResult{Name: name, Detail: evidence(err.Error())}
+			return ScenarioResult{Name: name, Broken: errors.Is(err, errBroken), Detail: evidence(err.Error())}
 		}
 		return ScenarioResult{Name: name, Passed: true, Detail: detail}
 	}
@@ -97,6 +109,7 @@ func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver
 func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (string, error) {
 	others := map[string]int{}
 	held, ignored := 0, 0
+	releaseErr := ""
 	for round := range rounds {
 		p := fmt.Sprintf("%s/round-%d", prefix, round)
 		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
@@ -136,22 +149,28 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 		if len(winners) == 0 && ignored == n {
 			return "", fmt.Errorf("round %d: all %d contenders: %w", round+1, n, lease.ErrPreconditionsIgnored)
 		}
-		if len(winners) != 1 {
-			return "", fmt.Errorf("round %d: %d of %d contenders acquired the lease (%s); want exactly one%s",
+		if len(winners) > 1 {
+			return "", broken("round %d: %d of %d contenders acquired the lease (%s); want exactly one%s",
 				round+1, len(winners), n, strings.Join(ids, ", "), otherText(others, ignored))
+		}
+		if len(winners) == 0 {
+			return "", fmt.Errorf("round %d: none of %d contenders acquired the lease; want exactly one%s",
+				round+1, n, otherText(others, ignored))
 		}
 		id, _, err := holder(ctx, b, p)
 		if err != nil {
 			return "", fmt.Errorf("round %d: %w", round+1, err)
 		}
 		if id != ids[0] {
-			return "", fmt.Errorf("round %d: %s won, but the lease object names %s", round+1, ids[0], id)
+			return "", broken("round %d: %s won, but the lease object names %s", round+1, ids[0], id)
 		}
-		if err := winners[0].Release(ctx); err != nil {
-			return "", fmt.Errorf("round %d: the winner's release: %w", round+1, err)
+		// The race is about winning; a failed release is shown, not
+		// counted (the takeover and release scenarios test those).
+		if err := winners[0].Release(ctx); err != nil && releaseErr == "" {
+			releaseErr = "; the winner's release failed: " + evidence(err.Error())
 		}
 	}
-	return fmt.Sprintf("%d rounds of %d: one winner each; %d refusals with ErrHeld%s", rounds, n, held, otherText(others, ignored)), nil
+	return fmt.Sprintf("%d rounds of %d: one winner each; %d refusals with ErrHeld%s%s", rounds, n, held, otherText(others, ignored), releaseErr), nil
 }
 
 // errorKind shortens an error to what identifies its kind, for counting.
@@ -196,7 +215,9 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 		return "", fmt.Errorf("takeover after a TTL: %w", err)
 	}
 	defer nl.Release(ctx)
-	if err := old.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+	if err := old.Renew(ctx); err == nil {
+		return "", broken("the old holder renewed after the takeover; want ErrLost")
+	} else if !errors.Is(err, lease.ErrLost) {
 		return "", fmt.Errorf("the old holder's renewal after the takeover: %v; want ErrLost", err)
 	}
 	id, _, err := holder(ctx, b, prefix)
@@ -204,7 +225,7 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 		return "", err
 	}
 	if id != "new" {
-		return "", fmt.Errorf("after the takeover the lease object names %q, not the successor", id)
+		return "", broken("after the takeover the lease object names %q, not the successor", id)
 	}
 	return "refused before a TTL; taken over after one; the old holder got ErrLost", nil
 }
@@ -236,10 +257,10 @@ func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string,
 	releaseErr := old.Release(ctx)
 	id, after, err := holder(ctx, b, prefix)
 	if err != nil {
-		return "", fmt.Errorf("after the fenced holder's release (which returned %v): %w", releaseErr, err)
+		return "", broken("after the fenced holder's release (which returned %v): %v", releaseErr, err)
 	}
 	if id != "new" || after != before {
-		return "", fmt.Errorf("the fenced holder's release (which returned %v) changed the successor's lease: it names %q, version %q → %q",
+		return "", broken("the fenced holder's release (which returned %v) changed the successor's lease: it names %q, version %q → %q",
 			releaseErr, id, before, after)
 	}
 	newClock.Advance(scenarioTTL / 3)

@@ -35,7 +35,10 @@ type Service struct {
 	// RawDelete says whether an S3 server honours If-Match on DeleteObject,
 	// asked directly rather than through a driver.
 	RawDelete string `json:"raw_delete,omitempty"`
-	Runs      []Run  `json:"runs,omitempty"`
+	// RawPut says how an S3 server takes If-Match on PutObject with the
+	// current ETag, quoted and bare.
+	RawPut string `json:"raw_put,omitempty"`
+	Runs   []Run  `json:"runs,omitempty"`
 }
 
 // Run is the results through one driver.
@@ -82,8 +85,12 @@ type ScenarioResult struct {
 	Passed bool   `json:"passed"`
 	// FailedClosed: the lease refused to run (ErrPreconditionsIgnored), so
 	// the scenario could not happen; nobody got in.
-	FailedClosed bool   `json:"failed_closed,omitempty"`
-	Detail       string `json:"detail"`
+	FailedClosed bool `json:"failed_closed,omitempty"`
+	// Broken: the failure broke exclusion (a second holder, or a
+	// successor's lease changed); otherwise the lease could not do its
+	// work there while nobody else got in.
+	Broken bool   `json:"exclusion_broken,omitempty"`
+	Detail string `json:"detail"`
 }
 
 // EncodeJSON returns the table as indented JSON.
@@ -127,7 +134,7 @@ func (t *Table) Markdown() []byte {
 	p("- **%s**: a fenced holder releases after a successor took over; the successor's lease\n", ScenarioFencedRelease)
 	p("  must stay exactly as it was (same version) and renew.\n\n")
 	p("The scenarios use a fake clock per instance (TTL 30 s, no waiting) and real requests. A run\n")
-	p("where a scenario fails is **not safe**: a second writer got in, or a successor lost its lease.\n\n")
+	p("where a scenario fails is **not safe**.\n\n")
 	p("**Declared** is what the driver claims; **Observed** what the probe's checks showed (package\n")
 	p("drivertest lowers the exclusion to `none` on any failed check of a write path, including one\n")
 	p("that could not complete). The verdicts:\n\n")
@@ -135,7 +142,10 @@ func (t *Table) Markdown() []byte {
 	p("- **safe, with deviations**: the scenarios passed and the exclusion held; a check outside it failed;\n")
 	p("- **inconclusive**: the probe lowered the exclusion, but no failed check shows a write that should\n")
 	p("  have been refused being accepted (an operation failed instead), and the scenarios passed;\n")
-	p("- **not safe**: a scenario failed, or a check shows a write that should have been refused accepted;\n")
+	p("- **not safe**: a scenario broke exclusion (a second holder, a successor's lease changed), or a\n")
+	p("  check shows a write that should have been refused being accepted;\n")
+	p("- **not safe, unusable**: a scenario failed without breaking exclusion: the lease cannot renew,\n")
+	p("  release or take over there, so a holder fences itself and a dead holder's lease stays stuck;\n")
 	p("- **fails closed**: the lease refuses to run there (`ErrPreconditionsIgnored`); nobody gets in;\n")
 	p("- **unusable**: requests fail, so the lease is never acquired.\n\n")
 
@@ -187,13 +197,15 @@ func (t *Table) Markdown() []byte {
 		}
 	}
 	if len(raw) > 0 {
-		p("\n## Conditional DELETE on the wire\n\n")
-		p("The S3-family drivers declare a conditional delete only for AWS itself, so the probe skips\n")
-		p("those checks elsewhere. Asked directly (the AWS SDK, below the drivers): does the server refuse\n")
-		p("`DeleteObject` with a made-up `If-Match` (412, object kept) and honour the right ETag?\n\n")
-		p("| Service | Version | If-Match on DELETE |\n|---|---|---|\n")
+		p("\n## Conditional requests on the wire\n\n")
+		p("Asked directly (the AWS SDK, below the drivers). **If-Match on DELETE**: does the server refuse\n")
+		p("`DeleteObject` with a made-up `If-Match` (412, object kept) and honour the right ETag? The\n")
+		p("S3-family drivers declare a conditional delete only for AWS itself, so the probe skips those\n")
+		p("checks elsewhere. **If-Match on PUT**: is `PutObject` with the object's current ETag accepted,\n")
+		p("both quoted (as RFC 9110 and the SDKs send it) and bare?\n\n")
+		p("| Service | Version | If-Match on DELETE | If-Match on PUT, current ETag |\n|---|---|---|---|\n")
 		for _, s := range raw {
-			p("| %s | %s | %s |\n", cell(s.Name), cell(s.Version), cell(s.RawDelete))
+			p("| %s | %s | %s | %s |\n", cell(s.Name), cell(s.Version), cell(s.RawDelete), cell(s.RawPut))
 		}
 	}
 
@@ -273,6 +285,9 @@ func (t *Table) Markdown() []byte {
 func (r Run) leaseSummary() string {
 	if strings.HasPrefix(r.Lease, LeaseAcquireFailed) {
 		return LeaseAcquireFailed + " (see evidence)"
+	}
+	if i := strings.Index(r.Lease, "; release failed:"); i >= 0 {
+		return r.Lease[:i] + "; release fails (see evidence)"
 	}
 	return r.Lease
 }

@@ -98,7 +98,7 @@ func TestMarkdown(t *testing.T) {
 	}
 	good := []ScenarioResult{{Name: ScenarioRace, Passed: true, Detail: "ok"}, {Name: ScenarioTakeover, Passed: true}, {Name: ScenarioFencedRelease, Passed: true}}
 	bad := slices.Clone(good)
-	bad[2] = ScenarioResult{Name: ScenarioFencedRelease, Detail: "removed the successor's lease"}
+	bad[2] = ScenarioResult{Name: ScenarioFencedRelease, Broken: true, Detail: "removed the successor's lease"}
 	conditional := Caps{Exclusion: "conditional"}
 	runs := []Run{
 		{Driver: "s3", Declared: conditional, Observed: conditional, ProbeOK: true, Checks: pass("a", "b"), Lease: LeaseReleaseRecord, Scenarios: good},
@@ -115,14 +115,14 @@ func TestMarkdown(t *testing.T) {
 	}
 	tab := &Table{Date: "2026-12-01", Command: "scripts/compat", Platform: "go", Checks: []string{"a", "b"}, Scenarios: ScenarioNames(),
 		Services: []Service{
-			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", RawDelete: DeleteIgnored, Runs: runs},
+			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", RawDelete: DeleteIgnored, RawPut: IfMatchPutOK, Runs: runs},
 			{ID: "y", Name: "Y", Version: "v2", Kind: KindS3, Setup: "tried", Error: "did not build here: no | space"},
 		},
 		Hold: "PASS with rclone v0"}
 	md := string(tab.Markdown())
 	for _, want := range []string{
 		"| X | v1 | s3 | conditional, no cond. delete | conditional, no cond. delete | OK | " + LeaseReleaseRecord + " | pass | pass | pass | safe |\n",
-		"| X | v1 | r2 | conditional, no cond. delete | conditional, no cond. delete | FAIL (2) | " + LeaseReleaseRecord + " | pass | pass | **FAIL** | **not safe** (fenced-release failed) |\n",
+		"| X | v1 | r2 | conditional, no cond. delete | conditional, no cond. delete | FAIL (2) | " + LeaseReleaseRecord + " | pass | pass | **FAIL** | **not safe** (fenced-release: exclusion broken) |\n",
 		"| Y | v2 | — | — | — | — | not measured: did not build here: no \\| space | — | — | — | **not measured** |\n",
 		"| Service | Driver | `a` | `b` |\n",
 		"| X | r2 | **FAIL** | **FAIL** |\n",
@@ -134,7 +134,7 @@ func TestMarkdown(t *testing.T) {
 		"- **minio** `race-32` failed closed: refused\n",
 		"## A real tool under `bucketlease hold`",
 		"PASS with rclone v0\n",
-		"| X | v1 | " + DeleteIgnored + " |\n",
+		"| X | v1 | " + DeleteIgnored + " | " + IfMatchPutOK + " |\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown lacks %q; it is:\n%s", want, md)
@@ -168,9 +168,13 @@ func TestVerdictTellsAcceptedWritesFromIncompleteChecks(t *testing.T) {
 	run.Checks = nil
 	run.Observed = conditional
 	run.Scenarios = slices.Clone(good)
-	run.Scenarios[0].Passed = false
-	if got := verdict(run); !strings.Contains(got, "not safe") {
-		t.Errorf("a failed scenario: verdict %q, want not safe", got)
+	run.Scenarios[1].Passed = false
+	if got := verdict(run); !strings.Contains(got, "not safe, unusable") {
+		t.Errorf("a scenario that failed without breaking exclusion: verdict %q, want not safe, unusable", got)
+	}
+	run.Scenarios[0].Broken = true
+	if got := verdict(run); !strings.HasPrefix(got, "**not safe** (race-32: exclusion broken)") {
+		t.Errorf("a scenario that broke exclusion: verdict %q, want not safe naming race-32", got)
 	}
 }
 
