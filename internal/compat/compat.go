@@ -255,6 +255,8 @@ func resultText(r drivertest.Result) string {
 		return "skip"
 	case r.Passed:
 		return "PASS"
+	case r.Errored:
+		return "inconclusive"
 	case r.Deviation != "":
 		return "known deviation"
 	default:
@@ -345,6 +347,9 @@ func verdict(r Run) string {
 		return "inconclusive: the lease scenarios passed, but some checks could not complete (see evidence)"
 	}
 	if !r.ProbeOK {
+		if r.failed() == 0 {
+			return "safe, with inconclusive checks (see evidence)"
+		}
 		return "safe, with deviations (see failed checks)"
 	}
 	return "safe"

@@ -180,6 +180,9 @@ func (t *Table) Markdown() []byte {
 			probe := "OK"
 			if !r.ProbeOK {
 				probe = fmt.Sprintf("FAIL (%d)", r.failed())
+				if n := r.count("inconclusive"); n > 0 {
+					probe += fmt.Sprintf(", inconclusive (%d)", n)
+				}
 			}
 			p("| %s | %s | %s | %s | %s | %s | %s |", cell(s.Name), cell(s.Version), r.Driver,
 				r.Declared, r.Observed, probe, cell(r.leaseSummary()))
@@ -210,8 +213,9 @@ func (t *Table) Markdown() []byte {
 	}
 
 	p("\n## Checks\n\n")
-	p("Each probe check per service and driver: pass, **FAIL**, skip (does not apply to what the\n")
-	p("driver declares) or deviation (a known deviation). The failures' evidence follows the table.\n\n")
+	p("Each probe check per service and driver: pass, **FAIL**, inconclusive (an operation could not\n")
+	p("complete, so the check proves nothing either way), skip (does not apply to what the driver\n")
+	p("declares) or deviation (a known deviation). The evidence follows the table.\n\n")
 	p("| Service | Driver |")
 	for _, c := range t.Checks {
 		p(" `%s` |", c)
@@ -292,10 +296,13 @@ func (r Run) leaseSummary() string {
 	return r.Lease
 }
 
-func (r Run) failed() int {
+func (r Run) failed() int { return r.count("FAIL") }
+
+// count is the number of checks with the given result.
+func (r Run) count(result string) int {
 	n := 0
 	for _, c := range r.Checks {
-		if c.Result == "FAIL" {
+		if c.Result == result {
 			n++
 		}
 	}

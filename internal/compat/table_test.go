@@ -161,6 +161,12 @@ func TestVerdictTellsAcceptedWritesFromIncompleteChecks(t *testing.T) {
 	if got := verdict(run); !strings.HasPrefix(got, "inconclusive") {
 		t.Errorf("a check that could not complete: verdict %q, want inconclusive", got)
 	}
+	withInconclusive := run
+	withInconclusive.Observed = conditional
+	withInconclusive.Checks = []CheckResult{{Name: "cas-counter", Result: "inconclusive", Got: "unexpected EOF"}}
+	if got := verdict(withInconclusive); got != "safe, with inconclusive checks (see evidence)" {
+		t.Errorf("only an inconclusive check: verdict %q", got)
+	}
 	run.Checks = append(run.Checks, CheckResult{Name: "put-if-match-stale", Result: "FAIL", Got: "Put IfMatch(stale): success"})
 	if got := verdict(run); !strings.Contains(got, "not safe") || !strings.Contains(got, "put-if-match-stale") {
 		t.Errorf("an accepted write: verdict %q, want not safe naming put-if-match-stale", got)
