@@ -179,10 +179,17 @@ func (t *Table) Markdown() []byte {
 			}
 			probe := "OK"
 			if !r.ProbeOK {
-				probe = fmt.Sprintf("FAIL (%d)", r.failed())
-				if n := r.count("inconclusive"); n > 0 {
-					probe += fmt.Sprintf(", inconclusive (%d)", n)
+				var parts []string
+				if n := r.failed(); n > 0 {
+					parts = append(parts, fmt.Sprintf("FAIL (%d)", n))
 				}
+				if n := r.count("inconclusive"); n > 0 {
+					parts = append(parts, fmt.Sprintf("inconclusive (%d)", n))
+				}
+				if len(parts) == 0 {
+					parts = append(parts, "not OK")
+				}
+				probe = strings.Join(parts, ", ")
 			}
 			p("| %s | %s | %s | %s | %s | %s | %s |", cell(s.Name), cell(s.Version), r.Driver,
 				r.Declared, r.Observed, probe, cell(r.leaseSummary()))
