@@ -365,6 +365,23 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 	if !ifMatchProven {
 		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v)), make(chan error, 1)})
 	}
+	// The other side of If-Match: a write with the current version must be
+	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a
+	// quoted current ETag). A takeover has shown it already; otherwise the
+	// same record is written once more, If-Match on the version just
+	// written, beside the probes.
+	type putResult struct {
+		v   driver.Version
+		err error
+	}
+	var first chan putResult
+	if !ifMatchProven {
+		first = make(chan putResult, 1)
+		go func() {
+			v2, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(v))
+			first <- putResult{v2, err}
+		}()
+	}
 	for _, p := range probes {
 		go func() {
 			_, err := a.b.Put(ctx, a.c.key, data, p.cond)
@@ -380,6 +397,19 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 			failure = ignoredError(a.c.key, p.name)
 		case !errors.Is(err, driver.ErrPrecondition):
 			failure = fmt.Errorf("acquire %s: probe %s: %w", a.c.key, p.name, err)
+		}
+	}
+	if first != nil {
+		r := <-first
+		switch {
+		case failure != nil:
+		case r.err == nil:
+			v = r.v
+		case errors.Is(r.err, driver.ErrPrecondition):
+			failure = fmt.Errorf("acquire %s: %w: the service refused a write with If-Match on the current version %s, so no renewal could ever succeed; the lease does not run where it could not be kept (%w)",
+				a.c.key, ErrPreconditionsIgnored, v, r.err)
+		default:
+			failure = fmt.Errorf("acquire %s: If-Match on the current version: %w", a.c.key, r.err)
 		}
 	}
 	if failure != nil {

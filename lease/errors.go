@@ -43,9 +43,12 @@ var (
 	// its own id.
 	ErrInstanceInUse = errors.New("another live process uses this instance id")
 
-	// ErrPreconditionsIgnored: the service accepted a write whose
-	// precondition did not hold, so it cannot give exclusion. Acquire fails
-	// closed with it rather than weaken exclusion silently.
+	// ErrPreconditionsIgnored: the service does not apply write
+	// preconditions as the lease needs: it accepted a write whose
+	// precondition did not hold (so it cannot give exclusion), or refused
+	// one whose precondition held (so no renewal could succeed), or its
+	// driver declares no exclusion. Acquire fails closed with it rather than
+	// weaken exclusion silently or hold a lease it could not keep.
 	ErrPreconditionsIgnored = errors.New("the service ignores write preconditions")
 )
 

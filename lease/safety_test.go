@@ -712,3 +712,27 @@ func TestReleasedEventSaysWhetherAnythingWasReleased(t *testing.T) {
 		t.Fatalf("the fenced holder's release reported %v %q", last.Kind, last.Detail)
 	}
 }
+
+// refusesCurrentIfMatch is a service that refuses If-Match even with the
+// current version, as Ceph RGW 16.2 does with a quoted ETag.
+type refusesCurrentIfMatch struct{ driver.Bucket }
+
+func (r refusesCurrentIfMatch) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if isMatch(cond) {
+		return "", &driver.OpError{Driver: "test", Op: "put", Key: key, Cond: cond, Kind: driver.ErrPrecondition, Err: errors.New("412 Precondition Failed")}
+	}
+	return r.Bucket.Put(ctx, key, data, cond)
+}
+
+func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {
+	inner := mem.New()
+	_, err := lease.Acquire(context.Background(), refusesCurrentIfMatch{inner}, "db1", opts("me", clock.NewFake(t0), nil))
+	if !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), "If-Match on the current version") {
+		t.Fatalf("acquire where no renewal could succeed: %v", err)
+	}
+	// Its clean-up (an If-Match overwrite) is refused too: the error says
+	// what was left and until when.
+	if r, _, ok := readRecord(t, inner); ok && r.TTLSeconds != 0 && !strings.Contains(err.Error(), "may be left") {
+		t.Fatalf("a fresh record was left and the error does not say so: %v", err)
+	}
+}
