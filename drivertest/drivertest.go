@@ -77,6 +77,23 @@ type Result struct {
 	Errored bool
 }
 
+// Status is the result in one word, as reports print it: "PASS", "FAIL",
+// "inconclusive" (Errored), "known deviation" or "skip".
+func (r Result) Status() string {
+	switch {
+	case r.Skipped:
+		return "skip"
+	case r.Passed:
+		return "PASS"
+	case r.Errored:
+		return "inconclusive"
+	case r.Deviation != "":
+		return "known deviation"
+	default:
+		return "FAIL"
+	}
+}
+
 // Report is the outcome of a run of the suite.
 type Report struct {
 	// Declared is what the driver claims.

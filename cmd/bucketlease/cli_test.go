@@ -202,7 +202,7 @@ func TestProbeCallsAnErroredCheckAnError(t *testing.T) {
 	if got := erroredChecks(rep); len(got) != 1 || got[0] != "cas-counter" {
 		t.Fatalf("erroredChecks = %v, want [cas-counter]", got)
 	}
-	if resultText(rep.Results[1]) != "inconclusive" || resultText(rep.Results[2]) != "FAIL" {
-		t.Fatalf("result texts %q and %q", resultText(rep.Results[1]), resultText(rep.Results[2]))
+	if rep.Results[1].Status() != "inconclusive" || rep.Results[2].Status() != "FAIL" {
+		t.Fatalf("result texts %q and %q", rep.Results[1].Status(), rep.Results[2].Status())
 	}
 }

@@ -140,27 +140,12 @@ func capsText(c driver.Capabilities) string {
 	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, yesNo(c.ConditionalDelete))
 }
 
-func resultText(r drivertest.Result) string {
-	switch {
-	case r.Skipped:
-		return "skip"
-	case r.Passed:
-		return "PASS"
-	case r.Errored:
-		return "inconclusive"
-	case r.Deviation != "":
-		return "known deviation"
-	default:
-		return "FAIL"
-	}
-}
-
 // printReport prints the report as a table and a verdict.
 func printReport(w io.Writer, rep *drivertest.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tRESULT\tEXPECTED\tGOT")
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, resultText(r), r.Expect, oneLine(r.Got))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Status(), r.Expect, oneLine(r.Got))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
@@ -205,7 +190,7 @@ func probeJSON(rawURL string, rep *drivertest.Report) probeReportJSON {
 		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
 		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}}
 	for _, r := range rep.Results {
-		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: resultText(r), Expect: r.Expect, Got: r.Got,
+		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: r.Status(), Expect: r.Expect, Got: r.Got,
 			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation, Errored: r.Errored})
 	}
 	return j

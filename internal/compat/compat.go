@@ -228,7 +228,7 @@ func measureDriver(ctx context.Context, s Server, scheme, bucket string, opts Op
 	run.Observed = capsOf(rep.Observed)
 	run.ProbeOK = rep.OK()
 	for _, r := range rep.Results {
-		c := CheckResult{Name: r.Name, Result: resultText(r)}
+		c := CheckResult{Name: r.Name, Result: r.Status()}
 		if !r.Passed && !r.Skipped {
 			c.Got = evidence(r.Got)
 		}
@@ -246,22 +246,6 @@ func measureDriver(ctx context.Context, s Server, scheme, bucket string, opts Op
 
 func capsOf(c driver.Capabilities) Caps {
 	return Caps{Exclusion: c.Exclusion.String(), ConditionalDelete: c.ConditionalDelete}
-}
-
-// resultText is the result word `bucketlease probe` prints.
-func resultText(r drivertest.Result) string {
-	switch {
-	case r.Skipped:
-		return "skip"
-	case r.Passed:
-		return "PASS"
-	case r.Errored:
-		return "inconclusive"
-	case r.Deviation != "":
-		return "known deviation"
-	default:
-		return "FAIL"
-	}
 }
 
 // What the lease does on a service, as leaseBehaviour finds it.
