@@ -394,14 +394,18 @@ func (s *sim) tick() {
 
 // check verifies the invariants that hold at every instant.
 func (s *sim) check() {
-	var open []string
+	var open []*inst
 	for _, in := range s.insts {
 		if in.gateOpen() {
-			open = append(open, fmt.Sprintf("%s (epoch %d)", in, in.epoch))
+			open = append(open, in)
 		}
 	}
 	if len(open) > 1 {
-		s.violate(InvExclusion, "instances that may write at once: "+strings.Join(open, ", "), true)
+		names := make([]string, len(open))
+		for i, in := range open {
+			names[i] = fmt.Sprintf("%s (epoch %d)", in, in.epoch)
+		}
+		s.violate(InvExclusion, "instances that may write at once: "+strings.Join(names, ", "), true)
 	}
 	s.checkIntegrity()
 }
