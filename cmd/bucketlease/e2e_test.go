@@ -56,7 +56,22 @@ func start(t *testing.T, env []string, args ...string) *proc {
 // binary.
 func startProg(t *testing.T, env []string, prog string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, cmd: exec.Command(prog, args...), more: make(chan struct{}, 1), exited: make(chan struct{})}
+	return launch(t, exec.Command(prog, args...), env, args)
+}
+
+// startIn is start with dir as the working directory.
+func startIn(t *testing.T, dir string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	return launch(t, cmd, env, args)
+}
+
+// launch starts cmd with the extra environment env; args are its arguments
+// as a failure report names them.
+func launch(t *testing.T, cmd *exec.Cmd, env []string, args []string) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: cmd, more: make(chan struct{}, 1), exited: make(chan struct{})}
 	p.cmd.Env = append(cleanEnv(), env...)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
