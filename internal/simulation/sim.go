@@ -215,7 +215,8 @@ type sim struct {
 
 	epoch          int // lease epochs handed out so far
 	maxLatestEpoch int
-	written        map[string]string // immutable key -> writer tag
+	written        map[string]string        // immutable key -> writer tag
+	leaseWriters   map[driver.Version]*inst // LEASE version -> the process whose write made it
 
 	drill *drill
 	dev   Deviation // the deviation classes on in this run
@@ -235,7 +236,7 @@ type drill struct {
 func Run(cfg Config) (res Result) {
 	cfg.defaults()
 	s := &sim{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), store: mem.New(), mainG: goid(),
-		written: map[string]string{}}
+		written: map[string]string{}, leaseWriters: map[driver.Version]*inst{}}
 	s.res = Result{Seed: cfg.Seed, Faults: map[string]int{}, TTL: cfg.TTL}
 	s.res.Bound = cfg.TTL + cfg.TTL/3 + retryInterval(cfg.TTL) + cfg.MaxSkew + 2*cfg.Tick
 	defer func() {
@@ -417,9 +418,17 @@ func (s *sim) runDrill() {
 	rec, ok := s.storedRecord()
 	if ok {
 		_, v, _ := readAll(s, leaseKey)
-		// With two processes on one id, the victim is the one whose lease
-		// wrote the stored version, or else one that holds a lease at all.
+		// With two processes on one id, the victim is the one whose write
+		// made the stored version, as the store saw it: its Lease may not
+		// know yet (a renewal whose reply was lost, seed 300021). Else the
+		// one whose lease knows that version, or one that holds a lease.
+		s.mu.Lock()
+		writer := s.leaseWriters[v]
+		s.mu.Unlock()
 		best := 0
+		if writer != nil && !writer.gone && writer.id == rec.InstanceID {
+			victim, best = writer, 4
+		}
 		for _, in := range s.insts {
 			if in.gone || in.id != rec.InstanceID {
 				continue

@@ -322,3 +322,18 @@ func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
 		negative(t, Config{Force: CoarseWallClock | Twins}, InvExclusion, 100)
 	})
 }
+
+// TestCampaignFindings replays the seeds on which campaigns found a bug,
+// in the lease or in the simulator itself, so that none comes back: 231
+// (a same-id record taken back before it was stale, unsafe with a suspended
+// writer), 13930 and 300021 (a takeover drill that cut off the wrong one of
+// two processes with one id: the stored version was written by the other,
+// whose renewal's reply was lost).
+func TestCampaignFindings(t *testing.T) {
+	for _, seed := range []uint64{231, 13930, 300021} {
+		r := Run(Config{Seed: seed})
+		if r.Violation != nil {
+			report(t, Config{}, r, "TestSimulation$")
+		}
+	}
+}

@@ -270,6 +270,12 @@ func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte
 		return readAll(s, key)
 	case "put":
 		v, err := s.store.Put(ctx, key, data, cond)
+		if err == nil && key == leaseKey {
+			// Lease goroutines write the LEASE object too.
+			s.mu.Lock()
+			s.leaseWriters[v] = c.in
+			s.mu.Unlock()
+		}
 		if err == nil && key != leaseKey {
 			// Only the worker writes other keys, from the simulation's
 			// goroutine.
