@@ -64,7 +64,7 @@ func TestSimulation(t *testing.T) {
 		runCampaign(t, cfg)
 		return
 	}
-	results := runSeeds(*firstFlag, *seedsFlag, cfg, 0)
+	results := runSeeds(*firstFlag, *seedsFlag, cfg, 0, 1)
 	for _, r := range results {
 		if r.Violation != nil {
 			report(t, cfg, r, "TestSimulation$")
@@ -96,12 +96,14 @@ func checkCoverage(t *testing.T, results []Result) {
 	}
 }
 
-// runSeeds runs n seeds from first on all CPUs, stopping early after a
-// violation or once budget has passed.
-func runSeeds(first uint64, n int, cfg Config, budget time.Duration) []Result {
+// runSeeds runs n seeds from first on all CPUs, stopping early after
+// stopAt violations or once budget has passed. Seeds are handed out in
+// order and every seed started is finished, so the seeds run are always
+// first to first+len(results)-1.
+func runSeeds(first uint64, n int, cfg Config, budget time.Duration, stopAt int) []Result {
 	var (
 		next    atomic.Uint64
-		failed  atomic.Bool
+		failed  atomic.Int64
 		mu      sync.Mutex
 		results []Result
 		wg      sync.WaitGroup
@@ -112,7 +114,7 @@ func runSeeds(first uint64, n int, cfg Config, budget time.Duration) []Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !failed.Load() && (budget == 0 || time.Since(start) < budget) {
+			for failed.Load() < int64(stopAt) && (budget == 0 || time.Since(start) < budget) {
 				seed := next.Add(1) - 1
 				if seed >= first+uint64(n) {
 					return
@@ -121,7 +123,7 @@ func runSeeds(first uint64, n int, cfg Config, budget time.Duration) []Result {
 				c.Seed = seed
 				r := Run(c)
 				if r.Violation != nil {
-					failed.Store(true)
+					failed.Add(1)
 				}
 				mu.Lock()
 				results = append(results, r)
@@ -186,17 +188,28 @@ func summary(results []Result) string {
 	return sb.String()
 }
 
+// campaignStopAt is how many violations end a campaign early: one
+// violation does not waste the rest of a long budget, and each is listed.
+const campaignStopAt = 20
+
 func runCampaign(t *testing.T, cfg Config) {
 	start := time.Now()
-	results := runSeeds(*firstFlag, *seedsFlag, cfg, *budget)
-	fmt.Printf("campaign %s: seeds %d..%d requested, %d run in %v on %d CPUs\n%s\n",
+	results := runSeeds(*firstFlag, *seedsFlag, cfg, *budget, campaignStopAt)
+	fmt.Printf("campaign %s: seeds %d..%d requested, %d run (seeds %d..%d) in %v on %d CPUs\n%s\n",
 		time.Now().UTC().Format("2006-01-02"), *firstFlag, *firstFlag+uint64(*seedsFlag)-1, len(results),
+		*firstFlag, *firstFlag+uint64(len(results))-1,
 		time.Since(start).Round(time.Second), runtime.GOMAXPROCS(0), summary(results))
-	for _, r := range results {
+	var first *Result
+	for i, r := range results {
 		if r.Violation != nil {
-			report(t, cfg, r, "TestSimulation$")
-			return
+			fmt.Printf("violation: seed %d: %v\n", r.Seed, r.Violation)
+			if first == nil {
+				first = &results[i]
+			}
 		}
+	}
+	if first != nil {
+		report(t, cfg, *first, "TestSimulation$")
 	}
 }
 
@@ -228,7 +241,7 @@ func negative(t *testing.T, cfg Config, want string, n int) {
 		t.Logf("seed %d: %v", r.Seed, r.Violation)
 		return
 	}
-	results := runSeeds(1, n, cfg, 0)
+	results := runSeeds(1, n, cfg, 0, 1)
 	for _, r := range results {
 		if r.Violation != nil {
 			if r.Violation.Invariant != want {
