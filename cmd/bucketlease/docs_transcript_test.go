@@ -59,6 +59,16 @@ func (s *session) cmd(args []string, redirect string) {
 	s.WriteString("$ " + strings.Join(q, " ") + redirect + "\n")
 }
 
+// newSession starts a session run on testURL and shown as docURL.
+func newSession(testURL, docURL string) *session {
+	s := &session{}
+	s.rename(testURL, docURL)
+	return s
+}
+
+// bucketlease writes the prompt line for "bucketlease args...".
+func (s *session) bucketlease(args ...string) { s.cmd(append([]string{"bucketlease"}, args...), "") }
+
 // exit writes the "exit N" line the docs end a command's output with.
 func (s *session) exit(code int) { s.WriteString("exit " + strconv.Itoa(code) + "\n") }
 
@@ -208,19 +218,17 @@ func TestDocsHoldSessions(t *testing.T) {
 	a := start(t, nil, holdArgs...)
 	a.waitFor(`renewed\s+renewed lease`)
 
-	refused := &session{}
-	refused.rename(u, docURL)
+	refused := newSession(u, docURL)
 	args := []string{"hold", u, "--instance-id", "host-b"}
-	refused.cmd(append([]string{"bucketlease"}, args...), "")
+	refused.bucketlease(args...)
 	out, errOut, code := runCLI(t, nil, args...)
 	refused.WriteString(out + errOut)
 	refused.WriteString("$ echo $?\n" + strconv.Itoa(code) + "\n")
 	checkSession(t, refused)
 
-	show := &session{}
-	show.rename(u, docURL)
+	show := newSession(u, docURL)
 	for _, args := range [][]string{{"show", u}, {"show", u, "--json"}} {
-		show.cmd(append([]string{"bucketlease"}, args...), "")
+		show.bucketlease(args...)
 		out, errOut, code := runCLI(t, nil, args...)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errOut)
@@ -242,15 +250,13 @@ func TestDocsHoldSessions(t *testing.T) {
 		t.Errorf("host-b's hold exited %d after SIGTERM, want 0", code)
 	}
 
-	holder := &session{}
-	holder.rename(u, docURL)
-	holder.cmd(append([]string{"bucketlease"}, holdArgs...), "")
+	holder := newSession(u, docURL)
+	holder.bucketlease(holdArgs...)
 	holder.WriteString(a.errOutput())
 	checkSession(t, holder)
 
-	waiter := &session{}
-	waiter.rename(u, docURL)
-	waiter.cmd(append([]string{"bucketlease"}, waitArgs...), "")
+	waiter := newSession(u, docURL)
+	waiter.bucketlease(waitArgs...)
 	waiter.WriteString(b.errOutput())
 	checkSession(t, waiter)
 }
@@ -262,8 +268,7 @@ func TestDocsHoldCommandSession(t *testing.T) {
 	work := t.TempDir()
 	args := []string{"hold", u, "--ttl", "6s", "--instance-id", "host-a", "--",
 		"sh", "-c", "echo backup running as $BUCKETLEASE_INSTANCE_ID; sleep 2; echo backup done"}
-	s := &session{}
-	s.rename(u, "file:///var/tmp/bl-doc/db2")
+	s := newSession(u, "file:///var/tmp/bl-doc/db2")
 	s.cmd(append([]string{"bucketlease"}, args...), " > backup.log")
 
 	log, err := os.Create(filepath.Join(work, "backup.log"))
@@ -306,9 +311,9 @@ func TestDocsWatchdogSession(t *testing.T) {
 	work := t.TempDir()
 	args := []string{"hold", u, "--ttl", "6s", "--instance-id", "host-a", "--",
 		"sh", "-c", "while :; do date +%s%N >> ticks; sleep 0.5; done"}
-	s := &session{anyOrder: true}
-	s.rename(u, "file:///var/tmp/bl-doc/db9")
-	s.cmd(append([]string{"bucketlease"}, args...), "")
+	s := newSession(u, "file:///var/tmp/bl-doc/db9")
+	s.anyOrder = true
+	s.bucketlease(args...)
 
 	a := startIn(t, work, nil, args...)
 	a.waitFor(`command-started`)
@@ -347,8 +352,7 @@ func TestDocsBreakSession(t *testing.T) {
 	a.wait()
 	version := showJSONOf(t, u).Version
 
-	s := &session{}
-	s.rename(u, "file:///var/tmp/bl-doc/db4")
+	s := newSession(u, "file:///var/tmp/bl-doc/db4")
 	s.WriteString("# a holder killed without releasing leaves a stuck lease (ttl 1h here)\n")
 	for _, args := range [][]string{
 		{"show", u},
@@ -356,7 +360,7 @@ func TestDocsBreakSession(t *testing.T) {
 		{"break", u, "--version", version},
 		{"break", u, "--version", version, "--force"},
 	} {
-		s.cmd(append([]string{"bucketlease"}, args...), "")
+		s.bucketlease(args...)
 		out, errOut, code := runCLI(t, nil, args...)
 		s.WriteString(out + errOut)
 		if args[0] == "break" {
