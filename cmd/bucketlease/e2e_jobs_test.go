@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -220,6 +221,13 @@ func TestLeftBehindKilledBeforeRelease(t *testing.T) {
 // TestNohup: under nohup, SIGHUP stays ignored by hold and by its command.
 // Without nohup (the negative control), the same SIGHUP ends the command.
 func TestNohup(t *testing.T) {
+	// A test run under nohup itself would start every hold with SIGHUP
+	// ignored, and "without nohup" could not be seen; a signal this process
+	// handles is reset to its default in the processes it starts.
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		defer signal.Reset(syscall.SIGHUP)
+	}
 	for _, nohup := range []bool{true, false} {
 		u, _ := fileURL(t)
 		flag := filepath.Join(t.TempDir(), "go")
