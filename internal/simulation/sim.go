@@ -414,37 +414,7 @@ func (s *sim) check() {
 // runDrill kills or cuts off the instance the LEASE object names, calms the
 // world, and measures how long a live contender takes to hold the lease.
 func (s *sim) runDrill() {
-	var victim *inst
-	rec, ok := s.storedRecord()
-	if ok {
-		_, v, _ := readAll(s, leaseKey)
-		// With two processes on one id, the victim is the one whose write
-		// made the stored version, as the store saw it: its Lease may not
-		// know yet (a renewal whose reply was lost, seed 300021). Else the
-		// one whose lease knows that version, or one that holds a lease.
-		s.mu.Lock()
-		writer := s.leaseWriters[v]
-		s.mu.Unlock()
-		best := 0
-		if writer != nil && !writer.gone && writer.id == rec.InstanceID {
-			victim, best = writer, 4
-		}
-		for _, in := range s.insts {
-			if in.gone || in.id != rec.InstanceID {
-				continue
-			}
-			score := 1
-			if in.lease != nil && in.lease.Err() == nil {
-				score = 2
-				if in.lease.Version() == v {
-					score = 3
-				}
-			}
-			if score > best {
-				victim, best = in, score
-			}
-		}
-	}
+	victim := s.drillVictim()
 	s.calm = true
 	d := &drill{start: s.now, victim: victim}
 	for _, in := range s.insts {
@@ -481,6 +451,43 @@ func (s *sim) runDrill() {
 			victim.restartAt = s.now
 		}
 	}
+}
+
+// drillVictim is the live process the LEASE object names, or nil. With two
+// processes on one id, it is the one whose write made the stored version,
+// as the store saw it: its Lease may not know yet (a renewal whose reply was
+// lost, seed 300021). Else the one whose lease knows that version, or one
+// that holds a lease at all.
+func (s *sim) drillVictim() *inst {
+	rec, ok := s.storedRecord()
+	if !ok {
+		return nil
+	}
+	_, v, _ := readAll(s, leaseKey)
+	s.mu.Lock()
+	writer := s.leaseWriters[v]
+	s.mu.Unlock()
+	if writer != nil && !writer.gone && writer.id == rec.InstanceID {
+		return writer
+	}
+	var victim *inst
+	best := 0
+	for _, in := range s.insts {
+		if in.gone || in.id != rec.InstanceID {
+			continue
+		}
+		score := 1
+		if in.lease != nil && in.lease.Err() == nil {
+			score = 2
+			if in.lease.Version() == v {
+				score = 3
+			}
+		}
+		if score > best {
+			victim, best = in, score
+		}
+	}
+	return victim
 }
 
 // acquired is called when in takes the lease; it ends a drill if in is a
