@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -59,7 +57,8 @@ func (s *session) cmd(args []string, redirect string) {
 	s.WriteString("$ " + strings.Join(q, " ") + redirect + "\n")
 }
 
-// newSession starts a session run on testURL and shown as docURL.
+// newSession starts a session that shows docURL (or address) wherever the
+// run printed testURL.
 func newSession(testURL, docURL string) *session {
 	s := &session{}
 	s.rename(testURL, docURL)
@@ -276,23 +275,9 @@ func TestDocsHoldCommandSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	var errb bytes.Buffer
-	cmd := exec.Command(binary, args...)
-	cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = cleanEnv(), work, log, &errb
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(3 * exitTimeout):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("hold did not exit within %v:\n%s", 3*exitTimeout, errb.String())
-	}
-	s.WriteString(errb.String())
-	s.exit(cmd.ProcessState.ExitCode())
+	errOut, code := runTo(t, work, log, nil, args...)
+	s.WriteString(errOut)
+	s.exit(code)
 	s.cmd([]string{"cat", "backup.log"}, "")
 	b, err := os.ReadFile(log.Name())
 	if err != nil {
@@ -376,15 +361,14 @@ func TestDocsBreakSession(t *testing.T) {
 func TestDocsCredentialsSession(t *testing.T) {
 	srv := miniotest.Env(t)
 	env := append(minioEnv(t, srv), "AWS_ACCESS_KEY_ID=nobody", "AWS_SECRET_ACCESS_KEY=wrong")
-	s := &session{}
-	s.rename(srv.Addr, "127.0.0.1:41559") // the port is the test server's
+	s := newSession(srv.Addr, "127.0.0.1:41559") // the port is the test server's
 	u := "s3://backups/db1?endpoint=" + srv.URL() + "&path_style=true"
 	s.WriteString("$ AWS_ACCESS_KEY_ID=nobody AWS_SECRET_ACCESS_KEY=wrong bucketlease show " + shellQuote(u) + "\n")
 	out, errOut, code := runCLI(t, env, "show", u)
 	noSecret(t, srv, out, errOut)
 	s.WriteString(out + errOut)
 	s.exit(code)
-	s.cmd([]string{"bucketlease", "show", "ftp://example.com/x"}, "")
+	s.bucketlease("show", "ftp://example.com/x")
 	out, errOut, code = runCLI(t, nil, "show", "ftp://example.com/x")
 	s.WriteString(out + errOut)
 	s.exit(code)

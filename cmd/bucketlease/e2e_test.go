@@ -204,18 +204,27 @@ func cleanEnv() []string {
 // code.
 func runCLI(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	var out bytes.Buffer
+	stderr, code = runTo(t, "", &out, env, args...)
+	return out.String(), stderr, code
+}
+
+// runTo runs the binary to completion in dir (the test's own if "") with
+// its stdout going to w, and returns its stderr and exit code.
+func runTo(t *testing.T, dir string, w io.Writer, env []string, args ...string) (stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*exitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(cleanEnv(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Env, cmd.Dir = append(cleanEnv(), env...), dir
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &errb
 	err := cmd.Run()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("running bucketlease %v: %v", args, err)
 	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	return errb.String(), cmd.ProcessState.ExitCode()
 }
 
 // fileURL returns a file:// URL for a fresh directory.
