@@ -1,0 +1,172 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+)
+
+// Streaming writes and listing are optional abilities of a Bucket, found at
+// run time through the Streamer and Lister interfaces (as io.WriterTo is
+// found by io.Copy), so that Bucket stays the four methods a third party
+// implements in an afternoon. Callers use the package functions PutStream
+// and List, which use the ability where the driver has it and otherwise fall
+// back to what the four methods can do, or say plainly that they cannot:
+//
+//   - PutStream without a Streamer reads the body into memory up to
+//     StreamOptions.limit() (part size × concurrency, so memory stays within
+//     the same bound) and sends one conditional Put; a longer body is
+//     refused with ErrUnsupported, and nothing is written.
+//   - List without a Lister yields one error wrapping ErrUnsupported.
+//
+// A reader, not a writer, is the shape: the call returns only when the
+// object is committed or the upload is aborted, so that whoever waits for
+// the call (Lease.Release does) knows that nothing of it is still in flight.
+
+// Default part size and concurrency of a streamed write.
+const (
+	DefaultPartSize    = 16 << 20
+	DefaultConcurrency = 4
+	// MinPartSize is the smallest part size a driver must accept: S3's
+	// minimum for every part but the last.
+	MinPartSize = 5 << 20
+)
+
+// StreamOptions tune a streamed write. The zero value (or nil) means
+// DefaultPartSize and DefaultConcurrency, with no gate.
+type StreamOptions struct {
+	// PartSize is the size of each part (S3 multipart part, Azure block,
+	// GCS resumable chunk) and of each read from the body. It is raised to
+	// MinPartSize if smaller. Default DefaultPartSize.
+	PartSize int64
+
+	// Concurrency is how many parts are uploaded at once. Memory is
+	// bounded by PartSize × Concurrency. Default DefaultConcurrency.
+	Concurrency int
+
+	// MayStart, if set, is called before each request of the upload is
+	// started (each part, and the commit that makes the object visible).
+	// If it returns an error, nothing more is sent, the upload is aborted,
+	// and PutStream returns an error wrapping it. Lease.Bucket sets it to
+	// its fence, so that no part and no commit starts once the holder may
+	// not write.
+	MayStart func() error
+}
+
+// Size returns the part size in effect.
+func (o *StreamOptions) Size() int64 {
+	if o == nil || o.PartSize <= 0 {
+		return DefaultPartSize
+	}
+	return max(o.PartSize, MinPartSize)
+}
+
+// Parallel returns the concurrency in effect.
+func (o *StreamOptions) Parallel() int {
+	if o == nil || o.Concurrency <= 0 {
+		return DefaultConcurrency
+	}
+	return o.Concurrency
+}
+
+// Allow calls MayStart if it is set.
+func (o *StreamOptions) Allow() error {
+	if o == nil || o.MayStart == nil {
+		return nil
+	}
+	return o.MayStart()
+}
+
+// limit is the most PutStream's fallback holds in memory.
+func (o *StreamOptions) limit() int64 { return o.Size() * int64(o.Parallel()) }
+
+// Streamer is the optional interface of a Bucket that writes a body of any
+// length the service allows, read from r until io.EOF, in parts.
+type Streamer interface {
+	// PutStream stores the body read from r under key if cond holds at the
+	// step that makes the object visible (S3's CompleteMultipartUpload, the
+	// final request of a GCS resumable upload, Azure's Put Block List, the
+	// file driver's rename), and returns the version it created. It holds
+	// at most opts.Size() × opts.Parallel() bytes of the body at once. A
+	// condition that does not hold at commit is ErrPrecondition, with the
+	// object left as it was.
+	//
+	// On any failure (ctx ended, r failed, MayStart refused, a part or the
+	// commit failed or was refused) it aborts what it had staged (S3's
+	// AbortMultipartUpload, the GCS session cancelled, the file driver's
+	// temporary file removed; Azure has no abort, uncommitted blocks
+	// expire) before it returns, and its error says whether the abort
+	// succeeded. It returns only once no request of the upload is still in
+	// flight.
+	PutStream(ctx context.Context, key string, r io.Reader, cond Condition, opts *StreamOptions) (Version, error)
+}
+
+// PutStream stores the body read from r under key in b if cond holds when
+// it is committed, and returns the version it created. It uses b's
+// Streamer; without one it reads at most opts.Size() × opts.Parallel()
+// bytes and sends them with one conditional Put, and a longer body is an
+// error wrapping ErrUnsupported, with nothing written.
+func PutStream(ctx context.Context, b Bucket, key string, r io.Reader, cond Condition, opts *StreamOptions) (Version, error) {
+	if s, ok := b.(Streamer); ok {
+		return s.PutStream(ctx, key, r, cond, opts)
+	}
+	limit := opts.limit()
+	data, err := io.ReadAll(io.LimitReader(contextReader{ctx, r}, limit+1))
+	if err != nil {
+		return "", &OpError{Op: "put", Key: key, Cond: cond, Err: fmt.Errorf("reading the body: %w", err)}
+	}
+	if int64(len(data)) > limit {
+		return "", &OpError{Op: "put", Key: key, Cond: cond, Kind: ErrUnsupported,
+			Err: fmt.Errorf("the driver cannot stream, and the body is longer than %d bytes (part size × concurrency), the most one Put is given here; nothing was written", limit)}
+	}
+	if err := opts.Allow(); err != nil {
+		return "", &OpError{Op: "put", Key: key, Cond: cond, Err: fmt.Errorf("refused to start: %w", err)}
+	}
+	return b.Put(ctx, key, data, cond)
+}
+
+// contextReader stops reading once ctx ends.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, context.Cause(c.ctx)
+	}
+	return c.r.Read(p)
+}
+
+// Object describes one stored object, as List reports it.
+type Object struct {
+	Key     string    // the full key in the bucket
+	Size    int64     // in bytes
+	Version Version   // the version a condition would name
+	ModTime time.Time // when the service last wrote it
+}
+
+// Lister is the optional interface of a Bucket that lists keys.
+type Lister interface {
+	// List yields every object whose key starts with prefix (a plain
+	// string prefix: "db1/c" matches "db1/chunks/1" and "db1/c"), in
+	// lexical order of key, paging through the service as the caller
+	// iterates. A failure is yielded once, as the error of the last pair;
+	// ctx is honoured between and within pages.
+	List(ctx context.Context, prefix string) iter.Seq2[Object, error]
+}
+
+// List yields the objects under prefix in b, through b's Lister. Without
+// one it yields a single error wrapping ErrUnsupported.
+func List(ctx context.Context, b Bucket, prefix string) iter.Seq2[Object, error] {
+	if l, ok := b.(Lister); ok {
+		return l.List(ctx, prefix)
+	}
+	return func(yield func(Object, error) bool) {
+		yield(Object{}, &OpError{Op: "list", Key: prefix, Kind: ErrUnsupported,
+			Err: errors.New("the driver cannot list keys")})
+	}
+}
