@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -25,11 +26,9 @@ import (
 // able to fail.
 
 // withOld runs f with an oldlease switch on.
-func withOld(t *testing.T, sw *atomic.Bool, f func()) {
+func withOld(t *testing.T, sw *oldlease.Switch, f func()) {
 	t.Helper()
-	sw.Store(true)
-	defer sw.Store(false)
-	f()
+	testenv.Negative(t, sw, f)
 }
 
 // ignoresDeleteCondition is a service that declares a conditional delete

@@ -105,10 +105,12 @@ func (c *Config) defaults() error {
 
 // BuildWorker builds cmd/chaosworker into dir with go build (with the race
 // detector if race) and returns the binary's path. root is the module's
-// directory.
+// directory. The worker is built with the bucketlease_oldlease tag, so that
+// its negative-control flags can turn old behaviours on; the CLI is built
+// as users build it.
 func BuildWorker(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "chaosworker")
-	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./internal/chaos/cmd/chaosworker", race)...)
+	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./internal/chaos/cmd/chaosworker", race, "bucketlease_oldlease")...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -121,7 +123,7 @@ func BuildWorker(ctx context.Context, root, dir string, race bool) (string, erro
 // and returns the binary's path.
 func BuildCLI(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "bucketlease")
-	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./cmd/bucketlease", race)...)
+	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./cmd/bucketlease", race, "")...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -130,10 +132,13 @@ func BuildCLI(ctx context.Context, root, dir string, race bool) (string, error) 
 	return bin, nil
 }
 
-func buildArgs(bin, pkg string, race bool) []string {
+func buildArgs(bin, pkg string, race bool, tags string) []string {
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
+	}
+	if tags != "" {
+		args = append(args, "-tags", tags)
 	}
 	return append(args, pkg)
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -67,9 +66,9 @@ func (c WorkerConfig) Switches() string {
 // If-Match on the version it wrote, and LATEST with If-Match on the version
 // it read (If-None-Match: * when there was none).
 func RunWorker(ctx context.Context, cfg WorkerConfig) error {
-	oldlease.DeleteOnRelease.Store(cfg.OldRelease)
-	oldlease.SkipProbe.Store(cfg.SkipProbe)
-	oldlease.AdoptByInstanceID.Store(cfg.OldAdopt)
+	if err := applyControls(cfg); err != nil {
+		return err
+	}
 	cfg.Log.Log(Entry{Ev: EvStart, Detail: cfg.Switches()})
 	if !cfg.Deadline.IsZero() {
 		var cancel context.CancelFunc

@@ -16,6 +16,7 @@ import (
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/internal/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -123,15 +124,15 @@ func TestFencedHolderReleaseOnMinIO(t *testing.T) {
 	}
 	// Negative control: the release that trusted a declared conditional
 	// delete, on a driver that declares one.
-	oldlease.DeleteOnRelease.Store(true)
-	defer oldlease.DeleteOnRelease.Store(false)
-	for name, b := range drivers(t) {
-		t.Run(name+"/negative-control", func(t *testing.T) {
-			if fencedHolderReleases(t, claimsConditionalDelete{b}) == "" {
-				t.Fatal("the old release, trusting the declared conditional delete, went unnoticed on MinIO")
-			}
-		})
-	}
+	testenv.Negative(t, &oldlease.DeleteOnRelease, func() {
+		for name, b := range drivers(t) {
+			t.Run(name+"/negative-control", func(t *testing.T) {
+				if fencedHolderReleases(t, claimsConditionalDelete{b}) == "" {
+					t.Fatal("the old release, trusting the declared conditional delete, went unnoticed on MinIO")
+				}
+			})
+		}
+	})
 }
 
 // TestReleaseOfOldLeaseOnMinIO is defect 2 on the real server: a fenced

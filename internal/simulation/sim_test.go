@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
+	"github.com/mushroomdb/bucketlease/internal/testenv"
 )
 
 var (
@@ -279,17 +280,16 @@ func TestNegativeWorkerIgnoresFence(t *testing.T) {
 // a violation, or the class proves nothing.
 
 // withOld runs f with an oldlease switch on.
-func withOld(sw *atomic.Bool, f func()) {
-	sw.Store(true)
-	defer sw.Store(false)
-	f()
+func withOld(t *testing.T, sw *oldlease.Switch, f func()) {
+	t.Helper()
+	testenv.Negative(t, sw, f)
 }
 
 // A store that ignores the condition on DELETE, and a release that trusts
 // the driver's declaration of a conditional delete: a fenced holder's
 // release deletes its successor's lease.
 func TestNegativeReleaseTrustsDeleteCondition(t *testing.T) {
-	withOld(&oldlease.DeleteOnRelease, func() {
+	withOld(t, &oldlease.DeleteOnRelease, func() {
 		negative(t, Config{Force: StoreIgnoresDeleteCondition | ReleaseOldLease}, InvExclusion, 200)
 	})
 }
@@ -297,7 +297,7 @@ func TestNegativeReleaseTrustsDeleteCondition(t *testing.T) {
 // Two live processes configured with one id, and a lease that adopts any
 // record naming its id: both write.
 func TestNegativeTwinsAdoptByInstanceID(t *testing.T) {
-	withOld(&oldlease.AdoptByInstanceID, func() {
+	withOld(t, &oldlease.AdoptByInstanceID, func() {
 		negative(t, Config{Force: Twins}, InvExclusion, 100)
 	})
 }
@@ -305,7 +305,7 @@ func TestNegativeTwinsAdoptByInstanceID(t *testing.T) {
 // A restart with the same id while the old process still runs, adopting by
 // id: both write.
 func TestNegativeRestartWhileRunningAdoptsByInstanceID(t *testing.T) {
-	withOld(&oldlease.AdoptByInstanceID, func() {
+	withOld(t, &oldlease.AdoptByInstanceID, func() {
 		negative(t, Config{Force: RestartWhileRunning}, InvExclusion, 300)
 	})
 }
@@ -314,7 +314,7 @@ func TestNegativeRestartWhileRunningAdoptsByInstanceID(t *testing.T) {
 // adopting records by id: the re-acquired lease is released under its
 // holder, and another instance takes it while it still writes.
 func TestNegativeReleaseOldLeaseAdoptsByInstanceID(t *testing.T) {
-	withOld(&oldlease.AdoptByInstanceID, func() {
+	withOld(t, &oldlease.AdoptByInstanceID, func() {
 		negative(t, Config{Force: ReleaseOldLease}, InvExclusion, 300)
 	})
 }
@@ -322,7 +322,7 @@ func TestNegativeReleaseOldLeaseAdoptsByInstanceID(t *testing.T) {
 // Release during a hung renewal, waiting for the renewal before it stops
 // writing.
 func TestNegativeReleaseWaitsForHungRenewal(t *testing.T) {
-	withOld(&oldlease.ReleaseWaitsForRenewal, func() {
+	withOld(t, &oldlease.ReleaseWaitsForRenewal, func() {
 		negative(t, Config{Force: ReleaseDuringHungRenewal}, InvRelease, 100)
 	})
 }
@@ -331,7 +331,7 @@ func TestNegativeReleaseWaitsForHungRenewal(t *testing.T) {
 // renewed_at taken as proof that a write was ours: one adopts the other's
 // lease, and both write.
 func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
-	withOld(&oldlease.EqualRenewedAtIsProof, func() {
+	withOld(t, &oldlease.EqualRenewedAtIsProof, func() {
 		negative(t, Config{Force: CoarseWallClock | Twins}, InvExclusion, 100)
 	})
 }
