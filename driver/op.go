@@ -112,13 +112,24 @@ func versionProblem(v Version) string {
 	return fmt.Sprintf("version %q is %s; it matches no object, so nothing was sent", clipKey(s), why)
 }
 
+// OpName names the operation an Op is: OpGet, OpPut, OpDelete or OpList.
+type OpName string
+
+// The operations of a driver, as Begin takes them and errors name them.
+const (
+	OpGet    OpName = "get"
+	OpPut    OpName = "put"
+	OpDelete OpName = "delete"
+	OpList   OpName = "list"
+)
+
 // Op is one operation of a driver, and the one place the contract's
 // mechanical rules are enforced, so that a driver is only its SDK's mapping.
 // A driver's method starts with Begin, returns Begin's error if there is
 // one, sends its request with Op.Context, and builds every error with
 // Op.Fail:
 //
-//	op, err := driver.Begin(ctx, b.Capabilities(), "mydriver", "put", key, cond)
+//	op, err := driver.Begin(ctx, b.Capabilities(), "mydriver", driver.OpPut, key, cond)
 //	if err != nil {
 //		return "", err
 //	}
@@ -178,20 +189,20 @@ func (c *sentCount) last() int {
 //     ignore is never sent);
 //   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition.
 //
-// op is "get", "put" or "delete"; a Get passes the zero Condition.
-func Begin(ctx context.Context, caps Capabilities, driverName, op, key string, cond Condition) (*Op, error) {
-	o := &Op{Driver: driverName, Name: op, Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
+// A Get passes the zero Condition.
+func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
+	o := &Op{Driver: driverName, Name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
 	if keyProblem(key) != "" {
 		return o, o.Fail(ErrInvalidKey, errors.New("key "+keyProblem(key)))
 	}
-	if op == "delete" && cond.Absent() {
+	if op == OpDelete && cond.Absent() {
 		return o, o.Fail(ErrUnsupported, errors.New("IfAbsent makes no sense for a delete"))
 	}
 	if v, match := cond.Match(); match {
-		if op == "delete" && !caps.ConditionalDelete {
+		if op == OpDelete && !caps.ConditionalDelete {
 			return o, o.Fail(ErrUnsupported, errors.New("the driver declares no conditional delete (its service "+
 				"would ignore the condition), so the condition is not sent"))
 		}
@@ -212,11 +223,11 @@ func (o *Op) Context() context.Context {
 	return httptrace.WithClientTrace(o.ctx, &httptrace.ClientTrace{GetConn: o.sent.getConn})
 }
 
-// Requests returns how many requests started through Context went to the
+// requests returns how many requests started through Context went to the
 // host of the latest one: the attempts of the operation's own request, not
 // counting requests the SDK sent elsewhere with the same context (a token
 // or credential refresh).
-func (o *Op) Requests() int { return o.sent.last() }
+func (o *Op) requests() int { return o.sent.last() }
 
 // Fail returns the *OpError for the operation: kind is the classification
 // (one of the sentinels, or nil), err the service's or SDK's error, kept in
@@ -225,10 +236,10 @@ func (o *Op) Requests() int { return o.sent.last() }
 // Context, the refusal may be the service seeing this operation's own
 // earlier attempt, so the kind becomes ErrOutcomeUnknown.
 func (o *Op) Fail(kind, err error) error {
-	if kind == ErrPrecondition && o.Requests() > 1 {
+	if kind == ErrPrecondition && o.requests() > 1 {
 		kind = ErrOutcomeUnknown
 		err = fmt.Errorf("the client library sent the write %d times and a later attempt was refused, "+
-			"so an earlier one may have landed; read the object back: %w", o.Requests(), err)
+			"so an earlier one may have landed; read the object back: %w", o.requests(), err)
 	}
 	if err != nil {
 		err = WithContext(o.ctx, err)

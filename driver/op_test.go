@@ -76,11 +76,11 @@ func TestBegin(t *testing.T) {
 			t.Errorf("Begin(%s %q %s) = %v, want %v in an OpError", c.op, c.key, c.cond, err, c.want)
 		}
 	}
-	if _, err := driver.Begin(ctx, caps, "test", "put", "k", driver.IfMatch(`"abc"`)); err != nil {
+	if _, err := driver.Begin(ctx, caps, "test", driver.OpPut, "k", driver.IfMatch(`"abc"`)); err != nil {
 		t.Errorf("a valid put: %v", err)
 	}
 	withDelete := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
-	if _, err := driver.Begin(ctx, withDelete, "test", "delete", "k", driver.IfMatch(`"abc"`)); err != nil {
+	if _, err := driver.Begin(ctx, withDelete, "test", driver.OpDelete, "k", driver.IfMatch(`"abc"`)); err != nil {
 		t.Errorf("a conditional delete where declared: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestFailAfterRetry(t *testing.T) {
 	}
 	sdkErr := errors.New("412 from the service")
 	for n, want := range map[int]error{1: driver.ErrPrecondition, 2: driver.ErrOutcomeUnknown} {
-		op, err := driver.Begin(context.Background(), driver.Capabilities{}, "test", "put", "k", driver.IfAbsent())
+		op, err := driver.Begin(context.Background(), driver.Capabilities{}, "test", driver.OpPut, "k", driver.IfAbsent())
 		if err != nil {
 			t.Fatal(err)
 		}

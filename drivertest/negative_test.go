@@ -271,7 +271,7 @@ type wireBucket struct {
 }
 
 func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "wire", "put", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}

@@ -194,7 +194,7 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 // begin starts an operation (driver.Begin), and also refuses a key with a
 // segment ending in a dot, which Blob Storage advises against because its
 // URL handling may drop the dot, so two keys could name one blob.
-func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
 	o, err := driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
 	if err != nil {
 		return o, err
@@ -211,7 +211,7 @@ func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Conditio
 // Get downloads the blob and returns its body and ETag, both from the one
 // Get Blob response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := b.begin(ctx, "get", key, driver.Condition{})
+	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -229,7 +229,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put uploads data as a block blob in one Put Blob request if cond holds and
 // returns the new ETag.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, "put", key, cond)
+	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -247,7 +247,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // Delete removes the blob if cond holds. An unconditional Delete of a
 // missing blob succeeds; under IfMatch a missing blob is ErrPrecondition.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, "delete", key, cond)
+	op, err := b.begin(ctx, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

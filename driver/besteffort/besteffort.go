@@ -63,7 +63,7 @@ func (b *Bucket) check(ctx context.Context, op *driver.Op, key string, cond driv
 
 // Put checks cond by reading, then writes unconditionally.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", "put", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -75,7 +75,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 
 // Delete checks cond by reading, then deletes unconditionally.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", "delete", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

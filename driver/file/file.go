@@ -198,7 +198,7 @@ func (b *Bucket) missing(err error) error {
 
 // Get opens the object and returns its body and version.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := driver.Begin(ctx, b.caps, Scheme, "get", key, driver.Condition{})
+	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -316,7 +316,7 @@ func satisfied(cur driver.Version, cond driver.Condition) bool {
 
 // Put writes data to key atomically if cond holds.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.caps, Scheme, "put", key, cond)
+	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -452,7 +452,7 @@ func syncDir(dir string) error {
 // Delete removes key if cond holds, then the directories the removal left
 // empty, up to the bucket's own.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.caps, Scheme, "delete", key, cond)
+	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

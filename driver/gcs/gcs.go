@@ -137,14 +137,14 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
 }
 
-func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
 	return driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
 }
 
 // Get reads the object and returns its body and generation, both from the
 // one read response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := b.begin(ctx, "get", key, driver.Condition{})
+	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -162,7 +162,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put uploads data in one request if cond holds and returns the new
 // generation.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, "put", key, cond)
+	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -203,7 +203,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // Delete removes the object if cond holds. An unconditional Delete of a
 // missing key succeeds; under IfMatch a missing key is ErrPrecondition.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, "delete", key, cond)
+	op, err := b.begin(ctx, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 
 // Get returns a copy of the object's bytes and its version.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "get", key, driver.Condition{})
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -95,7 +95,7 @@ func (b *Bucket) check(key string, cond driver.Condition) bool {
 
 // Put stores a copy of data if cond holds.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "put", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -115,7 +115,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 
 // Delete removes key if cond holds.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "delete", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

@@ -110,13 +110,13 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false}
 }
 
-func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
 	return driver.Begin(ctx, b.Capabilities(), Scheme, op, key, cond)
 }
 
 // Get returns the object's body and ETag, both from one GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := b.begin(ctx, "get", key, driver.Condition{})
+	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -138,7 +138,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put stores data under key with one PUT request carrying cond, and returns
 // the new ETag, unquoted as minio-go reports it.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, "put", key, cond)
+	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -172,7 +172,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // condition is refused with driver.ErrUnsupported without a request, since
 // the server would ignore it.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, "delete", key, cond)
+	op, err := b.begin(ctx, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

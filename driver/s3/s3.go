@@ -93,13 +93,13 @@ func IsAWSEndpoint(endpoint string) bool {
 // the profile says the service honours one and the client reaches AWS.
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
-func (b *Bucket) begin(ctx context.Context, op, key string, cond driver.Condition) (*driver.Op, error) {
+func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
 	return driver.Begin(ctx, b.caps, b.profile.Driver, op, key, cond)
 }
 
 // Get returns the object's body and its ETag from one GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := b.begin(ctx, "get", key, driver.Condition{})
+	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -118,7 +118,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put stores data under key with one PutObject request carrying cond as
 // If-None-Match: * or If-Match: ETag, and returns the new ETag.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, "put", key, cond)
+	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -151,7 +151,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // success. IfMatch is sent as If-Match where the bucket declares a
 // conditional delete, and refused with driver.ErrUnsupported otherwise.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, "delete", key, cond)
+	op, err := b.begin(ctx, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}

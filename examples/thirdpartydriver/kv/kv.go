@@ -138,7 +138,7 @@ func (b *Bucket) fail(op *driver.Op, resp *http.Response) error {
 
 // Get returns the object's body and ETag from one response.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "get", key, driver.Condition{})
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -160,7 +160,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 
 // Put stores data with one PUT carrying the condition.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "put", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
 	}
@@ -185,7 +185,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // Delete removes key with one DELETE carrying the condition; a missing key
 // is success.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, "delete", key, cond)
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpDelete, key, cond)
 	if err != nil {
 		return err
 	}
