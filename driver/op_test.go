@@ -57,7 +57,7 @@ func TestBegin(t *testing.T) {
 	cancel()
 	cases := []struct {
 		ctx  context.Context
-		op   string
+		op   driver.OpName
 		key  string
 		cond driver.Condition
 		want error
