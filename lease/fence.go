@@ -1,0 +1,137 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// fenceAfter is how long after a renewal was sent the holder may start
+// writes: two thirds of a TTL, a third before anyone may take over.
+func (l *Lease) fenceAfter() time.Duration { return l.s.ttl * 2 / 3 }
+
+// MayWrite reports whether the holder may start a write now: the lease is
+// neither lost nor released, and less than two thirds of a TTL has passed
+// since the last successful renewal was sent, on the monotonic clock and on
+// the wall clock alike.
+func (l *Lease) MayWrite() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mayWriteLocked()
+}
+
+func (l *Lease) mayWriteLocked() bool {
+	if l.done != nil {
+		return false
+	}
+	limit := l.fenceAfter()
+	return l.s.clock.Mono()-l.sentMono < limit && l.s.clock.Wall().Sub(l.sentWall) < limit
+}
+
+// Deadline returns the wall-clock time at which the holder fences itself
+// unless a renewal succeeds first.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sentWall.Add(l.fenceAfter())
+}
+
+// Done returns a channel closed when the lease ends: fenced, lost or
+// released. Err then says which.
+func (l *Lease) Done() <-chan struct{} { return l.fence.Done() }
+
+// Err returns nil while the lease is held, then ErrFenced, ErrLost or
+// ErrReleased.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+// Fence returns a context derived from parent that is cancelled when the
+// lease ends, with the reason (ErrFenced, ErrLost or ErrReleased) as its
+// cause. Run the work you do under the lease with it, and it stops the
+// moment the holder must stop.
+//
+// The context is cancelled synchronously, inside whatever ends the lease
+// (the fence timer, a renewal that finds the lease lost, Release), before
+// that call returns: no goroutine hop lies between the end of the lease and
+// the cancellation of its work.
+func (l *Lease) Fence(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	token := new(byte)
+	l.mu.Lock()
+	if l.done != nil {
+		reason := l.done
+		l.mu.Unlock()
+		cancel(reason)
+		return ctx, func() {}
+	}
+	if l.children == nil {
+		l.children = map[*byte]context.CancelCauseFunc{}
+	}
+	l.children[token] = cancel
+	l.mu.Unlock()
+	return ctx, func() {
+		l.mu.Lock()
+		delete(l.children, token)
+		l.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// armLocked schedules the next look at the fence deadline; l.mu is held.
+func (l *Lease) armLocked() {
+	if l.stopTimer != nil {
+		l.stopTimer()
+	}
+	left := l.fenceAfter() - (l.s.clock.Mono() - l.sentMono)
+	l.stopTimer = l.s.clock.AfterFunc(max(min(left, fencePoll), 0), l.checkFence)
+}
+
+// checkFence runs on the fence timer: it ends the lease if the deadline has
+// passed on either clock, and otherwise looks again later.
+func (l *Lease) checkFence() {
+	l.mu.Lock()
+	if l.done != nil {
+		l.mu.Unlock()
+		return
+	}
+	if l.mayWriteLocked() {
+		l.armLocked()
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
+}
+
+// end finishes the lease with reason, once, and reports it.
+func (l *Lease) end(reason error, previous *Record, detail string) {
+	l.mu.Lock()
+	if l.done != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.done = reason
+	if l.stopTimer != nil {
+		l.stopTimer()
+	}
+	v := l.version
+	children := l.children
+	l.children = nil
+	l.mu.Unlock()
+	l.stopFence(reason)
+	for _, cancel := range children {
+		cancel(reason)
+	}
+	kind := EventFenced
+	switch {
+	case errors.Is(reason, ErrReleased):
+		return // Release reports what became of the release itself
+	case errors.Is(reason, ErrLost):
+		kind = EventLost
+	}
+	l.s.emit(Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous,
+		Detail: detail, Err: reason})
+}

@@ -1,0 +1,101 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
+)
+
+// Release ends the lease and marks it released, so that another instance
+// may take it at once. It first stops all writing under the lease
+// (MayWrite turns false, Bucket refuses, Fence contexts are cancelled, a
+// renewal in flight is abandoned), then waits for its turn and releases
+// within ctx.
+//
+// Release never removes or overwrites a record that this lease did not
+// write, on any service, whatever its driver declares: it overwrites our
+// record with If-Match on the version we last wrote, by a released record
+// (ttl_s 0, stale to every reader at once), and the acquire probe of this
+// very lease proved that the service refuses If-Match on a version that is
+// not current. It never deletes: many services that serve the S3 API ignore
+// conditions on DELETE. If the record changed, Release reads it back: a
+// later record of this lease (a renewal whose reply was lost) is released
+// in turn; anything else is left alone, and Release returns nil. A lease
+// already lost is left alone. It returns an error only when a record of
+// ours may still be there: the release failed.
+func (l *Lease) Release(ctx context.Context) error {
+	if oldlease.ReleaseWaitsForRenewal.Load() {
+		if err := l.take(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		l.end(ErrReleased, nil, "")
+	} else {
+		l.end(ErrReleased, nil, "")
+		if err := l.take(ctx); err != nil {
+			return fmt.Errorf("release %s: waiting for a renewal in flight: %w", l.key, err)
+		}
+	}
+	defer l.give()
+	l.mu.Lock()
+	done, v, rec := l.done, l.version, l.rec
+	l.mu.Unlock()
+	if errors.Is(done, ErrLost) {
+		return nil
+	}
+	left, err := release(ctx, l.b, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
+	ev := Event{Kind: EventReleased, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(),
+		Detail: "marked the lease object released (ttl_s 0); anyone may take it at once"}
+	if left != "" {
+		ev.Detail = "nothing to release: " + left
+	}
+	if err != nil {
+		err = fmt.Errorf("release %s: %w", l.key, err)
+		ev.Kind, ev.Err, ev.Detail = EventReleaseFailed, err, "a record of ours may be left until it goes stale"
+	}
+	l.s.emit(ev)
+	return err
+}
+
+// release marks our record at version v released, with If-Match (or, under
+// the oldlease switch, deletes it where the driver declares a conditional
+// delete). If the record changed, it reads it back: a later record that
+// sent holds (a write of ours whose reply was lost) is released in turn;
+// anyone else's is left alone. It returns why nothing was written, or "" if
+// our record is now marked released.
+func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
+	for range 3 {
+		if oldlease.DeleteOnRelease.Load() && b.Capabilities().ConditionalDelete {
+			err = b.Delete(ctx, key, driver.IfMatch(v))
+		} else {
+			rel := rec
+			rel.RenewedAt, rel.TTLSeconds = st.renewed(now), 0
+			sent.add(rel)
+			_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
+		}
+		if err == nil {
+			return "", nil
+		}
+		cur, curV, rerr := readLease(ctx, b, key)
+		switch {
+		case errors.Is(rerr, driver.ErrNotExist):
+			return "the lease object is gone", nil
+		case rerr != nil:
+			return "", fmt.Errorf("%w (and reading it back failed: %v)", err, rerr)
+		case cur.err == nil && oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == rec.InstanceID && cur.rec.TTLSeconds != 0:
+			v, rec = curV, cur.rec // the old, trusting adoption
+			continue
+		case cur.err != nil:
+			return "the lease object is not a lease record; left alone", nil
+		case !sent.has(cur.rec):
+			return fmt.Sprintf("the lease object now holds a record of instance %s that this lease did not write; left alone", cur.rec.InstanceID), nil
+		case cur.rec.TTLSeconds == 0:
+			return "", nil // our released record landed; its reply was lost
+		}
+		v, rec = curV, cur.rec // ours and still live: release that version
+	}
+	return "", fmt.Errorf("the lease object could not be marked released: %w", err)
+}

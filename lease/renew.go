@@ -1,0 +1,233 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
+)
+
+// Renew extends the lease with one conditional write (If-Match on the
+// version we last wrote). It returns nil on success; an error wrapping
+// ErrLost if the lease object was taken over, removed or marked released,
+// or now holds a record this lease did not write (wrapping ErrInstanceInUse
+// too when that record names our own instance id); ErrReleased after
+// Release; ErrFenced once the fence deadline has passed; and any other
+// error for a renewal that failed and may be retried until the fence
+// deadline. A renewal whose reply was lost is recognised as our own on the
+// next attempt: its record is exactly one this lease sent.
+//
+// A renewal counts only if its reply arrives before the fence deadline: one
+// that lands later fences the lease all the same, because work under it has
+// already been told to stop. Once fenced, Renew writes nothing: it reads the
+// lease object and returns ErrLost if the lease has been taken over,
+// ErrFenced otherwise (acquire again, with the same Contender, to resume:
+// it takes back its own record at once).
+func (l *Lease) Renew(ctx context.Context) error {
+	if err := l.take(ctx); err != nil {
+		return err
+	}
+	defer l.give()
+	l.mu.Lock()
+	if l.done != nil {
+		err := l.done
+		l.mu.Unlock()
+		if errors.Is(err, ErrFenced) {
+			return l.checkLost(ctx)
+		}
+		return err
+	}
+	if !l.mayWriteLocked() {
+		l.mu.Unlock()
+		l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
+		return ErrFenced
+	}
+	rec, over := l.rec, l.version
+	l.mu.Unlock()
+
+	mono, wall := l.s.clock.Mono(), l.s.clock.Wall()
+	if err := checkWall(wall); err != nil {
+		return err // retried, and fenced in time, like any failed renewal
+	}
+	rec.RenewedAt = l.stamps.renewed(wall)
+	l.sent.add(rec)
+	// The write ends with the lease: a renewal still in flight at the
+	// fence deadline, or when Release stops the lease, is abandoned.
+	wctx, cancel := l.Fence(ctx)
+	v, err := l.b.Put(wctx, l.key, rec.Encode(), driver.IfMatch(over))
+	cancel()
+	if err != nil {
+		cur, curV, rerr := readLease(ctx, l.b, l.key)
+		switch {
+		case errors.Is(rerr, driver.ErrNotExist):
+			l.end(ErrLost, nil, "the lease object was removed")
+			return l.Err()
+		case rerr != nil:
+			return fmt.Errorf("renew %s: %w", l.key, err)
+		case cur.err == nil && landed(cur.rec, rec, curV, over):
+			v = curV // this renewal landed; its answer was lost
+		case cur.err == nil && l.sent.has(cur.rec) && curV != over:
+			// An earlier renewal of ours landed after we gave up on it.
+			// Adopt its version; this renewal did not land, so the fence
+			// does not move, and the next attempt will.
+			l.mu.Lock()
+			l.version, l.rec = curV, cur.rec
+			l.mu.Unlock()
+			return fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
+		case cur.err == nil && l.sent.has(cur.rec):
+			return fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
+		default:
+			return l.lose(cur)
+		}
+	}
+	l.mu.Lock()
+	l.version, l.rec = v, rec
+	l.sent.forgetAllBut(rec)
+	if l.done != nil { // ended while the request was in flight
+		err := l.done
+		l.mu.Unlock()
+		return err
+	}
+	if !l.mayWriteLocked() {
+		// The reply came after the fence deadline; work under the lease
+		// has been told to stop (or is being told now), so the lease
+		// stays fenced. Its record is ours: acquiring again with the same
+		// Contender takes it back at once.
+		l.mu.Unlock()
+		l.end(ErrFenced, nil, "the renewal's reply came after the fence deadline")
+		return ErrFenced
+	}
+	l.sentMono, l.sentWall = mono, wall
+	l.armLocked()
+	l.mu.Unlock()
+	l.s.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
+	return nil
+}
+
+// lose ends the lease because the lease object holds something this lease
+// did not write, and returns the error that says what.
+func (l *Lease) lose(cur readResult) error {
+	var prev *Record
+	if cur.err == nil {
+		prev = &cur.rec
+	}
+	var reason error = ErrLost
+	detail := "the lease object names another instance"
+	switch {
+	case cur.err != nil:
+		detail = "the lease object is not a lease record: " + cur.err.Error()
+	case cur.rec.InstanceID == BreakerID && cur.rec.TTLSeconds == 0:
+		detail = "an operator broke the lease (bucketlease break)"
+	case cur.rec.TTLSeconds == 0:
+		detail = "the lease object was marked released"
+	case cur.rec.InstanceID == l.s.id && !oldlease.AdoptByInstanceID.Load():
+		detail = "the lease object names this instance id but this lease did not write it: another process with the same instance id took it"
+		reason = fmt.Errorf("%w: %w", ErrLost, ErrInstanceInUse)
+	}
+	l.end(reason, prev, detail)
+	return l.Err()
+}
+
+// take waits for the lease's turn to renew or release, or for ctx.
+func (l *Lease) take(ctx context.Context) error {
+	select {
+	case l.turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (l *Lease) give() { <-l.turn }
+
+// checkLost is Renew for a fenced lease: it writes nothing, but reads the
+// lease object so that a holder that was taken over learns so (ErrLost).
+// The lease is still ours only while the object holds a record it wrote.
+func (l *Lease) checkLost(ctx context.Context) error {
+	cur, _, err := readLease(ctx, l.b, l.key)
+	if err != nil && !errors.Is(err, driver.ErrNotExist) {
+		return ErrFenced
+	}
+	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || (oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == l.s.id)) {
+		return ErrFenced
+	}
+	var prev *Record
+	if err == nil && cur.err == nil {
+		prev = &cur.rec
+	}
+	l.mu.Lock()
+	l.done = ErrLost
+	l.mu.Unlock()
+	l.s.emit(Event{Kind: EventLost, Key: l.key, InstanceID: l.s.id, Version: l.Version(), Time: l.s.clock.Wall(),
+		Previous: prev, Err: ErrLost, Detail: "found taken over after fencing"})
+	return ErrLost
+}
+
+// Keep renews the lease every TTL/3 until ctx is done or the lease ends. A
+// failed renewal is retried every Options.RetryInterval until the fence
+// deadline. It returns ErrLost or ErrFenced when the lease ends that way,
+// nil after Release, and ctx's error when ctx is done; it starts no
+// goroutine that outlives it.
+func (l *Lease) Keep(ctx context.Context) error {
+	interval := l.s.ttl / 3
+	retrying := false
+	for {
+		wait := l.s.retry
+		if !retrying {
+			l.mu.Lock()
+			wait = interval - (l.s.clock.Mono() - l.sentMono) // from when the last renewal was sent
+			l.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.Done():
+			return l.keepResult()
+		default:
+		}
+		if err := sleep(ctx, l, wait); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return l.keepResult()
+		}
+		rctx, cancel := l.Fence(ctx)
+		err := l.Renew(rctx)
+		cancel()
+		switch {
+		case err == nil:
+			retrying = false
+		case errors.Is(err, ErrLost), errors.Is(err, ErrFenced), errors.Is(err, ErrReleased):
+			return l.keepResult()
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			if l.Err() != nil {
+				return l.keepResult()
+			}
+			l.s.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.Version(),
+				Time: l.s.clock.Wall(), Err: err, Detail: "retrying until " + l.Deadline().Format(time.RFC3339)})
+			retrying = true
+		}
+	}
+}
+
+// keepResult is what Keep returns once the lease has ended.
+func (l *Lease) keepResult() error {
+	if err := l.Err(); !errors.Is(err, ErrReleased) {
+		return err
+	}
+	return nil
+}
+
+// sleep waits d on the lease's clock, or until ctx is done or the lease
+// ends, whichever is first.
+func sleep(ctx context.Context, l *Lease, d time.Duration) error {
+	ctx, cancel := l.Fence(ctx)
+	defer cancel()
+	return clock.Sleep(ctx, l.s.clock, d)
+}
