@@ -102,19 +102,29 @@ func ExampleLease_Bucket() {
 	// mem://shapes-c/backups/db1/    lease backups/db1/LEASE    chunk stored: true
 }
 
-// The README's example, line for line (TestReadmeExampleIsThisOne keeps
-// them in step), on an in-memory bucket.
-func Example_readme() {
-	ctx := context.Background()
-	id, data := "machine-a", []byte("…")
-
-	bucket, prefix, err := driver.Open(ctx, "mem://readme/db1")
+// backupUnderLease is the README's example, character for character
+// (TestReadmeExampleIsThisOne keeps them in step, and
+// TestReadmeExampleFailsClosed runs it on stores where it must not back
+// up): it takes the lease on url's prefix as instance id and runs backup
+// under it, through the lease's bucket, or returns an error and runs
+// nothing.
+func backupUnderLease(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
+	bucket, prefix, err := driver.Open(ctx, url)
+	if err != nil {
+		return err
+	}
 	c, err := lease.NewContender(bucket, prefix, &lease.Options{InstanceID: id}) // one per process
+	if err != nil {
+		return err
+	}
 	l, err := c.Acquire(ctx)
 	if errors.Is(err, lease.ErrHeld) {
 		// another machine holds it; err (a *lease.HeldError) names it and says
 		// when the lease could be taken over
-		return
+		return fmt.Errorf("backup skipped: %w", err)
+	}
+	if err != nil {
+		return err // lease.ErrPreconditionsIgnored among others: no lease, no backup
 	}
 	defer l.Release(context.WithoutCancel(ctx))
 
@@ -122,8 +132,19 @@ func Example_readme() {
 	defer stop()
 	go l.Keep(work) // renews every TTL/3, retries until the fence
 
-	w := l.Bucket()                                              // refuses writes once fenced, cancels those in flight
-	_, err = w.Put(work, "chunks/0001", data, driver.IfAbsent()) // keys relative to the prefix
+	// l.Bucket() refuses writes once fenced and cancels those in flight;
+	// its keys are relative to the prefix.
+	return backup(work, l.Bucket())
+}
+
+// The README's example on an in-memory bucket, with a backup that writes
+// one immutable chunk.
+func Example_readme() {
+	ctx := context.Background()
+	err := backupUnderLease(ctx, "mem://readme/db1", "machine-a", func(ctx context.Context, w driver.Bucket) error {
+		_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.IfAbsent()) // If-None-Match: *
+		return err
+	})
 	fmt.Println(err)
 	// Output: <nil>
 }
