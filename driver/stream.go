@@ -170,3 +170,88 @@ func List(ctx context.Context, b Bucket, prefix string) iter.Seq2[Object, error]
 			Err: errors.New("the driver cannot list keys")})
 	}
 }
+
+// UploadError is the cause inside the *OpError of a streamed write that
+// failed: why it failed, and what became of what it had staged (an S3
+// multipart upload, a GCS resumable session, the file driver's temporary
+// file), so that the caller knows whether anything is left behind.
+type UploadError struct {
+	// Err is why the write failed: the context, the reader, MayStart, a
+	// part, or the commit (a refused condition included).
+	Err error
+	// Staged reports whether anything had been staged when it failed.
+	Staged bool
+	// Aborted reports whether what was staged was removed before the call
+	// returned. It is false when nothing was staged.
+	Aborted bool
+	// AbortErr is why the abort failed, when Staged and not Aborted. What
+	// is left is removed by the service's own clean-up: on S3 a lifecycle
+	// rule with AbortIncompleteMultipartUpload, on Azure the 7-day expiry
+	// of uncommitted blocks, on GCS the 7-day expiry of a resumable session.
+	AbortErr error
+	// Upload names what was staged (an upload ID, a temporary file), if
+	// anything was.
+	Upload string
+}
+
+// Error says why the write failed and what became of the staged upload.
+func (e *UploadError) Error() string {
+	msg := "<nil>"
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	switch {
+	case !e.Staged:
+		return msg + "; nothing had been staged"
+	case e.Aborted:
+		return msg + "; the staged upload " + e.Upload + " was aborted"
+	case e.AbortErr != nil:
+		return msg + "; aborting the staged upload " + e.Upload + " failed too (" + e.AbortErr.Error() +
+			"), so it is left to the service's clean-up (see UploadError.AbortErr)"
+	default:
+		return msg + "; the staged upload " + e.Upload + " was not aborted"
+	}
+}
+
+// Unwrap returns the cause and the abort's error.
+func (e *UploadError) Unwrap() []error {
+	var errs []error
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	if e.AbortErr != nil {
+		errs = append(errs, e.AbortErr)
+	}
+	return errs
+}
+
+// Pending is one staged upload not yet committed or aborted (an S3
+// multipart upload), as PendingLister reports it.
+type Pending struct {
+	Key       string    // the key it would be committed under
+	Upload    string    // the service's name for it (an S3 upload ID)
+	Initiated time.Time // when it was started, if the service says
+}
+
+// PendingLister is the optional interface of a Bucket whose service can
+// list the uploads staged under a prefix and not yet committed or aborted.
+// drivertest uses it to prove that a failed streamed write leaves nothing
+// behind; bucketlease show and probe can list what a prefix has pending.
+type PendingLister interface {
+	// ListPending yields the pending uploads whose key starts with prefix,
+	// in the service's order. A failure is yielded once, as the error of
+	// the last pair.
+	ListPending(ctx context.Context, prefix string) iter.Seq2[Pending, error]
+}
+
+// ReadPart fills buf from r as io.ReadFull does, and reports the bytes
+// read. The error is nil when buf was filled, io.EOF when r ended first (n
+// may be > 0: the last, short part), and r's error otherwise. Drivers that
+// stream read each part with it.
+func ReadPart(ctx context.Context, r io.Reader, buf []byte) (int, error) {
+	n, err := io.ReadFull(contextReader{ctx, r}, buf)
+	if err == io.ErrUnexpectedEOF {
+		err = io.EOF
+	}
+	return n, err
+}

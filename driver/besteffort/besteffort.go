@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -83,4 +84,54 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return err
 	}
 	return b.inner.Delete(ctx, key, driver.Condition{})
+}
+
+// PutStream checks cond by reading, before it starts and again before each
+// part and the commit is started (wrapping opts.MayStart), then streams the
+// body through the wrapped bucket unconditionally (driver.PutStream, with
+// its fallback). Like Put, it is best effort: a writer that commits between
+// the last check and the commit is overwritten.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpPut, key, cond)
+	if err != nil {
+		return "", err
+	}
+	if err := b.check(ctx, op, key, cond); err != nil {
+		return "", err
+	}
+	inner := copyOpts(opts)
+	gate := inner.MayStart
+	inner.MayStart = func() error {
+		if gate != nil {
+			if err := gate(); err != nil {
+				return err
+			}
+		}
+		return b.check(ctx, op, key, cond)
+	}
+	return driver.PutStream(ctx, b.inner, key, r, driver.Condition{}, &inner)
+}
+
+// copyOpts returns a copy of *o, or the zero StreamOptions for nil.
+func copyOpts(o *driver.StreamOptions) driver.StreamOptions {
+	if o == nil {
+		return driver.StreamOptions{}
+	}
+	return *o
+}
+
+// List lists through the wrapped bucket (driver.List).
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return driver.List(ctx, b.inner, prefix)
+}
+
+// ListPending lists the wrapped bucket's pending uploads, if it can.
+func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	if pl, ok := b.inner.(driver.PendingLister); ok {
+		return pl.ListPending(ctx, prefix)
+	}
+	return func(yield func(driver.Pending, error) bool) {
+		yield(driver.Pending{}, &driver.OpError{Driver: "besteffort", Op: string(driver.OpList), Key: prefix,
+			Kind: driver.ErrUnsupported, Err: errors.New("the wrapped driver cannot list pending uploads")})
+	}
 }

@@ -64,9 +64,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,6 +118,11 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	}
 	return b, "", nil
 }
+
+var (
+	_ driver.Streamer = (*Bucket)(nil)
+	_ driver.Lister   = (*Bucket)(nil)
+)
 
 // Options tune OpenWith.
 type Options struct {
@@ -342,16 +349,136 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if err := b.layoutConflict(key, p); err != nil {
 		return "", op.Fail(driver.ErrInvalidKey, err)
 	}
-	var rnd [16]byte
-	rand.Read(rnd[:])
-	v := driver.Version(hex.EncodeToString(rnd[:]))
-	if err := b.writeAtomic(p, v, data); err != nil {
+	v := newVersion()
+	tmp, err := b.stage(ctx, v, func(f *os.File) error {
+		// In chunks, so that a cancelled context stops a large write.
+		for rest := data; len(rest) > 0; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := min(len(rest), writeChunk)
+			if _, err := f.Write(rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
+	if err == nil {
+		err = b.install(ctx, tmp, p)
+	}
+	if err != nil {
+		if tmp != "" {
+			os.Remove(tmp)
+		}
 		if cerr := b.layoutConflict(key, p); cerr != nil {
 			return "", op.Fail(driver.ErrInvalidKey, cerr)
 		}
 		return "", op.Fail(osKind(err), err)
 	}
 	return v, nil
+}
+
+// writeChunk is how much Put and PutStream write between two looks at the
+// context.
+const writeChunk = 1 << 20
+
+func newVersion() driver.Version {
+	var rnd [16]byte
+	rand.Read(rnd[:])
+	return driver.Version(hex.EncodeToString(rnd[:]))
+}
+
+// PutStream writes the body read from r to a temporary file in the
+// bucket's own directory (same file system, so the rename is atomic), in
+// parts of opts.Size() bytes with opts.Allow called before each and before
+// the commit, then takes the key's lock and renames the file over the
+// object only if cond holds and ctx has not ended. On any failure the
+// temporary file is removed before it returns, and the error's
+// *driver.UploadError says whether that succeeded.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpPut, key, cond)
+	if err != nil {
+		return "", err
+	}
+	p, err := b.path(op)
+	if err != nil {
+		return "", err
+	}
+	if kind := b.rootMissing(); kind != nil {
+		return "", op.Fail(kind, nil)
+	}
+	v := newVersion()
+	var refusal error // the kind of a failure that is not the file system's
+	tmp, err := b.stage(ctx, v, func(f *os.File) error {
+		buf := make([]byte, opts.Size())
+		for no := 1; ; no++ {
+			if err := opts.Allow(); err != nil {
+				return fmt.Errorf("MayStart refused part %d: %w", no, err)
+			}
+			n, rerr := driver.ReadPart(ctx, r, buf)
+			if _, err := f.Write(buf[:n]); err != nil {
+				return err
+			}
+			if rerr == io.EOF {
+				return nil
+			}
+			if rerr != nil {
+				return fmt.Errorf("reading the body: %w", rerr)
+			}
+		}
+	})
+	if err == nil {
+		if aerr := opts.Allow(); aerr != nil {
+			err = fmt.Errorf("MayStart refused the commit: %w", aerr)
+		}
+	}
+	if err == nil {
+		err, refusal = b.commitStaged(ctx, op, tmp, p)
+	}
+	if err == nil {
+		return v, nil
+	}
+	ue := &driver.UploadError{Err: err}
+	if tmp != "" {
+		ue.Staged, ue.Upload = true, "temporary file "+tmp
+		if rerr := os.Remove(tmp); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+			ue.Aborted = true
+		} else {
+			ue.AbortErr = rerr
+		}
+	}
+	if refusal == nil {
+		refusal = osKind(err)
+	}
+	return "", op.Fail(refusal, ue)
+}
+
+// commitStaged renames the staged file tmp over p under the key's lock if
+// op's condition holds; a refusal returns its kind as well.
+func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, tmp, p string) (err, kind error) {
+	unlock, err := b.lock(ctx, op.Key)
+	if err != nil {
+		return err, nil
+	}
+	defer unlock()
+	cur, err := current(p)
+	if err != nil {
+		return err, nil
+	}
+	if !satisfied(cur, op.Cond) {
+		return errors.New("the condition did not hold at the commit"), driver.ErrPrecondition
+	}
+	if err := b.layoutConflict(op.Key, p); err != nil {
+		return err, driver.ErrInvalidKey
+	}
+	if err := b.install(ctx, tmp, p); err != nil {
+		if cerr := b.layoutConflict(op.Key, p); cerr != nil {
+			return cerr, driver.ErrInvalidKey
+		}
+		return err, nil
+	}
+	return nil, nil
 }
 
 // osKind classifies an operating system error: permission denied (EACCES,
@@ -395,17 +522,18 @@ func (b *Bucket) layoutConflict(key string, p string) error {
 	return nil
 }
 
-// writeAtomic writes header and data to a synced temporary file and renames
-// it over p, then syncs p's directory so the rename survives a crash. A
-// Delete that removes an emptied directory between the MkdirAll and the
-// rename is retried.
-func (b *Bucket) writeAtomic(p string, v driver.Version, data []byte) error {
-	dir := filepath.Dir(p)
+// stage writes the header of version v and then the body (written by
+// body) to a new temporary file in the bucket's own directory, syncs and
+// closes it, and returns its name. On an error the name is returned too
+// (if the file was created), for the caller to remove.
+func (b *Bucket) stage(ctx context.Context, v driver.Version, body func(f *os.File) error) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	tmp, err := os.CreateTemp(filepath.Join(b.root, metaDir, "tmp"), "put-*")
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
 	// CreateTemp makes the file 0600; an object is as readable as its
 	// bucket directory (a 0755 directory gives 0644 objects, 0750 gives
 	// 0640), so that another user who may list the directory may read the
@@ -415,7 +543,10 @@ func (b *Bucket) writeAtomic(p string, v driver.Version, data []byte) error {
 		_, err = io.WriteString(tmp, magic+string(v)+"\n")
 	}
 	if err == nil {
-		_, err = tmp.Write(data)
+		err = body(tmp)
+	}
+	if err == nil {
+		err = ctx.Err()
 	}
 	if err == nil {
 		err = tmp.Sync()
@@ -423,11 +554,25 @@ func (b *Bucket) writeAtomic(p string, v driver.Version, data []byte) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	return tmp.Name(), err
+}
+
+// install renames the staged file tmp over p, unless ctx has ended, and
+// syncs p's directory so the rename survives a crash; the caller holds the
+// key's lock. A Delete that removes an emptied directory between the
+// MkdirAll and the rename is retried. It is the one step that changes the
+// object: once ctx has ended it is not taken.
+func (b *Bucket) install(ctx context.Context, tmp, p string) error {
+	dir := filepath.Dir(p)
+	var err error
 	for attempt := 0; err == nil; attempt++ {
 		if err = os.MkdirAll(dir, 0o755); err != nil {
 			break
 		}
-		err = os.Rename(tmp.Name(), p)
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		err = os.Rename(tmp, p)
 		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
 			err = nil
 			continue
@@ -493,4 +638,106 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		}
 	}
 	return nil
+}
+
+// List yields the objects whose keys start with prefix, in lexical order
+// of key: the keys as they are when the iteration starts, each object read
+// (version, size, modification time) as it is yielded; one removed
+// meanwhile is left out. The driver's own directory is never listed.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		fail := func(kind, err error) {
+			yield(driver.Object{}, &driver.OpError{Driver: Scheme, Op: string(driver.OpList), Key: prefix,
+				Kind: kind, Err: driver.WithContext(ctx, err)})
+		}
+		if err := ctx.Err(); err != nil {
+			fail(nil, err)
+			return
+		}
+		if kind := b.rootMissing(); kind != nil {
+			fail(kind, nil)
+			return
+		}
+		// Walk only the directory the prefix's complete segments name.
+		start := b.root
+		if i := strings.LastIndex(prefix, "/"); i >= 0 {
+			start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
+		}
+		var keys []string
+		err := filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					return nil
+				}
+				return err
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			rel, rerr := filepath.Rel(b.root, path)
+			if rerr != nil || rel == "." {
+				return nil
+			}
+			key := filepath.ToSlash(rel)
+			if d.IsDir() {
+				if key == metaDir || !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() && strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
+			}
+			return nil
+		})
+		if err != nil {
+			fail(osKind(err), err)
+			return
+		}
+		slices.Sort(keys)
+		for _, key := range keys {
+			if err := ctx.Err(); err != nil {
+				fail(nil, err)
+				return
+			}
+			o, ok, err := b.stat(key)
+			if err != nil {
+				fail(osKind(err), fmt.Errorf("reading %q: %w", key, err))
+				return
+			}
+			if ok && !yield(o, nil) {
+				return
+			}
+		}
+	}
+}
+
+// stat reads key's version, size and modification time; ok is false if it
+// is no longer there.
+func (b *Bucket) stat(key string) (driver.Object, bool, error) {
+	f, err := os.Open(filepath.Join(b.root, filepath.FromSlash(key)))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return driver.Object{}, false, nil
+	}
+	if err != nil {
+		return driver.Object{}, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return driver.Object{}, false, err
+	}
+	if st.IsDir() {
+		return driver.Object{}, false, nil
+	}
+	r := bufio.NewReaderSize(f, 64)
+	v, err := readVersion(f, r)
+	if err != nil {
+		return driver.Object{}, false, err
+	}
+	size := st.Size()
+	if !strings.HasPrefix(string(v), "h") { // a header, which is not the body
+		size -= int64(len(magic) + len(v) + 1)
+	}
+	return driver.Object{Key: key, Size: size, Version: v, ModTime: st.ModTime()}, true, nil
 }

@@ -15,8 +15,11 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"iter"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -28,6 +31,11 @@ func init() { driver.Register(Scheme, OpenURL) }
 
 // named holds the buckets opened by URL, shared by name within the process.
 var named sync.Map // string -> *Bucket
+
+var (
+	_ driver.Streamer = (*Bucket)(nil)
+	_ driver.Lister   = (*Bucket)(nil)
+)
 
 // OpenURL is the driver.Opener for mem://NAME/prefix URLs, which init
 // registers with driver.Register; a custom driver.Mux can register it too.
@@ -45,6 +53,7 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 type object struct {
 	data    []byte
 	version driver.Version
+	mod     time.Time
 }
 
 // Bucket is an in-memory bucket. The zero value is an empty bucket ready to
@@ -99,9 +108,18 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if err != nil {
 		return "", err
 	}
+	return b.commit(op, bytes.Clone(data))
+}
+
+// commit stores data (which the bucket now owns) under op's key if op's
+// condition holds, unless op's context has ended.
+func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Version, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.check(key, cond) {
+	if err := op.Context().Err(); err != nil {
+		return "", op.Fail(nil, err)
+	}
+	if !b.check(op.Key, op.Cond) {
 		return "", op.Fail(driver.ErrPrecondition, nil)
 	}
 	if b.objects == nil {
@@ -109,8 +127,85 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	b.writes++
 	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
-	b.objects[key] = object{data: bytes.Clone(data), version: v}
+	b.objects[op.Key] = object{data: data, version: v, mod: time.Now()}
 	return v, nil
+}
+
+// PutStream reads r in parts of opts.Size() bytes, calling opts.Allow
+// before each part and before the commit, and stores the body under key if
+// cond holds at the commit. Nothing is stored on any failure (the parts
+// read so far are dropped), and the error says so.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpPut, key, cond)
+	if err != nil {
+		return "", err
+	}
+	fail := func(kind, cause error) error {
+		return op.Fail(kind, &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"})
+	}
+	var data []byte
+	part := make([]byte, opts.Size())
+	for no := 1; ; no++ {
+		if err := opts.Allow(); err != nil {
+			return "", fail(nil, fmt.Errorf("MayStart refused part %d: %w", no, err))
+		}
+		n, err := driver.ReadPart(ctx, r, part)
+		data = append(data, part[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fail(nil, fmt.Errorf("reading the body: %w", err))
+		}
+	}
+	if err := opts.Allow(); err != nil {
+		return "", fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
+	}
+	v, err := b.commit(op, data)
+	if err != nil {
+		var oe *driver.OpError
+		if errors.As(err, &oe) {
+			cause := oe.Err
+			if cause == nil {
+				cause = errors.New("the condition did not hold at the commit")
+			}
+			oe.Err = &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"}
+		}
+		return "", err
+	}
+	return v, nil
+}
+
+// List yields the objects whose keys start with prefix, in lexical order,
+// as they are when the iteration starts.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		op := &driver.OpError{Driver: Scheme, Op: string(driver.OpList), Key: prefix}
+		if err := ctx.Err(); err != nil {
+			op.Err = err
+			yield(driver.Object{}, op)
+			return
+		}
+		b.mu.Lock()
+		var objs []driver.Object
+		for k, o := range b.objects {
+			if strings.HasPrefix(k, prefix) {
+				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod})
+			}
+		}
+		b.mu.Unlock()
+		slices.SortFunc(objs, func(a, b driver.Object) int { return strings.Compare(a.Key, b.Key) })
+		for _, o := range objs {
+			if err := ctx.Err(); err != nil {
+				op.Err = err
+				yield(driver.Object{}, op)
+				return
+			}
+			if !yield(o, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Delete removes key if cond holds.
