@@ -50,6 +50,14 @@ var (
 	// driver declares no exclusion. Acquire fails closed with it rather than
 	// weaken exclusion silently or hold a lease it could not keep.
 	ErrPreconditionsIgnored = errors.New("the service ignores write preconditions")
+
+	// ErrWritesInFlight: Release cancelled writes through Lease.Bucket that
+	// had not returned when its context ended, so it did not mark the lease
+	// released (a successor could otherwise start while a cancelled write
+	// still lands). The record stays until it goes stale; call Release
+	// again, with a context that leaves the writes time to return, to
+	// release it sooner.
+	ErrWritesInFlight = errors.New("writes under the lease still in flight")
 )
 
 // HeldError is the error Acquire returns when another instance holds the

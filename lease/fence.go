@@ -132,6 +132,6 @@ func (l *Lease) end(reason error, previous *Record, detail string) {
 	case errors.Is(reason, ErrLost):
 		kind = EventLost
 	}
-	l.s.emit(Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous,
+	l.emit(Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous,
 		Detail: detail, Err: reason})
 }

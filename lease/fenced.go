@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -54,21 +55,69 @@ func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Con
 		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond,
 			Err: errors.New("refused: the lease object is written only by the lease itself")}
 	}
-	if !f.l.MayWrite() {
-		reason := f.l.Err()
-		if reason == nil {
-			reason = ErrFenced
-		}
-		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond, Err: fmt.Errorf("refused to start: %w", reason)}
+	fctx, finish, err := f.l.startWrite(ctx)
+	if err != nil {
+		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond, Err: fmt.Errorf("refused to start: %w", err)}
 	}
-	fctx, cancel := f.l.Fence(ctx)
-	defer cancel()
+	defer finish()
 	err = do(fctx, full)
 	if err != nil && ctx.Err() == nil && fctx.Err() != nil {
 		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond,
 			Err: fmt.Errorf("cancelled in flight: %w (%w)", context.Cause(fctx), err)}
 	}
 	return err
+}
+
+// startWrite admits one write under the lease, or refuses it once MayWrite
+// is false. The check and the count are one step under l.mu, so a write is
+// either refused or counted before Release can mark the lease released:
+// Release waits for every counted write to return (finish). The context is
+// cancelled the moment the lease ends.
+func (l *Lease) startWrite(ctx context.Context) (context.Context, func(), error) {
+	l.mu.Lock()
+	if !l.mayWriteLocked() {
+		reason := l.done
+		l.mu.Unlock()
+		if reason == nil {
+			reason = ErrFenced
+		}
+		return nil, nil, reason
+	}
+	l.writes++
+	l.mu.Unlock()
+	fctx, cancel := l.Fence(ctx)
+	return fctx, func() {
+		cancel()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.writes--
+		if l.writes == 0 && l.idle != nil {
+			close(l.idle)
+			l.idle = nil
+		}
+	}, nil
+}
+
+// waitWrites waits until every write through Bucket has returned, or ctx
+// ends; the lease has ended, so no new write starts.
+func (l *Lease) waitWrites(ctx context.Context) error {
+	l.mu.Lock()
+	if l.writes == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.idle == nil {
+		l.idle = make(chan struct{})
+	}
+	idle, n := l.idle, l.writes
+	l.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %d write(s) through Lease.Bucket, cancelled when the lease ended, had not returned when the release's context ended (%w)",
+			ErrWritesInFlight, n, context.Cause(ctx))
+	}
 }
 
 func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
@@ -81,8 +130,68 @@ func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond dri
 	return v, err
 }
 
+// PutStream streams a body under the fence: it refuses to start once
+// MayWrite is false, no part and no commit starts after that (the driver
+// calls MayStart before each request), and a request in flight is cancelled
+// the moment the lease ends, after which the driver aborts the upload.
+// Release waits for it to return. Without a driver Streamer it falls back
+// as driver.PutStream does.
+func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	var v driver.Version
+	err := f.guard(ctx, "put", key, cond, func(ctx context.Context, full string) error {
+		o := driver.StreamOptions{}
+		if opts != nil {
+			o = *opts
+		}
+		userGate := o.MayStart
+		o.MayStart = func() error {
+			if !f.l.MayWrite() {
+				reason := f.l.Err()
+				if reason == nil {
+					reason = ErrFenced
+				}
+				return reason
+			}
+			if userGate != nil {
+				return userGate()
+			}
+			return nil
+		}
+		var err error
+		v, err = driver.PutStream(ctx, f.l.b, full, r, cond, &o)
+		return err
+	})
+	return v, err
+}
+
 func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	return f.guard(ctx, "delete", key, cond, func(ctx context.Context, full string) error {
 		return f.l.b.Delete(ctx, full, cond)
 	})
+}
+
+// List yields the objects whose keys, relative to the lease's prefix,
+// start with prefix, with their keys relative to the lease's prefix. The
+// lease object itself is left out. Listing is a read: it passes through the
+// fence.
+func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	base := ""
+	if f.l.prefix != "" {
+		base = f.l.prefix + "/"
+	}
+	return func(yield func(driver.Object, error) bool) {
+		for o, err := range driver.List(ctx, f.l.b, base+prefix) {
+			if err != nil {
+				yield(o, err)
+				return
+			}
+			if o.Key == f.l.key || !strings.HasPrefix(o.Key, base) {
+				continue
+			}
+			o.Key = o.Key[len(base):]
+			if !yield(o, nil) {
+				return
+			}
+		}
+	}
 }

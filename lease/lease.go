@@ -42,6 +42,10 @@ type Lease struct {
 	done      error // ErrFenced, ErrLost or ErrReleased once the lease is over
 	stopTimer func() bool
 	children  map[*byte]context.CancelCauseFunc // the live contexts from Fence
+	writes    int                               // writes through Bucket that have not returned
+	idle      chan struct{}                     // closed when writes drops to 0 after the lease ended
+	inTurn    bool                              // a renewal or release holds the turn
+	queued    []Event                           // events raised during the turn, reported after it
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {

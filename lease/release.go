@@ -13,8 +13,14 @@ import (
 // Release ends the lease and marks it released, so that another instance
 // may take it at once. It first stops all writing under the lease
 // (MayWrite turns false, Bucket refuses, Fence contexts are cancelled, a
-// renewal in flight is abandoned), then waits for its turn and releases
-// within ctx.
+// renewal in flight is abandoned), then waits, within ctx, for its turn and
+// for every write through Bucket that it cancelled to return, and only then
+// marks the lease released. A write that has left the client may still
+// land; a successor must not start before it has. If ctx ends before those
+// writes return, Release marks nothing released and returns an error
+// wrapping ErrWritesInFlight: the record stays until it goes stale (a TTL
+// after the last renewal), and calling Release again with more time
+// releases it sooner.
 //
 // Release never removes or overwrites a record that this lease did not
 // write, on any service, whatever its driver declares: it overwrites our
@@ -43,6 +49,18 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	done, v, rec := l.done, l.version, l.rec
 	l.mu.Unlock()
+	if !oldlease.ReleaseDoesNotWait.Load() {
+		if err := l.waitWrites(ctx); err != nil {
+			if errors.Is(done, ErrLost) {
+				return fmt.Errorf("release %s: %w", l.key, err)
+			}
+			err = fmt.Errorf("release %s: not marked released: %w; the record stays until it goes stale at %s, or until Release is called again",
+				l.key, err, rec.RenewedAt.Add(rec.TTL()).Format(time.RFC3339))
+			l.emit(Event{Kind: EventReleaseFailed, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Err: err,
+				Detail: "writes under the lease still in flight; a record of ours is left until it goes stale"})
+			return err
+		}
+	}
 	if errors.Is(done, ErrLost) {
 		return nil
 	}
@@ -56,7 +74,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		err = fmt.Errorf("release %s: %w", l.key, err)
 		ev.Kind, ev.Err, ev.Detail = EventReleaseFailed, err, "a record of ours may be left until it goes stale"
 	}
-	l.s.emit(ev)
+	l.emit(ev)
 	return err
 }
 

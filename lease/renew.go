@@ -104,7 +104,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	l.sentMono, l.sentWall = mono, wall
 	l.armLocked()
 	l.mu.Unlock()
-	l.s.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
+	l.emit(Event{Kind: EventRenewed, Key: l.key, InstanceID: l.s.id, Version: v, Time: wall})
 	return nil
 }
 
@@ -136,13 +136,41 @@ func (l *Lease) lose(cur readResult) error {
 func (l *Lease) take(ctx context.Context) error {
 	select {
 	case l.turn <- struct{}{}:
+		l.mu.Lock()
+		l.inTurn = true
+		l.mu.Unlock()
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 }
 
-func (l *Lease) give() { <-l.turn }
+// give ends the turn, then reports the events raised during it. Events are
+// never reported while the turn is held, so that an OnEvent callback may
+// call Release (or Renew) without waiting for itself.
+func (l *Lease) give() {
+	l.mu.Lock()
+	queued := l.queued
+	l.queued, l.inTurn = nil, false
+	l.mu.Unlock()
+	<-l.turn
+	for _, e := range queued {
+		l.s.emit(e)
+	}
+}
+
+// emit reports e now, or, while a renewal or release holds the turn, as
+// soon as it ends.
+func (l *Lease) emit(e Event) {
+	l.mu.Lock()
+	if l.inTurn {
+		l.queued = append(l.queued, e)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.s.emit(e)
+}
 
 // checkLost is Renew for a fenced lease: it writes nothing, but reads the
 // lease object so that a holder that was taken over learns so (ErrLost).
@@ -162,7 +190,7 @@ func (l *Lease) checkLost(ctx context.Context) error {
 	l.mu.Lock()
 	l.done = ErrLost
 	l.mu.Unlock()
-	l.s.emit(Event{Kind: EventLost, Key: l.key, InstanceID: l.s.id, Version: l.Version(), Time: l.s.clock.Wall(),
+	l.emit(Event{Kind: EventLost, Key: l.key, InstanceID: l.s.id, Version: l.Version(), Time: l.s.clock.Wall(),
 		Previous: prev, Err: ErrLost, Detail: "found taken over after fencing"})
 	return ErrLost
 }
@@ -209,7 +237,7 @@ func (l *Lease) Keep(ctx context.Context) error {
 			if l.Err() != nil {
 				return l.keepResult()
 			}
-			l.s.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.Version(),
+			l.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.Version(),
 				Time: l.s.clock.Wall(), Err: err, Detail: "retrying until " + l.Deadline().Format(time.RFC3339)})
 			retrying = true
 		}
