@@ -298,6 +298,9 @@ func (b *Bucket) lock(ctx context.Context, key string) (func(), error) {
 	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
 	select {
 	case err := <-done:
+		if err == nil {
+			err = ctx.Err() // ended while the lock was being taken
+		}
 		if err != nil {
 			f.Close()
 			return nil, err
