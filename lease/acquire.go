@@ -24,6 +24,9 @@ type Contender struct {
 	stamps *stamps
 	sent   sentRecords // what this contender's attempts wrote
 	held   *Lease      // the latest lease it acquired
+	// blocked is the record a failed acquire left to block the prefix;
+	// the contender does not acquire before it is stale.
+	blocked Record
 }
 
 // Watch is what a contender has seen of a suspect foreign lease across
@@ -125,6 +128,7 @@ type stamp struct {
 	mono     time.Duration
 	wall     time.Time
 	previous *Record // the record taken over, if any
+	seen     *Record // the record read before the attempt's first write, if any
 	detail   string
 }
 
@@ -159,26 +163,70 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	if err := checkWall(a.c.s.clock.Wall()); err != nil {
 		return nil, err
 	}
-	st := a.stamp()
-	v, err := a.put(ctx, st.rec, driver.IfAbsent())
-	if err == nil {
-		return a.probe(ctx, st, v, false, false, EventAcquired)
+	if err := a.c.checkBlocked(); err != nil {
+		return nil, err
 	}
-	// Refused: the key exists, which also shows that IfAbsent is enforced.
-	// Any other error: the write may or may not have landed.
-	ifAbsentProven := errors.Is(err, driver.ErrPrecondition)
-	cur, curV, rerr := a.read(ctx)
-	switch {
-	case errors.Is(rerr, driver.ErrNotExist):
-		if ifAbsentProven {
-			return nil, errContended // deleted since our write was refused
+	st := a.stamp()
+	var (
+		cur            readResult
+		curV           driver.Version
+		rerr           error
+		ifAbsentProven bool
+	)
+	if oldlease.UnprovenFirstWrite.Load() {
+		// The old order: If-None-Match: * first, before anything has
+		// shown that this path honours it.
+		v, err := a.put(ctx, st.rec, driver.IfAbsent())
+		if err == nil {
+			return a.probe(ctx, st, v, false, false, EventAcquired)
 		}
-		return nil, fmt.Errorf("acquire %s: %w", key, err)
-	case rerr != nil:
-		return nil, fmt.Errorf("acquire %s: read the lease after the write failed (%v): %w", key, err, rerr)
+		ifAbsentProven = errors.Is(err, driver.ErrPrecondition)
+		cur, curV, rerr = a.read(ctx)
+		if errors.Is(rerr, driver.ErrNotExist) {
+			if ifAbsentProven {
+				return nil, errContended
+			}
+			return nil, fmt.Errorf("acquire %s: %w", key, err)
+		}
+	} else {
+		// Read first: nothing is written over a record before it has
+		// been read and judged, so that on a path that drops the
+		// precondition (a proxy, a gateway, an old client) a refused
+		// acquire writes nothing over a live holder. Only a free key is
+		// written blind, with If-None-Match: *.
+		cur, curV, rerr = a.read(ctx)
+		if errors.Is(rerr, driver.ErrNotExist) {
+			v, err := a.put(ctx, st.rec, driver.IfAbsent())
+			if err == nil {
+				return a.probe(ctx, st, v, false, false, EventAcquired)
+			}
+			// Refused: someone created the key since we read it, which
+			// also shows that IfAbsent is enforced. Any other error: the
+			// write may or may not have landed.
+			ifAbsentProven = errors.Is(err, driver.ErrPrecondition)
+			cur, curV, rerr = a.read(ctx)
+			switch {
+			case errors.Is(rerr, driver.ErrNotExist) && ifAbsentProven:
+				return nil, errContended // deleted since our write was refused
+			case errors.Is(rerr, driver.ErrNotExist):
+				return nil, fmt.Errorf("acquire %s: %w", key, err)
+			case rerr == nil && cur.err == nil && sameWrite(cur.rec, st.rec):
+				// This very write landed; its reply was lost or a
+				// retry of it was refused. Adopt it.
+				return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
+			case rerr == nil && ifAbsentProven:
+				return nil, errContended // another instance created it: judge it afresh
+			}
+		}
+	}
+	if rerr != nil {
+		return nil, fmt.Errorf("acquire %s: read the lease object: %w", key, rerr)
+	}
+	if cur.err == nil {
+		st.seen = &cur.rec
 	}
 	now := st.wall
-	if cur.err == nil && sameWrite(cur.rec, st.rec) && !oldlease.AdoptByInstanceID.Load() {
+	if oldlease.UnprovenFirstWrite.Load() && cur.err == nil && sameWrite(cur.rec, st.rec) && !oldlease.AdoptByInstanceID.Load() {
 		// This very write landed; its reply was lost or a retry of it
 		// was refused. Adopt it.
 		return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
@@ -427,19 +475,96 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 // own context, so that a cancelled or expired acquire still cleans up.
 const cleanupTimeout = 10 * time.Second
 
-// cleanUp releases a lease of ours that a failed acquire left behind, and
-// returns failure with what it left, if anything: it reads the object and,
-// if it is a record this contender wrote, overwrites it with If-Match by a
-// released record. A record of anyone else is left alone.
+// cleanUp leaves the prefix safe after an acquire that wrote and then
+// failed, and returns failure with what it left. An acquire fails after
+// writing when the service (or a proxy on this client's path) did not apply
+// a precondition as it should, and then its first write may itself have
+// gone over a live holder's record: that holder may write until it fences,
+// up to two thirds of its TTL after its last renewal. So the clean-up does
+// not mark the record released, which would let a third instance in at
+// once: it re-stamps it as a record that blocks the prefix for a full TTL
+// (the longer of ours and the record read before the first write), which
+// no reader takes over before such a holder has fenced. The contender does
+// not take it back either until it is stale (checkBlocked). A record of
+// anyone else is left alone.
 func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	if oldlease.UnprovenFirstWrite.Load() {
+		return a.releaseOwn(ctx, st, failure)
+	}
 	cur, v, err := a.read(ctx)
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return failure
 	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
 		return failure // not ours: nothing of ours is left
+	case err == nil:
+		block := cur.rec
+		block.RenewedAt = a.c.stamps.renewed(a.c.s.clock.Wall())
+		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
+		// Not remembered as sent: it is no lease of ours to take back.
+		a.c.blocked = block
+		if _, err = a.b.Put(ctx, a.c.key, block.Encode(), driver.IfMatch(v)); err == nil {
+			return fmt.Errorf("%w; %s, so the lease object was left blocked: it holds a record of instance %s, fresh until %s (ttl %ds), "+
+				"so that nobody takes the prefix before a holder it may have overwritten has fenced itself. Fix the path to the service; after %s, acquire again (or break the lease, once you know that nobody else writes to the prefix)",
+				failure, a.overwrote(st), block.InstanceID, block.RenewedAt.Add(block.TTL()).Format(time.RFC3339), block.TTLSeconds,
+				block.RenewedAt.Add(block.TTL()).Format(time.RFC3339))
+		}
+	}
+	left := st.rec.RenewedAt.Add(st.rec.TTL())
+	return fmt.Errorf("%w; %s, and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
+		"fresh until %s: %w", failure, a.overwrote(st), a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
+}
+
+// blockTTL is how long a failed acquire's clean-up blocks the prefix: the
+// longer of our TTL and that of the record read before the first write.
+func (a *attempt) blockTTL(st stamp) time.Duration {
+	d := a.c.s.ttl
+	if st.seen != nil && st.seen.TTL() > d {
+		d = min(st.seen.TTL(), MaxSaneTTL)
+	}
+	return d
+}
+
+// overwrote says what the attempt's first write may have gone over.
+func (a *attempt) overwrote(st stamp) string {
+	r := st.seen
+	switch {
+	case r == nil:
+		return "this acquire's first write may have gone over a lease another instance created in the same instant (the key was free when read)"
+	case r.TTLSeconds == 0:
+		return fmt.Sprintf("this acquire's first write went over the released lease of instance %s, or over a newer record written in the same instant", r.InstanceID)
+	default:
+		return fmt.Sprintf("this acquire's first write went over the lease of instance %s (renewed %s, ttl %ds), or over a newer record written in the same instant",
+			r.InstanceID, r.RenewedAt.Format(time.RFC3339), r.TTLSeconds)
+	}
+}
+
+// checkBlocked refuses an acquire while a record left by this contender's
+// own failed acquire still blocks the prefix.
+func (c *Contender) checkBlocked() error {
+	if c.blocked.InstanceID == "" {
+		return nil
+	}
+	until := c.blocked.RenewedAt.Add(c.blocked.TTL())
+	if !c.s.clock.Wall().Before(until) {
+		c.blocked = Record{}
+		return nil
+	}
+	return fmt.Errorf("acquire %s: %w: an earlier acquire of this contender failed on a path that did not apply a precondition, and left the prefix blocked until %s; nothing was sent",
+		c.key, ErrPreconditionsIgnored, until.Format(time.RFC3339))
+}
+
+// releaseOwn is the old clean-up, kept for the negative control: it marks
+// a record of ours released.
+func (a *attempt) releaseOwn(ctx context.Context, st stamp, failure error) error {
+	cur, v, err := a.read(ctx)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return failure
+	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+		return failure
 	case err == nil:
 		_, err = release(ctx, a.b, a.c.key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall())
 		if err == nil {

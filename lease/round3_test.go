@@ -10,6 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -169,4 +170,193 @@ func TestReleaseFromOnEventDuringARenewal(t *testing.T) {
 	if r, _, ok := readRecord(t, b); !ok || r.TTLSeconds != 0 {
 		t.Fatalf("the lease was not marked released: %+v", r)
 	}
+}
+
+// dropFirstIfAbsent is a path (a proxy, a gateway, an old client) that
+// drops If-None-Match from the first write of one instance: armed by the
+// test, it also lets the racer act just before that write goes out.
+type dropFirstIfAbsent struct {
+	driver.Bucket
+	mu     sync.Mutex
+	done   bool
+	before func() // runs just before the dropped write, if set
+}
+
+func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	d.mu.Lock()
+	first := !d.done && cond.Absent()
+	if first {
+		d.done = true
+	}
+	d.mu.Unlock()
+	if first {
+		if d.before != nil {
+			d.before()
+		}
+		cond = driver.Condition{}
+	}
+	return d.Bucket.Put(ctx, key, data, cond)
+}
+
+// refusedAcquireOverALiveHolder is finding 2: holder A is fresh; B's path
+// drops If-None-Match on its first write (every write, for the
+// steady-state case); then a third instance C tries. It returns what went
+// wrong, or "".
+func refusedAcquireOverALiveHolder(t *testing.T, ignoreAll bool) string {
+	t.Helper()
+	ctx := context.Background()
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	a := acquire(t, inner, "A", c)
+	var path driver.Bucket = &dropFirstIfAbsent{Bucket: inner}
+	if ignoreAll {
+		path = &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent}
+	}
+	if _, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil)); err == nil {
+		return "B acquired over A's fresh lease"
+	}
+	if _, err := lease.Acquire(ctx, inner, "db1", opts("C", c, nil)); !errors.Is(err, lease.ErrHeld) {
+		return "C acquired while A's lease was fresh: " + errString(err)
+	}
+	if err := a.Renew(ctx); err != nil {
+		return "A's lease was damaged by B's refused acquire: " + err.Error()
+	}
+	return ""
+}
+
+func TestRefusedAcquireNeverDestroysALiveLease(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		if bad := refusedAcquireOverALiveHolder(t, all); bad != "" {
+			t.Fatalf("path ignoring If-None-Match on every write %v: %s", all, bad)
+		}
+	}
+	withOld(t, &oldlease.UnprovenFirstWrite, func() {
+		if refusedAcquireOverALiveHolder(t, true) == "" {
+			t.Fatal("negative control: an acquire whose first write goes over a live holder went unnoticed")
+		}
+	})
+}
+
+// raceOverAFreeKey is the race that reading first cannot close: the key is
+// free when B reads it, A acquires in the instant before B's write, and
+// B's path drops If-None-Match, so B's write goes over A's lease. B's
+// acquire fails closed; C must not get in before A has fenced. It returns
+// what went wrong, or "".
+func raceOverAFreeKey(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	var a *lease.Lease
+	path := &dropFirstIfAbsent{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent},
+		before: func() { a = acquire(t, inner, "A", c) }}
+	_, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil))
+	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		return "B's acquire on a path ignoring If-None-Match: " + errString(err)
+	}
+	if !contains(err.Error(), "left blocked") || !contains(err.Error(), "fresh until") {
+		return "B's error does not say that the prefix was left blocked, and until when: " + err.Error()
+	}
+	// A may write until two thirds of a TTL after its acquire; C, reading
+	// just before that, must find the prefix held.
+	late := clock.NewFake(t0.Add(ttl*2/3 - time.Second))
+	if _, err := lease.Acquire(ctx, inner, "db1", opts("C", late, nil)); !errors.Is(err, lease.ErrHeld) {
+		return "C acquired while the overwritten holder A could still write: " + errString(err)
+	}
+	if a.MayWrite() {
+		if err := a.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+			return "A's renewal after being overwritten: " + errString(err)
+		}
+	}
+	return ""
+}
+
+func TestRefusedAcquireBlocksThePrefixUntilAnOverwrittenHolderFenced(t *testing.T) {
+	if bad := raceOverAFreeKey(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.UnprovenFirstWrite, func() {
+		if raceOverAFreeKey(t) == "" {
+			t.Fatal("negative control: a refused acquire that releases what it overwrote went unnoticed")
+		}
+	})
+}
+
+// The contender whose acquire left the prefix blocked does not take its
+// own blocking record back before it is stale.
+func TestBlockedContenderWaitsOutItsOwnBlock(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	path := &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent}
+	con, err := lease.NewContender(path, "db1", opts("B", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := con.Acquire(ctx); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		t.Fatalf("first acquire: %v", err)
+	}
+	// The path is fixed; the block still holds for the contender itself.
+	honest, err := lease.NewContender(inner, "db1", opts("B", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := con.Acquire(ctx); err == nil || !contains(err.Error(), "blocked until") {
+		t.Fatalf("acquire again at once: %v, want a refusal naming the block", err)
+	}
+	if _, err := honest.Acquire(ctx); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("another process with the same id: %v, want ErrHeld", err)
+	}
+	c.Advance(ttl + time.Second)
+	if _, err := honest.Acquire(ctx); err != nil {
+		t.Fatalf("after the block went stale: %v", err)
+	}
+}
+
+// ignoreIfMatchOnBreak is a path that drops If-Match from every write, as
+// a proxy that strips it would: the holder's own renewals go another way.
+type ignoreIfMatch struct{ driver.Bucket }
+
+func (i ignoreIfMatch) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if _, ok := cond.Match(); ok {
+		cond = driver.Condition{}
+	}
+	return i.Bucket.Put(ctx, key, data, cond)
+}
+
+// breakOfAnOldVersion is finding 3: an operator breaks the version they
+// looked at, after the holder renewed, on a path that drops If-Match. It
+// returns what went wrong, or "".
+func breakOfAnOldVersion(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	h := acquire(t, inner, "holder", c)
+	looked := h.Version()
+	c.Advance(ttl / 3)
+	if err := h.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", looked, c.Wall()); err == nil {
+		return "Break of an old version succeeded"
+	}
+	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", h.Version(), c.Wall()); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+		return "Break on a path that drops If-Match: " + errString(err) + ", want ErrPreconditionsIgnored"
+	}
+	if r, v, ok := readRecord(t, inner); !ok || v != h.Version() || r.InstanceID != "holder" {
+		return "Break overwrote the renewed lease on a path that drops If-Match"
+	}
+	return ""
+}
+
+func TestBreakNeverOverwritesANewerVersion(t *testing.T) {
+	if bad := breakOfAnOldVersion(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.BreakWithoutRead, func() {
+		if breakOfAnOldVersion(t) == "" {
+			t.Fatal("negative control: a Break that overwrites a renewed lease went unnoticed")
+		}
+	})
 }
