@@ -1,0 +1,154 @@
+package minio
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"iter"
+
+	miniogo "github.com/minio/minio-go/v7"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
+)
+
+var (
+	_ driver.Streamer      = (*Bucket)(nil)
+	_ driver.Lister        = (*Bucket)(nil)
+	_ driver.PendingLister = (*Bucket)(nil)
+)
+
+// PutStream stores the body read from r under key if cond holds when it
+// is committed. A body that fits one part (opts.Size()) is one conditional
+// PUT (Put); a longer one is a multipart upload through minio-go's Core
+// API, at most opts.Parallel() parts at once, whose CompleteMultipartUpload
+// carries cond as If-None-Match: * or If-Match (minio-go sends the
+// PutObjectOptions' headers on the complete request). opts.Allow is called
+// before each part and before the commit. On any failure the upload is
+// aborted before PutStream returns, and the error's *driver.UploadError
+// says whether the abort succeeded.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	return s3proto.Upload{
+		Caps: b.Capabilities(), Driver: Scheme, Key: key, Cond: cond,
+		Single:    func(ctx context.Context, data []byte) (driver.Version, error) { return b.Put(ctx, key, data, cond) },
+		Multipart: multipart{b: b, key: key, cond: cond},
+		Kind:      kind,
+	}.Run(ctx, r, opts)
+}
+
+// multipart is s3proto.Multipart on minio-go's Core API.
+type multipart struct {
+	b    *Bucket
+	key  string
+	cond driver.Condition
+}
+
+func (m multipart) core() miniogo.Core { return miniogo.Core{Client: m.b.client} }
+
+func (m multipart) Create(ctx context.Context) (string, error) {
+	// Look the bucket's region up first (see Put), so that the commit's
+	// operation counts its own attempts only.
+	if _, err := m.b.client.GetBucketLocation(ctx, m.b.bucket); err != nil {
+		return "", err
+	}
+	id, err := m.core().NewMultipartUpload(ctx, m.b.bucket, m.key, miniogo.PutObjectOptions{})
+	if err == nil && id == "" {
+		err = errors.New("the server returned no upload ID")
+	}
+	return id, err
+}
+
+func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, error) {
+	p, err := m.core().PutObjectPart(ctx, m.b.bucket, m.key, upload, n, bytes.NewReader(data), int64(len(data)), miniogo.PutObjectPartOptions{})
+	if err != nil {
+		return "", err
+	}
+	return p.ETag, nil
+}
+
+func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
+	cps := make([]miniogo.CompletePart, len(parts))
+	for i, p := range parts {
+		cps[i] = miniogo.CompletePart{PartNumber: p.Number, ETag: p.ETag}
+	}
+	var opts miniogo.PutObjectOptions
+	if v, match := m.cond.Match(); match {
+		opts.SetMatchETag(unquote(v))
+	} else if m.cond.Absent() {
+		opts.SetMatchETagExcept("*")
+	}
+	info, err := m.core().CompleteMultipartUpload(ctx, m.b.bucket, m.key, upload, cps, opts)
+	if err != nil {
+		return "", err
+	}
+	return driver.Version(unquote(driver.Version(info.ETag))), nil
+}
+
+func (m multipart) Abort(ctx context.Context, upload string) error {
+	err := m.core().AbortMultipartUpload(ctx, m.b.bucket, m.key, upload)
+	if code, _ := errorResponse(err); code == "NoSuchUpload" {
+		return nil
+	}
+	return err
+}
+
+// listFail is the error List and ListPending yield.
+func listFail(ctx context.Context, prefix string, err error) error {
+	return &driver.OpError{Driver: Scheme, Op: string(driver.OpList), Key: prefix,
+		Kind: kind(err, driver.Condition{}), Err: driver.WithContext(ctx, err)}
+}
+
+// List yields the objects whose keys start with prefix in lexical order,
+// paged by minio-go's ListObjects (ListObjectsV2 underneath). Versions are
+// ETags without quotes, as Get returns them. Stopping early cancels the
+// listing and waits for minio-go's goroutine to end.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		lctx, cancel := context.WithCancel(ctx)
+		ch := b.client.ListObjects(lctx, b.bucket, miniogo.ListObjectsOptions{Prefix: prefix, Recursive: true})
+		defer func() {
+			cancel()
+			for range ch {
+			}
+		}()
+		for o := range ch {
+			if o.Err != nil {
+				yield(driver.Object{}, listFail(ctx, prefix, o.Err))
+				return
+			}
+			obj := driver.Object{Key: o.Key, Size: o.Size, Version: driver.Version(unquote(driver.Version(o.ETag))), ModTime: o.LastModified}
+			if !yield(obj, nil) {
+				return
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			yield(driver.Object{}, listFail(ctx, prefix, err))
+		}
+	}
+}
+
+// ListPending yields the multipart uploads under prefix that are neither
+// completed nor aborted. The MinIO server lists only the uploads of the key
+// the prefix names exactly.
+func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return func(yield func(driver.Pending, error) bool) {
+		keyMarker, idMarker := "", ""
+		for {
+			res, err := miniogo.Core{Client: b.client}.ListMultipartUploads(ctx, b.bucket, prefix, keyMarker, idMarker, "", 1000)
+			if err != nil {
+				yield(driver.Pending{}, listFail(ctx, prefix, err))
+				return
+			}
+			for _, u := range res.Uploads {
+				if !yield(driver.Pending{Key: u.Key, Upload: u.UploadID, Initiated: u.Initiated}, nil) {
+					return
+				}
+			}
+			if !res.IsTruncated || (res.NextKeyMarker == "" && res.NextUploadIDMarker == "") {
+				return
+			}
+			keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
+		}
+	}
+}

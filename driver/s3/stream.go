@@ -1,0 +1,153 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"iter"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
+)
+
+var (
+	_ driver.Streamer      = (*Bucket)(nil)
+	_ driver.Lister        = (*Bucket)(nil)
+	_ driver.PendingLister = (*Bucket)(nil)
+)
+
+// PutStream stores the body read from r under key if cond holds when it
+// is committed. A body that fits one part (opts.Size()) is one conditional
+// PutObject (Put); a longer one is a multipart upload of at most
+// opts.Parallel() parts at once, whose CompleteMultipartUpload carries cond
+// as If-None-Match: * or If-Match, so that the condition applies at the
+// step that makes the object visible. opts.Allow is called before each part
+// and before the commit. On any failure the upload is aborted
+// (AbortMultipartUpload) before PutStream returns, and the error's
+// *driver.UploadError says whether the abort succeeded; what a killed
+// process leaves is removed by a lifecycle rule with
+// AbortIncompleteMultipartUpload.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	return s3proto.Upload{
+		Caps: b.caps, Driver: b.profile.Driver, Key: key, Cond: cond,
+		Single:    func(ctx context.Context, data []byte) (driver.Version, error) { return b.Put(ctx, key, data, cond) },
+		Multipart: multipart{b: b, key: key, cond: cond},
+		Kind:      kind,
+	}.Run(ctx, r, opts)
+}
+
+// multipart is s3proto.Multipart on the AWS SDK.
+type multipart struct {
+	b    *Bucket
+	key  string
+	cond driver.Condition
+}
+
+func (m multipart) Create(ctx context.Context) (string, error) {
+	out, err := m.b.client.CreateMultipartUpload(ctx, &s3sdk.CreateMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key})
+	if err != nil {
+		return "", err
+	}
+	if aws.ToString(out.UploadId) == "" {
+		return "", errors.New("the service returned no upload ID")
+	}
+	return aws.ToString(out.UploadId), nil
+}
+
+func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, error) {
+	out, err := m.b.client.UploadPart(ctx, &s3sdk.UploadPartInput{
+		Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload, PartNumber: aws.Int32(int32(n)),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
+	in := &s3sdk.CompleteMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload,
+		MultipartUpload: &types.CompletedMultipartUpload{}}
+	for _, p := range parts {
+		in.MultipartUpload.Parts = append(in.MultipartUpload.Parts,
+			types.CompletedPart{PartNumber: aws.Int32(int32(p.Number)), ETag: aws.String(p.ETag)})
+	}
+	if v, match := m.cond.Match(); match {
+		in.IfMatch = aws.String(string(v))
+	} else if m.cond.Absent() {
+		in.IfNoneMatch = aws.String("*")
+	}
+	out, err := m.b.client.CompleteMultipartUpload(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return driver.Version(aws.ToString(out.ETag)), nil
+}
+
+func (m multipart) Abort(ctx context.Context, upload string) error {
+	_, err := m.b.client.AbortMultipartUpload(ctx, &s3sdk.AbortMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload})
+	var nsu *types.NoSuchUpload
+	if errors.As(err, &nsu) {
+		return nil // already gone (completed or aborted)
+	}
+	return err
+}
+
+// listFail is the error List and ListPending yield.
+func (b *Bucket) listFail(ctx context.Context, prefix string, err error) error {
+	return &driver.OpError{Driver: b.profile.Driver, Op: string(driver.OpList), Key: prefix,
+		Kind: kind(err, driver.Condition{}), Err: driver.WithContext(ctx, err)}
+}
+
+// List yields the objects whose keys start with prefix, in the service's
+// (lexical) order, one ListObjectsV2 page at a time as the caller
+// iterates. Versions are ETags, quoted as Get returns them.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		pages := s3sdk.NewListObjectsV2Paginator(b.client, &s3sdk.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &prefix})
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				yield(driver.Object{}, b.listFail(ctx, prefix, err))
+				return
+			}
+			for _, o := range page.Contents {
+				obj := driver.Object{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size),
+					Version: driver.Version(aws.ToString(o.ETag)), ModTime: aws.ToTime(o.LastModified)}
+				if !yield(obj, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// ListPending yields the multipart uploads under prefix that are neither
+// completed nor aborted (ListMultipartUploads, paged).
+func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return func(yield func(driver.Pending, error) bool) {
+		in := &s3sdk.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix}
+		for {
+			out, err := b.client.ListMultipartUploads(ctx, in)
+			if err != nil {
+				yield(driver.Pending{}, b.listFail(ctx, prefix, err))
+				return
+			}
+			for _, u := range out.Uploads {
+				p := driver.Pending{Key: aws.ToString(u.Key), Upload: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)}
+				if !yield(p, nil) {
+					return
+				}
+			}
+			if !aws.ToBool(out.IsTruncated) || (aws.ToString(out.NextKeyMarker) == "" && aws.ToString(out.NextUploadIdMarker) == "") {
+				return
+			}
+			in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+		}
+	}
+}
