@@ -3,7 +3,10 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // fenceAfter is how long after a renewal was sent the holder may start
@@ -21,11 +24,46 @@ func (l *Lease) MayWrite() bool {
 }
 
 func (l *Lease) mayWriteLocked() bool {
-	if l.done != nil {
-		return false
-	}
+	return l.done == nil && l.fenceProblemLocked() == ""
+}
+
+// fenceProblemLocked says why the holder may not write now, or is "" if it
+// may (the lease not yet ended).
+func (l *Lease) fenceProblemLocked() string {
 	limit := l.fenceAfter()
-	return l.s.clock.Mono()-l.sentMono < limit && l.s.clock.Wall().Sub(l.sentWall) < limit
+	if l.s.clock.Mono()-l.sentMono >= limit || l.s.clock.Wall().Sub(l.sentWall) >= limit {
+		return "no renewal succeeded within two thirds of the TTL"
+	}
+	return ""
+}
+
+// clockProblemLocked reports a wall clock that fell behind the monotonic
+// clock by more than a third of a TTL since the anchor (the acquire, or the
+// latest moment the wall clock was ahead): stepped back by NTP, a restored
+// VM, an operator, or stuck. Every renewed_at stamped from it would tell
+// readers that the lease is older than it is, and they would take it over
+// while the holder still writes, so the holder fences itself instead. The
+// two clocks are slewed together (Go's monotonic clock follows NTP's slew,
+// not its steps), so they part only by a step or a stuck clock. A wall
+// clock that runs ahead (a step forward, a suspension the monotonic clock
+// did not count) moves the anchor; the wall-clock fence deadline covers it.
+// Renew checks it before it stamps a record; the record already stored was
+// stamped before the clock moved and still tells the truth, so the holder
+// may write until its fence deadline as usual.
+func (l *Lease) clockProblemLocked(mono time.Duration, wall time.Time) string {
+	if oldlease.StampThroughClockJump.Load() {
+		return ""
+	}
+	behind := (mono - l.anchorMono) - wall.Sub(l.anchorWall)
+	if behind < 0 {
+		l.anchorMono, l.anchorWall = mono, wall
+		return ""
+	}
+	if behind > l.s.ttl/3 {
+		return fmt.Sprintf("the wall clock fell %v behind the monotonic clock since the lease was taken (stepped back or stuck), more than the third of a TTL that readers' clocks may differ by: renewals stamped from it would make the lease look older than it is",
+			behind.Round(time.Millisecond))
+	}
+	return ""
 }
 
 // Deadline returns the wall-clock time at which the holder fences itself
@@ -102,8 +140,9 @@ func (l *Lease) checkFence() {
 		l.mu.Unlock()
 		return
 	}
+	why := l.fenceProblemLocked()
 	l.mu.Unlock()
-	l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
+	l.end(ErrFenced, nil, why)
 }
 
 // end finishes the lease with reason, once, and reports it.

@@ -41,10 +41,10 @@ func (l *Lease) Renew(ctx context.Context) error {
 		}
 		return err
 	}
-	if !l.mayWriteLocked() {
+	if why := l.fenceProblemLocked(); why != "" {
 		l.mu.Unlock()
-		l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
-		return ErrFenced
+		l.end(ErrFenced, nil, why)
+		return fmt.Errorf("%w: %s", ErrFenced, why)
 	}
 	rec, over := l.rec, l.version
 	l.mu.Unlock()
@@ -53,8 +53,16 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := checkWall(wall); err != nil {
 		return err // retried, and fenced in time, like any failed renewal
 	}
+	l.mu.Lock()
+	why := l.clockProblemLocked(mono, wall)
+	l.mu.Unlock()
+	if why != "" {
+		l.end(ErrFenced, nil, why)
+		return fmt.Errorf("%w: %s", ErrFenced, why)
+	}
 	rec.RenewedAt = l.stamps.renewed(wall)
 	l.sent.add(rec)
+	l.past.add(rec)
 	// The write ends with the lease: a renewal still in flight at the
 	// fence deadline, or when Release stops the lease, is abandoned.
 	wctx, cancel := l.Fence(ctx)
@@ -80,6 +88,12 @@ func (l *Lease) Renew(ctx context.Context) error {
 			return fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
 		case cur.err == nil && l.sent.has(cur.rec):
 			return fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
+		case cur.err == nil && l.past.has(cur.rec):
+			// A record of ours that a later one of ours replaced: the
+			// read came from a replica or cache behind the write (an
+			// eventually consistent gateway). Not a takeover; retry,
+			// and fence in time if it persists.
+			return fmt.Errorf("renew %s: read back an older record of this lease (a stale read); retry: %w", l.key, err)
 		default:
 			return l.lose(cur)
 		}
@@ -180,7 +194,7 @@ func (l *Lease) checkLost(ctx context.Context) error {
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
 		return ErrFenced
 	}
-	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || (oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == l.s.id)) {
+	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || l.past.has(cur.rec) || (oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == l.s.id)) {
 		return ErrFenced
 	}
 	var prev *Record

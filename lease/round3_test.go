@@ -1,8 +1,12 @@
 package lease_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -359,4 +363,147 @@ func TestBreakNeverOverwritesANewerVersion(t *testing.T) {
 			t.Fatal("negative control: a Break that overwrites a renewed lease went unnoticed")
 		}
 	})
+}
+
+// clockSteppedBack is finding 4: the holder's wall clock is stepped back
+// by an hour (NTP correcting it, a VM restored) while it holds the lease,
+// and it keeps renewing. It returns what went wrong, or "".
+func clockSteppedBack(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	b := mem.New()
+	hc, rc := clock.NewFake(t0), clock.NewFake(t0)
+	var ev events
+	h, err := lease.Acquire(ctx, b, "db1", opts("holder", hc, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.AdvanceWall(-time.Hour)
+	// The holder renews on schedule for two TTLs; a reader, whose clock
+	// is right, looks after each renewal.
+	for range 6 {
+		hc.Advance(ttl / 3)
+		rc.Advance(ttl / 3)
+		renewErr := h.Renew(ctx)
+		st, err := lease.Inspect(ctx, b, "db1", rc.Wall())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != lease.Fresh && h.MayWrite() {
+			return "a reader finds the lease " + st.State.String() + " while its holder may still write"
+		}
+		if renewErr != nil {
+			if !errors.Is(renewErr, lease.ErrFenced) || !contains(renewErr.Error(), "wall clock") {
+				return "the renewal failed without saying that the wall clock is wrong: " + renewErr.Error()
+			}
+			return ""
+		}
+	}
+	return "the holder renewed for two TTLs with a wall clock an hour behind"
+}
+
+func TestHolderWhoseWallClockSteppedBackFencesItself(t *testing.T) {
+	if bad := clockSteppedBack(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.StampThroughClockJump, func() {
+		if clockSteppedBack(t) == "" {
+			t.Fatal("negative control: a holder stamping records from a clock an hour behind went unnoticed")
+		}
+	})
+}
+
+// A wall clock that only ticks coarsely, or was slewed a little, is not a
+// clock that lies: the holder keeps renewing.
+func TestSmallWallClockStepsDoNotFence(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	l, err := lease.Acquire(ctx, b, "db1", opts("holder", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		c.Advance(ttl / 3)
+		if i%2 == 0 {
+			c.AdvanceWall(-2 * time.Second)
+		} else {
+			c.AdvanceWall(2 * time.Second)
+		}
+		if err := l.Renew(ctx); err != nil {
+			t.Fatalf("renewal %d: %v", i, err)
+		}
+	}
+	c.AdvanceWall(time.Hour) // a suspension the monotonic clock did not count
+	if err := l.Renew(ctx); !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("after the wall clock jumped forward an hour: %v, want ErrFenced", err)
+	}
+}
+
+// staleReads answers a read of the lease object with the version before
+// the latest, once armed, and fails the renewal that goes with it, as an
+// eventually consistent gateway whose reads lag its writes can.
+type staleReads struct {
+	driver.Bucket
+	mu      sync.Mutex
+	armed   bool
+	history [][]byte
+}
+
+func (s *staleReads) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	s.mu.Lock()
+	armed := s.armed
+	s.mu.Unlock()
+	if armed {
+		return "", errors.New("503 Slow Down")
+	}
+	v, err := s.Bucket.Put(ctx, key, data, cond)
+	if err == nil && key == "db1/LEASE" {
+		s.mu.Lock()
+		s.history = append(s.history, data)
+		s.mu.Unlock()
+	}
+	return v, err
+}
+
+func (s *staleReads) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.armed || len(s.history) < 2 {
+		return s.Bucket.Get(ctx, key)
+	}
+	old := s.history[len(s.history)-2]
+	return io.NopCloser(bytes.NewReader(old)), driver.Version(fmt.Sprintf("%x", sha256.Sum256(old))[:16]), nil
+}
+
+// Finding 5: a read that lags the renewal before it is not a takeover by
+// a twin: the renewal is retried, not lost.
+func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
+	ctx := context.Background()
+	b := &staleReads{Bucket: mem.New()}
+	c := clock.NewFake(t0)
+	l, err := lease.Acquire(ctx, b, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		c.Advance(ttl / 3)
+		if err := l.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.mu.Lock()
+	b.armed = true
+	b.mu.Unlock()
+	c.Advance(ttl / 3)
+	err = l.Renew(ctx)
+	if err == nil || errors.Is(err, lease.ErrLost) || errors.Is(err, lease.ErrInstanceInUse) {
+		t.Fatalf("renewal with a stale read back: %v, want a retryable error", err)
+	}
+	b.mu.Lock()
+	b.armed = false
+	b.mu.Unlock()
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
 }
