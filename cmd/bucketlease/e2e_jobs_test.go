@@ -201,7 +201,7 @@ func TestInterruptStoppedCommand(t *testing.T) {
 func TestLeftBehindKilledBeforeRelease(t *testing.T) {
 	u, _ := fileURL(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	script := fmt.Sprintf(`sh -c 'trap "" TERM; echo $$ > %s; exec sleep 1003' & while [ ! -s %s ]; do sleep 0.01; done; exit 0`, pidFile, pidFile)
+	script := fmt.Sprintf(`sh -c 'trap "" TERM; %s > %s; exec sleep 1003' & while [ ! -s %s ]; do sleep 0.01; done; exit 0`, echoPID, pidFile, pidFile)
 	a := start(t, nil, "hold", u, "--grace", "1s", "--", "sh", "-c", script)
 	left := pidFrom(t, pidFile)
 	if code := a.wait(); code != 0 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,8 +26,13 @@ import (
 // lease. Its pid goes to pidFile. From the ticks, a test sees whether
 // anything was written after a deadline.
 func tickWriter(ticks, pidFile string) string {
-	return fmt.Sprintf(`echo $$ > %s; while :; do date +%%s%%N >> %s; sleep 0.02; done`, pidFile, ticks)
+	return fmt.Sprintf(`%s > %s; while :; do date +%%s%%N >> %s; sleep 0.02; done`, echoPID, pidFile, ticks)
 }
+
+// echoPID is shell that prints the shell's own pid as the machine sees it:
+// $$ is its pid in its PID namespace, which under hold is the watchdog's,
+// not the test's. /proc/self, opened by the shell itself, is the host's.
+const echoPID = `read p _ < /proc/self/stat; echo $p`
 
 // readTicks returns the ticks written so far.
 func readTicks(t *testing.T, path string) []int64 {
@@ -296,16 +302,18 @@ func TestWatchdogKilledHold(t *testing.T) {
 var _ = bytes.Equal
 
 // TestWatchdogKilled: if the watchdog itself is killed, the kernel kills
-// the command, and hold, a subreaper too, kills what the command started
-// and exits 1 saying so; nothing writes on.
+// the command and everything it started (on Linux, the whole PID namespace
+// whose init the watchdog is), and hold exits 1 saying so; nothing writes
+// on, not even a process in a session of its own (setsid).
 func TestWatchdogKilled(t *testing.T) {
 	u, _ := fileURL(t)
 	work := t.TempDir()
 	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
-	script := fmt.Sprintf(`sh -c '%s' & wait`, tickWriter(ticks, pidFile))
+	script := fmt.Sprintf(`setsid sh -c '%s' & wait`, tickWriter(ticks, pidFile))
 	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha", "--", "sh", "-c", script)
 	line := a.waitFor(`command-started\s+.*watched by pid \d+`)
-	watchdog, err := strconv.Atoi(line[strings.LastIndex(line, " ")+1:])
+	m := regexp.MustCompile(`watched by pid (\d+)`).FindStringSubmatch(line)
+	watchdog, err := strconv.Atoi(m[1])
 	if err != nil {
 		t.Fatalf("no watchdog pid in %q", line)
 	}
@@ -330,5 +338,57 @@ func TestWatchdogKilled(t *testing.T) {
 	}
 	if s := showJSONOf(t, u); s.State != "released" && s.State != "free" {
 		t.Errorf("after hold exited, the lease is %+v", s)
+	}
+}
+
+// startGroup is start with hold as the leader of a process group of its
+// own, as a shell's job is, and returns the process and its group id.
+func startGroup(t *testing.T, env []string, args ...string) (*proc, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	p := launch(t, cmd, env, args)
+	return p, p.cmd.Process.Pid
+}
+
+// groupKill is the scenario of issue 22, item 1: hold's command starts a
+// tick writer in a session of its own (setsid), then hold's whole process
+// group is killed (kill -KILL -- -PGID, as "kill -9 %1" does in a shell).
+// It returns the ticks written after the fence deadline and whether the
+// writer went quiet; an escaped writer is killed before it returns.
+func groupKill(t *testing.T, env []string) (late []time.Time, quiet bool) {
+	t.Helper()
+	u, dir := fileURL(t)
+	work := t.TempDir()
+	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
+	script := fmt.Sprintf(`setsid sh -c '%s' & while :; do sleep 1; done`, tickWriter(ticks, pidFile))
+	a, pgid := startGroup(t, env, "hold", u, "--ttl", "6s", "--instance-id", "alpha", "--", "sh", "-c", script)
+	a.waitFor(`command-started`)
+	waitTicks(t, ticks, 5)
+	writer := pidFrom(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(writer, syscall.SIGKILL) }) // runs before launch's clean-up
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pgid) // not a.wait(): an escaped writer keeps hold's stdout open
+	fence := fenceDeadline(leaseRecord(t, dir))
+	// Past the TTL, bounded: an escaped writer would still be writing.
+	quiet = waitQuietWithin(ticks, max(time.Until(fence.Add(4*time.Second)), 3*time.Second))
+	return ticksAfter(readTicks(t, ticks), fence), quiet
+}
+
+// TestWatchdogGroupKill: killing hold's whole process group (hold, the
+// watchdog and the command at once) leaves nothing writing past the fence
+// deadline, not even a process that called setsid: on Linux the kernel
+// kills the watchdog's PID namespace with it. The negative control
+// (TestWatchdogGroupKillOldEscapes, build tag bucketlease_oldlease) shows
+// the same scenario finding the writer that escaped before this fix.
+func TestWatchdogGroupKill(t *testing.T) {
+	late, quiet := groupKill(t, nil)
+	if !quiet {
+		t.Fatal("the setsid writer still writes after hold's process group was killed")
+	}
+	if len(late) > 0 {
+		t.Errorf("%d ticks after the fence deadline, the first at %s", len(late), late[0].Format(time.RFC3339Nano))
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -106,7 +108,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	mono, wall := watchdogDeadline(l)
 	// Orphans of the watchdog's tree come to hold if the watchdog dies.
 	subreaper := becomeSubreaper() == nil
-	proc, err := os.StartProcess(self, watchdogArgs(ctlFD, repFD, grace, mono, wall, path, argv), &os.ProcAttr{
+	proc, mode, watchdogExited, err := startWatchdog(self, watchdogArgs(ctlFD, repFD, grace, mono, wall, path, argv), &os.ProcAttr{
 		Files: files,
 		Env:   append(os.Environ(), "BUCKETLEASE_KEY="+l.Key(), "BUCKETLEASE_INSTANCE_ID="+l.InstanceID()),
 	})
@@ -115,8 +117,6 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	if err != nil {
 		return fmt.Errorf("starting the watchdog (%s): %w", self, err)
 	}
-	watchdogExited := make(chan struct{})
-	go func() { _, _ = proc.Wait(); close(watchdogExited) }()
 
 	reports := make(chan report, 16)
 	go func() {
@@ -181,7 +181,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 					p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
 					continue
 				}
-				if terminalDelivers(ss) {
+				if terminalDelivers(ss, mode.sharesGroup) {
 					p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
 					continue
 				}
@@ -227,8 +227,8 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		switch f[0] {
 		case "started":
 			pid, _ = strconv.Atoi(arg(1))
-			note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d", argv[0], pid, proc.Pid),
-				func(r *record) { r.PID = pid })
+			note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d %s", argv[0], pid, proc.Pid, mode.words),
+				func(r *record) { r.PID = pid; r.Detail = mode.name })
 		case "start-failed":
 			code, _ := strconv.Atoi(arg(1))
 			<-watchdogExited
@@ -330,14 +330,64 @@ func killOrphans(cmdPid int, subreaper bool) int {
 	return n
 }
 
+// A watchdogMode is one way of starting the watchdog: its name (for
+// --json), its description, the process attributes, and whether the
+// command ends up in hold's process group (and so under the terminal's job
+// control).
+type watchdogMode struct {
+	name, words string
+	sys         *syscall.SysProcAttr
+	sharesGroup bool
+}
+
+// startWatchdog starts the watchdog in the first of watchdogModes that
+// the system allows, and returns it, the mode, and a channel closed once it
+// has exited and been reaped. The process is started and waited for by
+// one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
+// fires when the thread that started a child exits, not the process, and
+// that thread must live as long as the watchdog does.
+func startWatchdog(self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
+	type started struct {
+		proc *os.Process
+		mode watchdogMode
+		err  error
+	}
+	res := make(chan started, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var errs []error
+		for _, m := range watchdogModes() {
+			a := *attr
+			a.Sys = m.sys
+			proc, err := os.StartProcess(self, args, &a)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", m.words, err))
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
+					break // the program itself cannot run: no other mode helps
+				}
+				continue
+			}
+			res <- started{proc: proc, mode: m}
+			_, _ = proc.Wait()
+			close(exited)
+			return
+		}
+		res <- started{err: errors.Join(errs...)}
+	}()
+	r := <-res
+	return r.proc, r.mode, exited, r.err
+}
+
 // errNoTerminal is returned when hold has no controlling terminal.
 var errNoTerminal = errors.New("no controlling terminal")
 
 // terminalDelivers reports whether s, an interrupt or quit, most likely
 // came from the terminal to hold's whole process group, the command
 // included: hold's group is the terminal's foreground group, and the
-// command runs in it.
-func terminalDelivers(s syscall.Signal) bool {
+// command runs in it (commandInHoldsGroup).
+func terminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
 	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
 		return false
 	}

@@ -9,9 +9,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// treeGuarantee says, for docs and messages, how the watchdog finds what a
-// command started on this platform.
-const treeGuarantee = "process group: the command and whatever stays in its process group"
+// watchdogModes are the ways hold tries to start the watchdog. There is no
+// PID namespace here: the watchdog runs in a session of its own, out of
+// reach of a signal to hold's process group, and signals the command's
+// process group as a whole.
+func watchdogModes() []watchdogMode {
+	if oldSharedGroup() { // negative control only
+		return []watchdogMode{{name: "shared-group", words: "in hold's process group", sys: &syscall.SysProcAttr{}}}
+	}
+	return []watchdogMode{{name: "session", words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
+}
+
+// hostPID is nsPid: there are no PID namespaces here.
+func hostPID(nsPid int) int { return nsPid }
 
 // becomeSubreaper is not available here: processes that leave the
 // command's process group escape the watchdog.
@@ -43,6 +53,3 @@ func monoNow() int64 {
 	}
 	return ts.Nano()
 }
-
-// commandInHoldsGroup: the command runs in its own process group.
-const commandInHoldsGroup = false

@@ -134,7 +134,7 @@ func runWatchdog(args []string) int {
 		return exitError
 	}
 	w.cmdPid = cmd.Process.Pid
-	w.report("started %d", w.cmdPid)
+	w.report("started %d", hostPID(w.cmdPid))
 
 	lines := make(chan string, 16)
 	go func() {

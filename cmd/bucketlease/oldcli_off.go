@@ -1,0 +1,15 @@
+//go:build !bucketlease_oldlease
+
+package main
+
+// In the build users get, every old behaviour of the command is off and
+// compiled out. oldcli_on.go (build tag bucketlease_oldlease) lets a
+// negative control turn one back on.
+
+// oldSharedGroup: the watchdog runs in hold's process group, with no PID
+// namespace and no session of its own (before issue 22).
+func oldSharedGroup() bool { return false }
+
+// noNamespace: hold starts the watchdog without a PID namespace, as where
+// none is allowed (to test that fallback).
+func noNamespace() bool { return false }

@@ -1,0 +1,24 @@
+//go:build bucketlease_oldlease
+
+package main
+
+import (
+	"os"
+	"slices"
+	"strings"
+)
+
+// oldCLI reports whether the negative-control switch name is listed in
+// BUCKETLEASE_OLD_CLI (comma-separated). Only a build with the tag
+// bucketlease_oldlease reads it; see oldcli_off.go.
+func oldCLI(name string) bool {
+	return slices.Contains(strings.Split(os.Getenv("BUCKETLEASE_OLD_CLI"), ","), name)
+}
+
+// oldSharedGroup: the watchdog runs in hold's process group, with no PID
+// namespace and no session of its own (before issue 22).
+func oldSharedGroup() bool { return oldCLI("shared-group") }
+
+// noNamespace: hold starts the watchdog without a PID namespace, as where
+// none is allowed (to test that fallback).
+func noNamespace() bool { return oldCLI("no-namespace") }
