@@ -103,6 +103,10 @@ func Register(scheme string, opener Opener) { defaultMux.Register(scheme, opener
 // with the driver registered for its scheme, and returns it with the key
 // prefix the URL names ("backups/db1"). The driver's package must be
 // imported (for its side effect) for its scheme to be known.
+//
+// The Bucket may own what the driver made for it (the gs driver's storage
+// client, with its connection pool): release it with Close once done with
+// the Bucket.
 func Open(ctx context.Context, rawURL string) (Bucket, string, error) {
 	return defaultMux.Open(ctx, rawURL)
 }

@@ -1,0 +1,166 @@
+package gcs_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/auth"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/gcs"
+)
+
+// settle waits, up to a bound, for the number of goroutines to come down to
+// at most want, and returns the last count. Connections closed by Close
+// end their goroutines asynchronously, so the count is polled; the bound
+// only limits how long a failing test takes.
+func settle(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(20 * time.Second); n > want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	return n
+}
+
+// openAndUse opens the bucket by URL, as a user would, and reads a missing
+// key, so that the client holds a kept-alive connection to the emulator.
+func openAndUse(t *testing.T, url string) driver.Bucket {
+	t.Helper()
+	b, _, err := driver.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(t.Context(), "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
+		t.Fatalf("Get of a missing key: %v", err)
+	}
+	return b
+}
+
+// TestCloseLeaksNothing (Close): opening a gs:// bucket, using it and
+// closing it 1,000 times leaves no goroutine behind. The negative control
+// shows that the test can see a leak: 50 buckets opened and used but not
+// closed keep at least 50 more goroutines (each client's idle connection),
+// which closing them releases.
+func TestCloseLeaksNothing(t *testing.T) {
+	endpoint := emulator(t)
+	url := "gs://" + newBucket(t, endpoint) + "/db1?endpoint=" + endpoint
+	// One round first, so that whatever is started once per process (the
+	// client library's and the transport's) is in the baseline.
+	if err := driver.Close(openAndUse(t, url)); err != nil {
+		t.Fatal(err)
+	}
+	base := settle(0)
+
+	for range 1000 {
+		if err := driver.Close(openAndUse(t, url)); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	const slack = 5
+	if n := settle(base + slack); n > base+slack {
+		t.Fatalf("after 1,000 opens and closes: %d goroutines, %d before", n, base)
+	}
+
+	// Negative control: without Close, each bucket keeps its client's
+	// connection and its goroutines.
+	const kept = 50
+	open := make([]driver.Bucket, kept)
+	for i := range open {
+		open[i] = openAndUse(t, url)
+	}
+	if n := runtime.NumGoroutine(); n < base+kept {
+		t.Errorf("negative control: %d buckets opened and not closed, %d goroutines, %d before; want at least %d more",
+			kept, n, base, kept)
+	}
+	for _, b := range open {
+		if err := driver.Close(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := settle(base + slack); n > base+slack {
+		t.Errorf("after closing the negative control's buckets: %d goroutines, %d before", n, base)
+	}
+}
+
+// TestCloseLeavesCallersClient: a Bucket from New does not close the
+// client its caller passed in, and Close twice is harmless.
+func TestCloseLeavesCallersClient(t *testing.T) {
+	endpoint := emulator(t)
+	c := client(t, endpoint, nil)
+	name := newBucket(t, endpoint)
+	b := gcs.New(c, name)
+	if err := driver.Close(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gcs.New(c, name).Put(t.Context(), "k", []byte("x"), driver.IfAbsent()); err != nil {
+		t.Fatalf("the caller's client after the Bucket's Close: %v", err)
+	}
+	opened, _, err := driver.Open(t.Context(), "gs://"+name+"?endpoint="+endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := driver.Close(opened); err != nil {
+		t.Fatal(err)
+	}
+	if err := driver.Close(opened); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestOpenURLCredentials: a bucket opened by URL without an http://
+// endpoint builds its own transport (so that Close can close it) with
+// Application Default Credentials, as the client library would: here a
+// service account whose token endpoint, on loopback, refuses it, so the
+// request never leaves the machine. The refusal is ErrPermission with the
+// auth library's error in the chain, as for a client built by the library.
+func TestOpenURLCredentials(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`))
+	}))
+	defer tokens.Close()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	sa, _ := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "p", "private_key_id": "k1", "private_key": string(pemKey),
+		"client_email": "sa@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": tokens.URL,
+	})
+	file := filepath.Join(t.TempDir(), "sa.json")
+	if err := os.WriteFile(file, sa, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", file)
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	for _, url := range []string{"gs://bkt/p", "gs://bkt/p?endpoint=https://127.0.0.1:1"} {
+		b, _, err := driver.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ae *auth.Error
+		if _, _, err := b.Get(t.Context(), "p/LEASE"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
+			t.Errorf("%s: Get with refused credentials: %v, want ErrPermission with *auth.Error", url, err)
+		}
+		if err := driver.Close(b); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package gcs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+
+	"cloud.google.com/go/auth"
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+var (
+	_ driver.Streamer = (*Bucket)(nil)
+	_ driver.Lister   = (*Bucket)(nil)
+	_ io.Closer       = (*Bucket)(nil)
+)
+
+const (
+	// chunkAlign is the granule of a resumable upload's chunks: every
+	// chunk but the last is a multiple of 256 KiB (googleapi.MinUploadChunkSize).
+	chunkAlign = googleapi.MinUploadChunkSize
+	// handOver is how much of the body PutStream reads from the caller's
+	// reader and hands to the client library at a time.
+	handOver = 256 << 10
+	// listPage is the page size List asks for: Cloud Storage's maximum,
+	// set explicitly so that an emulator pages the same way.
+	listPage = 1000
+)
+
+// chunkSize is the chunk size of a streamed write under opts: the part
+// size rounded down to a multiple of 256 KiB, less 256 KiB more where that
+// is needed for the chunk and the piece being handed over to fit within
+// opts.Size() × opts.Parallel() bytes. It is never below 4.75 MiB, since
+// driver.StreamOptions raises the part size to 5 MiB.
+func chunkSize(opts *driver.StreamOptions) int64 {
+	size := opts.Size() / chunkAlign * chunkAlign
+	if size+handOver > opts.Size()*int64(opts.Parallel()) {
+		size -= chunkAlign
+	}
+	return size
+}
+
+// PutStream stores the body read from r under key if cond holds when the
+// upload is finalised, and returns the new generation.
+//
+// A body shorter than one chunk (see below) is one conditional multipart
+// request, as Put sends. A longer one is a resumable upload: the session is
+// started with the precondition (ifGenerationMatch, 0 for IfAbsent), the
+// body follows in chunks, and Cloud Storage checks the precondition again
+// when the final request finalises the object; until then nothing is
+// visible. A refused precondition is ErrPrecondition, with the object left
+// as it was.
+//
+// Chunks of a resumable upload are sent one after another, so
+// opts.Parallel() does not make them concurrent; it only bounds memory. A
+// chunk is opts.Size() rounded down to a multiple of 256 KiB (the client
+// library's granule), one granule less where needed so that the chunk
+// buffer and the 256 KiB being handed over stay within opts.Size() ×
+// opts.Parallel() bytes of the body.
+//
+// opts.Allow (MayStart) is called right before each request starts: before
+// the bytes that complete a chunk are handed over (the first chunk's also
+// starts the session), and before the final request, once the client
+// library has finished with the previous chunk. If it refuses, nothing more
+// is sent.
+//
+// On any failure (ctx ended, r failed, MayStart refused, a request failed
+// or was refused) the Writer's context is cancelled, which ends the
+// requests in flight and abandons the session, and PutStream returns once
+// the client library's upload has ended. The final request is never sent
+// then, so nothing is committed. The client library does not expose the
+// session's URI, so the session cannot be deleted: Cloud Storage discards
+// it, with the chunks it received, when it expires a week after it
+// started. The *driver.UploadError in the error says whether a session had
+// been started. r is read in the caller's goroutine, between checks of ctx:
+// a Read that blocks holds PutStream until it returns.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	op, err := b.begin(ctx, driver.OpPut, key, cond)
+	if err != nil {
+		return "", err
+	}
+	obj, err := b.object(key, cond)
+	if err != nil {
+		return "", op.Fail(driver.ErrPrecondition, err)
+	}
+	chunk := chunkSize(opts)
+	// The Writer's context must outlive Close; cancelling it aborts the
+	// upload.
+	wctx, cancel := context.WithCancel(op.Context())
+	defer cancel()
+	w := obj.NewWriter(wctx)
+	w.ChunkSize = int(chunk)
+	w.ContentType = "application/octet-stream"
+	u := &upload{b: b, ctx: ctx, op: op, key: key, cond: cond, chunk: chunk, w: w, cancel: cancel}
+	defer u.end()
+
+	buf := make([]byte, handOver)
+	for part := 1; ; {
+		at := u.written % chunk
+		n, rerr := driver.ReadPart(ctx, r, buf[:min(int64(len(buf)), chunk-at)])
+		if n > 0 {
+			completes := at+int64(n) == chunk
+			if completes {
+				// These bytes complete a chunk, and the client library
+				// sends it as soon as it has them. It is reading this
+				// chunk already (it took the earlier pieces), so its
+				// previous request has ended.
+				if err := opts.Allow(); err != nil {
+					return "", u.abort(nil, fmt.Errorf("MayStart refused chunk %d: %w", part, err))
+				}
+			}
+			if _, err := w.Write(buf[:n]); err != nil {
+				return "", u.abort(u.classify(err), fmt.Errorf("chunk %d: %w", part, err))
+			}
+			u.written += int64(n)
+			if completes {
+				part++
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return "", u.abort(nil, fmt.Errorf("reading the body: %w", rerr))
+		}
+	}
+	if u.written > 0 && u.written%chunk == 0 {
+		// The body ended on a chunk boundary: the last chunk may still be
+		// in flight, and the final request (with no bytes) follows it. A
+		// write of no bytes returns once the client library reads again,
+		// that is once that chunk's request has ended, so that MayStart is
+		// asked right before the final request.
+		if _, err := w.Write(nil); err != nil {
+			return "", u.abort(u.classify(err), fmt.Errorf("the last chunk: %w", err))
+		}
+	}
+	if err := opts.Allow(); err != nil {
+		return "", u.abort(nil, fmt.Errorf("MayStart refused the final request: %w", err))
+	}
+	u.closed = true
+	if err := w.Close(); err != nil {
+		cancel()
+		what := "the final request"
+		if !u.resumable() {
+			what = "the upload request"
+		}
+		return "", u.fail(u.classify(err), fmt.Errorf("%s: %w", what, err))
+	}
+	attrs := w.Attrs()
+	if attrs == nil || attrs.Generation <= 0 {
+		return "", op.Fail(nil, errors.New("the upload response carried no object generation"))
+	}
+	return version(attrs.Generation), nil
+}
+
+// upload is the state of one streamed write.
+type upload struct {
+	b       *Bucket
+	ctx     context.Context
+	op      *driver.Op
+	key     string
+	cond    driver.Condition
+	chunk   int64
+	w       *storage.Writer
+	cancel  context.CancelFunc
+	written int64 // bytes handed to w
+	closed  bool  // w.Close was called
+}
+
+// resumable reports whether the write is a resumable upload: the client
+// library starts a session once a whole chunk has been handed over, and
+// sends a shorter body in one request.
+func (u *upload) resumable() bool { return u.written >= u.chunk }
+
+// end cancels the upload and waits for the client library's upload to end
+// if w has not been closed yet.
+func (u *upload) end() {
+	if !u.closed {
+		u.closed = true
+		u.cancel()
+		_ = u.w.Close()
+	}
+}
+
+// abort cancels the upload, waits for it to end, and returns the error for
+// cause.
+func (u *upload) abort(kind, cause error) error {
+	u.end()
+	return u.fail(kind, cause)
+}
+
+// fail builds the error of a failed upload. The single request of a short
+// body is reported through the Op its request was sent with, so that a
+// refusal after the client library retried it is ErrOutcomeUnknown. A
+// resumable upload sends many requests through that Op, so its errors are
+// built by a fresh Op: a refused final request is the service's answer to
+// this upload, whatever came before it (a retried final request of a
+// finalised session is answered with the object, not a refusal).
+func (u *upload) fail(kind, cause error) error {
+	ue := &driver.UploadError{Err: cause}
+	op := u.op
+	if u.resumable() {
+		ue.Staged = true
+		ue.Upload = "(resumable session)"
+		ue.AbortErr = errAbandoned
+		op, _ = u.b.begin(u.ctx, driver.OpPut, u.key, u.cond)
+	}
+	return op.Fail(kind, ue)
+}
+
+// errAbandoned is UploadError.AbortErr of a resumable upload that failed.
+var errAbandoned = errors.New("the client library abandons a resumable session by cancelling its requests and " +
+	"does not expose the session's URI to delete it; the final request was not sent, so nothing was committed, " +
+	"and Cloud Storage discards the session and its chunks when it expires, a week after it started")
+
+// classify maps a failed request of the upload to the contract's kinds. In
+// a resumable upload only a 412 conditionNotMet is a refused precondition:
+// a 404 there means the session is gone (expired, or a retried final
+// request found it already finalised), so the outcome is unknown.
+func (u *upload) classify(err error) error {
+	kind := u.b.classify(u.ctx, err, u.cond)
+	if kind == driver.ErrNotExist {
+		return nil
+	}
+	var ge *googleapi.Error
+	if u.resumable() && kind == driver.ErrPrecondition && !(errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed) {
+		return driver.ErrOutcomeUnknown
+	}
+	return kind
+}
+
+// List yields the objects whose names start with prefix, in lexical order,
+// through the client library's Objects iterator, 1,000 to a page. Each
+// Object's Version is its generation, as Get returns it, and its ModTime
+// the time it was last updated. A missing bucket is ErrBucketNotExist;
+// refused credentials are ErrPermission.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		fail := func(kind, err error) {
+			yield(driver.Object{}, &driver.OpError{Driver: driverName, Op: string(driver.OpList), Key: prefix,
+				Kind: kind, Err: driver.WithContext(ctx, err)})
+		}
+		if err := ctx.Err(); err != nil {
+			fail(nil, err)
+			return
+		}
+		q := &storage.Query{Prefix: prefix, Projection: storage.ProjectionNoACL}
+		if err := q.SetAttrSelection([]string{"Name", "Size", "Generation", "Updated"}); err != nil {
+			fail(nil, err)
+			return
+		}
+		it := b.bkt.Objects(ctx, q)
+		it.PageInfo().MaxSize = listPage
+		for {
+			attrs, err := it.Next()
+			if errors.Is(err, iterator.Done) {
+				return
+			}
+			if err != nil {
+				fail(listKind(err), err)
+				return
+			}
+			if attrs.Generation <= 0 {
+				fail(nil, fmt.Errorf("the listing of %q carried no generation", attrs.Name))
+				return
+			}
+			o := driver.Object{Key: attrs.Name, Size: attrs.Size, Version: version(attrs.Generation), ModTime: attrs.Updated}
+			if !yield(o, nil) {
+				return
+			}
+		}
+	}
+}
+
+// listKind classifies a failed listing: a missing bucket (the client
+// library reports a 404 as storage.ErrBucketNotExist), and refused
+// credentials.
+func listKind(err error) error {
+	var ae *auth.Error
+	var ge *googleapi.Error
+	switch {
+	case errors.As(err, &ae):
+		return driver.ErrPermission
+	case errors.As(err, &ge) && (ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden):
+		return driver.ErrPermission
+	case errors.Is(err, storage.ErrBucketNotExist), errors.As(err, &ge) && ge.Code == http.StatusNotFound:
+		return driver.ErrBucketNotExist
+	}
+	return nil
+}
