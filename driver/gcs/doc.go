@@ -55,8 +55,9 @@
 // # One request per write, and retries
 //
 // Put sets Writer.ChunkSize to 0, so every body, whatever its size, goes in
-// one multipart upload request, never a resumable upload (which some
-// emulators check preconditions on differently). The client library does not
+// one multipart upload request, never a resumable upload (which emulators
+// before fake-gcs-server v1.55.0 checked no precondition on); PutStream is
+// the resumable write. The client library does not
 // retry such a request (it keeps no copy of the body): a Put that fails on
 // the network has an unknown outcome, and the caller (the lease) finds out
 // by reading the object back.
@@ -69,6 +70,63 @@
 // attempt landed comes back 412, which this driver reports as
 // ErrOutcomeUnknown (driver.Op counts the requests sent), never
 // ErrPrecondition.
+//
+// # Streaming writes
+//
+// Bucket is a driver.Streamer. PutStream sends a body shorter than one
+// chunk as one conditional request, as Put does, and a longer one as a
+// resumable upload (Writer.ChunkSize > 0 with the Writer's Conditions): the
+// session is started with ifGenerationMatch (0 for IfAbsent), the chunks
+// follow, and the service checks the precondition when the final request
+// finalises the object. Nothing is visible before that; a refusal there is
+// ErrPrecondition with the object left as it was.
+//
+// A chunk is StreamOptions.Size() rounded down to a multiple of 256 KiB,
+// one 256 KiB granule less where needed so that the chunk buffer and the
+// 256 KiB being handed over stay within Size() × Parallel() bytes. The
+// chunks of a resumable upload are sent one after another (the protocol
+// appends at the session's offset), so Concurrency only bounds memory: in
+// effect it is 1.
+//
+// MayStart is called right before each request starts: before the bytes
+// that complete a chunk are handed to the client library (the first
+// chunk's also starts the session), and before the final request, once the
+// previous chunk's request has ended; it is never called with a request of
+// the upload in flight. Where it refuses, or ctx ends, r fails or a request
+// fails, the Writer's context is cancelled: the requests in flight end, the
+// final request is never sent, so nothing is committed, and PutStream
+// returns once the client library's upload has ended. The client library
+// does not expose the session's URI, so the session cannot be deleted
+// (DELETE on the URI); Cloud Storage discards it, with the chunks it
+// received, when it expires a week after it started. The error's
+// *driver.UploadError says whether a session had been started (Staged) and
+// that it was abandoned (AbortErr).
+//
+// A refusal of the single request after the client library retried it is
+// ErrOutcomeUnknown, as for Put. In a resumable upload only a 412
+// conditionNotMet is ErrPrecondition: a retried final request of a session
+// that was finalised is answered with the object, not a refusal, and a 404
+// (the session is gone) is ErrOutcomeUnknown.
+//
+// # Listing
+//
+// Bucket is a driver.Lister: List pages through the client library's
+// Objects iterator, 1,000 objects a page, with a plain prefix, in lexical
+// order. An Object's Version is its generation in the form Get returns,
+// Size its length and ModTime when it was last updated.
+//
+// # Closing
+//
+// A bucket opened by URL owns its client: close it with driver.Close when
+// done. storage.Client.Close (v1.70.0) does not close the client's idle
+// connections (it calls CloseIdleConnections on a transport wrapper that
+// does not pass the call on), and every client has a connection pool of its
+// own, so OpenURL builds the client's HTTP transport itself (a clone of
+// http.DefaultTransport) and Close closes both. Credentials on that
+// transport are Application Default Credentials with the library's default
+// scopes, detected through cloud.google.com/go/auth as the library does;
+// a client certificate (mTLS) is not used. A Bucket from New leaves its
+// caller's client open, and its Close does nothing.
 //
 // # Known quirks
 //
@@ -87,6 +145,12 @@
 //     lease in a misspelt bucket must not read as free. (A principal that
 //     may not read the bucket's metadata, storage.buckets.get, cannot tell;
 //     the driver then takes the bucket to exist.)
+//   - fake-gcs-server v1.56.1 keeps a resumable session's ifGenerationMatch
+//     from the request that starts it and checks it when the final request
+//     finalises the object, as Cloud Storage does; it does not check it when
+//     the session starts. TestStreamConditionAtCommit writes the key between
+//     the two and sees the final request refused (412 conditionNotMet).
+//     Earlier versions (before v1.55.0) ignored it on resumable uploads.
 //   - fake-gcs-server stores an object under the empty name; keys follow
 //     driver.CheckKey, which refuses it.
 //   - Bucket names are checked at Open (CheckBucketName).
