@@ -47,6 +47,9 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		if *version == "" {
 			return usageErrorf("break needs --version V: run \"bucketlease show %s\" and pass the version it prints", displayURL(rawURL))
 		}
+		if err := refuseInProcess("break", rawURL); err != nil {
+			return err
+		}
 		return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force)
 	}
 }

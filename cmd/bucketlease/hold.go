@@ -104,6 +104,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if err := f.check(fs); err != nil {
 			return err
 		}
+		if err := refuseInProcess("hold", pos[0]); err != nil {
+			return err
+		}
 		if len(command) > 0 && !commandSupported {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}

@@ -62,6 +62,9 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		if err := refuseInProcess("probe", rawURL); err != nil {
+			return err
+		}
 		b, prefix, err := openURL(ctx, rawURL)
 		if err != nil {
 			return err

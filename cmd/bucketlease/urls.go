@@ -111,3 +111,15 @@ func displayURL(rawURL string) string {
 	}
 	return red
 }
+
+// refuseInProcess refuses a mem:// URL for a command whose point is other
+// processes: a mem:// bucket lives inside this one process, so no other
+// hold, show or break can see it, and a lease there excludes nobody, while
+// it would still report "exclusion conditional".
+func refuseInProcess(cmd, rawURL string) error {
+	if schemeOf(rawURL) != "mem" {
+		return nil
+	}
+	return usageErrorf("%s %s: mem:// is a bucket inside this one process; no other process (another hold, show or break) can see it, so a lease there excludes nobody. Use file:///some/dir for a lease on this machine, or a shared bucket; \"bucketlease demo\" shows the lease in memory",
+		cmd, displayURL(rawURL))
+}
