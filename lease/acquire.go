@@ -27,6 +27,7 @@ type Contender struct {
 	// blocked is the record a failed acquire left to block the prefix;
 	// the contender does not acquire before it is stale.
 	blocked Record
+	journal *journal // the state directory's lock and notes, if any
 }
 
 // Watch is what a contender has seen of a suspect foreign lease across
@@ -61,8 +62,21 @@ func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, er
 	if err != nil {
 		return nil, err
 	}
-	return &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s, stamps: &stamps{rand: s.rand}}, nil
+	c := &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s, stamps: &stamps{rand: s.rand}}
+	if s.state != "" {
+		if c.journal, err = openJournal(s.state, s.id, c.key, s.logger); err != nil {
+			return nil, err
+		}
+		c.sent.journal = c.journal
+	}
+	return c, nil
 }
+
+// Close drops the contender's lock on its state directory (Options.StateDir),
+// so that another process of this instance may adopt what it left. A
+// contender without a state directory has nothing to close. Close does not
+// release a lease; Release it first.
+func (c *Contender) Close() error { return c.journal.close() }
 
 // InstanceID returns the contender's instance id.
 func (c *Contender) InstanceID() string { return c.s.id }
@@ -103,6 +117,7 @@ func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.journal.lock() // at every attempt, until a dead predecessor's lock is free
 	a := &attempt{c: c, b: b}
 	for range maxContention {
 		l, err := a.run(ctx)
@@ -148,7 +163,7 @@ func (c *Contender) owns(rec Record) bool {
 	if oldlease.AdoptByInstanceID.Load() && rec.InstanceID == c.s.id {
 		return true
 	}
-	return c.sent.has(rec) || (c.held != nil && c.held.sent.has(rec))
+	return c.sent.has(rec) || (c.held != nil && c.held.sent.has(rec)) || c.journal.predecessors(rec)
 }
 
 // put sends one write of the attempt's record, remembering it first: its
@@ -237,8 +252,12 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		if err := a.c.endHeld(); err != nil {
 			return nil, err
 		}
+		adopted := a.c.journal.predecessors(cur.rec) && !a.c.sent.has(cur.rec)
 		st = a.stamp()
 		st.detail = "re-acquired a lease this contender wrote before"
+		if adopted {
+			st.detail = "adopted the lease this instance's previous process left (its state directory's lock was free, so that process is gone)"
+		}
 		return a.takeOver(ctx, st, curV, ifAbsentProven, EventAcquired)
 	}
 	state := Suspect

@@ -56,6 +56,7 @@ type Lease struct {
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
 	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
 		sentMono: st.mono, sentWall: st.wall, anchorMono: st.mono, anchorWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps}
+	l.sent.journal = c.journal
 	l.sent.add(st.rec)
 	l.past.add(st.rec)
 	l.fence, l.stopFence = context.WithCancelCause(context.Background())

@@ -54,6 +54,17 @@ type Options struct {
 	// RetryInterval is how long the renewal loop waits after a failed
 	// renewal before it tries again. Default TTL/15, at least 100 ms.
 	RetryInterval time.Duration
+
+	// StateDir, if set, is an absolute path to a directory on a local
+	// file system, private to this instance, where the Contender keeps a
+	// lock and a note of every record it writes. With it, a restart of
+	// this instance (same InstanceID, same StateDir, the previous process
+	// dead, even by SIGKILL) adopts the lease the previous process left
+	// at once, instead of waiting up to a TTL for it to go stale; a twin
+	// with the same id elsewhere, or a previous process that is only
+	// stopped, is never adopted. Close the Contender to drop the lock. See
+	// state.go for what it does not cover (network file systems).
+	StateDir string
 }
 
 // settings are Options with the defaults filled in.
@@ -66,6 +77,7 @@ type settings struct {
 	getenv  func(string) string
 	retry   time.Duration
 	rand    io.Reader
+	state   string
 }
 
 func (o *Options) resolve() (*settings, error) {
@@ -73,7 +85,7 @@ func (o *Options) resolve() (*settings, error) {
 		o = &Options{}
 	}
 	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.Clock, logger: o.Logger,
-		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval, rand: o.Rand}
+		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval, rand: o.Rand, state: o.StateDir}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}

@@ -30,12 +30,14 @@ const maxSent = 64
 // sentRecords remembers the records one writer (a Contender's attempts, or
 // one Lease) sent.
 type sentRecords struct {
-	mu   sync.Mutex
-	recs []Record
+	journal *journal // where records are noted before they are sent, if a StateDir is set
+	mu      sync.Mutex
+	recs    []Record
 }
 
-// add remembers r.
+// add remembers r, and notes it in the journal first.
 func (s *sentRecords) add(r Record) {
+	s.journal.record(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.recs) == maxSent {

@@ -61,4 +61,9 @@ var (
 	// stamping renewed_at as its previous stamp plus a nanosecond, instead
 	// of fencing itself.
 	StampThroughClockJump Switch
+
+	// StateIgnoresLock: a contender with a StateDir reads its
+	// predecessors' records without holding the lock, so it adopts a
+	// record that a live (stopped) process wrote.
+	StateIgnoresLock Switch
 )

@@ -1,0 +1,165 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// withState returns options for instance id with a state directory.
+func withState(id, dir string, c clock.Clock, ev *events) *lease.Options {
+	o := opts(id, c, ev)
+	o.StateDir = dir
+	return o
+}
+
+// A restart of an instance (same id, same state directory, the previous
+// process gone) adopts its lease at once.
+func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	dir := t.TempDir()
+	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := first.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(ttl / 3)
+	if err := old.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // the process dies: the kernel drops its lock
+
+	var ev events
+	second, err := lease.NewContender(b, "db1", withState("me", dir, c, &ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	l, err := second.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("the restart did not adopt its own lease: %v", err)
+	}
+	if !ev.has(lease.EventAcquired) || !contains(ev.list[0].Detail, "adopted") {
+		t.Fatalf("events %v, detail %q", ev.kinds(), ev.list[0].Detail)
+	}
+	if err := old.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("the dead process's lease, renewed after the adoption: %v, want ErrLost", err)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stoppedPredecessor: the previous process is stopped (SIGSTOP), not dead:
+// it keeps the lock, and a new process with the same id and state waits. It
+// returns what went wrong, or "".
+func stoppedPredecessor(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	dir := t.TempDir()
+	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if _, err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := second.Acquire(ctx); !errors.Is(err, lease.ErrHeld) {
+		return "a process adopted the lease of a live (stopped) predecessor: " + errString(err)
+	}
+	return ""
+}
+
+func TestStoppedPredecessorIsNeverAdopted(t *testing.T) {
+	if bad := stoppedPredecessor(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.StateIgnoresLock, func() {
+		if stoppedPredecessor(t) == "" {
+			t.Fatal("negative control: a state directory read without its lock went unnoticed")
+		}
+	})
+}
+
+// A twin with the same id but its own state directory (another machine)
+// never adopts, even once the first process is gone.
+func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	first, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	twin, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer twin.Close()
+	_, err = twin.Acquire(ctx)
+	var held *lease.HeldError
+	if !errors.As(err, &held) || !held.SameID {
+		t.Fatalf("a twin with its own state directory: %v, want a HeldError for the same id", err)
+	}
+	// Without a state directory at all, likewise.
+	if _, err := lease.Acquire(ctx, b, "db1", opts("me", c, nil)); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("a twin without a state directory: %v", err)
+	}
+}
+
+// A record that a predecessor never wrote (another instance took over after
+// it died) is not adopted through the state directory.
+func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	dir := t.TempDir()
+	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	c.Advance(ttl + 1)
+	if _, err := lease.Acquire(ctx, b, "db1", opts("other", c, nil)); err != nil {
+		t.Fatal(err)
+	}
+	second, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := second.Acquire(ctx); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("adopted another instance's lease: %v", err)
+	}
+}
+
+func TestStateDirMustBeAbsolute(t *testing.T) {
+	if _, err := lease.NewContender(mem.New(), "db1", withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
+		t.Fatal("a relative StateDir was accepted")
+	}
+}
