@@ -20,12 +20,18 @@
 //     empty key, If-Match over a stale lease. So is every renewal. Two
 //     instances that start together get exactly one lease between them, and
 //     a holder whose lease was taken over learns so at its next renewal
-//     (ErrLost).
+//     (ErrLost). Acquire reads the lease object before it writes anything,
+//     so a contender that finds the lease held writes nothing over it, even
+//     on a path (a proxy, a gateway, an old client) that drops the
+//     precondition.
 //   - A request whose answer was lost is not a lost lease. An instance keeps
 //     one id across attempts (Options.InstanceID, a Contender); a write that
 //     timed out on the client but landed on the service leaves a record
 //     that this Contender (or this Lease) sent, and the next attempt adopts
-//     it at once.
+//     it at once. Across a restart, a state directory (Options.StateDir)
+//     carries that proof: the new process adopts what its dead predecessor
+//     left at once, and never what a stopped predecessor or a twin elsewhere
+//     holds (see state.go).
 //   - Ownership is proven by content, never by the instance id alone. Every
 //     record a Contender writes is unique (renewed_at increases strictly
 //     across its writes; acquired_at carries a random fraction of a second
@@ -43,7 +49,10 @@
 //     on the monotonic and the wall clock; Fence and Bucket cancel work
 //     still in flight at that moment. Nobody else may take the lease before
 //     a full TTL, so a holder that cannot renew stops a third of a TTL
-//     before its lease can be taken.
+//     before its lease can be taken. A holder whose wall clock fell more
+//     than a third of a TTL behind its monotonic clock (stepped back, stuck)
+//     fences itself at its next renewal rather than stamp a record that
+//     makes the lease look older than it is.
 //   - Clock skew up to that third of a TTL (10 s at the default 30 s) is
 //     absorbed. A record stamped in the future counts as fresh; one stamped
 //     more than its own TTL ahead, or with a TTL over MaxSaneTTL, or that is
@@ -52,19 +61,31 @@
 //   - Every acquire probes the service: the lease is written once more with
 //     If-None-Match: * and once with If-Match on a made-up version, and both
 //     must be refused. If either is accepted, Acquire fails closed with
-//     ErrPreconditionsIgnored and leaves no lease behind. Exclusion is never
+//     ErrPreconditionsIgnored. Its own first write may then have gone over a
+//     holder that had just acquired, so it leaves no lease anyone could take
+//     at once: it re-stamps its record to block the prefix for a full TTL,
+//     until such a holder has fenced, and its error says what it may have
+//     overwritten and until when the prefix is blocked. Exclusion is never
 //     weakened silently: MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off (EnvConditional)
 //     is the only way to run best-effort, and it is logged at WARN and
 //     reported by Lease.Exclusion.
 //   - Release never removes or overwrites a record it did not write, on any
 //     service, whatever its driver declares. It first stops all writing
 //     under the lease (MayWrite false, Bucket refusing, Fence contexts
-//     cancelled), then overwrites our record with If-Match by a released
-//     record (ttl_s 0, stale to every reader at once). If-Match on PUT is the
-//     one condition the acquire probe of this very lease proved; Release
-//     never deletes, because many services that serve the S3 API ignore the
-//     condition on DELETE. Break, for operators, does the same with a made-up
-//     version probe alongside.
+//     cancelled), waits for every write through Bucket that it cancelled to
+//     return (a write already on the wire still lands; a successor must not
+//     start before it has), then overwrites our record with If-Match by a
+//     released record (ttl_s 0, stale to every reader at once). If-Match on
+//     PUT is the one condition the acquire probe of this very lease proved;
+//     Release never deletes, because many services that serve the S3 API
+//     ignore the condition on DELETE. Break, for operators, reads first and
+//     proves If-Match on a scratch key before it writes, so it never
+//     overwrites a version newer than the one the operator looked at.
+//   - Writes under the lease go through Bucket: Put, Delete, and streamed
+//     uploads of any size (driver.PutStream on Bucket) whose every part and
+//     whose commit start only while MayWrite holds, and which are aborted if
+//     the lease ends while they are in flight. List passes through, with
+//     keys relative to the prefix.
 //
 // # What it proves at run time, and what it assumes
 //
