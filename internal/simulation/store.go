@@ -7,23 +7,42 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing/synctest"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// conn is one process incarnation's connection to the store: a
-// driver.Bucket that knows its requester, so that faults and delays can be
-// decided per instance.
+// The simulated network. Every request, whichever goroutine sends it (the
+// simulation's own calls into the lease, or the goroutines the lease starts
+// for its probes), blocks in conn.do until the simulation's loop serves it.
+// The loop serves requests only when every goroutine of the run is blocked
+// (synctest.Wait: the run is a synctest bubble), takes the requests that
+// arrived in an order that depends only on their content, and decides each
+// one's fate by a hash of the seed and the request's content: so the order
+// in which the Go scheduler happened to run the lease's goroutines never
+// reaches the run.
+
+// conn is one process incarnation's connection to the store, or the
+// operator's: a driver.Bucket that knows its requester, so that faults and
+// delays can be decided per instance.
 type conn struct {
-	in  *inst
+	s   *sim
+	in  *inst // nil for the operator
 	inc int
+	// stripIfMatch: the path drops If-Match from every PUT (the operator's
+	// path in the break-drops-if-match class).
+	stripIfMatch bool
 }
 
-func (in *inst) conn() *conn { return &conn{in: in, inc: in.inc} }
+func (in *inst) conn() *conn { return &conn{s: in.s, in: in, inc: in.inc} }
 
-func (c *conn) Capabilities() driver.Capabilities { return c.in.s.store.Capabilities() }
+func (c *conn) Capabilities() driver.Capabilities { return c.s.store.Capabilities() }
 
 func (c *conn) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	data, v, err := c.do(ctx, "get", key, nil, driver.Condition{})
@@ -34,7 +53,7 @@ func (c *conn) Get(ctx context.Context, key string) (io.ReadCloser, driver.Versi
 }
 
 func (c *conn) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	_, v, err := c.do(ctx, "put", key, data, cond)
+	_, v, err := c.do(ctx, "put", key, bytes.Clone(data), cond)
 	return v, err
 }
 
@@ -49,6 +68,7 @@ var (
 	errReplyLost   = errors.New("timeout: the request was sent but no reply came")
 	errServer      = errors.New("503 SlowDown")
 	errPartitioned = errors.New("dial tcp: i/o timeout (partitioned)")
+	errOver        = errors.New("the simulation is over")
 )
 
 type fault int
@@ -64,6 +84,49 @@ const (
 )
 
 var faultNames = [...]string{"", "request-dropped", "reply-lost", "reply-lost-retry-refused", "server-error", "delayed", "partitioned-request"}
+
+// request is one request in the simulated network.
+type request struct {
+	c     *conn
+	op    string
+	key   string
+	data  []byte
+	cond  driver.Condition // as sent
+	eff   driver.Condition // as the service sees it (a path may drop a header)
+	ctx   context.Context
+	reply chan reply // buffered: the loop never blocks on it
+	// slow: the request ignores cancellation and lands when its time comes
+	// (a driver that does not honour cancellation once a write has
+	// started: the slow-write-outlives-release class). Set by the loop
+	// before anything can cancel the request's context.
+	slow atomic.Bool
+	// under is the lease whose fenced bucket sent this data request.
+	under *lease.Lease
+
+	ident    string
+	hash     uint64
+	order    int // the requester's place in the serving order
+	n        int // occurrence of ident within the requester's lease call
+	f        fault
+	applyAt  time.Duration // when it reaches the service (if it does)
+	replyAt  time.Duration // when its answer reaches the client
+	applied  bool          // the service has performed it (or refused it)
+	noApply  bool          // it never reaches the service
+	hangSeen bool          // the hung-renewal shutdown was started for it
+	note     string
+
+	out []byte
+	v   driver.Version
+	err error
+	inv   time.Duration // when it was served (sent)
+	lcall int64         // its send time on the history's logical clock
+}
+
+type reply struct {
+	data []byte
+	v    driver.Version
+	err  error
+}
 
 // hash mixes the identity of a request into 64 bits.
 // The bytes hashed are those fmt.Fprint would write; strings, ints and
@@ -111,32 +174,149 @@ func hash(parts ...any) uint64 {
 	return x
 }
 
-// do sends one request through the simulated network.
+// do sends one request through the simulated network and waits for its
+// answer. It runs on whichever goroutine the lease or the simulation sends
+// from; it only queues the request, and the loop (serve) does the rest.
 func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
-	in, s := c.in, c.in.s
-	// Only the simulation's goroutine may let time pass; finding out which
-	// goroutine this is costs a stack trace, so it is done only when needed.
-	main := -1
-	onMain := func() bool {
-		if main < 0 {
-			main = 0
-			if goid() == s.mainG {
-				main = 1
-			}
-		}
-		return main == 1
+	s := c.s
+	if err := ctx.Err(); err != nil {
+		// A client does not send a request whose context has ended.
+		return nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: err}
 	}
-	ident := op + " " + key + " " + cond.String()
+	r := &request{c: c, op: op, key: key, data: data, cond: cond, eff: cond, ctx: ctx, reply: make(chan reply, 1)}
+	if c.in != nil {
+		r.under = c.in.writingUnder
+	}
 	s.mu.Lock()
+	if s.over {
+		s.mu.Unlock()
+		return nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errOver}
+	}
+	s.pending = append(s.pending, r)
+	s.mu.Unlock()
+	select {
+	case rep := <-r.reply:
+		return rep.data, rep.v, rep.err
+	case <-ctx.Done():
+		if r.slow.Load() {
+			rep := <-r.reply
+			return rep.data, rep.v, rep.err
+		}
+		// The client gives up at once; the loop sees the context ended
+		// and does not let the request land if it has not yet.
+		return nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: context.Cause(ctx)}
+	}
+}
+
+// scratch reports whether key is a scratch key the lease writes beside the
+// LEASE object (a probe on a key of its own, which may carry a random
+// name); its name and body are left out of the request's identity, so that
+// randomness in them cannot reach the run.
+func scratch(key string) bool { return key != leaseKey && strings.HasPrefix(key, leaseKey) }
+
+func displayKey(key string) string {
+	if scratch(key) {
+		return leaseKey + ".<scratch>"
+	}
+	return key
+}
+
+// settle lets every goroutine of the run reach a blocking point, then
+// serves the requests that arrived and performs every network event due
+// now, until nothing more happens at this instant.
+func (s *sim) settle() {
+	wake := true
+	for {
+		if wake || s.needWait {
+			// Only a goroutine that was woken can have sent anything.
+			wake, s.needWait = false, false
+			synctest.Wait()
+			s.pollAsync()
+		}
+		s.mu.Lock()
+		batch := s.pending
+		s.pending = nil
+		s.mu.Unlock()
+		if len(batch) > 0 {
+			s.schedule(batch)
+		}
+		r, applying := s.nextDue()
+		if r == nil {
+			if len(batch) == 0 {
+				return
+			}
+			continue
+		}
+		if applying {
+			s.applyEvent(r)
+		} else {
+			s.replyEvent(r)
+			wake = true
+		}
+	}
+}
+
+// schedule decides the fate of newly arrived requests, in an order that
+// depends only on who sent them and what they are.
+func (s *sim) schedule(batch []*request) {
+	for _, r := range batch {
+		c := r.c
+		r.order = 1 << 20 // the operator last
+		if c.in != nil {
+			r.order = c.in.idx
+		}
+		body := ""
+		if !scratch(r.key) && r.data != nil {
+			body = sum(r.data)
+		}
+		r.ident = r.op + " " + displayKey(r.key) + " " + r.cond.String() + " " + body
+	}
+	slices.SortFunc(batch, func(a, b *request) int {
+		if a.order != b.order {
+			return a.order - b.order
+		}
+		return strings.Compare(a.ident, b.ident)
+	})
+	for _, r := range batch {
+		s.decide(r)
+		s.inflight = append(s.inflight, r)
+	}
+}
+
+// decide picks a request's fault and timing.
+func (s *sim) decide(r *request) {
+	c, in := r.c, r.c.in
+	r.inv = s.now
+	if s.history != nil && r.key == leaseKey {
+		s.history.sent(r)
+	}
+	r.applyAt, r.replyAt = s.now, s.now
+	if in == nil {
+		// The operator's path: no faults, but it may drop If-Match.
+		if _, ok := r.cond.Match(); ok && c.stripIfMatch && r.op == "put" {
+			r.eff = driver.Condition{}
+			r.note = " (the path dropped If-Match)"
+			s.fault("break-path-dropped-if-match")
+		}
+		return
+	}
 	if in.occ == nil {
 		in.occ = map[string]int{}
 	}
-	n := in.occ[ident]
-	in.occ[ident] = n + 1
-	call := in.call
-	s.mu.Unlock()
-	h := hash(s.cfg.Seed, "|", in.idx, "|", c.inc, "|", call, "|", ident, "|", n)
-
+	r.n = in.occ[r.ident]
+	in.occ[r.ident] = r.n + 1
+	h := hash(s.cfg.Seed, "|", in.idx, "|", c.inc, "|", in.calls, "|", r.ident, "|", r.n)
+	r.hash = h
+	if r.op == "put" && r.cond.Absent() && s.now < in.dropINMUntil && c.inc == in.inc {
+		if !in.dropINMFirstOnly || (in.callKind == "acquire" && in.putsInCall == 0) {
+			r.eff = driver.Condition{}
+			r.note = " (the path dropped If-None-Match)"
+			s.fault("path-dropped-if-none-match")
+		}
+	}
+	if r.op == "put" {
+		in.putsInCall++
+	}
 	f := fNone
 	switch u := h % 1000; {
 	case in.partitioned:
@@ -150,87 +330,155 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 		f = fLostReplyRefused
 	case u < 55:
 		f = fServerError
-	case u < 100 && onMain():
+	case u < 100:
 		f = fDelay
 	}
 	if f != fNone {
 		s.fault(faultNames[f])
 	}
-	var d1, d2 time.Duration
-	if f == fDelay {
+	r.f = f
+	switch f {
+	case fDelay:
 		unit := s.cfg.Tick
-		d1 = time.Duration(h>>16%12) * unit
-		d2 = time.Duration(h>>24%12) * unit
+		d1 := time.Duration(h>>16%12) * unit
+		d2 := time.Duration(h>>24%12) * unit
 		if h>>32%10 == 0 { // now and then a long stall, up to a TTL
 			d1 += time.Duration(h>>40%uint64(s.cfg.TTL/unit)) * unit
 		}
+		r.applyAt, r.replyAt = s.now+d1, s.now+d1+d2
+	case fPartitioned:
+		r.noApply = true
+		r.replyAt = s.now + time.Duration(h>>16%8+1)*s.cfg.Tick // the client's timeout
+	case fDrop, fServerError:
+		r.noApply = true
 	}
-	if f == fPartitioned && onMain() {
-		d1 = time.Duration(h>>16%8+1) * s.cfg.Tick // the client's timeout
+	if r.under != nil && r.op != "get" && f == fNone && s.dev&SlowWriteOutlivesRelease != 0 && !s.calm &&
+		in.shutdown == nil && !in.leaving && h>>48%300 == 0 {
+		in.slowWriteAndShutdown(r)
 	}
+}
 
-	var (
-		out  []byte
-		v    driver.Version
-		err  error
-		note string
-	)
-	if d1 > 0 {
-		s.advance(d1)
-		if _, match := cond.Match(); f == fDelay && op == "put" && key == leaseKey && match &&
-			s.dev&ReleaseDuringHungRenewal != 0 && in.lease != nil && !in.leaving && h>>48%3 == 0 {
-			in.releaseDuringHang()
+// nextDue returns the network event due now that comes first: a request
+// reaching the service (applying true), or an answer reaching its client.
+func (s *sim) nextDue() (*request, bool) {
+	var best *request
+	bestApply := false
+	bestAt := time.Duration(0)
+	for _, r := range s.inflight {
+		at, apply := r.replyAt, false
+		if !r.applied && !r.noApply {
+			at, apply = r.applyAt, true
+		}
+		if at > s.now {
+			continue
+		}
+		if best == nil || at < bestAt || (at == bestAt && (apply && !bestApply ||
+			apply == bestApply && (r.order < best.order || r.order == best.order && (r.ident < best.ident || r.ident == best.ident && r.n < best.n)))) {
+			best, bestApply, bestAt = r, apply, at
 		}
 	}
-	switch {
-	case f == fPartitioned:
-		err = &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errPartitioned}
-	case f == fDrop:
-		err = &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errDropped}
-	case f == fServerError:
-		err = &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errServer}
-	case ctx.Err() != nil:
-		err = &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: ctx.Err()}
-		note = " (cancelled before it reached the service)"
-	default:
-		out, v, err = c.apply(op, key, data, cond)
+	return best, bestApply
+}
+
+func (s *sim) remove(r *request) {
+	for i, x := range s.inflight {
+		if x == r {
+			s.inflight = slices.Delete(s.inflight, i, i+1)
+			return
+		}
 	}
-	if d2 > 0 {
-		s.advance(d2)
+}
+
+// gaveUp reports whether r's client has stopped waiting for it: its
+// context ended and it honours cancellation.
+func (r *request) gaveUp() bool { return r.ctx.Err() != nil && !r.slow.Load() }
+
+// applyEvent: r reaches the service.
+func (s *sim) applyEvent(r *request) {
+	c := r.c
+	in := c.in
+	if in != nil && r.f == fDelay && !r.hangSeen && r.op == "put" && r.key == leaseKey && s.dev&ReleaseDuringHungRenewal != 0 &&
+		in.lease != nil && !in.leaving && in.shutdown == nil && r.hash>>48%3 == 0 {
+		if _, match := r.cond.Match(); match && r.applyAt > r.inv {
+			r.hangSeen = true
+			in.releaseDuringHang()
+			return // served again after the shutdown's goroutines ran
+		}
+	}
+	r.applied = true
+	if r.gaveUp() {
+		r.noApply = true
+		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: context.Cause(r.ctx)}
+		r.note += " (cancelled before it reached the service)"
+		return
+	}
+	if r.under != nil && r.op != "get" {
+		if at, ok := s.releasedAt[r.under]; ok {
+			s.violate(InvRelease, fmt.Sprintf("%s's %s of %s through Lease.Bucket landed at t=%v, after Release had returned nil at t=%v: a successor may already hold the lease",
+				in, r.op, r.key, s.now, at), true)
+		}
+	}
+	r.out, r.v, r.err = c.apply(r.op, r.key, r.data, r.eff)
+}
+
+// replyEvent: r's answer reaches its client (unless it gave up).
+func (s *sim) replyEvent(r *request) {
+	s.remove(r)
+	c := r.c
+	switch {
+	case r.noApply && r.err != nil:
+		// cancelled: the error is set
+	case r.f == fPartitioned:
+		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errPartitioned}
+	case r.f == fDrop:
+		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errDropped}
+	case r.f == fServerError:
+		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errServer}
 	}
 	var res string
 	if s.cfg.Trace { // the trace's words cost more than the request itself
-		res = fmt.Sprintf("-> %s", v)
-		if err != nil {
-			res = "-> " + err.Error()
+		res = fmt.Sprintf("-> %s", r.v)
+		if r.err != nil {
+			res = "-> " + r.err.Error()
 		}
 	}
-	switch f {
+	out, v, err := r.out, r.v, r.err
+	switch r.f {
 	case fLostReply:
 		res += " [reply lost]"
-		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errReplyLost}
+		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errReplyLost}
 	case fLostReplyRefused:
-		res += " [reply lost; the retry is refused]"
-		kind := driver.ErrPrecondition
-		if op == "get" {
-			kind = nil
+		if !r.noApply {
+			res += " [reply lost; the retry is refused]"
+			kind := driver.ErrPrecondition
+			if r.op == "get" {
+				kind = nil
+			}
+			out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Kind: kind, Err: errReplyLost}
 		}
-		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Kind: kind, Err: errReplyLost}
 	case fDelay:
-		res += fmt.Sprintf(" [delayed %v + %v]", d1, d2)
+		res += fmt.Sprintf(" [delayed %v + %v]", r.applyAt-r.inv, r.replyAt-r.applyAt)
 	}
-	if !s.cfg.Trace {
-		return out, v, err
+	if r.slow.Load() {
+		res += " [slow: ignored cancellation]"
 	}
-	line := fmt.Sprintf("%s %s %s %s%s", in, op, key, condString(cond), note)
-	if onMain() {
-		s.tracef("  %s %s", line, res)
-	} else {
-		s.mu.Lock()
-		in.gbuf = append(in.gbuf, fmt.Sprintf("  %s %s (from a lease goroutine)", line, res))
-		s.mu.Unlock()
+	gave := r.gaveUp()
+	if gave {
+		res += " (the client had given up)"
 	}
-	return out, v, err
+	if s.history != nil && r.key == leaseKey {
+		s.history.answered(r, gave)
+	}
+	if s.cfg.Trace {
+		who := "operator"
+		if c.in != nil {
+			who = c.in.String()
+		}
+		s.tracef("  %s %s %s %s%s %s", who, r.op, displayKey(r.key), condString(r.cond), r.note, res)
+	}
+	if !gave {
+		r.reply <- reply{out, v, err}
+	}
 }
 
 func condString(c driver.Condition) string {
@@ -243,7 +491,7 @@ func condString(c driver.Condition) string {
 // apply performs the request on the store, the one place where the store's
 // state changes, and checks the data invariants on every write that lands.
 func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
-	s := c.in.s
+	s := c.s
 	if s.cfg.Store == IgnoresDataPreconditions && key != leaseKey {
 		cond = driver.Condition{}
 	}
@@ -270,23 +518,19 @@ func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte
 		return readAll(s, key)
 	case "put":
 		v, err := s.store.Put(ctx, key, data, cond)
-		if err == nil && key == leaseKey {
-			// Lease goroutines write the LEASE object too.
-			s.mu.Lock()
-			s.leaseWriters[v] = c.in
-			s.mu.Unlock()
+		if err == nil && key == leaseKey && c.in != nil {
+			s.leaseWriters[v] = writer{c.in, c.inc}
 		}
-		if err == nil && key != leaseKey {
-			// Only the worker writes other keys, from the simulation's
-			// goroutine.
+		if err == nil && key != leaseKey && !scratch(key) {
 			s.dirty = true
 			s.landed(c.in, key, data)
 		}
 		return nil, v, err
 	default:
 		err := s.store.Delete(ctx, key, cond)
-		if err == nil && key != leaseKey {
+		if err == nil && key != leaseKey && !scratch(key) {
 			s.dirty = true
+			delete(s.written, key)
 		}
 		return nil, "", err
 	}

@@ -83,11 +83,13 @@ func (in *inst) workStep() {
 	in.nextW = s.now + s.cfg.Tick
 	epoch := in.epoch
 	if w.stage == 0 {
-		in.busy = true
-		in.beginCall()
-		data, v, err := driver.ReadAll(context.Background(), in.lease.Bucket(), rel(latestKey), 1<<20)
-		in.endCall()
-		in.busy = false
+		var (
+			data []byte
+			v    driver.Version
+			err  error
+		)
+		b := in.lease.Bucket()
+		in.call("worker", func() { data, v, err = driver.ReadAll(context.Background(), b, rel(latestKey), 1<<20) })
 		switch {
 		case err == nil:
 			f := fields(data)
@@ -137,19 +139,23 @@ func (in *inst) workStep() {
 		s.tracef("%s worker: passed the fence check for %s, then freezes for %v", in, key, d)
 		return
 	}
-	in.busy = true
-	in.beginCall()
 	var (
 		v   driver.Version
 		err error
 	)
 	if s.cfg.WorkerIgnoresFence {
-		v, err = in.conn().Put(context.Background(), key, data, cond)
+		c := in.conn()
+		in.call("worker", func() { v, err = c.Put(context.Background(), key, data, cond) })
 	} else {
-		v, err = in.lease.Bucket().Put(context.Background(), rel(key), data, cond)
+		l := in.lease
+		in.writingUnder = l
+		in.call("worker", func() { v, err = l.Bucket().Put(context.Background(), rel(key), data, cond) })
+		in.writingUnder = nil
 	}
-	in.endCall()
-	in.busy = false
+	if in.shutdown != nil {
+		in.finishShutdown()
+		return
+	}
 	in.wrote(v, err)
 }
 
@@ -157,11 +163,12 @@ func (in *inst) workStep() {
 // froze.
 func (in *inst) sendPaused(p *pendingWrite) {
 	in.s.tracef("%s wakes and sends the write it had started: %s (epoch %d)", in, p.key, p.epoch)
-	in.busy = true
-	in.beginCall()
-	v, err := in.conn().Put(context.Background(), p.key, p.data, p.cond)
-	in.endCall()
-	in.busy = false
+	var (
+		v   driver.Version
+		err error
+	)
+	c := in.conn()
+	in.call("paused write", func() { v, err = c.Put(context.Background(), p.key, p.data, p.cond) })
 	if in.work != nil {
 		in.wrote(v, err)
 	}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package simulation
+
+// replaySeeds is how many seeds TestReplayExact runs twice.
+const replaySeeds = 2000
