@@ -587,4 +587,3 @@ func (s *sim) storedRecord() (lease.Record, bool) {
 	r, err := lease.DecodeRecord(data)
 	return r, err == nil
 }
-

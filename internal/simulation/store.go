@@ -115,9 +115,9 @@ type request struct {
 	hangSeen bool          // the hung-renewal shutdown was started for it
 	note     string
 
-	out []byte
-	v   driver.Version
-	err error
+	out   []byte
+	v     driver.Version
+	err   error
 	inv   time.Duration // when it was served (sent)
 	lcall int64         // its send time on the history's logical clock
 }
