@@ -68,8 +68,10 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 // opts.Allow (MayStart) is called right before each request starts: before
 // the bytes that complete a chunk are handed over (the first chunk's also
 // starts the session), and before the final request, once the client
-// library has finished with the previous chunk. If it refuses, nothing more
-// is sent.
+// library has finished with the previous chunk. The final request carries
+// the last, short part (if any) and finalises the object, so it is asked
+// twice there: for the part, then for the commit. If it refuses, nothing
+// more is sent.
 //
 // On any failure (ctx ended, r failed, MayStart refused, a request failed
 // or was refused) the Writer's context is cancelled, which ends the
@@ -139,6 +141,15 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 		// asked right before the final request.
 		if _, err := w.Write(nil); err != nil {
 			return "", u.abort(u.classify(err), fmt.Errorf("the last chunk: %w", err))
+		}
+	}
+	if u.written%chunk != 0 {
+		// The final request carries the last, short part as well as
+		// finalising the object: MayStart is asked for the part, then for
+		// the commit, right before it, as another driver asks before its
+		// last part and its commit.
+		if err := opts.Allow(); err != nil {
+			return "", u.abort(nil, fmt.Errorf("MayStart refused chunk %d, the last: %w", u.written/chunk+1, err))
 		}
 	}
 	if err := opts.Allow(); err != nil {

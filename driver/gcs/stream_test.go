@@ -111,19 +111,20 @@ func TestStreamRoundTrip(t *testing.T) {
 	}
 }
 
-// TestStreamMayStartBeforeEachRequest: MayStart is asked once per request
-// that starts (the first chunk's, which also starts the session, each
-// further chunk's, and the final request's), each time with no request of
-// the upload in flight, so that its answer is fresh when the request
-// starts; and a refusal stops everything.
+// TestStreamMayStartBeforeEachRequest: MayStart is asked before each
+// request that starts (the first chunk's, which also starts the session,
+// each further chunk's, and the final request's, twice where that carries
+// the last part as well as the commit), each time with no request of the
+// upload in flight, so that its answer is fresh when the request starts.
 func TestStreamMayStartBeforeEachRequest(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		n       int
 		atCalls []int // requests started when MayStart is called
 	}{
-		{"one request", 1000, []int{0}},
-		{"two and a half chunks", testChunk*2 + testChunk/2, []int{0, 2, 3}},
+		{"empty", 0, []int{0}},
+		{"one request", 1000, []int{0, 0}},
+		{"two and a half chunks", testChunk*2 + testChunk/2, []int{0, 2, 3, 3}},
 		{"two chunks exactly", testChunk * 2, []int{0, 2, 3}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -151,13 +152,14 @@ func TestStreamMayStartBeforeEachRequest(t *testing.T) {
 	}
 }
 
-// TestStreamMayStartRefused: a refusal before the second chunk or before
-// the final request cancels the upload: nothing more is sent, nothing is
+// TestStreamMayStartRefused: a refusal before the first or second chunk,
+// or before the final request (for its part or for the commit), cancels
+// the upload: nothing more is sent, nothing is
 // committed, and the error wraps the refusal and says what became of the
 // session.
 func TestStreamMayStartRefused(t *testing.T) {
 	refused := errors.New("the lease may not write")
-	for _, at := range []int{1, 2, 3} {
+	for _, at := range []int{1, 2, 3, 4} {
 		t.Run(fmt.Sprint("call ", at), func(t *testing.T) {
 			b, rc := streamBucket(t)
 			calls, sentAtRefusal := 0, 0
@@ -211,7 +213,7 @@ func TestStreamConditionAtCommit(t *testing.T) {
 		opts := *oneAtATime
 		calls := 0
 		opts.MayStart = func() error {
-			if calls++; calls == 3 { // before the final request
+			if calls++; calls == 4 { // before the final request's commit
 				v, err := b.Put(ctx, c.key, other, driver.Condition{})
 				if err != nil {
 					return err
