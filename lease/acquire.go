@@ -41,11 +41,11 @@ type Watch struct {
 }
 
 // Version returns the suspect version being watched, or "".
-func (w *Watch) Version() driver.Version { return w.version }
+func (w Watch) Version() driver.Version { return w.version }
 
 // Since returns when, on the contender's monotonic clock, the watched
 // version was first seen, and whether one is being watched.
-func (w *Watch) Since() (time.Duration, bool) { return w.since, w.seen }
+func (w Watch) Since() (time.Duration, bool) { return w.since, w.seen }
 
 // observe records that version v is suspect at monotonic time now and
 // returns how long it has been seen unchanged.
@@ -274,8 +274,8 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		st.detail = fmt.Sprintf("took over a %s lease of instance %s", state, cur.rec.InstanceID)
 		return a.takeOver(ctx, st, curV, ifAbsentProven, EventTookOver)
 	case Fresh:
-		return nil, &HeldError{Key: key, Version: curV, Record: &cur.rec, State: Fresh,
-			TakeoverAt: cur.rec.RenewedAt.Add(cur.rec.TTL()), Now: now}
+		return nil, &HeldError{Status: Status{Key: key, Version: curV, Record: &cur.rec, State: Fresh,
+			TakeoverAt: cur.rec.RenewedAt.Add(cur.rec.TTL()), Now: now}}
 	}
 	// Suspect: take over only after one of our TTLs unchanged, timed from
 	// when each read's answer arrived, which is never earlier than when
@@ -290,8 +290,8 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		prev = &cur.rec
 	}
 	if seen < a.c.s.ttl {
-		return nil, &HeldError{Key: key, Version: curV, Record: prev, State: Suspect, Reason: reason,
-			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now}
+		return nil, &HeldError{Status: Status{Key: key, Version: curV, Record: prev, State: Suspect, Reason: reason,
+			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now}}
 	}
 	st.previous = prev
 	st.detail = fmt.Sprintf("took over a suspect lease unchanged for %v: %s", seen.Round(time.Millisecond), reason)
@@ -331,9 +331,9 @@ func (a *attempt) twin(st stamp, rec Record, v driver.Version) (*Lease, error) {
 			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
 	}
 	w.observe(v, a.c.s.clock.Mono())
-	return nil, &HeldError{Key: a.c.key, Version: v, Record: &rec, State: Fresh, SameID: true,
+	return nil, &HeldError{SameID: true, Status: Status{Key: a.c.key, Version: v, Record: &rec, State: Fresh,
 		Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
-		TakeoverAt: rec.RenewedAt.Add(rec.TTL()), Now: st.wall}
+		TakeoverAt: rec.RenewedAt.Add(rec.TTL()), Now: st.wall}}
 }
 
 // readResult is a LEASE object read back: the record, or why it is not one.

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // EnvConditional is the switch that runs the lease best-effort on a service
@@ -61,38 +59,22 @@ var (
 )
 
 // HeldError is the error Acquire returns when another instance holds the
-// lease. errors.Is(err, ErrHeld) matches it.
+// lease: what the contender saw (its Status: Key, Version, Record, State,
+// Reason, Now, TakeoverAt and Holder), and whether the record names this
+// instance's own id. errors.Is(err, ErrHeld) matches it.
 type HeldError struct {
-	Key     string
-	Version driver.Version
-	// Record is the holder's record; nil when the object is not a valid
-	// record (Reason says why).
-	Record *Record
-	// State is Fresh or Suspect.
-	State State
-	// Reason explains a Suspect state, or why a record naming our own
-	// instance id is not taken back at once (SameID).
-	Reason string
+	// Status is the lease as the contender found it; State is Fresh or
+	// Suspect, and TakeoverAt is the earliest time, by this instance's
+	// wall clock, at which it could be taken over if it stays as it is.
+	Status
 	// SameID reports a fresh record that names this instance's own id but
 	// that this process did not write: a restart of this instance, whose
 	// previous process left it, or another live process configured with
 	// the same id. It is taken over like any record once it is stale, at
 	// TakeoverAt; if it changes meanwhile, Acquire returns
-	// ErrInstanceInUse.
+	// ErrInstanceInUse. (A state directory, Options.StateDir, lets a
+	// restart adopt it at once.)
 	SameID bool
-	// TakeoverAt is the earliest time, by this instance's wall clock, at
-	// which the lease could be taken over if it stays as it is.
-	TakeoverAt time.Time
-	// Now is when this instance read the lease, by its wall clock.
-	Now time.Time
-}
-
-// Holder returns the holder's instance id, or "" for an unreadable record.
-func (e *HeldError) Holder() string {
-	if e.Record == nil {
-		return ""
-	}
-	return e.Record.InstanceID
 }
 
 // Error names the holder, the lease's age and when it could be taken over.

@@ -163,3 +163,24 @@ func TestStateDirMustBeAbsolute(t *testing.T) {
 		t.Fatal("a relative StateDir was accepted")
 	}
 }
+
+// The contender's Watch is a value a caller can ask at once.
+func TestWatchOfAContender(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	put(t, b, "not a record")
+	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := con.Watch().Since(); ok {
+		t.Fatal("a watch before any attempt")
+	}
+	if _, err := con.Acquire(ctx); !errors.Is(err, lease.ErrHeld) {
+		t.Fatal(err)
+	}
+	if _, ok := con.Watch().Since(); !ok || con.Watch().Version() == "" {
+		t.Fatalf("no watch of the suspect record: %+v", con.Watch())
+	}
+}
