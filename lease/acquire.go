@@ -152,7 +152,7 @@ func (a *attempt) stamp() stamp {
 	mono, wall := s.clock.Mono(), s.clock.Wall()
 	return stamp{
 		rec: Record{InstanceID: s.id, AcquiredAt: a.c.stamps.acquired(wall), RenewedAt: a.c.stamps.renewed(wall),
-			TTLSeconds: int64(s.ttl / time.Second)},
+			TTLSeconds: int64(s.ttl / time.Second), Holder: s.holder},
 		mono: mono, wall: wall,
 	}
 }

@@ -65,6 +65,12 @@ type Options struct {
 	// stopped, is never adopted. Close the Contender to drop the lock. See
 	// state.go for what it does not cover (network file systems).
 	StateDir string
+
+	// Holder, if set, is written into every record as informational
+	// fields (host, pid, user, tool) that Inspect and `bucketlease show`
+	// print, so that a person can tell who holds the lease. ThisProcess
+	// fills it in. It is never trusted for ownership. Default none.
+	Holder *HolderInfo
 }
 
 // settings are Options with the defaults filled in.
@@ -78,6 +84,7 @@ type settings struct {
 	retry   time.Duration
 	rand    io.Reader
 	state   string
+	holder  *HolderInfo
 }
 
 func (o *Options) resolve() (*settings, error) {
@@ -85,7 +92,7 @@ func (o *Options) resolve() (*settings, error) {
 		o = &Options{}
 	}
 	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.Clock, logger: o.Logger,
-		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval, rand: o.Rand, state: o.StateDir}
+		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval, rand: o.Rand, state: o.StateDir, holder: o.Holder}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}
@@ -96,6 +103,9 @@ func (o *Options) resolve() (*settings, error) {
 		s.id = NewInstanceID()
 	}
 	if err := checkInstanceID(s.id); err != nil {
+		return nil, err
+	}
+	if err := s.holder.check(); err != nil {
 		return nil, err
 	}
 	if s.clock == nil {

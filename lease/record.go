@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,6 +54,45 @@ type Record struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 	RenewedAt  time.Time `json:"renewed_at"`
 	TTLSeconds int64     `json:"ttl_s"`
+	// Holder describes the writer for a person reading the lease (who
+	// holds it, at 3 a.m.); nil when the writer gave nothing. It is
+	// informational only: never trusted for ownership, never compared.
+	// Readers that know only the four fields above ignore it.
+	Holder *HolderInfo `json:"holder,omitempty"`
+}
+
+// HolderInfo is what a holder says about itself in its record
+// (Options.Holder), for people: never a secret, never proof of anything.
+type HolderInfo struct {
+	Host string `json:"host,omitempty"` // the machine's host name
+	PID  int    `json:"pid,omitempty"`  // the process id
+	User string `json:"user,omitempty"` // the user the process runs as
+	Tool string `json:"tool,omitempty"` // the tool or command name, without its arguments
+}
+
+// ThisProcess describes the calling process for Options.Holder: its host
+// name, process id and user, and tool (a name such as "pg_dump", not a
+// command line, which may carry secrets).
+func ThisProcess(tool string) *HolderInfo {
+	h := &HolderInfo{PID: os.Getpid(), Tool: tool}
+	h.Host, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		h.User = u.Username
+	}
+	return h
+}
+
+// check refuses holder information the record could not carry as text.
+func (h *HolderInfo) check() error {
+	if h == nil {
+		return nil
+	}
+	for name, v := range map[string]string{"host": h.Host, "user": h.User, "tool": h.Tool} {
+		if len(v) > 256 || !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fmt.Errorf("lease: Options.Holder.%s %q must be at most 256 bytes of text without control characters", name, v)
+		}
+	}
+	return nil
 }
 
 // TTL returns the record's TTL as a duration.
@@ -117,10 +158,11 @@ func DecodeRecord(data []byte) (Record, error) {
 		return r, fmt.Errorf("%w: the object is not UTF-8 text", ErrMalformed)
 	}
 	var raw struct {
-		InstanceID *string    `json:"instance_id"`
-		AcquiredAt *time.Time `json:"acquired_at"`
-		RenewedAt  *time.Time `json:"renewed_at"`
-		TTLSeconds *int64     `json:"ttl_s"`
+		InstanceID *string         `json:"instance_id"`
+		AcquiredAt *time.Time      `json:"acquired_at"`
+		RenewedAt  *time.Time      `json:"renewed_at"`
+		TTLSeconds *int64          `json:"ttl_s"`
+		Holder     json.RawMessage `json:"holder"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&raw); err != nil {
@@ -148,7 +190,14 @@ func DecodeRecord(data []byte) (Record, error) {
 			return r, fmt.Errorf("%w: %s %s is outside the years 1 to 9999 in UTC", ErrMalformed, name, t.Format(time.RFC3339))
 		}
 	}
-	return Record{InstanceID: *raw.InstanceID, AcquiredAt: *raw.AcquiredAt, RenewedAt: *raw.RenewedAt, TTLSeconds: *raw.TTLSeconds}, nil
+	r = Record{InstanceID: *raw.InstanceID, AcquiredAt: *raw.AcquiredAt, RenewedAt: *raw.RenewedAt, TTLSeconds: *raw.TTLSeconds}
+	// The holder's description is informational: one that does not parse
+	// is dropped, and the record stays a record.
+	var h HolderInfo
+	if len(raw.Holder) > 0 && json.Unmarshal(raw.Holder, &h) == nil && h != (HolderInfo{}) && h.check() == nil {
+		r.Holder = &h
+	}
+	return r, nil
 }
 
 // State is what a reader makes of a LEASE object at a moment of its own

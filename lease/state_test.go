@@ -1,9 +1,14 @@
 package lease_test
 
 import (
+	"encoding/json"
+	"time"
+
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -182,5 +187,51 @@ func TestWatchOfAContender(t *testing.T) {
 	}
 	if _, ok := con.Watch().Since(); !ok || con.Watch().Version() == "" {
 		t.Fatalf("no watch of the suspect record: %+v", con.Watch())
+	}
+}
+
+// Item 8 of the CLI issue: who holds it. The informational fields
+// round-trip, a record written without them (by earlier versions) still
+// decodes, a mangled description drops only the description, and a reader
+// that knows only the spec's four fields reads a new record unchanged.
+func TestHolderInfoInTheRecord(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	o := opts("me", clock.NewFake(t0), nil)
+	o.Holder = &lease.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
+	if _, err := lease.Acquire(ctx, b, "db1", o); err != nil {
+		t.Fatal(err)
+	}
+	r, _, ok := readRecord(t, b)
+	if !ok || r.Holder == nil || *r.Holder != *o.Holder {
+		t.Fatalf("stored holder %+v", r.Holder)
+	}
+	data, _, err := driver.ReadAll(ctx, b, "db1/LEASE", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec struct {
+		InstanceID string    `json:"instance_id"`
+		AcquiredAt time.Time `json:"acquired_at"`
+		RenewedAt  time.Time `json:"renewed_at"`
+		TTLSeconds int64     `json:"ttl_s"`
+	}
+	if err := json.Unmarshal(data, &spec); err != nil || spec.InstanceID != "me" || spec.TTLSeconds != 30 || !spec.RenewedAt.Equal(r.RenewedAt) {
+		t.Fatalf("a reader of the four spec fields: %+v, %v", spec, err)
+	}
+	old := `{"instance_id":"a","acquired_at":"2026-11-30T12:00:00Z","renewed_at":"2026-11-30T12:00:00Z","ttl_s":30}`
+	if r, err := lease.DecodeRecord([]byte(old)); err != nil || r.Holder != nil || r.InstanceID != "a" {
+		t.Fatalf("a record written by earlier versions: %+v, %v", r, err)
+	}
+	mangled := `{"instance_id":"a","acquired_at":"2026-11-30T12:00:00Z","renewed_at":"2026-11-30T12:00:00Z","ttl_s":30,"holder":5}`
+	if r, err := lease.DecodeRecord([]byte(mangled)); err != nil || r.Holder != nil {
+		t.Fatalf("a record with a mangled holder: %+v, %v", r, err)
+	}
+	o.Holder = &lease.HolderInfo{Tool: "evil\ntool"}
+	if _, err := lease.NewContender(b, "db1", o); err == nil {
+		t.Fatal("a holder description with a control character was accepted")
+	}
+	if h := lease.ThisProcess("hold"); h.PID == 0 || h.Tool != "hold" {
+		t.Fatalf("ThisProcess: %+v", h)
 	}
 }
