@@ -280,7 +280,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	// Suspect: take over only after one of our TTLs unchanged, timed from
 	// when each read's answer arrived, which is never earlier than when
 	// the object was seen.
+	a.c.loadWatch()
 	seen := a.c.watch.observe(curV, a.c.s.clock.Mono())
+	a.c.saveWatch()
 	reason := ""
 	var prev *Record
 	if cur.err != nil {
@@ -485,6 +487,7 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 	l := newLease(a.c, a.b, st, v)
 	a.c.held = l
 	a.c.watch, a.c.twin = Watch{}, Watch{}
+	a.c.saveWatch()
 	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous,
 		Detail: st.detail, Exclusion: l.Exclusion()})
 	return l, nil

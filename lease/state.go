@@ -5,13 +5,16 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
@@ -192,3 +195,55 @@ func (j *journal) close() error {
 
 // errNoLocking is lockFile's error where the platform has no flock.
 var errNoLocking = errors.New("lease: StateDir needs flock(2), which this platform lacks")
+
+// The suspect watch outlives the process too: a job that runs once a
+// minute, each run a new process, would otherwise never see a suspect
+// record unchanged for a TTL and would be refused forever. The watch is
+// kept in the state directory on the wall clock (the monotonic clock does
+// not survive a process), beside the journal.
+
+// watchState is the watch as the state directory keeps it.
+type watchState struct {
+	Version string    `json:"version"`
+	Since   time.Time `json:"since"` // when first seen, by this machine's wall clock
+}
+
+// loadWatch takes up a watch that an earlier process of this instance
+// kept, if the contender has none of its own.
+func (c *Contender) loadWatch() {
+	j := c.journal
+	if j == nil || c.watch.seen || !j.lock() {
+		return
+	}
+	data, err := os.ReadFile(j.path + ".watch")
+	if err != nil {
+		return
+	}
+	var w watchState
+	if json.Unmarshal(data, &w) != nil || w.Version == "" {
+		return
+	}
+	ago := c.s.clock.Wall().Sub(w.Since)
+	if ago < 0 {
+		return // the wall clock went back: start watching afresh
+	}
+	c.watch = Watch{version: driver.Version(w.Version), since: c.s.clock.Mono() - ago, seen: true}
+}
+
+// saveWatch keeps the contender's watch for the next process, or removes
+// it once there is none.
+func (c *Contender) saveWatch() {
+	j := c.journal
+	if j == nil || !j.lock() {
+		return
+	}
+	if !c.watch.seen {
+		os.Remove(j.path + ".watch")
+		return
+	}
+	since := c.s.clock.Wall().Add(c.watch.since - c.s.clock.Mono())
+	data, _ := json.Marshal(watchState{Version: string(c.watch.version), Since: since})
+	if err := os.WriteFile(j.path+".watch", data, 0o600); err != nil {
+		c.s.logger.Warn("lease state: could not keep the suspect watch for the next process", slog.String("error", err.Error()))
+	}
+}

@@ -235,3 +235,45 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 		t.Fatalf("ThisProcess: %+v", h)
 	}
 }
+
+// Item 9 of the CLI issue: a suspect record (garbage in LEASE) is taken
+// over by a job that runs as a new process each time, once the record has
+// stayed unchanged for a TTL across those runs; without a state directory
+// each run starts its watch afresh.
+func TestSuspectWatchSurvivesAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	put(t, b, "garbage")
+	dir := t.TempDir()
+	run := func(state string) error {
+		o := opts("cron", c, nil)
+		o.StateDir = state
+		con, err := lease.NewContender(b, "db1", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer con.Close()
+		l, err := con.Acquire(ctx)
+		if err == nil {
+			return l.Release(ctx)
+		}
+		return err
+	}
+	for i := range 2 {
+		if err := run(""); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("run %d without state: %v, want ErrHeld", i, err)
+		}
+		if err := run(dir); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("run %d with state: %v, want ErrHeld", i, err)
+		}
+		c.Advance(ttl / 2)
+	}
+	c.Advance(time.Second)
+	if err := run(""); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("without state: %v, want ErrHeld: no single process watched for a TTL", err)
+	}
+	if err := run(dir); err != nil {
+		t.Fatalf("with state, after the suspect record stayed unchanged for more than a TTL across runs: %v", err)
+	}
+}
