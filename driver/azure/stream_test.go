@@ -1,0 +1,365 @@
+package azure_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/azure"
+)
+
+// The streamed writes below use the smallest part size, two blocks at once.
+const block = driver.MinPartSize
+
+var twoAtATime = &driver.StreamOptions{PartSize: block, Concurrency: 2}
+
+// body returns n reproducible pseudo-random bytes.
+func body(n int, seed uint64) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// unknownLength hides everything of b's reader but Read.
+func unknownLength(b []byte) io.Reader { return struct{ io.Reader }{bytes.NewReader(b)} }
+
+// requestCounter counts the Put Block and Put Block List requests sent
+// through it, and the Put Block requests in flight.
+type requestCounter struct {
+	mu sync.Mutex
+	c  counts
+}
+
+// counts are what a requestCounter counted.
+type counts struct {
+	blocks   int // Put Block requests started
+	inFlight int // Put Block requests in flight
+	commits  int // Put Block List requests started
+	puts     int // Put Blob requests started
+}
+
+func (c *requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	comp := r.URL.Query().Get("comp")
+	c.mu.Lock()
+	switch {
+	case r.Method == http.MethodPut && comp == "block":
+		c.c.blocks++
+		c.c.inFlight++
+	case r.Method == http.MethodPut && comp == "blocklist":
+		c.c.commits++
+	case r.Method == http.MethodPut && comp == "":
+		c.c.puts++
+	}
+	c.mu.Unlock()
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if r.Method == http.MethodPut && comp == "block" {
+		c.mu.Lock()
+		c.c.inFlight--
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (c *requestCounter) snapshot() counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c
+}
+
+// streamBucket returns a fresh Azurite container, reached through a
+// counter of its requests.
+func streamBucket(t *testing.T) (*azure.Bucket, *requestCounter) {
+	t.Helper()
+	cs := emulator(t)
+	rc := &requestCounter{}
+	return azure.New(containerClient(t, cs, newContainer(t, cs), rc)), rc
+}
+
+// read returns key's body and version.
+func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
+	t.Helper()
+	data, v, err := driver.ReadAll(t.Context(), b, key, 64<<20)
+	if err != nil {
+		t.Fatalf("read %s: %v", key, err)
+	}
+	return data, v
+}
+
+// TestStreamRoundTrip: bodies of unknown length (empty, shorter than a
+// block: one Put Blob; two and a half blocks, and exactly two: staged
+// blocks and a Put Block List) come back byte for byte, with the version
+// PutStream returned equal to Get's, which works in the next IfMatch.
+func TestStreamRoundTrip(t *testing.T) {
+	b, rc := streamBucket(t)
+	for i, c := range []struct{ n, blocks int }{{0, 0}, {1000, 0}, {block*2 + block/2, 3}, {block * 2, 2}} {
+		key := fmt.Sprintf("db1/chunk-%d", i)
+		want := body(c.n, uint64(i))
+		before := rc.snapshot()
+		v, err := b.PutStream(t.Context(), key, unknownLength(want), driver.IfAbsent(), twoAtATime)
+		if err != nil {
+			t.Fatalf("PutStream of %d bytes: %v", c.n, err)
+		}
+		after := rc.snapshot()
+		if blocks := after.blocks - before.blocks; blocks != c.blocks || (c.blocks > 0) != (after.commits > before.commits) {
+			t.Errorf("%d bytes: %d blocks staged and %d commits; want %d blocks", c.n, blocks, after.commits-before.commits, c.blocks)
+		}
+		got, gv := read(t, b, key)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%d bytes streamed, %d read back, or different bytes", c.n, len(got))
+		}
+		if gv != v {
+			t.Errorf("PutStream returned version %s, Get %s", v, gv)
+		}
+		if _, err := b.PutStream(t.Context(), key, strings.NewReader("small"), driver.IfMatch(v), twoAtATime); err != nil {
+			t.Errorf("PutStream IfMatch(the version PutStream returned): %v", err)
+		}
+	}
+}
+
+// TestStreamMayStart: MayStart is asked right before each block is staged
+// (so the number of blocks started equals the calls before it) and before
+// the commit, when no block is in flight any more; a refusal stops the
+// upload: nothing more is started, nothing is committed, and the error
+// wraps the refusal and says how many blocks were left uncommitted.
+func TestStreamMayStart(t *testing.T) {
+	b, rc := streamBucket(t)
+	n := block*3 + 10 // four blocks
+	calls := 0
+	opts := *twoAtATime
+	opts.MayStart = func() error {
+		s := rc.snapshot()
+		if calls < 4 && s.blocks != calls {
+			t.Errorf("MayStart call %d: %d blocks started before it; want %d", calls+1, s.blocks, calls)
+		}
+		if calls == 4 && (s.inFlight != 0 || s.commits != 0 || s.blocks != 4) {
+			t.Errorf("MayStart before the commit: %+v; want the 4 blocks done and no commit yet", s)
+		}
+		calls++
+		return nil
+	}
+	if _, err := b.PutStream(t.Context(), "k", unknownLength(body(n, 1)), driver.IfAbsent(), &opts); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 5 {
+		t.Errorf("MayStart called %d times for four blocks and the commit", calls)
+	}
+
+	refused := errors.New("the lease may not write")
+	for _, at := range []int{1, 2, 5} {
+		key := fmt.Sprintf("refused-%d", at)
+		calls := 0
+		var atRefusal counts
+		opts.MayStart = func() error {
+			if calls++; calls == at {
+				atRefusal = rc.snapshot()
+				return refused
+			}
+			return nil
+		}
+		_, err := b.PutStream(t.Context(), key, unknownLength(body(n, 2)), driver.IfAbsent(), &opts)
+		var ue *driver.UploadError
+		if !errors.Is(err, refused) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "put "+key) {
+			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *driver.UploadError, naming the key", at, err)
+		}
+		if ue.Staged != (at > 1) || (at > 1 && !strings.Contains(err.Error(), "uncommitted blocks")) || strings.Contains(err.Error(), "canceled") {
+			t.Errorf("refused at call %d: Staged = %v in %q", at, ue.Staged, err)
+		}
+		if calls != at {
+			t.Errorf("MayStart asked %d times after it refused", calls-at)
+		}
+		if s := rc.snapshot(); s.blocks != atRefusal.blocks || s.commits != atRefusal.commits {
+			t.Errorf("requests started after MayStart refused: %+v, then %+v", atRefusal, s)
+		}
+		if _, _, err := b.Get(t.Context(), key); !errors.Is(err, driver.ErrNotExist) {
+			t.Errorf("after a refused upload, Get: %v; want ErrNotExist", err)
+		}
+	}
+}
+
+// TestStreamConditionAtCommit: the condition is checked by the Put Block
+// List that commits, not when blocks are staged. The key is absent while a
+// streamed IfAbsent stages its blocks and written by someone else just
+// before its commit, which must be refused; likewise a streamed IfMatch of
+// the version current when it started. The other writer's object is left
+// as it was. Azurite 3.35.0 checks both conditions on Put Block List, as
+// Blob Storage does.
+func TestStreamConditionAtCommit(t *testing.T) {
+	b, _ := streamBucket(t)
+	ctx := t.Context()
+	v0, err := b.Put(ctx, "m", []byte("first"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		key  string
+		cond driver.Condition
+	}{{"a", driver.IfAbsent()}, {"m", driver.IfMatch(v0)}} {
+		other := []byte("the other writer's object")
+		var otherV driver.Version
+		calls := 0
+		opts := *twoAtATime
+		opts.MayStart = func() error {
+			if calls++; calls == 4 { // before the commit
+				v, err := b.Put(ctx, c.key, other, driver.Condition{})
+				if err != nil {
+					return err
+				}
+				otherV = v
+			}
+			return nil
+		}
+		_, err := b.PutStream(ctx, c.key, unknownLength(body(block*2+7, 3)), c.cond, &opts)
+		var re *azcore.ResponseError
+		if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) {
+			t.Fatalf("streamed %s whose condition broke before the commit: %v; want ErrPrecondition with the service's error", c.cond, err)
+		}
+		t.Logf("%s refused at the commit with HTTP %d %s", c.cond, re.StatusCode, re.ErrorCode)
+		if got, v := read(t, b, c.key); !bytes.Equal(got, other) || v != otherV {
+			t.Errorf("after the refused commit %s holds %q at %s; want the other writer's object at %s", c.key, got, v, otherV)
+		}
+	}
+}
+
+// TestStreamRefused: a streamed IfAbsent over an existing key and a
+// streamed IfMatch of a stale version are refused (ErrPrecondition) and
+// leave the blob as it was, for one Put Blob and for staged blocks.
+func TestStreamRefused(t *testing.T) {
+	b, _ := streamBucket(t)
+	ctx := t.Context()
+	stale, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := b.Put(ctx, "k", []byte("two"), driver.IfMatch(stale))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, block + 10} {
+		for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch(stale)} {
+			_, err := b.PutStream(ctx, "k", unknownLength(body(n, 4)), cond, twoAtATime)
+			var re *azcore.ResponseError
+			if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) {
+				t.Errorf("streamed %d bytes under %s: %v; want ErrPrecondition with the service's error", n, cond, err)
+			}
+			if got, v := read(t, b, "k"); string(got) != "two" || v != cur {
+				t.Errorf("after a refused %s the blob is %q at %s", cond, got, v)
+			}
+		}
+	}
+}
+
+// TestStreamConcurrentUploadsDoNotMix: two uploads stage their blocks on
+// one blob at the same time, and one commits first. Their block IDs differ
+// (a random prefix per upload), so the other's commit cannot take the
+// first's blocks: the service discarded its own at the first commit, and
+// its commit fails (ErrPrecondition under IfAbsent, since the blob exists
+// now; a plain error unconditionally) or, where a service keeps them,
+// commits only its own. Either way the blob is one upload's whole body.
+func TestStreamConcurrentUploadsDoNotMix(t *testing.T) {
+	b, _ := streamBucket(t)
+	ctx := t.Context()
+	for _, cond := range []driver.Condition{{}, driver.IfAbsent()} {
+		key := "mixed-" + strings.ReplaceAll(cond.String(), " ", "")
+		bodyA, bodyB := body(block*2+100, 10), body(block*2+200, 11)
+		bStaged := make(chan struct{})
+		aDone := make(chan struct{})
+		gate := func(staged chan struct{}, wait chan struct{}) func() error {
+			calls := 0
+			return func() error {
+				if calls++; calls == 4 { // before the commit
+					if staged != nil {
+						close(staged)
+					}
+					if wait != nil {
+						select {
+						case <-wait:
+						case <-ctx.Done():
+						}
+					}
+				}
+				return nil
+			}
+		}
+		optsA, optsB := *twoAtATime, *twoAtATime
+		optsA.MayStart = gate(nil, bStaged) // A commits once B has staged all its blocks
+		optsB.MayStart = gate(bStaged, aDone)
+		var errB error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, errB = b.PutStream(ctx, key, unknownLength(bodyB), cond, &optsB) })
+		vA, errA := b.PutStream(ctx, key, unknownLength(bodyA), cond, &optsA)
+		close(aDone)
+		wg.Wait()
+		if errA != nil {
+			t.Fatalf("%s: the first commit: %v", cond, errA)
+		}
+		got, v := read(t, b, key)
+		switch {
+		case errB == nil:
+			t.Logf("%s: the second commit succeeded too", cond)
+			if !bytes.Equal(got, bodyB) {
+				t.Errorf("%s: both commits succeeded, and the blob (%d bytes) is not the second's body", cond, len(got))
+			}
+		case !bytes.Equal(got, bodyA) || v != vA:
+			t.Errorf("%s: the second commit failed (%v), and the blob (%d bytes at %s) is not the first's body (at %s)", cond, errB, len(got), v, vA)
+		case cond.Absent() && !errors.Is(errB, driver.ErrPrecondition):
+			t.Errorf("%s: the second commit: %v; want ErrPrecondition", cond, errB)
+		case cond.Unconditional() && !strings.Contains(errB.Error(), "discarded"):
+			t.Errorf("%s: the second commit: %v; want an error saying its blocks were discarded", cond, errB)
+		default:
+			t.Logf("%s: the second commit: %v", cond, errB)
+		}
+	}
+}
+
+// cancelAfter is a body that cancels its context once n bytes were read.
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		c.cancel()
+	}
+	p = p[:min(len(p), max(c.n, 1))]
+	n, err := c.r.Read(p)
+	c.n -= n
+	return n, err
+}
+
+// TestStreamCanceledMidBody: a context cancelled after a block and a half
+// ends the upload with an error matching context.Canceled, and commits
+// nothing.
+func TestStreamCanceledMidBody(t *testing.T) {
+	b, rc := streamBucket(t)
+	for _, cond := range []driver.Condition{{}, driver.IfAbsent()} {
+		ctx, cancel := context.WithCancel(t.Context())
+		r := &cancelAfter{r: bytes.NewReader(body(block*3, 6)), n: block + block/2, cancel: cancel}
+		before := rc.snapshot()
+		_, err := b.PutStream(ctx, "k", r, cond, twoAtATime)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("PutStream (%s) cancelled mid-body: %v; want context.Canceled", cond, err)
+		}
+		if s := rc.snapshot(); s.commits != before.commits || s.inFlight != 0 {
+			t.Errorf("after the cancelled upload: %+v; want no commit and no block in flight", s)
+		}
+		if _, _, err := b.Get(t.Context(), "k"); !errors.Is(err, driver.ErrNotExist) {
+			t.Errorf("after a cancelled upload, Get: %v; want ErrNotExist", err)
+		}
+	}
+}
