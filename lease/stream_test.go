@@ -1,0 +1,112 @@
+package lease_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// gatedReader yields n bytes per Read, and blocks before each Read after
+// the first until the test sends on next, so that a test can act between
+// parts of a streamed upload.
+type gatedReader struct {
+	left, n int
+	next    chan struct{}
+	first   bool
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.left == 0 {
+		return 0, io.EOF
+	}
+	if g.first {
+		<-g.next
+	}
+	g.first = true
+	n := min(len(p), g.n, g.left)
+	for i := range p[:n] {
+		p[i] = byte(i)
+	}
+	g.left -= n
+	return n, nil
+}
+
+// A streamed upload through Lease.Bucket starts no part once the holder
+// may not write, is aborted, leaves no object, and Release waits for it.
+func TestStreamedUploadUnderTheFence(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "A", c)
+	part := int64(driver.MinPartSize)
+	body := &gatedReader{left: int(4 * part), n: int(part), next: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Bucket().(driver.Streamer).PutStream(ctx, "chunks/big", body, driver.IfAbsent(), &driver.StreamOptions{PartSize: part, Concurrency: 1})
+		done <- err
+	}()
+	body.next <- struct{}{} // the second part is read
+	c.Advance(ttl * 2 / 3)  // the fence: no renewal
+	if l.MayWrite() {
+		t.Fatal("may still write past the fence")
+	}
+	released := make(chan error, 1)
+	go func() { released <- l.Release(ctx) }()
+	select {
+	case err := <-released:
+		t.Fatalf("Release returned (%v) while the upload it cancelled was still reading its body", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(body.next) // the body would go on; the upload must not
+	err := <-done
+	if !errors.Is(err, lease.ErrFenced) && !errors.Is(err, lease.ErrReleased) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the upload past the fence: %v, want an error naming the fence", err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if _, _, err := b.Get(ctx, "db1/chunks/big"); !errors.Is(err, driver.ErrNotExist) {
+		t.Fatalf("an upload cut off by the fence left an object: %v", err)
+	}
+}
+
+// A streamed upload through Lease.Bucket that runs to its end under a held
+// lease commits under its condition, and a second IfAbsent one is refused.
+func TestStreamedUploadUnderAHeldLease(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := acquire(t, b, "A", clock.NewFake(t0))
+	body := bytes.Repeat([]byte("x"), 3*driver.MinPartSize+17)
+	v, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader(body), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gv, err := driver.ReadAll(ctx, b, "db1/chunks/1", 1<<30)
+	if err != nil || !bytes.Equal(got, body) || gv != v {
+		t.Fatalf("stored %d bytes at %s (err %v), want %d at %s", len(got), gv, err, len(body), v)
+	}
+	if _, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader(body), driver.IfAbsent(), nil); !errors.Is(err, driver.ErrPrecondition) {
+		t.Fatalf("a second IfAbsent upload: %v", err)
+	}
+	if _, err := driver.PutStream(ctx, l.Bucket(), "LEASE", bytes.NewReader(body), driver.Condition{}, nil); err == nil {
+		t.Fatal("a streamed write to the lease object itself was accepted")
+	}
+	var keys []string
+	for o, err := range driver.List(ctx, l.Bucket(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, o.Key)
+	}
+	if len(keys) != 1 || keys[0] != "chunks/1" {
+		t.Fatalf("Lease.Bucket lists %q, want the relative key alone (not LEASE)", keys)
+	}
+}
