@@ -1,7 +1,10 @@
 package lease
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -157,11 +160,70 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, co
 			}
 			return nil
 		}
+		if !cond.Unconditional() {
+			if err := f.l.proveStreamCommit(ctx); err != nil {
+				return err
+			}
+		}
 		var err error
 		v, err = driver.PutStream(ctx, f.l.b, full, r, cond, &o)
 		return err
 	})
 	return v, err
+}
+
+// proveStreamCommit shows, once per lease, that the service applies the
+// condition of a streamed write where it matters: at the commit of an
+// upload of more than one part (S3's CompleteMultipartUpload, Azure's Put
+// Block List, a GCS resumable upload's last request), which is a request of
+// its own that a service or proxy may treat unlike a PUT. On a scratch key
+// beside the lease object it streams a body of two parts with IfAbsent,
+// then again with IfAbsent and with If-Match on a made-up version, both of
+// which must be refused, and deletes the key. A driver that cannot stream
+// sends one conditional Put, which the acquire probe has proven already.
+func (l *Lease) proveStreamCommit(ctx context.Context) error {
+	if _, ok := l.b.(driver.Streamer); !ok {
+		return nil
+	}
+	l.mu.Lock()
+	proven := l.streamProven
+	l.mu.Unlock()
+	if proven {
+		return nil
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return err
+	}
+	scratch := l.key + ".stream-probe-" + hex.EncodeToString(r[:])
+	body := make([]byte, driver.MinPartSize+1)
+	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1}
+	stream := func(cond driver.Condition) (driver.Version, error) {
+		return driver.PutStream(ctx, l.b, scratch, bytes.NewReader(body), cond, opts)
+	}
+	defer l.b.Delete(context.WithoutCancel(ctx), scratch, driver.Condition{})
+	v, err := stream(driver.IfAbsent())
+	if err != nil {
+		return fmt.Errorf("prove the condition of a streamed commit on %s: %w", scratch, err)
+	}
+	for _, c := range []struct {
+		name string
+		cond driver.Condition
+	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v))}} {
+		_, err := stream(c.cond)
+		switch {
+		case err == nil:
+			return fmt.Errorf("%w: the service committed a streamed upload of two parts under %s that it should have refused (on the probe key %s), so a conditional streamed write could overwrite a restore point; "+
+				"conditional streamed writes are refused on it: use Put for bodies that fit one request, or a service that honours the condition at the commit",
+				ErrPreconditionsIgnored, c.name, scratch)
+		case !errors.Is(err, driver.ErrPrecondition):
+			return fmt.Errorf("prove the condition of a streamed commit (%s) on %s: %w", c.name, scratch, err)
+		}
+	}
+	l.mu.Lock()
+	l.streamProven = true
+	l.mu.Unlock()
+	return nil
 }
 
 func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {

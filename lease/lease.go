@@ -51,6 +51,9 @@ type Lease struct {
 	idle       chan struct{}                     // closed when writes drops to 0 after the lease ended
 	inTurn     bool                              // a renewal or release holds the turn
 	queued     []Event                           // events raised during the turn, reported after it
+	// streamProven: this lease has shown that the service applies the
+	// condition at a streamed upload's commit (proveStreamCommit).
+	streamProven bool
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {

@@ -60,18 +60,33 @@ func TestStreamedUploadUnderTheFence(t *testing.T) {
 	}
 	released := make(chan error, 1)
 	go func() { released <- l.Release(ctx) }()
+	// Release may return only after the upload has: the upload is either
+	// stopped by its cancelled context, or still blocked in its body.
+	var err error
+	gotErr := false
 	select {
-	case err := <-released:
-		t.Fatalf("Release returned (%v) while the upload it cancelled was still reading its body", err)
-	case <-time.After(20 * time.Millisecond):
+	case rerr := <-released:
+		select {
+		case err = <-done:
+			gotErr = true
+		default:
+			t.Fatalf("Release returned (%v) before the upload it cancelled", rerr)
+		}
+		if rerr != nil {
+			t.Fatalf("release: %v", rerr)
+		}
+		close(body.next)
+	case <-time.After(50 * time.Millisecond):
+		close(body.next) // the body would go on; the upload must not
+		if rerr := <-released; rerr != nil {
+			t.Fatalf("release: %v", rerr)
+		}
 	}
-	close(body.next) // the body would go on; the upload must not
-	err := <-done
+	if !gotErr {
+		err = <-done
+	}
 	if !errors.Is(err, lease.ErrFenced) && !errors.Is(err, lease.ErrReleased) && !errors.Is(err, context.Canceled) {
 		t.Fatalf("the upload past the fence: %v, want an error naming the fence", err)
-	}
-	if err := <-released; err != nil {
-		t.Fatalf("release: %v", err)
 	}
 	if _, _, err := b.Get(ctx, "db1/chunks/big"); !errors.Is(err, driver.ErrNotExist) {
 		t.Fatalf("an upload cut off by the fence left an object: %v", err)
@@ -108,5 +123,49 @@ func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 	}
 	if len(keys) != 1 || keys[0] != "chunks/1" {
 		t.Fatalf("Lease.Bucket lists %q, want the relative key alone (not LEASE)", keys)
+	}
+}
+
+// commitIgnoresCondition streams through mem but drops the condition of
+// an upload of more than one part, as a service that ignores the
+// preconditions on CompleteMultipartUpload would, while single PUTs keep
+// theirs.
+type commitIgnoresCondition struct{ *mem.Bucket }
+
+func (c commitIgnoresCondition) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", err
+	}
+	if int64(len(data)) > opts.Size() {
+		cond = driver.Condition{}
+	}
+	return c.Bucket.Put(ctx, key, data, cond)
+}
+
+// A service that ignores the condition at a streamed upload's commit: the
+// lease proves it before the first conditional streamed write, and refuses
+// such writes rather than commit them unconditionally.
+func TestStreamedCommitThatIgnoresItsConditionFailsClosed(t *testing.T) {
+	ctx := context.Background()
+	for _, honest := range []bool{true, false} {
+		var b driver.Bucket = mem.New()
+		if !honest {
+			b = commitIgnoresCondition{mem.New()}
+		}
+		l := acquire(t, b, "A", clock.NewFake(t0))
+		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader([]byte("small")), driver.IfAbsent(), nil)
+		switch {
+		case honest && err != nil:
+			t.Fatalf("an honest streamer: %v", err)
+		case !honest && !errors.Is(err, lease.ErrPreconditionsIgnored):
+			t.Fatalf("a streamer ignoring the commit's condition: %v, want ErrPreconditionsIgnored", err)
+		}
+		if _, err := driver.PutStream(ctx, l.Bucket(), "chunks/2", bytes.NewReader([]byte("x")), driver.Condition{}, nil); err != nil {
+			t.Fatalf("an unconditional streamed write (honest %v): %v", honest, err)
+		}
+		for o, err := range driver.List(ctx, b, "db1/LEASE.") {
+			t.Fatalf("the probe left %q behind (%v)", o.Key, err)
+		}
 	}
 }
