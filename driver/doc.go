@@ -57,8 +57,11 @@
 //     have landed, so the error is ErrOutcomeUnknown, never ErrPrecondition
 //     (Op.Fail does this for requests sent with Op.Context). A write whose
 //     context ends leaves the old object or the whole new one, never part of
-//     one, and its error matches the context. (put-retry-after-landed,
-//     put-canceled-mid-body, context-canceled)
+//     one, and its error matches the context, at every step of the write
+//     (before and after any lock it takes, while the body is written,
+//     before the step that makes it visible); once the write has returned,
+//     nothing of it lands later. (put-retry-after-landed,
+//     put-canceled-mid-body, context-canceled, put-canceled-settles)
 //  7. Delete of a missing key succeeds. Delete honours IfMatch where
 //     Capabilities says ConditionalDelete; a driver that cannot vouch that
 //     its service honours the condition declares false, and Begin refuses a
@@ -90,6 +93,27 @@
 //     that leaves its successor in place, a lost reply, and release.
 //     (lease-acquire, lease-second-refused, lease-renew, lease-takeover,
 //     lease-fenced-release, lease-lost-reply, lease-release)
+//  13. A driver that streams (the optional Streamer; see PutStream) applies
+//     the condition at the step that makes the object visible, and a
+//     refused commit leaves the object as it was; racing streamed IfAbsent
+//     writers get one winner whose whole body is stored; a body of unknown
+//     length is stored byte for byte with the version Get returns;
+//     StreamOptions.MayStart is called before each part and the commit, and
+//     once it refuses nothing more is started; on any failure (a refused
+//     commit, a cancelled context, MayStart) what was staged is aborted
+//     before PutStream returns, the error (UploadError) says whether it
+//     was, and no upload is left pending where PendingLister can see one.
+//     A driver without Streamer has these checks reported not applicable.
+//     (stream-if-absent-existing, stream-if-match-stale,
+//     stream-race-if-absent, stream-canceled-mid-body, stream-round-trip,
+//     stream-may-start-refused)
+//  14. A driver that lists (the optional Lister; see List) yields every key
+//     under a plain string prefix once, in lexical order, across the
+//     service's pages, with its size, modification time and the version
+//     in the form Get returns; keys with spaces, unicode and % come back
+//     as written; a write just made is listed. A driver without Lister has
+//     these checks reported not applicable. (list-paged,
+//     list-prefix-of-key, list-odd-keys, list-read-your-write)
 //
 // A driver's URL opener is exported (OpenURL in each of this module's
 // drivers), so that a custom Mux can host it, and refuses, with the rule in

@@ -204,12 +204,12 @@ func (e *UploadError) Error() string {
 	case !e.Staged:
 		return msg + "; nothing had been staged"
 	case e.Aborted:
-		return msg + "; the staged upload " + e.Upload + " was aborted"
+		return msg + "; what it had staged (" + e.Upload + ") was aborted"
 	case e.AbortErr != nil:
-		return msg + "; aborting the staged upload " + e.Upload + " failed too (" + e.AbortErr.Error() +
+		return msg + "; aborting what it had staged (" + e.Upload + ") failed too (" + e.AbortErr.Error() +
 			"), so it is left to the service's clean-up (see UploadError.AbortErr)"
 	default:
-		return msg + "; the staged upload " + e.Upload + " was not aborted"
+		return msg + "; what it had staged (" + e.Upload + ") was not aborted"
 	}
 }
 

@@ -21,278 +21,277 @@ import (
 // apply, is caught.
 const largeSize = 17 << 20
 
-func init() {
-	checks = append(checks,
-		check{
-			name:   "capabilities-declared",
-			expect: "the driver declares an exclusion (Capabilities().Exclusion is Conditional or BestEffort)",
-			run: func(ctx context.Context, s *scope) error {
-				c := s.b.Capabilities()
-				if c.Exclusion != driver.NoExclusion {
-					return nil
-				}
-				msg := "the driver declares no exclusion (Capabilities().Exclusion is NoExclusion, the zero value)"
-				if c.Reason != "" {
-					msg += ": " + c.Reason
-				}
-				return errors.New(msg + "; the lease refuses such a driver, so the lease checks are skipped. " +
-					"Declare Exclusion: driver.Conditional if the service enforces IfAbsent and IfMatch atomically")
-			},
+// contractChecks are the checks of this file; suite.go orders them.
+var contractChecks = []check{
+	check{
+		name:   "capabilities-declared",
+		expect: "the driver declares an exclusion (Capabilities().Exclusion is Conditional or BestEffort)",
+		run: func(ctx context.Context, s *scope) error {
+			c := s.b.Capabilities()
+			if c.Exclusion != driver.NoExclusion {
+				return nil
+			}
+			msg := "the driver declares no exclusion (Capabilities().Exclusion is NoExclusion, the zero value)"
+			if c.Reason != "" {
+				msg += ": " + c.Reason
+			}
+			return errors.New(msg + "; the lease refuses such a driver, so the lease checks are skipped. " +
+				"Declare Exclusion: driver.Conditional if the service enforces IfAbsent and IfMatch atomically")
 		},
-		check{
-			name:   "get-missing",
-			expect: "Get of a missing key returns ErrNotExist",
-			run: func(ctx context.Context, s *scope) error {
-				_, _, err := s.b.Get(ctx, s.key("missing"))
-				return want("Get", err, driver.ErrNotExist)
-			},
+	},
+	check{
+		name:   "get-missing",
+		expect: "Get of a missing key returns ErrNotExist",
+		run: func(ctx context.Context, s *scope) error {
+			_, _, err := s.b.Get(ctx, s.key("missing"))
+			return want("Get", err, driver.ErrNotExist)
 		},
-		check{
-			name:   "put-if-absent-new",
-			expect: "IfAbsent on a missing key succeeds with a version; Get returns the same bytes and version",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				data := []byte("hello, drivertest")
-				v, err := s.b.Put(ctx, k, data, driver.IfAbsent())
-				if err != nil {
-					return want("Put IfAbsent", err, nil)
-				}
-				if v == "" {
-					return errors.New("Put returned an empty version")
-				}
-				return unchanged(ctx, s.b, k, data, v)
-			},
+	},
+	check{
+		name:   "put-if-absent-new",
+		expect: "IfAbsent on a missing key succeeds with a version; Get returns the same bytes and version",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			data := []byte("hello, drivertest")
+			v, err := s.b.Put(ctx, k, data, driver.IfAbsent())
+			if err != nil {
+				return want("Put IfAbsent", err, nil)
+			}
+			if v == "" {
+				return errors.New("Put returned an empty version")
+			}
+			return unchanged(ctx, s.b, k, data, v)
 		},
-		check{
-			name:   "put-if-absent-existing",
-			area:   areaPut,
-			expect: "IfAbsent on an existing key returns ErrPrecondition and leaves the object unchanged",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v, err := seed(ctx, s.b, k, []byte("first"))
-				if err != nil {
-					return err
-				}
-				_, err = s.b.Put(ctx, k, []byte("second"), driver.IfAbsent())
-				if err := want("second Put IfAbsent", err, driver.ErrPrecondition); err != nil {
-					return err
-				}
-				return unchanged(ctx, s.b, k, []byte("first"), v)
-			},
+	},
+	check{
+		name:   "put-if-absent-existing",
+		area:   areaPut,
+		expect: "IfAbsent on an existing key returns ErrPrecondition and leaves the object unchanged",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("first"))
+			if err != nil {
+				return err
+			}
+			_, err = s.b.Put(ctx, k, []byte("second"), driver.IfAbsent())
+			if err := want("second Put IfAbsent", err, driver.ErrPrecondition); err != nil {
+				return err
+			}
+			return unchanged(ctx, s.b, k, []byte("first"), v)
 		},
-		check{
-			name:   "put-if-match-current",
-			expect: "IfMatch with the current version succeeds with a new version that Get agrees with",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v1, err := seed(ctx, s.b, k, []byte("one"))
-				if err != nil {
-					return err
-				}
-				v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-				if err != nil {
-					return want("Put IfMatch(current)", err, nil)
-				}
-				if v2 == "" || v2 == v1 {
-					return fmt.Errorf("the new version %q should differ from the old %q", v2, v1)
-				}
-				return unchanged(ctx, s.b, k, []byte("two"), v2)
-			},
+	},
+	check{
+		name:   "put-if-match-current",
+		expect: "IfMatch with the current version succeeds with a new version that Get agrees with",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v1, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+			if err != nil {
+				return want("Put IfMatch(current)", err, nil)
+			}
+			if v2 == "" || v2 == v1 {
+				return fmt.Errorf("the new version %q should differ from the old %q", v2, v1)
+			}
+			return unchanged(ctx, s.b, k, []byte("two"), v2)
 		},
-		check{
-			name:   "version-unguessable",
-			expect: "no version is FakeVersion of an earlier one (a version must not be predictable from an earlier one)",
-			run:    versionUnguessable,
+	},
+	check{
+		name:   "version-unguessable",
+		expect: "no version is FakeVersion of an earlier one (a version must not be predictable from an earlier one)",
+		run:    versionUnguessable,
+	},
+	check{
+		name:   "put-if-match-stale",
+		area:   areaPut,
+		expect: "IfMatch with a superseded version returns ErrPrecondition and leaves the object unchanged",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v1, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+			if err != nil {
+				return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+			}
+			_, err = s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v1))
+			if err := want("Put IfMatch(stale)", err, driver.ErrPrecondition); err != nil {
+				return err
+			}
+			return unchanged(ctx, s.b, k, []byte("two"), v2)
 		},
-		check{
-			name:   "put-if-match-stale",
-			area:   areaPut,
-			expect: "IfMatch with a superseded version returns ErrPrecondition and leaves the object unchanged",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v1, err := seed(ctx, s.b, k, []byte("one"))
-				if err != nil {
-					return err
-				}
-				v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-				if err != nil {
-					return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
-				}
-				_, err = s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v1))
-				if err := want("Put IfMatch(stale)", err, driver.ErrPrecondition); err != nil {
-					return err
-				}
-				return unchanged(ctx, s.b, k, []byte("two"), v2)
-			},
+	},
+	check{
+		name:   "put-if-match-made-up",
+		area:   areaPut,
+		expect: "IfMatch with a well-formed version the object never had returns ErrPrecondition; object unchanged",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			_, err = s.b.Put(ctx, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+			if err := want("Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
+				return err
+			}
+			return unchanged(ctx, s.b, k, []byte("one"), v)
 		},
-		check{
-			name:   "put-if-match-made-up",
-			area:   areaPut,
-			expect: "IfMatch with a well-formed version the object never had returns ErrPrecondition; object unchanged",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v, err := seed(ctx, s.b, k, []byte("one"))
-				if err != nil {
-					return err
-				}
-				_, err = s.b.Put(ctx, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
-				if err := want("Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
-					return err
-				}
-				return unchanged(ctx, s.b, k, []byte("one"), v)
-			},
+	},
+	check{
+		name:   "put-if-match-missing",
+		area:   areaPut,
+		expect: "IfMatch on a missing key returns ErrPrecondition (not ErrNotExist) and creates nothing",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			other := s.key("other")
+			v, err := seed(ctx, s.b, other, []byte("x"))
+			if err != nil {
+				return err
+			}
+			_, err = s.b.Put(ctx, k, []byte("ghost"), driver.IfMatch(v))
+			if err := want("Put IfMatch on a missing key", err, driver.ErrPrecondition); err != nil {
+				return err
+			}
+			return absent(ctx, s.b, k)
 		},
-		check{
-			name:   "put-if-match-missing",
-			area:   areaPut,
-			expect: "IfMatch on a missing key returns ErrPrecondition (not ErrNotExist) and creates nothing",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				other := s.key("other")
-				v, err := seed(ctx, s.b, other, []byte("x"))
-				if err != nil {
-					return err
-				}
-				_, err = s.b.Put(ctx, k, []byte("ghost"), driver.IfMatch(v))
-				if err := want("Put IfMatch on a missing key", err, driver.ErrPrecondition); err != nil {
-					return err
-				}
-				return absent(ctx, s.b, k)
-			},
+	},
+	check{
+		name:   "put-large-refused",
+		area:   areaPut,
+		expect: "a 17 MiB body under IfMatch(made-up) or IfAbsent is refused, never stored; object unchanged",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("small"))
+			if err != nil {
+				return err
+			}
+			big := bytes.Repeat([]byte{'L'}, largeSize)
+			_, err = s.b.Put(ctx, k, big, driver.IfMatch(driver.FakeVersion(v)))
+			if err := notStored("large Put IfMatch(made-up)", err); err != nil {
+				return err
+			}
+			_, err = s.b.Put(ctx, k, big, driver.IfAbsent())
+			if err := notStored("large Put IfAbsent on an existing key", err); err != nil {
+				return err
+			}
+			return unchanged(ctx, s.b, k, []byte("small"), v)
 		},
-		check{
-			name:   "put-large-refused",
-			area:   areaPut,
-			expect: "a 17 MiB body under IfMatch(made-up) or IfAbsent is refused, never stored; object unchanged",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v, err := seed(ctx, s.b, k, []byte("small"))
-				if err != nil {
-					return err
-				}
-				big := bytes.Repeat([]byte{'L'}, largeSize)
-				_, err = s.b.Put(ctx, k, big, driver.IfMatch(driver.FakeVersion(v)))
-				if err := notStored("large Put IfMatch(made-up)", err); err != nil {
-					return err
-				}
-				_, err = s.b.Put(ctx, k, big, driver.IfAbsent())
-				if err := notStored("large Put IfAbsent on an existing key", err); err != nil {
-					return err
-				}
-				return unchanged(ctx, s.b, k, []byte("small"), v)
-			},
+	},
+	check{
+		name:   "delete-missing",
+		expect: "an unconditional Delete of a missing key succeeds",
+		run: func(ctx context.Context, s *scope) error {
+			return want("Delete of a missing key", s.b.Delete(ctx, s.key("missing"), driver.Condition{}), nil)
 		},
-		check{
-			name:   "delete-missing",
-			expect: "an unconditional Delete of a missing key succeeds",
-			run: func(ctx context.Context, s *scope) error {
-				return want("Delete of a missing key", s.b.Delete(ctx, s.key("missing"), driver.Condition{}), nil)
-			},
+	},
+	check{
+		name:   "delete-unconditional",
+		expect: "an unconditional Delete removes the object",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			if _, err := seed(ctx, s.b, k, []byte("x")); err != nil {
+				return err
+			}
+			if err := want("Delete", s.b.Delete(ctx, k, driver.Condition{}), nil); err != nil {
+				return err
+			}
+			return absent(ctx, s.b, k)
 		},
-		check{
-			name:   "delete-unconditional",
-			expect: "an unconditional Delete removes the object",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				if _, err := seed(ctx, s.b, k, []byte("x")); err != nil {
-					return err
-				}
-				if err := want("Delete", s.b.Delete(ctx, k, driver.Condition{}), nil); err != nil {
-					return err
-				}
-				return absent(ctx, s.b, k)
-			},
+	},
+	check{
+		name:    "delete-if-match-wrong",
+		area:    areaDelete,
+		applies: condDelete,
+		expect:  "Delete IfMatch with a stale or made-up version returns ErrPrecondition; object unchanged",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v1, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+			if err != nil {
+				return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+			}
+			if err := want("Delete IfMatch(stale)", s.b.Delete(ctx, k, driver.IfMatch(v1)), driver.ErrPrecondition); err != nil {
+				return err
+			}
+			if err := want("Delete IfMatch(made-up)", s.b.Delete(ctx, k, driver.IfMatch(driver.FakeVersion(v2))), driver.ErrPrecondition); err != nil {
+				return err
+			}
+			return unchanged(ctx, s.b, k, []byte("two"), v2)
 		},
-		check{
-			name:    "delete-if-match-wrong",
-			area:    areaDelete,
-			applies: condDelete,
-			expect:  "Delete IfMatch with a stale or made-up version returns ErrPrecondition; object unchanged",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v1, err := seed(ctx, s.b, k, []byte("one"))
-				if err != nil {
-					return err
-				}
-				v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-				if err != nil {
-					return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
-				}
-				if err := want("Delete IfMatch(stale)", s.b.Delete(ctx, k, driver.IfMatch(v1)), driver.ErrPrecondition); err != nil {
-					return err
-				}
-				if err := want("Delete IfMatch(made-up)", s.b.Delete(ctx, k, driver.IfMatch(driver.FakeVersion(v2))), driver.ErrPrecondition); err != nil {
-					return err
-				}
-				return unchanged(ctx, s.b, k, []byte("two"), v2)
-			},
+	},
+	check{
+		name:    "delete-if-match-missing",
+		area:    areaDelete,
+		applies: condDelete,
+		expect:  "Delete IfMatch on a missing key returns ErrPrecondition",
+		run: func(ctx context.Context, s *scope) error {
+			v, err := seed(ctx, s.b, s.key("other"), []byte("x"))
+			if err != nil {
+				return err
+			}
+			return want("Delete IfMatch on a missing key", s.b.Delete(ctx, s.key("missing"), driver.IfMatch(v)), driver.ErrPrecondition)
 		},
-		check{
-			name:    "delete-if-match-missing",
-			area:    areaDelete,
-			applies: condDelete,
-			expect:  "Delete IfMatch on a missing key returns ErrPrecondition",
-			run: func(ctx context.Context, s *scope) error {
-				v, err := seed(ctx, s.b, s.key("other"), []byte("x"))
-				if err != nil {
-					return err
-				}
-				return want("Delete IfMatch on a missing key", s.b.Delete(ctx, s.key("missing"), driver.IfMatch(v)), driver.ErrPrecondition)
-			},
+	},
+	check{
+		name:    "delete-if-match-current",
+		area:    areaDelete,
+		applies: condDelete,
+		expect:  "Delete IfMatch with the current version removes the object",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("x"))
+			if err != nil {
+				return err
+			}
+			if err := want("Delete IfMatch(current)", s.b.Delete(ctx, k, driver.IfMatch(v)), nil); err != nil {
+				return err
+			}
+			return absent(ctx, s.b, k)
 		},
-		check{
-			name:    "delete-if-match-current",
-			area:    areaDelete,
-			applies: condDelete,
-			expect:  "Delete IfMatch with the current version removes the object",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v, err := seed(ctx, s.b, k, []byte("x"))
-				if err != nil {
-					return err
-				}
-				if err := want("Delete IfMatch(current)", s.b.Delete(ctx, k, driver.IfMatch(v)), nil); err != nil {
-					return err
-				}
-				return absent(ctx, s.b, k)
-			},
+	},
+	check{
+		name:    "delete-condition-refused",
+		applies: noCondDelete,
+		expect:  "without a conditional Delete, Delete IfMatch returns ErrUnsupported and removes nothing",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("x"))
+			if err != nil {
+				return err
+			}
+			if err := want("Delete IfMatch", s.b.Delete(ctx, k, driver.IfMatch(v)), driver.ErrUnsupported); err != nil {
+				return err
+			}
+			return unchanged(ctx, s.b, k, []byte("x"), v)
 		},
-		check{
-			name:    "delete-condition-refused",
-			applies: noCondDelete,
-			expect:  "without a conditional Delete, Delete IfMatch returns ErrUnsupported and removes nothing",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v, err := seed(ctx, s.b, k, []byte("x"))
-				if err != nil {
-					return err
-				}
-				if err := want("Delete IfMatch", s.b.Delete(ctx, k, driver.IfMatch(v)), driver.ErrUnsupported); err != nil {
-					return err
-				}
-				return unchanged(ctx, s.b, k, []byte("x"), v)
-			},
-		},
-		check{
-			name:    "race-if-absent",
-			area:    areaPut,
-			applies: conditional,
-			expect:  "16 concurrent IfAbsent writers on one key: exactly one succeeds, the rest get ErrPrecondition",
-			run:     raceIfAbsent,
-		},
-		check{
-			name:    "cas-counter",
-			area:    areaPut,
-			applies: conditional,
-			expect:  "5 workers doing 10 compare-and-swap increments each on one counter end at exactly 50",
-			run:     casCounter,
-		},
-		check{
-			name:   "context-canceled",
-			expect: "with a cancelled context, Get, Put and Delete return errors matching context.Canceled and change nothing",
-			run:    contextCanceled,
-		},
-	)
+	},
+	check{
+		name:    "race-if-absent",
+		area:    areaPut,
+		applies: conditional,
+		expect:  "16 concurrent IfAbsent writers on one key: exactly one succeeds, the rest get ErrPrecondition",
+		run:     raceIfAbsent,
+	},
+	check{
+		name:    "cas-counter",
+		area:    areaPut,
+		applies: conditional,
+		expect:  "5 workers doing 10 compare-and-swap increments each on one counter end at exactly 50",
+		run:     casCounter,
+	},
+	check{
+		name:   "context-canceled",
+		expect: "with a cancelled context, Get, Put and Delete return errors matching context.Canceled and change nothing",
+		run:    contextCanceled,
+	},
 }
 
 // notStored fails a large conditional write that reported success or

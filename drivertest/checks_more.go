@@ -18,117 +18,116 @@ import (
 // cancellation in the middle of a body and a retried write whose first
 // attempt landed must give.
 
-func init() {
-	checks = append(checks,
-		check{
-			name:   "get-version",
-			expect: "Get never returns an empty version: it returns the version the last Put returned",
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v1, err := seed(ctx, s.b, k, []byte("one"))
-				if err != nil {
-					return err
-				}
-				for i, want := range []driver.Version{v1, ""} {
-					if i == 1 {
-						v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-						if err != nil {
-							return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
-						}
-						want = v2
-					}
-					rc, v, err := s.b.Get(ctx, k)
+// moreChecks are the checks of this file; suite.go orders them.
+var moreChecks = []check{
+	check{
+		name:   "get-version",
+		expect: "Get never returns an empty version: it returns the version the last Put returned",
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v1, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			for i, want := range []driver.Version{v1, ""} {
+				if i == 1 {
+					v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
 					if err != nil {
-						return fmt.Errorf("Get: %s", outcome(err))
+						return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
 					}
-					rc.Close()
-					if v == "" {
-						return errors.New("Get returned success with an empty version: a Get without a version is an error")
-					}
-					if v != want {
-						return fmt.Errorf("Get returned version %q, but the last Put returned %q", v, want)
-					}
+					want = v2
 				}
-				return nil
-			},
-		},
-		check{
-			name:   "put-if-match-wildcard",
-			area:   areaPut,
-			expect: `IfMatch of a wildcard or a list ("*", "\"*\"", "v1,v2", W/v, empty) returns ErrPrecondition and changes nothing`,
-			run: func(ctx context.Context, s *scope) error {
-				k := s.key("obj")
-				v, err := seed(ctx, s.b, k, []byte("one"))
+				rc, v, err := s.b.Get(ctx, k)
 				if err != nil {
+					return fmt.Errorf("Get: %s", outcome(err))
+				}
+				rc.Close()
+				if v == "" {
+					return errors.New("Get returned success with an empty version: a Get without a version is an error")
+				}
+				if v != want {
+					return fmt.Errorf("Get returned version %q, but the last Put returned %q", v, want)
+				}
+			}
+			return nil
+		},
+	},
+	check{
+		name:   "put-if-match-wildcard",
+		area:   areaPut,
+		expect: `IfMatch of a wildcard or a list ("*", "\"*\"", "v1,v2", W/v, empty) returns ErrPrecondition and changes nothing`,
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			for _, w := range []driver.Version{"*", `"*"`, v + "," + driver.FakeVersion(v), v + ", *",
+				driver.FakeVersion(v) + "," + v, "W/" + v, ""} {
+				_, err := s.b.Put(ctx, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
+				if err := want(fmt.Sprintf("Put IfMatch(%q)", w), err, driver.ErrPrecondition); err != nil {
 					return err
 				}
-				for _, w := range []driver.Version{"*", `"*"`, v + "," + driver.FakeVersion(v), v + ", *",
-					driver.FakeVersion(v) + "," + v, "W/" + v, ""} {
-					_, err := s.b.Put(ctx, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
-					if err := want(fmt.Sprintf("Put IfMatch(%q)", w), err, driver.ErrPrecondition); err != nil {
-						return err
-					}
-					if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
-						return fmt.Errorf("after Put IfMatch(%q): %w", w, err)
-					}
-					err = s.b.Delete(ctx, k, driver.IfMatch(w))
-					if !errors.Is(err, driver.ErrPrecondition) && !errors.Is(err, driver.ErrUnsupported) {
-						return fmt.Errorf("Delete IfMatch(%q): %s, want ErrPrecondition (or ErrUnsupported)", w, outcome(err))
-					}
-					if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
-						return fmt.Errorf("after Delete IfMatch(%q): %w", w, err)
-					}
+				if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
+					return fmt.Errorf("after Put IfMatch(%q): %w", w, err)
 				}
-				return nil
-			},
-		},
-		check{
-			name:   "missing-bucket",
-			expect: "on a bucket that does not exist, Get, Put and Delete fail with ErrBucketNotExist, never ErrNotExist, ErrPrecondition or success",
-			needs: func(o Options) string {
-				if o.MissingBucket == nil {
-					return "Options.MissingBucket is not set"
+				err = s.b.Delete(ctx, k, driver.IfMatch(w))
+				if !errors.Is(err, driver.ErrPrecondition) && !errors.Is(err, driver.ErrUnsupported) {
+					return fmt.Errorf("Delete IfMatch(%q): %s, want ErrPrecondition (or ErrUnsupported)", w, outcome(err))
 				}
-				return ""
-			},
-			run: missingBucket,
-		},
-		check{
-			name:   "wrong-credentials",
-			expect: "with credentials the service refuses, Get, Put and Delete fail with ErrPermission, never ErrNotExist, ErrPrecondition or success",
-			needs: func(o Options) string {
-				if o.WrongCredentials == nil {
-					return "Options.WrongCredentials is not set"
+				if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
+					return fmt.Errorf("after Delete IfMatch(%q): %w", w, err)
 				}
-				return ""
-			},
-			run: wrongCredentials,
+			}
+			return nil
 		},
-		check{
-			name: "key-prefix-of-key",
-			expect: "a key that is a prefix of another (k and k/x) is stored and read on its own, or refused with ErrInvalidKey; " +
-				"a Get of it when missing is ErrNotExist; once the longer key is deleted it can be written",
-			run: keyPrefix,
+	},
+	check{
+		name:   "missing-bucket",
+		expect: "on a bucket that does not exist, Get, Put and Delete fail with ErrBucketNotExist, never ErrNotExist, ErrPrecondition or success",
+		needs: func(o Options) string {
+			if o.MissingBucket == nil {
+				return "Options.MissingBucket is not set"
+			}
+			return ""
 		},
-		check{
-			name: "put-canceled-mid-body",
-			expect: "a Put whose context is cancelled once its request is on the wire returns an error matching " +
-				"context.Canceled, and leaves the old object (or, if it landed, the whole new one), never a torn one",
-			run: canceledMidBody,
+		run: missingBucket,
+	},
+	check{
+		name:   "wrong-credentials",
+		expect: "with credentials the service refuses, Get, Put and Delete fail with ErrPermission, never ErrNotExist, ErrPrecondition or success",
+		needs: func(o Options) string {
+			if o.WrongCredentials == nil {
+				return "Options.WrongCredentials is not set"
+			}
+			return ""
 		},
-		check{
-			name: "put-retry-after-landed",
-			expect: "a conditional Put whose first attempt landed but whose reply was lost is never reported as " +
-				"ErrPrecondition (a refused retry is ErrOutcomeUnknown) nor ErrNotExist",
-			needs: func(o Options) string {
-				if o.Lossy == nil {
-					return "Options.Lossy is not set"
-				}
-				return ""
-			},
-			run: retryAfterLanded,
+		run: wrongCredentials,
+	},
+	check{
+		name: "key-prefix-of-key",
+		expect: "a key that is a prefix of another (k and k/x) is stored and read on its own, or refused with ErrInvalidKey; " +
+			"a Get of it when missing is ErrNotExist; once the longer key is deleted it can be written",
+		run: keyPrefix,
+	},
+	check{
+		name: "put-canceled-mid-body",
+		expect: "a Put whose context is cancelled once its request is on the wire returns an error matching " +
+			"context.Canceled, and leaves the old object (or, if it landed, the whole new one), never a torn one",
+		run: canceledMidBody,
+	},
+	check{
+		name: "put-retry-after-landed",
+		expect: "a conditional Put whose first attempt landed but whose reply was lost is never reported as " +
+			"ErrPrecondition (a refused retry is ErrOutcomeUnknown) nor ErrNotExist",
+		needs: func(o Options) string {
+			if o.Lossy == nil {
+				return "Options.Lossy is not set"
+			}
+			return ""
 		},
-	)
+		run: retryAfterLanded,
+	},
 }
 
 // versionUnguessable writes one key several times and fails if a version

@@ -156,13 +156,10 @@ const (
 	areaDelete             // precondition enforcement on Delete
 )
 
-// checks is the suite, in the order it runs. Lease scenarios are appended by
-// lease.go.
-var checks []check
-
 // scope is one check's view of the bucket: its own keys, removed afterwards.
 type scope struct {
-	b      driver.Bucket
+	b      driver.Bucket // the driver under test, through a recorder
+	raw    driver.Bucket // the driver under test itself, for its optional interfaces
 	opts   Options
 	prefix string
 	mu     sync.Mutex
@@ -273,7 +270,7 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 		prefix = "drivertest"
 	}
 	rec := &recorder{Bucket: b}
-	s := &scope{b: rec, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
+	s := &scope{b: rec, raw: b, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
 	defer s.cleanup()
 	err := safely(func() error { return c.run(ctx, s) })
 	if sk, ok := err.(skipped); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"sync"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -80,4 +81,43 @@ func (b *recordedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.r.note(err)
 	return n, err
+}
+
+// PutStream streams through driver.PutStream (the driver's Streamer, or
+// the fallback), noting the error.
+func (r *recorder) PutStream(ctx context.Context, key string, body io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	v, err := driver.PutStream(ctx, r.Bucket, key, body, cond, opts)
+	r.note(err)
+	return v, err
+}
+
+// List lists through driver.List, noting the error.
+func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		for o, err := range driver.List(ctx, r.Bucket, prefix) {
+			r.note(err)
+			if !yield(o, err) {
+				return
+			}
+		}
+	}
+}
+
+// ListPending lists the driver's pending uploads, noting the error; a
+// driver without a PendingLister yields ErrUnsupported.
+func (r *recorder) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return func(yield func(driver.Pending, error) bool) {
+		pl, ok := r.Bucket.(driver.PendingLister)
+		if !ok {
+			yield(driver.Pending{}, &driver.OpError{Op: string(driver.OpList), Key: prefix, Kind: driver.ErrUnsupported,
+				Err: errors.New("the driver cannot list pending uploads")})
+			return
+		}
+		for p, err := range pl.ListPending(ctx, prefix) {
+			r.note(err)
+			if !yield(p, err) {
+				return
+			}
+		}
+	}
 }

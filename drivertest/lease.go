@@ -67,189 +67,188 @@ func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
 	return nil
 }
 
-func init() {
-	checks = append(checks,
-		check{
-			applies: declaresExclusion,
-			name:    "lease-acquire",
-			area:    areaPut,
-			expect:  "a lease is acquired on a free prefix, its probe passes, and it reports the driver's exclusion",
-			run: func(ctx context.Context, s *scope) error {
-				l, err := s.acquire(ctx, s.b, "first", clock.NewFake(leaseStart))
-				if err != nil {
-					return fmt.Errorf("Acquire: %v", err)
-				}
-				defer l.Release(ctx)
-				if !l.MayWrite() {
-					return errors.New("a new lease may not write")
-				}
-				if l.Exclusion() != s.b.Capabilities().Exclusion {
-					return fmt.Errorf("the lease reports %v, the driver declares %v", l.Exclusion(), s.b.Capabilities().Exclusion)
-				}
-				return holds(ctx, s.b, s.prefix, "first")
-			},
+// leaseChecks are the checks of this file; suite.go orders them.
+var leaseChecks = []check{
+	check{
+		applies: declaresExclusion,
+		name:    "lease-acquire",
+		area:    areaPut,
+		expect:  "a lease is acquired on a free prefix, its probe passes, and it reports the driver's exclusion",
+		run: func(ctx context.Context, s *scope) error {
+			l, err := s.acquire(ctx, s.b, "first", clock.NewFake(leaseStart))
+			if err != nil {
+				return fmt.Errorf("Acquire: %v", err)
+			}
+			defer l.Release(ctx)
+			if !l.MayWrite() {
+				return errors.New("a new lease may not write")
+			}
+			if l.Exclusion() != s.b.Capabilities().Exclusion {
+				return fmt.Errorf("the lease reports %v, the driver declares %v", l.Exclusion(), s.b.Capabilities().Exclusion)
+			}
+			return holds(ctx, s.b, s.prefix, "first")
 		},
-		check{
-			applies: declaresExclusion,
-			name:    "lease-second-refused",
-			area:    areaPut,
-			expect:  "a second instance is refused with ErrHeld naming the holder",
-			run: func(ctx context.Context, s *scope) error {
-				c := clock.NewFake(leaseStart)
-				l, err := s.acquire(ctx, s.b, "first", c)
-				if err != nil {
-					return fmt.Errorf("first Acquire: %v", err)
-				}
-				defer l.Release(ctx)
-				_, err = s.acquire(ctx, s.b, "second", c)
-				var he *lease.HeldError
-				if !errors.As(err, &he) || he.Holder() != "first" {
-					return fmt.Errorf("second Acquire: %v; want ErrHeld naming \"first\"", err)
-				}
-				return holds(ctx, s.b, s.prefix, "first")
-			},
+	},
+	check{
+		applies: declaresExclusion,
+		name:    "lease-second-refused",
+		area:    areaPut,
+		expect:  "a second instance is refused with ErrHeld naming the holder",
+		run: func(ctx context.Context, s *scope) error {
+			c := clock.NewFake(leaseStart)
+			l, err := s.acquire(ctx, s.b, "first", c)
+			if err != nil {
+				return fmt.Errorf("first Acquire: %v", err)
+			}
+			defer l.Release(ctx)
+			_, err = s.acquire(ctx, s.b, "second", c)
+			var he *lease.HeldError
+			if !errors.As(err, &he) || he.Holder() != "first" {
+				return fmt.Errorf("second Acquire: %v; want ErrHeld naming \"first\"", err)
+			}
+			return holds(ctx, s.b, s.prefix, "first")
 		},
-		check{
-			applies: declaresExclusion,
-			name:    "lease-renew",
-			area:    areaPut,
-			expect:  "a renewal is one conditional write that moves the version and the fence deadline",
-			run: func(ctx context.Context, s *scope) error {
-				c := clock.NewFake(leaseStart)
-				l, err := s.acquire(ctx, s.b, "first", c)
-				if err != nil {
-					return fmt.Errorf("Acquire: %v", err)
-				}
-				defer l.Release(ctx)
-				v1 := l.Version()
-				c.Advance(leaseTTL / 3)
-				if err := l.Renew(ctx); err != nil {
-					return fmt.Errorf("Renew: %v", err)
-				}
-				if l.Version() == v1 {
-					return errors.New("the renewal did not change the version")
-				}
-				c.Advance(leaseTTL / 2)
-				if !l.MayWrite() {
-					return errors.New("the renewal did not move the fence deadline")
-				}
-				return holds(ctx, s.b, s.prefix, "first")
-			},
+	},
+	check{
+		applies: declaresExclusion,
+		name:    "lease-renew",
+		area:    areaPut,
+		expect:  "a renewal is one conditional write that moves the version and the fence deadline",
+		run: func(ctx context.Context, s *scope) error {
+			c := clock.NewFake(leaseStart)
+			l, err := s.acquire(ctx, s.b, "first", c)
+			if err != nil {
+				return fmt.Errorf("Acquire: %v", err)
+			}
+			defer l.Release(ctx)
+			v1 := l.Version()
+			c.Advance(leaseTTL / 3)
+			if err := l.Renew(ctx); err != nil {
+				return fmt.Errorf("Renew: %v", err)
+			}
+			if l.Version() == v1 {
+				return errors.New("the renewal did not change the version")
+			}
+			c.Advance(leaseTTL / 2)
+			if !l.MayWrite() {
+				return errors.New("the renewal did not move the fence deadline")
+			}
+			return holds(ctx, s.b, s.prefix, "first")
 		},
-		check{
-			applies: declaresExclusion,
-			name:    "lease-takeover",
-			area:    areaPut,
-			expect:  "after a TTL without renewal another instance takes over, and the old holder gets ErrLost",
-			run: func(ctx context.Context, s *scope) error {
-				oldClock, newClock := clock.NewFake(leaseStart), clock.NewFake(leaseStart)
-				old, err := s.acquire(ctx, s.b, "old", oldClock)
-				if err != nil {
-					return fmt.Errorf("Acquire: %v", err)
-				}
-				oldClock.Advance(leaseTTL)
-				newClock.Advance(leaseTTL)
-				if old.MayWrite() {
-					return errors.New("the old holder may still write a TTL after its last renewal")
-				}
-				nl, err := s.acquire(ctx, s.b, "new", newClock)
-				if err != nil {
-					return fmt.Errorf("takeover: %v", err)
-				}
-				defer nl.Release(ctx)
-				if err := old.Renew(ctx); !errors.Is(err, lease.ErrLost) {
-					return fmt.Errorf("the old holder's renewal: %v; want ErrLost", err)
-				}
-				if err := old.Release(ctx); err != nil {
-					return fmt.Errorf("the old holder's release: %v", err)
-				}
-				return holds(ctx, s.b, s.prefix, "new")
-			},
+	},
+	check{
+		applies: declaresExclusion,
+		name:    "lease-takeover",
+		area:    areaPut,
+		expect:  "after a TTL without renewal another instance takes over, and the old holder gets ErrLost",
+		run: func(ctx context.Context, s *scope) error {
+			oldClock, newClock := clock.NewFake(leaseStart), clock.NewFake(leaseStart)
+			old, err := s.acquire(ctx, s.b, "old", oldClock)
+			if err != nil {
+				return fmt.Errorf("Acquire: %v", err)
+			}
+			oldClock.Advance(leaseTTL)
+			newClock.Advance(leaseTTL)
+			if old.MayWrite() {
+				return errors.New("the old holder may still write a TTL after its last renewal")
+			}
+			nl, err := s.acquire(ctx, s.b, "new", newClock)
+			if err != nil {
+				return fmt.Errorf("takeover: %v", err)
+			}
+			defer nl.Release(ctx)
+			if err := old.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+				return fmt.Errorf("the old holder's renewal: %v; want ErrLost", err)
+			}
+			if err := old.Release(ctx); err != nil {
+				return fmt.Errorf("the old holder's release: %v", err)
+			}
+			return holds(ctx, s.b, s.prefix, "new")
 		},
-		check{
-			applies: declaresExclusion,
-			name:    "lease-fenced-release",
-			area:    areaPut,
-			expect:  "a holder that stopped renewing, was taken over, and then releases leaves its successor's lease in place; a third instance is refused",
-			run: func(ctx context.Context, s *scope) error {
-				ac, bc, cc := clock.NewFake(leaseStart), clock.NewFake(leaseStart), clock.NewFake(leaseStart)
-				a, err := s.acquire(ctx, s.b, "a", ac)
-				if err != nil {
-					return fmt.Errorf("Acquire: %v", err)
-				}
-				for _, c := range []*clock.Fake{ac, bc, cc} {
-					c.Advance(leaseTTL)
-				}
-				b, err := s.acquire(ctx, s.b, "b", bc)
-				if err != nil {
-					return fmt.Errorf("takeover: %v", err)
-				}
-				defer b.Release(ctx)
-				if err := a.Release(ctx); err != nil {
-					return fmt.Errorf("the fenced holder's release: %v", err)
-				}
-				st, err := lease.Inspect(ctx, s.b, s.prefix, bc.Wall())
-				if err != nil {
-					return fmt.Errorf("Inspect: %v", err)
-				}
-				if st.State != lease.Fresh || st.Holder() != "b" || st.Version != b.Version() {
-					return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
-						st.State, st.Holder(), st.Version, b.Version())
-				}
-				if _, err := s.acquire(ctx, s.b, "c", cc); !errors.Is(err, lease.ErrHeld) {
-					return fmt.Errorf("a third instance while b holds the lease: %v; want ErrHeld", err)
-				}
-				return nil
-			},
+	},
+	check{
+		applies: declaresExclusion,
+		name:    "lease-fenced-release",
+		area:    areaPut,
+		expect:  "a holder that stopped renewing, was taken over, and then releases leaves its successor's lease in place; a third instance is refused",
+		run: func(ctx context.Context, s *scope) error {
+			ac, bc, cc := clock.NewFake(leaseStart), clock.NewFake(leaseStart), clock.NewFake(leaseStart)
+			a, err := s.acquire(ctx, s.b, "a", ac)
+			if err != nil {
+				return fmt.Errorf("Acquire: %v", err)
+			}
+			for _, c := range []*clock.Fake{ac, bc, cc} {
+				c.Advance(leaseTTL)
+			}
+			b, err := s.acquire(ctx, s.b, "b", bc)
+			if err != nil {
+				return fmt.Errorf("takeover: %v", err)
+			}
+			defer b.Release(ctx)
+			if err := a.Release(ctx); err != nil {
+				return fmt.Errorf("the fenced holder's release: %v", err)
+			}
+			st, err := lease.Inspect(ctx, s.b, s.prefix, bc.Wall())
+			if err != nil {
+				return fmt.Errorf("Inspect: %v", err)
+			}
+			if st.State != lease.Fresh || st.Holder() != "b" || st.Version != b.Version() {
+				return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
+					st.State, st.Holder(), st.Version, b.Version())
+			}
+			if _, err := s.acquire(ctx, s.b, "c", cc); !errors.Is(err, lease.ErrHeld) {
+				return fmt.Errorf("a third instance while b holds the lease: %v; want ErrHeld", err)
+			}
+			return nil
 		},
-		check{
-			applies: declaresExclusion,
-			name:    "lease-lost-reply",
-			area:    areaPut,
-			expect:  "an acquire whose reply was lost is recognised as our own on the next attempt",
-			run: func(ctx context.Context, s *scope) error {
-				dropped := false
-				lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, _ string, cond driver.Condition) bool {
-					if op == "put" && cond.Absent() && !dropped {
-						dropped = true
-						return true
-					}
-					return false
-				}}
-				l, err := s.acquire(ctx, lossy, "first", clock.NewFake(leaseStart))
-				if err != nil {
-					return fmt.Errorf("Acquire with the first reply lost: %v", err)
+	},
+	check{
+		applies: declaresExclusion,
+		name:    "lease-lost-reply",
+		area:    areaPut,
+		expect:  "an acquire whose reply was lost is recognised as our own on the next attempt",
+		run: func(ctx context.Context, s *scope) error {
+			dropped := false
+			lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, _ string, cond driver.Condition) bool {
+				if op == "put" && cond.Absent() && !dropped {
+					dropped = true
+					return true
 				}
-				defer l.Release(ctx)
-				return holds(ctx, s.b, s.prefix, "first")
-			},
+				return false
+			}}
+			l, err := s.acquire(ctx, lossy, "first", clock.NewFake(leaseStart))
+			if err != nil {
+				return fmt.Errorf("Acquire with the first reply lost: %v", err)
+			}
+			defer l.Release(ctx)
+			return holds(ctx, s.b, s.prefix, "first")
 		},
-		check{
-			applies: declaresExclusion,
-			name:    "lease-release",
-			area:    areaPut,
-			expect:  "release marks the lease released (an If-Match overwrite, never a delete) and the next instance acquires at once",
-			run: func(ctx context.Context, s *scope) error {
-				c := clock.NewFake(leaseStart)
-				l, err := s.acquire(ctx, s.b, "first", c)
-				if err != nil {
-					return fmt.Errorf("Acquire: %v", err)
-				}
-				if err := l.Release(ctx); err != nil {
-					return fmt.Errorf("Release: %v", err)
-				}
-				if l.MayWrite() {
-					return errors.New("a released lease may still write")
-				}
-				if st, err := lease.Inspect(ctx, s.b, s.prefix, c.Wall()); err != nil || st.State != lease.Released {
-					return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
-				}
-				next, err := s.acquire(ctx, s.b, "second", c)
-				if err != nil {
-					return fmt.Errorf("Acquire right after release: %v", err)
-				}
-				return next.Release(ctx)
-			},
+	},
+	check{
+		applies: declaresExclusion,
+		name:    "lease-release",
+		area:    areaPut,
+		expect:  "release marks the lease released (an If-Match overwrite, never a delete) and the next instance acquires at once",
+		run: func(ctx context.Context, s *scope) error {
+			c := clock.NewFake(leaseStart)
+			l, err := s.acquire(ctx, s.b, "first", c)
+			if err != nil {
+				return fmt.Errorf("Acquire: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				return fmt.Errorf("Release: %v", err)
+			}
+			if l.MayWrite() {
+				return errors.New("a released lease may still write")
+			}
+			if st, err := lease.Inspect(ctx, s.b, s.prefix, c.Wall()); err != nil || st.State != lease.Released {
+				return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
+			}
+			next, err := s.acquire(ctx, s.b, "second", c)
+			if err != nil {
+				return fmt.Errorf("Acquire right after release: %v", err)
+			}
+			return next.Release(ctx)
 		},
-	)
+	},
 }

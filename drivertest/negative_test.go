@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,7 +282,10 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driv
 	}
 	var resp *http.Response
 	for attempt := 0; attempt < 2; attempt++ {
-		req, _ := http.NewRequestWithContext(sendCtx, http.MethodPut, b.url+"/"+key, bytes.NewReader(data))
+		req, rerr := http.NewRequestWithContext(sendCtx, http.MethodPut, b.url+(&url.URL{Path: "/" + key}).EscapedPath(), bytes.NewReader(data))
+		if rerr != nil {
+			return "", op.Fail(nil, rerr)
+		}
 		if v, ok := cond.Match(); ok {
 			req.Header.Set("If-Match", string(v))
 		} else if cond.Absent() {

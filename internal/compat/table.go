@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
+
+// NotMeasured is the result of a check that a run has no result for: one
+// added to drivertest after the table was measured. The table shows it as
+// its own column of "not measured" until scripts/compat runs again.
+const NotMeasured = "not measured"
 
 // Table is everything docs/compatibility.md shows, as measured by one run
 // of scripts/compat. It is kept as JSON next to the test
@@ -91,6 +97,84 @@ type ScenarioResult struct {
 	// work there while nobody else got in.
 	Broken bool   `json:"exclusion_broken,omitempty"`
 	Detail string `json:"detail"`
+}
+
+// WithChecks returns a copy of t whose checks are names (drivertest.Names()
+// now), so that a check added to drivertest since t was measured is a
+// column of NotMeasured in every run rather than an error. The checks t
+// was measured with must be names less the added ones, in the same order:
+// a check removed, renamed or moved is an error, since the table would
+// then show results under the wrong name.
+func (t *Table) WithChecks(names []string) (*Table, error) {
+	measured := map[string]bool{}
+	for _, c := range t.Checks {
+		measured[c] = true
+	}
+	var kept []string
+	for _, n := range names {
+		if measured[n] {
+			kept = append(kept, n)
+		}
+	}
+	if !slices.Equal(kept, t.Checks) {
+		var gone []string
+		for _, c := range t.Checks {
+			if !slices.Contains(names, c) {
+				gone = append(gone, c)
+			}
+		}
+		return nil, fmt.Errorf("the table's checks are not drivertest's less the checks added since it was measured "+
+			"(removed or renamed: %q; the rest in another order otherwise)", gone)
+	}
+	out := *t
+	out.Checks = slices.Clone(names)
+	out.Services = slices.Clone(t.Services)
+	for i, s := range out.Services {
+		s.Runs = slices.Clone(s.Runs)
+		for j, r := range s.Runs {
+			if r.Error != "" {
+				continue
+			}
+			have := map[string]CheckResult{}
+			for _, c := range r.Checks {
+				have[c.Name] = c
+			}
+			r.Checks = make([]CheckResult, 0, len(names))
+			for _, n := range names {
+				c, ok := have[n]
+				if !ok && !measured[n] {
+					c = CheckResult{Name: n, Result: NotMeasured}
+				} else if !ok {
+					continue // the run lacks a measured check: left for the caller to see
+				}
+				r.Checks = append(r.Checks, c)
+			}
+			s.Runs[j] = r
+		}
+		out.Services[i] = s
+	}
+	return &out, nil
+}
+
+// unmeasured returns the checks no run has a result for.
+func (t *Table) unmeasured() []string {
+	var names []string
+	for _, n := range t.Checks {
+		seen := false
+		for _, s := range t.Services {
+			for _, r := range s.Runs {
+				for _, c := range r.Checks {
+					if c.Name == n && c.Result != NotMeasured {
+						seen = true
+					}
+				}
+			}
+		}
+		if !seen {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // EncodeJSON returns the table as indented JSON.
@@ -243,6 +327,11 @@ func (t *Table) Markdown() []byte {
 			}
 			p("\n")
 		}
+	}
+
+	if un := t.unmeasured(); len(un) > 0 {
+		p("\nNot measured yet on any server (added to drivertest after this run; `scripts/compat` measures\n")
+		p("them): `%s`.\n", strings.Join(un, "`, `"))
 	}
 
 	if t.Hold != "" {

@@ -30,9 +30,14 @@ func TestCommittedTableIsCurrent(t *testing.T) {
 		t.Fatalf("%s: %v", committedJSON, err)
 	}
 	const rerun = "; run scripts/compat to measure again"
-	if want := drivertest.Names(); !slices.Equal(tab.Checks, want) {
-		t.Errorf("the table's checks are\n%q\ndrivertest's are\n%q%s", tab.Checks, want, rerun)
+	// A check added to drivertest since the table was measured is a
+	// column of "not measured" (WithChecks); one removed, renamed or moved
+	// fails here.
+	cur, err := tab.WithChecks(drivertest.Names())
+	if err != nil {
+		t.Fatalf("%v: the table's checks are\n%q\ndrivertest's are\n%q%s", err, tab.Checks, drivertest.Names(), rerun)
 	}
+	tab = cur
 	if want := ScenarioNames(); !slices.Equal(tab.Scenarios, want) {
 		t.Errorf("the table's scenarios are %q, want %q%s", tab.Scenarios, want, rerun)
 	}
@@ -192,5 +197,44 @@ func TestEvidenceDropsNoise(t *testing.T) {
 	}
 	if long := evidence(strings.Repeat("é", maxEvidence)); len(long) > maxEvidence+len("…") {
 		t.Errorf("evidence of a long error is %d bytes", len(long))
+	}
+}
+
+// TestWithChecks: a check added since the table was measured becomes a
+// column of NotMeasured, shown as such and listed under the checks table;
+// a check removed, renamed or moved is an error.
+func TestWithChecks(t *testing.T) {
+	run := Run{Driver: "s3", Declared: Caps{Exclusion: "conditional"}, Observed: Caps{Exclusion: "conditional"}, ProbeOK: true,
+		Checks: []CheckResult{{Name: "a", Result: "PASS"}, {Name: "c", Result: "FAIL", Got: "boom"}}, Lease: LeaseReleaseRecord}
+	run.Verdict = verdict(run)
+	tab := &Table{Date: "2026-12-01", Command: "scripts/compat", Checks: []string{"a", "c"}, Scenarios: ScenarioNames(),
+		Services: []Service{{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Runs: []Run{run}}}}
+	cur, err := tab.WithChecks([]string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cur.Services[0].Runs[0].Checks {
+		got = append(got, c.Name+"="+c.Result)
+	}
+	if want := []string{"a=PASS", "b=" + NotMeasured, "c=FAIL", "d=" + NotMeasured}; !slices.Equal(got, want) {
+		t.Errorf("checks %q, want %q", got, want)
+	}
+	if verdict(cur.Services[0].Runs[0]) != run.Verdict {
+		t.Errorf("the verdict changed with checks not measured: %q", verdict(cur.Services[0].Runs[0]))
+	}
+	md := string(cur.Markdown())
+	for _, want := range []string{"| X | s3 | pass | not measured | **FAIL** | not measured |\n", "Not measured yet on any server", "`b`, `d`."} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if len(tab.Services[0].Runs[0].Checks) != 2 {
+		t.Error("WithChecks changed the table it was called on")
+	}
+	for _, names := range [][]string{{"a"}, {"c", "a"}, {"a", "b2", "d"}} {
+		if _, err := tab.WithChecks(names); err == nil {
+			t.Errorf("WithChecks(%q) of a table measured with %q: no error", names, tab.Checks)
+		}
 	}
 }

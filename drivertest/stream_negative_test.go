@@ -1,0 +1,271 @@
+package drivertest_test
+
+import (
+	"context"
+	"io"
+	"iter"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/drivertest"
+)
+
+// The negative controls of the streaming, listing and cancellation checks
+// (issues 20 and 21): for each check, a bucket broken the way a real
+// driver could be, which the check must catch. The correct mem and file
+// drivers pass them all (TestMem, TestFile).
+
+// streamNoCond commits every streamed write unconditionally.
+type streamNoCond struct{ *mem.Bucket }
+
+func (b streamNoCond) PutStream(ctx context.Context, key string, r io.Reader, _ driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	return b.Bucket.PutStream(ctx, key, r, driver.Condition{}, o)
+}
+
+func TestStreamConditionIgnored(t *testing.T) {
+	failed, rep := failedChecks(t, streamNoCond{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "stream-if-absent-existing", "PutStream (If-None-Match: *) of a body of three parts: success")
+	mustCatch(t, failed, "stream-if-match-stale", "success")
+	mustCatch(t, failed, "stream-race-if-absent", "exactly one should")
+	if rep.Observed.Exclusion != driver.NoExclusion {
+		t.Errorf("observed exclusion %v for a driver whose streamed writes ignore their condition", rep.Observed.Exclusion)
+	}
+}
+
+// streamTruncated stores only the first part of a streamed body.
+type streamTruncated struct{ *mem.Bucket }
+
+func (b streamTruncated) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	return b.Bucket.PutStream(ctx, key, io.LimitReader(r, o.Size()), c, o)
+}
+
+func TestStreamTruncated(t *testing.T) {
+	failed, _ := failedChecks(t, streamTruncated{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "stream-round-trip", "bytes long")
+	mustCatch(t, failed, "stream-race-if-absent", "whole body")
+}
+
+// streamWrongVersion returns a version that is not the stored one.
+type streamWrongVersion struct{ *mem.Bucket }
+
+func (b streamWrongVersion) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	v, err := b.Bucket.PutStream(ctx, key, r, c, o)
+	return driver.FakeVersion(v), err
+}
+
+func TestStreamWrongVersion(t *testing.T) {
+	failed, _ := failedChecks(t, streamWrongVersion{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "stream-round-trip", "but Get returns")
+}
+
+// streamIgnoresCancel reads the whole body and commits whatever becomes
+// of the caller's context.
+type streamIgnoresCancel struct{ *mem.Bucket }
+
+func (b streamIgnoresCancel) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	return b.Bucket.PutStream(context.WithoutCancel(ctx), key, r, c, o)
+}
+
+func TestStreamCancelIgnored(t *testing.T) {
+	failed, _ := failedChecks(t, streamIgnoresCancel{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "stream-canceled-mid-body", "not context.Canceled")
+}
+
+// streamIgnoresGate never calls MayStart.
+type streamIgnoresGate struct{ *mem.Bucket }
+
+func (b streamIgnoresGate) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	return b.Bucket.PutStream(ctx, key, r, c, &driver.StreamOptions{PartSize: o.Size(), Concurrency: o.Parallel()})
+}
+
+func TestStreamGateIgnored(t *testing.T) {
+	failed, _ := failedChecks(t, streamIgnoresGate{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "stream-may-start-refused", "want an error wrapping MayStart's")
+	mustCatch(t, failed, "stream-round-trip", "MayStart was called 0 times")
+}
+
+// streamNoAbort is a driver that can list its pending uploads and, on a
+// failed streamed write, leaves the upload pending instead of aborting it.
+type streamNoAbort struct {
+	*mem.Bucket
+	mu      sync.Mutex
+	pending []string
+}
+
+func (b *streamNoAbort) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	v, err := b.Bucket.PutStream(ctx, key, r, c, o)
+	if err != nil {
+		b.mu.Lock()
+		b.pending = append(b.pending, key)
+		b.mu.Unlock()
+	}
+	return v, err
+}
+
+func (b *streamNoAbort) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return func(yield func(driver.Pending, error) bool) {
+		b.mu.Lock()
+		keys := slices.Clone(b.pending)
+		b.mu.Unlock()
+		for _, k := range keys {
+			if strings.HasPrefix(k, prefix) && !yield(driver.Pending{Key: k, Upload: "u-" + k}, nil) {
+				return
+			}
+		}
+	}
+}
+
+func TestStreamNotAborted(t *testing.T) {
+	failed, _ := failedChecks(t, &streamNoAbort{Bucket: mem.New()}, drivertest.Options{})
+	for _, check := range []string{"stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"} {
+		mustCatch(t, failed, check, "left a pending upload")
+	}
+}
+
+// lateWrite reports a Put whose context has ended as cancelled, and then
+// makes the write anyway, a little later, as a driver does whose request
+// had left before it gave up.
+type lateWrite struct {
+	*mem.Bucket
+	wg sync.WaitGroup
+}
+
+func (b *lateWrite) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if err := ctx.Err(); err != nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			time.Sleep(30 * time.Millisecond)
+			b.Bucket.Put(context.Background(), key, data, cond)
+		}()
+		return "", err
+	}
+	return b.Bucket.Put(ctx, key, data, cond)
+}
+
+func TestPutLandsAfterCancel(t *testing.T) {
+	b := &lateWrite{Bucket: mem.New()}
+	failed, _ := failedChecks(t, b, drivertest.Options{})
+	b.wg.Wait()
+	mustCatch(t, failed, "put-canceled-settles", "a write must not land after it returned")
+}
+
+// listBroken is a Lister broken in one way.
+type listBroken struct {
+	*mem.Bucket
+	mangle func(prefix string, objs []driver.Object) []driver.Object
+}
+
+func (b listBroken) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		var objs []driver.Object
+		for o, err := range b.Bucket.List(ctx, prefix) {
+			if err != nil {
+				yield(o, err)
+				return
+			}
+			objs = append(objs, o)
+		}
+		for _, o := range b.mangle(prefix, objs) {
+			if !yield(o, nil) {
+				return
+			}
+		}
+	}
+}
+
+func TestListNegativeControls(t *testing.T) {
+	var staleMu sync.Mutex
+	stale := map[string][]driver.Object{}
+	cases := []struct {
+		name, check, want string
+		mangle            func(prefix string, objs []driver.Object) []driver.Object
+	}{
+		{"first page only", "list-paged", "missing", func(_ string, o []driver.Object) []driver.Object { return o[:min(len(o), 1000)] }},
+		{"out of order", "list-paged", "out of lexical order", func(_ string, o []driver.Object) []driver.Object {
+			slices.Reverse(o)
+			return o
+		}},
+		{"a page twice", "list-paged", "out of lexical order", func(_ string, o []driver.Object) []driver.Object {
+			return append(o, o[:min(len(o), 3)]...)
+		}},
+		{"prefix as a directory", "list-prefix-of-key", "missing", func(p string, o []driver.Object) []driver.Object {
+			return slices.DeleteFunc(o, func(x driver.Object) bool {
+				rest := strings.TrimPrefix(x.Key, p)
+				return !strings.HasSuffix(p, "/") && rest != "" && !strings.HasPrefix(rest, "/")
+			})
+		}},
+		{"keys URL-encoded", "list-odd-keys", "unexpected", func(_ string, o []driver.Object) []driver.Object {
+			for i := range o {
+				o[i].Key = strings.ReplaceAll(url.QueryEscape(o[i].Key), "%2F", "/")
+			}
+			slices.SortFunc(o, func(a, b driver.Object) int { return strings.Compare(a.Key, b.Key) })
+			return o
+		}},
+		{"versions in another form", "list-read-your-write", "Put returned", func(_ string, o []driver.Object) []driver.Object {
+			for i := range o {
+				o[i].Version = `"` + o[i].Version + `"`
+			}
+			return o
+		}},
+		{"sizes wrong", "list-read-your-write", "has size", func(_ string, o []driver.Object) []driver.Object {
+			for i := range o {
+				o[i].Size++
+			}
+			return o
+		}},
+		{"a stale listing", "list-read-your-write", "just after an overwrite", func(p string, o []driver.Object) []driver.Object {
+			staleMu.Lock()
+			defer staleMu.Unlock()
+			if old, ok := stale[p]; ok {
+				return old
+			}
+			stale[p] = o
+			return o
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			failed, _ := failedChecks(t, listBroken{Bucket: mem.New(), mangle: c.mangle}, drivertest.Options{})
+			mustCatch(t, failed, c.check, c.want)
+		})
+	}
+}
+
+// TestOptionalChecksNotApplicable: a driver without Streamer or Lister
+// has the streaming and listing checks reported as not applicable, not as
+// failures.
+func TestOptionalChecksNotApplicable(t *testing.T) {
+	rep := drivertest.Check(context.Background(), plain{mem.New()}, drivertest.Options{})
+	for _, r := range rep.Results {
+		if !strings.HasPrefix(r.Name, "stream-") && !strings.HasPrefix(r.Name, "list-") {
+			continue
+		}
+		if !r.Skipped || !strings.HasPrefix(r.Got, "not applicable") {
+			t.Errorf("%s on a driver without the optional interface: %s (%s), want not applicable", r.Name, r.Status(), r.Got)
+		}
+	}
+	if !rep.OK() {
+		t.Error("a plain conforming driver is not OK")
+	}
+}
+
+// plain is the mem driver with Bucket's four methods only.
+type plain struct{ b *mem.Bucket }
+
+func (p plain) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	return p.b.Get(ctx, key)
+}
+func (p plain) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
+	return p.b.Put(ctx, key, data, c)
+}
+func (p plain) Delete(ctx context.Context, key string, c driver.Condition) error {
+	return p.b.Delete(ctx, key, c)
+}
+func (p plain) Capabilities() driver.Capabilities { return p.b.Capabilities() }

@@ -1,0 +1,100 @@
+package drivertest
+
+import (
+	"fmt"
+	"slices"
+)
+
+// order is the suite: every check by name, in the order it runs and Names
+// reports it. It is the one place the order is decided (Names is API, and
+// the order must not follow file names): a check defined in a file of its
+// obligation is run only once it is listed here, and a name listed here
+// must be defined exactly once (suite builds checks and panics otherwise,
+// which every test of this package shows at once). New checks go after
+// the ones a published compatibility table was measured with, so that
+// the table's columns keep their order (internal/compat).
+var order = []string{
+	// The declaration, and Get (obligations 1, 2).
+	"capabilities-declared",
+	"get-missing",
+	// Put and its conditions (obligation 3), versions (5).
+	"put-if-absent-new",
+	"put-if-absent-existing",
+	"put-if-match-current",
+	"version-unguessable",
+	"put-if-match-stale",
+	"put-if-match-made-up",
+	"put-if-match-missing",
+	"put-large-refused",
+	// Delete (obligation 7).
+	"delete-missing",
+	"delete-unconditional",
+	"delete-if-match-wrong",
+	"delete-if-match-missing",
+	"delete-if-match-current",
+	"delete-condition-refused",
+	// Exclusion under concurrency (obligation 3).
+	"race-if-absent",
+	"cas-counter",
+	// Failures: cancellation, versions, wildcards, missing buckets,
+	// credentials, keys, retries (obligations 2, 4, 6, 8, 9, 10, 11).
+	"context-canceled",
+	"get-version",
+	"put-if-match-wildcard",
+	"missing-bucket",
+	"wrong-credentials",
+	"key-prefix-of-key",
+	"put-canceled-mid-body",
+	"put-retry-after-landed",
+	// The lease on the driver (obligation 12).
+	"lease-acquire",
+	"lease-second-refused",
+	"lease-renew",
+	"lease-takeover",
+	"lease-fenced-release",
+	"lease-lost-reply",
+	"lease-release",
+	// A write cancelled at each of its steps (obligation 6).
+	"put-canceled-settles",
+	// Streamed writes, where the driver is a driver.Streamer (obligation 13).
+	"stream-if-absent-existing",
+	"stream-if-match-stale",
+	"stream-race-if-absent",
+	"stream-canceled-mid-body",
+	"stream-round-trip",
+	"stream-may-start-refused",
+	// Listing, where the driver is a driver.Lister (obligation 14).
+	"list-paged",
+	"list-prefix-of-key",
+	"list-odd-keys",
+	"list-read-your-write",
+}
+
+// checks is the suite in order.
+var checks = suite(order, contractChecks, moreChecks, leaseChecks, cancelChecks, streamChecks, listChecks)
+
+// suite returns the checks defined in defs in the order of names, and
+// panics if a name is not defined exactly once or a check is defined but
+// not listed.
+func suite(names []string, defs ...[]check) []check {
+	byName := map[string]check{}
+	for _, c := range slices.Concat(defs...) {
+		if _, dup := byName[c.name]; dup {
+			panic(fmt.Sprintf("drivertest: check %q is defined twice", c.name))
+		}
+		byName[c.name] = c
+	}
+	out := make([]check, 0, len(names))
+	for _, n := range names {
+		c, ok := byName[n]
+		if !ok {
+			panic(fmt.Sprintf("drivertest: check %q is listed in the suite's order but not defined", n))
+		}
+		delete(byName, n)
+		out = append(out, c)
+	}
+	for n := range byName {
+		panic(fmt.Sprintf("drivertest: check %q is defined but not listed in the suite's order (suite.go)", n))
+	}
+	return out
+}
