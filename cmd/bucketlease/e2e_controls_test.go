@@ -2,7 +2,10 @@
 
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestWatchdogGroupKillOldEscapes is the negative control of
 // TestWatchdogGroupKill: with the watchdog in hold's process group and no
@@ -25,4 +28,18 @@ func TestWatchdogGroupKillSessionFallback(t *testing.T) {
 	if !quiet || len(late) > 0 {
 		t.Errorf("without a PID namespace: quiet %v, %d ticks after the fence deadline", quiet, len(late))
 	}
+}
+
+// TestDeletedLeaseOldOverlaps is the negative control of
+// TestDeletedLeaseStopsCommand: without the read-back and the waiter's
+// hold-off, as before issue 22, the waiter takes the deleted lease while
+// the first command still writes (it is stopped only at its next renewal,
+// a third of the 30 s TTL after the deletion).
+func TestDeletedLeaseOldOverlaps(t *testing.T) {
+	deleted, lastA, startB, _ := deletedLease(t, "30s", []string{"BUCKETLEASE_OLD_CLI=no-lease-watch"})
+	if lastA.Before(startB) {
+		t.Errorf("the old hold: no overlap (first command's last write %v after the deletion, waiter started %v after it); the scenario should have found two writers",
+			lastA.Sub(deleted), startB.Sub(deleted))
+	}
+	t.Logf("old behaviour: both wrote for %v", lastA.Sub(startB).Round(time.Millisecond))
 }

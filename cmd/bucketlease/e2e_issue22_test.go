@@ -3,8 +3,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestMemRefusedAcrossProcesses (issue 22, item 2): a mem:// bucket lives
@@ -29,4 +35,71 @@ func TestMemRefusedAcrossProcesses(t *testing.T) {
 	if out, _, code := runCLI(t, nil, "demo"); code != 0 || !strings.Contains(out, "TOOK OVER") {
 		t.Errorf("demo: exit %d", code)
 	}
+}
+
+// deletedLease is the scenario of issue 22, item 3: hold's command
+// deletes the lease object (as a sync tool with --delete would) while
+// another hold waits with --wait. It returns when the deletion happened,
+// the first hold's command's last tick, when the waiter's command started,
+// and the first hold's exit code.
+func deletedLease(t *testing.T, ttl string, env []string) (deleted, lastA, startB time.Time, codeA int) {
+	t.Helper()
+	u, dir := fileURL(t)
+	work := t.TempDir()
+	ticksA, goFile, deletedFile := filepath.Join(work, "ticksA"), filepath.Join(work, "go"), filepath.Join(work, "deleted")
+	startFile := filepath.Join(work, "startB")
+	scriptA := fmt.Sprintf(`while :; do date +%%s%%N >> %s; if [ -e %s ] && [ ! -e %s ]; then rm -f %s/LEASE; date +%%s%%N > %s; fi; sleep 0.02; done`,
+		ticksA, goFile, deletedFile, dir, deletedFile)
+	a := start(t, env, "hold", u, "--ttl", ttl, "--instance-id", "alpha", "-v", "--", "sh", "-c", scriptA)
+	a.waitFor(`command-started`)
+	waitTicks(t, ticksA, 5)
+	b := start(t, env, "hold", u, "--ttl", ttl, "--instance-id", "beta", "--wait", "--", "sh", "-c",
+		fmt.Sprintf(`date +%%s%%N > %s; exec sleep 600`, startFile))
+	b.waitFor(`waiting`)
+	a.waitFor(`renewed`) // the deletion comes right after a renewal: the next one is a third of a TTL away
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(`command-started`)
+	startB = time.Unix(0, tickFile(t, startFile))
+	codeA = a.wait()
+	waitQuiet(ticksA)
+	ticks := readTicks(t, ticksA)
+	lastA = time.Unix(0, ticks[len(ticks)-1])
+	deleted = time.Unix(0, tickFile(t, deletedFile))
+	b.signal(syscall.SIGTERM)
+	b.wait()
+	return deleted, lastA, startB, codeA
+}
+
+// tickFile reads the one tick a script wrote to path.
+func tickFile(t *testing.T, path string) int64 {
+	t.Helper()
+	for end := time.Now().Add(eventTimeout); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return n
+		}
+	}
+	t.Fatalf("no tick in %s", path)
+	return 0
+}
+
+// TestDeletedLeaseStopsCommand (issue 22, item 3): a command that deletes
+// its own lease object is stopped at once (hold reads the object back
+// every TTL/30, 100 ms to 1 s), hold exits 124, and a hold waiting with
+// --wait, which saw the lease vanish without a release, takes it only
+// after the first one's command was stopped: never two writers. The
+// negative control is TestDeletedLeaseOldOverlaps (build tag
+// bucketlease_oldlease).
+func TestDeletedLeaseStopsCommand(t *testing.T) {
+	deleted, lastA, startB, codeA := deletedLease(t, "6s", nil)
+	if codeA != exitLeaseEnded {
+		t.Errorf("the first hold exited %d, want %d", codeA, exitLeaseEnded)
+	}
+	if !lastA.Before(startB) {
+		t.Errorf("two writers: the first command wrote until %s, the waiter's started at %s", lastA.Format(time.RFC3339Nano), startB.Format(time.RFC3339Nano))
+	}
+	t.Logf("detection window: the command was stopped %v after it deleted LEASE; the waiter started %v after the deletion",
+		lastA.Sub(deleted).Round(time.Millisecond), startB.Sub(deleted).Round(time.Millisecond))
 }

@@ -79,6 +79,7 @@ type holdFlags struct {
 	json        bool
 	events      string
 	logLevel    string
+	watchEvery  time.Duration
 }
 
 func setupHold(fs *flag.FlagSet) runFunc {
@@ -93,6 +94,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.BoolVar(&f.json, "json", false, "report events as JSON lines")
 	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
 	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
+	fs.DurationVar(&f.watchEvery, "watch", -1, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, command, err := parseArgs(fs, args)
 		if err != nil {
@@ -129,6 +131,11 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 		return usageErrorf("--wait-timeout %v: it cannot be negative", f.waitTimeout)
 	case set["wait-timeout"] && !f.wait:
 		return usageErrorf("--wait-timeout works only with --wait")
+	case set["watch"] && f.watchEvery < 0:
+		return usageErrorf("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
+	}
+	if !set["watch"] {
+		f.watchEvery = leaseWatchInterval(f.ttl)
 	}
 	return nil
 }
@@ -218,7 +225,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	}
 	// Until the lease is held, a signal stops the attempt.
 	waitCtx, stopWaiting := signal.NotifyContext(ctx, holdSignals()...)
-	l, err := acquire(waitCtx, c, f, p)
+	l, err := acquire(waitCtx, c, b, prefix, f, p)
 	if err != nil {
 		stopWaiting()
 		return explain(rawURL, err)
@@ -241,12 +248,15 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 
 	k := &keeper{l: l, parent: ctx}
 	k.start()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	gone := watchLease(watchCtx, l, b, prefix, f.watchEvery)
 	var result error
 	if len(command) == 0 {
-		result = holdUntilSignal(l, sigs, p)
+		result = holdUntilSignal(l, sigs, gone, p)
 	} else {
-		result = superviseCommand(e, l, k, path, command, sigs, f.grace, p)
+		result = superviseCommand(e, l, k, path, command, sigs, gone, f.grace, p)
 	}
+	stopWatch()
 	k.stop()
 	return releaseAfter(l, rawURL, b, prefix, p, result)
 }
@@ -283,15 +293,33 @@ func (k *keeper) stop() {
 }
 
 // acquire takes the lease, or with --wait keeps trying until it can.
-func acquire(ctx context.Context, c *lease.Contender, f *holdFlags, p *printer) (*lease.Lease, error) {
+func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, f *holdFlags, p *printer) (*lease.Lease, error) {
 	if f.wait && f.waitTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
 		defer cancel()
 	}
 	var last *lease.HeldError
+	var lastSeen time.Time // when last was read, by our clock
 	failures := 0
+	vanished := false
 	for {
+		// A lease seen fresh, now gone without a release: something other
+		// than bucketlease deleted it, and its holder may still be
+		// writing. Take it only once its holder's fence has passed.
+		if gate := vanishedGate(last, lastSeen); !gate.IsZero() && time.Now().Before(gate) {
+			if st, err := lease.Inspect(ctx, b, prefix, time.Now()); err == nil && st.State == lease.Free {
+				if !vanished {
+					vanished = true
+					p.note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",
+						st.Key, holderText(last.Holder()), utc(gate)), func(r *record) { r.Key, r.Holder, r.TakeoverAt = st.Key, last.Holder(), utc(gate) })
+				}
+				if err := sleep(ctx, min(time.Until(gate)+10*time.Millisecond, waitPoll(f.ttl))); err != nil {
+					return nil, stoppedWaiting(ctx, last)
+				}
+				continue
+			}
+		}
 		l, err := c.Acquire(ctx)
 		var held *lease.HeldError
 		switch {
@@ -312,7 +340,7 @@ func acquire(ctx context.Context, c *lease.Contender, f *holdFlags, p *printer) 
 			if f.verbose || last == nil || last.Holder() != held.Holder() || last.State != held.State {
 				p.held(held, true)
 			}
-			last = held
+			last, lastSeen, vanished = held, time.Now(), false
 		case f.wait && retriable(err) && failures < maxWaitFailures:
 			failures++
 			p.note("retrying", fmt.Sprintf("acquire failed (%d of %d in a row): %v", failures, maxWaitFailures, err), nil)
@@ -323,6 +351,17 @@ func acquire(ctx context.Context, c *lease.Contender, f *holdFlags, p *printer) 
 			return nil, stoppedWaiting(ctx, last)
 		}
 	}
+}
+
+// vanishedGate is when a waiter that last saw the fresh lease last (at
+// seen) may take the lease if it finds the object gone: the takeover time
+// it was told, on its own monotonic clock. Zero when there is no such
+// lease (none seen, or a suspect one).
+func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
+	if last == nil || last.State != lease.Fresh || oldLeaseWatch() {
+		return time.Time{}
+	}
+	return seen.Add(last.TakeoverAt.Sub(last.Now))
 }
 
 // maxWaitFailures bounds how many acquire errors in a row (other than a
@@ -380,14 +419,82 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // holdUntilSignal holds the lease until a signal or until it ends.
-func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, p *printer) error {
+func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *printer) error {
 	select {
 	case s := <-sigs:
 		p.note("signal", fmt.Sprintf("received %s; releasing the lease", sigName(s)), func(r *record) { r.Signal = sigName(s) })
 		return nil
 	case <-l.Done():
 		return leaseEnded(l, p)
+	case why := <-gone:
+		p.note("lease-gone", why+"; another instance may take the lease at once", func(r *record) { r.Key = l.Key() })
+		return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), why))
 	}
+}
+
+// leaseWatchInterval is how often hold reads its lease object back between
+// renewals by default: a thirtieth of the TTL, from 100 ms to 1 s (one
+// small GET a second at the default TTL).
+func leaseWatchInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/30, 100*time.Millisecond), time.Second)
+}
+
+// watchLease reads the lease object every interval (never, if interval is
+// 0) while ctx lasts, and sends on the channel it returns, once, why the
+// lease is no longer this holder's: the object is gone or names another
+// instance (or is no lease record at all). Nothing of bucketlease deletes a
+// held lease, and nothing but a takeover or break replaces it; a tool that
+// deleted it (a sync with --delete, a clean-up) has let the next contender
+// in at once, without waiting for this holder's fence. A read that fails is
+// no evidence and is ignored: the renewals handle the service's errors.
+func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, interval time.Duration) <-chan string {
+	out := make(chan string, 1)
+	if interval <= 0 {
+		return out
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.Done():
+				return
+			case <-t.C:
+			}
+			before := l.Version()
+			rctx, cancel := context.WithTimeout(ctx, max(interval, l.TTL()/10))
+			st, err := lease.Inspect(rctx, b, prefix, time.Now())
+			cancel()
+			if err != nil || ctx.Err() != nil {
+				continue
+			}
+			if why := notOurs(st, l, before); why != "" {
+				out <- why
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// notOurs says why st, read back while holding l, shows a lease object
+// that is no longer l's, or "" if it may still be: its version is one l
+// wrote, or it names l's instance (a renewal whose reply is on its way).
+func notOurs(st lease.Status, l *lease.Lease, before driver.Version) string {
+	if oldLeaseWatch() || st.Version == before || st.Version == l.Version() {
+		return ""
+	}
+	switch {
+	case st.State == lease.Free:
+		return fmt.Sprintf("its lease object %s was deleted by something other than bucketlease (a sync tool with --delete, a clean-up)", st.Key)
+	case st.Record == nil:
+		return fmt.Sprintf("its lease object %s was replaced by something that is not a lease record (%s)", st.Key, st.Reason)
+	case st.Record.InstanceID != l.InstanceID():
+		return fmt.Sprintf("its lease object %s now names %s", st.Key, holderText(st.Record.InstanceID))
+	}
+	return ""
 }
 
 // leaseEnded is the error for a lease that was fenced, lost or broken

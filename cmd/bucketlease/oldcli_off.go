@@ -13,3 +13,8 @@ func oldSharedGroup() bool { return false }
 // noNamespace: hold starts the watchdog without a PID namespace, as where
 // none is allowed (to test that fallback).
 func noNamespace() bool { return false }
+
+// oldLeaseWatch: hold neither reads its lease object back between
+// renewals nor, waiting, holds off from a lease that vanished (before
+// issue 22).
+func oldLeaseWatch() bool { return false }

@@ -22,3 +22,8 @@ func oldSharedGroup() bool { return oldCLI("shared-group") }
 // noNamespace: hold starts the watchdog without a PID namespace, as where
 // none is allowed (to test that fallback).
 func noNamespace() bool { return oldCLI("no-namespace") }
+
+// oldLeaseWatch: hold neither reads its lease object back between
+// renewals nor, waiting, holds off from a lease that vanished (before
+// issue 22).
+func oldLeaseWatch() bool { return oldCLI("no-lease-watch") }

@@ -77,7 +77,7 @@ var keepInherited []*os.File
 // watchdog, passes signals on to it, stops it when the lease ends, and
 // returns once it and everything it started are gone: nil or the
 // command's exit status, or exit 124 if the lease ended under it.
-func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, grace time.Duration, p *printer) error {
+func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, p *printer) error {
 	if !l.MayWrite() { // ended, or fenced already: the command must not start
 		if l.Err() == nil {
 			return withCode(exitLeaseEnded, fmt.Errorf("the lease %s reached its fence deadline before the command could start", l.Key()))
@@ -160,6 +160,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		status    = -1
 		how       string
 		ended     bool // the lease ended under the command
+		goneWhy   string // the lease object was deleted or replaced under it
 		leaseEnd  = l.Done()
 		stopAfter <-chan time.Time
 	)
@@ -188,6 +189,12 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 				p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
 				send("signal %d", int(ss))
 				continue
+			case why := <-gone:
+				// Another instance may hold the lease already: no grace.
+				gone, goneWhy, ended = nil, why, true
+				p.note("lease-gone", why+": another instance may take the lease at once, so the command and everything it started are killed now (no grace)", func(r *record) { r.Key = l.Key(); r.PID = pid })
+				send("kill the lease object was deleted or replaced")
+				continue
 			case <-leaseEnd:
 				// What the watchdog already did (after hold was stopped,
 				// say) is reported first: a moment for its reports.
@@ -210,6 +217,9 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		if !ok {
 			<-watchdogExited
 			if status >= 0 && how == "clean" {
+				if goneWhy != "" {
+					return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s; the command was killed", l.Key(), goneWhy))
+				}
 				return commandResult(l, p, status, ended)
 			}
 			// The watchdog died: what it supervised is ours now.

@@ -43,7 +43,7 @@ const watchdogName = "__watchdog"
 //	                     is stopped)
 //	stop GRACE           the lease ended: SIGTERM to every process, SIGKILL
 //	                     after GRACE ns (or at the deadline, if sooner)
-//	kill                 SIGKILL to every process now
+//	kill [REASON]        SIGKILL to every process now
 //
 // and it reports on another, each line after "@NS " (the time of the
 // report, ns since the epoch, so that hold reports when it happened even
@@ -224,7 +224,11 @@ func (w *watchdog) handle(line string) {
 		signalTree(w.cmdPid, syscall.SIGCONT)
 		w.setKillAt(time.Duration(g))
 	case f[0] == "kill":
-		w.killAll("hold asked")
+		reason := "hold asked"
+		if len(f) > 1 {
+			reason = strings.Join(f[1:], " ")
+		}
+		w.killAll(reason)
 	default:
 		w.report("warning unknown message %q", line)
 	}
