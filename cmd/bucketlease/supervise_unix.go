@@ -159,7 +159,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		pid       int
 		status    = -1
 		how       string
-		ended     bool // the lease ended under the command
+		ended     bool   // the lease ended under the command
 		goneWhy   string // the lease object was deleted or replaced under it
 		leaseEnd  = l.Done()
 		stopAfter <-chan time.Time
