@@ -4,11 +4,14 @@ package lease_test
 // survive (scripts/mutate, internal/mutate/mutants.txt).
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -17,8 +20,9 @@ import (
 // is replaced by another process configured with the same instance id
 // learns so at its next renewal: ErrLost wrapping ErrInstanceInUse, which
 // tells the operator to give each process its own id. A holder taken over
-// by another id gets ErrLost without ErrInstanceInUse. (Mutant
-// lose-no-instance-in-use.)
+// by another id gets ErrLost without ErrInstanceInUse. Neither renewal
+// writes over the other process's record. (Mutants lose-no-instance-in-use,
+// and renew-unconditional, which the other tests catch only by a hang.)
 func TestHolderReplacedByATwinLearnsInstanceInUse(t *testing.T) {
 	for _, tc := range []struct {
 		name, by string
@@ -34,8 +38,11 @@ func TestHolderReplacedByATwinLearnsInstanceInUse(t *testing.T) {
 			c.Advance(ttl / 3)
 			// The other process's record, written over ours while we are
 			// live (its clock says ours was stale, or it ignored the lease).
-			put(t, b, foreign(tc.by, c.Wall(), 30))
+			theirs := put(t, b, foreign(tc.by, c.Wall(), 30))
 			err := holder.Renew(context.Background())
+			if rec, v, _ := readRecord(t, b); v != theirs || rec.InstanceID != tc.by {
+				t.Fatalf("the renewal wrote over the other process's record: now %+v at %s", rec, v)
+			}
 			if !errors.Is(err, lease.ErrLost) {
 				t.Fatalf("renewal after the record was replaced: %v, want ErrLost", err)
 			}
@@ -50,4 +57,49 @@ func TestHolderReplacedByATwinLearnsInstanceInUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStreamedUploadStopsAtTheFence: a streamed upload through
+// Lease.Bucket starts no part and no commit once the holder may not write,
+// even before the fence timer has noticed: here the wall clock passes the
+// deadline while the upload reads its body and the monotonic clock stands
+// still (a suspended machine), so only the check before each request can
+// stop it. Nothing is stored. The same upload without the suspension is
+// stored. (Mutant bucket-stream-parts-after-fence.)
+func TestStreamedUploadStopsAtTheFence(t *testing.T) {
+	for _, suspend := range []bool{false, true} {
+		ctx := context.Background()
+		b := mem.New()
+		c := clock.NewFake(t0)
+		l := acquire(t, b, "me", c)
+		body := &onRead{r: bytes.NewReader(make([]byte, 1<<20))}
+		if suspend {
+			body.f = func() { c.AdvanceWall(ttl) }
+		}
+		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/0001", body, driver.IfAbsent(), nil)
+		_, _, gerr := b.Get(ctx, "db1/chunks/0001")
+		switch {
+		case !suspend && (err != nil || gerr != nil):
+			t.Fatalf("an upload within the fence: %v; stored: %v", err, gerr)
+		case suspend && !errors.Is(err, lease.ErrFenced):
+			t.Fatalf("an upload whose body was read past the fence deadline: %v, want an error wrapping ErrFenced", err)
+		case suspend && !errors.Is(gerr, driver.ErrNotExist):
+			t.Fatalf("an upload refused at the fence was stored (%v)", gerr)
+		}
+		l.Release(ctx)
+	}
+}
+
+// onRead is a reader that calls f (once) at its first Read.
+type onRead struct {
+	r io.Reader
+	f func()
+}
+
+func (o *onRead) Read(p []byte) (int, error) {
+	if o.f != nil {
+		o.f()
+		o.f = nil
+	}
+	return o.r.Read(p)
 }

@@ -273,22 +273,22 @@ func TestTwinTakesOverAStalledFirstWhichThenLoses(t *testing.T) {
 
 // bestEffortDeclared acquires on a driver that declares best-effort, with
 // the switch unset; it reports whether the lease ran and what it logged.
-func bestEffortDeclared(t *testing.T) (acquired bool, err error, logged string) {
+func bestEffortDeclared(t *testing.T) (acquired bool, logged string, err error) {
 	t.Helper()
 	var log logBuffer
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Logger = log.logger()
 	_, err = lease.Acquire(context.Background(), besteffort.Wrap(mem.New()), "db1", o)
-	return err == nil, err, log.String()
+	return err == nil, log.String(), err
 }
 
 func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
-	acquired, err, _ := bestEffortDeclared(t)
+	acquired, _, err := bestEffortDeclared(t)
 	if acquired || !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), lease.EnvConditional+"=off") {
 		t.Fatalf("a best-effort driver without the switch: %v", err)
 	}
 	withOld(t, &oldlease.BestEffortByDeclaration, func() {
-		if acquired, _, logged := bestEffortDeclared(t); !acquired || strings.Contains(logged, "WARN") {
+		if acquired, logged, _ := bestEffortDeclared(t); !acquired || strings.Contains(logged, "WARN") {
 			t.Fatal("negative control: running best-effort silently went unnoticed")
 		}
 	})

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -192,9 +191,6 @@ func (j *journal) close() error {
 	j.f = nil
 	return err
 }
-
-// errNoLocking is lockFile's error where the platform has no flock.
-var errNoLocking = errors.New("lease: StateDir needs flock(2), which this platform lacks")
 
 // The suspect watch outlives the process too: a job that runs once a
 // minute, each run a new process, would otherwise never see a suspect
