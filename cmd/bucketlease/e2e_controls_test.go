@@ -43,3 +43,13 @@ func TestDeletedLeaseOldOverlaps(t *testing.T) {
 	}
 	t.Logf("old behaviour: both wrote for %v", lastA.Sub(startB).Round(time.Millisecond))
 }
+
+// TestSigtermOldIgnoresGrace is the negative control of
+// TestSigtermGraceThenKill: with SIGTERM only passed on, as before issue
+// 22, a command that traps it keeps hold (and the lease) alive.
+func TestSigtermOldIgnoresGrace(t *testing.T) {
+	code, state, _ := sigtermTrapped(t, []string{"BUCKETLEASE_OLD_CLI=term-no-grace"}, 10*time.Second)
+	if code != -1 || state != "fresh" {
+		t.Errorf("the old hold: exit %d, lease %s; want still running 10 s after SIGTERM (2 s grace), lease fresh", code, state)
+	}
+}

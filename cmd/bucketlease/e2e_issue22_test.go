@@ -103,3 +103,60 @@ func TestDeletedLeaseStopsCommand(t *testing.T) {
 	t.Logf("detection window: the command was stopped %v after it deleted LEASE; the waiter started %v after the deletion",
 		lastA.Sub(deleted).Round(time.Millisecond), startB.Sub(deleted).Round(time.Millisecond))
 }
+
+// sigtermTrapped is the scenario of issue 22, item 5: hold's command traps
+// SIGTERM and writes ticks; hold gets SIGTERM twice. It returns hold's exit
+// code (-1 if it had not exited within bound) and the lease's state after.
+func sigtermTrapped(t *testing.T, env []string, bound time.Duration) (code int, state string, ticks string) {
+	t.Helper()
+	u, _ := fileURL(t)
+	ticks = filepath.Join(t.TempDir(), "ticks")
+	a := start(t, env, "hold", u, "--ttl", "30s", "--grace", "2s", "--", "sh", "-c",
+		fmt.Sprintf(`trap "echo got TERM" TERM; while :; do date +%%s%%N >> %s; sleep 0.05; done`, ticks))
+	a.waitFor(`command-started`)
+	waitTicks(t, ticks, 3)
+	a.signal(syscall.SIGTERM)
+	a.waitFor(`got TERM`)
+	a.signal(syscall.SIGTERM)
+	select {
+	case <-a.exited:
+		code = a.cmd.ProcessState.ExitCode()
+	case <-time.After(bound):
+		code = -1
+	}
+	return code, showJSONOf(t, u).State, ticks
+}
+
+// TestSigtermGraceThenKill (issue 22, item 5): SIGTERM to hold is passed
+// on to the command; a command that traps it is killed, with everything it
+// started, after --grace; then the lease is released and hold exits with
+// the command's status (137, killed by SIGKILL). The negative control is
+// TestSigtermOldIgnoresGrace (build tag bucketlease_oldlease).
+func TestSigtermGraceThenKill(t *testing.T) {
+	code, state, ticks := sigtermTrapped(t, nil, exitTimeout)
+	if code != 128+int(syscall.SIGKILL) {
+		t.Errorf("hold exit %d, want %d (the command killed by SIGKILL after --grace)", code, 128+int(syscall.SIGKILL))
+	}
+	if state != "released" {
+		t.Errorf("after hold exited the lease is %s, want released", state)
+	}
+	if !waitQuiet(ticks) {
+		t.Error("the command still writes after hold exited")
+	}
+}
+
+// TestEmptyCommandRefused (issue 22, item 7): "hold URL -- $CMD" with an
+// empty $CMD is a usage error (exit 2) before the lease is taken, not a
+// hold until interrupted.
+func TestEmptyCommandRefused(t *testing.T) {
+	u, _ := fileURL(t)
+	for _, args := range [][]string{{"hold", u, "--"}, {"hold", u, "--ttl", "6s", "--"}, {"hold", u, "--", ""}} {
+		_, errOut, code := runCLI(t, nil, args...)
+		if code != exitUsage || !strings.Contains(errOut, "the command after -- is empty") {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d, an empty command", args, code, errOut, exitUsage)
+		}
+	}
+	if s := showJSONOf(t, u); s.State != "free" {
+		t.Errorf("the lease was touched: %+v", s)
+	}
+}

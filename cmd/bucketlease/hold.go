@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,6 +106,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		}
 		if err := f.check(fs); err != nil {
 			return err
+		}
+		if (len(command) == 0 && slices.Contains(args, "--")) || (len(command) > 0 && command[0] == "") {
+			return usageErrorf("hold: the command after -- is empty (an unset variable, such as -- $CMD?); name a command, or leave out the -- to hold the lease until interrupted")
 		}
 		if err := refuseInProcess("hold", pos[0]); err != nil {
 			return err

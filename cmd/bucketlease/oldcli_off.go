@@ -18,3 +18,7 @@ func noNamespace() bool { return false }
 // renewals nor, waiting, holds off from a lease that vanished (before
 // issue 22).
 func oldLeaseWatch() bool { return false }
+
+// oldTermNoGrace: SIGTERM to hold is passed on to the command and nothing
+// more: a command that traps it runs on (before issue 22).
+func oldTermNoGrace() bool { return false }

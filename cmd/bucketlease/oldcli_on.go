@@ -27,3 +27,7 @@ func noNamespace() bool { return oldCLI("no-namespace") }
 // renewals nor, waiting, holds off from a lease that vanished (before
 // issue 22).
 func oldLeaseWatch() bool { return oldCLI("no-lease-watch") }
+
+// oldTermNoGrace: SIGTERM to hold is passed on to the command and nothing
+// more: a command that traps it runs on (before issue 22).
+func oldTermNoGrace() bool { return oldCLI("term-no-grace") }

@@ -163,6 +163,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		goneWhy   string // the lease object was deleted or replaced under it
 		leaseEnd  = l.Done()
 		stopAfter <-chan time.Time
+		termKill  <-chan time.Time // --grace after hold got SIGTERM
 	)
 	for {
 		// Reports already waiting come first: after hold was stopped, the
@@ -186,8 +187,22 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 					p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
 					continue
 				}
-				p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+				if ss == syscall.SIGTERM && termKill == nil && !oldTermNoGrace() {
+					{
+						termKill = time.After(grace)
+					}
+					p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", sigName(s), pid, grace),
+						func(r *record) { r.Signal = sigName(s); r.PID = pid })
+				} else {
+					p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+				}
 				send("signal %d", int(ss))
+				continue
+			case <-termKill:
+				termKill = nil
+				if status < 0 {
+					send("kill still running %v after hold got SIGTERM", grace)
+				}
 				continue
 			case why := <-gone:
 				// Another instance may hold the lease already: no grace.
