@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,11 +16,20 @@ import (
 
 // lister returns s.b as a Lister, or skipped if the driver under test is
 // not one.
-func (s *scope) lister() (driver.Lister, error) {
+func (s *scope) lister(ctx context.Context) (driver.Lister, error) {
 	if _, ok := s.raw.(driver.Lister); !ok {
 		return nil, skipped{"the driver cannot list (no driver.Lister; driver.List reports ErrUnsupported)"}
 	}
-	return s.b.(driver.Lister), nil
+	l := s.b.(driver.Lister)
+	// A wrapper (besteffort, say) is a Lister whose wrapped driver may not
+	// be: it says so with ErrUnsupported.
+	for _, err := range l.List(ctx, s.prefix+"/") {
+		if errors.Is(err, driver.ErrUnsupported) {
+			return nil, skipped{"the driver cannot list: " + err.Error()}
+		}
+		break
+	}
+	return l, nil
 }
 
 // listAll returns every object List yields under prefix.
@@ -126,7 +136,7 @@ func putAll(ctx context.Context, s *scope, names []string) (map[string]driver.Ob
 const listPagedKeys = 1003
 
 func listPaged(ctx context.Context, s *scope) error {
-	l, err := s.lister()
+	l, err := s.lister(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,7 +152,7 @@ func listPaged(ctx context.Context, s *scope) error {
 }
 
 func listPrefixOfKey(ctx context.Context, s *scope) error {
-	l, err := s.lister()
+	l, err := s.lister(ctx)
 	if err != nil {
 		return err
 	}
@@ -173,7 +183,7 @@ func listPrefixOfKey(ctx context.Context, s *scope) error {
 }
 
 func listOddKeys(ctx context.Context, s *scope) error {
-	l, err := s.lister()
+	l, err := s.lister(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,7 +205,7 @@ func listOddKeys(ctx context.Context, s *scope) error {
 }
 
 func listReadYourWrite(ctx context.Context, s *scope) error {
-	l, err := s.lister()
+	l, err := s.lister(ctx)
 	if err != nil {
 		return err
 	}

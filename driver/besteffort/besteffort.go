@@ -97,6 +97,10 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 		return "", err
 	}
 	if err := b.check(ctx, op, key, cond); err != nil {
+		var oe *driver.OpError
+		if errors.As(err, &oe) && oe.Err == nil {
+			oe.Err = &driver.UploadError{Err: errors.New("the condition did not hold when the write started")}
+		}
 		return "", err
 	}
 	inner := copyOpts(opts)

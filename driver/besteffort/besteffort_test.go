@@ -45,3 +45,10 @@ func TestReadThenWrite(t *testing.T) {
 		t.Fatal("Unwrap")
 	}
 }
+
+// TestConformanceOverAStreamingStore: over a driver that streams and
+// lists, the wrapper passes the streaming and listing checks through (the
+// race checks do not apply to best effort).
+func TestConformanceOverAStreamingStore(t *testing.T) {
+	drivertest.Run(t, besteffort.Wrap(mem.New()), drivertest.Options{})
+}
