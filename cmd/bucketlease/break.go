@@ -39,6 +39,7 @@ Examples:
 func setupBreak(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
 	force := fs.Bool("force", false, "break a fresh lease too")
+	timeout := fs.Duration("timeout", defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
 		rawURL, err := oneURL(fs, args)
 		if err != nil {
@@ -50,11 +51,14 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		if err := refuseInProcess("break", rawURL); err != nil {
 			return err
 		}
-		return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force)
+		if *timeout <= 0 {
+			return usageErrorf("--timeout %v: it must be positive", *timeout)
+		}
+		return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force, *timeout)
 	}
 }
 
-func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool) error {
+func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool, timeout time.Duration) error {
 	if free, err := fileLeaseAbsent(rawURL); err != nil {
 		return err
 	} else if free {
@@ -65,6 +69,7 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	if err != nil {
 		return err
 	}
+	b = withDeadlines(b, timeout, rawURL, "--timeout")
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
 		return explain(rawURL, err)

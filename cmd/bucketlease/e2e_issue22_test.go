@@ -4,10 +4,12 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -158,5 +160,65 @@ func TestEmptyCommandRefused(t *testing.T) {
 	}
 	if s := showJSONOf(t, u); s.State != "free" {
 		t.Errorf("the lease was touched: %+v", s)
+	}
+}
+
+// blackHole listens on loopback, accepts every connection and never
+// answers, until the test ends. It returns its address.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestHangIsBounded (issue 22, item 4): against a server that accepts
+// connections and never answers, show and break give up after --timeout
+// and hold after a third of its TTL per request, each exiting 1 with the
+// URL and the request it waited for, instead of hanging.
+func TestHangIsBounded(t *testing.T) {
+	u := "s3://bkt/db1?endpoint=http://" + blackHole(t) + "&path_style=true&region=us-east-1"
+	env := []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_EC2_METADATA_DISABLED=true"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show", u, "--timeout", "2s"}, "within 2s (--timeout) to a read (GET) of db1/LEASE"},
+		{[]string{"break", u, "--version", "0123", "--timeout", "2s"}, "within 2s (--timeout) to a read (GET) of db1/LEASE"},
+		{[]string{"hold", u, "--ttl", "3s", "--", "echo", "RAN"}, "within 1s (a third of the TTL)"},
+	} {
+		began := time.Now()
+		_, errOut, code := runCLI(t, env, c.args...)
+		took := time.Since(began)
+		if code != exitError || !strings.Contains(errOut, "no reply from "+u) || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d after %v, stderr %q; want exit 1 naming the URL and %q", c.args[0], code, took, errOut, c.want)
+		}
+		if strings.Contains(errOut, "RAN") {
+			t.Errorf("%s: the command ran", c.args[0])
+		}
+		t.Logf("%s gave up after %v", c.args[0], took.Round(time.Millisecond))
 	}
 }

@@ -222,6 +222,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	if err != nil {
 		return err
 	}
+	b = withDeadlines(b, requestTimeout(f.ttl), rawURL, "a third of the TTL")
 	c, err := lease.NewContender(b, prefix, &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
 		Logger: logger, OnEvent: p.event, Getenv: e.getenv})
 	if err != nil {

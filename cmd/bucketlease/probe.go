@@ -73,7 +73,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		if !*asJSON {
 			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", displayURL(rawURL), scratch)
 		}
-		if err := preflight(ctx, b, strings.TrimPrefix(scratch+"/preflight", "/"), *timeout); err != nil {
+		if err := preflight(ctx, withDeadlines(b, *timeout, rawURL, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/"), *timeout); err != nil {
 			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})

@@ -39,12 +39,16 @@ Examples:
 
 func setupShow(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	timeout := fs.Duration("timeout", defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
 		rawURL, err := oneURL(fs, args)
 		if err != nil {
 			return err
 		}
-		st, err := inspect(ctx, rawURL)
+		if *timeout <= 0 {
+			return usageErrorf("--timeout %v: it must be positive", *timeout)
+		}
+		st, err := inspect(ctx, rawURL, *timeout)
 		if err != nil {
 			return err
 		}
@@ -58,7 +62,7 @@ func setupShow(fs *flag.FlagSet) runFunc {
 
 // inspect opens the URL and reads its lease. It creates nothing, not even
 // on file://.
-func inspect(ctx context.Context, rawURL string) (lease.Status, error) {
+func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.Status, error) {
 	if free, err := fileLeaseAbsent(rawURL); err != nil || free {
 		return freeStatus(), err
 	}
@@ -66,6 +70,7 @@ func inspect(ctx context.Context, rawURL string) (lease.Status, error) {
 	if err != nil {
 		return lease.Status{}, err
 	}
+	b = withDeadlines(b, timeout, rawURL, "--timeout")
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
 		return lease.Status{}, explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
