@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -233,9 +234,13 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if err != nil {
 		return "", err
 	}
-	resp, err := b.c.NewBlockBlobClient(key).Upload(op.Context(), streaming.NopCloser(bytes.NewReader(data)),
-		&blockblob.UploadOptions{AccessConditions: accessConditions(cond)})
+	var raw *http.Response
+	resp, err := b.c.NewBlockBlobClient(key).Upload(policy.WithCaptureResponse(op.Context(), &raw),
+		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(cond)})
 	if err != nil {
+		if v, ok := landed(raw, http.StatusCreated); ok {
+			return v, nil
+		}
 		return "", b.fail(op, classify(err, cond), err)
 	}
 	if resp.ETag == nil || *resp.ETag == "" {
@@ -251,8 +256,13 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err != nil {
 		return err
 	}
-	_, err = b.c.NewBlobClient(key).Delete(op.Context(), &blob.DeleteOptions{AccessConditions: accessConditions(cond)})
+	var raw *http.Response
+	_, err = b.c.NewBlobClient(key).Delete(policy.WithCaptureResponse(op.Context(), &raw),
+		&blob.DeleteOptions{AccessConditions: accessConditions(cond)})
 	if err == nil {
+		return nil
+	}
+	if _, ok := landed(raw, http.StatusAccepted); ok {
 		return nil
 	}
 	k := classify(err, cond)
@@ -260,6 +270,21 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return nil
 	}
 	return b.fail(op, k, err)
+}
+
+// landed reports whether raw, the response the SDK captured for a write
+// it reported as failed, is the service's success (status ok), and returns
+// the ETag it carries. The SDK's retry policy looks at the context after
+// every response, a successful one included, and reports the context's end
+// in place of a response that says the write was done: such a write
+// landed, and is reported as done, never as cancelled with the object
+// changed.
+func landed(raw *http.Response, ok int) (driver.Version, bool) {
+	if raw == nil || raw.StatusCode != ok {
+		return "", false
+	}
+	etag := raw.Header.Get("ETag")
+	return driver.Version(etag), etag != "" || ok == http.StatusAccepted
 }
 
 // accessConditions renders cond as the request's conditional headers.

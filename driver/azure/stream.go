@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
@@ -258,7 +260,7 @@ func (s *stager) uploadError(cause error) *driver.UploadError {
 	ue := &driver.UploadError{Err: cause}
 	if len(s.ids) > 0 {
 		ue.Staged = true
-		ue.Upload = fmt.Sprintf("of %d blocks (IDs bl%s-*)", len(s.ids), s.upload)
+		ue.Upload = fmt.Sprintf("%d blocks with IDs bl%s-*", len(s.ids), s.upload)
 		ue.AbortErr = errNoAbort
 	}
 	return ue
@@ -288,11 +290,15 @@ func (s *stager) commit(ctx context.Context, cond driver.Condition) (driver.Vers
 	if err != nil {
 		return "", s.fail(nil, fmt.Errorf("the commit: %w", err))
 	}
-	resp, err := s.bb.CommitBlockList(cop.Context(), s.ids, &blockblob.CommitBlockListOptions{
+	var raw *http.Response
+	resp, err := s.bb.CommitBlockList(policy.WithCaptureResponse(cop.Context(), &raw), s.ids, &blockblob.CommitBlockListOptions{
 		AccessConditions: accessConditions(cond),
 		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: to.Ptr("application/octet-stream")},
 	})
 	if err != nil {
+		if v, ok := landed(raw, http.StatusCreated); ok {
+			return v, nil
+		}
 		kind := classify(err, cond)
 		cause := shorten(err)
 		if kind == nil && bloberror.HasCode(err, bloberror.InvalidBlockList) {

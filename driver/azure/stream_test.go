@@ -363,3 +363,62 @@ func TestStreamCanceledMidBody(t *testing.T) {
 		}
 	}
 }
+
+// cancelOnResponse cancels a context once the response to a request that
+// matches arrives, before the SDK sees it.
+type cancelOnResponse struct {
+	match  func(*http.Request) bool
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnResponse) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && c.match(r) {
+		c.cancel()
+	}
+	return resp, err
+}
+
+// TestCanceledAfterTheServiceAnswered: the SDK's retry policy reports the
+// context's end in place of a response it received, a successful one
+// included. A write the service did (Put Blob, Put Block List, Delete
+// Blob) whose context ends as its answer arrives is reported as done, not
+// as cancelled with the object changed.
+func TestCanceledAfterTheServiceAnswered(t *testing.T) {
+	cs := emulator(t)
+	name := newContainer(t, cs)
+	for _, c := range []struct {
+		what  string
+		match func(*http.Request) bool
+		write func(ctx context.Context, b *azure.Bucket) error
+		want  []byte // nil: deleted
+	}{
+		{"Put", func(r *http.Request) bool { return r.Method == http.MethodPut }, func(ctx context.Context, b *azure.Bucket) error {
+			_, err := b.Put(ctx, "k", []byte("put"), driver.Condition{})
+			return err
+		}, []byte("put")},
+		{"PutStream", func(r *http.Request) bool { return r.URL.Query().Get("comp") == "blocklist" }, func(ctx context.Context, b *azure.Bucket) error {
+			_, err := b.PutStream(ctx, "k", unknownLength(body(block+1, 7)), driver.Condition{}, twoAtATime)
+			return err
+		}, body(block+1, 7)},
+		{"Delete", func(r *http.Request) bool { return r.Method == http.MethodDelete }, func(ctx context.Context, b *azure.Bucket) error {
+			return b.Delete(ctx, "k", driver.Condition{})
+		}, nil},
+	} {
+		ctx, cancel := context.WithCancel(t.Context())
+		b := azure.New(containerClient(t, cs, name, &cancelOnResponse{match: c.match, cancel: cancel}))
+		err := c.write(ctx, b)
+		if ctx.Err() == nil {
+			t.Fatalf("%s: setup: the context was not cancelled", c.what)
+		}
+		cancel()
+		if err != nil {
+			t.Errorf("%s whose context ended as the service's success arrived: %v; want success", c.what, err)
+		}
+		plain := azure.New(containerClient(t, cs, name, nil))
+		got, _, err := driver.ReadAll(t.Context(), plain, "k", 64<<20)
+		if c.want == nil && !errors.Is(err, driver.ErrNotExist) || c.want != nil && !bytes.Equal(got, c.want) {
+			t.Errorf("after %s: %d bytes (%v)", c.what, len(got), err)
+		}
+	}
+}

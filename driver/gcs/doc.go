@@ -54,22 +54,31 @@
 //
 // # One request per write, and retries
 //
-// Put sets Writer.ChunkSize to 0, so every body, whatever its size, goes in
-// one multipart upload request, never a resumable upload (which emulators
-// before fake-gcs-server v1.55.0 checked no precondition on); PutStream is
-// the resumable write. The client library does not
-// retry such a request (it keeps no copy of the body): a Put that fails on
-// the network has an unknown outcome, and the caller (the lease) finds out
-// by reading the object back.
+// Put sends every body, whatever its size, in one multipart upload request,
+// never a resumable upload (which emulators before fake-gcs-server v1.55.0
+// checked no precondition on); PutStream is the resumable write. It sets
+// Writer.ChunkSize larger than the body, so that the client library reads
+// the whole body into its buffer before it sends the request (the buffer is
+// a copy: a Put holds its body twice while it is sent). With ChunkSize 0
+// the library would stream the body into the request instead, and when its
+// source fails mid-body (the context was cancelled) it still writes the
+// multipart body's closing boundary, so the service may store the part it
+// received as the whole object: a torn object, seen on fake-gcs-server as a
+// 0-byte object after a Put cancelled once its headers were written
+// (drivertest's put-canceled-mid-body, now and then under load). From the
+// buffer the request is either whole or cut off before its closing
+// boundary, which is not a complete multipart body (fake-gcs-server
+// refuses it).
 //
-// Delete, Get and the other calls are retried by the client library on
-// transient errors. A Delete under IfMatch is idempotent to the library, so
-// a retry whose first attempt did delete the object comes back 404, which
-// this driver reports as ErrPrecondition. A client passed to New may use
-// other settings: if it retries a conditional upload, a retry whose first
-// attempt landed comes back 412, which this driver reports as
-// ErrOutcomeUnknown (driver.Op counts the requests sent), never
-// ErrPrecondition.
+// The client library retries that request on transient errors when it is
+// conditional (it has the body in its buffer), and so are Delete, Get and
+// the other calls. A retry whose first attempt landed comes back 412 for a
+// Put, which this driver reports as ErrOutcomeUnknown (driver.Op counts the
+// requests sent), never ErrPrecondition; the caller (the lease) reads the
+// object back. A Delete under IfMatch is idempotent to the library, so a
+// retry whose first attempt did delete the object comes back 404, which
+// this driver reports as ErrPrecondition. An unconditional Put is not
+// retried.
 //
 // # Streaming writes
 //

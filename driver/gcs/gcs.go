@@ -231,7 +231,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 }
 
 // Put uploads data in one request if cond holds and returns the new
-// generation.
+// generation. The client library holds a copy of data while it sends it.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
@@ -246,10 +246,13 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	wctx, cancel := context.WithCancel(op.Context())
 	defer cancel()
 	w := obj.NewWriter(wctx)
-	// ChunkSize 0: the whole body goes in one multipart request, never a
-	// resumable upload, whatever its size. Such a request is also never
-	// retried by the client library (see the package documentation).
-	w.ChunkSize = 0
+	// A chunk larger than the body: the client library reads the whole body
+	// into its buffer and sends it in one multipart request, never a
+	// resumable upload. With ChunkSize 0 it would stream the body into the
+	// request instead, and when that source fails (a cancelled context) it
+	// still closes the multipart body properly, so the service stores the
+	// part it received: a torn object (see the package documentation).
+	w.ChunkSize = (len(data)/chunkAlign + 1) * chunkAlign
 	w.ContentType = "application/octet-stream"
 	_, err = w.Write(data)
 	if cerr := w.Close(); err == nil {

@@ -219,7 +219,7 @@ func (u *upload) fail(kind, cause error) error {
 	op := u.op
 	if u.resumable() {
 		ue.Staged = true
-		ue.Upload = "(resumable session)"
+		ue.Upload = "a resumable session"
 		ue.AbortErr = errAbandoned
 		op, _ = u.b.begin(u.ctx, driver.OpPut, u.key, u.cond)
 	}
