@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/internal/chaos/register"
 )
 
 // The invariants the checker holds a run to.
@@ -48,7 +50,17 @@ const (
 	// holds the lease, and no contender is refused by the dead holder's
 	// record once that record must be stale to every clock.
 	InvLiveness = "liveness"
+	// InvLinearizable: the history of each LEASE object, as the workers'
+	// leases sent and were answered, is linearizable for a
+	// compare-and-swap register (register.Check, with Porcupine). Not
+	// checked on a label whose LEASE object a process writes without
+	// logging it (bucketlease hold, on p0 when the CLI worker runs).
+	InvLinearizable = "linearizable"
 )
+
+// linearizeTimeout bounds Porcupine's search per LEASE history; a search
+// that does not end is reported in the summary, not as a violation.
+const linearizeTimeout = 60 * time.Second
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -72,6 +84,10 @@ type Check struct {
 	// service accepted a probe.
 	PreconditionsIgnored int
 	Takeovers            []time.Duration // one per drill that moved the lease
+	// LeaseOps counts the LEASE requests checked for linearizability;
+	// Unlinearized names the labels whose check did not finish in time.
+	LeaseOps     int
+	Unlinearized []string
 }
 
 type epoch struct {
@@ -440,10 +456,51 @@ func CheckRun(res *Result) *Check {
 			}
 		}
 	}
+	c.linearizable(res)
 	return c
 }
 
 func (c *Check) add(v Violation) { c.Violations = append(c.Violations, v) }
+
+// linearizable checks each LEASE object's history with Porcupine.
+func (c *Check) linearizable(res *Result) {
+	byLabel := leaseOps(res.Entries)
+	labels := make([]string, 0, len(byLabel))
+	for l := range byLabel {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	for _, label := range labels {
+		if label == Label(0) && res.Config.CLIBin != "" {
+			continue // bucketlease hold writes p0's LEASE object unlogged
+		}
+		ops := byLabel[label]
+		r := register.Check(ops, linearizeTimeout)
+		c.LeaseOps += r.Ops
+		switch {
+		case r.TimedOut:
+			c.Unlinearized = append(c.Unlinearized, label)
+		case !r.Linearizable:
+			var first, last int64
+			for _, op := range ops {
+				if first == 0 || op.Call < first {
+					first = op.Call
+				}
+				last = max(last, op.Return, op.Call)
+			}
+			c.add(Violation{Invariant: InvLinearizable, Label: label, At: time.Unix(0, last),
+				Detail: fmt.Sprintf("the %d requests on %s's LEASE object are not linearizable for a compare-and-swap register (Porcupine): a driver reported an answer the object's history cannot have given, or the service is not a register; %s",
+					r.Ops, label, describeIllegal(r)),
+				From: time.Unix(0, first), To: time.Unix(0, last)})
+		}
+	}
+}
+
+// describeIllegal names the operations Porcupine could not linearize
+// beyond its longest partial linearization.
+func describeIllegal(r register.Result) string {
+	return fmt.Sprintf("the longest partial linearization Porcupine found covers %d of them", r.Longest)
+}
 
 func (c *Check) checkIntegrity(label, key string, o Object, m map[string]Object, ttl time.Duration) {
 	bad := func(detail string) {
@@ -585,11 +642,15 @@ func (r *Result) Summary() string {
 	if len(c.Takeovers) > 0 {
 		w = fmt.Sprintf("%.2f TTL (%v, %d drills)", float64(worst)/float64(r.Config.TTL), worst.Round(time.Millisecond), len(c.Takeovers))
 	}
+	lin := ""
+	if len(c.Unlinearized) > 0 {
+		lin = " (not finished in time: " + strings.Join(c.Unlinearized, ",") + ")"
+	}
 	ctl := ""
 	if r.Config.Control != "" {
 		ctl = " control=" + r.Config.Control
 	}
-	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d violations=%d worst-takeover=%s",
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
 		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
-		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, len(c.Violations), w)
+		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.LeaseOps, lin, len(c.Violations), w)
 }

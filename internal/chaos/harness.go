@@ -45,10 +45,15 @@ const (
 	// ControlProbeEnabled is not a negative control but its counterpart:
 	// the stripping proxy with the probe on, where no acquire may succeed.
 	ControlProbeEnabled = "probe-enabled"
+	// ControlLieRefusal: every worker's driver reports the first refused
+	// If-None-Match PUT of each LEASE object (the acquire probe's) as a
+	// success; the lease fails closed, so only the linearizability check
+	// of the LEASE history can see it.
+	ControlLieRefusal = "lie-refusal"
 )
 
 // Controls are the negative controls, in the order the tests run them.
-var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled, ControlOldAdopt}
+var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled, ControlOldAdopt, ControlLieRefusal}
 
 // Config describes one chaos run on one driver.
 type Config struct {
@@ -408,6 +413,8 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 		args = append(args, "-skip-probe")
 	case ControlOldAdopt:
 		args = append(args, "-old-adopt")
+	case ControlLieRefusal:
+		args = append(args, "-lie-refusal")
 	}
 	return r.startProc(name, id, logPath, addr, exec.Command(r.cfg.WorkerBin, args...))
 }

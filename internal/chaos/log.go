@@ -43,6 +43,16 @@ type Entry struct {
 	State         string `json:"state,omitempty"`
 	Kind          string `json:"kind,omitempty"` // acquired or took-over, for EvAcquireOK
 	Prev          string `json:"prev,omitempty"` // the version LATEST was read at, for a LATEST write
+	// Seq, Op, Match, Body and Status describe a request on the LEASE
+	// object (EvLeaseCall, EvLeaseReturn): its number in the process, get,
+	// put or delete, its condition (Ver the version If-Match names, or on
+	// the return the version answered), the digest of the body written or
+	// read, and the answer's class (register.OK, ...).
+	Seq    int64  `json:"seq,omitempty"`
+	Op     string `json:"op,omitempty"`
+	Match  string `json:"match,omitempty"`
+	Body   string `json:"body,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
 // The events a worker logs.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -34,7 +35,11 @@ type WorkerConfig struct {
 	// switches DeleteOnRelease, SkipProbe and AdoptByInstanceID in this
 	// process (negative controls).
 	OldRelease, SkipProbe, OldAdopt bool
-	Log                             *Logger
+	// LieRefusal is a negative control for the linearizability check:
+	// the driver under the lease reports the first refused
+	// If-None-Match PUT of each LEASE object as a success.
+	LieRefusal bool
+	Log        *Logger
 	// Deadline, if set, ends the worker as SIGTERM would, so that a
 	// worker whose harness died does not run on.
 	Deadline time.Time
@@ -49,7 +54,7 @@ func (c WorkerConfig) Switches() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}} {
+	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}, {c.LieRefusal, "lie-refusal"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -103,6 +108,8 @@ type prefixWorker struct {
 	prefix string     // the driver's prefix, maybe ""
 	label  string     // "p0", "p1", ...: the URL's place in WorkerConfig.URLs
 	rng    *rand.Rand // only the run goroutine uses it
+
+	seq atomic.Int64 // the LEASE requests' numbers in the history
 
 	mu        sync.Mutex
 	epoch     int
@@ -158,7 +165,14 @@ func (w *prefixWorker) jitter(d time.Duration) time.Duration {
 
 func (w *prefixWorker) run(ctx context.Context) error {
 	ttl := w.cfg.TTL
-	c, err := lease.NewContender(w.b, w.prefix, &lease.Options{
+	// The lease's requests on its LEASE object are logged, for the
+	// linearizability check; the lie-refusal control lies below the log.
+	lb := w.b
+	if w.cfg.LieRefusal {
+		lb = liar{Bucket: lb, key: lease.Key(w.prefix), once: &sync.Once{}}
+	}
+	lb = recorder{Bucket: lb, key: lease.Key(w.prefix), log: w.log, seq: &w.seq}
+	c, err := lease.NewContender(lb, w.prefix, &lease.Options{
 		InstanceID: w.cfg.ID, TTL: ttl, Clock: SkewClock{Offset: w.cfg.Skew},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnEvent: w.onEvent,

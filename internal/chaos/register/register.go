@@ -174,6 +174,9 @@ type Result struct {
 	// Info, when not linearizable, is Porcupine's partial linearization,
 	// for its visualization (porcupine.Visualize).
 	Info porcupine.LinearizationInfo
+	// Longest is the number of operations in the longest partial
+	// linearization Porcupine found (all of them when linearizable).
+	Longest int
 }
 
 // Check checks ops, within timeout (0: no limit). Operations with an
@@ -202,5 +205,11 @@ func Check(ops []Op, timeout time.Duration) Result {
 			Return: ret})
 	}
 	res, info := porcupine.CheckOperationsVerbose(model.ToModel(), hist, timeout)
-	return Result{Linearizable: res == porcupine.Ok, TimedOut: res == porcupine.Unknown, Ops: len(hist), Info: info}
+	longest := 0
+	for _, part := range info.PartialLinearizations() {
+		for _, l := range part {
+			longest = max(longest, len(l))
+		}
+	}
+	return Result{Linearizable: res == porcupine.Ok, TimedOut: res == porcupine.Unknown, Ops: len(hist), Info: info, Longest: longest}
 }
