@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// RenewLoad is the setting of RenewUnderLoad.
+type RenewLoad struct {
+	// TTLs are the leases held at once, one per TTL, each renewed by its
+	// own Keep through the same bucket (the same client and pool).
+	TTLs []time.Duration
+	// Hold is how long the uploads run; every lease is renewed
+	// throughout.
+	Hold time.Duration
+	// Writers is the number of streamed uploads kept in flight; writer i
+	// writes through Lease.Bucket() of lease i mod len(TTLs).
+	Writers int
+	// Body is the size of each upload; a writer starts the next as soon
+	// as one ends.
+	Body int64
+	// Offered is the rate, bytes a second over all writers, at which the
+	// writers' bodies can be read: 4× the link's rate saturates it 4 times
+	// over.
+	Offered float64
+	// Stream are the part size and concurrency of each upload.
+	Stream driver.StreamOptions
+}
+
+// LeaseUnderLoad is what one lease saw while the uploads ran.
+type LeaseUnderLoad struct {
+	TTL      time.Duration
+	Renewals int           // renewals whose write completed, timed
+	Failed   int64         // EventRenewalFailed (retried)
+	Spurious int64         // EventFenced or EventLost: nobody else touches the prefix
+	P50, P99 time.Duration // latency of a renewal's conditional Put
+	Max      time.Duration
+}
+
+// String renders one lease's result as one line, which benchsummary reads.
+func (r LeaseUnderLoad) String() string {
+	return fmt.Sprintf("lease ttl %v under load: %d renewals (%d failed), %d spurious fences/losses, renewal p50 %v p99 %v max %v (limit %v)",
+		r.TTL, r.Renewals, r.Failed, r.Spurious, r.P50, r.P99, r.Max, r.TTL/6)
+}
+
+// LoadResult is what RenewUnderLoad measured.
+type LoadResult struct {
+	Leases    []LeaseUnderLoad
+	Committed int64         // uploads committed
+	Aborted   int64         // uploads cut short by the end of the hold or a fence
+	Bytes     int64         // bytes of the committed uploads
+	Elapsed   time.Duration // from the first upload to the last upload's return
+}
+
+// RenewUnderLoad acquires one lease per TTL on distinct prefixes of b,
+// keeps each renewed with Keep, and for cfg.Hold keeps cfg.Writers
+// streamed IfAbsent uploads in flight through the leases' Bucket(), each
+// body read at cfg.Offered/cfg.Writers bytes a second at most (so the
+// writers offer cfg.Offered in all), then releases the leases. Every
+// renewal's conditional Put is timed (b is wrapped). Committed uploads
+// are deleted as they complete. A fence of any lease is spurious: nobody
+// else writes these prefixes.
+func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg RenewLoad) (LoadResult, error) {
+	var res LoadResult
+	if len(cfg.TTLs) == 0 || cfg.Writers <= 0 || cfg.Body <= 0 || cfg.Hold <= 0 || cfg.Offered <= 0 {
+		return res, fmt.Errorf("RenewUnderLoad: incomplete setting %+v", cfg)
+	}
+	tb := &timedBucket{Bucket: b, lat: map[string]*latencies{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	type held struct {
+		l                *lease.Lease
+		failed, spurious atomic.Int64
+		ttl              time.Duration
+		lat              *latencies
+		keepDone         chan error
+	}
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	defer stopKeeping()
+	var hs []*held
+	for i, ttl := range cfg.TTLs {
+		h := &held{ttl: ttl, keepDone: make(chan error, 1)}
+		prefix := fmt.Sprintf("%s/ttl%d-%v", root, i, ttl)
+		h.lat = tb.watch(prefix + "/LEASE")
+		l, err := lease.Acquire(ctx, tb, prefix, &lease.Options{TTL: ttl, Logger: quiet,
+			Getenv: func(string) string { return "" },
+			OnEvent: func(e lease.Event) {
+				switch e.Kind {
+				case lease.EventRenewalFailed:
+					h.failed.Add(1)
+				case lease.EventFenced, lease.EventLost:
+					h.spurious.Add(1)
+				}
+			}})
+		if err != nil {
+			for _, h := range hs {
+				_ = h.l.Release(ctx)
+			}
+			return res, fmt.Errorf("lease at TTL %v: %w", ttl, err)
+		}
+		h.l = l
+		go func() { h.keepDone <- l.Keep(keepCtx) }()
+		hs = append(hs, h)
+	}
+	// The first conditional streamed write of a lease proves the commit's
+	// condition on a scratch key: do it now, before the timing starts.
+	for _, h := range hs {
+		if _, err := driver.PutStream(ctx, h.l.Bucket(), "warm-up", Body(1), driver.IfAbsent(), &cfg.Stream); err != nil {
+			return res, fmt.Errorf("warm-up write at TTL %v: %w", h.ttl, err)
+		}
+		_ = h.l.Bucket().Delete(ctx, "warm-up", driver.Condition{})
+	}
+	tb.start()
+
+	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Hold)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	var committed, aborted, bytes atomic.Int64
+	var firstErr syncErr
+	t0 := time.Now()
+	for w := range cfg.Writers {
+		h := hs[w%len(hs)]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fb := h.l.Bucket()
+			for n := 0; loadCtx.Err() == nil; n++ {
+				key := fmt.Sprintf("load/w%02d-%06d", w, n)
+				r := &pacedReader{r: Body(cfg.Body), rate: cfg.Offered / float64(cfg.Writers), start: time.Now()}
+				_, err := driver.PutStream(loadCtx, fb, key, r, driver.IfAbsent(), &cfg.Stream)
+				switch {
+				case err == nil:
+					committed.Add(1)
+					bytes.Add(cfg.Body)
+					_ = b.Delete(context.WithoutCancel(ctx), h.l.Prefix()+"/"+key, driver.Condition{})
+				case loadCtx.Err() != nil:
+					aborted.Add(1)
+					return
+				case !h.l.MayWrite():
+					aborted.Add(1) // the fence; counted as spurious by the lease
+					return
+				default:
+					firstErr.set(fmt.Errorf("upload %s: %w", key, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(t0)
+	tb.stop()
+	res.Committed, res.Aborted, res.Bytes = committed.Load(), aborted.Load(), bytes.Load()
+
+	var errs []error
+	for _, h := range hs {
+		ds := h.lat.snapshot()
+		r := LeaseUnderLoad{TTL: h.ttl, Renewals: len(ds), Failed: h.failed.Load(), Spurious: h.spurious.Load()}
+		if len(ds) > 0 {
+			slices.Sort(ds)
+			r.P50, r.P99, r.Max = quantile(ds, 0.50), quantile(ds, 0.99), ds[len(ds)-1]
+		}
+		res.Leases = append(res.Leases, r)
+		if err := h.l.Release(ctx); err != nil && !errors.Is(err, lease.ErrFenced) && !errors.Is(err, lease.ErrLost) {
+			errs = append(errs, err)
+		}
+	}
+	stopKeeping()
+	for _, h := range hs {
+		<-h.keepDone
+	}
+	if err := firstErr.get(); err != nil {
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// quantile is the q-quantile of sorted ds, by the nearest-rank method:
+// the smallest value with at least q of the samples at or below it.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(q*float64(len(sorted)) + 0.999999)
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+// latencies are the timed Puts of one key.
+type latencies struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ds = append(l.ds, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) snapshot() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ds)
+}
+
+// timedBucket times every conditional Put on the watched keys (the lease
+// objects: a renewal is one Put with If-Match) between start and stop,
+// and passes everything else, streamed writes and listing included,
+// through to the bucket it wraps.
+type timedBucket struct {
+	driver.Bucket
+	on  atomic.Bool
+	mu  sync.Mutex
+	lat map[string]*latencies
+}
+
+func (t *timedBucket) watch(key string) *latencies {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := &latencies{}
+	t.lat[key] = l
+	return l
+}
+
+func (t *timedBucket) start() { t.on.Store(true) }
+func (t *timedBucket) stop()  { t.on.Store(false) }
+
+// Put times a renewal: an If-Match Put on a watched key while on.
+func (t *timedBucket) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
+	t.mu.Lock()
+	l := t.lat[key]
+	t.mu.Unlock()
+	_, match := c.Match()
+	if l == nil || !match || !t.on.Load() {
+		return t.Bucket.Put(ctx, key, data, c)
+	}
+	t0 := time.Now()
+	v, err := t.Bucket.Put(ctx, key, data, c)
+	if err == nil {
+		l.add(time.Since(t0))
+	}
+	return v, err
+}
+
+// PutStream passes a streamed write through to the wrapped driver.
+func (t *timedBucket) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	return driver.PutStream(ctx, t.Bucket, key, r, c, o)
+}
+
+// List passes a listing through to the wrapped driver.
+func (t *timedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return driver.List(ctx, t.Bucket, prefix)
+}
+
+// pacedReader reads r no faster than rate bytes a second since start.
+type pacedReader struct {
+	r     io.Reader
+	rate  float64
+	start time.Time
+	read  int64
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if len(b) > 256<<10 {
+		b = b[:256<<10]
+	}
+	due := p.start.Add(time.Duration(float64(p.read+int64(len(b))) / p.rate * float64(time.Second)))
+	if d := time.Until(due); d > 0 {
+		time.Sleep(d)
+	}
+	n, err := p.r.Read(b)
+	p.read += int64(n)
+	return n, err
+}

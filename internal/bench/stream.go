@@ -1,0 +1,306 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A StreamOp writes one body of unknown length, read from r to its end,
+// under key: through Lease.Bucket() on the driver side, with the SDK's own
+// uploader on the raw side. Clean removes what it wrote, outside the timing.
+type StreamOp func(ctx context.Context, key string, r io.Reader) error
+
+// StreamPair is one streamed write measured two ways against the same
+// server, at the same part size and concurrency.
+type StreamPair struct {
+	Name   string
+	Driver StreamOp
+	Raw    StreamOp
+	// Clean deletes key after a write of either side (nil: nothing to
+	// delete), so that the emulator's disk or memory stays bounded.
+	Clean func(ctx context.Context, key string) error
+}
+
+// StreamResult is the result of writing a StreamPair's two sides
+// alternately, one body of Size bytes per call.
+type StreamResult struct {
+	Rounds int
+	Size   int64
+	// DriverRate and RawRate are the median throughputs, bytes a second.
+	DriverRate, RawRate float64
+	// PairedRatio is the median over rounds of driver ÷ raw throughput
+	// within the round.
+	PairedRatio float64
+	// DriverHeap and RawHeap are the largest heap growth seen during any
+	// one call of each side: the peak of HeapInuse while the write ran,
+	// less HeapInuse right before it (after a GC).
+	DriverHeap, RawHeap uint64
+}
+
+// Ratio is DriverRate/RawRate: 1.0 means the driver streams as fast as the
+// SDK's uploader; 0 if nothing was measured.
+func (r StreamResult) Ratio() float64 {
+	if r.RawRate <= 0 {
+		return 0
+	}
+	return r.DriverRate / r.RawRate
+}
+
+// InterleaveStreams writes p's two sides rounds times each, a body of size
+// bytes of unknown length per call (Body), alternating which side goes
+// first, and times each call and samples its heap. Every call writes a
+// fresh key, deleted after it (not timed). The first error stops the run.
+func InterleaveStreams(ctx context.Context, p StreamPair, rounds int, size int64) (StreamResult, error) {
+	res := StreamResult{Rounds: rounds, Size: size}
+	var drv, raw []float64
+	call := 0
+	one := func(side string, op StreamOp, rates *[]float64, peak *uint64) error {
+		call++
+		key := fmt.Sprintf("%s-stream/%04d", side[:1], call)
+		h := StartHeapSampler()
+		t0 := time.Now()
+		err := op(ctx, key, Body(size))
+		took := time.Since(t0)
+		grew := h.Stop()
+		if err != nil {
+			return fmt.Errorf("%s %s write %d: %w", p.Name, side, call, err)
+		}
+		*rates = append(*rates, float64(size)/took.Seconds())
+		*peak = max(*peak, grew)
+		if p.Clean != nil {
+			if err := p.Clean(ctx, key); err != nil {
+				return fmt.Errorf("%s %s: deleting %s: %w", p.Name, side, key, err)
+			}
+		}
+		return nil
+	}
+	for i := range rounds {
+		first := func() error { return one("driver", p.Driver, &drv, &res.DriverHeap) }
+		second := func() error { return one("raw", p.Raw, &raw, &res.RawHeap) }
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return res, err
+		}
+		if err := second(); err != nil {
+			return res, err
+		}
+	}
+	res.DriverRate, res.RawRate = medianFloat(drv), medianFloat(raw)
+	var paired []float64
+	for i := range drv {
+		if raw[i] > 0 {
+			paired = append(paired, drv[i]/raw[i])
+		}
+	}
+	res.PairedRatio = medianFloat(paired)
+	return res, nil
+}
+
+// medianFloat is the median of vs (the mean of the middle two), 0 for none.
+func medianFloat(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// bodyBlock is the repeating content of every Body: random, so that no
+// layer can compress it, and generated once.
+var bodyBlock = func() []byte {
+	b := make([]byte, 1<<20)
+	rand.Read(b)
+	return b
+}()
+
+// Body returns a reader of n bytes whose length no one can learn before
+// the end: not a *bytes.Reader, no Len, Size or Seek, so that a driver or
+// an SDK uploader must stream it in parts. It allocates nothing while
+// read.
+func Body(n int64) io.Reader { return &body{left: n} }
+
+type body struct {
+	left int64
+	off  int
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], bodyBlock[b.off:])
+		b.off = (b.off + c) % len(bodyBlock)
+		n += c
+	}
+	b.left -= int64(n)
+	return n, nil
+}
+
+// HeapSampler samples HeapInuse (runtime/metrics: heap objects plus heap
+// unused, which is what MemStats.HeapInuse counts) every millisecond from
+// a goroutine of its own, without stopping the world, and keeps the peak.
+type HeapSampler struct {
+	base uint64
+	stop chan struct{}
+	done chan struct{}
+	peak uint64
+}
+
+// heapInuse reads HeapInuse through runtime/metrics.
+func heapInuse(s []metrics.Sample) uint64 {
+	metrics.Read(s)
+	var n uint64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			n += x.Value.Uint64()
+		}
+	}
+	return n
+}
+
+func heapSamples() []metrics.Sample {
+	return []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+}
+
+// StartHeapSampler collects garbage, notes HeapInuse as the base, and
+// starts sampling.
+func StartHeapSampler() *HeapSampler {
+	runtime.GC()
+	s := heapSamples()
+	h := &HeapSampler{base: heapInuse(s), stop: make(chan struct{}), done: make(chan struct{})}
+	h.peak = h.base
+	go func() {
+		defer close(h.done)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := heapInuse(s); v > h.peak {
+				h.peak = v
+			}
+			select {
+			case <-h.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+// Stop ends the sampling and returns the peak HeapInuse less the base (0
+// if the heap never grew).
+func (h *HeapSampler) Stop() uint64 {
+	close(h.stop)
+	<-h.done
+	if v := heapInuse(heapSamples()); v > h.peak {
+		h.peak = v
+	}
+	if h.peak < h.base {
+		return 0
+	}
+	return h.peak - h.base
+}
+
+// Size and duration settings of the streaming benchmarks, read from the
+// environment so that scripts/bench can run them at full size while a
+// plain go test -bench stays quick.
+const (
+	// EnvStreamSize is the body of each streamed write: bytes, or with a
+	// suffix KiB, MiB or GiB. Default 64 MiB; scripts/bench passes 1GiB.
+	EnvStreamSize = "BUCKETLEASE_BENCH_STREAM_SIZE"
+	// EnvRenewHold is how long BenchmarkStreamRenewals saturates the link
+	// (a Go duration). Default 25s; scripts/bench passes 90s.
+	EnvRenewHold = "BUCKETLEASE_BENCH_RENEW_HOLD"
+	// EnvLinkRate is the bandwidth of BenchmarkStreamRenewals' loopback
+	// link in each direction: bytes a second, or with a suffix. Default
+	// 8MiB.
+	EnvLinkRate = "BUCKETLEASE_BENCH_LINK_RATE"
+)
+
+// ParseSize reads "1GiB", "64MiB", "512KiB" or a plain number of bytes.
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = strings.TrimSpace(rest), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes, KiB, MiB or GiB", s)
+	}
+	return n * mult, nil
+}
+
+// envSize is ParseSize of the variable name, or def if it is unset.
+func envSize(name string, def int64) (int64, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := ParseSize(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return n, nil
+}
+
+// envDuration is the Go duration in the variable name, or def if unset.
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive Go duration", name, v)
+	}
+	return d, nil
+}
+
+// syncErr keeps the first error of several goroutines.
+type syncErr struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (e *syncErr) set(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *syncErr) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
