@@ -39,7 +39,8 @@ Examples:
 func setupBreak(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
 	force := fs.Bool("force", false, "break a fresh lease too")
-	timeout := fs.Duration("timeout", defaultTimeout, "give up on a request the service has not answered after this long")
+	timeout := new(time.Duration)
+	durationVar(fs, timeout, "timeout", defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
 		rawURL, err := oneURL(fs, args)
 		if err != nil {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // env is what a command may touch of the process, so that tests can run
@@ -243,4 +245,34 @@ func oneURL(fs *flag.FlagSet, args []string) (string, error) {
 	default:
 		return "", usageErrorf("%s takes one URL, got %d arguments", fs.Name(), len(pos))
 	}
+}
+
+// durationValue is a duration flag whose parse error says what to write:
+// "--ttl 30" gets "add a unit" rather than the flag package's "parse
+// error".
+type durationValue struct{ d *time.Duration }
+
+// durationVar declares a duration flag with a helpful parse error.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationValue{p}, name, usage)
+}
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("%q has no unit: write %ss for seconds (or m, h, ms: 30s, 2m, 1h)", s, s)
+		}
+		return fmt.Errorf("%q is not a duration: write a number and a unit, such as 30s, 2m or 1h", s)
+	}
+	*v.d = d
+	return nil
 }

@@ -46,13 +46,22 @@ and kills the command and everything it started (SIGKILL) the moment the
 fence deadline passes, a little before anyone else may take the lease over,
 unless hold has extended it by renewing; and at once if hold dies. So the
 command stops writing in time even if hold is stopped (Ctrl-Z), starved or
-killed. On Linux the watchdog is a child subreaper and finds every
-descendant, even one that double-forked; elsewhere, those that stay in the
-command's process group.
+killed. On Linux the watchdog is the init of a new PID namespace (inside a
+new user namespace for an unprivileged user), so the kernel kills every
+process the command started when the watchdog dies, even one that called
+setsid, and a kill of hold's whole process group leaves nothing running;
+where no namespace is allowed, it runs in a session of its own as a child
+subreaper. Elsewhere it runs in a session of its own and kills the
+command's process group. hold also reads the lease object back every
+--watch (TTL/30, 100ms to 1s) and kills the command at once if something
+else deleted or replaced it (a sync tool with --delete): keep the lease's
+prefix out of the tree such a tool mirrors.
 
 hold passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the command (followed
 by SIGCONT if it is stopped; not SIGINT and SIGQUIT from the terminal, which
-the command gets itself). When the lease ends under the command (lost, or
+the command gets itself); after SIGTERM, everything still running is killed
+once --grace has passed, the lease released and hold exits. An empty
+command after -- is refused (exit 2). When the lease ends under the command (lost, or
 broken by an operator) hold sends SIGTERM to every process and SIGKILL after
 --grace, or at the fence deadline if that comes first. While the command is
 stopped (Ctrl-Z, SIGSTOP, or reading the terminal in the background), hold
@@ -85,17 +94,17 @@ type holdFlags struct {
 
 func setupHold(fs *flag.FlagSet) runFunc {
 	f := &holdFlags{}
-	fs.DurationVar(&f.ttl, "ttl", lease.DefaultTTL, "how long the lease stays fresh after each renewal; a whole number of seconds, 1s to 1h")
+	durationVar(fs, &f.ttl, "ttl", lease.DefaultTTL, "how long the lease stays fresh after each renewal; a whole number of seconds, 1s to 1h")
 	fs.StringVar(&f.instanceID, "instance-id", "", "this instance's id in the LEASE object, such as the host name (default: random); one per process: a second live process with the same id is refused")
 	fs.BoolVar(&f.wait, "wait", false, "if the lease is held, keep trying until it can be taken")
-	fs.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait, give up (exit 3) after this long; 0 waits until interrupted")
-	fs.DurationVar(&f.grace, "grace", 10*time.Second, "how long after SIGTERM to send SIGKILL to the command and what it left running (never past the fence deadline)")
+	durationVar(fs, &f.waitTimeout, "wait-timeout", 0, "with --wait, give up (exit 3) after this long; 0 waits until interrupted")
+	durationVar(fs, &f.grace, "grace", 10*time.Second, "how long after SIGTERM to send SIGKILL to the command and what it left running (never past the fence deadline)")
 	fs.BoolVar(&f.verbose, "v", false, "also report every renewal")
 	fs.BoolVar(&f.verbose, "verbose", false, "also report every renewal")
 	fs.BoolVar(&f.json, "json", false, "report events as JSON lines")
 	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
 	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
-	fs.DurationVar(&f.watchEvery, "watch", -1, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
+	durationVar(fs, &f.watchEvery, "watch", 0, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, command, err := parseArgs(fs, args)
 		if err != nil {
@@ -135,7 +144,7 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 		return usageErrorf("--wait-timeout %v: it cannot be negative", f.waitTimeout)
 	case set["wait-timeout"] && !f.wait:
 		return usageErrorf("--wait-timeout works only with --wait")
-	case set["watch"] && f.watchEvery < 0:
+	case f.watchEvery < 0:
 		return usageErrorf("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
 	}
 	if !set["watch"] {
@@ -475,7 +484,22 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 			if err != nil || ctx.Err() != nil {
 				continue
 			}
-			if why := notOurs(st, l, before); why != "" {
+			if !l.MayWrite() { // fenced or ended meanwhile: that is what hold reports
+				return
+			}
+			switch why, foreign := notOurs(st, l, before); {
+			case foreign:
+				// A takeover or a break: a renewal now lets the lease
+				// learn it lost (ErrLost, or broken), and hold stops the
+				// command as for any lost lease, without waiting for the
+				// next renewal.
+				rctx, cancel := l.Fence(ctx)
+				_ = l.Renew(rctx)
+				cancel()
+				if l.Err() != nil {
+					return
+				}
+			case why != "":
 				out <- why
 				return
 			}
@@ -485,21 +509,23 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 }
 
 // notOurs says why st, read back while holding l, shows a lease object
-// that is no longer l's, or "" if it may still be: its version is one l
-// wrote, or it names l's instance (a renewal whose reply is on its way).
-func notOurs(st lease.Status, l *lease.Lease, before driver.Version) string {
+// that is gone or is no lease record, or "" if it may still be l's: its
+// version is one l wrote, or it names l's instance (a renewal whose reply
+// is on its way). foreign reports a lease record of another instance (a
+// takeover, or a break), which the lease itself judges at a renewal.
+func notOurs(st lease.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
 	if oldLeaseWatch() || st.Version == before || st.Version == l.Version() {
-		return ""
+		return "", false
 	}
 	switch {
+	case st.Record != nil && st.Record.InstanceID != l.InstanceID():
+		return "", true
 	case st.State == lease.Free:
-		return fmt.Sprintf("its lease object %s was deleted by something other than bucketlease (a sync tool with --delete, a clean-up)", st.Key)
+		return fmt.Sprintf("its lease object %s was deleted by something other than bucketlease (a sync tool with --delete, a clean-up)", st.Key), false
 	case st.Record == nil:
-		return fmt.Sprintf("its lease object %s was replaced by something that is not a lease record (%s)", st.Key, st.Reason)
-	case st.Record.InstanceID != l.InstanceID():
-		return fmt.Sprintf("its lease object %s now names %s", st.Key, holderText(st.Record.InstanceID))
+		return fmt.Sprintf("its lease object %s was replaced by something that is not a lease record (%s)", st.Key, st.Reason), false
 	}
-	return ""
+	return "", false
 }
 
 // leaseEnded is the error for a lease that was fenced, lost or broken

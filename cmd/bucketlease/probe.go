@@ -56,7 +56,8 @@ Examples:
 
 func setupProbe(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	timeout := fs.Duration("timeout", time.Minute, "bound on each check")
+	timeout := new(time.Duration)
+	durationVar(fs, timeout, "timeout", time.Minute, "bound on each check")
 	return func(ctx context.Context, e *env, args []string) error {
 		rawURL, err := oneURL(fs, args)
 		if err != nil {

@@ -39,7 +39,8 @@ Examples:
 
 func setupShow(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	timeout := fs.Duration("timeout", defaultTimeout, "give up on a request the service has not answered after this long")
+	timeout := new(time.Duration)
+	durationVar(fs, timeout, "timeout", defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
 		rawURL, err := oneURL(fs, args)
 		if err != nil {
