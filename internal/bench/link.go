@@ -27,6 +27,8 @@ type Link struct {
 	upstream string
 	up, down *clock
 
+	opened atomic.Int64 // connections accepted
+
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
@@ -91,6 +93,9 @@ func (l *Link) Addr() string { return l.ln.Addr().String() }
 // (requests) and back (replies).
 func (l *Link) Carried() (up, down int64) { return l.up.bytes.Load(), l.down.bytes.Load() }
 
+// Opened returns the number of connections the link has accepted.
+func (l *Link) Opened() int64 { return l.opened.Load() }
+
 func (l *Link) serve() {
 	defer l.wg.Done()
 	for {
@@ -98,6 +103,7 @@ func (l *Link) serve() {
 		if err != nil {
 			return
 		}
+		l.opened.Add(1)
 		s, err := net.Dial("tcp", l.upstream)
 		if err != nil {
 			c.Close()

@@ -36,6 +36,12 @@ type RenewLoad struct {
 	Offered float64
 	// Stream are the part size and concurrency of each upload.
 	Stream driver.StreamOptions
+	// Idle is the number of renewals of each lease timed before the
+	// uploads start, on the idle link: the baseline.
+	Idle int
+	// Carried, if set, returns the bytes the link has carried towards the
+	// service so far; it is read when the uploads start and when they end.
+	Carried func() int64
 }
 
 // LeaseUnderLoad is what one lease saw while the uploads ran.
@@ -46,12 +52,14 @@ type LeaseUnderLoad struct {
 	Spurious int64         // EventFenced or EventLost: nobody else touches the prefix
 	P50, P99 time.Duration // latency of a renewal's conditional Put
 	Max      time.Duration
+	IdleP50  time.Duration // the same, of the renewals timed before the load
+	IdleMax  time.Duration
 }
 
 // String renders one lease's result as one line, which benchsummary reads.
 func (r LeaseUnderLoad) String() string {
-	return fmt.Sprintf("lease ttl %v under load: %d renewals (%d failed), %d spurious fences/losses, renewal p50 %v p99 %v max %v (limit %v)",
-		r.TTL, r.Renewals, r.Failed, r.Spurious, r.P50, r.P99, r.Max, r.TTL/6)
+	return fmt.Sprintf("lease ttl %v under load: %d renewals (%d failed), %d spurious fences/losses, renewal p50 %v p99 %v max %v (limit %v); idle link: p50 %v max %v",
+		r.TTL, r.Renewals, r.Failed, r.Spurious, r.P50, r.P99, r.Max, r.TTL/6, r.IdleP50, r.IdleMax)
 }
 
 // LoadResult is what RenewUnderLoad measured.
@@ -61,6 +69,7 @@ type LoadResult struct {
 	Aborted   int64         // uploads cut short by the end of the hold or a fence
 	Bytes     int64         // bytes of the committed uploads
 	Elapsed   time.Duration // from the first upload to the last upload's return
+	LinkBytes int64         // what Carried counted while the uploads ran
 }
 
 // RenewUnderLoad acquires one lease per TTL on distinct prefixes of b,
@@ -82,7 +91,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 		l                *lease.Lease
 		failed, spurious atomic.Int64
 		ttl              time.Duration
-		lat              *latencies
+		lat, idle        *latencies
 		keepDone         chan error
 	}
 	keepCtx, stopKeeping := context.WithCancel(ctx)
@@ -119,6 +128,22 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 			return res, fmt.Errorf("warm-up write at TTL %v: %w", h.ttl, err)
 		}
 		_ = h.l.Bucket().Delete(ctx, "warm-up", driver.Condition{})
+	}
+	// The baseline: renewals on the idle link (Renew is safe beside Keep:
+	// they take turns).
+	for _, h := range hs {
+		tb.start()
+		for range cfg.Idle {
+			if err := h.l.Renew(ctx); err != nil {
+				return res, fmt.Errorf("idle renewal at TTL %v: %w", h.ttl, err)
+			}
+		}
+		tb.stop()
+		h.idle = &latencies{ds: h.lat.take()}
+	}
+	var carried0 int64
+	if cfg.Carried != nil {
+		carried0 = cfg.Carried()
 	}
 	tb.start()
 
@@ -159,6 +184,9 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 	wg.Wait()
 	res.Elapsed = time.Since(t0)
 	tb.stop()
+	if cfg.Carried != nil {
+		res.LinkBytes = cfg.Carried() - carried0
+	}
 	res.Committed, res.Aborted, res.Bytes = committed.Load(), aborted.Load(), bytes.Load()
 
 	var errs []error
@@ -168,6 +196,10 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 		if len(ds) > 0 {
 			slices.Sort(ds)
 			r.P50, r.P99, r.Max = quantile(ds, 0.50), quantile(ds, 0.99), ds[len(ds)-1]
+		}
+		if idle := h.idle.snapshot(); len(idle) > 0 {
+			slices.Sort(idle)
+			r.IdleP50, r.IdleMax = quantile(idle, 0.50), idle[len(idle)-1]
 		}
 		res.Leases = append(res.Leases, r)
 		if err := h.l.Release(ctx); err != nil && !errors.Is(err, lease.ErrFenced) && !errors.Is(err, lease.ErrLost) {
@@ -205,6 +237,15 @@ func (l *latencies) add(d time.Duration) {
 	l.mu.Lock()
 	l.ds = append(l.ds, d)
 	l.mu.Unlock()
+}
+
+// take returns the latencies and forgets them.
+func (l *latencies) take() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ds := l.ds
+	l.ds = nil
+	return ds
 }
 
 func (l *latencies) snapshot() []time.Duration {

@@ -313,9 +313,12 @@ func TestStreamTargets(t *testing.T) {
 // $BUCKETLEASE_BENCH_LINK_RATE each way (default 8 MiB/s), while four
 // streamed uploads through the leases' Bucket() offer 4× the link's rate,
 // for $BUCKETLEASE_BENCH_RENEW_HOLD (default 25 s; scripts/bench passes
-// 90s). It reports, per TTL, spurious fences (must be 0) and the p99
-// latency of a renewal's conditional Put (must be under TTL/6), and the
-// share of the link the uploads used. Run with -benchtime 1x.
+// 90s). Each upload is 32 MiB in parts of 5 MiB, 4 at once. It reports,
+// per TTL, spurious fences (must be 0), the p99 latency of a renewal's
+// conditional Put (must be under TTL/6) and the median of 5 renewals timed
+// on the idle link before the load, the share of the link's rate the
+// uploads used, and the connections the client opened. Run with
+// -benchtime 1x.
 func BenchmarkStreamRenewals(b *testing.B) {
 	hold, err := envDuration(EnvRenewHold, 25*time.Second)
 	if err != nil {
@@ -337,10 +340,11 @@ func BenchmarkStreamRenewals(b *testing.B) {
 		bkt := s3.New(s3Client(slow, miniotest.Region, false, 0), bucket)
 		res, err := RenewUnderLoad(context.Background(), bkt, "renew", RenewLoad{
 			TTLs: []time.Duration{30 * time.Second, 3 * time.Second}, Hold: hold,
-			Writers: 4, Body: 64 << 20, Offered: 4 * float64(rate),
+			Writers: 4, Body: 32 << 20, Offered: 4 * float64(rate),
 			Stream: driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 4},
+			Idle:   5, Carried: func() int64 { up, _ := link.Carried(); return up },
 		})
-		up, _ := link.Carried()
+		opened := link.Opened()
 		link.Close()
 		if err != nil {
 			b.Fatal(err)
@@ -355,12 +359,15 @@ func BenchmarkStreamRenewals(b *testing.B) {
 			b.ReportMetric(float64(l.P50.Nanoseconds()), name+"-p50-ns")
 			b.ReportMetric(float64(l.Max.Nanoseconds()), name+"-max-ns")
 			b.ReportMetric(float64((l.TTL / 6).Nanoseconds()), name+"-limit-ns")
+			b.ReportMetric(float64(l.IdleP50.Nanoseconds()), name+"-idle-p50-ns")
 		}
+		up := res.LinkBytes
 		b.ReportMetric(float64(up)/res.Elapsed.Seconds()/float64(rate), "link-use")
+		b.ReportMetric(float64(opened), "connections")
 		b.ReportMetric(float64(rate)/(1<<20), "link-MiB/s")
 		b.ReportMetric(float64(res.Committed), "uploads")
-		b.Logf("%d uploads committed (%d MiB), %d cut at the end of the hold, in %v; the link carried %d MiB up (%.0f%% of %d MiB/s)",
+		b.Logf("%d uploads committed (%d MiB), %d cut at the end of the hold, in %v; the link carried %d MiB up (%.0f%% of %d MiB/s) on %d connections opened in all",
 			res.Committed, res.Bytes>>20, res.Aborted, res.Elapsed.Round(time.Millisecond), up>>20,
-			100*float64(up)/res.Elapsed.Seconds()/float64(rate), rate>>20)
+			100*float64(up)/res.Elapsed.Seconds()/float64(rate), rate>>20, opened)
 	}
 }
