@@ -337,6 +337,9 @@ func (in *inst) act() {
 		in.lease, in.work, in.paused, in.oldLease = nil, nil, nil, nil
 		return
 	}
+	if s.now <= in.suspendedUntil && !in.down {
+		return // a frozen machine does nothing
+	}
 	if in.oldLease != nil && s.now >= in.releaseAt && !in.down {
 		old := in.oldLease
 		in.oldLease = nil

@@ -194,18 +194,12 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 	}
 	s.pending = append(s.pending, r)
 	s.mu.Unlock()
-	select {
-	case rep := <-r.reply:
-		return rep.data, rep.v, rep.err
-	case <-ctx.Done():
-		if r.slow.Load() {
-			rep := <-r.reply
-			return rep.data, rep.v, rep.err
-		}
-		// The client gives up at once; the loop sees the context ended
-		// and does not let the request land if it has not yet.
-		return nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: context.Cause(ctx)}
-	}
+	// Only the loop wakes a request, even one whose context ends (it
+	// answers that at once): a goroutine woken by a cancellation would run
+	// beside the one that cancelled, and the lease's selects between a
+	// free turn and an ended context would choose at random.
+	rep := <-r.reply
+	return rep.data, rep.v, rep.err
 }
 
 // scratch reports whether key is a scratch key the lease writes beside the
@@ -366,7 +360,10 @@ func (s *sim) nextDue() (*request, bool) {
 	bestAt := time.Duration(0)
 	for _, r := range s.inflight {
 		at, apply := r.replyAt, false
-		if !r.applied && !r.noApply {
+		switch {
+		case r.gaveUp():
+			at = s.now // the client stops waiting at once
+		case !r.applied && !r.noApply:
 			at, apply = r.applyAt, true
 		}
 		if at > s.now {
@@ -398,20 +395,16 @@ func (s *sim) applyEvent(r *request) {
 	c := r.c
 	in := c.in
 	if in != nil && r.f == fDelay && !r.hangSeen && r.op == "put" && r.key == leaseKey && s.dev&ReleaseDuringHungRenewal != 0 &&
+		in.callKind == "renew" && r.c.inc == in.inc &&
 		in.lease != nil && !in.leaving && in.shutdown == nil && r.hash>>48%3 == 0 {
 		if _, match := r.cond.Match(); match && r.applyAt > r.inv {
 			r.hangSeen = true
+			s.tracef("%s: its %s, sent at t=%v, hangs in the network", in, r.ident, r.inv)
 			in.releaseDuringHang()
 			return // served again after the shutdown's goroutines ran
 		}
 	}
 	r.applied = true
-	if r.gaveUp() {
-		r.noApply = true
-		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: context.Cause(r.ctx)}
-		r.note += " (cancelled before it reached the service)"
-		return
-	}
 	if r.under != nil && r.op != "get" {
 		if at, ok := s.releasedAt[r.under]; ok {
 			s.violate(InvRelease, fmt.Sprintf("%s's %s of %s through Lease.Bucket landed at t=%v, after Release had returned nil at t=%v: a successor may already hold the lease",
@@ -425,9 +418,16 @@ func (s *sim) applyEvent(r *request) {
 func (s *sim) replyEvent(r *request) {
 	s.remove(r)
 	c := r.c
+	gave := r.gaveUp()
 	switch {
-	case r.noApply && r.err != nil:
-		// cancelled: the error is set
+	case gave:
+		if !r.applied {
+			r.noApply = true
+			r.note += " (cancelled before it reached the service)"
+		} else {
+			r.note += " (cancelled; the client gave up waiting for the answer)"
+		}
+		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: context.Cause(r.ctx)}
 	case r.f == fPartitioned:
 		r.err = &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errPartitioned}
 	case r.f == fDrop:
@@ -443,28 +443,23 @@ func (s *sim) replyEvent(r *request) {
 		}
 	}
 	out, v, err := r.out, r.v, r.err
-	switch r.f {
-	case fLostReply:
+	switch f := r.f; {
+	case gave:
+	case f == fLostReply:
 		res += " [reply lost]"
 		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errReplyLost}
-	case fLostReplyRefused:
-		if !r.noApply {
-			res += " [reply lost; the retry is refused]"
-			kind := driver.ErrPrecondition
-			if r.op == "get" {
-				kind = nil
-			}
-			out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Kind: kind, Err: errReplyLost}
+	case f == fLostReplyRefused && !r.noApply:
+		res += " [reply lost; the retry is refused]"
+		kind := driver.ErrPrecondition
+		if r.op == "get" {
+			kind = nil
 		}
-	case fDelay:
+		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Kind: kind, Err: errReplyLost}
+	case f == fDelay:
 		res += fmt.Sprintf(" [delayed %v + %v]", r.applyAt-r.inv, r.replyAt-r.applyAt)
 	}
 	if r.slow.Load() {
 		res += " [slow: ignored cancellation]"
-	}
-	gave := r.gaveUp()
-	if gave {
-		res += " (the client had given up)"
 	}
 	if s.history != nil && r.key == leaseKey {
 		s.history.answered(r, gave)
@@ -476,9 +471,7 @@ func (s *sim) replyEvent(r *request) {
 		}
 		s.tracef("  %s %s %s %s%s %s", who, r.op, displayKey(r.key), condString(r.cond), r.note, res)
 	}
-	if !gave {
-		r.reply <- reply{out, v, err}
-	}
+	r.reply <- reply{out, v, err}
 }
 
 func condString(c driver.Condition) string {
