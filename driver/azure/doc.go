@@ -50,7 +50,8 @@
 // A Version is the blob's ETag, quoted as the service returns it
 // ("0x8DC..."); it works unchanged in If-Match. IfAbsent is sent as
 // If-None-Match: * and IfMatch as If-Match, on one Put Blob request
-// (blockblob.Client.Upload, up to 5000 MiB: never staged blocks). The service
+// (blockblob.Client.Upload, up to 5000 MiB: never staged blocks; PutStream
+// stages blocks). The service
 // refuses with two different statuses, both reported as ErrPrecondition:
 // 409 BlobAlreadyExists for If-None-Match: * on an existing blob, and 412
 // ConditionNotMet for If-Match, also when the blob does not exist.
@@ -77,11 +78,77 @@
 // ErrPrecondition (driver.Op counts the requests sent); the lease reads the
 // record back and recognises its own.
 //
+// # Streaming writes
+//
+// Bucket is a driver.Streamer. PutStream sends a body that fits in one
+// block (StreamOptions.Size() bytes) as one conditional Put Blob, as Put
+// does. A longer one is staged as blocks of Size() bytes (Put Block), with
+// up to Parallel() of them in flight, and committed by one Put Block List
+// under If-None-Match: * or If-Match, which the service checks atomically
+// with the commit: nothing is visible before it, and a refusal there (409
+// BlobAlreadyExists, 412 ConditionNotMet) is ErrPrecondition with the blob
+// left as it was. At most Size() × Parallel() bytes of the body are held at
+// once. MayStart is called right before each block is staged and before
+// the commit; once it refuses, nothing more is started.
+//
+// Block IDs are "bl", a random 32-hex-digit prefix per upload, "-" and a
+// six-digit block number: one length for every upload by this driver (Blob
+// Storage refuses a block whose ID length differs from the blob's other
+// uncommitted blocks) and unique per upload, so that a commit names only
+// its own upload's blocks. Two uploads to one blob cannot mix: when one
+// commits, the service discards the blob's other uncommitted blocks, and
+// the other upload's commit fails with 400 InvalidBlockList, which is
+// ErrPrecondition where its condition no longer holds (the driver reads
+// the blob's properties to tell) and otherwise an error saying that its
+// blocks were discarded (TestStreamConcurrentUploadsDoNotMix).
+//
+// Blob Storage has no call that discards staged blocks. A PutStream that
+// fails (ctx ended, the reader failed, MayStart refused, a block or the
+// commit failed or was refused) cancels the blocks in flight and returns
+// once none is, having committed nothing; the uncommitted blocks are left
+// to the service, which discards them a week after the blob's last Put
+// Block, or when the blob is next committed. The error's
+// *driver.UploadError says how many blocks were started (Staged, Upload)
+// and why they were not aborted (AbortErr). A blob with only uncommitted
+// blocks is not an object: Get reports ErrNotExist and List omits it.
+//
+// The SDK's retry policy looks at the context after every response, a
+// successful one included, and reports the context's end in its place. A
+// write (Put Blob, Put Block List, Delete Blob) whose context ends as the
+// service's success arrives did land; the driver captures the response
+// (policy.WithCaptureResponse) and reports it as done, with its ETag,
+// rather than as cancelled with the blob changed.
+//
+// # Listing
+//
+// Bucket is a driver.Lister: List pages through the container's
+// ListBlobsFlat pager with the prefix, 1,000 blobs a page, in lexical
+// order, committed blobs only. An Object's Version is the blob's ETag in
+// the quoted form Get returns (the listing's XML carries it bare, as
+// Azurite 3.35.0 does: <Etag>0x8D...</Etag>), Size its length and ModTime
+// its Last-Modified time.
+//
+// # Closing
+//
+// A Bucket needs no Close, and has none (driver.Close returns nil): the
+// clients it builds use the SDK's process-wide default HTTP client
+// (azcore's shared transport), so opening a bucket adds no connection pool
+// and no goroutine that would outlive it (TestOpenWithoutClose). A
+// *container.Client passed to New with a transport of its own stays its
+// caller's to close (CloseIdleConnections on that transport).
+//
 // # Known quirks
 //
 //   - Azurite (tested at 3.35.0) enforces both preconditions on Put Blob and
 //     If-Match on Delete Blob as the service does; the conformance suite
 //     passes against it with no deviation.
+//   - Azurite 3.35.0 checks If-None-Match: * (409 BlobAlreadyExists) and
+//     If-Match (412 ConditionNotMet) on Put Block List, before it looks at
+//     the block list, and treats a blob with only uncommitted blocks as
+//     absent, as the service does (TestStreamConditionAtCommit writes the
+//     key between the blocks and the commit and sees the commit refused).
+//     It discards a blob's uncommitted blocks when the blob is committed,
+//     so a second upload's commit fails with 400 InvalidBlockList.
 //   - Azurite 3.36.0 and later declare Node.js >= 21 (3.37.0: >= 22);
 //     scripts/test pins 3.35.0, which runs on the Node.js 20 that CI has.
 //     Azurite is started with --skipApiVersionCheck, since the SDK speaks a

@@ -8,11 +8,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
@@ -420,5 +423,65 @@ func TestCanceledAfterTheServiceAnswered(t *testing.T) {
 		if c.want == nil && !errors.Is(err, driver.ErrNotExist) || c.want != nil && !bytes.Equal(got, c.want) {
 			t.Errorf("after %s: %d bytes (%v)", c.what, len(got), err)
 		}
+	}
+}
+
+// TestStreamBlocksDiscarded: a service that answers the commit with 400
+// InvalidBlockList (the upload's blocks were discarded: another writer
+// committed the blob after they were staged, or deleted it) is refused
+// with ErrPrecondition only where the blob as it is now breaks the
+// condition; otherwise the error says the blocks were discarded. Azurite
+// checks the condition first and never gets here, so a loopback server
+// plays the service.
+func TestStreamBlocksDiscarded(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cond   driver.Condition
+		exists bool
+		want   error
+	}{
+		{"IfAbsent, the blob exists now", driver.IfAbsent(), true, driver.ErrPrecondition},
+		{"IfAbsent, the blob was deleted", driver.IfAbsent(), false, nil},
+		{"IfMatch, another version now", driver.IfMatch(`"0x8DC0000000000001"`), true, driver.ErrPrecondition},
+		{"IfMatch, the blob was deleted", driver.IfMatch(`"0x8DC0000000000001"`), false, driver.ErrPrecondition},
+		{"unconditional", driver.Condition{}, true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("x-ms-version", "2025-01-05")
+				switch {
+				case r.Method == http.MethodPut && r.URL.Query().Get("comp") == "block":
+					w.WriteHeader(http.StatusCreated)
+				case r.Method == http.MethodPut && r.URL.Query().Get("comp") == "blocklist":
+					w.Header().Set("x-ms-error-code", "InvalidBlockList")
+					w.Header().Set("Content-Type", "application/xml")
+					w.WriteHeader(http.StatusBadRequest)
+					_, _ = io.WriteString(w, `<?xml version="1.0" encoding="utf-8"?><Error><Code>InvalidBlockList</Code><Message>The specified block list is invalid.</Message></Error>`)
+				case r.Method == http.MethodHead && c.exists:
+					w.Header().Set("ETag", `"0x8DC0000000000002"`)
+					w.WriteHeader(http.StatusOK)
+				case r.Method == http.MethodHead:
+					w.Header().Set("x-ms-error-code", "BlobNotFound")
+					w.WriteHeader(http.StatusNotFound)
+				default:
+					http.Error(w, "unexpected", http.StatusTeapot)
+				}
+			}))
+			defer srv.Close()
+			cc, err := container.NewClientWithNoCredential(srv.URL+"/acct/cnt", &container.ClientOptions{
+				ClientOptions: azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = azure.New(cc).PutStream(t.Context(), "k", unknownLength(body(block+1, 8)), c.cond, twoAtATime)
+			var re *azcore.ResponseError
+			if err == nil || !errors.As(err, &re) || re.ErrorCode != "InvalidBlockList" || !strings.Contains(err.Error(), "discarded") {
+				t.Fatalf("a commit answered InvalidBlockList: %v; want an error saying the blocks were discarded, with the service's error", err)
+			}
+			if c.want != nil && !errors.Is(err, c.want) || c.want == nil && errors.Is(err, driver.ErrPrecondition) {
+				t.Errorf("a commit answered InvalidBlockList: %v; want kind %v", err, c.want)
+			}
+		})
 	}
 }
