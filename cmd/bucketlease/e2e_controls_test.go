@@ -3,6 +3,8 @@
 package main
 
 import (
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -51,5 +53,44 @@ func TestSigtermOldIgnoresGrace(t *testing.T) {
 	code, state, _ := sigtermTrapped(t, []string{"BUCKETLEASE_OLD_CLI=term-no-grace"}, 10*time.Second)
 	if code != -1 || state != "fresh" {
 		t.Errorf("the old hold: exit %d, lease %s; want still running 10 s after SIGTERM (2 s grace), lease fresh", code, state)
+	}
+}
+
+// earlySignal starts hold with a command that traps SIGINT, with the watchdog
+// slow to report that it started it, sends SIGINT as soon as the command
+// runs, and reports whether the command got it within bound.
+func earlySignal(t *testing.T, old string, bound time.Duration) bool {
+	u, _ := fileURL(t)
+	a := start(t, []string{"BUCKETLEASE_OLD_CLI=slow-reports" + old}, "hold", u, "--", "sh", "-c", `trap 'echo child got INT; exit 3' INT; echo ready; sleep 120 & wait`)
+	a.waitFor(`ready`)
+	a.signal(syscall.SIGINT)
+	end := time.Now().Add(bound)
+	for time.Now().Before(end) {
+		if strings.Contains(a.output(), "child got INT") {
+			if code := a.wait(); code != 3 {
+				t.Errorf("exit %d, want the command's 3", code)
+			}
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// TestSignalBeforeStartedReport: the flake of TestHoldCommandExitStatus
+// made deterministic. A SIGINT that reaches hold after the command started
+// but before hold has read the watchdog's "started" report (here held back
+// by a second, as a loaded machine may delay the watchdog) is passed on all the same.
+func TestSignalBeforeStartedReport(t *testing.T) {
+	if !earlySignal(t, "", exitTimeout) {
+		t.Error("the command never got the SIGINT sent before hold read its started report")
+	}
+}
+
+// TestSignalBeforeStartedReportOldDropped is its negative control: the old
+// hold dropped such a signal, and the command never got it.
+func TestSignalBeforeStartedReportOldDropped(t *testing.T) {
+	if earlySignal(t, ",drop-early-signal", 5*time.Second) {
+		t.Error("the old hold passed the early SIGINT on; the scenario should have found it dropped")
 	}
 }

@@ -2,6 +2,8 @@
 
 package main
 
+import "time"
+
 // In the build users get, every old behaviour of the command is off and
 // compiled out. oldcli_on.go (build tag bucketlease_oldlease) lets a
 // negative control turn one back on.
@@ -22,3 +24,12 @@ func oldLeaseWatch() bool { return false }
 // oldTermNoGrace: SIGTERM to hold is passed on to the command and nothing
 // more: a command that traps it runs on (before issue 22).
 func oldTermNoGrace() bool { return false }
+
+// oldDropEarlySignal: a signal that reaches hold before it has read the
+// watchdog's "started" report is dropped, not passed on (the cause of
+// TestHoldCommandExitStatus's flake).
+func oldDropEarlySignal() bool { return false }
+
+// testReportDelay is how long the watchdog waits before it reports that
+// the command started: 0 here.
+func testReportDelay() time.Duration { return 0 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // oldCLI reports whether the negative-control switch name is listed in
@@ -31,3 +32,18 @@ func oldLeaseWatch() bool { return oldCLI("no-lease-watch") }
 // oldTermNoGrace: SIGTERM to hold is passed on to the command and nothing
 // more: a command that traps it runs on (before issue 22).
 func oldTermNoGrace() bool { return oldCLI("term-no-grace") }
+
+// oldDropEarlySignal: a signal that reaches hold before it has read the
+// watchdog's "started" report is dropped, not passed on (the cause of
+// TestHoldCommandExitStatus's flake).
+func oldDropEarlySignal() bool { return oldCLI("drop-early-signal") }
+
+// testReportDelay is how long the watchdog waits before it reports that
+// the command started: a second with slow-reports, which makes the window in
+// which a signal comes before the "started" report wide enough to hit.
+func testReportDelay() time.Duration {
+	if oldCLI("slow-reports") {
+		return time.Second
+	}
+	return 0
+}

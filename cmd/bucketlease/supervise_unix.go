@@ -179,7 +179,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 			select {
 			case s := <-sigs:
 				ss, _ := s.(syscall.Signal)
-				if pid == 0 || status >= 0 {
+				if status >= 0 || (pid == 0 && oldDropEarlySignal()) {
 					p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
 					continue
 				}
@@ -194,7 +194,13 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 					p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", sigName(s), pid, grace),
 						func(r *record) { r.Signal = sigName(s); r.PID = pid })
 				} else {
-					p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+					if pid == 0 {
+						// The watchdog has started the command (it reads
+						// this only then) but its report is not read yet.
+						p.note("signal", fmt.Sprintf("received %s; passing it on to the command", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+					} else {
+						p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+					}
 				}
 				send("signal %d", int(ss))
 				continue
