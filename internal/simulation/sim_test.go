@@ -28,6 +28,7 @@ var (
 	traceAll    = flag.Bool("sim.trace", false, "with -seed, print the whole trace even when the seed passes")
 	replayFirst = flag.Uint64("sim.replayfirst", 1, "the first seed TestReplayExact runs")
 	replayN     = flag.Int("sim.replayn", 0, "how many seeds TestReplayExact runs (0: its default)")
+	excludeFlag = flag.String("sim.exclude", "", "TestSimulation: comma-separated deviation classes to leave out (e.g. wall-clock-back-an-hour)")
 	classSeeds  = flag.Int("sim.classseeds", 100, "how many seeds TestRound3ClassesHold runs per class")
 	skewFlag    = flag.Duration("sim.skew", 0, "TestSimulation's clock-skew envelope (default a third of the TTL); beyond TTL/3 violations are expected")
 )
@@ -62,7 +63,7 @@ func report(t *testing.T, cfg Config, r Result, testName string) {
 // TestSimulation runs the lease under faults with skew up to a third of a
 // TTL on a conditional store, and requires every invariant to hold.
 func TestSimulation(t *testing.T) {
-	cfg := Config{MaxSkew: *skewFlag}
+	cfg := Config{MaxSkew: *skewFlag, Exclude: parseDeviations(t, *excludeFlag)}
 	if *seedFlag >= 0 {
 		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
 		r := run(t, cfg)
@@ -572,4 +573,20 @@ func TestLeaseHistoryLinearizable(t *testing.T) {
 	if !lied {
 		t.Fatal("no refused If-None-Match PUT to lie about in 30 seeds")
 	}
+}
+
+// parseDeviations reads comma-separated class names.
+func parseDeviations(t *testing.T, names string) Deviation {
+	var d Deviation
+	for _, n := range strings.Split(names, ",") {
+		if n == "" {
+			continue
+		}
+		i := slices.Index(deviationNames, n)
+		if i < 0 {
+			t.Fatalf("no deviation class %q; the classes: %s", n, strings.Join(deviationNames, ", "))
+		}
+		d |= 1 << i
+	}
+	return d
 }
