@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Streaming writes and listing are optional abilities of a Bucket, found at
@@ -254,4 +256,30 @@ func ReadPart(ctx context.Context, r io.Reader, buf []byte) (int, error) {
 		err = io.EOF
 	}
 	return n, err
+}
+
+// BeginList starts a List (or ListPending) of prefix, as Begin starts the
+// other operations: it returns the error to yield at once if ctx has ended
+// or the prefix could match no valid key (longer than MaxKeyLen, not
+// UTF-8, a control character or a backslash), and otherwise an *Op whose
+// Fail builds every error of the listing. Unlike a key, a prefix may be
+// empty (the whole bucket) and may end in a slash or mid-segment.
+func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
+	o := &Op{Driver: driverName, Name: string(OpList), Key: prefix, ctx: ctx, sent: &sentCount{}}
+	if err := ctx.Err(); err != nil {
+		return o, o.Fail(nil, err)
+	}
+	why := ""
+	switch {
+	case len(prefix) > MaxKeyLen:
+		why = fmt.Sprintf("it is %d bytes long, more than a key may be (%d)", len(prefix), MaxKeyLen)
+	case !utf8.ValidString(prefix):
+		why = "it is not valid UTF-8"
+	case strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }):
+		why = "it contains a control character or a backslash, which no key may"
+	}
+	if why != "" {
+		return o, o.Fail(ErrInvalidKey, fmt.Errorf("prefix %q matches no valid key: %s", clipKey(prefix), why))
+	}
+	return o, nil
 }

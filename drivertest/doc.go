@@ -30,8 +30,19 @@
 // doing 10 compare-and-swap increments each end at exactly 50; that a
 // cancelled context surfaces as context.Canceled, also in the middle of a
 // large body, and leaves no torn object; that a write whose first attempt
-// landed is never reported as refused; and, through the lease package,
-// that a lease works on the driver.
+// landed is never reported as refused, and that a Put cancelled at any of
+// its steps settles (nothing of it lands after it returned); through the
+// lease package, that a lease works on the driver; for a driver that
+// streams (driver.Streamer), that a streamed write's condition holds at
+// its commit, alone and under 8 racing writers, that a body of unknown
+// length over two parts round-trips byte for byte, and that a cancelled
+// context or a refusing StreamOptions.MayStart stores nothing and leaves no
+// upload pending; and for a driver that lists (driver.Lister), that List
+// pages through more than 1,000 keys in lexical order, takes its prefix as
+// a plain string, returns odd keys as written and sees a write just made.
+// A driver without those optional interfaces has their checks reported not
+// applicable. The suite's order is one table (suite.go); each file holds
+// the checks of one obligation.
 //
 // Failures are reported at the line of the author's test that called Run.
 // Check names (Names) are API: they key Options.KnownDeviations and the

@@ -71,7 +71,7 @@ var order = []string{
 }
 
 // checks is the suite in order.
-var checks = suite(order, contractChecks, moreChecks, leaseChecks, cancelChecks, streamChecks, listChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, cancelChecks, streamChecks, listChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

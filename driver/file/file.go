@@ -649,14 +649,12 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 // meanwhile is left out. The driver's own directory is never listed.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
-		fail := func(kind, err error) {
-			yield(driver.Object{}, &driver.OpError{Driver: Scheme, Op: string(driver.OpList), Key: prefix,
-				Kind: kind, Err: driver.WithContext(ctx, err)})
-		}
-		if err := ctx.Err(); err != nil {
-			fail(nil, err)
+		op, err := driver.BeginList(ctx, Scheme, prefix)
+		if err != nil {
+			yield(driver.Object{}, err)
 			return
 		}
+		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }
 		if kind := b.rootMissing(); kind != nil {
 			fail(kind, nil)
 			return
@@ -667,7 +665,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 			start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
 		}
 		var keys []string
-		err := filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 					return nil

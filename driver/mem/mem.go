@@ -180,10 +180,9 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 // as they are when the iteration starts.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
-		op := &driver.OpError{Driver: Scheme, Op: string(driver.OpList), Key: prefix}
-		if err := ctx.Err(); err != nil {
-			op.Err = err
-			yield(driver.Object{}, op)
+		op, err := driver.BeginList(ctx, Scheme, prefix)
+		if err != nil {
+			yield(driver.Object{}, err)
 			return
 		}
 		b.mu.Lock()
@@ -197,8 +196,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 		slices.SortFunc(objs, func(a, b driver.Object) int { return strings.Compare(a.Key, b.Key) })
 		for _, o := range objs {
 			if err := ctx.Err(); err != nil {
-				op.Err = err
-				yield(driver.Object{}, op)
+				yield(driver.Object{}, op.Fail(nil, err))
 				return
 			}
 			if !yield(o, nil) {

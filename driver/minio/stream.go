@@ -93,19 +93,18 @@ func (m multipart) Abort(ctx context.Context, upload string) error {
 	return err
 }
 
-// listFail is the error List and ListPending yield.
-func listFail(ctx context.Context, prefix string, err error) error {
-	return &driver.OpError{Driver: Scheme, Op: string(driver.OpList), Key: prefix,
-		Kind: kind(err, driver.Condition{}), Err: driver.WithContext(ctx, err)}
-}
-
 // List yields the objects whose keys start with prefix in lexical order,
 // paged by minio-go's ListObjects (ListObjectsV2 underneath). Versions are
 // ETags without quotes, as Get returns them. Stopping early cancels the
 // listing and waits for minio-go's goroutine to end.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
-		lctx, cancel := context.WithCancel(ctx)
+		op, err := driver.BeginList(ctx, Scheme, prefix)
+		if err != nil {
+			yield(driver.Object{}, err)
+			return
+		}
+		lctx, cancel := context.WithCancel(op.Context())
 		ch := b.client.ListObjects(lctx, b.bucket, miniogo.ListObjectsOptions{Prefix: prefix, Recursive: true})
 		defer func() {
 			cancel()
@@ -114,7 +113,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 		}()
 		for o := range ch {
 			if o.Err != nil {
-				yield(driver.Object{}, listFail(ctx, prefix, o.Err))
+				yield(driver.Object{}, op.Fail(kind(o.Err, driver.Condition{}), o.Err))
 				return
 			}
 			obj := driver.Object{Key: o.Key, Size: o.Size, Version: driver.Version(unquote(driver.Version(o.ETag))), ModTime: o.LastModified}
@@ -123,7 +122,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			yield(driver.Object{}, listFail(ctx, prefix, err))
+			yield(driver.Object{}, op.Fail(nil, err))
 		}
 	}
 }
@@ -133,11 +132,16 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 // the prefix names exactly.
 func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
+		op, err := driver.BeginList(ctx, Scheme, prefix)
+		if err != nil {
+			yield(driver.Pending{}, err)
+			return
+		}
 		keyMarker, idMarker := "", ""
 		for {
-			res, err := miniogo.Core{Client: b.client}.ListMultipartUploads(ctx, b.bucket, prefix, keyMarker, idMarker, "", 1000)
+			res, err := miniogo.Core{Client: b.client}.ListMultipartUploads(op.Context(), b.bucket, prefix, keyMarker, idMarker, "", 1000)
 			if err != nil {
-				yield(driver.Pending{}, listFail(ctx, prefix, err))
+				yield(driver.Pending{}, op.Fail(kind(err, driver.Condition{}), err))
 				return
 			}
 			for _, u := range res.Uploads {

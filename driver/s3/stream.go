@@ -98,22 +98,21 @@ func (m multipart) Abort(ctx context.Context, upload string) error {
 	return err
 }
 
-// listFail is the error List and ListPending yield.
-func (b *Bucket) listFail(ctx context.Context, prefix string, err error) error {
-	return &driver.OpError{Driver: b.profile.Driver, Op: string(driver.OpList), Key: prefix,
-		Kind: kind(err, driver.Condition{}), Err: driver.WithContext(ctx, err)}
-}
-
 // List yields the objects whose keys start with prefix, in the service's
 // (lexical) order, one ListObjectsV2 page at a time as the caller
 // iterates. Versions are ETags, quoted as Get returns them.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
+		op, err := driver.BeginList(ctx, b.profile.Driver, prefix)
+		if err != nil {
+			yield(driver.Object{}, err)
+			return
+		}
 		pages := s3sdk.NewListObjectsV2Paginator(b.client, &s3sdk.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &prefix})
 		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
+			page, err := pages.NextPage(op.Context())
 			if err != nil {
-				yield(driver.Object{}, b.listFail(ctx, prefix, err))
+				yield(driver.Object{}, op.Fail(kind(err, driver.Condition{}), err))
 				return
 			}
 			for _, o := range page.Contents {
@@ -131,11 +130,16 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 // completed nor aborted (ListMultipartUploads, paged).
 func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
+		op, err := driver.BeginList(ctx, b.profile.Driver, prefix)
+		if err != nil {
+			yield(driver.Pending{}, err)
+			return
+		}
 		in := &s3sdk.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix}
 		for {
-			out, err := b.client.ListMultipartUploads(ctx, in)
+			out, err := b.client.ListMultipartUploads(op.Context(), in)
 			if err != nil {
-				yield(driver.Pending{}, b.listFail(ctx, prefix, err))
+				yield(driver.Pending{}, op.Fail(kind(err, driver.Condition{}), err))
 				return
 			}
 			for _, u := range out.Uploads {

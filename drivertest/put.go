@@ -15,38 +15,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// largeSize is above the single-request thresholds of the common SDKs
-// (16 MiB parts and chunks), so that a driver which lets a big body slip
-// into a multipart or resumable upload, where the precondition may not
-// apply, is caught.
-const largeSize = 17 << 20
+// Put and its conditions, alone and under concurrency: obligation 3.
 
-// contractChecks are the checks of this file; suite.go orders them.
-var contractChecks = []check{
-	check{
-		name:   "capabilities-declared",
-		expect: "the driver declares an exclusion (Capabilities().Exclusion is Conditional or BestEffort)",
-		run: func(ctx context.Context, s *scope) error {
-			c := s.b.Capabilities()
-			if c.Exclusion != driver.NoExclusion {
-				return nil
-			}
-			msg := "the driver declares no exclusion (Capabilities().Exclusion is NoExclusion, the zero value)"
-			if c.Reason != "" {
-				msg += ": " + c.Reason
-			}
-			return errors.New(msg + "; the lease refuses such a driver, so the lease checks are skipped. " +
-				"Declare Exclusion: driver.Conditional if the service enforces IfAbsent and IfMatch atomically")
-		},
-	},
-	check{
-		name:   "get-missing",
-		expect: "Get of a missing key returns ErrNotExist",
-		run: func(ctx context.Context, s *scope) error {
-			_, _, err := s.b.Get(ctx, s.key("missing"))
-			return want("Get", err, driver.ErrNotExist)
-		},
-	},
+// putChecks are the checks of this file; suite.go orders them.
+var putChecks = []check{
 	check{
 		name:   "put-if-absent-new",
 		expect: "IfAbsent on a missing key succeeds with a version; Get returns the same bytes and version",
@@ -98,11 +70,6 @@ var contractChecks = []check{
 			}
 			return unchanged(ctx, s.b, k, []byte("two"), v2)
 		},
-	},
-	check{
-		name:   "version-unguessable",
-		expect: "no version is FakeVersion of an earlier one (a version must not be predictable from an earlier one)",
-		run:    versionUnguessable,
 	},
 	check{
 		name:   "put-if-match-stale",
@@ -183,97 +150,6 @@ var contractChecks = []check{
 		},
 	},
 	check{
-		name:   "delete-missing",
-		expect: "an unconditional Delete of a missing key succeeds",
-		run: func(ctx context.Context, s *scope) error {
-			return want("Delete of a missing key", s.b.Delete(ctx, s.key("missing"), driver.Condition{}), nil)
-		},
-	},
-	check{
-		name:   "delete-unconditional",
-		expect: "an unconditional Delete removes the object",
-		run: func(ctx context.Context, s *scope) error {
-			k := s.key("obj")
-			if _, err := seed(ctx, s.b, k, []byte("x")); err != nil {
-				return err
-			}
-			if err := want("Delete", s.b.Delete(ctx, k, driver.Condition{}), nil); err != nil {
-				return err
-			}
-			return absent(ctx, s.b, k)
-		},
-	},
-	check{
-		name:    "delete-if-match-wrong",
-		area:    areaDelete,
-		applies: condDelete,
-		expect:  "Delete IfMatch with a stale or made-up version returns ErrPrecondition; object unchanged",
-		run: func(ctx context.Context, s *scope) error {
-			k := s.key("obj")
-			v1, err := seed(ctx, s.b, k, []byte("one"))
-			if err != nil {
-				return err
-			}
-			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-			if err != nil {
-				return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
-			}
-			if err := want("Delete IfMatch(stale)", s.b.Delete(ctx, k, driver.IfMatch(v1)), driver.ErrPrecondition); err != nil {
-				return err
-			}
-			if err := want("Delete IfMatch(made-up)", s.b.Delete(ctx, k, driver.IfMatch(driver.FakeVersion(v2))), driver.ErrPrecondition); err != nil {
-				return err
-			}
-			return unchanged(ctx, s.b, k, []byte("two"), v2)
-		},
-	},
-	check{
-		name:    "delete-if-match-missing",
-		area:    areaDelete,
-		applies: condDelete,
-		expect:  "Delete IfMatch on a missing key returns ErrPrecondition",
-		run: func(ctx context.Context, s *scope) error {
-			v, err := seed(ctx, s.b, s.key("other"), []byte("x"))
-			if err != nil {
-				return err
-			}
-			return want("Delete IfMatch on a missing key", s.b.Delete(ctx, s.key("missing"), driver.IfMatch(v)), driver.ErrPrecondition)
-		},
-	},
-	check{
-		name:    "delete-if-match-current",
-		area:    areaDelete,
-		applies: condDelete,
-		expect:  "Delete IfMatch with the current version removes the object",
-		run: func(ctx context.Context, s *scope) error {
-			k := s.key("obj")
-			v, err := seed(ctx, s.b, k, []byte("x"))
-			if err != nil {
-				return err
-			}
-			if err := want("Delete IfMatch(current)", s.b.Delete(ctx, k, driver.IfMatch(v)), nil); err != nil {
-				return err
-			}
-			return absent(ctx, s.b, k)
-		},
-	},
-	check{
-		name:    "delete-condition-refused",
-		applies: noCondDelete,
-		expect:  "without a conditional Delete, Delete IfMatch returns ErrUnsupported and removes nothing",
-		run: func(ctx context.Context, s *scope) error {
-			k := s.key("obj")
-			v, err := seed(ctx, s.b, k, []byte("x"))
-			if err != nil {
-				return err
-			}
-			if err := want("Delete IfMatch", s.b.Delete(ctx, k, driver.IfMatch(v)), driver.ErrUnsupported); err != nil {
-				return err
-			}
-			return unchanged(ctx, s.b, k, []byte("x"), v)
-		},
-	},
-	check{
 		name:    "race-if-absent",
 		area:    areaPut,
 		applies: conditional,
@@ -287,12 +163,13 @@ var contractChecks = []check{
 		expect:  "5 workers doing 10 compare-and-swap increments each on one counter end at exactly 50",
 		run:     casCounter,
 	},
-	check{
-		name:   "context-canceled",
-		expect: "with a cancelled context, Get, Put and Delete return errors matching context.Canceled and change nothing",
-		run:    contextCanceled,
-	},
 }
+
+// largeSize is above the single-request thresholds of the common SDKs
+// (16 MiB parts and chunks), so that a driver which lets a big body slip
+// into a multipart or resumable upload, where the precondition may not
+// apply, is caught.
+const largeSize = 17 << 20
 
 // notStored fails a large conditional write that reported success or
 // ErrNotExist. A service may answer a refused request before it has read a
@@ -460,30 +337,4 @@ func casCounter(ctx context.Context, s *scope) error {
 			c.n, len(c.tokens), workers*increments)
 	}
 	return nil
-}
-
-func contextCanceled(ctx context.Context, s *scope) error {
-	k := s.key("obj")
-	v, err := seed(ctx, s.b, k, []byte("keep"))
-	if err != nil {
-		return err
-	}
-	dead, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, _, err := s.b.Get(dead, k); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Get: %s, not context.Canceled", outcome(err))
-	}
-	if _, err := s.b.Put(dead, k, []byte("lost"), driver.IfMatch(v)); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Put: %s, not context.Canceled", outcome(err))
-	}
-	if _, err := s.b.Put(dead, s.key("new"), []byte("lost"), driver.IfAbsent()); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Put IfAbsent: %s, not context.Canceled", outcome(err))
-	}
-	if err := s.b.Delete(dead, k, driver.Condition{}); !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("Delete: %s, not context.Canceled", outcome(err))
-	}
-	if err := absent(ctx, s.b, s.key("new")); err != nil {
-		return fmt.Errorf("a cancelled Put IfAbsent: %w", err)
-	}
-	return unchanged(ctx, s.b, k, []byte("keep"), v)
 }

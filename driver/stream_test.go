@@ -1,0 +1,93 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+func TestBeginList(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range []string{"", "db1", "db1/", "db1/c", "a b/%/ü"} {
+		if _, err := driver.BeginList(ctx, "x", p); err != nil {
+			t.Errorf("BeginList(%q): %v", p, err)
+		}
+	}
+	for _, p := range []string{`a\b`, "a\x00", string([]byte{0xff}), strings.Repeat("a", driver.MaxKeyLen+1)} {
+		if _, err := driver.BeginList(ctx, "x", p); !errors.Is(err, driver.ErrInvalidKey) {
+			t.Errorf("BeginList(%q): %v, want ErrInvalidKey", p, err)
+		}
+	}
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	op, err := driver.BeginList(dead, "x", "p")
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("BeginList with a cancelled context: %v", err)
+	}
+	var oe *driver.OpError
+	if !errors.As(op.Fail(nil, errors.New("boom")), &oe) || oe.Op != "list" || oe.Key != "p" {
+		t.Errorf("the list operation's error names %+v", oe)
+	}
+}
+
+func TestUploadErrorSaysWhatBecameOfTheUpload(t *testing.T) {
+	cause := errors.New("part 2 failed")
+	abortErr := errors.New("abort refused")
+	for _, c := range []struct {
+		e    driver.UploadError
+		want string
+	}{
+		{driver.UploadError{Err: cause}, "nothing had been staged"},
+		{driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "multipart upload U"}, "(multipart upload U) was aborted"},
+		{driver.UploadError{Err: cause, Staged: true, AbortErr: abortErr, Upload: "multipart upload U"}, "failed too (abort refused)"},
+	} {
+		if got := c.e.Error(); !strings.Contains(got, c.want) || !strings.HasPrefix(got, "part 2 failed") {
+			t.Errorf("%+v: %q, want it to say %q", c.e, got, c.want)
+		}
+		if !errors.Is(&c.e, cause) {
+			t.Errorf("%+v does not wrap its cause", c.e)
+		}
+	}
+	e := &driver.UploadError{Err: cause, Staged: true, AbortErr: abortErr}
+	if !errors.Is(e, abortErr) {
+		t.Error("the abort's error is not in the chain")
+	}
+}
+
+// stub is a Bucket with only the four methods, recording its one Put.
+type stub struct {
+	driver.Bucket
+	puts [][]byte
+}
+
+func (s *stub) Put(_ context.Context, _ string, data []byte, _ driver.Condition) (driver.Version, error) {
+	s.puts = append(s.puts, data)
+	return "v1", nil
+}
+
+func TestPutStreamFallback(t *testing.T) {
+	ctx := context.Background()
+	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1}
+	s := &stub{}
+	if v, err := driver.PutStream(ctx, s, "k", bytes.NewReader([]byte("small")), driver.IfAbsent(), opts); err != nil || v != "v1" || len(s.puts) != 1 {
+		t.Fatalf("a small body: %q, %v, %d puts", v, err, len(s.puts))
+	}
+	big := bytes.Repeat([]byte("x"), driver.MinPartSize+1)
+	if _, err := driver.PutStream(ctx, s, "k", bytes.NewReader(big), driver.IfAbsent(), opts); !errors.Is(err, driver.ErrUnsupported) || len(s.puts) != 1 {
+		t.Fatalf("a body over part size × concurrency: %v, %d puts; want ErrUnsupported and nothing written", err, len(s.puts))
+	}
+	refuse := errors.New("fenced")
+	opts.MayStart = func() error { return refuse }
+	if _, err := driver.PutStream(ctx, s, "k", bytes.NewReader([]byte("small")), driver.IfAbsent(), opts); !errors.Is(err, refuse) || len(s.puts) != 1 {
+		t.Fatalf("MayStart refusing: %v, %d puts", err, len(s.puts))
+	}
+	for _, err := range driver.List(ctx, s, "") {
+		if !errors.Is(err, driver.ErrUnsupported) {
+			t.Fatalf("List without a Lister: %v", err)
+		}
+	}
+}

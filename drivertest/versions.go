@@ -1,0 +1,83 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// Versions: what IfMatch may name, and that the next one cannot be guessed (obligations 4 and 5).
+
+// versionChecks are the checks of this file; suite.go orders them.
+var versionChecks = []check{
+	check{
+		name:   "version-unguessable",
+		expect: "no version is FakeVersion of an earlier one (a version must not be predictable from an earlier one)",
+		run:    versionUnguessable,
+	},
+	check{
+		name:   "put-if-match-wildcard",
+		area:   areaPut,
+		expect: `IfMatch of a wildcard or a list ("*", "\"*\"", "v1,v2", W/v, empty) returns ErrPrecondition and changes nothing`,
+		run: func(ctx context.Context, s *scope) error {
+			k := s.key("obj")
+			v, err := seed(ctx, s.b, k, []byte("one"))
+			if err != nil {
+				return err
+			}
+			for _, w := range []driver.Version{"*", `"*"`, v + "," + driver.FakeVersion(v), v + ", *",
+				driver.FakeVersion(v) + "," + v, "W/" + v, ""} {
+				_, err := s.b.Put(ctx, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
+				if err := want(fmt.Sprintf("Put IfMatch(%q)", w), err, driver.ErrPrecondition); err != nil {
+					return err
+				}
+				if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
+					return fmt.Errorf("after Put IfMatch(%q): %w", w, err)
+				}
+				err = s.b.Delete(ctx, k, driver.IfMatch(w))
+				if !errors.Is(err, driver.ErrPrecondition) && !errors.Is(err, driver.ErrUnsupported) {
+					return fmt.Errorf("Delete IfMatch(%q): %s, want ErrPrecondition (or ErrUnsupported)", w, outcome(err))
+				}
+				if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
+					return fmt.Errorf("after Delete IfMatch(%q): %w", w, err)
+				}
+			}
+			return nil
+		},
+	},
+}
+
+// versionUnguessable writes one key several times and fails if a version
+// is FakeVersion of an earlier one: the lease's probe relies on IfMatch of
+// a made-up version being refused, and with versions that count up, the
+// made-up version is the next real one.
+func versionUnguessable(ctx context.Context, s *scope) error {
+	k := s.key("obj")
+	v, err := seed(ctx, s.b, k, []byte("0"))
+	if err != nil {
+		return err
+	}
+	seen := []driver.Version{v}
+	for i := 1; i < 5; i++ {
+		nv, err := s.b.Put(ctx, k, []byte{byte('0' + i)}, driver.IfMatch(v))
+		if err != nil {
+			return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+		}
+		for _, old := range seen {
+			if nv == old {
+				return fmt.Errorf("the version %q came back for a later write: versions must be unique per key", nv)
+			}
+			if nv == driver.FakeVersion(old) {
+				return fmt.Errorf("versions are guessable: after %q came %q, which is FakeVersion(%q). "+
+					"Rule (driver/doc.go, obligation 5, Versions): a version must not be predictable from an earlier one, "+
+					"since the lease's probe expects IfMatch(FakeVersion(v)) to be refused; "+
+					"a driver whose versions are counters must scramble them (as the mem driver does)", old, nv, old)
+			}
+		}
+		seen = append(seen, nv)
+		v = nv
+	}
+	return nil
+}
