@@ -105,6 +105,7 @@ func reportStream(b *testing.B, res StreamResult, part int64, conc int) {
 	b.ReportMetric(float64(res.RawHeap)/mib, "raw-heap-MiB")
 	b.ReportMetric(float64(part*int64(conc)+heapSlack)/mib, "heap-target-MiB")
 	b.ReportMetric(float64(res.Size)/mib, "size-MiB")
+	b.ReportMetric(float64(res.Rounds), "rounds")
 }
 
 // leaseFor acquires a lease on prefix "lease" of b for the benchmark, keeps

@@ -1,9 +1,12 @@
 // Command benchsummary reads the output of the internal/bench benchmarks
 // (go test -bench, any -count) and prints one Markdown table: each measured
 // figure as the median over the runs, the driver/raw ratio of each driver
-// operation, the many-leases results, and whether each target is met.
+// operation, the many-leases results, and whether each target is met; then
+// a table of the streaming benchmarks (BenchmarkStream: throughput against
+// the SDK's uploader, peak heap) and one of the renewals under a saturated
+// link (BenchmarkStreamRenewals), each with its targets.
 //
-//	go run ./internal/bench/cmd/benchsummary [-max-ratio 1.10] [-max-growth 1.5] [-expect s3,r2,...] FILE...
+//	go run ./internal/bench/cmd/benchsummary [-max-ratio 1.10] [-max-growth 1.5] [-min-stream-ratio 0.95] [-expect s3,r2,...] FILE...
 //
 // With no FILE it reads standard input. It exits 1 if a target is missed
 // or an expected driver was not measured, 2 on bad input.
@@ -27,6 +30,9 @@ func main() {
 	maxGrowth := flag.Float64("max-growth", 1.5, "the largest growth of B/lease and CPU/renewal from 1,000 to 10,000 leases that counts as flat")
 	expect := flag.String("expect", "s3,r2,minio,gcs,azure", "the drivers the overhead benchmark must have measured")
 	expectMany := flag.String("expect-many", "ManyLeasesMem/1000,ManyLeasesMem/10000,ManyLeasesMinIO", "the many-leases benchmarks that must have run")
+	minStream := flag.Float64("min-stream-ratio", 0.95, "the streamed write's driver/raw throughput target")
+	expectStream := flag.String("expect-stream", "s3,r2,minio,gcs,azure", "the drivers BenchmarkStream must have measured")
+	expectRenew := flag.Bool("expect-renewals", true, "BenchmarkStreamRenewals must have run")
 	flag.Parse()
 
 	var in []io.Reader
@@ -47,9 +53,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	rows, ok := summarize(runs, config{maxRatio: *maxRatio, maxGrowth: *maxGrowth, expect: splitList(*expect), expectMany: splitList(*expectMany)})
-	fmt.Print(render(rows))
-	if !ok {
+	c := config{maxRatio: *maxRatio, maxGrowth: *maxGrowth, expect: splitList(*expect), expectMany: splitList(*expectMany),
+		minStream: *minStream, expectStream: splitList(*expectStream), expectRenew: *expectRenew}
+	rows, ok := summarize(runs, c)
+	stream, sok := summarizeStream(runs, c)
+	renew, rok := summarizeRenewals(runs, c)
+	var tables []string
+	if len(rows) > 0 {
+		tables = append(tables, render(rows))
+	}
+	if len(stream) > 0 {
+		tables = append(tables, renderTable(streamHeader, 3, stream))
+	}
+	if len(renew) > 0 {
+		tables = append(tables, renderTable(renewHeader, 5, renew))
+	}
+	fmt.Print(strings.Join(tables, "\n"))
+	if !ok || !sok || !rok {
 		os.Exit(1)
 	}
 }
@@ -158,6 +178,12 @@ func (r Runs) median(name, unit string) (float64, bool) {
 type config struct {
 	maxRatio, maxGrowth float64
 	expect, expectMany  []string
+	// minStream is the target of a streamed write's driver/raw
+	// throughput; expectStream the drivers BenchmarkStream must have
+	// measured; expectRenew whether BenchmarkStreamRenewals must have run.
+	minStream    float64
+	expectStream []string
+	expectRenew  bool
 }
 
 // Row is one line of the table.
@@ -292,11 +318,22 @@ func sideRow(r Runs, base, side string) Row {
 
 // render prints rows as a Markdown table with aligned columns.
 func render(rows []Row) string {
-	all := append([]Row{{"benchmark", "ns/op", "B/op", "allocs/op", "driver/raw", "target", "met?"}}, rows...)
-	cells := func(r Row) []string { return []string{r.Bench, r.NsOp, r.BOp, r.AllocsOp, r.Ratio, r.Target, r.Met} }
-	width := make([]int, 7)
+	cells := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		cells = append(cells, []string{r.Bench, r.NsOp, r.BOp, r.AllocsOp, r.Ratio, r.Target, r.Met})
+	}
+	return renderTable([]string{"benchmark", "ns/op", "B/op", "allocs/op", "driver/raw", "target", "met?"}, 3, cells)
+}
+
+// renderTable prints a Markdown table with aligned columns: columns 1 to
+// nums (numbers) right-aligned, the others left-aligned.
+func renderTable(header []string, nums int, rows [][]string) string {
+	all := append([][]string{header}, rows...)
+	n := len(header)
+	numeric := func(i int) bool { return i >= 1 && i <= nums }
+	width := make([]int, n)
 	for _, r := range all {
-		for i, c := range cells(r) {
+		for i, c := range r {
 			width[i] = max(width[i], len([]rune(c)))
 		}
 	}
@@ -305,7 +342,7 @@ func render(rows []Row) string {
 		b.WriteString("|")
 		for i, c := range cs {
 			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i >= 1 && i <= 3 {
+			if numeric(i) {
 				b.WriteString(" " + pad + c + " |") // numbers right-aligned
 			} else {
 				b.WriteString(" " + c + pad + " |")
@@ -313,17 +350,17 @@ func render(rows []Row) string {
 		}
 		b.WriteString("\n")
 	}
-	line(cells(all[0]))
-	sep := make([]string, 7)
+	line(all[0])
+	sep := make([]string, n)
 	for i := range sep {
 		sep[i] = strings.Repeat("-", width[i])
-		if i >= 1 && i <= 3 {
+		if numeric(i) {
 			sep[i] = strings.Repeat("-", width[i]-1) + ":"
 		}
 	}
 	line(sep)
 	for _, r := range all[1:] {
-		line(cells(r))
+		line(r)
 	}
 	return b.String()
 }
