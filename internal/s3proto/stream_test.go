@@ -1,0 +1,224 @@
+package s3proto_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/s3proto"
+)
+
+// fakeMP is a multipart service in memory that records what it is asked.
+type fakeMP struct {
+	mu        sync.Mutex
+	parts     map[int][]byte
+	inFlight  atomic.Int32
+	maxFlight atomic.Int32
+	failPart  int   // a part number whose upload fails, or 0
+	abortErr  error // what Abort returns
+	refuse    bool  // Complete answers 412
+	created   bool
+	aborted   bool
+	completed []byte
+	block     chan struct{} // if set, each Part waits for it (or its ctx)
+}
+
+func (f *fakeMP) Create(ctx context.Context) (string, error) { f.created = true; return "U1", nil }
+
+func (f *fakeMP) Part(ctx context.Context, _ string, n int, data []byte) (string, error) {
+	c := f.inFlight.Add(1)
+	defer f.inFlight.Add(-1)
+	for m := f.maxFlight.Load(); c > m && !f.maxFlight.CompareAndSwap(m, c); m = f.maxFlight.Load() {
+	}
+	if f.block != nil {
+		select {
+		case <-f.block:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	if n == f.failPart {
+		return "", errors.New("InternalError")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.parts == nil {
+		f.parts = map[int][]byte{}
+	}
+	f.parts[n] = bytes.Clone(data)
+	return fmt.Sprintf("e%d", n), nil
+}
+
+func (f *fakeMP) Complete(ctx context.Context, _ string, parts []s3proto.Part) (driver.Version, error) {
+	if f.refuse {
+		return "", errPrecondition
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []byte
+	for i, p := range parts {
+		if p.Number != i+1 || p.ETag != fmt.Sprintf("e%d", i+1) {
+			return "", fmt.Errorf("parts out of order: %+v", parts)
+		}
+		all = append(all, f.parts[p.Number]...)
+	}
+	f.completed = all
+	return "v-multipart", nil
+}
+
+func (f *fakeMP) Abort(ctx context.Context, _ string) error {
+	f.aborted = true
+	return f.abortErr
+}
+
+var errPrecondition = errors.New("PreconditionFailed")
+
+func upload(f *fakeMP, single *[]byte) s3proto.Upload {
+	return s3proto.Upload{
+		Caps: driver.Capabilities{Exclusion: driver.Conditional}, Driver: "fake", Key: "k", Cond: driver.IfAbsent(),
+		Single: func(_ context.Context, data []byte) (driver.Version, error) {
+			*single = bytes.Clone(data)
+			return "v-single", nil
+		},
+		Multipart: f,
+		Kind: func(err error, cond driver.Condition) error {
+			if errors.Is(err, errPrecondition) && !cond.Unconditional() {
+				return driver.ErrPrecondition
+			}
+			return nil
+		},
+	}
+}
+
+func body(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	return b
+}
+
+func TestUploadOnePartIsOnePut(t *testing.T) {
+	for _, n := range []int{0, 1, driver.MinPartSize} {
+		f := &fakeMP{}
+		var single []byte
+		v, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(n)), &driver.StreamOptions{PartSize: driver.MinPartSize})
+		if err != nil || v != "v-single" || !bytes.Equal(single, body(n)) || f.created {
+			t.Fatalf("a body of %d bytes: %q, %v, multipart started %t", n, v, err, f.created)
+		}
+	}
+}
+
+func TestUploadPartsInOrderWithinTheBound(t *testing.T) {
+	const par = 3
+	f := &fakeMP{}
+	var single []byte
+	data := body(7*driver.MinPartSize + 123)
+	v, err := upload(f, &single).Run(context.Background(), io.MultiReader(bytes.NewReader(data)), &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: par})
+	if err != nil || v != "v-multipart" {
+		t.Fatalf("%q, %v", v, err)
+	}
+	if !bytes.Equal(f.completed, data) {
+		t.Fatalf("the committed object is %d bytes, not the body's %d", len(f.completed), len(data))
+	}
+	if m := f.maxFlight.Load(); m > par {
+		t.Errorf("%d parts in flight at once, more than the concurrency %d", m, par)
+	}
+}
+
+func TestUploadAbortsAndSays(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, c := range []struct {
+		name   string
+		f      *fakeMP
+		gate   func() error
+		kind   error
+		abort  bool
+		reason string
+	}{
+		{"a part fails", &fakeMP{failPart: 2}, nil, nil, true, "uploading part 2"},
+		{"the commit is refused", &fakeMP{refuse: true}, nil, driver.ErrPrecondition, true, "completing the multipart upload"},
+		{"the abort fails too", &fakeMP{failPart: 1, abortErr: errors.New("NoSuchBucket")}, nil, nil, false, "failed too"},
+		{"MayStart refuses", &fakeMP{}, func() error { return errors.New("fenced") }, nil, true, "MayStart refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var single []byte
+			calls := 0
+			gate := c.gate
+			if gate != nil {
+				g := gate
+				gate = func() error {
+					if calls++; calls > 2 {
+						return g()
+					}
+					return nil
+				}
+			}
+			_, err := upload(c.f, &single).Run(context.Background(), bytes.NewReader(body(4*driver.MinPartSize)),
+				&driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 2, MayStart: gate})
+			var ue *driver.UploadError
+			if !errors.As(err, &ue) || !ue.Staged || ue.Aborted != c.abort || !c.f.aborted {
+				t.Fatalf("%v: want an UploadError saying aborted=%t (Abort called: %t)", err, c.abort, c.f.aborted)
+			}
+			if c.kind != nil && !errors.Is(err, c.kind) {
+				t.Errorf("%v is not %v", err, c.kind)
+			}
+			if !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
+				t.Errorf("%v does not say %q", err, c.reason)
+			}
+			if c.f.completed != nil {
+				t.Error("the upload was committed")
+			}
+		})
+	}
+	// Every part's goroutine has ended by the time Run returns.
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines before, %d after", before, after)
+	}
+}
+
+func TestUploadCancelledWhilePartsInFlight(t *testing.T) {
+	f := &fakeMP{block: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	var single []byte
+	r := &cancelAfter{r: bytes.NewReader(body(6 * driver.MinPartSize)), after: 3 * driver.MinPartSize, cancel: cancel}
+	_, err := upload(f, &single).Run(ctx, r, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 4})
+	if !errors.Is(err, context.Canceled) || !f.aborted {
+		t.Fatalf("%v (aborted %t), want context.Canceled and the upload aborted", err, f.aborted)
+	}
+	if n := f.inFlight.Load(); n != 0 {
+		t.Errorf("%d parts still in flight after Run returned", n)
+	}
+	if keys := slices.Collect(func(yield func(int) bool) {
+		for k := range f.parts {
+			yield(k)
+		}
+	}); len(keys) != 0 {
+		t.Errorf("parts %v were stored though every part was blocked", keys)
+	}
+}
+
+// cancelAfter cancels once after bytes have been read.
+type cancelAfter struct {
+	r      io.Reader
+	after  int
+	read   int
+	cancel func()
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	if c.read >= c.after {
+		c.cancel()
+	}
+	n, err := c.r.Read(p)
+	c.read += n
+	return n, err
+}
