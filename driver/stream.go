@@ -103,6 +103,12 @@ type Streamer interface {
 	// expire) before it returns, and its error says whether the abort
 	// succeeded. It returns only once no request of the upload is still in
 	// flight.
+	//
+	// The body is read in the caller's goroutine, and ctx is looked at
+	// before every Read: a Read that blocks is waited for (as io.Copy
+	// waits), since a goroutine left reading after PutStream returned would
+	// outlive the call. A producer that can stall (a pipe from another
+	// process) is unblocked by closing it when ctx ends.
 	PutStream(ctx context.Context, key string, r io.Reader, cond Condition, opts *StreamOptions) (Version, error)
 }
 
