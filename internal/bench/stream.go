@@ -61,51 +61,78 @@ func (r StreamResult) Ratio() float64 {
 // first, and times each call and samples its heap. Every call writes a
 // fresh key, deleted after it (not timed). The first error stops the run.
 func InterleaveStreams(ctx context.Context, p StreamPair, rounds int, size int64) (StreamResult, error) {
-	res := StreamResult{Rounds: rounds, Size: size}
-	var drv, raw []float64
-	call := 0
-	one := func(side string, op StreamOp, rates *[]float64, peak *uint64) error {
-		call++
-		key := fmt.Sprintf("%s-stream/%04d", side[:1], call)
-		h := StartHeapSampler()
-		t0 := time.Now()
-		err := op(ctx, key, Body(size))
-		took := time.Since(t0)
-		grew := h.Stop()
-		if err != nil {
-			return fmt.Errorf("%s %s write %d: %w", p.Name, side, call, err)
-		}
-		*rates = append(*rates, float64(size)/took.Seconds())
-		*peak = max(*peak, grew)
-		if p.Clean != nil {
-			if err := p.Clean(ctx, key); err != nil {
-				return fmt.Errorf("%s %s: deleting %s: %w", p.Name, side, key, err)
-			}
-		}
-		return nil
-	}
-	for i := range rounds {
-		first := func() error { return one("driver", p.Driver, &drv, &res.DriverHeap) }
-		second := func() error { return one("raw", p.Raw, &raw, &res.RawHeap) }
-		if i%2 == 1 {
-			first, second = second, first
-		}
-		if err := first(); err != nil {
-			return res, err
-		}
-		if err := second(); err != nil {
-			return res, err
+	s := NewStreamRun(p, size)
+	for range rounds {
+		if err := s.Round(ctx); err != nil {
+			return s.Result(), err
 		}
 	}
-	res.DriverRate, res.RawRate = medianFloat(drv), medianFloat(raw)
+	return s.Result(), nil
+}
+
+// StreamRun is InterleaveStreams one round at a time, for a benchmark's
+// b.Loop.
+type StreamRun struct {
+	p          StreamPair
+	size       int64
+	rounds     int // rounds started
+	call       int
+	drv, raw   []float64
+	drvH, rawH uint64
+}
+
+// NewStreamRun starts a run of p with bodies of size bytes.
+func NewStreamRun(p StreamPair, size int64) *StreamRun { return &StreamRun{p: p, size: size} }
+
+// Round writes one body with each side, the driver first in even rounds
+// and the raw SDK first in odd ones.
+func (s *StreamRun) Round(ctx context.Context) error {
+	first := func() error { return s.one(ctx, "driver", s.p.Driver, &s.drv, &s.drvH) }
+	second := func() error { return s.one(ctx, "raw", s.p.Raw, &s.raw, &s.rawH) }
+	if s.rounds%2 == 1 {
+		first, second = second, first
+	}
+	s.rounds++
+	if err := first(); err != nil {
+		return err
+	}
+	return second()
+}
+
+func (s *StreamRun) one(ctx context.Context, side string, op StreamOp, rates *[]float64, peak *uint64) error {
+	s.call++
+	key := fmt.Sprintf("%s-stream/%04d", side[:1], s.call)
+	h := StartHeapSampler()
+	t0 := time.Now()
+	err := op(ctx, key, Body(s.size))
+	took := time.Since(t0)
+	grew := h.Stop()
+	if err != nil {
+		return fmt.Errorf("%s %s write %d: %w", s.p.Name, side, s.call, err)
+	}
+	*rates = append(*rates, float64(s.size)/took.Seconds())
+	*peak = max(*peak, grew)
+	if s.p.Clean != nil {
+		if err := s.p.Clean(ctx, key); err != nil {
+			return fmt.Errorf("%s %s: deleting %s: %w", s.p.Name, side, key, err)
+		}
+	}
+	return nil
+}
+
+// Result summarises the rounds so far (those whose two writes both
+// succeeded count in the paired ratio).
+func (s *StreamRun) Result() StreamResult {
+	res := StreamResult{Rounds: min(len(s.drv), len(s.raw)), Size: s.size, DriverHeap: s.drvH, RawHeap: s.rawH}
+	res.DriverRate, res.RawRate = medianFloat(s.drv), medianFloat(s.raw)
 	var paired []float64
-	for i := range drv {
-		if raw[i] > 0 {
-			paired = append(paired, drv[i]/raw[i])
+	for i := range min(len(s.drv), len(s.raw)) {
+		if s.raw[i] > 0 {
+			paired = append(paired, s.drv[i]/s.raw[i])
 		}
 	}
 	res.PairedRatio = medianFloat(paired)
-	return res, nil
+	return res
 }
 
 // medianFloat is the median of vs (the mean of the middle two), 0 for none.
