@@ -222,3 +222,26 @@ func TestHangIsBounded(t *testing.T) {
 		t.Logf("%s gave up after %v", c.args[0], took.Round(time.Millisecond))
 	}
 }
+
+// TestWaitStoppedBySignalExits128PlusN (issue 22, item 11): a hold --wait
+// stopped by a signal before it took the lease exits 128+N, as a shell
+// reports a command killed by it: 143 for SIGTERM (it was 130 for every
+// signal), 130 for SIGINT.
+func TestWaitStoppedBySignalExits128PlusN(t *testing.T) {
+	u, _ := fileURL(t)
+	a := start(t, nil, "hold", u, "--instance-id", "alpha")
+	a.waitFor(`holding`)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		b := start(t, nil, "hold", u, "--instance-id", "beta", "--wait")
+		b.waitFor(`waiting`)
+		b.signal(sig)
+		if code := b.wait(); code != 128+int(sig) {
+			t.Errorf("hold --wait stopped by %v: exit %d, want %d", sig, code, 128+int(sig))
+		}
+		if !strings.Contains(b.errOutput(), "interrupted by "+signalName(sig)) {
+			t.Errorf("no word of %s: %s", signalName(sig), b.errOutput())
+		}
+	}
+	a.signal(syscall.SIGTERM)
+	a.wait()
+}

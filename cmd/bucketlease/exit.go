@@ -28,7 +28,8 @@ const (
 	// exitReleaseFailed: hold: the lease could not be released; it stays
 	// until its TTL runs out.
 	exitReleaseFailed = 125
-	// exitInterrupted: hold --wait was interrupted before it took the lease.
+	// exitInterrupted: hold --wait was interrupted before it took the lease
+	// by a signal it cannot name (a signal N exits 128+N).
 	exitInterrupted = 130
 	// exitLeaseEnded: the lease was lost or fenced while hold held it (and
 	// its command, if any, was stopped). Like timeout(1)'s 124, it is out of
@@ -50,7 +51,7 @@ const exitCodesHelp = `Exit codes:
   125  hold: the lease could not be released (it stays until its TTL runs out)
   126  hold: the command could not be started (not executable)
   127  hold: the command was not found
-  130  hold --wait: interrupted before the lease could be taken
+  128+N  hold --wait: stopped by signal N before the lease could be taken (130 SIGINT, 143 SIGTERM)
   other  hold -- COMMAND: the command's own exit status (128+N if it was killed by signal N)
 `
 

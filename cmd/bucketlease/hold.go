@@ -238,7 +238,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		return usageErrorf("%v", err)
 	}
 	// Until the lease is held, a signal stops the attempt.
-	waitCtx, stopWaiting := signal.NotifyContext(ctx, holdSignals()...)
+	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
 	l, err := acquire(waitCtx, c, b, prefix, f, p)
 	if err != nil {
 		stopWaiting()
@@ -246,7 +246,8 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	}
 	if waitCtx.Err() != nil && ctx.Err() == nil { // a signal came as the lease was taken
 		stopWaiting()
-		return releaseAfter(l, rawURL, b, prefix, p, withCode(exitInterrupted, errors.New("interrupted as the lease was taken")))
+		code, why := interruptCode(waitCtx)
+		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
 	}
 	// From here on, signals are ours to handle: registered before the
 	// NotifyContext above lets go of them, so none is missed.
@@ -409,15 +410,70 @@ func retryDelay(held *lease.HeldError, failures int, ttl time.Duration) time.Dur
 // stoppedWaiting is the error for a wait that a signal or --wait-timeout
 // ended.
 func stoppedWaiting(ctx context.Context, last *lease.HeldError) error {
-	why := "interrupted"
-	code := exitInterrupted
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		why, code = "--wait-timeout passed", exitHeld
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
+		if last != nil {
+			return withCode(exitHeld, fmt.Errorf("--wait-timeout passed before the lease could be taken: %w", last))
+		}
+		return withCode(exitHeld, errors.New("--wait-timeout passed before the lease could be taken"))
 	}
+	code, why := interruptCode(ctx)
 	if last != nil {
-		return withCode(code, fmt.Errorf("%s before the lease could be taken: %w", why, last))
+		return withCode(code, interrupted{fmt.Errorf("%s before the lease could be taken: %w", why, last)})
 	}
-	return withCode(code, fmt.Errorf("%s before the lease could be taken", why))
+	return withCode(code, interrupted{fmt.Errorf("%s before the lease could be taken", why)})
+}
+
+// errInterrupted matches hold's errors for a signal that came before the
+// lease was held (errors.Is).
+var errInterrupted = errors.New("interrupted")
+
+// interrupted is such an error.
+type interrupted struct{ err error }
+
+func (e interrupted) Error() string        { return e.err.Error() }
+func (e interrupted) Unwrap() error        { return e.err }
+func (e interrupted) Is(target error) bool { return target == errInterrupted }
+
+// signalCause is the cause of a context that a signal ended.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "received " + sigName(c.sig) }
+
+// signalContext is signal.NotifyContext whose cause (context.Cause) names
+// the signal, so that hold can exit 128+N for it as a shell would.
+func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(signalCause{s})
+		case <-done:
+		}
+	}()
+	var once bool
+	return ctx, func() {
+		if !once {
+			once = true
+			signal.Stop(ch)
+			close(done)
+			cancel(context.Canceled)
+		}
+	}
+}
+
+// interruptCode is the exit code and the words for a wait that ctx's
+// signal ended: 128+N for signal N (130 for SIGINT, 143 for SIGTERM).
+func interruptCode(ctx context.Context) (int, string) {
+	var sc signalCause
+	if errors.As(context.Cause(ctx), &sc) {
+		if n, ok := sc.sig.(syscall.Signal); ok {
+			return 128 + int(n), "interrupted by " + sigName(sc.sig)
+		}
+	}
+	return exitInterrupted, "interrupted"
 }
 
 // sleep waits d or until ctx is done.
@@ -562,7 +618,7 @@ func releaseAfter(l *lease.Lease, rawURL string, b driver.Bucket, prefix string,
 		relErr = explain(rawURL, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
 		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
 		code, _ := codeOf(result)
-		if code == exitLeaseEnded || code == exitInterrupted {
+		if code == exitLeaseEnded || errors.Is(result, errInterrupted) {
 			return errors.Join(result, relErr)
 		}
 		if result != nil {

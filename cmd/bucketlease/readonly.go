@@ -23,7 +23,7 @@ func fileLeaseAbsent(rawURL string) (bool, error) {
 		return false, nil
 	}
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) {
+	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil {
 		return false, nil // the driver says what is wrong with it
 	}
 	dir := filepath.Clean(u.Path)
