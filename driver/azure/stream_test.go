@@ -9,9 +9,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -483,5 +485,59 @@ func TestStreamBlocksDiscarded(t *testing.T) {
 				t.Errorf("a commit answered InvalidBlockList: %v; want kind %v", err, c.want)
 			}
 		})
+	}
+}
+
+// TestStreamLeavesNoGoroutine: streamed writes that succeed, are refused by
+// MayStart mid-body, are cancelled mid-body, or are refused at the commit
+// leave no goroutine behind once they have returned (the count is polled
+// within a bound for connection goroutines that end just after).
+func TestStreamLeavesNoGoroutine(t *testing.T) {
+	b, _ := streamBucket(t)
+	ctx := t.Context()
+	if _, err := b.Put(ctx, "exists", []byte("x"), driver.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	round := func(i int) {
+		n := block*2 + 10
+		_, _ = b.PutStream(ctx, fmt.Sprintf("ok-%d", i), unknownLength(body(n, 9)), driver.Condition{}, twoAtATime)
+		opts := *twoAtATime
+		calls := 0
+		opts.MayStart = func() error {
+			if calls++; calls == 2 {
+				return refused
+			}
+			return nil
+		}
+		_, _ = b.PutStream(ctx, "refused", unknownLength(body(n, 9)), driver.Condition{}, &opts)
+		cctx, cancel := context.WithCancel(ctx)
+		_, _ = b.PutStream(cctx, "canceled", &cancelAfter{r: bytes.NewReader(body(n, 9)), n: block + 10, cancel: cancel}, driver.Condition{}, twoAtATime)
+		cancel()
+		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.IfAbsent(), twoAtATime)
+	}
+	settle := func(want int) int {
+		n := runtime.NumGoroutine()
+		for deadline := time.Now().Add(20 * time.Second); n > want && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+			n = runtime.NumGoroutine()
+		}
+		return n
+	}
+	round(0)
+	base, same := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(5 * time.Second); same < 5 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == base {
+			same++
+		} else {
+			base, same = m, 0
+		}
+	}
+	for i := range 2 {
+		round(i + 1)
+	}
+	if n := settle(base + 2); n > base+2 {
+		t.Errorf("after 8 streamed writes: %d goroutines, %d before", n, base)
 	}
 }

@@ -34,6 +34,22 @@ func settle(want int) int {
 	return n
 }
 
+// steady returns the number of goroutines once it has stayed the same
+// for a few polls (within a bound): the baseline, with the goroutines of
+// connections closed just before gone.
+func steady() int {
+	n, same := runtime.NumGoroutine(), 0
+	for deadline := time.Now().Add(5 * time.Second); same < 5 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
 // openAndUse opens the bucket by URL, as a user would, and reads a missing
 // key, so that the client holds a kept-alive connection to the emulator.
 func openAndUse(t *testing.T, url string) driver.Bucket {
@@ -61,7 +77,7 @@ func TestCloseLeaksNothing(t *testing.T) {
 	if err := driver.Close(openAndUse(t, url)); err != nil {
 		t.Fatal(err)
 	}
-	base := settle(0)
+	base := steady()
 
 	for range 1000 {
 		if err := driver.Close(openAndUse(t, url)); err != nil {

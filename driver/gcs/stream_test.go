@@ -306,3 +306,42 @@ func TestStreamCanceledMidBody(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamLeavesNoGoroutine: streamed writes that succeed, are refused by
+// MayStart mid-body, are cancelled mid-body, or are refused at the commit
+// leave no goroutine behind once they have returned (the count is polled
+// within a bound for the connection and watcher goroutines that end just
+// after).
+func TestStreamLeavesNoGoroutine(t *testing.T) {
+	b, _ := streamBucket(t)
+	ctx := t.Context()
+	if _, err := b.Put(ctx, "exists", []byte("x"), driver.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	round := func(i int) {
+		n := testChunk + testChunk/2
+		_, _ = b.PutStream(ctx, fmt.Sprintf("ok-%d", i), unknownLength(body(n, 9)), driver.Condition{}, oneAtATime)
+		opts := *oneAtATime
+		calls := 0
+		opts.MayStart = func() error {
+			if calls++; calls == 2 {
+				return refused
+			}
+			return nil
+		}
+		_, _ = b.PutStream(ctx, "refused", unknownLength(body(n, 9)), driver.Condition{}, &opts)
+		cctx, cancel := context.WithCancel(ctx)
+		_, _ = b.PutStream(cctx, "canceled", &cancelAfter{r: bytes.NewReader(body(n, 9)), n: testChunk + 10, cancel: cancel}, driver.Condition{}, oneAtATime)
+		cancel()
+		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.IfAbsent(), oneAtATime)
+	}
+	round(0)
+	base := steady()
+	for i := range 2 {
+		round(i + 1)
+	}
+	if n := settle(base + 2); n > base+2 {
+		t.Errorf("after 8 streamed writes: %d goroutines, %d before", n, base)
+	}
+}
