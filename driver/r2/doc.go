@@ -35,6 +35,14 @@
 //     returns driver.ErrUnsupported without sending anything.
 //   - Bucket names are 3 to 63 lower-case letters, digits and hyphens.
 //   - Versions are R2's quoted ETags, echoed verbatim.
+//   - PutStream and List are the s3 driver's (the bucket is an *s3.Bucket
+//     with R2's profile): a body over one part is a multipart upload whose
+//     CompleteMultipartUpload carries the condition, and listing pages
+//     through ListObjectsV2. drivertest's streaming and listing checks pass
+//     through this driver against MinIO; whether R2 itself honours
+//     If-None-Match and If-Match on CompleteMultipartUpload has not been
+//     measured here (the lease proves it on a scratch key before its first
+//     conditional streamed write).
 //
 // # Known quirks
 //
