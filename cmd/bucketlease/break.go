@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -47,7 +48,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *version == "" {
-			return usageErrorf("break needs --version V: run \"bucketlease show %s\" and pass the version it prints", displayURL(rawURL))
+			return usageErrorf("break needs --version V, the version that show prints; run: bucketlease show %s", shellQuote(displayURL(rawURL)))
 		}
 		if err := refuseInProcess("break", rawURL); err != nil {
 			return err
@@ -81,22 +82,53 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	}
 	fmt.Fprintln(w, "The lease object:")
 	printStatus(w, rawURL, st)
-	if st.Version != v {
-		return withCode(exitRefused, fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Run \"bucketlease show %s\" again and check it before breaking it",
-			st.Key, st.Version, v, displayURL(rawURL)))
+	if !sameVersion(st.Version, v) {
+		return withCode(exitRefused, fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
+			st.Key, st.Version, v, shellQuote(displayURL(rawURL))))
 	}
+	v = st.Version // as the service spells it, quotes and all
 	if st.State == lease.Fresh && !force {
 		return withCode(exitRefused, fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
 			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt)))
 	}
 	err = lease.Break(ctx, b, prefix, v, time.Now())
 	if errors.Is(err, driver.ErrPrecondition) {
-		return withCode(exitRefused, fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Run \"bucketlease show %s\" again",
-			st.Key, displayURL(rawURL)))
+		return withCode(exitRefused, fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
+			st.Key, shellQuote(displayURL(rawURL))))
 	}
 	if err != nil {
 		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))
 	}
 	fmt.Fprintf(w, "Broke the lease %s (version %s): overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now.\n", st.Key, v)
 	return nil
+}
+
+// sameVersion reports whether the version typed is the object's: the same,
+// or the same but for the double quotes an ETag is spelt with, which a
+// shell strips from a pasted --version "3820eb…".
+func sameVersion(object, typed driver.Version) bool {
+	unquote := func(v driver.Version) string {
+		s := string(v)
+		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+			return s[1 : len(s)-1]
+		}
+		return s
+	}
+	return object == typed || unquote(object) == unquote(typed)
+}
+
+// shellQuote quotes s for a POSIX shell, leaving it as it is when it
+// needs no quotes, so that a command line the tool suggests can be pasted.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -73,14 +73,6 @@ func (s *session) exit(code int) { s.WriteString("exit " + strconv.Itoa(code) + 
 
 func (s *session) text() string { return strings.NewReplacer(s.names...).Replace(s.String()) }
 
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
-
-func shellQuote(a string) string {
-	if shellSafe.MatchString(a) {
-		return a
-	}
-	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-}
 
 // volatile is what changes from one run to the next, and the shape it is
 // compared by.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // TestMemRefusedAcrossProcesses (issue 22, item 2): a mem:// bucket lives
@@ -244,4 +248,56 @@ func TestWaitStoppedBySignalExits128PlusN(t *testing.T) {
 	}
 	a.signal(syscall.SIGTERM)
 	a.wait()
+}
+
+// TestBreakPastedVersionAndCommand (issue 22, item 10): break accepts the
+// version with or without the double quotes an ETag is spelt with (a shell
+// strips them from a pasted --version "…"), and the command line a refusal
+// suggests is quoted for the shell: run through sh, it works as printed.
+func TestBreakPastedVersionAndCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db1&shard=2")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := "file://" + dir
+	old := time.Now().Add(-time.Hour)
+	v := writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+
+	_, errOut, code := runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
+	i := strings.Index(errOut, "bucketlease show ")
+	if code != exitRefused || i < 0 {
+		t.Fatalf("a wrong version: exit %d, %q", code, errOut)
+	}
+	suggested := strings.TrimSpace(errOut[i:])
+	if !strings.Contains(suggested, "'") {
+		t.Errorf("the suggested command line is not quoted for the shell: %s", suggested)
+	}
+	sh := exec.Command("sh", "-c", strings.Replace(suggested, "bucketlease", shellQuote(binary), 1))
+	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "dead-host") {
+		t.Errorf("the suggested %s, run by sh: %v\n%s", suggested, err, out)
+	}
+
+	out, errOut, code := runCLI(t, nil, "break", u, "--version", `"`+string(v)+`"`)
+	if code != 0 || !strings.Contains(out, "Broke the lease") {
+		t.Errorf("a quoted version of an unquoted one: exit %d, %s%s", code, out, errOut)
+	}
+	if s := showJSONOf(t, u); s.State != "released" {
+		t.Errorf("after break: %+v", s)
+	}
+}
+
+// TestSameVersionIgnoresETagQuotes: the comparison behind break's
+// --version, both ways, and nothing looser.
+func TestSameVersionIgnoresETagQuotes(t *testing.T) {
+	for _, c := range []struct {
+		object, typed string
+		same          bool
+	}{
+		{`"3820eb"`, `3820eb`, true}, {`3820eb`, `"3820eb"`, true}, {`"3820eb"`, `"3820eb"`, true},
+		{`"3820eb"`, `3820ec`, false}, {`"3820eb"`, `"3820eb`, false}, {`3820eb`, ``, false},
+	} {
+		if got := sameVersion(driver.Version(c.object), driver.Version(c.typed)); got != c.same {
+			t.Errorf("sameVersion(%s, %s) = %v", c.object, c.typed, got)
+		}
+	}
 }
