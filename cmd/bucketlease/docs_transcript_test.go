@@ -73,7 +73,6 @@ func (s *session) exit(code int) { s.WriteString("exit " + strconv.Itoa(code) + 
 
 func (s *session) text() string { return strings.NewReplacer(s.names...).Replace(s.String()) }
 
-
 // volatile is what changes from one run to the next, and the shape it is
 // compared by.
 var volatile = []struct {
