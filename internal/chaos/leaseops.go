@@ -119,6 +119,19 @@ func (r recorder) Put(ctx context.Context, key string, data []byte, cond driver.
 	return v, err
 }
 
+// PutStream passes a streamed write on (the lease streams no LEASE
+// object), so that the fenced bucket streams through to the driver.
+func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	if key == r.key {
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			return "", err
+		}
+		return r.Put(ctx, key, data, cond)
+	}
+	return driver.PutStream(ctx, r.Bucket, key, rd, cond, opts)
+}
+
 func (r recorder) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	if key != r.key {
 		return r.Bucket.Delete(ctx, key, cond)

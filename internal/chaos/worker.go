@@ -289,7 +289,11 @@ func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int
 	for j := range 2 {
 		name := fmt.Sprintf("chunks/%s/%d", tag, j)
 		body := fmt.Sprintf("chunk proc=%s epoch=%d tag=%s j=%d", w.cfg.Proc, epoch, tag, j)
-		if _, err := w.put(ctx, b, epoch, name, body, driver.IfAbsent(), ""); err != nil {
+		put := w.put
+		if j == 0 && n%streamEvery == 0 {
+			put = w.putStream // now and then a big chunk, streamed in parts
+		}
+		if _, err := put(ctx, b, epoch, name, body, driver.IfAbsent(), ""); err != nil {
 			return
 		}
 		chunks = append(chunks, w.key(name))
@@ -342,6 +346,49 @@ func (w *prefixWorker) put(ctx context.Context, b driver.Bucket, epoch int, name
 	}
 	w.log(e)
 	return v, err
+}
+
+// streamEvery: the first chunk of every streamEvery-th backup is a big one,
+// streamed through the fenced bucket (driver.PutStream) in parts of
+// driver.MinPartSize: its body is the chunk's line followed by padding, to
+// streamSize bytes.
+const (
+	streamEvery = 8
+	streamSize  = 2*driver.MinPartSize + 1
+)
+
+// putStream is put for a big chunk: the body, padded with newlines to
+// streamSize bytes, is streamed with driver.PutStream, which commits it
+// under cond only at its last step.
+func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int, name, body string, cond driver.Condition, prev string) (driver.Version, error) {
+	key := w.key(name)
+	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev, Detail: fmt.Sprintf("streamed, %d bytes", streamSize)})
+	pctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
+	r := io.MultiReader(strings.NewReader(body), &padding{n: streamSize - int64(len(body))})
+	v, err := driver.PutStream(pctx, b, w.wkey(name), r, cond, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
+	cancel()
+	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev}
+	if err != nil {
+		e.Err = err.Error()
+		e.Refused = refusedToStart(err)
+	}
+	w.log(e)
+	return v, err
+}
+
+// padding reads as n newlines.
+type padding struct{ n int64 }
+
+func (p *padding) Read(b []byte) (int, error) {
+	if p.n <= 0 {
+		return 0, io.EOF
+	}
+	k := int(min(int64(len(b)), p.n))
+	for i := range k {
+		b[i] = '\n'
+	}
+	p.n -= int64(k)
+	return k, nil
 }
 
 // refusedToStart reports whether the lease's fenced bucket refused a write
