@@ -268,7 +268,7 @@ func (s *stager) uploadError(cause error) *driver.UploadError {
 
 // errNoAbort is UploadError.AbortErr of an upload that staged blocks and
 // failed.
-var errNoAbort = errors.New("Blob Storage has no call that discards uncommitted blocks: nothing was committed, and " +
+var errNoAbort = errors.New("no Blob Storage call discards uncommitted blocks: nothing was committed, and " +
 	"the service discards them a week after the blob's last Put Block, or when the blob is next committed")
 
 // stageKind classifies a failed Put Block: a missing container and

@@ -34,7 +34,8 @@ func init() { driver.Register(Scheme, OpenURL) }
 
 // OpenURL is the driver.Opener for gs://BUCKET/PREFIX?endpoint=URL, which
 // init registers with driver.Register; a custom driver.Mux can register it
-// too.
+// too. The Bucket owns the client it creates: close it with driver.Close
+// (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {
