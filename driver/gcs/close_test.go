@@ -180,3 +180,25 @@ func TestOpenURLCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenURLEmulatorHost: without the endpoint parameter, the client
+// library's STORAGE_EMULATOR_HOST still sends every request to the
+// emulator, without credentials, on the transport the Bucket owns.
+func TestOpenURLEmulatorHost(t *testing.T) {
+	endpoint := emulator(t)
+	name := newBucket(t, endpoint)
+	t.Setenv("STORAGE_EMULATOR_HOST", endpoint)
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "none.json"))
+	b, prefix, err := driver.Open(t.Context(), "gs://"+name+"/db1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer driver.Close(b)
+	v, err := b.Put(t.Context(), prefix+"/LEASE", []byte("x"), driver.IfAbsent())
+	if err != nil {
+		t.Fatalf("Put through STORAGE_EMULATOR_HOST: %v", err)
+	}
+	if _, gv, err := b.Get(t.Context(), prefix+"/LEASE"); err != nil || gv != v {
+		t.Fatalf("Get through STORAGE_EMULATOR_HOST: %s, %v; want %s", gv, err, v)
+	}
+}
