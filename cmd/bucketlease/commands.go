@@ -132,7 +132,7 @@ func commandHelp(c *command, fs *flag.FlagSet) string {
 
 // flagAliases are short flags listed with their long form: one entry,
 // "-v, --verbose".
-var flagAliases = map[string]string{"v": "verbose"}
+var flagAliases = map[string]string{"v": "verbose", "E": "conflict-exit"}
 
 // flagsHelp lists fs's flags as the usage lines and docs spell them: two
 // dashes ("--ttl D"), one entry for a short flag and its long form.

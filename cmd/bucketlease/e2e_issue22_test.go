@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -299,5 +300,49 @@ func TestSameVersionIgnoresETagQuotes(t *testing.T) {
 		if got := sameVersion(driver.Version(c.object), driver.Version(c.typed)); got != c.same {
 			t.Errorf("sameVersion(%s, %s) = %v", c.object, c.typed, got)
 		}
+	}
+}
+
+// lastEvent returns the last JSON event in out.
+func lastEvent(t *testing.T, out string) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var m map[string]any
+		if json.Unmarshal([]byte(lines[i]), &m) == nil {
+			return m
+		}
+	}
+	t.Fatalf("no JSON event in %q", out)
+	return nil
+}
+
+// TestExitCodesChosenAndReported (issue 22, item 6): -E sets the code for
+// a held lease (as flock -E does) and --lost-exit the one for a lease that
+// ended while held, so that neither collides with the command's own codes;
+// the command's own status is never remapped; with --json every outcome,
+// refusals included, ends with an "exit" event carrying the code.
+func TestExitCodesChosenAndReported(t *testing.T) {
+	u, dir := fileURL(t)
+	a := start(t, nil, "hold", u, "--instance-id", "alpha")
+	a.waitFor(`holding`)
+	_, errOut, code := runCLI(t, nil, "hold", u, "-E", "75", "--lost-exit", "76", "--json", "--", "sh", "-c", "exit 3")
+	if ev := lastEvent(t, errOut); code != 75 || ev["event"] != "exit" || ev["status"] != float64(75) || ev["error"] == nil {
+		t.Errorf("held, with -E 75: exit %d, last event %v", code, ev)
+	}
+	a.signal(syscall.SIGTERM)
+	a.wait()
+
+	_, errOut, code = runCLI(t, nil, "hold", u, "-E", "3", "--lost-exit", "76", "--json", "--", "sh", "-c", "exit 3")
+	if ev := lastEvent(t, errOut); code != 3 || ev["event"] != "exit" || ev["status"] != float64(3) || ev["error"] != nil {
+		t.Errorf("the command's own 3: exit %d, last event %v", code, ev)
+	}
+	_, errOut, code = runCLI(t, nil, "hold", u, "--lost-exit", "76", "--json", "--", "sh", "-c", "rm "+dir+"/LEASE; sleep 30")
+	if ev := lastEvent(t, errOut); code != 76 || ev["status"] != float64(76) {
+		t.Errorf("a deleted lease with --lost-exit 76: exit %d, last event %v", code, ev)
+	}
+	_, errOut, code = runCLI(t, nil, "hold", u, "--json", "--", "no-such-command-here")
+	if ev := lastEvent(t, errOut); code != 127 || ev["status"] != float64(127) {
+		t.Errorf("a missing command: exit %d, last event %v", code, ev)
 	}
 }

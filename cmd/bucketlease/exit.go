@@ -42,12 +42,12 @@ const exitCodesHelp = `Exit codes:
   0    success (hold: the lease was released after an interrupt or after its command succeeded)
   1    an error: the URL, the credentials, the service or the network
   2    a usage error: unknown command or flag, missing argument
-  3    hold: another instance holds the lease (without --wait)
+  3    hold: another instance holds the lease (without --wait); -E N makes it N
   4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force)
   5    probe: the service does not give the exclusion its driver declares;
        hold: the service ignores write preconditions, so the lease refuses to run on it
   6    hold: another live process holds the lease under the same --instance-id (--wait does not wait for it)
-  124  hold: the lease was lost, fenced or broken while held; the command, if any, was stopped
+  124  hold: the lease was lost, fenced, broken or deleted while held; the command, if any, was stopped; --lost-exit N makes it N
   125  hold: the lease could not be released (it stays until its TTL runs out)
   126  hold: the command could not be started (not executable)
   127  hold: the command was not found

@@ -90,6 +90,8 @@ type holdFlags struct {
 	events      string
 	logLevel    string
 	watchEvery  time.Duration
+	conflict    int // exit code for a held lease (-E, like flock's)
+	lost        int // exit code for a lease that ended while held
 }
 
 func setupHold(fs *flag.FlagSet) runFunc {
@@ -104,6 +106,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.BoolVar(&f.json, "json", false, "report events as JSON lines")
 	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
 	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
+	fs.IntVar(&f.conflict, "E", exitHeld, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
+	fs.IntVar(&f.conflict, "conflict-exit", exitHeld, "the exit code when another instance holds the lease (same as -E); 1 to 255")
+	fs.IntVar(&f.lost, "lost-exit", exitLeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
 	durationVar(fs, &f.watchEvery, "watch", 0, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, command, err := parseArgs(fs, args)
@@ -125,8 +130,24 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if len(command) > 0 && !commandSupported {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}
-		return hold(ctx, e, f, pos[0], command)
+		return f.remap(hold(ctx, e, f, pos[0], command))
 	}
+}
+
+// remap gives hold's own "held" and "lease ended" outcomes the codes
+// chosen with -E and --lost-exit. A command's own exit status (an exitErr
+// without an error) is never changed.
+func (f *holdFlags) remap(err error) error {
+	var ee *exitErr
+	if errors.As(err, &ee) && ee.err != nil {
+		switch ee.code {
+		case exitHeld:
+			ee.code = f.conflict
+		case exitLeaseEnded:
+			ee.code = f.lost
+		}
+	}
+	return err
 }
 
 // check refuses flag values outside their documented range.
@@ -144,6 +165,10 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 		return usageErrorf("--wait-timeout %v: it cannot be negative", f.waitTimeout)
 	case set["wait-timeout"] && !f.wait:
 		return usageErrorf("--wait-timeout works only with --wait")
+	case f.conflict < 1 || f.conflict > 255:
+		return usageErrorf("-E %d: an exit code is 1 to 255", f.conflict)
+	case f.lost < 1 || f.lost > 255:
+		return usageErrorf("--lost-exit %d: an exit code is 1 to 255", f.lost)
 	case f.watchEvery < 0:
 		return usageErrorf("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
 	}
@@ -204,16 +229,10 @@ func resolveCommand(name string) (string, error) {
 	}
 }
 
-func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []string) error {
+func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []string) (holdErr error) {
 	logger, err := newLogger(e.stderr, f.logLevel, f.json)
 	if err != nil {
 		return err
-	}
-	var path string
-	if len(command) > 0 {
-		if path, err = resolveCommand(command[0]); err != nil {
-			return err
-		}
 	}
 	w, closeEvents, err := openEvents(e, f.events)
 	if err != nil {
@@ -227,6 +246,15 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	p := &printer{w: w, json: f.json, verbose: f.verbose}
 	p.start()
 	defer p.close(2 * time.Second)
+	if f.json { // every outcome, refusals included, ends with one event
+		defer func() { p.exit(f.remap(holdErr)) }()
+	}
+	var path string
+	if len(command) > 0 {
+		if path, err = resolveCommand(command[0]); err != nil {
+			return err
+		}
+	}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return err

@@ -253,3 +253,20 @@ func yesNo(b bool) string {
 
 // indent indents every line of s after the first.
 func indent(s, by string) string { return strings.ReplaceAll(s, "\n", "\n"+by) }
+
+// exit reports, as the last event, the code hold exits with and why: so a
+// script reading --json can tell every outcome apart (a refusal, a lost
+// lease, the command's own status) without the exit code.
+func (p *printer) exit(err error) {
+	code, show := codeOf(err)
+	msg := fmt.Sprintf("exit %d", code)
+	if show {
+		msg += ": " + err.Error()
+	}
+	p.note("exit", msg, func(r *record) {
+		r.Status = &code
+		if show {
+			r.Error = err.Error()
+		}
+	})
+}
