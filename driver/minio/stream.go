@@ -59,12 +59,12 @@ func (m multipart) Create(ctx context.Context) (string, error) {
 	return id, err
 }
 
-func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, error) {
+func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, string, error) {
 	p, err := m.core().PutObjectPart(ctx, m.b.bucket, m.key, upload, n, bytes.NewReader(data), int64(len(data)), miniogo.PutObjectPartOptions{})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return p.ETag, nil
+	return p.ETag, "", nil
 }
 
 func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {

@@ -49,7 +49,11 @@ type multipart struct {
 }
 
 func (m multipart) Create(ctx context.Context) (string, error) {
-	out, err := m.b.client.CreateMultipartUpload(ctx, &s3sdk.CreateMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key})
+	// CRC32 on every part, handed back in the completed parts, as the
+	// SDK's own transfer manager does: AWS S3 checks each part's checksum
+	// against the one it computed.
+	out, err := m.b.client.CreateMultipartUpload(ctx, &s3sdk.CreateMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key,
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
 	if err != nil {
 		return "", err
 	}
@@ -59,23 +63,27 @@ func (m multipart) Create(ctx context.Context) (string, error) {
 	return aws.ToString(out.UploadId), nil
 }
 
-func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, error) {
+func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, string, error) {
 	out, err := m.b.client.UploadPart(ctx, &s3sdk.UploadPartInput{
 		Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload, PartNumber: aws.Int32(int32(n)),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
 	})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return aws.ToString(out.ETag), nil
+	return aws.ToString(out.ETag), aws.ToString(out.ChecksumCRC32), nil
 }
 
 func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
 	in := &s3sdk.CompleteMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload,
 		MultipartUpload: &types.CompletedMultipartUpload{}}
 	for _, p := range parts {
-		in.MultipartUpload.Parts = append(in.MultipartUpload.Parts,
-			types.CompletedPart{PartNumber: aws.Int32(int32(p.Number)), ETag: aws.String(p.ETag)})
+		cp := types.CompletedPart{PartNumber: aws.Int32(int32(p.Number)), ETag: aws.String(p.ETag)}
+		if p.Checksum != "" {
+			cp.ChecksumCRC32 = aws.String(p.Checksum)
+		}
+		in.MultipartUpload.Parts = append(in.MultipartUpload.Parts, cp)
 	}
 	if v, match := m.cond.Match(); match {
 		in.IfMatch = aws.String(string(v))

@@ -16,6 +16,10 @@ import (
 type Part struct {
 	Number int
 	ETag   string
+	// Checksum is the part's CRC32 as the service reported it, where the
+	// driver asked for one (AWS S3 wants it back in the completed parts
+	// of an upload created with a checksum algorithm); "" otherwise.
+	Checksum string
 }
 
 // Multipart is one SDK's calls for an S3 multipart upload of one key. Each
@@ -23,8 +27,9 @@ type Part struct {
 type Multipart interface {
 	// Create starts the upload and returns its upload ID.
 	Create(ctx context.Context) (string, error)
-	// Part uploads part n (from 1) and returns its ETag.
-	Part(ctx context.Context, upload string, n int, data []byte) (string, error)
+	// Part uploads part n (from 1) and returns its ETag and, where the
+	// driver asked for one, its checksum.
+	Part(ctx context.Context, upload string, n int, data []byte) (etag, checksum string, err error)
 	// Complete commits the parts under the condition (If-None-Match: * or
 	// If-Match on CompleteMultipartUpload) and returns the object's
 	// version in the form Get returns it.
@@ -119,14 +124,14 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 		wg.Add(1)
 		go func(no int, b []byte, data []byte) {
 			defer wg.Done()
-			etag, err := u.Multipart.Part(uctx, id, no, data)
+			etag, sum, err := u.Multipart.Part(uctx, id, no, data)
 			free <- b
 			if err != nil {
 				fail(u.Kind(err, driver.Condition{}), fmt.Errorf("uploading part %d: %w", no, err))
 				return
 			}
 			mu.Lock()
-			parts = append(parts, Part{Number: no, ETag: etag})
+			parts = append(parts, Part{Number: no, ETag: etag, Checksum: sum})
 			mu.Unlock()
 		}(no, buf, buf[:n])
 		if last {
@@ -179,8 +184,16 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 				}
 				return v, nil
 			}
+			kind := u.Kind(err, u.Cond)
 			ue := u.abort(ctx, id, fmt.Errorf("completing the multipart upload: %w", err))
-			return "", cop.Fail(u.Kind(err, u.Cond), ue)
+			if kind == nil {
+				// No answer that says what the service did: the commit
+				// may have landed, and the abort cannot tell (S3 forgets
+				// an upload once it is completed or aborted alike).
+				ue.Err = fmt.Errorf("completing the multipart upload failed without an answer that says whether it was committed (read the object back): %w", err)
+				kind = driver.ErrOutcomeUnknown
+			}
+			return "", cop.Fail(kind, ue)
 		}
 	}
 	return "", op.Fail(failKind, u.abort(ctx, id, firstErr))

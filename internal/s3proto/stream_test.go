@@ -25,6 +25,7 @@ type fakeMP struct {
 	failPart  int   // a part number whose upload fails, or 0
 	abortErr  error // what Abort returns
 	refuse    bool  // Complete answers 412
+	lost      bool  // Complete lands but its answer is lost
 	created   bool
 	aborted   bool
 	completed []byte
@@ -33,7 +34,7 @@ type fakeMP struct {
 
 func (f *fakeMP) Create(ctx context.Context) (string, error) { f.created = true; return "U1", nil }
 
-func (f *fakeMP) Part(ctx context.Context, _ string, n int, data []byte) (string, error) {
+func (f *fakeMP) Part(ctx context.Context, _ string, n int, data []byte) (string, string, error) {
 	c := f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
 	for m := f.maxFlight.Load(); c > m && !f.maxFlight.CompareAndSwap(m, c); m = f.maxFlight.Load() {
@@ -42,11 +43,11 @@ func (f *fakeMP) Part(ctx context.Context, _ string, n int, data []byte) (string
 		select {
 		case <-f.block:
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		}
 	}
 	if n == f.failPart {
-		return "", errors.New("InternalError")
+		return "", "", errors.New("InternalError")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -54,7 +55,7 @@ func (f *fakeMP) Part(ctx context.Context, _ string, n int, data []byte) (string
 		f.parts = map[int][]byte{}
 	}
 	f.parts[n] = bytes.Clone(data)
-	return fmt.Sprintf("e%d", n), nil
+	return fmt.Sprintf("e%d", n), "", nil
 }
 
 func (f *fakeMP) Complete(ctx context.Context, _ string, parts []s3proto.Part) (driver.Version, error) {
@@ -71,6 +72,9 @@ func (f *fakeMP) Complete(ctx context.Context, _ string, parts []s3proto.Part) (
 		all = append(all, f.parts[p.Number]...)
 	}
 	f.completed = all
+	if f.lost {
+		return "", errors.New("read tcp: connection reset by peer")
+	}
 	return "v-multipart", nil
 }
 
@@ -148,6 +152,10 @@ func TestUploadAbortsAndSays(t *testing.T) {
 		{"the commit is refused", &fakeMP{refuse: true}, nil, driver.ErrPrecondition, true, "completing the multipart upload"},
 		{"the abort fails too", &fakeMP{failPart: 1, abortErr: errors.New("NoSuchBucket")}, nil, nil, false, "failed too"},
 		{"MayStart refuses", &fakeMP{}, func() error { return errors.New("fenced") }, nil, true, "MayStart refused"},
+		// The commit landed and its answer was lost: nothing says what
+		// happened, so the outcome is unknown, never "aborted, nothing
+		// written".
+		{"the commit's answer is lost", &fakeMP{lost: true}, nil, driver.ErrOutcomeUnknown, true, "read the object back"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var single []byte
@@ -174,7 +182,7 @@ func TestUploadAbortsAndSays(t *testing.T) {
 			if !bytes.Contains([]byte(err.Error()), []byte(c.reason)) {
 				t.Errorf("%v does not say %q", err, c.reason)
 			}
-			if c.f.completed != nil {
+			if c.f.completed != nil && !c.f.lost {
 				t.Error("the upload was committed")
 			}
 		})
