@@ -2,5 +2,10 @@
 
 package simulation
 
-// replaySeeds is how many seeds TestReplayExact runs twice.
-const replaySeeds = 2000
+const (
+	// replaySeeds is how many seeds TestReplayExact runs twice.
+	replaySeeds = 2000
+	// classSeedsDefault is how many seeds TestRound3ClassesHold runs per
+	// class.
+	classSeedsDefault = 100
+)

@@ -2,7 +2,13 @@
 
 package simulation
 
-// replaySeeds is how many seeds TestReplayExact runs twice. Under the race
-// detector, which makes a seed about ten times slower, a few: scripts/test
-// runs the full count in its non-race step.
-const replaySeeds = 100
+// Under the race detector, which makes a seed about ten times slower, the
+// seed counts are smaller: scripts/test runs TestReplayExact at full size
+// in its non-race step.
+const (
+	// replaySeeds is how many seeds TestReplayExact runs twice.
+	replaySeeds = 100
+	// classSeedsDefault is how many seeds TestRound3ClassesHold runs per
+	// class.
+	classSeedsDefault = 30
+)

@@ -29,7 +29,7 @@ var (
 	replayFirst = flag.Uint64("sim.replayfirst", 1, "the first seed TestReplayExact runs")
 	replayN     = flag.Int("sim.replayn", 0, "how many seeds TestReplayExact runs (0: its default)")
 	excludeFlag = flag.String("sim.exclude", "", "TestSimulation: comma-separated deviation classes to leave out (e.g. wall-clock-back-an-hour)")
-	classSeeds  = flag.Int("sim.classseeds", 100, "how many seeds TestRound3ClassesHold runs per class")
+	classSeeds  = flag.Int("sim.classseeds", classSeedsDefault, "how many seeds TestRound3ClassesHold runs per class")
 	skewFlag    = flag.Duration("sim.skew", 0, "TestSimulation's clock-skew envelope (default a third of the TTL); beyond TTL/3 violations are expected")
 )
 
