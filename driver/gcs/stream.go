@@ -76,8 +76,10 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 // On any failure (ctx ended, r failed, MayStart refused, a request failed
 // or was refused) the Writer's context is cancelled, which ends the
 // requests in flight and abandons the session, and PutStream returns once
-// the client library's upload has ended. The final request is never sent
-// then, so nothing is committed. The client library does not expose the
+// the client library's upload has ended. A failure before the final
+// request means it is never sent, so nothing is committed; a final request
+// that fails on the network (or whose ctx ends while it is in flight) may
+// have landed, which only reading the object back tells. The client library does not expose the
 // session's URI, so the session cannot be deleted: Cloud Storage discards
 // it, with the chunks it received, when it expires a week after it
 // started. The *driver.UploadError in the error says whether a session had
