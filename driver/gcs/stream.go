@@ -79,12 +79,13 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 // the client library's upload has ended. A failure before the final
 // request means it is never sent, so nothing is committed; a final request
 // that fails on the network (or whose ctx ends while it is in flight) may
-// have landed, which only reading the object back tells. The client library does not expose the
-// session's URI, so the session cannot be deleted: Cloud Storage discards
-// it, with the chunks it received, when it expires a week after it
-// started. The *driver.UploadError in the error says whether a session had
-// been started. r is read in the caller's goroutine, between checks of ctx:
-// a Read that blocks holds PutStream until it returns.
+// have landed, which only reading the object back tells. The client
+// library does not expose the session's URI, so the session cannot be
+// deleted: Cloud Storage discards it, with the chunks it received, when it
+// expires a week after it started. The *driver.UploadError in the error
+// says whether a session had been started. r is read in the caller's
+// goroutine, between checks of ctx: a Read that blocks holds PutStream
+// until it returns.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
