@@ -102,9 +102,11 @@
 // chunk's also starts the session), and before the final request, once the
 // previous chunk's request has ended; it is never called with a request of
 // the upload in flight. Where it refuses, or ctx ends, r fails or a request
-// fails, the Writer's context is cancelled: the requests in flight end, the
-// final request is never sent, so nothing is committed, and PutStream
-// returns once the client library's upload has ended. The client library
+// fails, the Writer's context is cancelled: the requests in flight end, and
+// PutStream returns once the client library's upload has ended. A failure
+// before the final request means it is never sent, so nothing is
+// committed; only a final request that fails in flight may have landed.
+// The client library
 // does not expose the session's URI, so the session cannot be deleted
 // (DELETE on the URI); Cloud Storage discards it, with the chunks it
 // received, when it expires a week after it started. The error's
