@@ -7,7 +7,7 @@ package simulation
 // in its non-race step.
 const (
 	// replaySeeds is how many seeds TestReplayExact runs twice.
-	replaySeeds = 100
+	replaySeeds = 50
 	// classSeedsDefault is how many seeds TestRound3ClassesHold runs per
 	// class.
 	classSeedsDefault = 30

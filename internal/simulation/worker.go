@@ -105,19 +105,25 @@ func (in *inst) workStep() {
 		w.stage++
 		return
 	}
+	if w.stage == nChunks+5 {
+		in.retention(w)
+		return
+	}
 	var (
 		key  string
 		data []byte
 		cond driver.Condition
 	)
 	switch {
+	case w.stage == nChunks+1:
+		key, data, cond = sharedKey(w.k), fmt.Appendf(nil, "shared c=%d", w.k%nShared), driver.IfAbsent()
 	case w.stage <= nChunks:
 		key = fmt.Sprintf("%s/chunks/%d.%s/%d", prefix, w.k, w.tag, w.stage-1)
 		data = fmt.Appendf(nil, "chunk tag=%s j=%d epoch=%d", w.tag, w.stage-1, epoch)
 		cond = driver.IfAbsent()
-	case w.stage == nChunks+1:
-		key, data, cond = w.mkey, in.manifest(w, false, epoch), driver.IfAbsent()
 	case w.stage == nChunks+2:
+		key, data, cond = w.mkey, in.manifest(w, false, epoch), driver.IfAbsent()
+	case w.stage == nChunks+3:
 		key, data, cond = w.mkey, in.manifest(w, true, epoch), driver.IfMatch(w.vM)
 	default:
 		key = latestKey
@@ -187,6 +193,9 @@ func (in *inst) wrote(v driver.Version, err error) {
 	if w == nil {
 		return
 	}
+	if err != nil && w.stage == nChunks+1 && errors.Is(err, driver.ErrPrecondition) {
+		err = nil // the shared chunk exists already: named, not written again
+	}
 	if err != nil {
 		in.abandon(err)
 		return
@@ -194,14 +203,45 @@ func (in *inst) wrote(v driver.Version, err error) {
 	switch {
 	case w.stage <= nChunks:
 		w.chunks = append(w.chunks, fmt.Sprintf("%s/chunks/%d.%s/%d:%s", prefix, w.k, w.tag, w.stage-1, sum(w.sent)))
-	case w.stage <= nChunks+2:
+	case w.stage == nChunks+1:
+		w.chunks = append(w.chunks, fmt.Sprintf("%s:%s", sharedKey(w.k), sum(w.sent)))
+	case w.stage <= nChunks+3:
 		w.vM = v
 	default:
 		s.tracef("%s worker: backup %d (%s) is LATEST", in, w.k, w.tag)
-		in.work, in.nextW = nil, s.now+s.randDur(4*time.Second)
-		return
+		// Retention next: the shared chunk no kept backup names.
 	}
 	w.stage++
+}
+
+// nShared is how many shared chunks backups cycle through: backup k names
+// shared/<k mod nShared>, written with If-None-Match: * and, if it exists
+// already (another backup's, of any writer), named as it is.
+const nShared = 4
+
+func sharedKey(k int) string { return fmt.Sprintf("%s/shared/%d", prefix, k%nShared) }
+
+// retention deletes, through the fenced bucket, the shared chunk that the
+// kept backups (the one just committed, k, and its parent) do not name:
+// shared/<k+1 mod nShared>, which backup k+1 will write again. A late
+// delete (one that lands after a successor's backup k+1 named the chunk
+// it found) leaves LATEST naming a missing chunk: the integrity invariant.
+// A retention delete is never paused between its fence check and its
+// request: a paused process's late delete is what no lease can stop.
+func (in *inst) retention(w *cycle) {
+	s := in.s
+	key := sharedKey(w.k + 1)
+	l := in.lease
+	var err error
+	in.writingUnder = l
+	in.call("worker", func() { err = l.Bucket().Delete(context.Background(), rel(key), driver.Condition{}) })
+	in.writingUnder = nil
+	if in.shutdown != nil {
+		in.finishShutdown()
+		return
+	}
+	s.tracef("%s worker: retention deletes %s: %v", in, key, err)
+	in.work, in.nextW = nil, s.now+s.randDur(4*time.Second)
 }
 
 func isNotExist(err error) bool { return errors.Is(err, driver.ErrNotExist) }
