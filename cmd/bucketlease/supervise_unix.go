@@ -317,6 +317,15 @@ func parseReport(line string) (report, bool) {
 // commandResult is what hold exits with once the command and everything
 // it started are gone.
 func commandResult(l *lease.Lease, p *printer, status int, ended bool) error {
+	if l.Err() == nil && !l.MayWrite() {
+		// Past the fence deadline (hold was stopped, say): the lease's
+		// fence timer, due now, ends it and reports "fenced"; wait for
+		// it so that the outcome does not depend on which came first.
+		select {
+		case <-l.Done():
+		case <-time.After(time.Second):
+		}
+	}
 	if ended || l.Err() != nil {
 		if l.Err() == nil {
 			return withCode(exitLeaseEnded, fmt.Errorf("the command was killed at the fence deadline of the lease %s: hold could not renew it in time", l.Key()))
