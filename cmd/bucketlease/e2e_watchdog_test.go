@@ -392,3 +392,54 @@ func TestWatchdogGroupKill(t *testing.T) {
 		t.Errorf("%d ticks after the fence deadline, the first at %s", len(late), late[0].Format(time.RFC3339Nano))
 	}
 }
+
+// TestWatchdogGroupKillUnprivileged: TestWatchdogGroupKill for a user
+// without CAP_SYS_ADMIN (run as nobody, when the tests run as root): the
+// watchdog gets its PID namespace inside a new user namespace, and a kill
+// of hold's process group still leaves nothing writing.
+func TestWatchdogGroupKillUnprivileged(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run hold as nobody")
+	}
+	const nobody = 65534
+	work, err := os.MkdirTemp("", "bucketlease-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	bin, dir := filepath.Join(work, "bucketlease"), filepath.Join(work, "lease")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []error{os.Chmod(work, 0o777), os.WriteFile(bin, data, 0o755), os.Mkdir(dir, 0o777), os.Chmod(dir, 0o777)} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
+	script := fmt.Sprintf(`setsid sh -c '%s' & while :; do sleep 1; done`, tickWriter(ticks, pidFile))
+	args := []string{"hold", "file://" + dir, "--ttl", "6s", "--", "sh", "-c", script}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = work
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	a := launch(t, cmd, nil, args)
+	line := a.waitFor(`command-started`)
+	if !strings.Contains(line, "in a new user and PID namespace") {
+		t.Logf("not in a user namespace here (%s); the test still checks the fallback", line)
+	}
+	waitTicks(t, ticks, 5)
+	writer := pidFrom(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(writer, syscall.SIGKILL) })
+	if err := syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, a.cmd.Process.Pid)
+	fence := fenceDeadline(leaseRecord(t, dir))
+	if !waitQuietWithin(ticks, max(time.Until(fence.Add(4*time.Second)), 3*time.Second)) {
+		t.Fatal("the setsid writer, run as nobody, still writes after hold's process group was killed")
+	}
+	if late := ticksAfter(readTicks(t, ticks), fence); len(late) > 0 {
+		t.Errorf("%d ticks after the fence deadline", len(late))
+	}
+}
