@@ -1,0 +1,83 @@
+package gcs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/gcs"
+)
+
+// wireOfWhatWasRead plays a network that delivers whatever of a single
+// upload request's body was written before its source failed: it reads the
+// body, cancels the Put's context once after bytes were read, reads on
+// until the body ends or fails, and sends the service the bytes it read as
+// a complete request, as a connection that had carried them already would
+// have.
+type wireOfWhatWasRead struct {
+	after  int
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (w *wireOfWhatWasRead) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.URL.Query().Get("uploadType") != "multipart" {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	var got bytes.Buffer
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Body.Read(buf)
+		got.Write(buf[:n])
+		if got.Len() >= w.after {
+			w.once.Do(w.cancel)
+		}
+		if err != nil {
+			break
+		}
+	}
+	r.Body.Close()
+	out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, r.URL.String(), &got)
+	if err != nil {
+		return nil, err
+	}
+	out.Header = r.Header.Clone()
+	out.ContentLength = int64(got.Len())
+	return http.DefaultTransport.RoundTrip(out)
+}
+
+// TestPutNeverTorn: a Put whose context ends while its body is on the wire
+// leaves the old object or the whole new one. The client library, sending
+// a body it streams (Writer.ChunkSize 0), writes the multipart body's
+// closing boundary even when its source fails, so the bytes on the wire
+// were a complete request holding part of the body, which the service
+// stored as the object. Put sends from the library's buffer instead, whose
+// source cannot fail midway.
+func TestPutNeverTorn(t *testing.T) {
+	endpoint := emulator(t)
+	name := newBucket(t, endpoint)
+	plain := gcs.New(client(t, endpoint, nil), name)
+	big := bytes.Repeat([]byte("0123456789abcdef"), (4<<20)/16)
+	for _, cond := range []driver.Condition{{}, driver.IfAbsent()} {
+		key := "torn-" + map[bool]string{true: "absent", false: "unconditional"}[cond.Absent()]
+		ctx, cancel := context.WithCancel(t.Context())
+		b := gcs.New(client(t, endpoint, &wireOfWhatWasRead{after: 1 << 20, cancel: cancel}), name)
+		_, err := b.Put(ctx, key, big, cond)
+		if ctx.Err() == nil {
+			t.Fatalf("setup: the Put (%s) returned (%v) before 1 MiB of its body was on the wire", cond, err)
+		}
+		cancel()
+		got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20)
+		switch {
+		case errors.Is(rerr, driver.ErrNotExist):
+		case rerr != nil:
+			t.Fatalf("Get after the cancelled Put: %v", rerr)
+		case !bytes.Equal(got, big):
+			t.Errorf("a Put (%s) cancelled mid-body (%v) left a torn object of %d bytes, the body was %d", cond, err, len(got), len(big))
+		}
+	}
+}
