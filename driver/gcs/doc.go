@@ -65,7 +65,8 @@
 // multipart body's closing boundary, so the service may store the part it
 // received as the whole object: a torn object, seen on fake-gcs-server as a
 // 0-byte object after a Put cancelled once its headers were written
-// (drivertest's put-canceled-mid-body, now and then under load). From the
+// (drivertest's put-canceled-mid-body, now and then under load;
+// TestPutNeverTorn shows it every time). From the
 // buffer the request is either whole or cut off before its closing
 // boundary, which is not a complete multipart body (fake-gcs-server
 // refuses it).
