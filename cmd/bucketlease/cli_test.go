@@ -60,6 +60,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"hold", "mem://a/p", "--ttl", "2h"}, "--ttl 2h0m0s: the TTL is a whole number of seconds from 1s to 1h"},
 		{[]string{"hold", "mem://a/p", "--wait-timeout", "5s"}, "--wait-timeout works only with --wait"},
 		{[]string{"hold", "mem://a/p", "--grace", "-1s"}, "--grace -1s: it cannot be negative"},
+		{[]string{"hold", "file:///nonexistent/p", "--instance-id", "bucketlease-break"}, "is the id bucketlease break writes"},
+		{[]string{"hold", "file:///nonexistent/p", "--ttl", "30"}, `"30" has no unit: write 30s`},
 		{[]string{"hold", "file:///nonexistent/p", "--events", "fd:x"}, "fd:N takes a file descriptor number"},
 		{[]string{"version", "extra"}, "version takes no arguments"},
 		{[]string{"help", "nothing"}, `no help for "nothing"`},

@@ -127,6 +127,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if err := refuseInProcess("hold", pos[0]); err != nil {
 			return err
 		}
+		if f.instanceID == lease.BreakerID {
+			return usageErrorf("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", lease.BreakerID)
+		}
 		if len(command) > 0 && !commandSupported {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}

@@ -101,14 +101,14 @@ func statusJSON(rawURL string, st lease.Status) showJSON {
 	j := showJSON{URL: displayURL(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
-		j.AcquiredAt, j.RenewedAt = utc(r.AcquiredAt), utc(r.RenewedAt)
+		j.AcquiredAt, j.RenewedAt = utcMilli(r.AcquiredAt), utcMilli(r.RenewedAt)
 		j.AcquiredAgoS = seconds(st.Now.Sub(r.AcquiredAt))
 		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
 	}
 	if !st.TakeoverAt.IsZero() {
-		j.TakeoverAt = utc(st.TakeoverAt)
+		j.TakeoverAt = utcMilli(st.TakeoverAt)
 		j.TakeoverInS = max(seconds(st.TakeoverAt.Sub(st.Now)), 0)
 	} else {
 		j.TakeoverInS = -1 // suspect: it depends on a contender's watch
@@ -178,3 +178,7 @@ func takeoverText(st lease.Status) string {
 			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
 	}
 }
+
+// utcMilli is a time for show --json, to the millisecond like the *_ago_s
+// fields beside it.
+func utcMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
