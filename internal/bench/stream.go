@@ -43,8 +43,14 @@ type StreamResult struct {
 	PairedRatio float64
 	// DriverHeap and RawHeap are the largest heap growth seen during any
 	// one call of each side: the peak of HeapInuse while the write ran,
-	// less HeapInuse right before it (after a GC).
+	// less HeapInuse right before it (after a GC). Garbage not yet
+	// collected counts: with GOGC=100 the heap may grow to twice what is
+	// live before the collector runs.
 	DriverHeap, RawHeap uint64
+	// DriverLive and RawLive are the same for the live heap (what the
+	// last GC found reachable, /gc/heap/live:bytes): what the write
+	// holds, garbage aside.
+	DriverLive, RawLive uint64
 }
 
 // Ratio is DriverRate/RawRate: 1.0 means the driver streams as fast as the
@@ -79,6 +85,7 @@ type StreamRun struct {
 	call       int
 	drv, raw   []float64
 	drvH, rawH uint64
+	drvL, rawL uint64
 }
 
 // NewStreamRun starts a run of p with bodies of size bytes.
@@ -87,8 +94,8 @@ func NewStreamRun(p StreamPair, size int64) *StreamRun { return &StreamRun{p: p,
 // Round writes one body with each side, the driver first in even rounds
 // and the raw SDK first in odd ones.
 func (s *StreamRun) Round(ctx context.Context) error {
-	first := func() error { return s.one(ctx, "driver", s.p.Driver, &s.drv, &s.drvH) }
-	second := func() error { return s.one(ctx, "raw", s.p.Raw, &s.raw, &s.rawH) }
+	first := func() error { return s.one(ctx, "driver", s.p.Driver, &s.drv, &s.drvH, &s.drvL) }
+	second := func() error { return s.one(ctx, "raw", s.p.Raw, &s.raw, &s.rawH, &s.rawL) }
 	if s.rounds%2 == 1 {
 		first, second = second, first
 	}
@@ -99,19 +106,19 @@ func (s *StreamRun) Round(ctx context.Context) error {
 	return second()
 }
 
-func (s *StreamRun) one(ctx context.Context, side string, op StreamOp, rates *[]float64, peak *uint64) error {
+func (s *StreamRun) one(ctx context.Context, side string, op StreamOp, rates *[]float64, peak, live *uint64) error {
 	s.call++
 	key := fmt.Sprintf("%s-stream/%04d", side[:1], s.call)
 	h := StartHeapSampler()
 	t0 := time.Now()
 	err := op(ctx, key, Body(s.size))
 	took := time.Since(t0)
-	grew := h.Stop()
+	grew, lived := h.Stop()
 	if err != nil {
 		return fmt.Errorf("%s %s write %d: %w", s.p.Name, side, s.call, err)
 	}
 	*rates = append(*rates, float64(s.size)/took.Seconds())
-	*peak = max(*peak, grew)
+	*peak, *live = max(*peak, grew), max(*live, lived)
 	if s.p.Clean != nil {
 		if err := s.p.Clean(ctx, key); err != nil {
 			return fmt.Errorf("%s %s: deleting %s: %w", s.p.Name, side, key, err)
@@ -123,7 +130,8 @@ func (s *StreamRun) one(ctx context.Context, side string, op StreamOp, rates *[]
 // Result summarises the rounds so far (those whose two writes both
 // succeeded count in the paired ratio).
 func (s *StreamRun) Result() StreamResult {
-	res := StreamResult{Rounds: min(len(s.drv), len(s.raw)), Size: s.size, DriverHeap: s.drvH, RawHeap: s.rawH}
+	res := StreamResult{Rounds: min(len(s.drv), len(s.raw)), Size: s.size, DriverHeap: s.drvH, RawHeap: s.rawH,
+		DriverLive: s.drvL, RawLive: s.rawL}
 	res.DriverRate, res.RawRate = medianFloat(s.drv), medianFloat(s.raw)
 	var paired []float64
 	for i := range min(len(s.drv), len(s.raw)) {
@@ -186,29 +194,25 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 // HeapSampler samples HeapInuse (runtime/metrics: heap objects plus heap
-// unused, which is what MemStats.HeapInuse counts) every millisecond from
-// a goroutine of its own, without stopping the world, and keeps the peak.
+// unused, which is what MemStats.HeapInuse counts) and the live heap (what
+// the last GC found reachable) every millisecond from a goroutine of its
+// own, without stopping the world, and keeps the peaks.
 type HeapSampler struct {
-	base uint64
-	stop chan struct{}
-	done chan struct{}
-	peak uint64
+	base, baseLive uint64
+	stop           chan struct{}
+	done           chan struct{}
+	peak, peakLive uint64
 }
 
-// heapInuse reads HeapInuse through runtime/metrics.
-func heapInuse(s []metrics.Sample) uint64 {
+// heapInuse reads HeapInuse and the live heap through runtime/metrics.
+func heapInuse(s []metrics.Sample) (inuse, live uint64) {
 	metrics.Read(s)
-	var n uint64
-	for _, x := range s {
-		if x.Value.Kind() == metrics.KindUint64 {
-			n += x.Value.Uint64()
-		}
-	}
-	return n
+	return s[0].Value.Uint64() + s[1].Value.Uint64(), s[2].Value.Uint64()
 }
 
 func heapSamples() []metrics.Sample {
-	return []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+	return []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/gc/heap/live:bytes"}}
 }
 
 // StartHeapSampler collects garbage, notes HeapInuse as the base, and
@@ -216,16 +220,15 @@ func heapSamples() []metrics.Sample {
 func StartHeapSampler() *HeapSampler {
 	runtime.GC()
 	s := heapSamples()
-	h := &HeapSampler{base: heapInuse(s), stop: make(chan struct{}), done: make(chan struct{})}
-	h.peak = h.base
+	h := &HeapSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	h.base, h.baseLive = heapInuse(s)
+	h.peak, h.peakLive = h.base, h.baseLive
 	go func() {
 		defer close(h.done)
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
 		for {
-			if v := heapInuse(s); v > h.peak {
-				h.peak = v
-			}
+			h.note(s)
 			select {
 			case <-h.stop:
 				return
@@ -236,18 +239,24 @@ func StartHeapSampler() *HeapSampler {
 	return h
 }
 
-// Stop ends the sampling and returns the peak HeapInuse less the base (0
-// if the heap never grew).
-func (h *HeapSampler) Stop() uint64 {
+func (h *HeapSampler) note(s []metrics.Sample) {
+	inuse, live := heapInuse(s)
+	h.peak, h.peakLive = max(h.peak, inuse), max(h.peakLive, live)
+}
+
+// Stop ends the sampling and returns the peak HeapInuse and the peak live
+// heap, each less its base (0 if it never grew).
+func (h *HeapSampler) Stop() (inuse, live uint64) {
 	close(h.stop)
 	<-h.done
-	if v := heapInuse(heapSamples()); v > h.peak {
-		h.peak = v
+	h.note(heapSamples())
+	if h.peak > h.base {
+		inuse = h.peak - h.base
 	}
-	if h.peak < h.base {
-		return 0
+	if h.peakLive > h.baseLive {
+		live = h.peakLive - h.baseLive
 	}
-	return h.peak - h.base
+	return inuse, live
 }
 
 // Size and duration settings of the streaming benchmarks, read from the

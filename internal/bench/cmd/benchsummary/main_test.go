@@ -75,7 +75,7 @@ func TestParseBadValue(t *testing.T) {
 	}
 }
 
-const streamSample = `BenchmarkStream/s3/interleaved-2   	1	9000000000 ns/op	 230.00 MB/s	 110.0 driver-MiB/s	 64.4 driver-heap-MiB	 80.00 heap-target-MiB	 0.97 paired-thru-driver/raw	 115.0 raw-MiB/s	 96.4 raw-heap-MiB	 1024 size-MiB	 3 rounds	 0.9565 thru-driver/raw
+const streamSample = `BenchmarkStream/s3/interleaved-2   	1	9000000000 ns/op	 230.00 MB/s	 110.0 driver-MiB/s	 64.4 driver-heap-MiB	 80.00 heap-target-MiB	 0.97 paired-thru-driver/raw	 115.0 raw-MiB/s	 96.4 raw-heap-MiB	 64.1 driver-live-MiB	 80.2 raw-live-MiB	 1024 size-MiB	 3 rounds	 0.9565 thru-driver/raw
 BenchmarkStream/gcs/interleaved-2  	1	9000000000 ns/op	 230.00 MB/s	 80.0 driver-MiB/s	 96.5 driver-heap-MiB	 80.00 heap-target-MiB	 0.80 paired-thru-driver/raw	 100.0 raw-MiB/s	 16.2 raw-heap-MiB	 1024 size-MiB	 0.80 thru-driver/raw
 BenchmarkStreamRenewals-2 	1	90000000000 ns/op	 27.00 connections	 8.000 link-MiB/s	 0.9444 link-use	 0 ttl30s-failed	 7182627 ttl30s-idle-p50-ns	5000000000 ttl30s-limit-ns	 54413630 ttl30s-max-ns	 35069249 ttl30s-p50-ns	 54413630 ttl30s-p99-ns	 9.000 ttl30s-renewals	 0 ttl30s-spurious	 0 ttl3s-failed	 5837933 ttl3s-idle-p50-ns	 500000000 ttl3s-limit-ns	 80944896 ttl3s-max-ns	 37977714 ttl3s-p50-ns	 600000000 ttl3s-p99-ns	 90.00 ttl3s-renewals	 1 ttl3s-spurious	 4.000 uploads
 `
@@ -93,7 +93,7 @@ func TestSummaryStream(t *testing.T) {
 	flat := strings.Join(strings.Fields(renderTable(streamHeader, 3, rows)), " ")
 	for _, want := range []string{
 		"| Stream/s3 throughput MiB/s (3 rounds) | 1024 | 110.0 | 115.0 | 0.957 (paired 0.970) | ≥ 0.95 | yes |",
-		"| Stream/s3 peak heap MiB (largest) | 1024 | 64.4 | 96.4 | - | ≤ 80 (driver) | yes |",
+		"| Stream/s3 peak heap MiB (largest) | 1024 | 64.4 (live 64.1) | 96.4 (live 80.2) | - | ≤ 80 (driver) | yes |",
 		"| Stream/azure | - | - | - | - | ≥ 0.95 | NO (not measured) |",
 		"| 0.800 (paired 0.800) | ≥ 0.95 | NO (−16%) |",
 		"| ≤ 80 (driver) | NO (+16.5 MiB) |",
