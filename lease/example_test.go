@@ -103,9 +103,8 @@ func ExampleLease_Bucket() {
 }
 
 // backupUnderLease is the README's example, character for character
-// (TestReadmeExampleIsThisOne keeps them in step, and
-// TestReadmeExampleFailsClosed runs it on stores where it must not back
-// up): it takes the lease on url's prefix as instance id and runs backup
+// (TestReadmeExampleIsThisOne keeps them in step, and runs it on stores
+// where it must not back up): it takes the lease on url's prefix as instance id and runs backup
 // under it, through the lease's bucket, or returns an error and runs
 // nothing.
 func backupUnderLease(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {

@@ -103,3 +103,47 @@ func (o *onRead) Read(p []byte) (int, error) {
 	}
 	return o.r.Read(p)
 }
+
+// TestTwinsStartingTogetherOnAStuckClock: two processes configured with one
+// instance id start together on one stuck clock (both stamp the same
+// renewed_at). The second reads the key free, the first's acquire lands,
+// then the second's If-None-Match: * is refused and it reads the first's
+// record back. Only acquired_at's random fraction tells that record from
+// the one the second sent, so the second must not take it for its own
+// write: it is refused (ErrHeld), and the first still holds the lease.
+// (Mutant acquired-at-not-random.)
+func TestTwinsStartingTogetherOnAStuckClock(t *testing.T) {
+	ctx := context.Background()
+	raw := mem.New()
+	c := clock.NewFake(t0) // never advanced: a stuck clock
+	var first *lease.Lease
+	b := &beforeFirstPut{Bucket: raw, f: func() { first = acquire(t, raw, "same", c) }}
+	second, err := lease.Acquire(ctx, b, "db1", opts("same", c, nil))
+	if first == nil {
+		t.Fatal("the second process never wrote")
+	}
+	if err == nil {
+		t.Fatalf("the second process took the first one's fresh lease for its own write (first may write: %v, second: %v)", first.MayWrite(), second.MayWrite())
+	}
+	if !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("the second process: %v, want ErrHeld", err)
+	}
+	if !first.MayWrite() {
+		t.Fatalf("the first process lost its lease: %v", first.Err())
+	}
+}
+
+// beforeFirstPut calls f once, just before its first Put is sent.
+type beforeFirstPut struct {
+	driver.Bucket
+	f func()
+}
+
+func (b *beforeFirstPut) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if b.f != nil {
+		f := b.f
+		b.f = nil
+		f()
+	}
+	return b.Bucket.Put(ctx, key, data, cond)
+}

@@ -21,9 +21,14 @@ import (
 
 // TestReadmeExampleIsThisOne checks that the README's Go example is an
 // import block followed by backupUnderLease exactly as example_test.go has
-// it, so the front page cannot drift from code that runs (Example_readme)
-// and is run where it must not back up (TestReadmeExampleFailsClosed).
+// it, so the front page cannot drift from code that runs (Example_readme),
+// and runs it where a copy of it must not back up (readmeFailsClosed).
 func TestReadmeExampleIsThisOne(t *testing.T) {
+	t.Run("same text", readmeSameText)
+	t.Run("fails closed", readmeFailsClosed)
+}
+
+func readmeSameText(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -89,14 +94,14 @@ func lineAt(lines []string, i int) string {
 // as instance id and run backup under it.
 type readmeBody func(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error
 
-// TestReadmeExampleFailsClosed runs the README's example where a copy of it
-// must not back up: on a store that ignores preconditions, under a lease
+// readmeFailsClosed runs the README's example where a copy of it must not
+// back up: on a store that ignores preconditions, under a lease
 // another instance holds, and at a URL that does not open. In each it must
 // return an error without running the backup and without panicking; on a
 // working store it must run the backup and release the lease. The README's
 // old example is the negative control: it panics on the store that ignores
 // preconditions.
-func TestReadmeExampleFailsClosed(t *testing.T) {
+func readmeFailsClosed(t *testing.T) {
 	if problems := readmeExampleProblems(backupUnderLease); len(problems) > 0 {
 		t.Errorf("the README's example does not fail closed:\n%s", strings.Join(problems, "\n"))
 	}
@@ -194,8 +199,7 @@ func readmeExampleProblems(body readmeBody) []string {
 }
 
 // oldReadmeExample is the README's example before it checked every error,
-// in readmeBody's shape: the negative control of
-// TestReadmeExampleFailsClosed.
+// in readmeBody's shape: the negative control of readmeFailsClosed.
 func oldReadmeExample(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
 	//lint:ignore SA4006 the old example overwrote this error unchecked; that is what this control shows
 	bucket, prefix, err := driver.Open(ctx, url)
