@@ -273,6 +273,10 @@ const (
 	// link in each direction: bytes a second, or with a suffix. Default
 	// 8MiB.
 	EnvLinkRate = "BUCKETLEASE_BENCH_LINK_RATE"
+	// EnvMaxConns, if set above 0, bounds the connections per host of
+	// BenchmarkStreamRenewals' client (an experiment; unset in
+	// scripts/bench).
+	EnvMaxConns = "BUCKETLEASE_BENCH_MAX_CONNS"
 )
 
 // ParseSize reads "1GiB", "64MiB", "512KiB" or a plain number of bytes.

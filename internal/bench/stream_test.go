@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	miniogo "github.com/minio/minio-go/v7"
@@ -322,8 +326,11 @@ func TestStreamTargets(t *testing.T) {
 // per TTL, spurious fences (must be 0), the p99 latency of a renewal's
 // conditional Put (must be under TTL/6) and the median of 5 renewals timed
 // on the idle link before the load, the share of the link's rate the
-// uploads used, and the connections the client opened. Run with
-// -benchtime 1x.
+// uploads used, and the connections the client opened. With
+// $BUCKETLEASE_BENCH_MAX_CONNS > 0 the client's transport allows that many
+// connections per host (the SDK's default is 2,048), so that renewals
+// queue behind parts for a connection: the experiment that shows why
+// small control requests want a pool of their own. Run with -benchtime 1x.
 func BenchmarkStreamRenewals(b *testing.B) {
 	hold, err := envDuration(EnvRenewHold, 25*time.Second)
 	if err != nil {
@@ -332,6 +339,12 @@ func BenchmarkStreamRenewals(b *testing.B) {
 	rate, err := envSize(EnvLinkRate, 8<<20)
 	if err != nil {
 		b.Fatal(err)
+	}
+	maxConns := 0
+	if v := os.Getenv(EnvMaxConns); v != "" {
+		if maxConns, err = strconv.Atoi(v); err != nil || maxConns < 0 {
+			b.Fatalf("%s=%q: want a number of connections", EnvMaxConns, v)
+		}
 	}
 	srv := miniotest.Env(b)
 	bucket := minioBucket(b, srv)
@@ -342,7 +355,13 @@ func BenchmarkStreamRenewals(b *testing.B) {
 		}
 		slow := srv
 		slow.Addr = link.Addr()
-		bkt := s3.New(s3Client(slow, miniotest.Region, false, 0), bucket)
+		c := s3Client(slow, miniotest.Region, false, 0)
+		if maxConns > 0 {
+			c = s3sdk.New(c.Options(), func(o *s3sdk.Options) {
+				o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) { t.MaxConnsPerHost = maxConns })
+			})
+		}
+		bkt := s3.New(c, bucket)
 		res, err := RenewUnderLoad(context.Background(), bkt, "renew", RenewLoad{
 			TTLs: []time.Duration{30 * time.Second, 3 * time.Second}, Hold: hold,
 			Writers: 4, Body: 32 << 20, Offered: 4 * float64(rate),
@@ -369,6 +388,7 @@ func BenchmarkStreamRenewals(b *testing.B) {
 		up := res.LinkBytes
 		b.ReportMetric(float64(up)/res.Elapsed.Seconds()/float64(rate), "link-use")
 		b.ReportMetric(float64(opened), "connections")
+		b.ReportMetric(float64(maxConns), "max-conns-per-host")
 		b.ReportMetric(float64(rate)/(1<<20), "link-MiB/s")
 		b.ReportMetric(float64(res.Committed), "uploads")
 		b.Logf("%d uploads committed (%d MiB), %d cut at the end of the hold, in %v; the link carried %d MiB up (%.0f%% of %d MiB/s) on %d connections opened in all",
