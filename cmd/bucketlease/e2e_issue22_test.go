@@ -346,3 +346,21 @@ func TestExitCodesChosenAndReported(t *testing.T) {
 		t.Errorf("a missing command: exit %d, last event %v", code, ev)
 	}
 }
+
+// TestShowJudgesFileURLsAsHoldDoes (issue 22, item 11): show gives hold's
+// answer for a file:// URL with a host (the three-slashes hint) or an
+// unknown parameter, instead of calling the lease free.
+func TestShowJudgesFileURLsAsHoldDoes(t *testing.T) {
+	_, dir := fileURL(t)
+	for _, c := range []struct{ url, want string }{
+		{"file://var/backups/db1", "three slashes"},
+		{"file://" + dir + "?foo=bar", `unknown query parameter "foo"`},
+	} {
+		for _, cmd := range []string{"show", "hold"} {
+			_, errOut, code := runCLI(t, nil, cmd, c.url)
+			if code != exitError || !strings.Contains(errOut, c.want) {
+				t.Errorf("%s %s: exit %d, %q; want exit 1 and %q", cmd, c.url, code, errOut, c.want)
+			}
+		}
+	}
+}

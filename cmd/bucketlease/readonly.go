@@ -19,11 +19,11 @@ import (
 // true when the lease is known to be free without opening the driver. For
 // other schemes it returns false and no error.
 func fileLeaseAbsent(rawURL string) (bool, error) {
-	if schemeOf(rawURL) != "file" {
+	if schemeOf(rawURL) != "file" { // anything unusual in the URL is the driver's to judge
 		return false, nil
 	}
 	u, err := url.Parse(rawURL)
-	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil {
+	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
 		return false, nil // the driver says what is wrong with it
 	}
 	dir := filepath.Clean(u.Path)
@@ -46,4 +46,17 @@ func fileLeaseAbsent(rawURL string) (bool, error) {
 func freeStatus() lease.Status {
 	now := time.Now()
 	return lease.Status{Key: lease.Key(""), State: lease.Free, Now: now, TakeoverAt: now}
+}
+
+// knownFileQuery reports whether q holds only parameters the file driver
+// knows (driver/file: trust_network_flock), so that show and break may
+// look without opening the driver; anything else is left to the driver to
+// refuse, as hold does.
+func knownFileQuery(q url.Values) bool {
+	for k := range q {
+		if k != "trust_network_flock" {
+			return false
+		}
+	}
+	return true
 }
