@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net/http/httptrace"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,9 @@ type LeaseUnderLoad struct {
 	Max      time.Duration
 	IdleP50  time.Duration // the same, of the renewals timed before the load
 	IdleMax  time.Duration
+	Slowest  string   // the slowest renewal under load, by phase
+	Failures []string // renewal Puts that failed under load (the first 10)
+	Fences   []string // why the lease was fenced or lost, if it was
 }
 
 // String renders one lease's result as one line, which benchsummary reads.
@@ -93,6 +97,8 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 		ttl              time.Duration
 		lat, idle        *latencies
 		keepDone         chan error
+		mu               sync.Mutex
+		fences           []string
 	}
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	defer stopKeeping()
@@ -109,6 +115,9 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 					h.failed.Add(1)
 				case lease.EventFenced, lease.EventLost:
 					h.spurious.Add(1)
+					h.mu.Lock()
+					h.fences = append(h.fences, fmt.Sprintf("%s at %s: %s (%v)", e.Kind, e.Time.Format("15:04:05.000"), e.Detail, e.Err))
+					h.mu.Unlock()
 				}
 			}})
 		if err != nil {
@@ -197,6 +206,11 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 			slices.Sort(ds)
 			r.P50, r.P99, r.Max = quantile(ds, 0.50), quantile(ds, 0.99), ds[len(ds)-1]
 		}
+		slow, fails := h.lat.report()
+		r.Slowest, r.Failures = slow.String(), fails
+		h.mu.Lock()
+		r.Fences = slices.Clone(h.fences)
+		h.mu.Unlock()
 		if idle := h.idle.snapshot(); len(idle) > 0 {
 			slices.Sort(idle)
 			r.IdleP50, r.IdleMax = quantile(idle, 0.50), idle[len(idle)-1]
@@ -227,16 +241,54 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[rank-1]
 }
 
-// latencies are the timed Puts of one key.
+// latencies are the timed Puts of one key: the durations of those that
+// succeeded, the phases of the slowest, and what failed.
 type latencies struct {
-	mu sync.Mutex
-	ds []time.Duration
+	mu       sync.Mutex
+	ds       []time.Duration
+	slowest  phases
+	failures []string
 }
 
-func (l *latencies) add(d time.Duration) {
+// phases split one renewal's Put by its HTTP client trace (of its last
+// attempt when the SDK retried): waiting for a connection from the pool
+// (or dialling one), sending the request over the link, and the server's
+// time until the first byte of its answer plus that byte's way back.
+type phases struct {
+	Total, ConnWait, Send, Answer time.Duration
+	Reused                        bool
+	Attempts                      int
+}
+
+func (p phases) String() string {
+	return fmt.Sprintf("%v = connection %v (reused %v) + send %v + answer %v, %d attempt(s)",
+		p.Total, p.ConnWait, p.Reused, p.Send, p.Answer, p.Attempts)
+}
+
+func (l *latencies) add(d time.Duration) { l.addPhases(phases{Total: d}) }
+
+func (l *latencies) addPhases(p phases) {
 	l.mu.Lock()
-	l.ds = append(l.ds, d)
+	l.ds = append(l.ds, p.Total)
+	if p.Total > l.slowest.Total {
+		l.slowest = p
+	}
 	l.mu.Unlock()
+}
+
+func (l *latencies) fail(p phases, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.failures) < 10 {
+		l.failures = append(l.failures, fmt.Sprintf("after %v: %v", p, err))
+	}
+}
+
+// report returns the slowest renewal's phases and the failures noted.
+func (l *latencies) report() (phases, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.slowest, slices.Clone(l.failures)
 }
 
 // take returns the latencies and forgets them.
@@ -285,10 +337,51 @@ func (t *timedBucket) Put(ctx context.Context, key string, data []byte, c driver
 	if l == nil || !match || !t.on.Load() {
 		return t.Bucket.Put(ctx, key, data, c)
 	}
+	var (
+		mu                                 sync.Mutex
+		getConn, gotConn, wrote, firstByte time.Time
+		reused                             bool
+		attempts                           int
+	)
+	at := func(p *time.Time) {
+		mu.Lock()
+		*p = time.Now()
+		mu.Unlock()
+	}
+	trace := &httptrace.ClientTrace{
+		GetConn: func(string) {
+			mu.Lock()
+			attempts++
+			mu.Unlock()
+			at(&getConn)
+		},
+		GotConn: func(i httptrace.GotConnInfo) {
+			at(&gotConn)
+			mu.Lock()
+			reused = i.Reused
+			mu.Unlock()
+		},
+		WroteRequest:         func(httptrace.WroteRequestInfo) { at(&wrote) },
+		GotFirstResponseByte: func() { at(&firstByte) },
+	}
 	t0 := time.Now()
-	v, err := t.Bucket.Put(ctx, key, data, c)
+	v, err := t.Bucket.Put(httptrace.WithClientTrace(ctx, trace), key, data, c)
+	mu.Lock()
+	p := phases{Total: time.Since(t0), Reused: reused, Attempts: attempts}
+	if !getConn.IsZero() && !gotConn.IsZero() {
+		p.ConnWait = gotConn.Sub(getConn)
+	}
+	if !gotConn.IsZero() && !wrote.IsZero() {
+		p.Send = wrote.Sub(gotConn)
+	}
+	if !wrote.IsZero() && !firstByte.IsZero() {
+		p.Answer = firstByte.Sub(wrote)
+	}
+	mu.Unlock()
 	if err == nil {
-		l.add(time.Since(t0))
+		l.addPhases(p)
+	} else {
+		l.fail(p, err)
 	}
 	return v, err
 }

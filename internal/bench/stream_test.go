@@ -375,6 +375,13 @@ func BenchmarkStreamRenewals(b *testing.B) {
 		}
 		for _, l := range res.Leases {
 			b.Log(l)
+			b.Logf("ttl %v: slowest renewal %s", l.TTL, l.Slowest)
+			for _, f := range l.Failures {
+				b.Logf("ttl %v: failed renewal %s", l.TTL, f)
+			}
+			for _, f := range l.Fences {
+				b.Logf("ttl %v: %s", l.TTL, f)
+			}
 			name := fmt.Sprintf("ttl%.0fs", l.TTL.Seconds())
 			b.ReportMetric(float64(l.Spurious), name+"-spurious")
 			b.ReportMetric(float64(l.Renewals), name+"-renewals")
