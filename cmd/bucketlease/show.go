@@ -101,8 +101,8 @@ func statusJSON(rawURL string, st lease.Status) showJSON {
 	j := showJSON{URL: displayURL(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
-		j.AcquiredAt, j.RenewedAt = utcMilli(r.AcquiredAt), utcMilli(r.RenewedAt)
-		j.AcquiredAgoS = seconds(st.Now.Sub(r.AcquiredAt))
+		j.AcquiredAt, j.RenewedAt = utc(acquiredSecond(*r)), utcMilli(r.RenewedAt)
+		j.AcquiredAgoS = seconds(st.Now.Sub(acquiredSecond(*r)))
 		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
@@ -156,7 +156,7 @@ func printStatus(w io.Writer, rawURL string, st lease.Status) {
 	}
 	if r := st.Record; r != nil {
 		row("holder", holderName(r.InstanceID))
-		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, r.AcquiredAt), utc(r.AcquiredAt)))
+		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, acquiredSecond(*r)), utc(acquiredSecond(*r))))
 		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), utc(r.RenewedAt)))
 		row("ttl", r.TTL().String())
 	} else {
@@ -182,3 +182,10 @@ func takeoverText(st lease.Status) string {
 // utcMilli is a time for show --json, to the millisecond like the *_ago_s
 // fields beside it.
 func utcMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// acquiredSecond is when the record's lease was acquired, to the second:
+// the lease writes acquired_at as the second of the acquire plus a random
+// fraction that names the incarnation, so its fraction is no time at all,
+// and read as one it can put the acquire after the first renewal, or in
+// the future.
+func acquiredSecond(r lease.Record) time.Time { return r.AcquiredAt.Truncate(time.Second) }
