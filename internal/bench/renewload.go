@@ -252,8 +252,9 @@ type latencies struct {
 
 // phases split one renewal's Put by its HTTP client trace (of its last
 // attempt when the SDK retried): waiting for a connection from the pool
-// (or dialling one), sending the request over the link, and the server's
-// time until the first byte of its answer plus that byte's way back.
+// (or dialling one), writing the request into the connection, and from
+// then to the first byte of the answer: the request's wait in the link's
+// queue, the server, and the answer's way back.
 type phases struct {
 	Total, ConnWait, Send, Answer time.Duration
 	Reused                        bool
@@ -261,7 +262,7 @@ type phases struct {
 }
 
 func (p phases) String() string {
-	return fmt.Sprintf("%v = connection %v (reused %v) + send %v + answer %v, %d attempt(s)",
+	return fmt.Sprintf("%v = waiting for a connection %v (reused %v) + writing the request %v + the link's queue, the server and the answer's first byte %v, %d attempt(s)",
 		p.Total, p.ConnWait, p.Reused, p.Send, p.Answer, p.Attempts)
 }
 
