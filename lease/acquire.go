@@ -181,6 +181,11 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	if err := a.c.checkBlocked(); err != nil {
 		return nil, err
 	}
+	if !oldlease.StampThroughClockJump.Load() {
+		if why := a.c.stamps.clockProblem(a.c.s.clock.Wall(), a.c.s.ttl); why != "" {
+			return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
+		}
+	}
 	st := a.stamp()
 	var (
 		cur            readResult

@@ -56,6 +56,13 @@ var (
 	// again, with a context that leaves the writes time to return, to
 	// release it sooner.
 	ErrWritesInFlight = errors.New("writes under the lease still in flight")
+
+	// ErrClock: this process's wall clock was stepped back by more than a
+	// third of a TTL, so the records it would stamp would make the lease
+	// look older than it is. A holder fences itself (ErrFenced, saying so),
+	// and its Contender does not acquire again until the clock reads no
+	// more than that before the latest record it stamped.
+	ErrClock = errors.New("the wall clock is not to be trusted")
 )
 
 // HeldError is the error Acquire returns when another instance holds the

@@ -31,39 +31,42 @@ func (l *Lease) mayWriteLocked() bool {
 // may (the lease not yet ended).
 func (l *Lease) fenceProblemLocked() string {
 	limit := l.fenceAfter()
-	if l.s.clock.Mono()-l.sentMono >= limit || l.s.clock.Wall().Sub(l.sentWall) >= limit {
+	wall := l.s.clock.Wall()
+	if l.s.clock.Mono()-l.sentMono >= limit || wall.Sub(l.sentWall) >= limit {
 		return "no renewal succeeded within two thirds of the TTL"
+	}
+	if back := l.sentWall.Sub(wall); back > l.s.ttl/3 && !oldlease.StampThroughClockJump.Load() {
+		// Stepped back: the wall clock can no longer see a suspension
+		// that the monotonic clock did not count (a restored VM), so
+		// the fence would rest on the monotonic clock alone.
+		return fmt.Sprintf("the wall clock reads %v before the last renewal was sent (stepped back), so it can no longer measure the fence", back.Round(time.Millisecond))
 	}
 	return ""
 }
 
-// clockProblemLocked reports a wall clock that fell behind the monotonic
-// clock by more than a third of a TTL since the anchor (the acquire, or the
-// latest moment the wall clock was ahead): stepped back by NTP, a restored
-// VM, an operator, or stuck. Every renewed_at stamped from it would tell
-// readers that the lease is older than it is, and they would take it over
-// while the holder still writes, so the holder fences itself instead. The
-// two clocks are slewed together (Go's monotonic clock follows NTP's slew,
-// not its steps), so they part only by a step or a stuck clock. A wall
-// clock that runs ahead (a step forward, a suspension the monotonic clock
-// did not count) moves the anchor; the wall-clock fence deadline covers it.
-// Renew checks it before it stamps a record; the record already stored was
-// stamped before the clock moved and still tells the truth, so the holder
-// may write until its fence deadline as usual.
-func (l *Lease) clockProblemLocked(mono time.Duration, wall time.Time) string {
+// clockProblem says why the holder must not stamp a record at (mono, wall),
+// or is "": since the last renewal was sent, the wall clock moved more than
+// a third of a TTL less than the monotonic clock (stepped back, or stuck),
+// or it reads more than that before the latest record stamped. Every
+// renewed_at stamped from it would tell readers that the lease is older
+// than it is, and they would take it over while the holder still writes,
+// so the holder fences itself instead. The comparison runs over one
+// renewal interval, so that clocks whose rates differ a little do not add
+// up to a false alarm over a long-held lease; a step back shows in full.
+// Renew checks it before it stamps; the record already stored was stamped
+// before the clock moved and still tells the truth.
+func (l *Lease) clockProblem(mono time.Duration, wall time.Time) string {
 	if oldlease.StampThroughClockJump.Load() {
 		return ""
 	}
-	behind := (mono - l.anchorMono) - wall.Sub(l.anchorWall)
-	if behind < 0 {
-		l.anchorMono, l.anchorWall = mono, wall
-		return ""
-	}
+	l.mu.Lock()
+	behind := (mono - l.sentMono) - wall.Sub(l.sentWall)
+	l.mu.Unlock()
 	if behind > l.s.ttl/3 {
-		return fmt.Sprintf("the wall clock fell %v behind the monotonic clock since the lease was taken (stepped back or stuck), more than the third of a TTL that readers' clocks may differ by: renewals stamped from it would make the lease look older than it is",
+		return fmt.Sprintf("the wall clock moved %v less than the monotonic clock since the last renewal was sent (stepped back or stuck), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
 			behind.Round(time.Millisecond))
 	}
-	return ""
+	return l.stamps.clockProblem(wall, l.s.ttl)
 }
 
 // Deadline returns the wall-clock time at which the holder fences itself
@@ -152,7 +155,7 @@ func (l *Lease) end(reason error, previous *Record, detail string) {
 		l.mu.Unlock()
 		return
 	}
-	l.done = reason
+	l.done, l.why = reason, detail
 	if l.stopTimer != nil {
 		l.stopTimer()
 	}
@@ -173,4 +176,14 @@ func (l *Lease) end(reason error, previous *Record, detail string) {
 	}
 	l.emit(Event{Kind: kind, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Previous: previous,
 		Detail: detail, Err: reason})
+}
+
+// fencedError is ErrFenced with why the lease was fenced, if it said.
+func (l *Lease) fencedError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.why == "" {
+		return ErrFenced
+	}
+	return fmt.Errorf("%w: %s", ErrFenced, l.why)
 }

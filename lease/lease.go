@@ -35,22 +35,19 @@ type Lease struct {
 	sent   sentRecords // the records this lease sent whose write may have landed
 	past   sentRecords // the latest records this lease sent, landed or not, to know a stale read
 
-	mu       sync.Mutex
-	rec      Record
-	version  driver.Version
-	sentMono time.Duration // when the last successful write was sent
-	sentWall time.Time
-	// anchorMono and anchorWall are one moment on both clocks, from which
-	// clockProblemLocked measures how far the wall clock fell behind.
-	anchorMono time.Duration
-	anchorWall time.Time
-	done       error // ErrFenced, ErrLost or ErrReleased once the lease is over
-	stopTimer  func() bool
-	children   map[*byte]context.CancelCauseFunc // the live contexts from Fence
-	writes     int                               // writes through Bucket that have not returned
-	idle       chan struct{}                     // closed when writes drops to 0 after the lease ended
-	inTurn     bool                              // a renewal or release holds the turn
-	queued     []Event                           // events raised during the turn, reported after it
+	mu        sync.Mutex
+	rec       Record
+	version   driver.Version
+	sentMono  time.Duration // when the last successful write was sent
+	sentWall  time.Time
+	done      error  // ErrFenced, ErrLost or ErrReleased once the lease is over
+	why       string // what ended it, in words
+	stopTimer func() bool
+	children  map[*byte]context.CancelCauseFunc // the live contexts from Fence
+	writes    int                               // writes through Bucket that have not returned
+	idle      chan struct{}                     // closed when writes drops to 0 after the lease ended
+	inTurn    bool                              // a renewal or release holds the turn
+	queued    []Event                           // events raised during the turn, reported after it
 	// streamProven: this lease has shown that the service applies the
 	// condition at a streamed upload's commit (proveStreamCommit).
 	streamProven bool
@@ -58,7 +55,7 @@ type Lease struct {
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
 	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
-		sentMono: st.mono, sentWall: st.wall, anchorMono: st.mono, anchorWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps}
+		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps}
 	l.sent.journal = c.journal
 	l.sent.add(st.rec)
 	l.past.add(st.rec)

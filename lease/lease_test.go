@@ -203,14 +203,24 @@ func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
 	t.Run("wall clock jumps back and forth", func(t *testing.T) {
 		c := clock.NewFake(t0)
 		l := acquire(t, mem.New(), "me", c)
-		c.AdvanceWall(-time.Hour)
+		// A step back within the skew readers absorb neither fences
+		// early nor extends the fence.
+		c.AdvanceWall(-third + time.Second)
 		c.AdvanceMono(2*third - time.Nanosecond)
 		if !l.MayWrite() {
-			t.Fatal("a wall clock stepped back fenced early")
+			t.Fatal("a wall clock stepped back a little fenced early")
 		}
 		c.AdvanceMono(time.Nanosecond)
 		if l.MayWrite() {
 			t.Fatal("a wall clock stepped back extended the fence")
+		}
+		// A step back of an hour fences at once: the wall clock can no
+		// longer see a suspension the monotonic clock did not count.
+		c1 := clock.NewFake(t0)
+		l1 := acquire(t, mem.New(), "me", c1)
+		c1.AdvanceWall(-time.Hour)
+		if l1.MayWrite() {
+			t.Fatal("a wall clock stepped back an hour did not fence")
 		}
 		c2 := clock.NewFake(t0)
 		l2 := acquire(t, mem.New(), "me", c2)

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -78,6 +79,22 @@ type stamps struct {
 
 	mu   sync.Mutex
 	last time.Time // the latest renewed_at stamped
+
+}
+
+// clockProblem says why records stamped from the wall clock reading wall
+// would lie, or is "": it reads more than a third of a TTL (the skew that
+// readers' clocks may differ by) before the latest renewed_at this
+// contender stamped, so the clock was stepped back. It passes once the
+// clock has caught up, or been stepped forward again.
+func (s *stamps) clockProblem(wall time.Time, ttl time.Duration) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if back := s.last.Sub(wall); back > ttl/3 {
+		return fmt.Sprintf("the wall clock reads %v before the latest record this process stamped (it was stepped back), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
+			back.Round(time.Millisecond))
+	}
+	return ""
 }
 
 // renewed returns the renewed_at for a write sent at wall: wall itself, or,

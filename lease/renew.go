@@ -53,10 +53,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if err := checkWall(wall); err != nil {
 		return err // retried, and fenced in time, like any failed renewal
 	}
-	l.mu.Lock()
-	why := l.clockProblemLocked(mono, wall)
-	l.mu.Unlock()
-	if why != "" {
+	if why := l.clockProblem(mono, wall); why != "" {
 		l.end(ErrFenced, nil, why)
 		return fmt.Errorf("%w: %s", ErrFenced, why)
 	}
@@ -192,10 +189,10 @@ func (l *Lease) emit(e Event) {
 func (l *Lease) checkLost(ctx context.Context) error {
 	cur, _, err := readLease(ctx, l.b, l.key)
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
-		return ErrFenced
+		return l.fencedError()
 	}
 	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || l.past.has(cur.rec) || (oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == l.s.id)) {
-		return ErrFenced
+		return l.fencedError()
 	}
 	var prev *Record
 	if err == nil && cur.err == nil {

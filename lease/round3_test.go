@@ -507,3 +507,42 @@ func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
 		t.Fatalf("the retry: %v", err)
 	}
 }
+
+// steppedBackReacquire is the simulator's finding on the clock fence: a
+// holder fenced by its stepped-back clock must not take its own record
+// straight back with the same Contender and stamp from that clock. It
+// returns what went wrong, or "".
+func steppedBackReacquire(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := con.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AdvanceWall(-time.Hour)
+	if l.MayWrite() {
+		return "MayWrite after the wall clock stepped back an hour"
+	}
+	c.Advance(ttl / 3)
+	if _, err := con.Acquire(ctx); !errors.Is(err, lease.ErrClock) {
+		return "acquiring again with the same Contender: " + errString(err) + ", want ErrClock"
+	}
+	return ""
+}
+
+func TestSteppedBackClockDoesNotReacquire(t *testing.T) {
+	if bad := steppedBackReacquire(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.StampThroughClockJump, func() {
+		if steppedBackReacquire(t) == "" {
+			t.Fatal("negative control: a contender re-acquiring from a stepped-back clock went unnoticed")
+		}
+	})
+}
