@@ -145,15 +145,21 @@ func (l *Lease) lose(cur readResult) error {
 
 // take waits for the lease's turn to renew or release, or for ctx.
 func (l *Lease) take(ctx context.Context) error {
+	// A free turn is taken even under an ended ctx, so that the outcome
+	// does not rest on which of two ready cases select picks.
 	select {
 	case l.turn <- struct{}{}:
-		l.mu.Lock()
-		l.inTurn = true
-		l.mu.Unlock()
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	default:
+		select {
+		case l.turn <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
+	l.mu.Lock()
+	l.inTurn = true
+	l.mu.Unlock()
+	return nil
 }
 
 // give ends the turn, then reports the events raised during it. Events are
