@@ -26,8 +26,10 @@
 //     (capabilities-declared)
 //  2. Get returns the body and the Version of one stored object from one
 //     response, and never an empty Version: a response without one is an
-//     error. A missing key is ErrNotExist. (get-missing, get-version,
-//     put-if-absent-new)
+//     error (as is a Put's), never an empty Version or a made-up one. A
+//     missing key is ErrNotExist. (get-missing, get-version,
+//     put-if-absent-new, version-header-missing, with
+//     drivertest.Options.Transport)
 //  3. Put sends one request and returns the Version it created. Under
 //     IfAbsent it fails with ErrPrecondition if the key exists; under
 //     IfMatch(v) it fails with ErrPrecondition unless the key exists with
@@ -43,7 +45,8 @@
 //  4. IfMatch means "the current version is v": a version a service would
 //     read as a wildcard or a list ("*", "\"*\"", "a,b", W/ tags, empty) is
 //     never sent; it is ErrPrecondition (Begin does this, with
-//     CheckVersion). (put-if-match-wildcard)
+//     CheckVersion). (put-if-match-wildcard, and wildcard-never-sent,
+//     which watches the wire through drivertest.Options.Transport)
 //  5. Versions: opaque strings the driver normalises, so that a Version
 //     from Put or Get works unchanged in the next IfMatch, unique per key,
 //     and not predictable from an earlier one: FakeVersion(v) must never be
@@ -60,8 +63,9 @@
 //     one, and its error matches the context, at every step of the write
 //     (before and after any lock it takes, while the body is written,
 //     before the step that makes it visible); once the write has returned,
-//     nothing of it lands later. (put-retry-after-landed,
-//     put-canceled-mid-body, context-canceled, put-canceled-settles)
+//     nothing of it lands later. (put-retry-after-landed, with
+//     drivertest.Options.Transport, put-canceled-mid-body,
+//     context-canceled, put-canceled-settles)
 //  7. Delete of a missing key succeeds. Delete honours IfMatch where
 //     Capabilities says ConditionalDelete; a driver that cannot vouch that
 //     its service honours the condition declares false, and Begin refuses a
@@ -90,9 +94,13 @@
 //     SDK made of it (WithContext, applied by Op.Fail). (context-canceled)
 //  12. The lease works on the driver: acquire, refusal of a second
 //     instance, renewal, takeover after a TTL, a fenced holder's release
-//     that leaves its successor in place, a lost reply, and release.
-//     (lease-acquire, lease-second-refused, lease-renew, lease-takeover,
-//     lease-fenced-release, lease-lost-reply, lease-release)
+//     that leaves its successor in place, a lost reply, and release; an
+//     acquire and a renewal whose replies are lost on the wire, under the
+//     driver's own client library and its retries, are recognised as the
+//     lease's own. (lease-acquire, lease-second-refused, lease-renew,
+//     lease-takeover, lease-fenced-release, lease-lost-reply,
+//     lease-release, lease-lost-reply-wire, with
+//     drivertest.Options.Transport)
 //  13. A driver that streams (the optional Streamer; see PutStream) applies
 //     the condition at the step that makes the object visible, and a
 //     refused commit leaves the object as it was; racing streamed IfAbsent

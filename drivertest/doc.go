@@ -10,7 +10,7 @@
 //		drivertest.Run(t, b, drivertest.Options{
 //			Prefix:        "ci",
 //			MissingBucket: openMyBucketNamed(t, "no-such-bucket"),
-//			Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+//			Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 //				return openMyBucketWithTransport(t, rt), nil
 //			},
 //		})
@@ -40,9 +40,16 @@
 // upload pending; and for a driver that lists (driver.Lister), that List
 // pages through more than 1,000 keys in lexical order, takes its prefix as
 // a plain string, returns odd keys as written and sees a write just made.
-// A driver without those optional interfaces has their checks reported not
-// applicable. The suite's order is one table (suite.go); each file holds
-// the checks of one obligation.
+// Given Options.Transport, a hook that opens the driver with its client's
+// HTTP transport replaced, the suite also watches the wire under the
+// driver's own client library: a write whose reply is lost after it landed
+// is never reported as refused, and a lease acquire or renewal whose reply
+// is lost is recognised as the lease's own; a reply without an ETag is an
+// error, never an empty or made-up version; a wildcard or list version is
+// never sent. A driver without those optional interfaces, or a run without
+// the hook, has their checks reported not applicable (not run). The
+// suite's order is one table (suite.go); each file holds the checks of one
+// obligation.
 //
 // Failures are reported at the line of the author's test that called Run.
 // Check names (Names) are API: they key Options.KnownDeviations and the

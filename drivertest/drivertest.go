@@ -46,13 +46,22 @@ type Options struct {
 	// check; nil skips that check.
 	WrongCredentials driver.Bucket
 
-	// Lossy, if set, opens the driver under test on the same bucket as the
-	// one under test, with its client's HTTP transport replaced by rt,
-	// which forwards every request to the service through
-	// http.DefaultTransport and may throw a reply away after the service
-	// acted on it (as a dropped connection does).
-	// The put-retry-after-landed check uses it to see what the driver
-	// reports for a write whose first attempt landed; nil skips that check.
+	// Transport, if set, opens the driver under test on the same bucket as
+	// the one under test, with its client's HTTP transport replaced by rt.
+	// rt forwards every request to the service through
+	// http.DefaultTransport; the wire checks have it throw a reply away
+	// after the service acted on it (as a dropped connection does), remove
+	// a header from replies, or watch what is sent, so that they see the
+	// driver through its real client library (put-retry-after-landed,
+	// version-header-missing, wildcard-never-sent, lease-lost-reply-wire).
+	// The suite closes the bucket it returns (driver.Close) when the check
+	// ends. nil skips those checks.
+	Transport func(rt http.RoundTripper) (driver.Bucket, error)
+
+	// Lossy is the former name of Transport, used when Transport is nil.
+	//
+	// Deprecated: set Transport, the same hook; Lossy will be removed in
+	// the next release.
 	Lossy func(rt http.RoundTripper) (driver.Bucket, error)
 }
 
@@ -164,6 +173,8 @@ type scope struct {
 	prefix string
 	mu     sync.Mutex
 	keys   []string
+	// closers close the buckets the check opened (Options.Transport).
+	closers []func()
 }
 
 // key returns a scratch key for this check and remembers it for cleanup.
@@ -182,6 +193,9 @@ func (s *scope) cleanup() {
 	defer cancel()
 	for _, k := range s.keys {
 		_ = s.b.Delete(ctx, k, driver.Condition{})
+	}
+	for _, c := range s.closers {
+		c()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/wirefault"
 )
 
 // Failures: a cancelled context, a missing bucket, refused credentials, a
@@ -55,13 +56,8 @@ var failureChecks = []check{
 		name: "put-retry-after-landed",
 		expect: "a conditional Put whose first attempt landed but whose reply was lost is never reported as " +
 			"ErrPrecondition (a refused retry is ErrOutcomeUnknown) nor ErrNotExist",
-		needs: func(o Options) string {
-			if o.Lossy == nil {
-				return "Options.Lossy is not set"
-			}
-			return ""
-		},
-		run: retryAfterLanded,
+		needs: needsTransport,
+		run:   retryAfterLanded,
 	},
 }
 
@@ -208,55 +204,14 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// lossyTransport forwards requests to http.DefaultTransport and, once
-// armed, throws away the reply of the first write (any method but GET and
-// HEAD), after the service acted on it.
-type lossyTransport struct {
-	mu      sync.Mutex
-	armed   bool
-	dropped int
-}
-
-// errReplyLost is the transport error a dropped reply becomes.
-var errReplyLost = errors.New("drivertest: connection reset after the request was sent")
-
-func (t *lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		return resp, err
-	}
-	t.mu.Lock()
-	drop := t.armed && req.Method != http.MethodGet && req.Method != http.MethodHead
-	if drop {
-		t.armed = false
-		t.dropped++
-	}
-	t.mu.Unlock()
-	if !drop {
-		return resp, nil
-	}
-	_, _ = bytes.NewBuffer(nil).ReadFrom(resp.Body)
-	resp.Body.Close()
-	return nil, errReplyLost
-}
-
-func (t *lossyTransport) arm() {
-	t.mu.Lock()
-	t.armed, t.dropped = true, 0
-	t.mu.Unlock()
-}
-
-func (t *lossyTransport) droppedOne() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.dropped == 1
-}
-
 func retryAfterLanded(ctx context.Context, s *scope) error {
-	tr := &lossyTransport{}
-	lb, err := s.opts.Lossy(tr)
+	var armed atomic.Bool
+	tr := &wirefault.Transport{Drop: func(r *http.Request) bool {
+		return wirefault.Write(r) && armed.CompareAndSwap(true, false)
+	}}
+	lb, err := s.wire(tr)
 	if err != nil {
-		return fmt.Errorf("setup: Options.Lossy: %v", err)
+		return err
 	}
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("before"))
@@ -268,10 +223,12 @@ func retryAfterLanded(ctx context.Context, s *scope) error {
 		if cond.Absent() {
 			key = s.key("new")
 		}
-		tr.arm()
+		before := tr.Dropped()
+		armed.Store(true)
 		_, err := lb.Put(ctx, key, []byte("landed"), cond)
-		if !tr.droppedOne() {
-			return fmt.Errorf("setup: the bucket Options.Lossy returned sent no write through its transport (Put: %s)", outcome(err))
+		armed.Store(false)
+		if tr.Dropped() != before+1 {
+			return fmt.Errorf("setup: the bucket Options.Transport returned sent no write through its transport (Put: %s)", outcome(err))
 		}
 		got, _, rerr := read(ctx, s.b, key)
 		if rerr != nil {

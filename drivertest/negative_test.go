@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,10 +25,10 @@ import (
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
-// The negative controls of the checks added for issue 15: for each, a
-// deliberately wrong driver that the check catches, and for the checks
-// that need HTTP, a correct driver over the same loopback service that
-// passes them.
+// The negative controls of the checks of failures, keys and the wire: for
+// each, a deliberately wrong driver that the check catches, and for the
+// checks that need HTTP, a correct driver over the same loopback service
+// that passes them.
 
 // failedChecks runs the suite in report mode and returns the checks that
 // failed (deviations aside).
@@ -232,10 +233,24 @@ func TestPrefixKeys(t *testing.T) {
 
 // wireStore is a small object service over HTTP on loopback, backed by a
 // mem bucket: PUT /KEY with If-Match or If-None-Match: * answers 200 with
-// the ETag, or 412. A body cut short stores nothing.
+// the ETag, or 412; GET /KEY answers the body with its ETag, or 404. A
+// body cut short stores nothing.
 func wireStore(t *testing.T, inner *mem.Bucket) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := strings.TrimPrefix(r.URL.Path, "/")
+		if r.Method == http.MethodGet {
+			data, v, err := driver.ReadAll(r.Context(), inner, key, 1<<30)
+			switch {
+			case errors.Is(err, driver.ErrNotExist):
+				w.WriteHeader(http.StatusNotFound)
+			case err != nil:
+				w.WriteHeader(http.StatusInternalServerError)
+			default:
+				w.Header().Set("ETag", string(v))
+				_, _ = w.Write(data)
+			}
+			return
+		}
 		data, err := io.ReadAll(r.Body)
 		if err != nil {
 			return // the client went away mid-body: store nothing
@@ -260,24 +275,67 @@ func wireStore(t *testing.T, inner *mem.Bucket) string {
 	return srv.URL
 }
 
-// wireBucket writes through the wire store with a client that retries a
-// write once after a transport error, as SDKs do. Honest uses driver.Op, so
-// a refused retry is ErrOutcomeUnknown; otherwise it reports ErrPrecondition
-// for any 412. Gets and deletes go to the bucket directly.
+// wireFlaw is what a wireBucket gets wrong.
+type wireFlaw int
+
+const (
+	wireHonest        wireFlaw = iota
+	wirePrecondition           // reports a refused retry as ErrPrecondition
+	wireEmptyVersion           // takes a reply without an ETag for an empty version
+	wireSendsWildcard          // sends any IfMatch version as it is, "*" included
+	wireLostIsSuccess          // reports a write whose reply was lost as a success
+)
+
+// wireBucket reads and writes through the wire store with a client that
+// retries a write once after a transport error, as SDKs do. An honest one
+// uses driver.Op, so a refused retry is ErrOutcomeUnknown, and refuses a
+// reply without an ETag; flaw says what a dishonest one gets wrong.
+// Deletes go to the bucket directly.
 type wireBucket struct {
 	*mem.Bucket
 	url    string
 	client *http.Client
-	honest bool
+	flaw   wireFlaw
+}
+
+func (b *wireBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpGet, key, driver.Condition{})
+	if err != nil {
+		return nil, "", err
+	}
+	req, err := http.NewRequestWithContext(op.Context(), http.MethodGet, b.url+(&url.URL{Path: "/" + key}).EscapedPath(), nil)
+	if err != nil {
+		return nil, "", op.Fail(nil, err)
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, "", op.Fail(nil, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		resp.Body.Close()
+		return nil, "", op.Fail(driver.ErrNotExist, errors.New("404"))
+	case resp.StatusCode != http.StatusOK:
+		resp.Body.Close()
+		return nil, "", op.Fail(nil, fmt.Errorf("HTTP %d", resp.StatusCode))
+	case resp.Header.Get("ETag") == "" && b.flaw != wireEmptyVersion:
+		resp.Body.Close()
+		return nil, "", op.Fail(nil, errors.New("the reply has no ETag"))
+	}
+	return resp.Body, driver.Version(resp.Header.Get("ETag")), nil
 }
 
 func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpPut, key, cond)
+	begin := cond
+	if b.flaw == wireSendsWildcard {
+		begin = driver.Condition{}
+	}
+	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpPut, key, begin)
 	if err != nil {
 		return "", err
 	}
 	sendCtx := ctx
-	if b.honest {
+	if b.flaw != wirePrecondition {
 		sendCtx = op.Context()
 	}
 	var resp *http.Response
@@ -295,6 +353,9 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driv
 		if err == nil || ctx.Err() != nil {
 			break
 		}
+		if b.flaw == wireLostIsSuccess {
+			return driver.FakeVersion(driver.Version(key)), nil
+		}
 	}
 	if err != nil {
 		return "", op.Fail(nil, err)
@@ -302,9 +363,13 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driv
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return driver.Version(resp.Header.Get("ETag")), nil
+		v := resp.Header.Get("ETag")
+		if v == "" && b.flaw != wireEmptyVersion {
+			return "", op.Fail(nil, errors.New("the reply has no ETag"))
+		}
+		return driver.Version(v), nil
 	case http.StatusPreconditionFailed:
-		if !b.honest {
+		if b.flaw == wirePrecondition {
 			return "", &driver.OpError{Op: "put", Key: key, Cond: cond, Kind: driver.ErrPrecondition}
 		}
 		return "", op.Fail(driver.ErrPrecondition, errors.New("412"))
@@ -312,33 +377,88 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, cond driv
 	return "", op.Fail(nil, fmt.Errorf("HTTP %d", resp.StatusCode))
 }
 
-func wireOptions(t *testing.T, inner *mem.Bucket, honest bool) (*wireBucket, drivertest.Options) {
+// wireOptions returns a wireBucket over a new wire store and the options
+// whose Transport hook opens another on the same store.
+func wireOptions(t *testing.T, inner *mem.Bucket, flaw wireFlaw) (*wireBucket, drivertest.Options) {
 	url := wireStore(t, inner)
-	b := &wireBucket{Bucket: inner, url: url, client: &http.Client{}, honest: honest}
-	return b, drivertest.Options{Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
-		return &wireBucket{Bucket: inner, url: url, client: &http.Client{Transport: rt}, honest: honest}, nil
+	b := &wireBucket{Bucket: inner, url: url, client: &http.Client{}, flaw: flaw}
+	return b, drivertest.Options{Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
+		return &wireBucket{Bucket: inner, url: url, client: &http.Client{Transport: rt}, flaw: flaw}, nil
 	}}
 }
 
+// wireChecks are the checks that need Options.Transport.
+var wireChecks = []string{"put-retry-after-landed", "version-header-missing", "wildcard-never-sent", "lease-lost-reply-wire"}
+
 // TestWireDriverConforms is the positive control: an honest driver over the
-// wire store passes every check, including the two that need HTTP.
+// wire store passes every check, including those that need HTTP.
 func TestWireDriverConforms(t *testing.T) {
-	b, opts := wireOptions(t, mem.New(), true)
+	b, opts := wireOptions(t, mem.New(), wireHonest)
 	failed, rep := failedChecks(t, b, opts)
 	if len(failed) > 0 {
 		t.Fatalf("an honest driver failed %v", failed)
 	}
 	for _, r := range rep.Results {
-		if (r.Name == "put-retry-after-landed" || r.Name == "put-canceled-mid-body") && (r.Skipped || !r.Passed) {
+		if (slices.Contains(wireChecks, r.Name) || r.Name == "put-canceled-mid-body") && (r.Skipped || !r.Passed) {
 			t.Errorf("%s did not run: %s", r.Name, r.Got)
 		}
 	}
 }
 
+// TestDeprecatedLossyStillWorks: Options.Lossy, the former name of
+// Options.Transport, still runs the wire checks.
+func TestDeprecatedLossyStillWorks(t *testing.T) {
+	b, opts := wireOptions(t, mem.New(), wireHonest)
+	opts.Lossy, opts.Transport = opts.Transport, nil
+	failed, rep := failedChecks(t, b, opts)
+	if len(failed) > 0 {
+		t.Fatalf("an honest driver failed %v", failed)
+	}
+	for _, r := range rep.Results {
+		if slices.Contains(wireChecks, r.Name) && (r.Skipped || !r.Passed) {
+			t.Errorf("%s did not run with Options.Lossy: %s", r.Name, r.Got)
+		}
+	}
+}
+
+// TestWireChecksNotRunWithoutTransport: without the hook, each wire check
+// says what it needs rather than passing.
+func TestWireChecksNotRunWithoutTransport(t *testing.T) {
+	rep := drivertest.Check(context.Background(), mem.New(), drivertest.Options{})
+	for _, r := range rep.Results {
+		if slices.Contains(wireChecks, r.Name) && (!r.Skipped || !strings.Contains(r.Got, "Options.Transport is not set")) {
+			t.Errorf("%s without Options.Transport: %s (%s)", r.Name, r.Status(), r.Got)
+		}
+	}
+}
+
 func TestRetriedRefusalReportedAsPrecondition(t *testing.T) {
-	b, opts := wireOptions(t, mem.New(), false)
+	b, opts := wireOptions(t, mem.New(), wirePrecondition)
 	failed, _ := failedChecks(t, b, opts)
 	mustCatch(t, failed, "put-retry-after-landed", "ErrOutcomeUnknown")
+}
+
+// TestReplyWithoutETagAccepted: a driver that takes a reply without an ETag
+// for an empty version.
+func TestReplyWithoutETagAccepted(t *testing.T) {
+	b, opts := wireOptions(t, mem.New(), wireEmptyVersion)
+	failed, _ := failedChecks(t, b, opts)
+	mustCatch(t, failed, "version-header-missing", "empty version")
+}
+
+// TestWildcardSent: a driver that sends IfMatch("*") as If-Match: *.
+func TestWildcardSent(t *testing.T) {
+	b, opts := wireOptions(t, mem.New(), wireSendsWildcard)
+	failed, _ := failedChecks(t, b, opts)
+	mustCatch(t, failed, "wildcard-never-sent", "header If-Match: *")
+}
+
+// TestLostReplyReportedAsSuccess: a driver that reports a write whose
+// reply was lost as a success, with a version it made up.
+func TestLostReplyReportedAsSuccess(t *testing.T) {
+	b, opts := wireOptions(t, mem.New(), wireLostIsSuccess)
+	failed, _ := failedChecks(t, b, opts)
+	mustCatch(t, failed, "lease-lost-reply-wire", "Acquire whose write's reply was lost")
 }
 
 // tornOnCancel stores the part of the body "sent" before its context was

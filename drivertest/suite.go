@@ -68,10 +68,14 @@ var order = []string{
 	"list-prefix-of-key",
 	"list-odd-keys",
 	"list-read-your-write",
+	// The wire, through Options.Transport (obligations 2, 4, 5, 11).
+	"version-header-missing",
+	"wildcard-never-sent",
+	"lease-lost-reply-wire",
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, cancelChecks, streamChecks, listChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, cancelChecks, streamChecks, listChecks, wireChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

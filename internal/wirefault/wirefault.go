@@ -1,9 +1,13 @@
-// Package wirefault loses replies on the wire: an http.RoundTripper that
+// Package wirefault makes faults on the wire: an http.RoundTripper that
 // forwards a request to the real service, lets the service act on it, then
 // throws the response away and reports a network error, as a client whose
-// connection dropped after sending would see. Tests put it under the real
-// SDKs to prove that the lease recognises its own write whose answer never
-// came, through each driver and each SDK's retry logic.
+// connection dropped after sending would see; it can also show the test
+// every request sent and alter every reply kept (remove a header, say).
+// drivertest puts it under the driver under test's own client
+// (Options.Transport) to prove, through each driver and each SDK's retry
+// logic, that the lease recognises its own write whose answer never came,
+// that a reply without a version is an error, and that a wildcard is never
+// sent.
 package wirefault
 
 import (
@@ -19,10 +23,14 @@ var ErrReplyDropped = errors.New("wirefault: connection reset after the request 
 // Transport forwards every request to Base (http.DefaultTransport if nil)
 // and drops the reply of those Drop selects. Drop sees each request once
 // it has been answered; it is called with a lock held, so it may keep
-// counters without locking.
+// counters without locking. Sent, if set, sees each request before it is
+// forwarded, and Reply each reply that is not dropped, before the client
+// does (to remove a header, say); both are called with the same lock held.
 type Transport struct {
-	Base http.RoundTripper
-	Drop func(*http.Request) bool
+	Base  http.RoundTripper
+	Drop  func(*http.Request) bool
+	Sent  func(*http.Request)
+	Reply func(*http.Response)
 
 	mu      sync.Mutex
 	dropped int
@@ -34,6 +42,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	if t.Sent != nil {
+		t.mu.Lock()
+		t.Sent(req)
+		t.mu.Unlock()
+	}
 	resp, err := base.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -42,6 +55,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	drop := t.Drop != nil && t.Drop(req)
 	if drop {
 		t.dropped++
+	} else if t.Reply != nil {
+		t.Reply(resp)
 	}
 	t.mu.Unlock()
 	if !drop {
@@ -70,6 +85,12 @@ func Once(match func(*http.Request) bool) func(*http.Request) bool {
 		done = true
 		return true
 	}
+}
+
+// Write matches a request that may change the store: any method but GET
+// and HEAD.
+func Write(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead
 }
 
 // ConditionalPut matches a PUT carrying the given precondition header
