@@ -356,13 +356,14 @@ func startGroup(t *testing.T, env []string, args ...string) (*proc, int) {
 // group is killed (kill -KILL -- -PGID, as "kill -9 %1" does in a shell).
 // It returns the ticks written after the fence deadline and whether the
 // writer went quiet; an escaped writer is killed before it returns.
-func groupKill(t *testing.T, env []string) (late []time.Time, quiet bool) {
+func groupKill(t *testing.T, env []string, flags ...string) (late []time.Time, quiet bool) {
 	t.Helper()
 	u, dir := fileURL(t)
 	work := t.TempDir()
 	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
 	script := fmt.Sprintf(`setsid sh -c '%s' & while :; do sleep 1; done`, tickWriter(ticks, pidFile))
-	a, pgid := startGroup(t, env, "hold", u, "--ttl", "6s", "--instance-id", "alpha", "--", "sh", "-c", script)
+	args := append(append([]string{"hold", u, "--ttl", "6s", "--instance-id", "alpha"}, flags...), "--", "sh", "-c", script)
+	a, pgid := startGroup(t, env, args...)
 	a.waitFor(`command-started`)
 	waitTicks(t, ticks, 5)
 	writer := pidFrom(t, pidFile)
@@ -441,5 +442,29 @@ func TestWatchdogGroupKillUnprivileged(t *testing.T) {
 	}
 	if late := ticksAfter(readTicks(t, ticks), fence); len(late) > 0 {
 		t.Errorf("%d ticks after the fence deadline", len(late))
+	}
+}
+
+// TestPIDNamespaceOff pins what --pid-namespace=false is for: in the PID
+// namespace a command cannot signal a process outside it (kill -0 fails);
+// without one it can, and a kill of hold's process group still leaves
+// nothing writing (the watchdog is in a session of its own).
+func TestPIDNamespaceOff(t *testing.T) {
+	outside := exec.Command("sleep", "60")
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = outside.Process.Kill(); _ = outside.Wait() }()
+	u, _ := fileURL(t)
+	probe := fmt.Sprintf("kill -0 %d", outside.Process.Pid)
+	if _, errOut, code := runCLI(t, nil, "hold", u, "--", "sh", "-c", probe); code == 0 {
+		t.Errorf("in the PID namespace, the command could signal pid %d outside it:\n%s", outside.Process.Pid, errOut)
+	}
+	if _, errOut, code := runCLI(t, nil, "hold", u, "--pid-namespace=false", "--", "sh", "-c", probe); code != 0 || !strings.Contains(errOut, "in its own session") {
+		t.Errorf("with --pid-namespace=false: exit %d\n%s", code, errOut)
+	}
+	late, quiet := groupKill(t, nil, "--pid-namespace=false")
+	if !quiet || len(late) > 0 {
+		t.Errorf("--pid-namespace=false, hold's group killed: quiet %v, %d ticks after the fence deadline", quiet, len(late))
 	}
 }

@@ -90,8 +90,9 @@ type holdFlags struct {
 	events      string
 	logLevel    string
 	watchEvery  time.Duration
-	conflict    int // exit code for a held lease (-E, like flock's)
-	lost        int // exit code for a lease that ended while held
+	conflict    int  // exit code for a held lease (-E, like flock's)
+	pidNS       bool // run the watchdog in a PID namespace where allowed
+	lost        int  // exit code for a lease that ended while held
 }
 
 func setupHold(fs *flag.FlagSet) runFunc {
@@ -106,6 +107,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.BoolVar(&f.json, "json", false, "report events as JSON lines")
 	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
 	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
+	fs.BoolVar(&f.pidNS, "pid-namespace", true, "on Linux, run the command in a new PID namespace where allowed, which the kernel kills as a whole; false runs it without one (so that it can signal processes outside), as where none is allowed")
 	fs.IntVar(&f.conflict, "E", exitHeld, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
 	fs.IntVar(&f.conflict, "conflict-exit", exitHeld, "the exit code when another instance holds the lease (same as -E); 1 to 255")
 	fs.IntVar(&f.lost, "lost-exit", exitLeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
@@ -300,7 +302,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	if len(command) == 0 {
 		result = holdUntilSignal(l, sigs, gone, p)
 	} else {
-		result = superviseCommand(e, l, k, path, command, sigs, gone, f.grace, p)
+		result = superviseCommand(e, l, k, path, command, sigs, gone, f.grace, f.pidNS, p)
 	}
 	stopWatch()
 	k.stop()

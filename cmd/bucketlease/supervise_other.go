@@ -25,6 +25,6 @@ func runWatchdog([]string) int { return exitUsage }
 // superviseCommand is not available here: there is no watchdog for this
 // system yet, and running a command without one would not keep the
 // lease's promise.
-func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, p *printer) error {
+func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, pidNS bool, p *printer) error {
 	return errors.New("hold -- COMMAND needs a Unix system: there is no watchdog for this one")
 }

@@ -77,7 +77,7 @@ var keepInherited []*os.File
 // watchdog, passes signals on to it, stops it when the lease ends, and
 // returns once it and everything it started are gone: nil or the
 // command's exit status, or exit 124 if the lease ended under it.
-func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, p *printer) error {
+func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, pidNS bool, p *printer) error {
 	if !l.MayWrite() { // ended, or fenced already: the command must not start
 		if l.Err() == nil {
 			return withCode(exitLeaseEnded, fmt.Errorf("the lease %s reached its fence deadline before the command could start", l.Key()))
@@ -108,7 +108,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	mono, wall := watchdogDeadline(l)
 	// Orphans of the watchdog's tree come to hold if the watchdog dies.
 	subreaper := becomeSubreaper() == nil
-	proc, mode, watchdogExited, err := startWatchdog(self, watchdogArgs(ctlFD, repFD, grace, mono, wall, path, argv), &os.ProcAttr{
+	proc, mode, watchdogExited, err := startWatchdog(pidNS, self, watchdogArgs(ctlFD, repFD, grace, mono, wall, path, argv), &os.ProcAttr{
 		Files: files,
 		Env:   append(os.Environ(), "BUCKETLEASE_KEY="+l.Key(), "BUCKETLEASE_INSTANCE_ID="+l.InstanceID()),
 	})
@@ -380,13 +380,13 @@ type watchdogMode struct {
 	sharesGroup bool
 }
 
-// startWatchdog starts the watchdog in the first of watchdogModes that
-// the system allows, and returns it, the mode, and a channel closed once it
+// startWatchdog starts the watchdog in the first of watchdogModes(pidNS)
+// that the system allows, and returns it, the mode, and a channel closed once it
 // has exited and been reaped. The process is started and waited for by
 // one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
 // fires when the thread that started a child exits, not the process, and
 // that thread must live as long as the watchdog does.
-func startWatchdog(self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
+func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
 	type started struct {
 		proc *os.Process
 		mode watchdogMode
@@ -398,7 +398,7 @@ func startWatchdog(self string, args []string, attr *os.ProcAttr) (*os.Process, 
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		var errs []error
-		for _, m := range watchdogModes() {
+		for _, m := range watchdogModes(pidNS) {
 			a := *attr
 			a.Sys = m.sys
 			proc, err := os.StartProcess(self, args, &a)

@@ -13,7 +13,7 @@ import (
 // PID namespace here: the watchdog runs in a session of its own, out of
 // reach of a signal to hold's process group, and signals the command's
 // process group as a whole.
-func watchdogModes() []watchdogMode {
+func watchdogModes(bool) []watchdogMode {
 	if oldSharedGroup() { // negative control only
 		return []watchdogMode{{name: "shared-group", words: "in hold's process group", sys: &syscall.SysProcAttr{}}}
 	}

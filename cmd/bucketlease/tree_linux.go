@@ -21,7 +21,9 @@ import (
 // its own uid and gid. Where neither is allowed, the watchdog runs in a
 // session of its own, out of reach of a signal to hold's process group, as
 // a child subreaper that finds every descendant.
-func watchdogModes() []watchdogMode {
+//
+// With pidNS false (hold --pid-namespace=false), only the last is tried.
+func watchdogModes(pidNS bool) []watchdogMode {
 	uid, gid := os.Getuid(), os.Getgid()
 	modes := []watchdogMode{
 		{name: "pid-namespace", words: "in a new PID namespace", sharesGroup: true,
@@ -31,13 +33,13 @@ func watchdogModes() []watchdogMode {
 				UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 				GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 				GidMappingsEnableSetgroups: false}},
-		{name: "session", words: "in its own session (no PID namespace allowed here)", sharesGroup: false,
+		{name: "session", words: "in its own session (no PID namespace)", sharesGroup: false,
 			sys: &syscall.SysProcAttr{Setsid: true}},
 	}
 	if oldSharedGroup() { // negative control only: the watchdog in hold's process group
 		return []watchdogMode{{name: "shared-group", words: "in hold's process group", sharesGroup: true, sys: &syscall.SysProcAttr{}}}
 	}
-	if noNamespace() { // test only: what a system without PID namespaces gets
+	if !pidNS || noNamespace() { // noNamespace: test only, what a system without PID namespaces gets
 		return modes[2:]
 	}
 	return modes
