@@ -34,7 +34,7 @@ func options(endpoint string) drivertest.Options {
 	return drivertest.Options{
 		MissingBucket:    kv.New(http.DefaultClient, endpoint, "no-such-bucket", token),
 		WrongCredentials: kv.New(http.DefaultClient, endpoint, "leases", "wrong-token"),
-		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+		Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 			return kv.New(&http.Client{Transport: rt}, endpoint, "leases", token), nil
 		},
 	}
