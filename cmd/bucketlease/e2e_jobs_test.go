@@ -399,3 +399,31 @@ func TestCtrlCAtTerminal(t *testing.T) {
 		t.Errorf("events:\n%s", ev)
 	}
 }
+
+// TestKillJobAtTerminal is issue 22's item 1 exactly as reported, in a
+// real interactive shell: hold runs as a background job (&) whose command
+// starts a setsid tick writer, and "kill -9 %1" kills the job's whole
+// process group, hold and the watchdog included. The writer must not
+// outlive the fence: on Linux the kernel kills the watchdog's PID
+// namespace with it.
+func TestKillJobAtTerminal(t *testing.T) {
+	u, dir := fileURL(t)
+	work := t.TempDir()
+	ticks, pidFile := filepath.Join(work, "ticks"), filepath.Join(work, "pid")
+	tm := newTerminal(t)
+	script := fmt.Sprintf(`setsid sh -c '\''%s'\'' & while :; do sleep 1; done`, tickWriter(ticks, pidFile))
+	tm.send(fmt.Sprintf("%s hold %s --ttl 6s --instance-id alpha --events %s -- sh -c '%s' &\n", binary, u, filepath.Join(work, "events"), script))
+	waitTicks(t, ticks, 5)
+	writer := pidFrom(t, pidFile)
+	t.Cleanup(func() { _ = syscall.Kill(writer, syscall.SIGKILL) })
+	tm.send("kill -9 %1; wait; echo KILLED-JOB\n")
+	tm.waitFor(`KILLED-JOB`)
+	fence := fenceDeadline(leaseRecord(t, dir))
+	if !waitQuietWithin(ticks, max(time.Until(fence.Add(4*time.Second)), 3*time.Second)) {
+		t.Fatal("the setsid writer still writes after kill -9 %1")
+	}
+	waitGone(t, writer)
+	if late := ticksAfter(readTicks(t, ticks), fence); len(late) > 0 {
+		t.Errorf("%d ticks after the fence deadline %s", len(late), fence.Format(time.RFC3339Nano))
+	}
+}
