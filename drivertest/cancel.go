@@ -12,8 +12,8 @@ import (
 )
 
 // Obligation 6 at every step of a write: a Put whose context ends partway
-// (issue 20, item 1: the file driver once ignored cancellation past its
-// lock, and reported success a second after its caller had given up).
+// (the file driver once ignored cancellation past its lock, and reported
+// success a second after its caller had given up).
 
 // countdownCtx is a context that cancels itself the n-th time anyone looks
 // at it (Done or Err), so that a write is cancelled at each of its steps in

@@ -16,8 +16,8 @@ import (
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
-// The negative controls of the streaming, listing and cancellation checks
-// (issues 20 and 21): for each check, a bucket broken the way a real
+// The negative controls of the streaming, listing and cancellation checks:
+// for each check, a bucket broken the way a real
 // driver could be, which the check must catch. The correct mem and file
 // drivers pass them all (TestMem, TestFile).
 

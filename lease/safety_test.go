@@ -19,11 +19,13 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// The regression tests of issue 11: each defect has a scenario that returns
-// what went wrong, run once against the lease as it is (it must find
-// nothing) and once with the old behaviour switched back on through
-// internal/oldlease (it must find the defect), so that each check is shown
-// able to fail.
+// The regression tests of the lease's fixed safety defects (a fenced
+// holder's release removing its successor's lease, an old *Lease released
+// after its Contender acquired again, twins with one instance id): each
+// defect has a scenario that returns what went wrong, run once against the
+// lease as it is (it must find nothing) and once with the old behaviour
+// switched back on through internal/oldlease (it must find the defect), so
+// that each check is shown able to fail.
 
 // withOld runs f with an oldlease switch on.
 func withOld(t *testing.T, sw *oldlease.Switch, f func()) {
@@ -77,7 +79,8 @@ func (l *latePut) land(t *testing.T) {
 	}
 }
 
-// fencedThenTakenOver is the scenario of defect 1: holder A stops renewing,
+// fencedThenTakenOver is the scenario of a fenced holder's release that
+// removed its successor's lease: holder A stops renewing,
 // B takes over after a TTL, A releases, and C tries to acquire. It returns
 // what is wrong afterwards, or "".
 func fencedThenTakenOver(t *testing.T, b driver.Bucket) string {
@@ -118,7 +121,8 @@ func TestFencedHolderReleaseKeepsSuccessorWhereDeleteConditionIsIgnored(t *testi
 	})
 }
 
-// releaseOldAfterReacquire is defect 2: a lease is fenced, its Contender
+// releaseOldAfterReacquire is the release of a stale *Lease: a lease is
+// fenced, its Contender
 // acquires again, and the old *Lease is released.
 func releaseOldAfterReacquire(t *testing.T) string {
 	t.Helper()
@@ -166,7 +170,7 @@ func TestReleasingAnOldFencedLeaseKeepsTheReacquiredOne(t *testing.T) {
 	})
 }
 
-// twins is defect 3: two live processes configured with one instance id,
+// twins is the scenario of two live processes configured with one instance id,
 // each following Keep's schedule (renew every TTL/3; the one without the
 // lease tries to acquire every second) for three simulated minutes. It
 // returns what went wrong, and the errors the second process saw.

@@ -38,7 +38,7 @@ func (c *countdown) tick() {
 func (c *countdown) Done() <-chan struct{} { c.tick(); return c.Context.Done() }
 func (c *countdown) Err() error            { c.tick(); return c.Context.Err() }
 
-// TestPutHonoursCancellationAtEveryStep (issue 20, item 1): a Put whose
+// TestPutHonoursCancellationAtEveryStep: a Put whose
 // context ends at any of its looks at it, including those after the key's
 // lock is taken (while writing, before the rename), fails with
 // context.Canceled and leaves the object as it was. The Put of 3 MiB looks

@@ -212,7 +212,7 @@ func TestOpenURL(t *testing.T) {
 	}
 }
 
-// TestKeyThatIsAPrefixOfAnother (issue 15.7): "db1" while "db1/LEASE"
+// TestKeyThatIsAPrefixOfAnother: "db1" while "db1/LEASE"
 // exists reads as missing (not "is a directory"), is refused with
 // ErrInvalidKey naming the key in the way, and can be written once the
 // longer key is deleted; the reverse order likewise.
@@ -250,7 +250,7 @@ func TestKeyThatIsAPrefixOfAnother(t *testing.T) {
 	}
 }
 
-// TestMissingDirectory (issue 15.2): a bucket whose directory was removed
+// TestMissingDirectory: a bucket whose directory was removed
 // reports ErrBucketNotExist, never ErrNotExist, and a write does not
 // recreate it.
 func TestMissingDirectory(t *testing.T) {

@@ -111,9 +111,9 @@ func fencedHolderReleases(t *testing.T, b driver.Bucket) string {
 	return ""
 }
 
-// TestFencedHolderReleaseOnMinIO is defect 1 of issue 11 on the real
+// TestFencedHolderReleaseOnMinIO is a fenced holder's release on the real
 // server: MinIO ignores If-Match on DELETE, so a release that deletes
-// removes the successor's lease.
+// removes the successor's lease; the lease's release must overwrite.
 func TestFencedHolderReleaseOnMinIO(t *testing.T) {
 	for name, b := range drivers(t) {
 		t.Run(name, func(t *testing.T) {
@@ -135,7 +135,8 @@ func TestFencedHolderReleaseOnMinIO(t *testing.T) {
 	})
 }
 
-// TestReleaseOfOldLeaseOnMinIO is defect 2 on the real server: a fenced
+// TestReleaseOfOldLeaseOnMinIO is the release of a stale *Lease on the real
+// server: a fenced
 // lease, acquired again by its Contender, then the old *Lease released.
 func TestReleaseOfOldLeaseOnMinIO(t *testing.T) {
 	for name, b := range drivers(t) {
@@ -169,7 +170,7 @@ func TestReleaseOfOldLeaseOnMinIO(t *testing.T) {
 	}
 }
 
-// TestTwinsOnMinIO is defect 3 on the real server: a second process with
+// TestTwinsOnMinIO is twins on the real server: a second process with
 // the same instance id is refused while the first renews.
 func TestTwinsOnMinIO(t *testing.T) {
 	for name, b := range drivers(t) {

@@ -7,7 +7,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// TestRefused: the error code decides (issue 15.3), not the status alone.
+// TestRefused: the service's error code decides whether a write was
+// refused, not the status alone.
 func TestRefused(t *testing.T) {
 	match, absent, none := driver.IfMatch(`"abc"`), driver.IfAbsent(), driver.Condition{}
 	cases := []struct {
@@ -67,7 +68,9 @@ func TestKind(t *testing.T) {
 	}
 }
 
-// TestCheckBucketName (issue 15.8).
+// TestCheckBucketName: a name outside the S3 bucket naming rule (a port,
+// an address, upper case, two dots) is refused with the rule; a valid one
+// is accepted.
 func TestCheckBucketName(t *testing.T) {
 	for _, ok := range []string{"bucket", "my-bucket.logs", "b12", strings.Repeat("a", 63)} {
 		if err := CheckBucketName(ok); err != nil {
