@@ -275,10 +275,15 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	started := make(chan struct{})
 	blocking := &faulty.Failing{Bucket: mem.New()}
 	l := acquire(t, blocking, "me", c)
+	// inflight is the context of the write in flight, set before started
+	// is closed: the fence cancels it synchronously inside Advance, so its
+	// Err says at once, with no waiting, whether the fence has fired.
+	var inflight context.Context
 	blocking.Before = func(ctx context.Context, _, key string, _ driver.Condition) error {
 		if key == "db1/LEASE" {
 			return nil
 		}
+		inflight = ctx
 		close(started)
 		<-ctx.Done()
 		return context.Cause(ctx)
@@ -291,12 +296,13 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	}()
 	<-started
 	c.Advance(2*ttl/3 - time.Millisecond)
-	select {
-	case err := <-errc:
-		t.Fatalf("write ended before the fence: %v", err)
-	default:
+	if err := inflight.Err(); err != nil {
+		t.Fatalf("the in-flight write was cancelled before the fence: %v", context.Cause(inflight))
 	}
 	c.Advance(time.Millisecond)
+	if inflight.Err() == nil {
+		t.Fatal("the in-flight write's context was not cancelled at the fence deadline")
+	}
 	select {
 	case err := <-errc:
 		if !errors.Is(err, lease.ErrFenced) {

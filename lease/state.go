@@ -49,6 +49,7 @@ const journalMax = 64
 // predecessors.
 type journal struct {
 	dir, path string
+	key       string // the lease key, which names the watch file
 	logger    *slog.Logger
 
 	mu     sync.Mutex
@@ -68,7 +69,7 @@ func openJournal(dir, id, key string, logger *slog.Logger) (*journal, error) {
 		return nil, fmt.Errorf("lease: StateDir: %w", err)
 	}
 	sum := sha256.Sum256([]byte(id + "\x00" + key))
-	return &journal{dir: dir, path: filepath.Join(dir, "lease-"+hex.EncodeToString(sum[:8])+".state"), logger: logger}, nil
+	return &journal{dir: dir, key: key, path: filepath.Join(dir, "lease-"+hex.EncodeToString(sum[:8])+".state"), logger: logger}, nil
 }
 
 // lock takes the lock if it is not held yet, and reads what the
@@ -193,10 +194,13 @@ func (j *journal) close() error {
 }
 
 // The suspect watch outlives the process too: a job that runs once a
-// minute, each run a new process, would otherwise never see a suspect
-// record unchanged for a TTL and would be refused forever. The watch is
-// kept in the state directory on the wall clock (the monotonic clock does
-// not survive a process), beside the journal.
+// minute, each run a new process (with a new instance id, as hold's default
+// is), would otherwise never see a suspect record unchanged for a TTL and
+// would be refused forever. The watch is an observation of the lease
+// object, not a claim of any instance, so it is kept per lease key (not per
+// id) in the state directory, on the wall clock (the monotonic clock does
+// not survive a process), and written by rename so a reader never sees
+// half of it.
 
 // watchState is the watch as the state directory keeps it.
 type watchState struct {
@@ -208,10 +212,10 @@ type watchState struct {
 // kept, if the contender has none of its own.
 func (c *Contender) loadWatch() {
 	j := c.journal
-	if j == nil || c.watch.seen || !j.lock() {
+	if j == nil || c.watch.seen {
 		return
 	}
-	data, err := os.ReadFile(j.path + ".watch")
+	data, err := os.ReadFile(j.watchPath())
 	if err != nil {
 		return
 	}
@@ -230,16 +234,45 @@ func (c *Contender) loadWatch() {
 // it once there is none.
 func (c *Contender) saveWatch() {
 	j := c.journal
-	if j == nil || !j.lock() {
+	if j == nil {
 		return
 	}
 	if !c.watch.seen {
-		os.Remove(j.path + ".watch")
+		os.Remove(j.watchPath())
 		return
 	}
 	since := c.s.clock.Wall().Add(c.watch.since - c.s.clock.Mono())
 	data, _ := json.Marshal(watchState{Version: string(c.watch.version), Since: since})
-	if err := os.WriteFile(j.path+".watch", data, 0o600); err != nil {
+	if err := writeFileAtomic(j.watchPath(), data); err != nil {
 		c.s.logger.Warn("lease state: could not keep the suspect watch for the next process", slog.String("error", err.Error()))
 	}
+}
+
+// watchPath is the file of the suspect watch of the journal's lease key.
+func (j *journal) watchPath() string {
+	sum := sha256.Sum256([]byte(j.key))
+	return filepath.Join(j.dir, "watch-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+// writeFileAtomic writes data to path by a rename from a temporary file
+// beside it.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"context"
@@ -246,8 +247,10 @@ func TestSuspectWatchSurvivesAcrossProcesses(t *testing.T) {
 	c := clock.NewFake(t0)
 	put(t, b, "garbage")
 	dir := t.TempDir()
+	runs := 0
 	run := func(state string) error {
-		o := opts("cron", c, nil)
+		runs++
+		o := opts(fmt.Sprintf("cron-%d", runs), c, nil) // a new id each run, as hold's default
 		o.StateDir = state
 		con, err := lease.NewContender(b, "db1", o)
 		if err != nil {
