@@ -77,7 +77,7 @@ var leaseChecks = []check{
 		run: func(ctx context.Context, s *scope) error {
 			l, err := s.acquire(ctx, s.b, "first", clock.NewFake(leaseStart))
 			if err != nil {
-				return fmt.Errorf("Acquire: %v", err)
+				return fmt.Errorf("acquire: %v", err)
 			}
 			defer l.Release(ctx)
 			if !l.MayWrite() {
@@ -118,13 +118,13 @@ var leaseChecks = []check{
 			c := clock.NewFake(leaseStart)
 			l, err := s.acquire(ctx, s.b, "first", c)
 			if err != nil {
-				return fmt.Errorf("Acquire: %v", err)
+				return fmt.Errorf("acquire: %v", err)
 			}
 			defer l.Release(ctx)
 			v1 := l.Version()
 			c.Advance(leaseTTL / 3)
 			if err := l.Renew(ctx); err != nil {
-				return fmt.Errorf("Renew: %v", err)
+				return fmt.Errorf("renew: %v", err)
 			}
 			if l.Version() == v1 {
 				return errors.New("the renewal did not change the version")
@@ -145,7 +145,7 @@ var leaseChecks = []check{
 			oldClock, newClock := clock.NewFake(leaseStart), clock.NewFake(leaseStart)
 			old, err := s.acquire(ctx, s.b, "old", oldClock)
 			if err != nil {
-				return fmt.Errorf("Acquire: %v", err)
+				return fmt.Errorf("acquire: %v", err)
 			}
 			oldClock.Advance(leaseTTL)
 			newClock.Advance(leaseTTL)
@@ -175,7 +175,7 @@ var leaseChecks = []check{
 			ac, bc, cc := clock.NewFake(leaseStart), clock.NewFake(leaseStart), clock.NewFake(leaseStart)
 			a, err := s.acquire(ctx, s.b, "a", ac)
 			if err != nil {
-				return fmt.Errorf("Acquire: %v", err)
+				return fmt.Errorf("acquire: %v", err)
 			}
 			for _, c := range []*clock.Fake{ac, bc, cc} {
 				c.Advance(leaseTTL)
@@ -190,7 +190,7 @@ var leaseChecks = []check{
 			}
 			st, err := lease.Inspect(ctx, s.b, s.prefix, bc.Wall())
 			if err != nil {
-				return fmt.Errorf("Inspect: %v", err)
+				return fmt.Errorf("inspect: %v", err)
 			}
 			if st.State != lease.Fresh || st.Holder() != "b" || st.Version != b.Version() {
 				return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
@@ -218,7 +218,7 @@ var leaseChecks = []check{
 			}}
 			l, err := s.acquire(ctx, lossy, "first", clock.NewFake(leaseStart))
 			if err != nil {
-				return fmt.Errorf("Acquire with the first reply lost: %v", err)
+				return fmt.Errorf("an acquire with the first reply lost: %v", err)
 			}
 			defer l.Release(ctx)
 			return holds(ctx, s.b, s.prefix, "first")
@@ -233,10 +233,10 @@ var leaseChecks = []check{
 			c := clock.NewFake(leaseStart)
 			l, err := s.acquire(ctx, s.b, "first", c)
 			if err != nil {
-				return fmt.Errorf("Acquire: %v", err)
+				return fmt.Errorf("acquire: %v", err)
 			}
 			if err := l.Release(ctx); err != nil {
-				return fmt.Errorf("Release: %v", err)
+				return fmt.Errorf("release: %v", err)
 			}
 			if l.MayWrite() {
 				return errors.New("a released lease may still write")
@@ -246,7 +246,7 @@ var leaseChecks = []check{
 			}
 			next, err := s.acquire(ctx, s.b, "second", c)
 			if err != nil {
-				return fmt.Errorf("Acquire right after release: %v", err)
+				return fmt.Errorf("an acquire right after release: %v", err)
 			}
 			return next.Release(ctx)
 		},

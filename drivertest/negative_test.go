@@ -458,7 +458,7 @@ func TestWildcardSent(t *testing.T) {
 func TestLostReplyReportedAsSuccess(t *testing.T) {
 	b, opts := wireOptions(t, mem.New(), wireLostIsSuccess)
 	failed, _ := failedChecks(t, b, opts)
-	mustCatch(t, failed, "lease-lost-reply-wire", "Acquire whose write's reply was lost")
+	mustCatch(t, failed, "lease-lost-reply-wire", "an acquire whose write's reply was lost")
 }
 
 // tornOnCancel stores the part of the body "sent" before its context was

@@ -268,7 +268,7 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 			"Options.Transport was given", err, key)
 	}
 	if err != nil {
-		return fmt.Errorf("Acquire whose write's reply was lost on the wire: %v", err)
+		return fmt.Errorf("an acquire whose write's reply was lost on the wire: %v", err)
 	}
 	defer l.Release(ctx)
 	if err := holds(ctx, s.b, s.prefix, "first"); err != nil {
@@ -279,7 +279,7 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 	acq.sel = func(cond driver.Condition) bool { _, ok := cond.Match(); return ok }
 	c.Advance(leaseTTL / 3)
 	if err := l.Renew(ctx); err != nil {
-		return fmt.Errorf("Renew whose write's reply was lost on the wire: %v; want it recognised as ours", err)
+		return fmt.Errorf("a renewal whose write's reply was lost on the wire: %v; want it recognised as ours", err)
 	}
 	if tr.Dropped() != 2 {
 		return errors.New("setup: no reply of the renewal was dropped: it sent no write through the transport")

@@ -58,7 +58,7 @@ func Credentials() *credentials.Credentials {
 // environment holds none. region may be empty.
 func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, error) {
 	creds := Credentials()
-	v, err := creds.Get()
+	v, err := creds.GetWithContext(nil)
 	if err != nil || v.AccessKeyID == "" || v.SecretAccessKey == "" {
 		return nil, fmt.Errorf("%w: no credentials: set MINIO_ACCESS_KEY and MINIO_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
 			driver.ErrPermission)
