@@ -38,7 +38,7 @@ func containerClient(t *testing.T, cs, name string, rt http.RoundTripper) *conta
 }
 
 // TestConformanceWithFaults runs the suite with a missing container and a
-// transport that loses replies against Azurite.
+// Transport hook (for the wire checks) against Azurite.
 func TestConformanceWithFaults(t *testing.T) {
 	cs := emulator(t)
 	name := newContainer(t, cs)
@@ -47,13 +47,13 @@ func TestConformanceWithFaults(t *testing.T) {
 		KnownDeviations:  emulatorDeviations,
 		WrongCredentials: azure.New(containerClient(t, wrongCS, name, nil)),
 		MissingBucket:    azure.New(containerClient(t, cs, "bucketlease-no-such-container", nil)),
-		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+		Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 			return azure.New(containerClient(t, cs, name, rt)), nil
 		},
 	})
 }
 
-// TestBlobLeaseIsNotAPrecondition (issue 15.3): a blob with an Azure blob
+// TestBlobLeaseIsNotAPrecondition: a blob with an Azure blob
 // lease on it answers 412 LeaseIdMissing to a Put with If-Match of its
 // current ETag. The condition held; the refusal is something else, and
 // must not read as ErrPrecondition.
@@ -85,7 +85,7 @@ func TestBlobLeaseIsNotAPrecondition(t *testing.T) {
 	}
 }
 
-// TestErrorClasses (issues 15.2 and 12): a missing container is
+// TestErrorClasses: a missing container is
 // ErrBucketNotExist on every operation; a wrong account key is
 // ErrPermission.
 func TestErrorClasses(t *testing.T) {
@@ -134,7 +134,7 @@ func TestAliasingKeysRefused(t *testing.T) {
 	}
 }
 
-// TestRetriedWriteThatLanded (issue 15.4): the Azure SDK retries a Put Blob
+// TestRetriedWriteThatLanded: the Azure SDK retries a Put Blob
 // whose reply was lost, and the retry is refused (409 or 412) because the
 // first attempt landed: ErrOutcomeUnknown, never ErrPrecondition.
 func TestRetriedWriteThatLanded(t *testing.T) {
@@ -162,7 +162,7 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 	}
 }
 
-// TestTokenRefused (issue 12): an Azure AD credential whose token request
+// TestTokenRefused: an Azure AD credential whose token request
 // is refused (a loopback identity endpoint answering 401) is ErrPermission,
 // with azidentity's error in the chain.
 func TestTokenRefused(t *testing.T) {

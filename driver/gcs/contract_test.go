@@ -40,20 +40,20 @@ func client(t *testing.T, endpoint string, rt http.RoundTripper) *storage.Client
 }
 
 // TestConformanceWithFaults runs the suite with a missing bucket and a
-// transport that loses replies against fake-gcs-server.
+// Transport hook (for the wire checks) against fake-gcs-server.
 func TestConformanceWithFaults(t *testing.T) {
 	endpoint := emulator(t)
 	bucket := newBucket(t, endpoint)
 	drivertest.Run(t, gcs.New(client(t, endpoint, nil), bucket), drivertest.Options{
 		KnownDeviations: emulatorDeviations,
 		MissingBucket:   gcs.New(client(t, endpoint, nil), "bucketlease-no-such-bucket"),
-		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+		Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 			return gcs.New(client(t, endpoint, rt), bucket), nil
 		},
 	})
 }
 
-// TestMissingBucket (issue 15.2): the client library turns every 404 into
+// TestMissingBucket: the client library turns every 404 into
 // ErrObjectNotExist, so a Get in a bucket that does not exist read as a
 // missing key, and the lease looked free. It is ErrBucketNotExist now, on
 // every operation.
@@ -100,7 +100,7 @@ func fakeService(t *testing.T, status int, reason string) string {
 	return srv.URL
 }
 
-// TestPermission (issue 12): fake-gcs-server checks no credentials, so the
+// TestPermission: fake-gcs-server checks no credentials, so the
 // real client library is pointed at a loopback server answering 401 and 403
 // as Cloud Storage does; both are ErrPermission with the googleapi.Error in
 // the chain.
@@ -124,7 +124,7 @@ func TestPermission(t *testing.T) {
 	}
 }
 
-// TestOther412NotAPrecondition (issue 15.3): a 412 whose reason is not
+// TestOther412NotAPrecondition: a 412 whose reason is not
 // conditionNotMet is not a refused condition.
 func TestOther412NotAPrecondition(t *testing.T) {
 	url := fakeService(t, http.StatusPreconditionFailed, "retentionPolicyNotMet")
@@ -142,7 +142,7 @@ func TestOther412NotAPrecondition(t *testing.T) {
 	}
 }
 
-// TestTokenRefused (issue 12): credentials whose token request is refused
+// TestTokenRefused: credentials whose token request is refused
 // (here a service account whose token endpoint, on loopback, answers 401)
 // are ErrPermission, with the auth library's error in the chain.
 func TestTokenRefused(t *testing.T) {

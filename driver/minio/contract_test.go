@@ -3,10 +3,6 @@ package minio_test
 import (
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strings"
 	"testing"
 
 	miniogo "github.com/minio/minio-go/v7"
@@ -31,9 +27,10 @@ func client(t *testing.T, addr, access, secret string, rt http.RoundTripper) *mi
 	return c
 }
 
-// TestConformanceWithFaults runs the suite with a missing bucket and a
-// transport that loses replies, so that missing-bucket and
-// put-retry-after-landed run against the MinIO server through minio-go.
+// TestConformanceWithFaults runs the suite with a missing bucket, wrong
+// credentials and the Transport hook, so that missing-bucket,
+// wrong-credentials and the wire checks run against the MinIO server
+// through minio-go.
 func TestConformanceWithFaults(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
@@ -41,13 +38,13 @@ func TestConformanceWithFaults(t *testing.T) {
 	drivertest.Run(t, b, drivertest.Options{
 		MissingBucket:    minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, nil), "bltest-no-such-bucket"),
 		WrongCredentials: minio.New(client(t, srv.Addr, "wrong-access-key", "wrong-secret-key", nil), bucket),
-		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+		Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 			return minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, rt), bucket), nil
 		},
 	})
 }
 
-// TestErrorClasses (issues 15.2 and 12): a missing bucket is
+// TestErrorClasses: a missing bucket is
 // ErrBucketNotExist on every operation; wrong credentials are ErrPermission.
 func TestErrorClasses(t *testing.T) {
 	srv := miniotest.Env(t)
@@ -75,58 +72,7 @@ func TestErrorClasses(t *testing.T) {
 	}
 }
 
-// TestGetWithoutETag (issue 15.6): a GET response without an ETag is an
-// error, not an empty version.
-func TestGetWithoutETag(t *testing.T) {
-	srv := miniotest.Env(t)
-	bucket := srv.NewBucket(t)
-	target, _ := url.Parse(srv.URL())
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(r *http.Response) error {
-		if r.Request.Method == http.MethodGet {
-			r.Header.Del("ETag")
-		}
-		return nil
-	}
-	ps := httptest.NewServer(proxy)
-	defer ps.Close()
-	b := minio.New(client(t, strings.TrimPrefix(ps.URL, "http://"), srv.AccessKey, srv.SecretKey, nil), bucket)
-	if _, err := b.Put(t.Context(), "k", []byte("x"), driver.IfAbsent()); err != nil {
-		t.Fatal(err)
-	}
-	rc, v, err := b.Get(t.Context(), "k")
-	if err == nil {
-		rc.Close()
-		t.Fatalf("Get without an ETag returned version %q and no error", v)
-	}
-}
-
-// TestWildcardNeverSent (issue 15.5): minio-go would send IfMatch("*") as
-// If-Match: *, which the server reads as any version.
-func TestWildcardNeverSent(t *testing.T) {
-	srv := miniotest.Env(t)
-	b := minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, nil), srv.NewBucket(t))
-	ctx := t.Context()
-	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []driver.Version{"*", `"*"`, v + ",*"} {
-		if _, err := b.Put(ctx, "k", []byte("two"), driver.IfMatch(w)); !errors.Is(err, driver.ErrPrecondition) {
-			t.Errorf("Put IfMatch(%q): %v, want ErrPrecondition", w, err)
-		}
-	}
-	rc, got, err := b.Get(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Close()
-	if got != v {
-		t.Errorf("the object changed")
-	}
-}
-
-// TestRetriedWriteThatLanded (issue 15.4): minio-go retries a PUT whose
+// TestRetriedWriteThatLanded: minio-go retries a PUT whose
 // reply was lost; the refused retry is ErrOutcomeUnknown.
 func TestRetriedWriteThatLanded(t *testing.T) {
 	srv := miniotest.Env(t)

@@ -15,7 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/testenv"
 )
 
-// TestErrorClasses (issues 15.2 and 12), through the R2 profile against the
+// TestErrorClasses, through the R2 profile against the
 // MinIO server: a missing bucket is ErrBucketNotExist, never ErrNotExist;
 // wrong credentials are ErrPermission.
 func TestErrorClasses(t *testing.T) {
@@ -39,7 +39,7 @@ func TestErrorClasses(t *testing.T) {
 	wrongOpts := srv.Client(srv.URL()).Options()
 	wrongOpts.Credentials = credentials.NewStaticCredentialsProvider(srv.AccessKey, "wrong-secret-key", "")
 	drivertest.Run(t, b, drivertest.Options{Prefix: "p", MissingBucket: missing, WrongCredentials: r2.New(s3sdk.New(wrongOpts), bucket),
-		Lossy: func(rt http.RoundTripper) (driver.Bucket, error) {
+		Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 			o := srv.Client(srv.URL()).Options()
 			o.HTTPClient = &http.Client{Transport: rt}
 			return r2.New(s3sdk.New(o), bucket), nil
