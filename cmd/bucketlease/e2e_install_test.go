@@ -2,16 +2,23 @@ package main
 
 import (
 	"archive/zip"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // installVersion is the version the module is published at in the test's
 // own module proxy.
-const installVersion = "v1.2.3-installtest"
+//
+// It is new for every run: the module cache keeps what it extracted under a
+// version, and a fixed one would install the files of an earlier run
+// (TestGoInstallShowsTheVersion then failed once the tree had a file the
+// cached copy lacked). The test removes its copy from the cache afterwards.
+var installVersion = fmt.Sprintf("v1.2.3-installtest.%d", time.Now().UnixNano())
 
 // TestGoInstallShowsTheVersion publishes this tree, as a module zip, at
 // installVersion in a module proxy on disk, installs the command from it
@@ -93,6 +100,15 @@ files:
 	}
 
 	bin := t.TempDir()
+	if cache, err := exec.Command(gocmd, "env", "GOMODCACHE").Output(); err == nil && strings.TrimSpace(string(cache)) != "" {
+		c := strings.TrimSpace(string(cache))
+		t.Cleanup(func() {
+			os.RemoveAll(filepath.Join(c, filepath.FromSlash(mod)+"@"+installVersion))
+			for _, ext := range []string{".info", ".mod", ".zip", ".ziphash", ".lock"} {
+				os.Remove(filepath.Join(c, "cache", "download", filepath.FromSlash(mod), "@v", installVersion+ext))
+			}
+		})
+	}
 	install := exec.Command(gocmd, "install", mod+"/cmd/bucketlease@"+installVersion)
 	install.Dir = t.TempDir() // outside this module
 	install.Env = append(os.Environ(), "GOBIN="+bin, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off",
