@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,6 +33,21 @@ const MaxPutSize = 5 << 30
 type Bucket struct {
 	client *miniogo.Client
 	bucket string
+	// transport is the HTTP transport of the client OpenURL made, which
+	// Close closes; nil for a client passed to New, which stays its
+	// caller's.
+	transport *http.Transport
+}
+
+// Close closes the idle connections of the client OpenURL (driver.Open)
+// made for b; a Bucket from New leaves its caller's client as it is and
+// Close does nothing. Call it, through driver.Close, once no operation of b
+// is in flight; b is not to be used afterwards. It returns nil.
+func (b *Bucket) Close() error {
+	if b.transport != nil {
+		b.transport.CloseIdleConnections()
+	}
+	return nil
 }
 
 var _ driver.Bucket = (*Bucket)(nil)
@@ -57,22 +73,35 @@ func Credentials() *credentials.Credentials {
 // Credentials). It is an error wrapping driver.ErrPermission if the
 // environment holds none. region may be empty.
 func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, error) {
+	c, _, err := newClient(endpoint, secure, region)
+	return c, err
+}
+
+// newClient is NewClient, returning also the client's HTTP transport
+// (minio-go's default one, made here so that a Bucket that owns the client
+// can close it).
+func newClient(endpoint string, secure bool, region string) (*miniogo.Client, *http.Transport, error) {
 	creds := Credentials()
 	v, err := creds.GetWithContext(nil)
 	if err != nil || v.AccessKeyID == "" || v.SecretAccessKey == "" {
-		return nil, fmt.Errorf("%w: no credentials: set MINIO_ACCESS_KEY and MINIO_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+		return nil, nil, fmt.Errorf("%w: no credentials: set MINIO_ACCESS_KEY and MINIO_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
 			driver.ErrPermission)
 	}
-	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region})
+	tr, err := miniogo.DefaultTransport(secure)
 	if err != nil {
-		return nil, fmt.Errorf("creating the MinIO client for %s: %w", endpoint, err)
+		return nil, nil, fmt.Errorf("creating the MinIO client's transport: %w", err)
 	}
-	return c, nil
+	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region, Transport: tr})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the MinIO client for %s: %w", endpoint, err)
+	}
+	return c, tr, nil
 }
 
 // OpenURL is the driver.Opener for minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R,
 // which init registers with driver.Register; a custom driver.Mux can
-// register it too.
+// register it too. The Bucket owns the client it creates: close it with
+// driver.Close (Bucket.Close) when done.
 func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "tls", "region")
 	if err != nil {
@@ -97,11 +126,13 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if err := s3proto.CheckBucketName(bucket); err != nil {
 		return nil, "", err
 	}
-	c, err := NewClient(u.Host, secure, q.Get("region"))
+	c, tr, err := newClient(u.Host, secure, q.Get("region"))
 	if err != nil {
 		return nil, "", err
 	}
-	return New(c, bucket), strings.Trim(prefix, "/"), nil
+	b := New(c, bucket)
+	b.transport = tr
+	return b, strings.Trim(prefix, "/"), nil
 }
 
 // Capabilities declares Conditional exclusion and no conditional Delete:

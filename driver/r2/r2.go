@@ -67,7 +67,8 @@ func validAccountID(id string) bool {
 
 // OpenURL is the driver.Opener for r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E,
 // which init registers with driver.Register; a custom driver.Mux can
-// register it too.
+// register it too. The Bucket owns the client it creates: close it with
+// driver.Close (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {
@@ -93,9 +94,10 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if e := q.Get("endpoint"); e != "" {
 		o.Endpoint = e
 	}
-	client, err := s3.NewClient(ctx, o)
+	// The bucket owns the client it opens: driver.Close closes it.
+	b, err := s3.OpenWithProfile(ctx, o, bucket, Profile)
 	if err != nil {
 		return nil, "", err
 	}
-	return New(client, bucket), strings.Trim(prefix, "/"), nil
+	return b, strings.Trim(prefix, "/"), nil
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -41,23 +45,52 @@ type ClientOptions struct {
 }
 
 // NewClient builds an S3 client from o and the SDK's default configuration
-// chain. It contacts no service.
+// chain. It contacts no service. The client is the caller's: a Bucket made
+// from it with New leaves it as it is. OpenWithProfile makes a Bucket that
+// owns its client.
 func NewClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, error) {
+	c, _, err := newClient(ctx, o)
+	return c, err
+}
+
+// OpenWithProfile builds a client from o as NewClient does and returns the
+// bucket named bucket on it, with profile p (NewWithProfile). The Bucket
+// owns the client: its Close (driver.Close) closes the connections the
+// client's HTTP transport keeps open. OpenURL opens buckets this way.
+func OpenWithProfile(ctx context.Context, o ClientOptions, bucket string, p Profile) (*Bucket, error) {
+	c, tracked, err := newClient(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	b := NewWithProfile(c, bucket, p)
+	b.conns = tracked
+	return b, nil
+}
+
+// newClient is NewClient, returning also what tracks the connections of
+// the client's HTTP transport. The SDK's BuildableClient builds that
+// transport inside itself, out of reach (and clones it on every change, as
+// for a custom CA bundle), so the client's dialer is wrapped instead: every
+// connection it dials is tracked until it is closed, and a Bucket that
+// owns the client closes those left (its idle connections) on Close.
+func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, error) {
 	if o.Endpoint != "" {
 		if err := checkEndpoint(o.Endpoint); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	var load []func(*config.LoadOptions) error
+	tracked := &conns{open: map[*trackedConn]struct{}{}}
+	hc := awshttp.NewBuildableClient().WithTransportOptions(tracked.wrap)
+	load := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
 	if o.Region != "" {
 		load = append(load, config.WithRegion(o.Region))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS SDK configuration: %w", err)
+		return nil, nil, fmt.Errorf("loading the AWS SDK configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, errors.New("no region: add ?region=… to the URL or set AWS_REGION")
+		return nil, nil, errors.New("no region: add ?region=… to the URL or set AWS_REGION")
 	}
 	if cfg.Credentials != nil {
 		cfg.Credentials = credentialErrors{cfg.Credentials}
@@ -71,7 +104,7 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, error) {
 			opt.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			opt.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
-	}), nil
+	}), tracked, nil
 }
 
 // checkEndpoint accepts an http or https base URL with a host and nothing
@@ -96,7 +129,8 @@ func checkEndpoint(raw string) error {
 
 // OpenURL is the driver.Opener for s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true,
 // which init registers with driver.Register; a custom driver.Mux can
-// register it too.
+// register it too. The Bucket owns the client it creates: close it with
+// driver.Close (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "region", "endpoint", "path_style")
 	if err != nil {
@@ -118,11 +152,11 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 			return nil, "", fmt.Errorf("path_style=%q is not true or false", s)
 		}
 	}
-	client, err := NewClient(ctx, o)
+	b, err := OpenWithProfile(ctx, o, u.Host, AWS)
 	if err != nil {
 		return nil, "", err
 	}
-	return New(client, u.Host), strings.Trim(u.Path, "/"), nil
+	return b, strings.Trim(u.Path, "/"), nil
 }
 
 // credentialErrors marks the errors of the credential chain, so that a
@@ -145,3 +179,56 @@ type credentialsError struct{ err error }
 
 func (e *credentialsError) Error() string { return "getting AWS credentials: " + e.err.Error() }
 func (e *credentialsError) Unwrap() error { return e.err }
+
+// conns are the connections a client's transport dialed and has not
+// closed.
+type conns struct {
+	mu   sync.Mutex
+	open map[*trackedConn]struct{}
+}
+
+// wrap makes tr's dialer track the connections it dials.
+func (c *conns) wrap(tr *http.Transport) {
+	dial := tr.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		t := &trackedConn{Conn: nc, c: c}
+		c.mu.Lock()
+		c.open[t] = struct{}{}
+		c.mu.Unlock()
+		return t, nil
+	}
+}
+
+// closeAll closes every connection still open.
+func (c *conns) closeAll() {
+	c.mu.Lock()
+	open := make([]*trackedConn, 0, len(c.open))
+	for t := range c.open {
+		open = append(open, t)
+	}
+	c.mu.Unlock()
+	for _, t := range open {
+		_ = t.Close()
+	}
+}
+
+// trackedConn is a connection conns tracks until it is closed.
+type trackedConn struct {
+	net.Conn
+	c *conns
+}
+
+// Close closes the connection and stops tracking it.
+func (t *trackedConn) Close() error {
+	t.c.mu.Lock()
+	delete(t.c.open, t)
+	t.c.mu.Unlock()
+	return t.Conn.Close()
+}

@@ -51,6 +51,22 @@ type Bucket struct {
 	bucket  string
 	profile Profile
 	caps    driver.Capabilities
+	// conns are the connections of the client OpenWithProfile made, which
+	// Close closes; nil for a client passed to New, which stays its
+	// caller's.
+	conns *conns
+}
+
+// Close closes the connections the client OpenWithProfile (and so OpenURL,
+// driver.Open) made for b keeps open; a Bucket from New or NewWithProfile
+// leaves its caller's client as it is and Close does nothing. Call it,
+// through driver.Close, once no operation of b is in flight; b is not to be
+// used afterwards. It returns nil.
+func (b *Bucket) Close() error {
+	if b.conns != nil {
+		b.conns.closeAll()
+	}
+	return nil
 }
 
 var _ driver.Bucket = (*Bucket)(nil)
