@@ -32,7 +32,10 @@
 // which key is in the way. A Get or an unconditional Delete of such a key
 // finds no object (driver.ErrNotExist, success), and once the other key is
 // deleted (Delete removes the directories it leaves empty) the key can be
-// written.
+// written. A key whose file is a directory holding no stored key (an empty
+// directory made by hand, say) is neither: Get, Put and Delete of it fail
+// with driver.ErrInvalidKey, naming the path and saying it is a directory
+// to remove or rename.
 //
 // # Shared file systems
 //
@@ -217,6 +220,9 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	if err == nil {
 		if st, serr := f.Stat(); serr == nil && st.IsDir() {
 			f.Close()
+			if derr := strayDir(key, p); derr != nil {
+				return nil, "", op.Fail(driver.ErrInvalidKey, derr)
+			}
 			err = syscall.EISDIR
 		}
 	}
@@ -506,6 +512,9 @@ func (b *Bucket) rootMissing() error {
 // key: p is a directory holding longer keys, or a segment of key is an
 // object. It returns nil if neither holds.
 func (b *Bucket) layoutConflict(key string, p string) error {
+	if err := strayDir(key, p); err != nil {
+		return err
+	}
 	if st, err := os.Lstat(p); err == nil && st.IsDir() {
 		return fmt.Errorf("key %q is a prefix of stored keys (%q): the file driver keeps an object as a file, "+
 			"so its key cannot also be a directory; delete those keys first, or use another key", key, key+"/…")
@@ -523,6 +532,35 @@ func (b *Bucket) layoutConflict(key string, p string) error {
 		}
 	}
 	return nil
+}
+
+// strayDir explains why key cannot be read, written or deleted when p is a
+// directory that holds no stored key (an empty one, made by hand, say): it
+// is not an object, nor the prefix of one, and no operation of the driver
+// will ever make it either, so it is a permanent error (ErrInvalidKey),
+// never a missing object, which would let a lease read as free and then
+// fail on every write. A directory holding stored keys is the prefix of
+// those keys: a Get of it finds no object (the driver contract), and a Put
+// is refused by layoutConflict. It returns nil if p is not such a
+// directory.
+func strayDir(key, p string) error {
+	st, err := os.Lstat(p)
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	holds := false
+	_ = filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			holds = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if holds {
+		return nil
+	}
+	return fmt.Errorf("%s (key %q) is a directory, not an object, and holds no stored key: the file driver keeps an object as a file; "+
+		"remove or rename the directory", p, key)
 }
 
 // stage writes the header of version v and then the body (written by
@@ -616,6 +654,9 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return op.Fail(osKind(err), err)
 	}
 	defer unlock()
+	if derr := strayDir(key, p); derr != nil {
+		return op.Fail(driver.ErrInvalidKey, derr)
+	}
 	cur, err := current(p)
 	if err != nil {
 		return op.Fail(osKind(err), err)

@@ -338,3 +338,43 @@ func TestObjectsAreAsReadableAsTheDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyThatIsAStrayDirectory: a key whose file is a directory holding no
+// stored key (mkdir LEASE) is a permanent ErrInvalidKey for Get, Put and
+// Delete, naming the path and saying to remove or rename it, never
+// ErrNotExist; once it is removed the key is missing and can be written.
+func TestKeyThatIsAStrayDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "db1", "LEASE")
+	if err := os.MkdirAll(filepath.Join(p, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, driver.ErrInvalidKey) || errors.Is(err, driver.ErrNotExist) ||
+			!strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "is a directory") || !strings.Contains(err.Error(), "remove or rename") {
+			t.Fatalf("%s of a key that is a directory: %v, want ErrInvalidKey naming %s, saying it is a directory to remove or rename", what, err, p)
+		}
+	}
+	_, _, err = b.Get(ctx, "db1/LEASE")
+	want("Get", err)
+	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent())
+	want("Put IfAbsent", err)
+	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.Condition{})
+	want("Put", err)
+	want("Delete", b.Delete(ctx, "db1/LEASE", driver.Condition{}))
+	if err := os.RemoveAll(p); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
+		t.Fatalf("Get once the directory is removed: %v, want ErrNotExist", err)
+	}
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent()); err != nil {
+		t.Fatalf("Put once the directory is removed: %v", err)
+	}
+}
