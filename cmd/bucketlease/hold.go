@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +96,7 @@ type holdFlags struct {
 	conflict    int  // exit code for a held lease (-E, like flock's)
 	pidNS       bool // run the watchdog in a PID namespace where allowed
 	lost        int  // exit code for a lease that ended while held
+	stateDir    string
 }
 
 func setupHold(fs *flag.FlagSet) runFunc {
@@ -111,6 +115,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&f.conflict, "E", exitHeld, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
 	fs.IntVar(&f.conflict, "conflict-exit", exitHeld, "the exit code when another instance holds the lease (same as -E); 1 to 255")
 	fs.IntVar(&f.lost, "lost-exit", exitLeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
+	fs.StringVar(&f.stateDir, "state-dir", "", "where this instance keeps its lock and notes between runs, so that a restart with the same --instance-id takes back the lease it left at once and a suspect LEASE is watched across runs (default: $XDG_STATE_HOME/bucketlease, else ~/.local/state/bucketlease; none turns it off); on a local file system")
 	durationVar(fs, &f.watchEvery, "watch", 0, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, command, err := parseArgs(fs, args)
@@ -265,11 +270,28 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		return err
 	}
 	b = withDeadlines(b, requestTimeout(f.ttl), rawURL, "a third of the TTL")
-	c, err := lease.NewContender(b, prefix, &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
-		Logger: logger, OnEvent: p.event, Getenv: e.getenv})
+	tool := "bucketlease hold"
+	if len(command) > 0 {
+		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
+	}
+	opts := &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
+		Logger: logger, OnEvent: p.event, Getenv: e.getenv, Holder: lease.ThisProcess(tool)}
+	opts.StateDir, err = stateDirFor(e, f.stateDir, rawURL)
+	if err != nil {
+		return usageErrorf("--state-dir: %v", err)
+	}
+	c, err := lease.NewContender(b, prefix, opts)
+	if err != nil && f.stateDir == "" && opts.StateDir != "" {
+		// The default state directory could not be made (a read-only
+		// home, say): run without it, as before it existed.
+		p.note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
+		opts.StateDir = ""
+		c, err = lease.NewContender(b, prefix, opts)
+	}
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
+	defer c.Close()
 	// Until the lease is held, a signal stops the attempt.
 	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
 	l, err := acquire(waitCtx, c, b, prefix, f, p)
@@ -417,11 +439,12 @@ func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
 const maxWaitFailures = 5
 
 // retriable reports whether an acquire error may pass: not a service that
-// ignores preconditions, not an instance id in use, and not a wrong
+// ignores preconditions, not an instance id in use, not a key the driver
+// can never store (a LEASE that is a directory, say), and not a wrong
 // setting.
 func retriable(err error) bool {
 	return !errors.Is(err, lease.ErrPreconditionsIgnored) && !errors.Is(err, lease.ErrInstanceInUse) &&
-		!errors.Is(err, context.Canceled)
+		!errors.Is(err, driver.ErrInvalidKey) && !errors.Is(err, context.Canceled)
 }
 
 // waitPoll is how often --wait looks at a held lease again, so that it
@@ -694,4 +717,29 @@ func holderText(id string) string {
 		return "an operator (bucketlease break)"
 	}
 	return "instance " + id
+}
+
+// stateDirFor is the state directory hold gives the lease for rawURL: the
+// one --state-dir names (or the default under $XDG_STATE_HOME or
+// ~/.local/state), with a subdirectory per bucket URL, since a lease key
+// names a lease only within its bucket; "" for --state-dir none.
+func stateDirFor(e *env, flagValue, rawURL string) (string, error) {
+	dir := flagValue
+	switch dir {
+	case "none":
+		return "", nil
+	case "":
+		if x := e.getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+			dir = filepath.Join(x, "bucketlease")
+		} else if h := e.getenv("HOME"); h != "" && filepath.IsAbs(h) {
+			dir = filepath.Join(h, ".local", "state", "bucketlease")
+		} else {
+			return "", nil
+		}
+	}
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%q is not an absolute path", dir)
+	}
+	sum := sha256.Sum256([]byte(displayURL(rawURL)))
+	return filepath.Join(dir, hex.EncodeToString(sum[:8])), nil
 }

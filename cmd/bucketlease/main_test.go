@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "bucketlease")
+	// hold keeps a state directory under $XDG_STATE_HOME by default; the
+	// tests' holds keep theirs here, not in the home of whoever runs them.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	out, err := exec.Command("go", "build", "-tags", buildTags, "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "building bucketlease: %v\n%s", err, out)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -95,6 +96,9 @@ type showJSON struct {
 	TakeoverInS  float64 `json:"takeover_in_s"`
 	Reason       string  `json:"reason,omitempty"`
 	Now          string  `json:"now"`
+	// Process is what the holder says about itself (host, pid, user,
+	// tool), when its record carries it: informational, never proof.
+	Process *lease.HolderInfo `json:"process,omitempty"`
 }
 
 func statusJSON(rawURL string, st lease.Status) showJSON {
@@ -106,6 +110,7 @@ func statusJSON(rawURL string, st lease.Status) showJSON {
 		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
+		j.Process = r.Holder
 	}
 	if !st.TakeoverAt.IsZero() {
 		j.TakeoverAt = utcMilli(st.TakeoverAt)
@@ -156,6 +161,9 @@ func printStatus(w io.Writer, rawURL string, st lease.Status) {
 	}
 	if r := st.Record; r != nil {
 		row("holder", holderName(r.InstanceID))
+		if h := holderDescription(r.Holder); h != "" {
+			row("process", h)
+		}
 		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, acquiredSecond(*r)), utc(acquiredSecond(*r))))
 		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), utc(r.RenewedAt)))
 		row("ttl", r.TTL().String())
@@ -177,6 +185,33 @@ func takeoverText(st lease.Status) string {
 		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
 			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
 	}
+}
+
+// holderDescription renders what a holder says about itself, such as
+// "pg_dump, pid 4242 on db-7 as backup", or "" when it said nothing. It is
+// the holder's own claim, for people; the lease never trusts it.
+func holderDescription(h *lease.HolderInfo) string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	if h.Tool != "" {
+		parts = append(parts, h.Tool)
+	}
+	where := ""
+	if h.PID != 0 {
+		where = fmt.Sprintf("pid %d", h.PID)
+	}
+	if h.Host != "" {
+		where = strings.TrimSpace(where + " on " + h.Host)
+	}
+	if h.User != "" {
+		where = strings.TrimSpace(where + " as " + h.User)
+	}
+	if where != "" {
+		parts = append(parts, where)
+	}
+	return strings.Join(parts, ", ") + " (as the holder says)"
 }
 
 // utcMilli is a time for show --json, to the millisecond like the *_ago_s
