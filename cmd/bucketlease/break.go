@@ -15,7 +15,7 @@ import (
 
 var breakCommand = &command{
 	name:    "break",
-	args:    "URL --version V [--force]",
+	args:    "URL --version V [--force] [--json]",
 	summary: "remove a stuck lease, only if it is still the version you looked at",
 	help: `Removes the lease object {prefix}/LEASE so that another instance can take the
 lease at once, but only if it still has version V (from "bucketlease show"):
@@ -40,6 +40,7 @@ Examples:
 func setupBreak(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
 	force := fs.Bool("force", false, "break a fresh lease too")
+	asJSON := fs.Bool("json", false, "print one JSON object: what was done, or the refusal or error with its exit code and class")
 	timeout := new(time.Duration)
 	durationVar(fs, timeout, "timeout", defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
@@ -56,7 +57,15 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
-		return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force, *timeout)
+		if !*asJSON {
+			return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force, *timeout)
+		}
+		var out strings.Builder
+		if err := breakLease(ctx, &out, rawURL, driver.Version(*version), *force, *timeout); err != nil {
+			return err // the error object is written by jsonFailure
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		return writeJSON(e.stdout, errorJSON{Command: "break", Exit: exitOK, Class: "ok", Message: lines[len(lines)-1]})
 	}
 }
 
@@ -83,18 +92,18 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	fmt.Fprintln(w, "The lease object:")
 	printStatus(w, rawURL, st)
 	if !sameVersion(st.Version, v) {
-		return withCode(exitRefused, fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
-			st.Key, st.Version, v, shellQuote(displayURL(rawURL))))
+		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
+			st.Key, st.Version, v, shellQuote(displayURL(rawURL)))))
 	}
 	v = st.Version // as the service spells it, quotes and all
 	if st.State == lease.Fresh && !force {
-		return withCode(exitRefused, fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
-			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt)))
+		return withCode(exitRefused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
+			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt))))
 	}
 	err = lease.Break(ctx, b, prefix, v, time.Now())
 	if errors.Is(err, driver.ErrPrecondition) {
-		return withCode(exitRefused, fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
-			st.Key, shellQuote(displayURL(rawURL))))
+		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
+			st.Key, shellQuote(displayURL(rawURL)))))
 	}
 	if err != nil {
 		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -269,4 +273,86 @@ func (p *printer) exit(err error) {
 			r.Error = err.Error()
 		}
 	})
+}
+
+// errorJSON is what show, break and probe print with --json when they
+// fail or refuse: one object on stdout, so that a script reading it can
+// tell every outcome apart without the exit code or stderr (which still
+// has the message, for people).
+type errorJSON struct {
+	Command string `json:"command"`
+	Exit    int    `json:"exit"`
+	Class   string `json:"class"`
+	Message string `json:"message"`
+}
+
+// classedErr is an error with the class --json reports for it, for a
+// refusal whose cause no sentinel names.
+type classedErr struct {
+	class string
+	err   error
+}
+
+func (e *classedErr) Error() string { return e.err.Error() }
+func (e *classedErr) Unwrap() error { return e.err }
+
+// withClass marks err with its class for --json.
+func withClass(class string, err error) error { return &classedErr{class: class, err: err} }
+
+// errorClass is the class of err: usage, held, precondition, permission,
+// not-found, invalid-key, timeout, probe-failed, or error for anything
+// else (the network, the service, a URL the driver refused).
+func errorClass(err error) string {
+	var ce *classedErr
+	code, _ := codeOf(err)
+	switch {
+	case errors.As(err, &ce):
+		return ce.class
+	case code == exitUsage:
+		return "usage"
+	case code == exitProbeFailed:
+		return "probe-failed"
+	case errors.Is(err, driver.ErrPrecondition):
+		return "precondition"
+	case errors.Is(err, driver.ErrPermission):
+		return "permission"
+	case errors.Is(err, driver.ErrBucketNotExist), errors.Is(err, driver.ErrNotExist), errors.Is(err, fs.ErrNotExist):
+		return "not-found"
+	case errors.Is(err, driver.ErrInvalidKey):
+		return "invalid-key"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	default:
+		return "error"
+	}
+}
+
+// jsonFailure writes err as show's, break's or probe's --json error object
+// on w, and returns err for the exit code and stderr. A nil err, or help,
+// writes nothing.
+func jsonFailure(w io.Writer, command string, err error) error {
+	code, show := codeOf(err)
+	if err == nil || !show {
+		return err
+	}
+	_ = writeJSON(w, errorJSON{Command: command, Exit: code, Class: errorClass(err), Message: err.Error()})
+	return err
+}
+
+// The commands whose --json covers their failures and refusals too (hold
+// reports its own, as its exit event).
+func init() {
+	for _, c := range []*command{showCommand, breakCommand, probeCommand} {
+		setup := c.setup
+		c.setup = func(fs *flag.FlagSet) runFunc {
+			run := setup(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				err := run(ctx, e, args)
+				if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" {
+					return jsonFailure(e.stdout, fs.Name(), err)
+				}
+				return err
+			}
+		}
+	}
 }
