@@ -89,7 +89,7 @@ func TestRedact(t *testing.T) {
 		"s3:AKIA:supersecret@bucket/p":         "s3:REDACTED",
 		"s3://b/p#sig=secret":                  "s3://b/p#REDACTED",
 		"s3://b/p?pwd=secret&pass=x":           "s3://b/p?pass=REDACTED&pwd=REDACTED",
-		// Issue 15.1: a secret nested in an endpoint, at any depth of encoding.
+		// A secret nested in an endpoint, at any depth of encoding, is redacted.
 		"s3://b/p?endpoint=http://127.0.0.1:9000":                                                 "s3://b/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000",
 		"azblob://c/p?endpoint=https%3A%2F%2Fa.blob.core.windows.net%2Fc%3Fsv%3D1%26sig%3DSECRET": "azblob://c/p?endpoint=https%3A%2F%2Fa.blob.core.windows.net%2Fc%3Fsig%3DREDACTED%26sv%3DREDACTED",
 		"gs://b/p?endpoint=https%253A%252F%252Fh%252Fx%253Ftoken%253DSECRET":                      "gs://b/p?endpoint=REDACTED",

@@ -139,12 +139,12 @@ func TestOpenURL(t *testing.T) {
 		"azblob://cnt/p?endpoint=http://h/a&account=a":         "either the account or the endpoint",
 		"azblob://a:" + secret + "@c/p?account=a":              "carry no credentials",
 		"azblob://cnt/p?account=a&endpoint=http://x&account=b": "given 2 times",
-		// Issue 15.8.
+		// The bucket (container) name must follow the service's naming rule.
 		"azblob://c:1/p?account=a":      "container name",
 		"azblob://Cont_Bad/p?account=a": "container name",
 		"azblob://a--b/p?account=a":     "two hyphens",
 		"azblob://c/p?account=a":        "3 to 63",
-		// Issue 15.1: a SAS URL pasted as the endpoint.
+		// A SAS URL pasted as the endpoint is refused.
 		"azblob://cnt/p?endpoint=" + url.QueryEscape("https://a.blob.core.windows.net/?sv=2022-11-02&sig="+secret):                  "endpoint parameter must be",
 		"azblob://cnt/p?endpoint=" + url.QueryEscape(url.QueryEscape("https://a.blob.core.windows.net/?sv=2022-11-02&sig="+secret)): "endpoint parameter must be",
 	}})

@@ -149,12 +149,12 @@ func TestOpenURL(t *testing.T) {
 		"gs://bkt/p?endpoint=a&endpoint=b":       "given 2 times",
 		"gs://someone:hunter2@bkt/p":             "carry no credentials",
 		"gs://bkt/p?endpoint=http://user@h:1/x":  "endpoint parameter must be a URL",
-		// Issue 15.8.
+		// The bucket (container) name must follow the service's naming rule.
 		"gs://bkt:443/p":    "bucket name",
 		"gs://Bucket_Bad/p": "bucket name",
 		"gs://[::1]/p":      "bucket name",
 		"gs://googbucket/p": "goog",
-		// Issue 15.1.
+		// A secret nested in the endpoint, encoded once or twice, is refused.
 		"gs://bkt/p?endpoint=https%3A%2F%2Fh%2Fx%3Ftoken%3Dtok-hunter2":     "endpoint parameter must be a URL",
 		"gs://bkt/p?endpoint=https%253A%252F%252Fh%253Fkey%253Dtok-hunter2": "endpoint parameter must be a URL",
 	}})

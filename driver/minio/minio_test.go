@@ -152,7 +152,7 @@ func TestOpenURL(t *testing.T) {
 		"minio:///bkt/p":                                "names no server",
 		"minio://h:9000/bkt/p?tls=false&tls=true":       "given 2 times",
 		"minio://h:9000/bkt/p?tls=false&region=x&tls=1": "given 2 times",
-		// Issue 15.8.
+		// The bucket (container) name must follow the service's naming rule.
 		"minio://h:9000/Bucket_Bad/p": "lower-case letters",
 		"minio://h:9000/b/p":          "3 to 63",
 	}

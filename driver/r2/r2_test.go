@@ -82,11 +82,11 @@ func TestOpenURL(t *testing.T) {
 		"r2://acc_ount/bucket/p": "no valid account ID",
 		"r2://" + account + "/bucket/p?endpoint=file:///x":  "http:// or https://",
 		"r2://" + account + "/bucket/p?endpoint=http://u@h": "must not hold credentials",
-		// Issue 15.8.
+		// The bucket (container) name must follow the service's naming rule.
 		"r2://" + account + "/Bucket_Bad/p": "lower-case letters",
 		"r2://" + account + "/my.bucket/p":  "no dots",
 		"r2://" + account + "/ab/p":         "3 to 63",
-		// Issue 15.1.
+		// A secret nested in the endpoint, encoded once or twice, is refused.
 		"r2://" + account + "/bucket/p?endpoint=https%3A%2F%2Fh%2F%3Fkey%3Dkey-hunter2": "query",
 	}
 	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2", "key-hunter2"}})

@@ -90,13 +90,13 @@ func TestOpenURL(t *testing.T) {
 		"s3://bucket/p?region=x&endpoint=ftp://h":            "http:// or https://",
 		"s3://bucket/p?region=x&endpoint=http://user@h:90":   "must not hold credentials",
 		"s3://bucket/p": "no region",
-		// Issue 15.8: the host is the bucket, and must be a bucket name.
+		// The host is the bucket, and must be a bucket name.
 		"s3://bucket:9000/p?region=x": "lower-case letters",
 		"s3://[::1]/p?region=x":       "lower-case letters",
 		"s3://Bucket_Bad/p?region=x":  "lower-case letters",
 		"s3://192.168.0.1/p?region=x": "IP address",
 		"s3://a/p?region=x":           "3 to 63",
-		// Issue 15.1: a secret nested in the endpoint, encoded once or twice.
+		// A secret nested in the endpoint, encoded once or twice, is refused.
 		"s3://bucket/p?region=x&endpoint=https%3A%2F%2Fh%2Fx%3FX-Amz-Signature%3Dsig-hunter2": "query",
 		"s3://bucket/p?region=x&endpoint=https%253A%252F%252Fh%252Fx%253Fsig%253Dsig-hunter2": "http:// or https://",
 	}
