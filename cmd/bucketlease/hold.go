@@ -105,6 +105,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.instanceID, "instance-id", "", "this instance's id in the LEASE object, such as the host name (default: random); one per process: a second live process with the same id is refused")
 	fs.BoolVar(&f.wait, "wait", false, "if the lease is held, keep trying until it can be taken")
 	durationVar(fs, &f.waitTimeout, "wait-timeout", 0, "with --wait, give up (exit 3) after this long; 0 waits until interrupted")
+	fs.Var(waitSeconds{&f.wait, &f.waitTimeout}, "w", "as flock -w: wait at most `SECS` seconds (a number, no unit) for the lease, then exit 3 (or -E's code); the same as --wait --wait-timeout SECSs")
 	durationVar(fs, &f.grace, "grace", 10*time.Second, "how long after SIGTERM to send SIGKILL to the command and what it left running (never past the fence deadline)")
 	fs.BoolVar(&f.verbose, "v", false, "also report every renewal")
 	fs.BoolVar(&f.verbose, "verbose", false, "also report every renewal")

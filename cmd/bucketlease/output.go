@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,4 +356,28 @@ func init() {
 			}
 		}
 	}
+}
+
+// waitSeconds is hold's -w SECS, as flock's: wait at most SECS seconds (a
+// number, fractions allowed, no unit) for the lease; it sets --wait and
+// --wait-timeout.
+type waitSeconds struct {
+	wait    *bool
+	timeout *time.Duration
+}
+
+func (w waitSeconds) String() string {
+	if w.timeout == nil || *w.timeout == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(w.timeout.Seconds(), 'f', -1, 64)
+}
+
+func (w waitSeconds) Set(s string) error {
+	secs, err := strconv.ParseFloat(s, 64)
+	if err != nil || secs <= 0 || secs > 1e9 || secs != secs {
+		return fmt.Errorf("%q: -w takes a number of seconds greater than 0, as flock -w (for a duration with a unit, use --wait --wait-timeout)", s)
+	}
+	*w.wait, *w.timeout = true, time.Duration(secs*float64(time.Second))
+	return nil
 }
