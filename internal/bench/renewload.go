@@ -266,8 +266,6 @@ func (p phases) String() string {
 		p.Total, p.ConnWait, p.Reused, p.Send, p.Answer, p.Attempts)
 }
 
-func (l *latencies) add(d time.Duration) { l.addPhases(phases{Total: d}) }
-
 func (l *latencies) addPhases(p phases) {
 	l.mu.Lock()
 	l.ds = append(l.ds, p.Total)

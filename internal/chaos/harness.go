@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -164,7 +163,6 @@ type runner struct {
 	res    *Result
 	rng    *rand.Rand
 	allPx  []*Proxy
-	mu     sync.Mutex
 	closed bool
 }
 
