@@ -317,6 +317,13 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
 		})
 
+	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
+		stopPut, err := servePut(l)
+		if err != nil {
+			return releaseAfter(l, rawURL, b, prefix, p, err)
+		}
+		defer stopPut()
+	}
 	k := &keeper{l: l, parent: ctx}
 	k.start()
 	watchCtx, stopWatch := context.WithCancel(ctx)
