@@ -70,9 +70,10 @@ func OpenWithProfile(ctx context.Context, o ClientOptions, bucket string, p Prof
 // newClient is NewClient, returning also what tracks the connections of
 // the client's HTTP transport. The SDK's BuildableClient builds that
 // transport inside itself, out of reach (and clones it on every change, as
-// for a custom CA bundle), so the client's dialer is wrapped instead: every
-// connection it dials is tracked until it is closed, and a Bucket that
-// owns the client closes those left (its idle connections) on Close.
+// for a custom CA bundle or a defaults mode's dialer), so the client's
+// dialer is wrapped instead, once its options are final: every connection
+// it dials is tracked until it is closed, and a Bucket that owns the
+// client closes those left (its idle connections) on Close.
 func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, error) {
 	if o.Endpoint != "" {
 		if err := checkEndpoint(o.Endpoint); err != nil {
@@ -80,8 +81,7 @@ func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, err
 		}
 	}
 	tracked := &conns{open: map[*trackedConn]struct{}{}}
-	hc := awshttp.NewBuildableClient().WithTransportOptions(tracked.wrap)
-	load := []func(*config.LoadOptions) error{config.WithHTTPClient(hc)}
+	var load []func(*config.LoadOptions) error
 	if o.Region != "" {
 		load = append(load, config.WithRegion(o.Region))
 	}
@@ -96,6 +96,11 @@ func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, err
 		cfg.Credentials = credentialErrors{cfg.Credentials}
 	}
 	return s3sdk.NewFromConfig(cfg, func(opt *s3sdk.Options) {
+		// The client's options are final here (the defaults mode's dialer
+		// settings, a custom CA bundle), so the dialer is wrapped last.
+		if bc, ok := opt.HTTPClient.(*awshttp.BuildableClient); ok {
+			opt.HTTPClient = bc.WithTransportOptions(tracked.wrap)
+		}
 		if o.Endpoint != "" {
 			opt.BaseEndpoint = aws.String(o.Endpoint)
 		}
