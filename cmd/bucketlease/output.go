@@ -328,7 +328,7 @@ func errorClass(err error) string {
 	}
 }
 
-// jsonFailure writes err as show's, break's or probe's --json error object
+// jsonFailure writes err as show's, break's, probe's or list's --json error object
 // on w, and returns err for the exit code and stderr. A nil err, or help,
 // writes nothing.
 func jsonFailure(w io.Writer, command string, err error) error {
@@ -343,7 +343,7 @@ func jsonFailure(w io.Writer, command string, err error) error {
 // The commands whose --json covers their failures and refusals too (hold
 // reports its own, as its exit event).
 func init() {
-	for _, c := range []*command{showCommand, breakCommand, probeCommand} {
+	for _, c := range []*command{showCommand, breakCommand, probeCommand, listCommand} {
 		setup := c.setup
 		c.setup = func(fs *flag.FlagSet) runFunc {
 			run := setup(fs)

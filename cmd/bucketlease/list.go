@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+var listCommand = &command{
+	name:    "list",
+	args:    "URL [--json] [--max-keys N]",
+	summary: "list every lease under a prefix, with its holder, state and version",
+	help: `Lists the keys under the URL's prefix and reads every lease object among
+them ({prefix}/LEASE, and any key ending in /LEASE further down), as
+"bucketlease show" would read each: its prefix, state, holder, when it was
+renewed and its version (which "bucketlease break --version" needs). Like
+restic's "list locks". It writes and creates nothing; on file:// a directory
+that does not exist is an error (exit 1).
+
+It looks at --max-keys keys at most and then stops, saying so (with --json,
+"truncated": true): a bucket prefix with millions of objects is not listed
+to the end. A lease object that cannot be read is listed with its error, and
+list exits 1 after listing the rest.
+
+Examples:
+  bucketlease list file:///var/backups
+  bucketlease list 's3://my-bucket/backups?region=eu-west-1' --json | jq -r '.leases[] | select(.state == "fresh") | .prefix'`,
+	setup: setupList,
+}
+
+// listMaxKeys is how many keys list looks at by default.
+const listMaxKeys = 10000
+
+func setupList(fs *flag.FlagSet) runFunc {
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	maxKeys := fs.Int("max-keys", listMaxKeys, "look at this many keys at most, then stop and say so; 1 to 10,000,000")
+	timeout := new(time.Duration)
+	durationVar(fs, timeout, "timeout", time.Minute, "give up on the listing, or on a read of one lease, that has not finished after this long")
+	return func(ctx context.Context, e *env, args []string) error {
+		rawURL, err := oneURL(fs, args)
+		if err != nil {
+			return err
+		}
+		if *timeout <= 0 {
+			return usageErrorf("--timeout %v: it must be positive", *timeout)
+		}
+		if *maxKeys < 1 || *maxKeys > 10_000_000 {
+			return usageErrorf("--max-keys %d: use 1 to 10,000,000", *maxKeys)
+		}
+		if err := refuseInProcess("list", rawURL); err != nil {
+			return err
+		}
+		if _, err := fileLeaseAbsent(rawURL); err != nil { // a directory that is not there
+			return err
+		}
+		b, prefix, err := openURL(ctx, rawURL)
+		if err != nil {
+			return err
+		}
+		defer driver.Close(b)
+		res, err := listLeases(ctx, b, prefix, *maxKeys, *timeout, rawURL)
+		if err != nil {
+			return explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
+		}
+		if *asJSON {
+			if err := writeJSON(e.stdout, res); err != nil {
+				return err
+			}
+		} else {
+			printList(e.stdout, rawURL, res)
+		}
+		if res.Failed > 0 {
+			return fmt.Errorf("%d of the %d lease objects found could not be read; see their errors above", res.Failed, len(res.Leases))
+		}
+		return nil
+	}
+}
+
+// listJSON is list's --json output.
+type listJSON struct {
+	URL string `json:"url"`
+	// Keys is how many keys were looked at; Truncated, that the listing
+	// stopped at --max-keys.
+	Keys      int             `json:"keys"`
+	Truncated bool            `json:"truncated"`
+	Leases    []listLeaseJSON `json:"leases"`
+	Failed    int             `json:"failed"`
+	Now       string          `json:"now"`
+}
+
+// listLeaseJSON is one lease: its prefix under the listed URL, and show
+// --json's fields for it (url is the lease's own, for show and break), or
+// the error reading it.
+type listLeaseJSON struct {
+	Prefix string `json:"prefix"`
+	showJSON
+	Error string `json:"error,omitempty"`
+}
+
+// leasePrefix returns the lease prefix whose lease object key is, and
+// whether key is a lease object's at all.
+func leasePrefix(key string) (string, bool) {
+	if key == lease.Key("") {
+		return "", true
+	}
+	p, ok := strings.CutSuffix(key, "/"+lease.Key(""))
+	return p, ok && p != ""
+}
+
+// leaseURL is the URL of the lease of prefix p under rawURL's prefix, as
+// show and break take it (redacted if rawURL holds secrets).
+func leaseURL(rawURL, p string) string {
+	if p == "" {
+		return displayURL(rawURL)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return displayURL(rawURL)
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/" + p
+	u.RawPath = ""
+	return displayURL(u.String())
+}
+
+// listLeases lists the keys under prefix, at most maxKeys of them, and
+// inspects every lease object among them.
+func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, rawURL string) (listJSON, error) {
+	res := listJSON{URL: displayURL(rawURL), Leases: []listLeaseJSON{}}
+	under := strings.Trim(prefix, "/")
+	if under != "" {
+		under += "/"
+	}
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var found []string
+	for obj, err := range driver.List(lctx, b, under) {
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return res, fmt.Errorf("the listing did not finish within --timeout %v (after %d keys): %w", timeout, res.Keys, err)
+			}
+			return res, fmt.Errorf("list %q: %w", under, err)
+		}
+		if res.Keys == maxKeys {
+			res.Truncated = true
+			break
+		}
+		res.Keys++
+		if p, ok := leasePrefix(obj.Key); ok {
+			found = append(found, p)
+		}
+	}
+	cancel()
+	rb := withDeadlines(b, timeout, rawURL, "--timeout")
+	for _, p := range found {
+		st, err := lease.Inspect(ctx, rb, p, time.Now())
+		j := listLeaseJSON{Prefix: p}
+		if err != nil {
+			j.Key, j.Error = lease.Key(p), err.Error()
+			res.Failed++
+		} else {
+			j.showJSON = statusJSON(rawURL, st)
+		}
+		j.URL = leaseURL(rawURL, p)
+		res.Leases = append(res.Leases, j)
+	}
+	res.Now = time.Now().UTC().Format(time.RFC3339Nano)
+	return res, nil
+}
+
+// printList prints a listing for people: one lease a line.
+func printList(w io.Writer, rawURL string, res listJSON) {
+	if len(res.Leases) == 0 {
+		fmt.Fprintf(w, "No lease under %s (%d keys looked at).\n", displayURL(rawURL), res.Keys)
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "URL\tSTATE\tHOLDER\tRENEWED\tVERSION")
+		for _, l := range res.Leases {
+			if l.Error != "" {
+				fmt.Fprintf(tw, "%s\terror\t-\t-\t%s\n", shellQuote(l.URL), oneLine(l.Error))
+				continue
+			}
+			holder, renewed := l.Holder, ""
+			if holder == "" {
+				holder = "-"
+			}
+			if l.RenewedAt != "" {
+				renewed = fmt.Sprintf("%.0fs ago", l.RenewedAgoS)
+			} else {
+				renewed = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shellQuote(l.URL), l.State, holderName(holder), renewed, l.Version)
+		}
+		tw.Flush()
+	}
+	if res.Truncated {
+		fmt.Fprintf(w, "Stopped after %d keys (--max-keys): there may be more leases further on; list a longer prefix, or raise --max-keys.\n", res.Keys)
+	}
+}
