@@ -29,8 +29,7 @@ func TestWatchdogMutantsHoldKilledStopsTheCommandAtOnce(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(writer, syscall.SIGKILL) })
 
 	a.signal(syscall.SIGKILL)
-	a.wait()
-	killed := time.Now()
+	killed := time.Now() // not after a.wait, which waits for the command's end of stdout to close
 	const bound = 15 * time.Second // generous for a loaded machine; the deadline is 40 s away
 	for time.Since(killed) < bound && alive(writer) {
 		time.Sleep(20 * time.Millisecond)
@@ -38,4 +37,5 @@ func TestWatchdogMutantsHoldKilledStopsTheCommandAtOnce(t *testing.T) {
 	if alive(writer) {
 		t.Fatalf("the command's child (pid %d) still runs %v after hold was killed", writer, bound)
 	}
+	a.wait()
 }
