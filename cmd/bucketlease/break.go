@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 
 var breakCommand = &command{
 	name:    "break",
-	args:    "URL --version V [--force] [--json]",
+	args:    "URL --version V [--force] [--yes] [--json]",
 	summary: "remove a stuck lease, only if it is still the version you looked at",
 	help: `Removes the lease object {prefix}/LEASE so that another instance can take the
 lease at once, but only if it still has version V (from "bucketlease show"):
@@ -25,6 +27,12 @@ take over at once. It never deletes: many services that serve the S3 API
 ignore conditions on DELETE. If the lease changed since you looked (its
 holder renewed it, or someone else took it), break refuses, writes nothing
 and exits 4.
+
+On a terminal (stdin is one), break shows the lease object and asks before
+it writes: only "yes" breaks it; any other answer exits 4 and writes
+nothing. --yes skips the question. Without a terminal (a script, cron) it
+never asks: --version V, which names the one object to break, is the
+confirmation, as it always was.
 
 A fresh lease (renewed less than its TTL ago) has a live holder, probably:
 break refuses it (exit 4) unless you pass --force. Breaking a live holder's
@@ -40,6 +48,7 @@ Examples:
 func setupBreak(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
 	force := fs.Bool("force", false, "break a fresh lease too")
+	yes := fs.Bool("yes", false, "on a terminal, break without asking for confirmation (without a terminal break never asks: --version is the confirmation)")
 	asJSON := fs.Bool("json", false, "print one JSON object: what was done, or the refusal or error with its exit code and class")
 	timeout := new(time.Duration)
 	durationVar(fs, timeout, "timeout", defaultTimeout, "give up on a request the service has not answered after this long")
@@ -57,11 +66,15 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
+		var confirm func() error
+		if !*yes && isTerminal(os.Stdin) {
+			confirm = func() error { return askYes(os.Stdin, e.stderr) }
+		}
 		if !*asJSON {
-			return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force, *timeout)
+			return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force, *timeout, confirm)
 		}
 		var out strings.Builder
-		if err := breakLease(ctx, &out, rawURL, driver.Version(*version), *force, *timeout); err != nil {
+		if err := breakLease(ctx, &out, rawURL, driver.Version(*version), *force, *timeout, confirm); err != nil {
 			return err // the error object is written by jsonFailure
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -69,7 +82,23 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 	}
 }
 
-func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool, timeout time.Duration) error {
+// askYes asks on w whether to break the lease shown, and reads the answer
+// from r: only "yes" breaks it, as terraform force-unlock asks.
+func askYes(r io.Reader, w io.Writer) error {
+	fmt.Fprint(w, "Break this lease? Only 'yes' breaks it (--yes skips this question): ")
+	answer, err := bufio.NewReader(r).ReadString('\n')
+	if strings.TrimSpace(answer) == "yes" {
+		return nil
+	}
+	if err != nil && answer == "" {
+		fmt.Fprintln(w)
+	}
+	return withCode(exitRefused, withClass("cancelled", errors.New("not broken: the answer was not yes; nothing was written")))
+}
+
+// breakLease breaks the lease at rawURL if it is still version v; confirm,
+// if not nil, is asked once the lease is shown and found breakable.
+func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool, timeout time.Duration, confirm func() error) error {
 	if free, err := fileLeaseAbsent(rawURL); err != nil {
 		return err
 	} else if free {
@@ -99,6 +128,13 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	if st.State == lease.Fresh && !force {
 		return withCode(exitRefused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
 			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt))))
+	}
+	if confirm != nil {
+		// The answer may take a while; the break is still If-Match v, so a
+		// lease renewed or taken meanwhile is refused by the service.
+		if err := confirm(); err != nil {
+			return err
+		}
 	}
 	err = lease.Break(ctx, b, prefix, v, time.Now())
 	if errors.Is(err, driver.ErrPrecondition) {

@@ -17,7 +17,7 @@ const (
 	// exitHeld: another instance holds the lease (hold without --wait).
 	exitHeld = 3
 	// exitRefused: break refused, because the lease changed since you
-	// looked at it or is still fresh.
+	// looked at it or is still fresh, or (on a terminal) not confirmed.
 	exitRefused = 4
 	// exitProbeFailed: probe found that the service does not give the
 	// exclusion its driver declares.
@@ -43,7 +43,7 @@ const exitCodesHelp = `Exit codes:
   1    an error: the URL, the credentials, the service or the network
   2    a usage error: unknown command or flag, missing argument
   3    hold: another instance holds the lease (without --wait); -E N makes it N
-  4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force)
+  4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force), or on a terminal the answer was not yes
   5    probe: the service does not give the exclusion its driver declares;
        hold: the service ignores write preconditions, so the lease refuses to run on it
   6    hold: another live process holds the lease under the same --instance-id (--wait does not wait for it)
