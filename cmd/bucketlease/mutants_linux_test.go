@@ -29,7 +29,9 @@ func TestWatchdogMutantsHoldKilledStopsTheCommandAtOnce(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(writer, syscall.SIGKILL) })
 
 	a.signal(syscall.SIGKILL)
-	killed := time.Now() // not after a.wait, which waits for the command's end of stdout to close
+	// Timed from the signal, not from a.wait, which returns only once the
+	// command's end of hold's stdout has closed.
+	killed := time.Now()
 	const bound = 15 * time.Second // generous for a loaded machine; the deadline is 40 s away
 	for time.Since(killed) < bound && alive(writer) {
 		time.Sleep(20 * time.Millisecond)
