@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // The hold, show and break sessions in docs/cli.md are produced by the

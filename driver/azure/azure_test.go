@@ -16,7 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 // emulatorDeviations are the drivertest checks Azurite is known to fail

@@ -18,7 +18,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 // emulatorDeviations are the drivertest checks fake-gcs-server is known to

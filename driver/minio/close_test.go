@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // settle waits, up to a bound, for the number of goroutines to come down to

@@ -15,7 +15,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
 // Scheme is the URL scheme this package registers.

@@ -15,8 +15,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 // isolateCreds clears every variable the credential chain reads.

@@ -10,7 +10,7 @@ import (
 	miniogo "github.com/minio/minio-go/v7"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
 var (

@@ -13,8 +13,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 const account = "0123456789abcdef0123456789abcdef"

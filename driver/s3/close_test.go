@@ -8,8 +8,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 // settle waits, up to a bound, for the number of goroutines to come down to

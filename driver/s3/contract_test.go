@@ -16,9 +16,9 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/wirefault"
 )
 
 // options returns the MinIO conformance options: a bucket that does not

@@ -17,7 +17,7 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
 // Scheme is the URL scheme this package registers.

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
 // MaxPutSize is the largest body Put sends: S3's limit for a single PUT.

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
 var (

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // TestListPendingSeesAnUpload is the positive control of drivertest's "no

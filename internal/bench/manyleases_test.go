@@ -9,7 +9,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // BenchmarkManyLeasesMem holds 10,000 leases on the in-memory driver for

@@ -14,7 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/mushroomdb/bucketlease/driver/azure"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 func init() { targets = append(targets, target{"azure", azurePairs}) }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/mushroomdb/bucketlease/driver/gcs"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 // gcsPairs measures the gcs driver against the storage client's Writer and

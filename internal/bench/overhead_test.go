@@ -23,7 +23,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // payload is what every Put writes: the size of a lease record.

@@ -31,8 +31,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 

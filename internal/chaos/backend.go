@@ -28,7 +28,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/stripproxy"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
 )
 
 // Drivers are the drivers a chaos run covers, in order. "s3-stripped" is

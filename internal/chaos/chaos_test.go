@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/internal/chaos"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 var (

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // RcloneVar names the rclone binary scripts/compat built; TestRcloneUnderHold

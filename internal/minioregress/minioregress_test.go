@@ -14,9 +14,9 @@ import (
 	_ "github.com/mushroomdb/bucketlease/driver/minio"
 	_ "github.com/mushroomdb/bucketlease/driver/r2"
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 

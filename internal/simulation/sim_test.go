@@ -16,7 +16,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/internal/chaos/register"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 var (

@@ -19,8 +19,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/stripproxy"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 

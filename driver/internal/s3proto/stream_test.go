@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
 // fakeMP is a multipart service in memory that records what it is asked.

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/mushroomdb/bucketlease/internal/testenv"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
 // The variables scripts/emulators/minio.sh exports.
