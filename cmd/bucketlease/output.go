@@ -348,8 +348,13 @@ func init() {
 		c.setup = func(fs *flag.FlagSet) runFunc {
 			run := setup(fs)
 			return func(ctx context.Context, e *env, args []string) error {
-				err := run(ctx, e, args)
-				if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" {
+				out := &countingWriter{w: e.stdout}
+				ce := *e
+				ce.stdout = out
+				err := run(ctx, &ce, args)
+				// A command that printed its own object (probe's report
+				// of checks that failed) is not given a second one.
+				if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" && out.n == 0 {
 					return jsonFailure(e.stdout, fs.Name(), err)
 				}
 				return err
@@ -380,4 +385,16 @@ func (w waitSeconds) Set(s string) error {
 	}
 	*w.wait, *w.timeout = true, time.Duration(secs*float64(time.Second))
 	return nil
+}
+
+// countingWriter counts what is written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
