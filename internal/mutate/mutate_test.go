@@ -9,7 +9,8 @@ import (
 )
 
 // TestList: the project's list parses, and has a mutant of every part of
-// the safety lines that issue 20 names.
+// the safety lines: the fence, the probe, renewal, release, ownership by
+// content, the fenced bucket, the watchdog and the drivers' errors.
 func TestList(t *testing.T) {
 	ms, err := Parse(strings.NewReader(List))
 	if err != nil {

@@ -165,7 +165,9 @@ func Run(cfg Config) (res Result) {
 
 const storeDeviations = StoreIgnoresDeleteCondition | StoreDeletesMissingOK | StoreIfMatchMissingCreates
 
-// round3 are the classes of issue 20.
+// round3 are the classes of the third safety round: a path that drops
+// If-None-Match, a Break through a path that drops If-Match, a slow write
+// that outlives Release, and a wall clock stepped back by an hour.
 const round3 = PathDropsIfNoneMatch | BreakDropsIfMatch | SlowWriteOutlivesRelease | WallClockBackAnHour
 
 // pickDeviations chooses, from the seed, which deviation classes are on in

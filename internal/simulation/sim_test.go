@@ -391,7 +391,8 @@ func TestNegativeWorkerIgnoresFence(t *testing.T) {
 	negative(t, Config{WorkerIgnoresFence: true, Exclude: round3}, InvExclusion, 40)
 }
 
-// The deviation classes of issue 11, each with the old, trusting lease
+// The deviation classes of the world (twins, restarts, stores that
+// ignore a delete condition, odd clocks), each with the old, trusting lease
 // behaviour switched back on (internal/oldlease): the simulator must find
 // a violation, or the class proves nothing.
 
@@ -473,7 +474,7 @@ func TestCampaignFindings(t *testing.T) {
 	}
 }
 
-// The classes of issue 20, each with the lease's old behaviour switched
+// The third round's classes, each with the lease's old behaviour switched
 // back on: the simulator must find the violation the old behaviour allows.
 
 // A path that drops If-None-Match, and an acquire whose first write is an
@@ -512,7 +513,7 @@ func TestNegativeStampThroughClockJump(t *testing.T) {
 	})
 }
 
-// TestRound3ClassesHold runs each class of issue 20 alone, certain in every
+// TestRound3ClassesHold runs each class of the third round alone, certain in every
 // seed, on today's lease: no violation, and the class's fault happened.
 func TestRound3ClassesHold(t *testing.T) {
 	for _, c := range []struct {
