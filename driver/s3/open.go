@@ -89,6 +89,12 @@ func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading the AWS SDK configuration: %w", err)
 	}
+	if cfg.Region == "" && o.Endpoint != "" {
+		// An S3-compatible server at an endpoint of its own (MinIO, a
+		// gateway) signs with a region it mostly ignores; us-east-1 is
+		// what such servers take by default. AWS itself still needs one.
+		cfg.Region = "us-east-1"
+	}
 	if cfg.Region == "" {
 		return nil, nil, errors.New("no region: add ?region=… to the URL or set AWS_REGION")
 	}
@@ -105,6 +111,10 @@ func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, err
 			opt.BaseEndpoint = aws.String(o.Endpoint)
 		}
 		opt.UsePathStyle = o.PathStyle
+		// The SDK logs "Response has no supported checksum" at DEBUG for
+		// every object written by a client that sent none (another tool,
+		// an older SDK), on stderr and inside hold --json's stream: noise.
+		opt.DisableLogOutputChecksumValidationSkipped = true
 		if o.ChecksumWhenRequired {
 			opt.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			opt.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired

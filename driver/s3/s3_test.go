@@ -103,6 +103,16 @@ func TestOpenURL(t *testing.T) {
 	drivertest.RunURLs(t, drivertest.URLCases{Valid: good, Invalid: bad, Secrets: []string{"hunter2", "AKIAHUNTER2", "sig-hunter2"}})
 }
 
+// TestRegionDefaultForAnEndpoint: an S3-compatible server at an endpoint
+// of its own needs no region in the URL (us-east-1, what such servers take);
+// AWS itself still does (TestURLs: "no region").
+func TestRegionDefaultForAnEndpoint(t *testing.T) {
+	testenv.IsolateAWS(t)
+	if _, _, err := driver.Open(context.Background(), "s3://bucket/p?endpoint=http://127.0.0.1:9000&path_style=true"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRegionFromEnvironment shows that the region, like the credentials,
 // may come from the SDK's chain instead of the URL.
 func TestRegionFromEnvironment(t *testing.T) {
