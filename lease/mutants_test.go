@@ -147,3 +147,30 @@ func (b *beforeFirstPut) Put(ctx context.Context, key string, data []byte, cond 
 	}
 	return b.Bucket.Put(ctx, key, data, cond)
 }
+
+// TestHolderWithAStuckWallClockFencesItself: a holder whose wall clock
+// stands still while its monotonic clock runs must not renew on, stamping
+// renewed_at from the stuck clock: readers would see the lease age while it
+// is renewed, take it over after a TTL, and the holder would write on. Half
+// a TTL of monotonic time with the wall clock stuck is more than the third
+// of a TTL the spec absorbs, so the next renewal fences the holder. (Mutant
+// fence-clock-jump-ignored: the wall clock here never steps back, so only
+// the comparison of the two clocks since the last renewal sees it.)
+func TestHolderWithAStuckWallClockFencesItself(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c := clock.NewFake(t0)
+	l := acquire(t, b, "me", c)
+	var err error
+	for i := 0; i < 4 && l.MayWrite(); i++ { // two TTLs of monotonic time
+		c.AdvanceMono(ttl / 2)
+		err = l.Renew(ctx)
+	}
+	if l.MayWrite() {
+		rec, _, _ := readRecord(t, b)
+		t.Fatalf("after two TTLs on the monotonic clock with the wall clock stuck, the holder still renews and may write; the record it stamps says renewed %v, which readers take for a lease that has aged", rec.RenewedAt)
+	}
+	if !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("the renewal with the wall clock stuck: %v, want ErrFenced", err)
+	}
+}
