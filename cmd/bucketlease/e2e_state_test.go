@@ -101,3 +101,19 @@ func TestGarbageLeaseTakenOverAcrossRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestBestEffortSaysSoByDefault: under MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off
+// hold warns that exclusion is best-effort at its default log level (the
+// lease's own WARN goes to a log that is off by default); a conditional
+// lease says nothing of the kind.
+func TestBestEffortSaysSoByDefault(t *testing.T) {
+	u, _ := fileURL(t)
+	_, errOut, code := runCLI(t, []string{"MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off"}, "hold", u, "--ttl", "3s", "--", "true")
+	if code != 0 || !strings.Contains(errOut, "warning") || !strings.Contains(errOut, "best-effort") {
+		t.Fatalf("best-effort hold: exit %d, stderr %q; want a warning", code, errOut)
+	}
+	u2, _ := fileURL(t)
+	if _, errOut, _ := runCLI(t, nil, "hold", u2, "--ttl", "3s", "--", "true"); strings.Contains(errOut, "warning") {
+		t.Fatalf("a conditional hold warned: %q", errOut)
+	}
+}

@@ -316,6 +316,12 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		func(r *record) {
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
 		})
+	if l.Exclusion() != driver.Conditional {
+		// Said whatever --log-level is: the lease's own WARN goes to a log
+		// that is off by default.
+		p.note("warning", fmt.Sprintf("exclusion is %s (%s=off): each step is a read then an unconditional write, so two instances that start together may both proceed",
+			l.Exclusion(), lease.EnvConditional), func(r *record) { r.Exclusion = l.Exclusion().String() })
+	}
 
 	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
 		stopPut, err := servePut(l)
