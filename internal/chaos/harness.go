@@ -25,8 +25,8 @@ const (
 	// TTL/3 the lease absorbs; it takes over healthy holders.
 	ControlSkewBeyond = "skew-beyond"
 	// ControlProbeDisabled: the s3 driver through a proxy that strips
-	// preconditions (internal/stripproxy), with oldlease.SkipProbe set in
-	// every worker.
+	// preconditions (internal/testsupport/stripproxy), with the old acquire
+	// (oldlease.SkipProbe and UnprovenFirstWrite) in every worker.
 	ControlProbeDisabled = "probe-disabled"
 	// ControlFenceDisabled: the workers write through the raw bucket and
 	// ignore MayWrite; the holder of p0 is paused for 1.5 TTL again and
