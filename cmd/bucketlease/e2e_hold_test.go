@@ -222,10 +222,10 @@ func TestHoldBrokenByOperator(t *testing.T) {
 	a := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "alpha", "--", "sleep", "120")
 	a.waitFor(`command-started`)
 	s := showJSONOf(t, u)
-	if _, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--force"); code != 0 {
+	if _, _, code := runCLI(t, nil, "break", u, "--version", s.Version, "--force"); code != 0 {
 		// The holder may have renewed between show and break.
 		s = showJSONOf(t, u)
-		if _, errOut, code = runCLI(t, nil, "break", u, "--version", s.Version, "--force"); code != 0 {
+		if _, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--force"); code != 0 {
 			t.Fatalf("break: exit %d: %s", code, errOut)
 		}
 	}

@@ -412,6 +412,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		case ctx.Err() != nil:
 			return nil, stoppedWaiting(ctx, last)
 		case errors.Is(err, lease.ErrInstanceInUse):
+			//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 			return nil, withCode(exitInstanceInUse, fmt.Errorf("%w\nAnother live process holds this lease under the same instance id (%s). Give each process its own --instance-id; waiting would not help.",
 				err, c.InstanceID()))
 		case errors.Is(err, lease.ErrPreconditionsIgnored):
@@ -419,6 +420,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		case errors.As(err, &held):
 			failures = 0
 			if !f.wait {
+				//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 				return nil, withCode(exitHeld, fmt.Errorf("%w\nRun with --wait to take it over when it is free.", err))
 			}
 			if f.verbose || last == nil || last.Holder() != held.Holder() || last.State != held.State {

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -255,9 +254,6 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
-
-// indent indents every line of s after the first.
-func indent(s, by string) string { return strings.ReplaceAll(s, "\n", "\n"+by) }
 
 // exit reports, as the last event, the code hold exits with and why: so a
 // script reading --json can tell every outcome apart (a refusal, a lost
