@@ -11,7 +11,7 @@ import (
 
 // TestWatchdogGroupKillOldEscapes is the negative control of
 // TestWatchdogGroupKill: with the watchdog in hold's process group and no
-// PID namespace, as before issue 22, a group kill takes the watchdog too
+// PID namespace, as before the fix, a group kill takes the watchdog too
 // and the setsid writer writes on past the fence deadline; the scenario
 // finds it.
 func TestWatchdogGroupKillOldEscapes(t *testing.T) {
@@ -34,7 +34,7 @@ func TestWatchdogGroupKillSessionFallback(t *testing.T) {
 
 // TestDeletedLeaseOldOverlaps is the negative control of
 // TestDeletedLeaseStopsCommand: without the read-back and the waiter's
-// hold-off, as before issue 22, the waiter takes the deleted lease while
+// hold-off, as before the fix, the waiter takes the deleted lease while
 // the first command still writes (it is stopped only at its next renewal,
 // a third of the 30 s TTL after the deletion).
 func TestDeletedLeaseOldOverlaps(t *testing.T) {

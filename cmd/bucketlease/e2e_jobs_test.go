@@ -400,7 +400,7 @@ func TestCtrlCAtTerminal(t *testing.T) {
 	}
 }
 
-// TestKillJobAtTerminal is issue 22's item 1 exactly as reported, in a
+// TestKillJobAtTerminal is the kill of hold's job exactly as a user reported it, in a
 // real interactive shell: hold runs as a background job (&) whose command
 // starts a setsid tick writer, and "kill -9 %1" kills the job's whole
 // process group, hold and the watchdog included. The writer must not

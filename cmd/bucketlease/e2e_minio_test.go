@@ -143,7 +143,7 @@ func minioURLs(srv miniotest.Server, bucket, prefix string) map[string]string {
 	}
 }
 
-// TestFencedHolderReleaseMinIO is issue 11's fenced-holder-release
+// TestFencedHolderReleaseMinIO is the fenced-holder-release
 // scenario through "bucketlease hold" on a real MinIO server: holder A
 // cannot renew (it is stopped), B takes the lease over after a TTL, A is
 // continued, finds its lease ended and releases: B's lease object is still

@@ -20,7 +20,7 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// TestMemRefusedAcrossProcesses (issue 22, item 2): a mem:// bucket lives
+// TestMemRefusedAcrossProcesses: a mem:// bucket lives
 // in one process, so hold, break and probe refuse it (exit 2) instead of
 // reporting conditional exclusion between processes that cannot see each
 // other; the command after -- never runs. The demo still uses memory.
@@ -44,7 +44,7 @@ func TestMemRefusedAcrossProcesses(t *testing.T) {
 	}
 }
 
-// deletedLease is the scenario of issue 22, item 3: hold's command
+// deletedLease is the scenario: hold's command
 // deletes the lease object (as a sync tool with --delete would) while
 // another hold waits with --wait. It returns when the deletion happened,
 // the first hold's command's last tick, when the waiter's command started,
@@ -92,7 +92,7 @@ func tickFile(t *testing.T, path string) int64 {
 	return 0
 }
 
-// TestDeletedLeaseStopsCommand (issue 22, item 3): a command that deletes
+// TestDeletedLeaseStopsCommand: a command that deletes
 // its own lease object is stopped at once (hold reads the object back
 // every TTL/30, 100 ms to 1 s), hold exits 124, and a hold waiting with
 // --wait, which saw the lease vanish without a release, takes it only
@@ -111,7 +111,7 @@ func TestDeletedLeaseStopsCommand(t *testing.T) {
 		lastA.Sub(deleted).Round(time.Millisecond), startB.Sub(deleted).Round(time.Millisecond))
 }
 
-// sigtermTrapped is the scenario of issue 22, item 5: hold's command traps
+// sigtermTrapped is the scenario: hold's command traps
 // SIGTERM and writes ticks; hold gets SIGTERM twice. It returns hold's exit
 // code (-1 if it had not exited within bound) and the lease's state after.
 func sigtermTrapped(t *testing.T, env []string, bound time.Duration) (code int, state string, ticks string) {
@@ -134,7 +134,7 @@ func sigtermTrapped(t *testing.T, env []string, bound time.Duration) (code int, 
 	return code, showJSONOf(t, u).State, ticks
 }
 
-// TestSigtermGraceThenKill (issue 22, item 5): SIGTERM to hold is passed
+// TestSigtermGraceThenKill: SIGTERM to hold is passed
 // on to the command; a command that traps it is killed, with everything it
 // started, after --grace; then the lease is released and hold exits with
 // the command's status (137, killed by SIGKILL). The negative control is
@@ -152,7 +152,7 @@ func TestSigtermGraceThenKill(t *testing.T) {
 	}
 }
 
-// TestEmptyCommandRefused (issue 22, item 7): "hold URL -- $CMD" with an
+// TestEmptyCommandRefused: "hold URL -- $CMD" with an
 // empty $CMD is a usage error (exit 2) before the lease is taken, not a
 // hold until interrupted.
 func TestEmptyCommandRefused(t *testing.T) {
@@ -200,7 +200,7 @@ func blackHole(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestHangIsBounded (issue 22, item 4): against a server that accepts
+// TestHangIsBounded: against a server that accepts
 // connections and never answers, show and break give up after --timeout
 // and hold after a third of its TTL per request, each exiting 1 with the
 // URL and the request it waited for, instead of hanging.
@@ -228,7 +228,7 @@ func TestHangIsBounded(t *testing.T) {
 	}
 }
 
-// TestWaitStoppedBySignalExits128PlusN (issue 22, item 11): a hold --wait
+// TestWaitStoppedBySignalExits128PlusN: a hold --wait
 // stopped by a signal before it took the lease exits 128+N, as a shell
 // reports a command killed by it: 143 for SIGTERM (it was 130 for every
 // signal), 130 for SIGINT.
@@ -251,7 +251,7 @@ func TestWaitStoppedBySignalExits128PlusN(t *testing.T) {
 	a.wait()
 }
 
-// TestBreakPastedVersionAndCommand (issue 22, item 10): break accepts the
+// TestBreakPastedVersionAndCommand: break accepts the
 // version with or without the double quotes an ETag is spelt with (a shell
 // strips them from a pasted --version "…"), and the command line a refusal
 // suggests is quoted for the shell: run through sh, it works as printed.
@@ -317,7 +317,7 @@ func lastEvent(t *testing.T, out string) map[string]any {
 	return nil
 }
 
-// TestExitCodesChosenAndReported (issue 22, item 6): -E sets the code for
+// TestExitCodesChosenAndReported: -E sets the code for
 // a held lease (as flock -E does) and --lost-exit the one for a lease that
 // ended while held, so that neither collides with the command's own codes;
 // the command's own status is never remapped; with --json every outcome,
@@ -347,7 +347,7 @@ func TestExitCodesChosenAndReported(t *testing.T) {
 	}
 }
 
-// TestShowJudgesFileURLsAsHoldDoes (issue 22, item 11): show gives hold's
+// TestShowJudgesFileURLsAsHoldDoes: show gives hold's
 // answer for a file:// URL with a host (the three-slashes hint) or an
 // unknown parameter, instead of calling the lease free.
 func TestShowJudgesFileURLsAsHoldDoes(t *testing.T) {

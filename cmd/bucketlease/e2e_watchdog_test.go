@@ -351,7 +351,7 @@ func startGroup(t *testing.T, env []string, args ...string) (*proc, int) {
 	return p, p.cmd.Process.Pid
 }
 
-// groupKill is the scenario of issue 22, item 1: hold's command starts a
+// groupKill is the scenario: hold's command starts a
 // tick writer in a session of its own (setsid), then hold's whole process
 // group is killed (kill -KILL -- -PGID, as "kill -9 %1" does in a shell).
 // It returns the ticks written after the fence deadline and whether the

@@ -28,7 +28,7 @@ func jsonObject(t *testing.T, what, out string) map[string]any {
 	return m
 }
 
-// TestLeaseThatIsADirectory (issue 22, item 9): a LEASE that is an empty
+// TestLeaseThatIsADirectory: a LEASE that is an empty
 // directory is reported by show, break and hold as what it is, with the
 // fix (remove or rename it), never as a free lease; hold --wait does not
 // retry it.
@@ -127,7 +127,7 @@ func TestList(t *testing.T) {
 	}
 }
 
-// TestJSONForErrorsAndRefusals (issue 22, item 6): with --json, show,
+// TestJSONForErrorsAndRefusals: with --json, show,
 // break and probe print their failures and refusals as one JSON object
 // on stdout, with the exit code and the class.
 func TestJSONForErrorsAndRefusals(t *testing.T) {

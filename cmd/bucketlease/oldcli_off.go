@@ -9,7 +9,7 @@ import "time"
 // negative control turn one back on.
 
 // oldSharedGroup: the watchdog runs in hold's process group, with no PID
-// namespace and no session of its own (before issue 22).
+// namespace and no session of its own (the behaviour before the fix).
 func oldSharedGroup() bool { return false }
 
 // noNamespace: hold starts the watchdog without a PID namespace, as where
@@ -17,12 +17,12 @@ func oldSharedGroup() bool { return false }
 func noNamespace() bool { return false }
 
 // oldLeaseWatch: hold neither reads its lease object back between
-// renewals nor, waiting, holds off from a lease that vanished (before
-// issue 22).
+// renewals nor, waiting, holds off from a lease that vanished (the behaviour before
+// the fix).
 func oldLeaseWatch() bool { return false }
 
 // oldTermNoGrace: SIGTERM to hold is passed on to the command and nothing
-// more: a command that traps it runs on (before issue 22).
+// more: a command that traps it runs on (the behaviour before the fix).
 func oldTermNoGrace() bool { return false }
 
 // oldDropEarlySignal: a signal that reaches hold before it has read the

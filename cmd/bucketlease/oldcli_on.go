@@ -17,7 +17,7 @@ func oldCLI(name string) bool {
 }
 
 // oldSharedGroup: the watchdog runs in hold's process group, with no PID
-// namespace and no session of its own (before issue 22).
+// namespace and no session of its own (the behaviour before the fix).
 func oldSharedGroup() bool { return oldCLI("shared-group") }
 
 // noNamespace: hold starts the watchdog without a PID namespace, as where
@@ -25,12 +25,12 @@ func oldSharedGroup() bool { return oldCLI("shared-group") }
 func noNamespace() bool { return oldCLI("no-namespace") }
 
 // oldLeaseWatch: hold neither reads its lease object back between
-// renewals nor, waiting, holds off from a lease that vanished (before
-// issue 22).
+// renewals nor, waiting, holds off from a lease that vanished (the behaviour before
+// the fix).
 func oldLeaseWatch() bool { return oldCLI("no-lease-watch") }
 
 // oldTermNoGrace: SIGTERM to hold is passed on to the command and nothing
-// more: a command that traps it runs on (before issue 22).
+// more: a command that traps it runs on (the behaviour before the fix).
 func oldTermNoGrace() bool { return oldCLI("term-no-grace") }
 
 // oldDropEarlySignal: a signal that reaches hold before it has read the
