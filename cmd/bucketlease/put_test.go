@@ -93,6 +93,23 @@ func TestPutInsideHold(t *testing.T) {
 	if s := staged(t, dir); len(s) > 0 {
 		t.Errorf("left staged: %v", s)
 	}
+	// The socket is a file: it is reached from the command's PID
+	// namespace, where there is one.
+	t.Logf("the command ran %s", map[bool]string{true: "in a new PID namespace", false: "without a PID namespace"}[strings.Contains(errb.String(), "PID namespace")])
+}
+
+// TestPutInsideHoldWithoutPIDNamespace: the same with hold
+// --pid-namespace=false, where the command runs in a session of its own.
+func TestPutInsideHoldWithoutPIDNamespace(t *testing.T) {
+	u, dir := fileURL(t)
+	out, errOut, code := runCLI(t, []string{"BL=" + binary}, "hold", u, "--pid-namespace=false", "--", "sh", "-c", `echo small | "$BL" put k`)
+	if code != 0 {
+		t.Fatalf("hold: exit %d\n%s\n%s", code, out, errOut)
+	}
+	got, v, ok := readObject(t, dir, "k")
+	if !ok || string(got) != "small\n" || strings.TrimSpace(out) != string(v) {
+		t.Errorf("k: %q (found %v), printed %q, version %q", got, ok, out, v)
+	}
 }
 
 // TestPutOutsideHoldIsUsage: put KEY without a hold to talk to is a usage
