@@ -108,6 +108,16 @@
 // may be cancelled up to a second late; writes started through Bucket are
 // refused at once all the same.
 //
+// Limits of reading first. Acquire writes blind only to a key it has just
+// read as free, so a path that drops If-None-Match (a proxy, a gateway) can
+// overwrite only a holder that acquired in that same round trip. The probe
+// catches a path that drops the header on its probes too, and then the
+// failed acquire blocks the prefix for a full TTL; a path that applies the
+// header to the probes but dropped it from that one first write cannot be
+// seen from the client, and the overwritten holder learns of it at its next
+// renewal (ErrLost). Run the lease only on paths that apply preconditions
+// to every request.
+//
 // # What no lease can stop
 //
 // A stale holder's request that the service has already received
