@@ -42,7 +42,8 @@ The verdicts, and the exit code of each:
                                  accepted: the lease refuses to run here
   does not behave as declared 5  another check failed with no error
   error, inconclusive         1  an operation failed; the error is shown; run
-                                 probe again
+                                 probe again (unless another check showed the
+                                 service ignores preconditions: then 5)
 
 A service that ignores preconditions cannot keep a
 second writer out: the lease refuses to run on it (set
@@ -78,7 +79,9 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
-		if bad := erroredChecks(rep); len(bad) > 0 {
+		// A write accepted that should have been refused is evidence,
+		// whatever else could not complete: the verdict is the failure.
+		if bad := erroredChecks(rep); len(bad) > 0 && rep.Observed == rep.Declared {
 			if *asJSON {
 				_ = writeJSON(e.stdout, probeJSON(rawURL, rep))
 			} else {
