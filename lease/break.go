@@ -2,8 +2,6 @@ package lease
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -78,11 +76,10 @@ func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version
 // proveIfMatch shows that the path to b applies If-Match, on a scratch key
 // beside key: a write with If-Match on a made-up version must be refused.
 func proveIfMatch(ctx context.Context, b driver.Bucket, key string) error {
-	var r [8]byte
-	if _, err := rand.Read(r[:]); err != nil {
+	scratch, err := scratchKey(key, "break-probe")
+	if err != nil {
 		return err
 	}
-	scratch := key + ".break-probe-" + hex.EncodeToString(r[:])
 	sv, err := b.Put(ctx, scratch, []byte("bucketlease break: probe of If-Match; safe to delete"), driver.Condition{})
 	if err != nil {
 		return fmt.Errorf("write the probe key %s: %w", scratch, err)

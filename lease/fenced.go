@@ -78,13 +78,9 @@ func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Con
 // cancelled the moment the lease ends.
 func (l *Lease) startWrite(ctx context.Context) (context.Context, func(), error) {
 	l.mu.Lock()
-	if !l.mayWriteLocked() {
-		reason := l.done
+	if err := l.refusalLocked(); err != nil {
 		l.mu.Unlock()
-		if reason == nil {
-			reason = ErrFenced
-		}
-		return nil, nil, reason
+		return nil, nil, err
 	}
 	l.writes++
 	l.mu.Unlock()
@@ -99,6 +95,28 @@ func (l *Lease) startWrite(ctx context.Context) (context.Context, func(), error)
 			l.idle = nil
 		}
 	}, nil
+}
+
+// refusalLocked is why a write may not start now (the lease's end, or
+// ErrFenced past the deadline), or nil; l.mu is held.
+func (l *Lease) refusalLocked() error {
+	if l.mayWriteLocked() {
+		return nil
+	}
+	if l.done != nil {
+		return l.done
+	}
+	return ErrFenced
+}
+
+// scratchKey returns a fresh random key beside key for a probe of kind,
+// such as "LEASE.break-probe-1f2e…".
+func scratchKey(key, kind string) (string, error) {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	return key + "." + kind + "-" + hex.EncodeToString(r[:]), nil
 }
 
 // waitWrites waits until every write through Bucket has returned, or ctx
@@ -148,12 +166,11 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, co
 		}
 		userGate := o.MayStart
 		o.MayStart = func() error {
-			if !f.l.MayWrite() {
-				reason := f.l.Err()
-				if reason == nil {
-					reason = ErrFenced
-				}
-				return reason
+			f.l.mu.Lock()
+			err := f.l.refusalLocked()
+			f.l.mu.Unlock()
+			if err != nil {
+				return err
 			}
 			if userGate != nil {
 				return userGate()
@@ -191,11 +208,10 @@ func (l *Lease) proveStreamCommit(ctx context.Context) error {
 	if proven {
 		return nil
 	}
-	var r [8]byte
-	if _, err := rand.Read(r[:]); err != nil {
+	scratch, err := scratchKey(l.key, "stream-probe")
+	if err != nil {
 		return err
 	}
-	scratch := l.key + ".stream-probe-" + hex.EncodeToString(r[:])
 	body := make([]byte, driver.MinPartSize+1)
 	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1}
 	stream := func(cond driver.Condition) (driver.Version, error) {
