@@ -119,6 +119,7 @@ func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
 	}
 	c.journal.lock() // at every attempt, until a dead predecessor's lock is free
 	a := &attempt{c: c, b: b}
+	defer a.settle()
 	for range maxContention {
 		l, err := a.run(ctx)
 		if !errors.Is(err, errContended) {
@@ -135,6 +136,49 @@ var errContended = errors.New("contended")
 type attempt struct {
 	c *Contender
 	b driver.Bucket
+	// proven: this Acquire has shown, on a scratch key, that the path
+	// applies both preconditions (provePath).
+	proven bool
+	// deletes yield the outcome of the scratch keys' deletes.
+	deletes []<-chan error
+}
+
+// provePath shows, once per Acquire and before its first write to the
+// lease object, that this client's path to the service applies both
+// preconditions: on a scratch key beside the lease object, a write with
+// If-None-Match: * over the existing key and one with If-Match on a
+// made-up version must both be refused. Reading first keeps an acquire
+// from writing over a record it has not judged; this keeps its first write
+// from going over one created since the read, on a path that drops the
+// header from that write (a proxy that strips it from a new connection's
+// first request, a gateway, an old client). If the path ignores a
+// precondition, nothing has been written to the lease object.
+func (a *attempt) provePath(ctx context.Context) error {
+	if a.proven || oldlease.SkipProbe.Load() || oldlease.UnprovenFirstWrite.Load() || oldlease.FirstWriteBeforeProof.Load() {
+		return nil
+	}
+	deleted, ignored, err := proveConditions(ctx, a.b, a.c.key, "acquire", true)
+	if deleted != nil {
+		a.deletes = append(a.deletes, deleted)
+	}
+	switch {
+	case ignored != "":
+		return fmt.Errorf("%w; nothing was written to the lease object", ignoredError(a.c.key, ignored))
+	case err != nil:
+		return fmt.Errorf("acquire %s: prove that the path applies preconditions: %w; nothing was written to the lease object", a.c.key, err)
+	}
+	a.proven = true
+	return nil
+}
+
+// settle waits for the scratch keys' deletes; one that failed leaves a
+// harmless key behind (IsScratchKey), which is logged.
+func (a *attempt) settle() {
+	for _, d := range a.deletes {
+		if err := <-d; err != nil {
+			a.c.s.logger.Warn("bucketlease: could not delete a probe's scratch key; it holds nothing and is safe to delete", "key", a.c.key, "err", err)
+		}
+	}
 }
 
 // stamp is a record of ours, written at a moment of both clocks.
@@ -216,6 +260,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		// written blind, with If-None-Match: *.
 		cur, curV, rerr = a.read(ctx)
 		if errors.Is(rerr, driver.ErrNotExist) {
+			if err := a.provePath(ctx); err != nil {
+				return nil, err
+			}
 			v, err := a.put(ctx, st.rec, driver.IfAbsent())
 			if err == nil {
 				return a.probe(ctx, st, v, false, false, EventAcquired)
@@ -371,6 +418,9 @@ func readLease(ctx context.Context, b driver.Bucket, key string) (readResult, dr
 // same round trip, probes If-Match with a made-up version (the made-up write
 // can only land where the real one would too, so it risks nothing more).
 func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, ifAbsentProven bool, kind EventKind) (*Lease, error) {
+	if err := a.provePath(ctx); err != nil {
+		return nil, err
+	}
 	type result struct {
 		v   driver.Version
 		err error

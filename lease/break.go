@@ -74,27 +74,18 @@ func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version
 }
 
 // proveIfMatch shows that the path to b applies If-Match, on a scratch key
-// beside key: a write with If-Match on a made-up version must be refused.
+// beside key, and waits for the scratch key's delete.
 func proveIfMatch(ctx context.Context, b driver.Bucket, key string) error {
-	scratch, err := scratchKey(key, "break-probe")
-	if err != nil {
-		return err
+	deleted, ignored, err := proveConditions(ctx, b, key, "break", false)
+	if deleted != nil {
+		if derr := <-deleted; err == nil && ignored == "" && derr != nil {
+			return fmt.Errorf("delete the probe key: %w", derr)
+		}
 	}
-	sv, err := b.Put(ctx, scratch, []byte("bucketlease break: probe of If-Match; safe to delete"), driver.Condition{})
-	if err != nil {
-		return fmt.Errorf("write the probe key %s: %w", scratch, err)
+	if ignored != "" {
+		return fmt.Errorf("%w: the service accepted a write with %s", ErrPreconditionsIgnored, ignored)
 	}
-	_, perr := b.Put(ctx, scratch, []byte("bucketlease break: this write must have been refused"), driver.IfMatch(driver.FakeVersion(sv)))
-	derr := b.Delete(context.WithoutCancel(ctx), scratch, driver.Condition{})
-	switch {
-	case perr == nil:
-		return fmt.Errorf("%w: the service accepted a write with If-Match on a made-up version (on the probe key %s)", ErrPreconditionsIgnored, scratch)
-	case !errors.Is(perr, driver.ErrPrecondition):
-		return fmt.Errorf("probe If-Match on %s: %w", scratch, perr)
-	case derr != nil:
-		return fmt.Errorf("delete the probe key %s: %w", scratch, derr)
-	}
-	return nil
+	return err
 }
 
 // breakBlind is the old Break, kept for the negative control: the real

@@ -108,15 +108,20 @@
 // may be cancelled up to a second late; writes started through Bucket are
 // refused at once all the same.
 //
-// Limits of reading first. Acquire writes blind only to a key it has just
-// read as free, so a path that drops If-None-Match (a proxy, a gateway) can
-// overwrite only a holder that acquired in that same round trip. The probe
-// catches a path that drops the header on its probes too, and then the
-// failed acquire blocks the prefix for a full TTL; a path that applies the
-// header to the probes but dropped it from that one first write cannot be
-// seen from the client, and the overwritten holder learns of it at its next
-// renewal (ErrLost). Run the lease only on paths that apply preconditions
-// to every request.
+// Limits of proving the path. Acquire reads first, and writes blind only
+// to a key it has just read as free. Before its first write to the lease
+// object it proves, on a scratch key beside it (IsScratchKey), that the
+// path refuses a write with If-None-Match: * over an existing object and
+// one with If-Match on a made-up version; after the write it probes the
+// lease object itself. So a path that drops a header from every request,
+// or from the first request of an acquire or a connection, is refused with
+// nothing written to the lease object, and a path that treats the lease
+// object unlike its neighbours is caught by the probes after the write:
+// the failed acquire then blocks the prefix for a full TTL, so that
+// nobody takes it before a holder it may have overwritten has fenced. What
+// no client can see is a path that applies a header to every probe and
+// drops it from the one write that matters. Run the lease only on paths
+// that apply preconditions to every request.
 //
 // # What no lease can stop
 //

@@ -3,8 +3,6 @@ package lease
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -109,16 +107,6 @@ func (l *Lease) refusalLocked() error {
 	return ErrFenced
 }
 
-// scratchKey returns a fresh random key beside key for a probe of kind,
-// such as "LEASE.break-probe-1f2e…".
-func scratchKey(key, kind string) (string, error) {
-	var r [8]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		return "", err
-	}
-	return key + "." + kind + "-" + hex.EncodeToString(r[:]), nil
-}
-
 // waitWrites waits until every write through Bucket has returned, or ctx
 // ends; the lease has ended, so no new write starts.
 func (l *Lease) waitWrites(ctx context.Context) error {
@@ -208,7 +196,7 @@ func (l *Lease) proveStreamCommit(ctx context.Context) error {
 	if proven {
 		return nil
 	}
-	scratch, err := scratchKey(l.key, "stream-probe")
+	scratch, err := scratchKey(l.key, "stream")
 	if err != nil {
 		return err
 	}
@@ -250,7 +238,8 @@ func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condit
 
 // List yields the objects whose keys, relative to the lease's prefix,
 // start with prefix, with their keys relative to the lease's prefix. The
-// lease object itself is left out. Listing is a read: it passes through the
+// lease object itself is left out, and so are the scratch keys the lease
+// writes beside it (IsScratchKey). Listing is a read: it passes through the
 // fence.
 func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	base := ""
@@ -263,7 +252,7 @@ func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.
 				yield(o, err)
 				return
 			}
-			if o.Key == f.l.key || !strings.HasPrefix(o.Key, base) {
+			if o.Key == f.l.key || !strings.HasPrefix(o.Key, base) || IsScratchKey(o.Key) {
 				continue
 			}
 			o.Key = o.Key[len(base):]

@@ -119,3 +119,23 @@ func foreign(id string, renewed time.Time, ttlS int64) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// scratchLeft counts the scratch keys (lease.IsScratchKey) left in b.
+func scratchLeft(t *testing.T, b driver.Bucket) int {
+	t.Helper()
+	n := 0
+	for o, err := range driver.List(context.Background(), b, "") {
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		if lease.IsScratchKey(o.Key) {
+			n++
+		}
+	}
+	return n
+}
+
+// onLease selects the lease object of prefix db1: a path that misbehaves
+// only there passes the scratch-key proof and meets the probes after the
+// first write.
+func onLease(key string) bool { return key == "db1/LEASE" }

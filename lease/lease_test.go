@@ -105,7 +105,7 @@ func TestLostReplyAcquireIsOurs(t *testing.T) {
 			inner := mem.New()
 			dropped := 0
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
-				if op == "put" && cond.Absent() && dropped == 0 {
+				if op == "put" && key == "db1/LEASE" && cond.Absent() && dropped == 0 {
 					dropped++
 					return true
 				}
@@ -280,7 +280,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	// Err says at once, with no waiting, whether the fence has fired.
 	var inflight context.Context
 	blocking.Before = func(ctx context.Context, _, key string, _ driver.Condition) error {
-		if key == "db1/LEASE" {
+		if key == "db1/LEASE" || lease.IsScratchKey(key) {
 			return nil
 		}
 		inflight = ctx
@@ -504,12 +504,42 @@ func TestProbeFailsClosed(t *testing.T) {
 		{"reports refusals as success", faulty.LieOnRefusal, "", "If-"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		// A path that ignores preconditions on every key is caught on the
+		// scratch key, before anything is written to the lease object.
+		t.Run(tc.name+", every key", func(t *testing.T) {
 			inner := mem.New()
 			if tc.seed != "" {
 				put(t, inner, tc.seed)
 			}
+			before, beforeV, _ := readRecord(t, inner)
 			b := &faulty.Bucket{Bucket: inner, Ignore: tc.ignore}
+			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
+			if !errors.Is(err, lease.ErrPreconditionsIgnored) {
+				t.Fatalf("acquire on a service that %s: %v, %v; want ErrPreconditionsIgnored", tc.name, l, err)
+			}
+			if !strings.Contains(err.Error(), lease.EnvConditional+"=off") || !strings.Contains(err.Error(), tc.which) ||
+				!strings.Contains(err.Error(), "nothing was written to the lease object") {
+				t.Errorf("the error does not name the cause, the switch and what was written: %v", err)
+			}
+			after, afterV, _ := readRecord(t, inner)
+			if afterV != beforeV || string(after.Encode()) != string(before.Encode()) {
+				t.Errorf("the lease object changed: %+v at %q, was %+v at %q", after, afterV, before, beforeV)
+			}
+			if n := scratchLeft(t, inner); n != 0 {
+				t.Errorf("%d scratch keys left behind", n)
+			}
+		})
+		// A path that treats the lease object unlike its neighbours passes
+		// the scratch proof; the probes of the lease object catch it, and
+		// since the first write may have gone over a live holder, the
+		// prefix is left blocked for a full TTL, not released: nobody else
+		// gets in before such a holder fenced.
+		t.Run(tc.name+", the lease object only", func(t *testing.T) {
+			inner := mem.New()
+			if tc.seed != "" {
+				put(t, inner, tc.seed)
+			}
+			b := &faulty.Bucket{Bucket: inner, Ignore: tc.ignore, Only: func(key string) bool { return key == "db1/LEASE" }}
 			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
 			if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 				t.Fatalf("acquire on a service that %s: %v, %v; want ErrPreconditionsIgnored", tc.name, l, err)
@@ -517,9 +547,6 @@ func TestProbeFailsClosed(t *testing.T) {
 			if !strings.Contains(err.Error(), lease.EnvConditional+"=off") || !strings.Contains(err.Error(), tc.which) {
 				t.Errorf("the error does not name the cause and the switch: %v", err)
 			}
-			// The first write may have gone over a live holder on such a
-			// path, so the prefix is left blocked for a full TTL, not
-			// released: nobody else gets in before such a holder fenced.
 			if !strings.Contains(err.Error(), "left blocked") {
 				t.Errorf("the error does not say the prefix was left blocked: %v", err)
 			}
@@ -613,6 +640,7 @@ func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 			counted := &faulty.Counting{Bucket: b}
 			c := clock.NewFake(t0)
 			h := acquire(t, counted, "holder", c)
+			_, _, acquireDeletes := counted.Counts() // the probe's scratch key
 			if err := h.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -624,8 +652,8 @@ func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 			if r, _, ok := readRecord(t, b); !ok || r.TTLSeconds != 0 || r.InstanceID != "holder" {
 				t.Fatalf("release left %+v (exists %v), want a released record", r, ok)
 			}
-			if _, _, deletes := counted.Counts(); deletes != 0 {
-				t.Fatalf("release sent %d deletes", deletes)
+			if _, _, deletes := counted.Counts(); deletes != acquireDeletes {
+				t.Fatalf("release sent %d deletes", deletes-acquireDeletes)
 			}
 			if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {
 				t.Fatalf("next instance right after release: %v", err)

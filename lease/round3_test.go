@@ -34,7 +34,7 @@ func newSlowData() *slowData {
 }
 
 func (s *slowData) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if key == "db1/LEASE" {
+	if key == "db1/LEASE" || lease.IsScratchKey(key) {
 		return s.Bucket.Put(ctx, key, data, cond)
 	}
 	s.started <- key
@@ -43,7 +43,7 @@ func (s *slowData) Put(ctx context.Context, key string, data []byte, cond driver
 }
 
 func (s *slowData) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if key == "db1/LEASE" {
+	if key == "db1/LEASE" || lease.IsScratchKey(key) {
 		return s.Bucket.Delete(ctx, key, cond)
 	}
 	s.started <- key
@@ -241,18 +241,19 @@ func TestRefusedAcquireNeverDestroysALiveLease(t *testing.T) {
 	})
 }
 
-// raceOverAFreeKey is the race that reading first cannot close: the key is
-// free when B reads it, A acquires in the instant before B's write, and
-// B's path drops If-None-Match, so B's write goes over A's lease. B's
-// acquire fails closed; C must not get in before A has fenced. It returns
-// what went wrong, or "".
+// raceOverAFreeKey is the race that neither reading first nor proving the
+// path on a scratch key can close: the key is free when B reads it, A
+// acquires in the instant before B's write, and B's path drops
+// If-None-Match on the lease object only (so the scratch proof passes):
+// B's write goes over A's lease. B's acquire fails closed on the probes;
+// C must not get in before A has fenced. It returns what went wrong, or "".
 func raceOverAFreeKey(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	inner := mem.New()
 	c := clock.NewFake(t0)
 	var a *lease.Lease
-	path := &dropFirstIfAbsent{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent},
+	path := &dropFirstIfAbsent{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease},
 		before: func() { a = acquire(t, inner, "A", c) }}
 	_, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
@@ -286,13 +287,54 @@ func TestRefusedAcquireBlocksThePrefixUntilAnOverwrittenHolderFenced(t *testing.
 	})
 }
 
+// firstHeaderDropped is what the third simulation campaign found (seeds
+// 131217, 161103, 168589, 194422, 208086): B reads the key free, A acquires
+// in the instant before B's first write, and B's path drops If-None-Match
+// from that first write only, so its later probes pass. Proving the path
+// on a scratch key first makes that first write the scratch key's, and
+// B's write to the lease object carries its header. It returns what went
+// wrong, or "".
+func firstHeaderDropped(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	inner := mem.New()
+	c := clock.NewFake(t0)
+	var a *lease.Lease
+	path := &dropFirstIfAbsent{Bucket: inner, before: func() { a = acquire(t, inner, "A", c) }}
+	b, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil))
+	if a == nil {
+		t.Fatal("the path dropped no header: the test tests nothing")
+	}
+	if err == nil && a.MayWrite() {
+		return fmt.Sprintf("B acquired (version %s) over A's lease while A may still write: two writers", b.Version())
+	}
+	if !errors.Is(err, lease.ErrHeld) {
+		return "B's acquire, with A holding: " + errString(err) + ", want ErrHeld"
+	}
+	if err := a.Renew(ctx); err != nil {
+		return "A's renewal: " + err.Error()
+	}
+	return ""
+}
+
+func TestFirstWriteOfAnAcquireCarriesAProvenHeader(t *testing.T) {
+	if bad := firstHeaderDropped(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.FirstWriteBeforeProof, func() {
+		if firstHeaderDropped(t) == "" {
+			t.Fatal("negative control: an acquire whose first write to the lease object goes out unproven went unnoticed")
+		}
+	})
+}
+
 // The contender whose acquire left the prefix blocked does not take its
 // own blocking record back before it is stale.
 func TestBlockedContenderWaitsOutItsOwnBlock(t *testing.T) {
 	ctx := context.Background()
 	inner := mem.New()
 	c := clock.NewFake(t0)
-	path := &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent}
+	path := &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease}
 	con, err := lease.NewContender(path, "db1", opts("B", c, nil))
 	if err != nil {
 		t.Fatal(err)

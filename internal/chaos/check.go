@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/internal/chaos/register"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // The invariants the checker holds a run to.
@@ -301,7 +302,9 @@ func CheckRun(res *Result) *Check {
 		startedBy[k] = append(startedBy[k], w)
 	}
 	for _, o := range res.Objects {
-		if o.Name == "LEASE" {
+		if o.Name == "LEASE" || lease.IsScratchKey(o.Name) {
+			// The lease's own; a scratch key is left behind by a
+			// worker killed or paused in the middle of a probe.
 			continue
 		}
 		f := Fields(o.Body)

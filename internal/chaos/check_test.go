@@ -110,3 +110,19 @@ func TestCheckerListing(t *testing.T) {
 		}
 	}
 }
+
+// A scratch key the lease left beside LEASE (a worker killed during a
+// probe) is the lease's own; a key that only looks like one is the
+// worker's, and unlogged.
+func TestCheckerListingScratchKeys(t *testing.T) {
+	res := synthetic()
+	res.Objects = []Object{{Label: "p0", Key: "p0/LEASE.stream-probe-0123456789abcdef", Name: "LEASE.stream-probe-0123456789abcdef",
+		Body: make([]byte, 16)}}
+	if got := invariants(CheckRun(res)); got != "" {
+		t.Errorf("a leftover scratch key: violations %q, want none", got)
+	}
+	res.Objects = []Object{{Label: "p0", Key: "p0/LEASE.stream-probe-xyz", Name: "LEASE.stream-probe-xyz", Body: []byte("chunk proc=A")}}
+	if got := invariants(CheckRun(res)); !strings.Contains(got, InvUnlogged) {
+		t.Errorf("an unlogged key that is no scratch key: violations %q, want %q", got, InvUnlogged)
+	}
+}

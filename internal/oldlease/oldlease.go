@@ -53,6 +53,11 @@ var (
 	// it, and a refused acquire's clean-up marks what it wrote released.
 	UnprovenFirstWrite Switch
 
+	// FirstWriteBeforeProof: Acquire reads first, but its first write to
+	// the lease object goes out before a scratch key has shown that the
+	// path applies preconditions.
+	FirstWriteBeforeProof Switch
+
 	// BreakWithoutRead: Break sends its If-Match write beside the
 	// made-up-version probe, before the probe's refusal is known.
 	BreakWithoutRead Switch

@@ -17,7 +17,8 @@ const (
 	// Honest: a linearizable store that enforces every precondition.
 	Honest StoreMode = iota
 	// IgnoresDataPreconditions enforces preconditions on the LEASE object
-	// (so the lease's probe, which tests that object, passes) but ignores
+	// and the scratch keys beside it (so the lease's proofs, which test
+	// those, pass) but ignores
 	// them on every other key: the worker's objects, manifests and LATEST.
 	// It is a negative control: the data invariants must catch it.
 	IgnoresDataPreconditions
@@ -93,8 +94,13 @@ const (
 	// (inside the skew envelope), then catches up.
 	StuckWallClock
 	// PathDropsIfNoneMatch: for a while, an instance's path to the store
-	// (a proxy, a gateway, an old client) drops If-None-Match, either from
-	// every PUT or only from the first PUT of each Acquire.
+	// (a proxy, a gateway, an old client) drops If-None-Match from the
+	// lease's own writes (the lease object and its scratch keys), either
+	// from every PUT or only from the first PUT of each Acquire. The
+	// worker's writes keep theirs: a path that drops the condition of a
+	// data write lets any late writer overwrite, lease or no lease, and
+	// the lease cannot see it (seed 208086 of the third campaign was
+	// that: a paused stale holder's LATEST write, sent on such a path).
 	PathDropsIfNoneMatch
 	// BreakDropsIfMatch: an operator, having looked at the lease when its
 	// holder was dead, calls lease.Break on that version later, through a

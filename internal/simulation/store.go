@@ -301,7 +301,7 @@ func (s *sim) decide(r *request) {
 	in.occ[r.ident] = r.n + 1
 	h := hash(s.cfg.Seed, "|", in.idx, "|", c.inc, "|", in.calls, "|", r.ident, "|", r.n)
 	r.hash = h
-	if r.op == "put" && r.cond.Absent() && s.now < in.dropINMUntil && c.inc == in.inc {
+	if r.op == "put" && r.cond.Absent() && s.now < in.dropINMUntil && c.inc == in.inc && (r.key == leaseKey || scratch(r.key)) {
 		if !in.dropINMFirstOnly || (in.callKind == "acquire" && in.putsInCall == 0) {
 			r.eff = driver.Condition{}
 			r.note = " (the path dropped If-None-Match)"
@@ -485,7 +485,7 @@ func condString(c driver.Condition) string {
 // state changes, and checks the data invariants on every write that lands.
 func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
 	s := c.s
-	if s.cfg.Store == IgnoresDataPreconditions && key != leaseKey {
+	if s.cfg.Store == IgnoresDataPreconditions && key != leaseKey && !scratch(key) {
 		cond = driver.Condition{}
 	}
 	ctx := context.Background()

@@ -31,10 +31,16 @@ const (
 type Bucket struct {
 	driver.Bucket
 	Ignore Ignore
+	// Only, if set, limits the misbehaviour to the keys it reports true
+	// for: a path that treats one key unlike its neighbours.
+	Only func(key string) bool
 }
 
 // Put applies the configured misbehaviour.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if b.Only != nil && !b.Only(key) {
+		return b.Bucket.Put(ctx, key, data, cond)
+	}
 	if cond.Absent() && b.Ignore&IgnoreIfAbsent != 0 {
 		cond = driver.Condition{}
 	}

@@ -1,0 +1,110 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// The lease proves a path to the service on scratch keys beside the lease
+// object before it trusts the path with a write that matters. A scratch key
+// is named {prefix}/LEASE.<kind>-probe-<16 hex digits> and is deleted as
+// soon as its probe is over; one is left behind only when the process dies
+// (or loses the service) in the middle of a probe. IsScratchKey recognises
+// them, so that a retention pass can delete leftovers; Lease.Bucket's List
+// leaves them out.
+
+// scratchKey returns a fresh random key beside key for a probe of kind,
+// such as "LEASE.break-probe-1f2e…".
+func scratchKey(key, kind string) (string, error) {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	return key + "." + kind + "-probe-" + hex.EncodeToString(r[:]), nil
+}
+
+// IsScratchKey reports whether key is a scratch key that the lease writes
+// beside a lease object ({prefix}/LEASE.acquire-probe-…, LEASE.break-probe-…,
+// LEASE.stream-probe-…) to prove that a path applies preconditions. Such a
+// key holds nothing of a user's; one older than a minute is a leftover of a
+// process that died during a probe, and is safe to delete.
+func IsScratchKey(key string) bool {
+	i := strings.LastIndex(key, "/") + 1
+	name := key[i:]
+	rest, ok := strings.CutPrefix(name, "LEASE.")
+	if !ok {
+		return false
+	}
+	kind, hexa, ok := strings.Cut(rest, "-probe-")
+	if !ok || kind == "" || len(hexa) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(hexa)
+	return err == nil
+}
+
+// proveConditions shows that the path to b applies preconditions, on a
+// fresh scratch key beside key: it creates the key (If-None-Match: *, on a
+// key that cannot exist), then writes it with
+// If-Match on a made-up version and, if ifAbsent, with If-None-Match: *,
+// together; each must be refused. The scratch key is deleted in the
+// background: the returned channel yields the delete's error, and the
+// caller waits for it before it returns. If the path accepted a write it
+// should have refused, ignored names the precondition and the scratch key;
+// err is any other failure.
+func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifAbsent bool) (deleted <-chan error, ignored string, err error) {
+	scratch, err := scratchKey(key, kind)
+	if err != nil {
+		return nil, "", err
+	}
+	done := make(chan error, 1)
+	note := []byte("bucketlease " + kind + ": a probe of the path's preconditions; safe to delete")
+	sv, err := b.Put(ctx, scratch, note, driver.IfAbsent())
+	if err != nil {
+		// The write may have landed: delete it all the same.
+		go func() { done <- deleteScratch(ctx, b, scratch) }()
+		return done, "", fmt.Errorf("write the probe key %s: %w", scratch, err)
+	}
+	type probe struct {
+		name string
+		cond driver.Condition
+	}
+	probes := []probe{{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(sv))}}
+	if ifAbsent {
+		probes = append(probes, probe{"If-None-Match: * over an existing object", driver.IfAbsent()})
+	}
+	errs := make([]chan error, len(probes))
+	for i, p := range probes {
+		errs[i] = make(chan error, 1)
+		go func() {
+			_, err := b.Put(ctx, scratch, []byte("bucketlease "+kind+": this write must have been refused"), p.cond)
+			errs[i] <- err
+		}()
+	}
+	for i, p := range probes {
+		perr := <-errs[i]
+		switch {
+		case ignored != "" || err != nil:
+		case perr == nil:
+			ignored = fmt.Sprintf("%s (on the probe key %s)", p.name, scratch)
+		case !errors.Is(perr, driver.ErrPrecondition):
+			err = fmt.Errorf("probe %s on %s: %w", p.name, scratch, perr)
+		}
+	}
+	go func() { done <- deleteScratch(ctx, b, scratch) }()
+	return done, ignored, err
+}
+
+// deleteScratch deletes a scratch key, on its own context bounded by
+// cleanupTimeout, so that a cancelled caller still leaves nothing behind.
+func deleteScratch(ctx context.Context, b driver.Bucket, scratch string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	return b.Delete(ctx, scratch, driver.Condition{})
+}
