@@ -48,6 +48,12 @@
 //     body come from two requests, and a write in between makes the read
 //     fail with 412. Get uses minio.Core's GetObject, one GET, instead.
 //   - minio.ToErrorResponse does not look through wrapped errors.
+//   - Over plain HTTP minio-go signs a part with the streaming signature
+//     (a SHA-256, an HMAC and a new buffer per 64 KiB chunk), whose
+//     garbage doubled the peak heap of a streamed write. PutStream's parts
+//     are in memory, so over plain HTTP each is sent with its SHA-256 as
+//     the signed payload hash instead (the server checks it as it checks
+//     the chunks); over TLS minio-go sends UNSIGNED-PAYLOAD either way.
 //   - Servers before RELEASE.2023-02-09 ignore the preconditions; before
 //     RELEASE.2025-09-07 they mishandle a conditional PUT to a missing key.
 //     Use RELEASE.2025-09-07T16-13-09Z or later; the lease's probe refuses
