@@ -115,12 +115,19 @@ const (
 	// (NTP correcting it, a VM restored) and steps forward again one to
 	// three TTLs later.
 	WallClockBackAnHour
+	// StateDirectory: every process keeps a state directory
+	// (lease.Options.StateDir) on its machine's disk, one per machine: a
+	// process restarted on its machine (after a crash, or beside its
+	// still-running or stopped predecessor) finds its predecessor's
+	// journal and lock, and twins on two machines have one each. A process
+	// that dies drops its lock at once, as the kernel drops a flock.
+	StateDirectory
 )
 
 // deviationNames are the classes' names, in bit order.
 var deviationNames = []string{"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates",
 	"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "coarse-wall-clock", "stuck-wall-clock",
-	"path-drops-if-none-match", "break-drops-if-match", "slow-write-outlives-release", "wall-clock-back-an-hour"}
+	"path-drops-if-none-match", "break-drops-if-match", "slow-write-outlives-release", "wall-clock-back-an-hour", "state-directory"}
 
 func (c *Config) defaults() {
 	if c.Instances == 0 {
@@ -159,6 +166,9 @@ type Result struct {
 	TTL time.Duration
 	// Acquisitions counts successful acquires (lease epochs).
 	Acquisitions int
+	// Adoptions counts acquires that adopted the lease a dead predecessor
+	// of the same instance left, through the state directory.
+	Adoptions int
 	// Backups counts LATEST writes that landed.
 	Backups int
 	// SimTime is the simulated time the run covered.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/clock"
@@ -104,7 +106,7 @@ func (in *inst) start(id string) {
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], hash(in.s.cfg.Seed, "|rand|", in.idx, "|", in.inc))
 	c, err := lease.NewContender(in.conn(), prefix, &lease.Options{
-		TTL: in.s.cfg.TTL, InstanceID: id, Clock: clk, Logger: logger,
+		TTL: in.s.cfg.TTL, InstanceID: id, Clock: clk, Logger: logger, StateDir: in.stateDir(),
 		Getenv:  func(string) string { return "" },
 		OnEvent: in.onEvent,
 		Rand:    rand.NewChaCha8(seed),
@@ -115,6 +117,27 @@ func (in *inst) start(id string) {
 	in.contender = c
 }
 
+// stateDir is the state directory of the instance's machine, or "" when
+// the run has none (StateDirectory).
+func (in *inst) stateDir() string {
+	if in.s.stateRoot == "" {
+		return ""
+	}
+	m := in
+	if in.machine != nil {
+		m = in.machine
+	}
+	return filepath.Join(in.s.stateRoot, m.name)
+}
+
+// exitProcess ends the process: the kernel drops its state directory's
+// lock (Contender.Close) whether it exited or was killed.
+func (in *inst) exitProcess() {
+	if in.contender != nil {
+		in.contender.Close()
+	}
+}
+
 // onEvent runs on the goroutine of a lease call, while the simulation's
 // loop waits for it.
 func (in *inst) onEvent(e lease.Event) {
@@ -122,6 +145,9 @@ func (in *inst) onEvent(e lease.Event) {
 		return
 	}
 	detail := e.Detail
+	if e.Kind == lease.EventAcquired && strings.HasPrefix(detail, "adopted the lease") {
+		in.s.res.Adoptions++
+	}
 	if e.Err != nil {
 		detail += " " + e.Err.Error()
 	}
@@ -242,6 +268,7 @@ func (in *inst) chaos() {
 		in.noteReleased(l, err)
 		s.fault("release-and-leave")
 		s.tracef("%s releases (err=%v) and leaves", in, err)
+		in.exitProcess()
 		in.down, in.restartAt, in.newID = true, s.now+s.randDur(s.cfg.TTL), false
 		in.lease, in.work, in.paused = nil, nil, nil
 	case r < 7.6*p && s.dev&PathDropsIfNoneMatch != 0 && s.now >= in.dropINMUntil:
@@ -288,6 +315,7 @@ func (in *inst) crash(d time.Duration, newID bool) {
 		s.fault("crash-restart-same-id")
 	}
 	s.tracef("%s crashes; restarts in %v (new id: %v)", in, d, newID)
+	in.exitProcess()
 	in.down, in.restartAt, in.newID = true, s.now+d, newID
 	in.lease, in.work, in.paused = nil, nil, nil
 	in.suspendedUntil = 0
@@ -333,6 +361,7 @@ func (in *inst) act() {
 	}
 	if in.exitAt > 0 && s.now >= in.exitAt {
 		s.tracef("%s, the old process, exits", in)
+		in.exitProcess()
 		in.gone, in.down = true, true
 		in.lease, in.work, in.paused, in.oldLease = nil, nil, nil, nil
 		return
@@ -518,6 +547,7 @@ func (in *inst) finishShutdown() {
 	}
 	s.pollAsync()
 	in.shutdown = nil
+	in.exitProcess()
 	in.down, in.restartAt, in.newID = true, s.now+s.randDur(s.cfg.TTL), false
 	in.lease, in.work, in.paused = nil, nil, nil
 }
@@ -532,6 +562,7 @@ func (in *inst) leave() {
 	in.noteReleased(l, err)
 	s.tracef("%s releases after the hung renewal returned (err=%v) and leaves", in, err)
 	in.leaving = false
+	in.exitProcess()
 	in.down, in.restartAt, in.newID = true, s.now+s.randDur(s.cfg.TTL), false
 	in.lease, in.work, in.paused = nil, nil, nil
 }

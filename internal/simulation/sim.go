@@ -39,6 +39,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -79,7 +80,9 @@ type sim struct {
 
 	drill *drill
 	dev   Deviation // the deviation classes on in this run
-	extra int       // instances started beside the configured ones
+	// stateRoot holds the machines' state directories (StateDirectory).
+	stateRoot string
+	extra     int // instances started beside the configured ones
 
 	mu      sync.Mutex // guards pending, over, trace and faults
 	pending []*request // sent, not yet seen by the loop
@@ -130,6 +133,20 @@ func Run(cfg Config) (res Result) {
 	s.dev = s.pickDeviations() &^ cfg.Exclude
 	if cfg.Force != 0 {
 		s.dev = cfg.Force
+	}
+	if s.dev&StateDirectory != 0 {
+		dir, err := os.MkdirTemp("", "bucketlease-sim-state-")
+		if err != nil {
+			panic(err)
+		}
+		s.stateRoot = dir
+		s.fault("state-directory")
+		defer func() {
+			for _, in := range s.insts {
+				in.exitProcess()
+			}
+			os.RemoveAll(dir)
+		}()
 	}
 	for i := range cfg.Instances {
 		in := &inst{s: s, idx: i, name: string(rune('A' + i))}
@@ -188,6 +205,12 @@ func (s *sim) pickDeviations() Deviation {
 		if s.rng.IntN(3) == 0 {
 			d |= c
 		}
+	}
+	// Classes added later are picked from a hash of the seed, not from
+	// the run's generator, so that every earlier seed draws the same
+	// world as before wherever the new class is off.
+	if hash(s.cfg.Seed, "|state-directory|")%3 == 0 {
+		d |= StateDirectory
 	}
 	return d
 }

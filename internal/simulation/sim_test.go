@@ -617,3 +617,32 @@ func parseDeviations(t *testing.T, names string) Deviation {
 	}
 	return d
 }
+
+// A process restarted beside its still-running (or stopped) predecessor on
+// one machine, with a state directory whose lock is not honoured: the
+// restart adopts the predecessor's lease while the predecessor writes.
+func TestNegativeStateIgnoresLock(t *testing.T) {
+	withOld(t, &oldlease.StateIgnoresLock, func() {
+		negative(t, Config{Force: StateDirectory | RestartWhileRunning}, InvExclusion, 300)
+	})
+}
+
+// The state directory's classes on, with the lock honoured: restarts adopt
+// their own leases, twins and running predecessors do not.
+func TestStateDirectory(t *testing.T) {
+	for _, force := range []Deviation{StateDirectory | RestartWhileRunning, StateDirectory | Twins, StateDirectory} {
+		results := runSeeds(t, 1, *classSeeds, Config{Force: force}, 0, 1)
+		adopted := 0
+		for _, r := range results {
+			if r.Violation != nil {
+				report(t, Config{Force: force}, r, t.Name()+"$")
+				return
+			}
+			adopted += r.Adoptions
+		}
+		t.Logf("%v: %d seeds, %d adoptions of a dead predecessor's lease", force, len(results), adopted)
+		if force == StateDirectory && adopted == 0 {
+			t.Errorf("%v: no restart adopted its predecessor's lease in %d seeds: the class does not reach the adoption", force, len(results))
+		}
+	}
+}
