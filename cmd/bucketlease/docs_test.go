@@ -132,3 +132,55 @@ func squeeze(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestExitCodesNameEveryCommand: the main exit-code table, in "bucketlease
+// help" and in docs/cli.md, names every subcommand, and every code of a
+// command's own table (put's) is on a row of the main table that names
+// that command.
+func TestExitCodesNameEveryCommand(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, docsTable, ok := strings.Cut(string(b), "\n## Exit codes\n")
+	if !ok {
+		t.Fatal("docs/cli.md has no section ## Exit codes")
+	}
+	docsTable, _, _ = strings.Cut(docsTable, "\n## ")
+	for _, c := range commands() {
+		word := regexp.MustCompile(`\b` + c.name + `\b`)
+		if !word.MatchString(exitCodesHelp) {
+			t.Errorf("the help's exit codes do not name %s", c.name)
+		}
+		if !strings.Contains(docsTable, "`"+c.name) {
+			t.Errorf("docs/cli.md's exit codes do not name `%s`", c.name)
+		}
+	}
+	// The help's rows, a code and its continuation lines.
+	helpRows := map[string]string{}
+	last := ""
+	for _, l := range strings.Split(exitCodesHelp, "\n")[1:] {
+		if m := regexp.MustCompile(`^  (\d+) `).FindStringSubmatch(l); m != nil {
+			last = m[1]
+		}
+		helpRows[last] += l + "\n"
+	}
+	docsRows := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\| (\d+) \|(.*)$`).FindAllStringSubmatch(docsTable, -1) {
+		docsRows[m[1]] = m[2]
+	}
+	for _, own := range []struct{ name, table string }{{"put", putExitCodesHelp}} {
+		for _, m := range regexp.MustCompile(`(?m)^  (\d+) `).FindAllStringSubmatch(own.table, -1) {
+			code := m[1]
+			if code == "1" || code == "2" || code == "0" {
+				continue // every command's
+			}
+			if !strings.Contains(helpRows[code], own.name) {
+				t.Errorf("%s exits %s, but the help's row for %s does not name it: %q", own.name, code, code, helpRows[code])
+			}
+			if !strings.Contains(docsRows[code], "`"+own.name) {
+				t.Errorf("%s exits %s, but docs/cli.md's row for %s does not name it: %q", own.name, code, code, docsRows[code])
+			}
+		}
+	}
+}
