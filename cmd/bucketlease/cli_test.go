@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -206,5 +207,56 @@ func TestProbeCallsAnErroredCheckAnError(t *testing.T) {
 	}
 	if rep.Results[1].Status() != "inconclusive" || rep.Results[2].Status() != "FAIL" {
 		t.Fatalf("result texts %q and %q", rep.Results[1].Status(), rep.Results[2].Status())
+	}
+}
+
+// TestUsageErrorsInJSON: with --json anywhere before "--", a usage error
+// (an unknown flag, a bad duration, even one before --json on the command
+// line, which stops the flag package before it reads --json) is answered
+// in JSON too, with exit 2: show, list, probe and break print their error
+// object on stdout, hold its exit event on stderr.
+func TestUsageErrorsInJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"show", "file:///nonexistent/p", "--bogus", "--json"},
+		{"show", "--timeout", "5x", "file:///nonexistent/p", "--json"},
+		{"list", "file:///nonexistent/p", "--json", "--max-keys", "x"},
+		{"probe", "--timeout=2", "file:///nonexistent/p", "-json"},
+		{"break", "file:///nonexistent/p", "--bogus", "--json=true"},
+	} {
+		out, errOut, code := runInProcess(t, args...)
+		var got errorJSON
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitUsage || got.Exit != exitUsage || got.Class != "usage" ||
+			got.Command != args[0] || !strings.Contains(got.Message, "flag") || !strings.Contains(errOut, got.Message) {
+			t.Errorf("%q: exit %d, stdout %q (%v), stderr %q; want one usage object, exit 2", args, code, out, err, errOut)
+		}
+	}
+	for _, args := range [][]string{
+		{"hold", "file:///nonexistent/p", "--ttl", "5x", "--json"},
+		{"hold", "file:///nonexistent/p", "--bogus", "--json", "--", "echo", "RAN"},
+		{"hold", "file:///nonexistent/p", "--json", "--ttl", "0"},
+		{"hold", "file:///nonexistent/p", "--json", "--log-level", "loud"},
+	} {
+		out, errOut, code := runInProcess(t, args...)
+		var ev record
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || code != exitUsage || ev.Event != "exit" || ev.Status == nil ||
+			*ev.Status != exitUsage || ev.Detail != "usage" || ev.Error == "" || out != "" || strings.Contains(errOut, "RAN") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q (%v); want an exit event with status 2 first", args, code, out, errOut, err)
+		}
+		if n := strings.Count(errOut, `"event":"exit"`); n != 1 {
+			t.Errorf("%q: %d exit events:\n%s", args, n, errOut)
+		}
+	}
+	// The control: without --json (or with --json=false, or after --),
+	// no JSON.
+	for _, args := range [][]string{
+		{"show", "file:///nonexistent/p", "--bogus"},
+		{"show", "file:///nonexistent/p", "--bogus", "--json=false"},
+		{"hold", "file:///nonexistent/p", "--bogus", "--", "echo", "--json"},
+	} {
+		out, errOut, code := runInProcess(t, args...)
+		if code != exitUsage || out != "" || strings.Contains(errOut, "{") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want text only", args, code, out, errOut)
+		}
 	}
 }

@@ -41,8 +41,8 @@ type runFunc func(ctx context.Context, e *env, args []string) error
 // function that runs it.
 func (c *command) newFlagSet(out io.Writer) (*flag.FlagSet, runFunc) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {} // -h is handled by parseArgs; errors say what is wrong
+	fs.SetOutput(io.Discard) // parseArgs returns the flag package's error, for stderr or --json
+	fs.Usage = func() {}     // -h is handled by parseArgs; errors say what is wrong
 	return fs, c.setup(fs)
 }
 
@@ -215,8 +215,7 @@ func parseArgs(fs *flag.FlagSet, args []string) (positional, after []string, err
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, nil, err
 			}
-			// The flag package printed what is wrong.
-			return nil, nil, withCode(exitUsage, fmt.Errorf("see \"bucketlease help %s\"", fs.Name()))
+			return nil, nil, withCode(exitUsage, fmt.Errorf("%w; see \"bucketlease help %s\"", err, fs.Name()))
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -226,6 +225,27 @@ func parseArgs(fs *flag.FlagSet, args []string) (positional, after []string, err
 		args = args[1:]
 	}
 	return positional, after, nil
+}
+
+// wantsJSON reports whether args ask for --json (or -json, --json=true)
+// before any "--": for a usage error met before the flag package got to
+// it, the command still answers in JSON.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "json" {
+			continue
+		}
+		if !hasValue {
+			return true
+		}
+		b, err := strconv.ParseBool(value)
+		return err == nil && b
+	}
+	return false
 }
 
 // oneURL parses args and checks that they hold exactly one URL.

@@ -97,6 +97,8 @@ type holdFlags struct {
 	pidNS       bool // run the watchdog in a PID namespace where allowed
 	lost        int  // exit code for a lease that ended while held
 	stateDir    string
+	// reported is set once hold has arranged to write the exit event.
+	reported bool
 }
 
 func setupHold(fs *flag.FlagSet) runFunc {
@@ -118,7 +120,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&f.lost, "lost-exit", exitLeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where this instance keeps its lock and notes between runs, so that a restart with the same --instance-id takes back the lease it left at once and a suspect LEASE is watched across runs (default: $XDG_STATE_HOME/bucketlease, else ~/.local/state/bucketlease; none turns it off); on a local file system")
 	durationVar(fs, &f.watchEvery, "watch", 0, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
-	return func(ctx context.Context, e *env, args []string) error {
+	run := func(ctx context.Context, e *env, args []string) error {
 		pos, command, err := parseArgs(fs, args)
 		if err != nil {
 			return err
@@ -142,6 +144,18 @@ func setupHold(fs *flag.FlagSet) runFunc {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}
 		return f.remap(hold(ctx, e, f, pos[0], command))
+	}
+	return func(ctx context.Context, e *env, args []string) error {
+		err := run(ctx, e, args)
+		// With --json, every outcome ends with an exit event; hold writes
+		// its own once its events are open. One that stopped before (a
+		// usage error, the flag package's among them, which may have come
+		// before --json on the command line) is reported here, on stderr.
+		if !f.reported && (f.json || wantsJSON(args)) && !errors.Is(err, flag.ErrHelp) {
+			p := &printer{w: e.stderr, json: true}
+			p.exit(err)
+		}
+		return err
 	}
 }
 
@@ -258,6 +272,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	p.start()
 	defer p.close(2 * time.Second)
 	if f.json { // every outcome, refusals included, ends with one event
+		f.reported = true
 		defer func() { p.exit(f.remap(holdErr)) }()
 	}
 	var path string

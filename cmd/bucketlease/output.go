@@ -269,6 +269,9 @@ func (p *printer) exit(err error) {
 		if show {
 			r.Error = err.Error()
 		}
+		if code == exitUsage {
+			r.Detail = "usage"
+		}
 	})
 }
 
@@ -350,7 +353,10 @@ func init() {
 				err := run(ctx, &ce, args)
 				// A command that printed its own object (probe's report
 				// of checks that failed) is not given a second one.
-				if f := fs.Lookup("json"); f != nil && f.Value.String() == "true" && out.n == 0 {
+				// A usage error may have stopped the flag package before
+				// it got to --json: look at the command line itself.
+				code, _ := codeOf(err)
+				if f := fs.Lookup("json"); f != nil && (f.Value.String() == "true" || code == exitUsage && wantsJSON(args)) && out.n == 0 {
 					return jsonFailure(e.stdout, fs.Name(), err)
 				}
 				return err
