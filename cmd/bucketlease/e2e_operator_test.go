@@ -214,6 +214,9 @@ func TestHangIsBounded(t *testing.T) {
 		{[]string{"show", u, "--timeout", "2s"}, "within 2s (--timeout) to a read (GET) of db1/LEASE"},
 		{[]string{"break", u, "--version", "0123", "--timeout", "2s"}, "within 2s (--timeout) to a read (GET) of db1/LEASE"},
 		{[]string{"hold", u, "--ttl", "3s", "--", "echo", "RAN"}, "within 1s (a third of the TTL)"},
+		// probe's preflight: its first request, bounded by --timeout,
+		// not a bare "context deadline exceeded".
+		{[]string{"probe", u, "--timeout", "2s"}, "its first request, a read (GET) of the scratch key db1/bucketlease-probe/preflight: no reply from " + u + " within 2s (--timeout)"},
 	} {
 		began := time.Now()
 		_, errOut, code := runCLI(t, env, c.args...)
@@ -225,6 +228,11 @@ func TestHangIsBounded(t *testing.T) {
 			t.Errorf("%s: the command ran", c.args[0])
 		}
 		t.Logf("%s gave up after %v", c.args[0], took.Round(time.Millisecond))
+	}
+	out, _, code := runCLI(t, env, "probe", u, "--timeout", "2s", "--json")
+	var got errorJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitError || got.Class != "timeout" || !strings.Contains(got.Message, "within 2s (--timeout)") {
+		t.Errorf("probe --json: exit %d, %q (%v); want the timeout object", code, out, err)
 	}
 }
 

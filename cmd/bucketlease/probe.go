@@ -75,7 +75,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		if !*asJSON {
 			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", displayURL(rawURL), scratch)
 		}
-		if err := preflight(ctx, withDeadlines(b, *timeout, rawURL, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/"), *timeout); err != nil {
+		if err := preflight(ctx, withDeadlines(b, *timeout, rawURL, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
 			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
@@ -105,26 +105,24 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// preflight reads and writes key once, each bounded by timeout, and
-// removes it: a service that cannot be used at all gives an error here,
-// before any check could mistake it for a service that ignores
-// preconditions.
-func preflight(ctx context.Context, b driver.Bucket, key string, timeout time.Duration) error {
-	c, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	rc, _, err := b.Get(c, key)
+// preflight reads and writes key once and removes it, through b, whose
+// every request is bounded (withDeadlines: a request that times out says
+// the URL, the request and the bound): a service that cannot be used at
+// all gives an error here, before any check could mistake it for a service
+// that ignores preconditions. ctx gets no deadline of its own, which would
+// end with the request's and hide which request got no answer.
+func preflight(ctx context.Context, b driver.Bucket, key string) error {
+	rc, _, err := b.Get(ctx, key)
 	switch {
 	case err == nil:
 		rc.Close()
 	case !errors.Is(err, driver.ErrNotExist):
-		return fmt.Errorf("reading the scratch key %s: %w", key, err)
+		return fmt.Errorf("its first request, a read (GET) of the scratch key %s: %w", key, err)
 	}
-	if _, err := b.Put(c, key, []byte("bucketlease probe\n"), driver.Condition{}); err != nil {
+	if _, err := b.Put(ctx, key, []byte("bucketlease probe\n"), driver.Condition{}); err != nil {
 		return fmt.Errorf("writing the scratch key %s: %w", key, err)
 	}
-	dc, dcancel := context.WithTimeout(context.WithoutCancel(ctx), max(timeout, 10*time.Second))
-	defer dcancel()
-	if err := b.Delete(dc, key, driver.Condition{}); err != nil {
+	if err := b.Delete(context.WithoutCancel(ctx), key, driver.Condition{}); err != nil {
 		return fmt.Errorf("removing the scratch key %s: %w", key, err)
 	}
 	return nil
