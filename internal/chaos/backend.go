@@ -83,8 +83,25 @@ type backend struct {
 	// workerEnv returns the worker's credentials for the proxy at addr.
 	workerEnv func(addr string) []string
 	// list returns the keys under label i.
-	list    func(ctx context.Context, i int) ([]listed, error)
-	cleanup []func()
+	list func(ctx context.Context, i int) ([]listed, error)
+	// pending returns the uploads staged and neither committed nor
+	// aborted in the whole bucket, and abort removes one; both are nil
+	// where the harness cannot list them (noPending says why).
+	pending   func(ctx context.Context) ([]PendingUpload, error)
+	abort     func(ctx context.Context, p PendingUpload) error
+	noPending string
+	cleanup   []func()
+}
+
+// PendingUpload is an upload left staged at the end of a run: an S3
+// multipart upload neither completed nor aborted, or a temporary file of the
+// file driver's streamed writes.
+type PendingUpload struct {
+	Label     string
+	Key       string // the key it would have been committed under; "" if the store does not say
+	Name      string // the key under the lease's prefix
+	Upload    string // the service's name for it: an upload ID, a file
+	Initiated time.Time
 }
 
 type listed struct {
@@ -170,6 +187,23 @@ func (b *backend) minio(ctx context.Context, name, dir string, getenv func(strin
 	for range b.prefixes {
 		b.directs = append(b.directs, direct)
 	}
+	// The bucket is the run's own, so its pending uploads are the run's;
+	// MinIO lists them all for the empty prefix (for a longer one, only a
+	// key's own).
+	b.pending = func(ctx context.Context) ([]PendingUpload, error) {
+		var out []PendingUpload
+		for p, err := range driver.PendingLister(direct).ListPending(ctx, "") {
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b.pendingOf(p))
+		}
+		return out, nil
+	}
+	b.abort = func(ctx context.Context, p PendingUpload) error {
+		_, err := client.AbortMultipartUpload(ctx, &s3sdk.AbortMultipartUploadInput{Bucket: &bucket, Key: &p.Key, UploadId: &p.Upload})
+		return err
+	}
 	awsEnv := func(string) []string {
 		return append(awsIsolation(dir), "AWS_ACCESS_KEY_ID="+ak, "AWS_SECRET_ACCESS_KEY="+sk)
 	}
@@ -241,6 +275,7 @@ func (b *backend) gcs(ctx context.Context, endpoint string) error {
 		return fmt.Errorf("create bucket on fake-gcs-server: %w", err)
 	}
 	b.upstream = u.Host
+	b.noPending = "the gcs driver has no PendingLister (a resumable session cannot be listed), so uploads left pending were not counted"
 	direct := gcs.New(client, bucket)
 	for range b.prefixes {
 		b.directs = append(b.directs, direct)
@@ -308,6 +343,7 @@ func (b *backend) azure(ctx context.Context, conn string) error {
 		return errors.New("the Azurite connection string names no BlobEndpoint")
 	}
 	b.upstream = u.Host
+	b.noPending = "the azure driver has no PendingLister (uncommitted blocks are not listed here; Azure drops them after 7 days), so uploads left pending were not counted"
 	direct := azure.New(c)
 	for range b.prefixes {
 		b.directs = append(b.directs, direct)
@@ -355,6 +391,26 @@ func (b *backend) file(dir string, k int) error {
 	}
 	b.workerEnv = func(string) []string { return nil }
 	b.workerURL = func(_ string, i int) string { return "file://" + dirs[i] }
+	// The file driver stages every write in DIR/.bucketlease/tmp; a file
+	// left there is a write that never finished. Its key is not known.
+	b.pending = func(context.Context) ([]PendingUpload, error) {
+		var out []PendingUpload
+		for i, d := range dirs {
+			ents, err := os.ReadDir(filepath.Join(d, ".bucketlease", "tmp"))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			for _, e := range ents {
+				p := PendingUpload{Label: Label(i), Upload: filepath.Join(d, ".bucketlease", "tmp", e.Name())}
+				if info, err := e.Info(); err == nil {
+					p.Initiated = info.ModTime()
+				}
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	b.abort = func(_ context.Context, p PendingUpload) error { return os.Remove(p.Upload) }
 	b.list = func(_ context.Context, i int) ([]listed, error) {
 		var out []listed
 		err := filepath.WalkDir(dirs[i], func(p string, d fs.DirEntry, err error) error {
@@ -378,6 +434,17 @@ func (b *backend) file(dir string, k int) error {
 		return out, err
 	}
 	return nil
+}
+
+// pendingOf names the label and lease-relative key of a pending upload.
+func (b *backend) pendingOf(p driver.Pending) PendingUpload {
+	u := PendingUpload{Key: p.Key, Name: p.Key, Upload: p.Upload, Initiated: p.Initiated}
+	for i, pfx := range b.prefixes {
+		if pfx != "" && strings.HasPrefix(p.Key, pfx+"/") {
+			u.Label, u.Name = Label(i), strings.TrimPrefix(p.Key, pfx+"/")
+		}
+	}
+	return u
 }
 
 // osGetenv is os.Getenv, for callers that pass none.

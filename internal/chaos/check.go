@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,28 @@ const (
 	// checked on a label whose LEASE object a process writes without
 	// logging it (bucketlease hold, on p0 when the CLI worker runs).
 	InvLinearizable = "linearizable"
+	// InvLateCommit: no streamed object is committed by a holder after
+	// its successor's first write. The request of each part and of the
+	// commit is logged as the driver asks the fence whether it may start
+	// it, before the fence answers (EvStreamReq); a committed upload's last
+	// such line is its commit's. No commit may have been asked for after
+	// the acquire of an epoch of another process that certainly followed
+	// the writer's returned, which comes before that epoch's first write.
+	InvLateCommit = "late-commit"
+	// InvOverwritten: no successor's object is overwritten: an object
+	// whose body names its writer's epoch E was not followed by a
+	// successful write of the same key under an epoch of another process
+	// certainly later than E.
+	InvOverwritten = "overwritten"
+	// InvSealed: every sealed manifest in the bucket names chunks that
+	// exist, are its own, and are whole (a streamed chunk's length is the
+	// one its first line gives).
+	InvSealed = "sealed-chunks"
+	// InvPending: no upload is left staged (an S3 multipart upload
+	// neither completed nor aborted, a file driver's temporary file) at
+	// the end, except those of a write whose process was killed before it
+	// logged its outcome. Checked where the harness can list them.
+	InvPending = "pending-upload"
 )
 
 // linearizeTimeout bounds Porcupine's search per LEASE history; a search
@@ -89,6 +112,14 @@ type Check struct {
 	// Unlinearized names the labels whose check did not finish in time.
 	LeaseOps     int
 	Unlinearized []string
+	// Streamed counts streamed writes sent (started and not refused by
+	// the fence), StreamedOK those committed, StreamCut those the fence
+	// stopped between parts or before the commit.
+	Streamed, StreamedOK, StreamCut int
+	// PendingKilled counts the uploads left staged by killed writers
+	// (allowed); PendingListed is false where they could not be listed.
+	PendingKilled int
+	PendingListed bool
 }
 
 type epoch struct {
@@ -104,6 +135,9 @@ type write struct {
 	key, cond, prev string
 	start           int64
 	end             *Entry
+	streamed        bool
+	lastReq         int64 // the last request of its upload asked for (EvStreamReq)
+	reqs            int
 }
 
 type pk struct{ proc, label string }
@@ -133,8 +167,10 @@ func CheckRun(res *Result) *Check {
 	}
 	var refusals []refusal
 	var lostReads, lostEvents []Entry
-	released := map[string]bool{}  // procs that began a release
-	releasedAt := map[pk][]int64{} // when, by process and label
+	released := map[string]bool{}          // procs that began a release
+	releasedAt := map[pk][]int64{}         // when, by process and label
+	exited := map[string]bool{}            // procs that logged their exit
+	scratch := map[string]map[string]int{} // label+key: proc: streams begun and not ended
 	for i := range res.Entries {
 		e := res.Entries[i]
 		k := pk{e.Proc, e.Prefix}
@@ -161,9 +197,27 @@ func CheckRun(res *Result) *Check {
 				refusals = append(refusals, refusal{e, lastAcq[k]})
 			}
 		case EvWriteStart:
-			w := &write{label: e.Prefix, proc: e.Proc, id: e.ID, epoch: e.Epoch, key: e.Key, cond: e.Cond, prev: e.Prev, start: e.T}
+			w := &write{label: e.Prefix, proc: e.Proc, id: e.ID, epoch: e.Epoch, key: e.Key, cond: e.Cond, prev: e.Prev, start: e.T,
+				streamed: strings.HasPrefix(e.Detail, "streamed")}
 			writes = append(writes, w)
 			open[k] = w
+		case EvStreamReq:
+			if w := open[k]; w != nil && w.key == e.Key && !e.Refused {
+				w.lastReq = e.T
+				w.reqs++
+			}
+		case EvScratchStart, EvScratchEnd:
+			sk := e.Prefix + "\x00" + e.Key
+			if scratch[sk] == nil {
+				scratch[sk] = map[string]int{}
+			}
+			if e.Ev == EvScratchStart {
+				scratch[sk][e.Proc]++
+			} else {
+				scratch[sk][e.Proc]--
+			}
+		case EvExit:
+			exited[e.Proc] = true
 		case EvWriteEnd:
 			if w := open[k]; w != nil && w.key == e.Key {
 				w.end = &res.Entries[i]
@@ -208,6 +262,15 @@ func CheckRun(res *Result) *Check {
 			if w.end != nil && w.end.OK {
 				c.Writes++
 			}
+			if w.streamed {
+				c.Streamed++
+				switch {
+				case w.end != nil && w.end.OK:
+					c.StreamedOK++
+				case w.end != nil && strings.Contains(w.end.Err, "MayStart refused"):
+					c.StreamCut++
+				}
+			}
 		}
 	}
 
@@ -241,6 +304,8 @@ func CheckRun(res *Result) *Check {
 				Procs: []string{w.proc, f.proc}, From: time.Unix(0, e.acqStart), To: time.Unix(0, w.start)})
 		}
 	}
+
+	c.lateCommits(writes, epochs, next, sent, ttl)
 
 	// LATEST: a chain of If-Match writes.
 	byVer := map[string]*write{}
@@ -341,6 +406,9 @@ func CheckRun(res *Result) *Check {
 			c.checkIntegrity(label, key, o, m, ttl)
 		}
 	}
+	c.overwritten(res.Objects, epochs, startedBy, ttl)
+	c.sealedChunks(res.Objects, objs, ttl)
+	c.pending(res, startedBy, scratch, exited, ttl)
 
 	// Lost replies: told ErrLost, yet the LEASE object still held our record.
 	for _, e := range lostReads {
@@ -464,6 +532,189 @@ func CheckRun(res *Result) *Check {
 }
 
 func (c *Check) add(v Violation) { c.Violations = append(c.Violations, v) }
+
+// lateCommits: a committed streamed write of epoch E whose commit was asked
+// for after the acquire of the epoch that certainly followed E returned.
+func (c *Check) lateCommits(writes []*write, epochs map[ek]*epoch, next map[*epoch]*epoch, sent func(*write) bool, ttl time.Duration) {
+	first := map[*epoch]*write{} // each epoch's first write sent
+	for _, w := range writes {
+		if e := epochs[ek{w.proc, w.label, w.epoch}]; e != nil && sent(w) && first[e] == nil {
+			first[e] = w
+		}
+	}
+	reported := map[*epoch]bool{}
+	for _, w := range writes {
+		if !w.streamed || w.lastReq == 0 || !sent(w) || (w.end != nil && !w.end.OK) {
+			continue
+		}
+		e := epochs[ek{w.proc, w.label, w.epoch}]
+		if e == nil || reported[e] {
+			continue
+		}
+		f := next[e]
+		if f == nil || w.lastReq <= f.acqEnd {
+			continue
+		}
+		reported[e] = true
+		fw := "no write yet"
+		if w1 := first[f]; w1 != nil {
+			fw = fmt.Sprintf("its first write, of %s, began %s", w1.key, fmtT(w1.start))
+			if w1.end != nil {
+				fw += " and returned " + fmtT(w1.end.T)
+			}
+		}
+		end := w.lastReq
+		if w.end != nil {
+			end = w.end.T
+		}
+		c.add(Violation{Invariant: InvLateCommit, Label: w.label, At: time.Unix(0, w.lastReq),
+			Detail: fmt.Sprintf("%s committed the streamed %s under its epoch %d (acquired %s): its commit (request %d) was asked for at %s, %v after %s's later epoch %d was acquired (%s; %s)",
+				w.proc, w.key, e.n, fmtT(e.acqEnd), w.reqs, fmtT(w.lastReq), time.Duration(w.lastReq-f.acqEnd).Round(time.Millisecond),
+				f.proc, f.n, fmtT(f.acqEnd), fw),
+			Procs: []string{w.proc, f.proc}, From: time.Unix(0, w.start), To: time.Unix(0, end)})
+	}
+}
+
+// overwritten: an object that holds what epoch E wrote, where a later
+// epoch of another process had written the same key successfully.
+func (c *Check) overwritten(objects []Object, epochs map[ek]*epoch, startedBy map[string][]*write, ttl time.Duration) {
+	for _, o := range objects {
+		if o.Name == "LEASE" || lease.IsScratchKey(o.Name) {
+			continue
+		}
+		fs := Fields(o.Body)
+		n, _ := strconv.Atoi(fs["epoch"])
+		e := epochs[ek{fs["proc"], o.Label, n}]
+		if e == nil {
+			continue
+		}
+		for _, w := range startedBy[o.Label+"\x00"+o.Key] {
+			if w.proc == e.proc || w.end == nil || !w.end.OK {
+				continue
+			}
+			f := epochs[ek{w.proc, w.label, w.epoch}]
+			if f == nil || f.acqStart <= e.acqEnd {
+				continue
+			}
+			c.add(Violation{Invariant: InvOverwritten, Label: o.Label, At: time.Unix(0, w.end.T),
+				Detail: fmt.Sprintf("%s holds what %s wrote under its epoch %d (acquired %s), yet %s's write of it under the later epoch %d (acquired %s) succeeded at %s: the old holder's write replaced its successor's (%q)",
+					o.Key, e.proc, e.n, fmtT(e.acqEnd), w.proc, f.n, fmtT(f.acqEnd), fmtT(w.end.T), o.Body),
+				Procs: []string{e.proc, w.proc}, From: time.Unix(0, f.acqStart), To: o.Modified.Add(ttl)})
+			break
+		}
+	}
+}
+
+// sealedChunks: every sealed manifest's chunks exist, are its own, and are
+// whole.
+func (c *Check) sealedChunks(objects []Object, objs map[string]map[string]Object, ttl time.Duration) {
+	for _, mo := range objects {
+		mf := Fields(mo.Body)
+		if !strings.HasPrefix(mo.Name, "manifests/") || mf["sealed"] != "true" {
+			continue
+		}
+		bad := func(detail string) {
+			c.add(Violation{Invariant: InvSealed, Label: mo.Label, At: mo.Modified, Detail: detail,
+				Procs: []string{mf["proc"]}, From: mo.Modified.Add(-2 * ttl), To: mo.Modified.Add(ttl)})
+		}
+		for _, ck := range strings.Split(mf["chunks"], ",") {
+			co, ok := objs[mo.Label][ck]
+			cf := Fields(co.Body)
+			switch {
+			case !ok:
+				bad(fmt.Sprintf("the sealed manifest %s names chunk %s, which is not in the bucket", mo.Key, ck))
+			case cf["tag"] != mf["tag"]:
+				bad(fmt.Sprintf("the sealed manifest %s names chunk %s, which holds another backup's: %q", mo.Key, ck, co.Body))
+			case cf["size"] != "" && co.Size >= 0 && cf["size"] != strconv.FormatInt(co.Size, 10):
+				bad(fmt.Sprintf("the sealed manifest %s names the streamed chunk %s, which is %d bytes long, not the %s it was written with", mo.Key, ck, co.Size, cf["size"]))
+			default:
+				continue
+			}
+			break
+		}
+	}
+}
+
+// pending: an upload left staged at the end must be one whose writer was
+// killed (logged no exit) before it logged the write's outcome.
+func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[string]map[string]int, exited map[string]bool, ttl time.Duration) {
+	if res.NoPending != "" {
+		return
+	}
+	c.PendingListed = true
+	killed := func(proc string) bool { return proc != "" && !exited[proc] }
+	for _, p := range res.Pending {
+		why := ""
+		switch {
+		case p.Key == "":
+			// The file driver's temporary files name no key: one is
+			// allowed only if some process was killed.
+			any := false
+			for _, e := range res.Entries {
+				if e.Ev == EvStart && killed(e.Proc) {
+					any = true
+					break
+				}
+			}
+			if !any {
+				why = "no process was killed, so every write's staging should have been removed"
+			}
+		case lease.IsScratchKey(p.Name):
+			open := false
+			logged := false
+			for proc, n := range scratch[p.Label+"\x00"+p.Key] {
+				logged = true
+				if n > 0 && killed(proc) {
+					open = true
+				}
+			}
+			switch {
+			case !logged:
+				why = "no process logged a streamed write of that scratch key"
+			case !open:
+				why = "every streamed write of that scratch key logged its outcome, or its process exited"
+			}
+		default:
+			var ws []string
+			open := false
+			for _, w := range startedBy[p.Label+"\x00"+p.Key] {
+				if w.end == nil && killed(w.proc) {
+					open = true
+					break
+				}
+				if w.end != nil {
+					ws = append(ws, fmt.Sprintf("%s logged its outcome (%s)", w.proc, outcome(w.end)))
+				} else {
+					ws = append(ws, fmt.Sprintf("%s exited without logging its outcome", w.proc))
+				}
+			}
+			if !open {
+				why = "no write of it was cut short by a kill"
+				if len(ws) > 0 {
+					why += ": " + strings.Join(ws, "; ")
+				}
+			}
+		}
+		if why == "" {
+			c.PendingKilled++
+			continue
+		}
+		at := p.Initiated
+		if at.IsZero() {
+			at = res.End
+		}
+		c.add(Violation{Invariant: InvPending, Label: p.Label, At: at,
+			Detail: fmt.Sprintf("an upload was left staged at the end: %s of %q, begun %s; %s", p.Upload, p.Key, at.UTC().Format("15:04:05.000"), why),
+			From:   at.Add(-ttl), To: at.Add(2 * ttl)})
+	}
+}
+
+func outcome(e *Entry) string {
+	if e.OK {
+		return "committed, version " + e.Ver
+	}
+	return e.Err
+}
 
 // linearizable checks each LEASE object's history with Porcupine.
 func (c *Check) linearizable(res *Result) {
@@ -653,7 +904,15 @@ func (r *Result) Summary() string {
 	if r.Config.Control != "" {
 		ctl = " control=" + r.Config.Control
 	}
-	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
+	pend := fmt.Sprintf("pending-left=%d (killed writers' %d, aborted by the harness %d, still listed after %d)", len(r.Pending), c.PendingKilled, r.Cleaned, r.Left)
+	if r.NoPending != "" {
+		pend = "pending-left=not-listed (" + r.NoPending + ")"
+	}
+	if r.CleanErr != "" {
+		pend += " clean-up errors: " + r.CleanErr
+	}
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-cut-by-fence=%d %s lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
 		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
-		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.LeaseOps, lin, len(c.Violations), w)
+		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.StreamedOK, c.Streamed, c.StreamCut, pend,
+		c.LeaseOps, lin, len(c.Violations), w)
 }

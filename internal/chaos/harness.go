@@ -140,7 +140,16 @@ type Result struct {
 	// Races are the race detector's reports found in the processes'
 	// output (binaries built with -race), one per process.
 	Races []string
-	Check *Check
+	// Pending are the uploads left staged once every worker had stopped
+	// (PendingUpload); NoPending says why they were not listed, on a
+	// driver where the harness cannot. The harness aborts each after the
+	// check: Cleaned counts those aborted, Left those still listed after.
+	Pending   []PendingUpload
+	NoPending string
+	Cleaned   int
+	Left      int
+	CleanErr  string
+	Check     *Check
 }
 
 type event struct {
@@ -242,8 +251,49 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("listing the bucket: %w", err)
 	}
 	r.res.Objects = objs
+	if err := r.listPending(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("listing the pending uploads: %w", err)
+	}
 	r.res.Check = CheckRun(r.res)
+	r.cleanPending(context.WithoutCancel(ctx))
 	return r.res, nil
+}
+
+// listPending lists the uploads left staged, where the backend can.
+func (r *runner) listPending(ctx context.Context) error {
+	if r.be.pending == nil {
+		r.res.NoPending = r.be.noPending
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ps, err := r.be.pending(lctx)
+	r.res.Pending = ps
+	return err
+}
+
+// cleanPending aborts every upload left staged, as an operator's clean-up
+// (or S3's AbortIncompleteMultipartUpload rule) would, and lists again.
+func (r *runner) cleanPending(ctx context.Context) {
+	if r.be.pending == nil || len(r.res.Pending) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var errs []string
+	for _, p := range r.res.Pending {
+		if err := r.be.abort(cctx, p); err != nil {
+			errs = append(errs, fmt.Sprintf("%s (%s): %v", p.Key, p.Upload, err))
+			continue
+		}
+		r.res.Cleaned++
+	}
+	left, err := r.be.pending(cctx)
+	if err != nil {
+		errs = append(errs, "listing again: "+err.Error())
+	}
+	r.res.Left = len(left)
+	r.res.CleanErr = strings.Join(errs, "; ")
 }
 
 func (r *runner) now() time.Duration { return time.Since(r.start) }
@@ -510,7 +560,8 @@ type Object struct {
 	Name     string // the key under the lease's prefix: "LATEST", "chunks/...", "LEASE"
 	Version  string
 	Modified time.Time
-	Body     []byte
+	Body     []byte // its first 64 KiB
+	Size     int64  // its length, from the driver's List; -1 if unknown
 }
 
 func (r *runner) listAll(ctx context.Context) ([]Object, error) {
@@ -521,6 +572,20 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 		if err != nil {
 			cancel()
 			return nil, err
+		}
+		// The sizes, from the driver's own List: a streamed chunk must
+		// be whole.
+		sizes := map[string]int64{}
+		lp := ""
+		if p := r.be.prefixes[i]; p != "" {
+			lp = p + "/"
+		}
+		for o, err := range driver.List(lctx, r.be.directs[i], lp) {
+			if err != nil {
+				sizes = nil
+				break
+			}
+			sizes[o.Key] = o.Size
 		}
 		for _, k := range keys {
 			data, v, err := readHead(lctx, r.be.directs[i], k.key)
@@ -535,8 +600,12 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 			if p := r.be.prefixes[i]; p != "" {
 				name = strings.TrimPrefix(k.key, p+"/")
 			}
+			size, ok := sizes[k.key]
+			if !ok {
+				size = -1
+			}
 			out = append(out, Object{Label: Label(i), Key: k.key, Name: name, Version: normVersion(string(v)),
-				Modified: k.modified, Body: data})
+				Modified: k.modified, Body: data, Size: size})
 		}
 		cancel()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/chaos/register"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // The history of the LEASE object: every request a worker's lease sends to
@@ -120,7 +121,16 @@ func (r recorder) Put(ctx context.Context, key string, data []byte, cond driver.
 }
 
 // PutStream passes a streamed write on (the lease streams no LEASE
-// object), so that the fenced bucket streams through to the driver.
+// object), so that the fenced bucket streams through to the driver. It
+// logs, for the checker, each request of a data key's upload as the driver
+// asks whether it may start it (EvStreamReq), before the gate above it (the
+// lease's fence, which Lease.Bucket puts in opts.MayStart) is asked: a
+// request whose line was logged after a successor's acquire returned passed
+// a fence check no correct lease passes. The last such line of a committed
+// upload is its commit's. The lease's own streamed writes on scratch keys
+// (the stream probe's) are logged as they start and end (EvScratchStart,
+// EvScratchEnd), so that an upload one leaves pending can be told from
+// one nobody logged.
 func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	if key == r.key {
 		data, err := io.ReadAll(rd)
@@ -129,7 +139,34 @@ func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, cond 
 		}
 		return r.Put(ctx, key, data, cond)
 	}
-	return driver.PutStream(ctx, r.Bucket, key, rd, cond, opts)
+	if lease.IsScratchKey(key) {
+		r.log(Entry{Ev: EvScratchStart, Key: key, Cond: cond.String()})
+		v, err := driver.PutStream(ctx, r.Bucket, key, rd, cond, opts)
+		e := Entry{Ev: EvScratchEnd, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v)}
+		if err != nil {
+			e.Err = err.Error()
+		}
+		r.log(e)
+		return v, err
+	}
+	o := driver.StreamOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	gate, n := o.MayStart, 0
+	o.MayStart = func() error {
+		n++
+		r.log(Entry{Ev: EvStreamReq, Key: key, Seq: int64(n)})
+		if gate == nil {
+			return nil
+		}
+		err := gate()
+		if err != nil {
+			r.log(Entry{Ev: EvStreamReq, Key: key, Seq: int64(n), Refused: true, Err: err.Error()})
+		}
+		return err
+	}
+	return driver.PutStream(ctx, r.Bucket, key, rd, cond, &o)
 }
 
 func (r recorder) Delete(ctx context.Context, key string, cond driver.Condition) error {
@@ -161,6 +198,12 @@ func (l liar) Put(ctx context.Context, key string, data []byte, cond driver.Cond
 		}
 	}
 	return v, err
+}
+
+// PutStream passes a streamed write on untouched: the lie is about the
+// LEASE object only.
+func (l liar) PutStream(ctx context.Context, key string, rd io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	return driver.PutStream(ctx, l.Bucket, key, rd, cond, opts)
 }
 
 // leaseOps turns the LEASE history in a run's logs into register

@@ -65,6 +65,15 @@ const (
 	EvLostRead     = "lost-read"     // the LEASE object read right after ErrLost
 	EvWriteStart   = "write-start"   // before a data write is handed to the bucket
 	EvWriteEnd     = "write-end"     // its outcome: OK and Ver, or Err (Refused if never sent)
+	// EvStreamReq: a request of a streamed write's upload (a part, or
+	// the commit, the last) is about to be asked for by the driver, before
+	// the fence is; Seq numbers them. Logged again with Refused and Err if
+	// the fence (or the control's gate) refused it.
+	EvStreamReq = "stream-req"
+	// EvScratchStart, EvScratchEnd: the lease streams to a scratch key
+	// (its stream probe), and the outcome.
+	EvScratchStart = "scratch-start"
+	EvScratchEnd   = "scratch-end"
 	EvReleaseStart = "release-start" // SIGTERM: before Release
 	EvReleaseEnd   = "release-end"
 	EvExit         = "exit"

@@ -108,6 +108,10 @@ type prefixWorker struct {
 	prefix string     // the driver's prefix, maybe ""
 	label  string     // "p0", "p1", ...: the URL's place in WorkerConfig.URLs
 	rng    *rand.Rand // only the run goroutine uses it
+	// lb is the bucket under the lease: the driver's, wrapped in the
+	// recorder that logs the LEASE history and the requests of streamed
+	// writes. The fence-disabled control writes through it unfenced.
+	lb driver.Bucket
 
 	seq atomic.Int64 // the LEASE requests' numbers in the history
 
@@ -172,6 +176,7 @@ func (w *prefixWorker) run(ctx context.Context) error {
 		lb = liar{Bucket: lb, key: lease.Key(w.prefix), once: &sync.Once{}}
 	}
 	lb = recorder{Bucket: lb, key: lease.Key(w.prefix), log: w.log, seq: &w.seq}
+	w.lb = lb
 	c, err := lease.NewContender(lb, w.prefix, &lease.Options{
 		InstanceID: w.cfg.ID, TTL: ttl, Clock: SkewClock{Offset: w.cfg.Skew},
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -236,9 +241,10 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 	wb, wctx := l.Bucket(), work
 	keepCtx := work
 	if w.cfg.NoFence {
-		// The broken worker: raw bucket, no fence, and it carries on
-		// until it learns the lease is lost.
-		wb, wctx, keepCtx = w.b, ctx, ctx
+		// The broken worker: raw bucket (through the recorder, which
+		// passes data writes on), no fence, and it carries on until it
+		// learns the lease is lost.
+		wb, wctx, keepCtx = w.lb, ctx, ctx
 	}
 	kept := make(chan error, 1)
 	go func() { kept <- l.Keep(keepCtx) }()
@@ -291,7 +297,10 @@ func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int
 		body := fmt.Sprintf("chunk proc=%s epoch=%d tag=%s j=%d", w.cfg.Proc, epoch, tag, j)
 		put := w.put
 		if j == 0 && n%streamEvery == 0 {
-			put = w.putStream // now and then a big chunk, streamed in parts
+			// Now and then a big chunk, streamed in parts; its first
+			// line says how long the whole object must be.
+			put = w.putStream
+			body += fmt.Sprintf(" size=%d", streamSize)
 		}
 		if _, err := put(ctx, b, epoch, name, body, driver.IfAbsent(), ""); err != nil {
 			return
@@ -350,24 +359,34 @@ func (w *prefixWorker) put(ctx context.Context, b driver.Bucket, epoch int, name
 
 // streamEvery: the first chunk of every streamEvery-th backup is a big one,
 // streamed through the fenced bucket (driver.PutStream) in parts of
-// driver.MinPartSize: its body is the chunk's line followed by padding, to
-// streamSize bytes.
+// driver.MinPartSize (three parts: two whole ones and one byte): its body is
+// the chunk's line followed by padding, to streamSize bytes. The padding is
+// produced at a pace (streamPace) that spreads the upload over about
+// TTL/2, as a dump piped from another program is, so that a multipart
+// upload is open, with parts in flight, during a good share of the pauses,
+// kills and partitions on every driver, not only on the slow ones. A
+// streamed write gets streamTimeout TTLs before its context ends.
 const (
-	streamEvery = 8
-	streamSize  = 2*driver.MinPartSize + 1
+	streamEvery   = 4
+	streamSize    = 2*driver.MinPartSize + 1
+	streamTimeout = 2
 )
 
+// streamPace is how long the padding of a streamed chunk takes to produce.
+func streamPace(ttl time.Duration) time.Duration { return ttl / 2 }
+
 // putStream is put for a big chunk: the body, padded with newlines to
-// streamSize bytes, is streamed with driver.PutStream, which commits it
-// under cond only at its last step.
+// streamSize bytes at the pace streamPace sets, is streamed with
+// driver.PutStream, which commits it under cond only at its last step.
 func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int, name, body string, cond driver.Condition, prev string) (driver.Version, error) {
 	key := w.key(name)
 	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev, Detail: fmt.Sprintf("streamed, %d bytes", streamSize)})
-	pctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
-	r := io.MultiReader(strings.NewReader(body), &padding{n: streamSize - int64(len(body))})
+	pctx, cancel := context.WithTimeout(ctx, streamTimeout*w.cfg.TTL)
+	pad := &padding{n: streamSize - int64(len(body)), total: streamSize - int64(len(body)), pace: streamPace(w.cfg.TTL), start: time.Now()}
+	r := io.MultiReader(strings.NewReader(body), pad)
 	v, err := driver.PutStream(pctx, b, w.wkey(name), r, cond, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
 	cancel()
-	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev}
+	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev, Detail: "streamed"}
 	if err != nil {
 		e.Err = err.Error()
 		e.Refused = refusedToStart(err)
@@ -376,19 +395,42 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 	return v, err
 }
 
-// padding reads as n newlines.
-type padding struct{ n int64 }
+// padding reads as n newlines, produced evenly over pace from start: a
+// Read blocks (at most paceStep) until some of them are due.
+type padding struct {
+	n, total int64
+	pace     time.Duration
+	start    time.Time
+}
+
+// paceStep bounds how long one Read of padding sleeps, so that a caller
+// that looks at its context between Reads (driver.ReadPart does) stops soon.
+const paceStep = 20 * time.Millisecond
 
 func (p *padding) Read(b []byte) (int, error) {
 	if p.n <= 0 {
 		return 0, io.EOF
 	}
-	k := int(min(int64(len(b)), p.n))
+	k := min(int64(len(b)), p.n)
+	if p.pace > 0 {
+		sent := p.total - p.n
+		due := func() int64 {
+			el := time.Since(p.start)
+			if el >= p.pace {
+				return p.total
+			}
+			return int64(float64(p.total) * float64(el) / float64(p.pace))
+		}
+		if due() <= sent {
+			time.Sleep(paceStep)
+		}
+		k = min(k, max(due()-sent, 1))
+	}
 	for i := range k {
 		b[i] = '\n'
 	}
-	p.n -= int64(k)
-	return k, nil
+	p.n -= k
+	return int(k), nil
 }
 
 // refusedToStart reports whether the lease's fenced bucket refused a write
@@ -476,6 +518,9 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	cfg.NoFence = true // raw bucket, full keys
 	w := &prefixWorker{cfg: cfg, b: b, prefix: prefix, label: Label(0),
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))}
+	// The recorder logs the requests of streamed writes; with no key it
+	// logs no LEASE history (the child's lease is hold's, unlogged).
+	w.lb = recorder{Bucket: b, log: w.log, seq: &w.seq}
 	start := time.Now()
 	cfg.Log.Log(Entry{Ev: EvStart, Detail: "child of bucketlease hold"})
 	e := Entry{Ev: EvAcquireOK, Epoch: 1, Kind: "cli"}
@@ -503,7 +548,7 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	w.log(Entry{Ev: EvAcquireStart, T: acqStart.UnixNano()})
 	w.log(e)
 	for n := 1; ctx.Err() == nil; n++ {
-		w.backup(ctx, b, 1, n)
+		w.backup(ctx, w.lb, 1, n)
 		sleepCtx(ctx, w.jitter(cfg.TTL/8))
 	}
 	cfg.Log.Log(Entry{Ev: EvExit})
