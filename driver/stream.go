@@ -194,11 +194,18 @@ type UploadError struct {
 	Aborted bool
 	// AbortErr is why the abort failed, when Staged and not Aborted. What
 	// is left is removed by the service's own clean-up: on S3 a lifecycle
-	// rule with AbortIncompleteMultipartUpload, on Azure the 7-day expiry
-	// of uncommitted blocks, on GCS the 7-day expiry of a resumable session.
+	// rule with AbortIncompleteMultipartUpload. It is nil, with Staged
+	// and not Aborted, where the driver has no call that removes what was
+	// staged, so no abort was sent: Azure's uncommitted blocks (Blob
+	// Storage discards them 7 days after the blob's last Put Block, or
+	// when the blob is next committed) and a GCS resumable session (the
+	// client library cancels its requests but does not expose the session
+	// to delete it; Cloud Storage discards it 7 days after it started).
+	// Upload then says what becomes of it.
 	AbortErr error
 	// Upload names what was staged (an upload ID, a temporary file), if
-	// anything was.
+	// anything was; where no abort could be sent, with what becomes of
+	// it.
 	Upload string
 }
 
@@ -217,7 +224,7 @@ func (e *UploadError) Error() string {
 		return msg + "; aborting what it had staged (" + e.Upload + ") failed too (" + e.AbortErr.Error() +
 			"), so it is left to the service's clean-up (see UploadError.AbortErr)"
 	default:
-		return msg + "; what it had staged (" + e.Upload + ") was not aborted"
+		return msg + "; no abort was sent, the driver having no call that removes what it had staged: " + e.Upload
 	}
 }
 

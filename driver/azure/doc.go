@@ -108,8 +108,9 @@
 // once none is, having committed nothing; the uncommitted blocks are left
 // to the service, which discards them a week after the blob's last Put
 // Block, or when the blob is next committed. The error's
-// *driver.UploadError says how many blocks were started (Staged, Upload)
-// and why they were not aborted (AbortErr). A blob with only uncommitted
+// *driver.UploadError says how many blocks were started (Staged) and, as
+// no abort could be sent (Aborted false, AbortErr nil), what becomes of
+// them (Upload, in its message). A blob with only uncommitted
 // blocks is not an object: Get reports ErrNotExist and List omits it.
 //
 // The SDK's retry policy looks at the context after every response, a

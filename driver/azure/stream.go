@@ -251,25 +251,31 @@ func (s *stager) abort(kind, cause error) error {
 // fail builds the error of a failed upload: nothing was committed, and
 // what was staged is left for the service to discard.
 func (s *stager) fail(kind, cause error) error {
-	return s.op.Fail(kind, s.uploadError(cause))
+	return s.op.Fail(kind, s.uploadError(cause, false))
 }
 
 // uploadError says what the failed upload left: the blocks it started
-// (staged, or perhaps staged if cancelled in flight), uncommitted.
-func (s *stager) uploadError(cause error) *driver.UploadError {
+// (staged, or perhaps staged if cancelled in flight), uncommitted. Blob
+// Storage has no call that discards uncommitted blocks, so no abort is
+// sent (UploadError.AbortErr stays nil) and Upload says what becomes of
+// them. committing is a failed commit, which may have landed (the
+// OpError's kind tells: ErrPrecondition did not, ErrOutcomeUnknown may
+// have).
+func (s *stager) uploadError(cause error, committing bool) *driver.UploadError {
 	ue := &driver.UploadError{Err: cause}
-	if len(s.ids) > 0 {
-		ue.Staged = true
-		ue.Upload = fmt.Sprintf("%d blocks with IDs bl%s-*", len(s.ids), s.upload)
-		ue.AbortErr = errNoAbort
+	if len(s.ids) == 0 {
+		return ue
+	}
+	ue.Staged = true
+	blocks := fmt.Sprintf("the %d blocks it started (IDs bl%s-*)", len(s.ids), s.upload)
+	const expiry = "Blob Storage discards them 7 days after the blob's last Put Block, or when the blob is next committed"
+	if committing {
+		ue.Upload = blocks + " were sent to be committed; unless the commit landed, they are left uncommitted, and " + expiry
+	} else {
+		ue.Upload = "nothing was committed, and " + blocks + " are left uncommitted: " + expiry
 	}
 	return ue
 }
-
-// errNoAbort is UploadError.AbortErr of an upload that staged blocks and
-// failed.
-var errNoAbort = errors.New("no Blob Storage call discards uncommitted blocks: nothing was committed, and " +
-	"the service discards them a week after the blob's last Put Block, or when the blob is next committed")
 
 // stageKind classifies a failed Put Block: a missing container and
 // refused credentials; never a refused condition, which a block does not
@@ -304,7 +310,7 @@ func (s *stager) commit(ctx context.Context, cond driver.Condition) (driver.Vers
 		if kind == nil && bloberror.HasCode(err, bloberror.InvalidBlockList) {
 			kind, cause = s.discarded(ctx, cond, cause)
 		}
-		return "", cop.Fail(kind, s.uploadError(fmt.Errorf("the commit (Put Block List of %d blocks): %w", len(s.ids), cause)))
+		return "", cop.Fail(kind, s.uploadError(fmt.Errorf("the commit (Put Block List of %d blocks): %w", len(s.ids), cause), true))
 	}
 	if resp.ETag == nil || *resp.ETag == "" {
 		return "", cop.Fail(nil, errors.New("the commit's response carried no ETag"))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -166,10 +167,9 @@ func TestStreamMayStart(t *testing.T) {
 	for _, at := range []int{1, 2, 5} {
 		key := fmt.Sprintf("refused-%d", at)
 		calls := 0
-		var atRefusal counts
+		before := rc.snapshot()
 		opts.MayStart = func() error {
 			if calls++; calls == at {
-				atRefusal = rc.snapshot()
 				return refused
 			}
 			return nil
@@ -179,14 +179,20 @@ func TestStreamMayStart(t *testing.T) {
 		if !errors.Is(err, refused) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "put "+key) {
 			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *driver.UploadError, naming the key", at, err)
 		}
-		if ue.Staged != (at > 1) || (at > 1 && !strings.Contains(err.Error(), "uncommitted blocks")) || strings.Contains(err.Error(), "canceled") {
+		if ue.Staged != (at > 1) || (at > 1 && !strings.Contains(err.Error(), "left uncommitted")) || strings.Contains(err.Error(), "canceled") {
 			t.Errorf("refused at call %d: Staged = %v in %q", at, ue.Staged, err)
 		}
 		if calls != at {
 			t.Errorf("MayStart asked %d times after it refused", calls-at)
 		}
-		if s := rc.snapshot(); s.blocks != atRefusal.blocks || s.commits != atRefusal.commits {
-			t.Errorf("requests started after MayStart refused: %+v, then %+v", atRefusal, s)
+		// MayStart call k comes before block k (and call 5 before the
+		// commit), so at most at-1 blocks may reach the wire and no
+		// commit. (A snapshot taken at the refusal would not do: a block
+		// the driver started just before it may enter the transport just
+		// after.)
+		if s := rc.snapshot(); s.blocks-before.blocks > at-1 || s.commits != before.commits {
+			t.Errorf("refused at call %d: %d blocks and %d commits sent; want at most %d blocks and no commit",
+				at, s.blocks-before.blocks, s.commits-before.commits, at-1)
 		}
 		if _, _, err := b.Get(t.Context(), key); !errors.Is(err, driver.ErrNotExist) {
 			t.Errorf("after a refused upload, Get: %v; want ErrNotExist", err)
@@ -539,5 +545,83 @@ func TestStreamLeavesNoGoroutine(t *testing.T) {
 	}
 	if n := settle(base + 2); n > base+2 {
 		t.Errorf("after 8 streamed writes: %d goroutines, %d before", n, base)
+	}
+}
+
+// TestStreamErrorSaysBlocksAreLeft: Blob Storage has no call that discards
+// staged blocks, so a failed streamed write sends no abort, and its error
+// says so and what becomes of the blocks (left uncommitted until the
+// service discards them), never that an abort was tried. Before the
+// commit it says nothing was committed; at a refused commit, that the
+// blocks were sent to be committed. Azurite's uncommitted block list shows
+// the blocks the message names.
+func TestStreamErrorSaysBlocksAreLeft(t *testing.T) {
+	cs := emulator(t)
+	cc := containerClient(t, cs, newContainer(t, cs), nil)
+	b := azure.New(cc)
+	ctx := t.Context()
+	uncommitted := func(key string) int {
+		t.Helper()
+		bl, err := cc.NewBlockBlobClient(key).GetBlockList(ctx, blockblob.BlockListTypeUncommitted, nil)
+		if err != nil {
+			t.Fatalf("Get Block List of %s: %v", key, err)
+		}
+		return len(bl.UncommittedBlocks)
+	}
+	const left = "no abort was sent, the driver having no call that removes what it had staged: "
+	const expiry = "Blob Storage discards them 7 days after the blob's last Put Block, or when the blob is next committed"
+	for _, c := range []struct {
+		name, want string
+		refuse     int // MayStart refuses its call number refuse (0: never)
+		cond       driver.Condition
+		blocks     int // blocks left uncommitted
+	}{
+		{"before any block", "; nothing had been staged", 1, driver.IfAbsent(), 0},
+		{"before block 3", left + "nothing was committed, and the 2 blocks it started (IDs bl", 3, driver.IfAbsent(), 2},
+		{"before the commit", left + "nothing was committed, and the 3 blocks it started (IDs bl", 4, driver.IfAbsent(), 3},
+		{"a refused commit", left + "the 3 blocks it started (IDs bl", 0, driver.IfAbsent(), 3},
+	} {
+		key := "k-" + strings.ReplaceAll(c.name, " ", "-")
+		if c.refuse == 0 {
+			if _, err := b.Put(ctx, key, []byte("there"), driver.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		calls := 0
+		opts := *twoAtATime
+		opts.MayStart = func() error {
+			if calls++; calls == c.refuse {
+				return errors.New("fenced")
+			}
+			return nil
+		}
+		_, err := b.PutStream(ctx, key, unknownLength(body(block*2+5, 8)), c.cond, &opts)
+		var ue *driver.UploadError
+		if !errors.As(err, &ue) {
+			t.Fatalf("%s: %v; want a *driver.UploadError", c.name, err)
+		}
+		msg := err.Error()
+		t.Logf("%s: %s", c.name, msg)
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("%s: %q; want it to say %q", c.name, msg, c.want)
+		}
+		if strings.Contains(msg, "abort") && !strings.Contains(msg, "no abort was sent") || ue.Aborted || ue.AbortErr != nil {
+			t.Errorf("%s: %q (Aborted %v, AbortErr %v) speaks of an abort; none exists", c.name, msg, ue.Aborted, ue.AbortErr)
+		}
+		if c.blocks == 0 {
+			continue
+		}
+		if c.refuse == 0 {
+			if !errors.Is(err, driver.ErrPrecondition) || !strings.Contains(msg, "were sent to be committed; unless the commit landed, they are left uncommitted, and "+expiry) {
+				t.Errorf("%s: %q; want ErrPrecondition, saying the blocks were sent to be committed and are otherwise left", c.name, msg)
+			}
+		} else if !strings.Contains(msg, "are left uncommitted: "+expiry) {
+			t.Errorf("%s: %q; want it to say the blocks are left uncommitted until the service discards them", c.name, msg)
+		}
+		// A block in flight when MayStart refused is cancelled, so it may
+		// not have been staged: the message counts the blocks started.
+		if n := uncommitted(key); n > c.blocks || n < c.blocks-1 || n == 0 || c.refuse != 3 && n != c.blocks {
+			t.Errorf("%s: Azurite holds %d uncommitted blocks of %s; the message says %d were started", c.name, n, key, c.blocks)
+		}
 	}
 }

@@ -111,8 +111,10 @@
 // does not expose the session's URI, so the session cannot be deleted
 // (DELETE on the URI); Cloud Storage discards it, with the chunks it
 // received, when it expires a week after it started. The error's
-// *driver.UploadError says whether a session had been started (Staged) and
-// that it was abandoned (AbortErr).
+// *driver.UploadError says whether a session had been started (Staged)
+// and, as no abort could be sent (Aborted false, AbortErr nil), what
+// became of it: its requests were cancelled, and it is left for Cloud
+// Storage to discard (Upload, in its message).
 //
 // A refusal of the single request after the client library retried it is
 // ErrOutcomeUnknown, as for Put. In a resumable upload only a 412

@@ -165,6 +165,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 		if !u.resumable() {
 			what = "the upload request"
 		}
+		u.final = true
 		return "", u.fail(u.classify(err), fmt.Errorf("%s: %w", what, err))
 	}
 	attrs := w.Attrs()
@@ -186,6 +187,7 @@ type upload struct {
 	cancel  context.CancelFunc
 	written int64 // bytes handed to w
 	closed  bool  // w.Close was called
+	final   bool  // w.Close failed: the final request may have been sent
 }
 
 // resumable reports whether the write is a resumable upload: the client
@@ -221,18 +223,28 @@ func (u *upload) fail(kind, cause error) error {
 	ue := &driver.UploadError{Err: cause}
 	op := u.op
 	if u.resumable() {
+		// No abort is sent (AbortErr stays nil): the session cannot be
+		// deleted, so Upload says what becomes of it.
 		ue.Staged = true
-		ue.Upload = "a resumable session"
-		ue.AbortErr = errAbandoned
+		ue.Upload = abandoned
+		if u.final {
+			ue.Upload = finalFailed
+		}
 		op, _ = u.b.begin(u.ctx, driver.OpPut, u.key, u.cond)
 	}
 	return op.Fail(kind, ue)
 }
 
-// errAbandoned is UploadError.AbortErr of a resumable upload that failed.
-var errAbandoned = errors.New("the client library abandons a resumable session by cancelling its requests and " +
-	"does not expose the session's URI to delete it; the final request was not sent, so nothing was committed, " +
-	"and Cloud Storage discards the session and its chunks when it expires, a week after it started")
+// abandoned and finalFailed are UploadError.Upload of a resumable upload
+// that failed before its final request, and at it.
+const (
+	sessionExpiry = "Cloud Storage discards it, with the chunks it received, 7 days after it started " +
+		"(the client library cancels the session's requests but does not expose the session's URI to delete it)"
+	abandoned = "nothing was committed: the resumable session's requests were cancelled before its final one, " +
+		"and " + sessionExpiry
+	finalFailed = "the resumable session's final request failed; unless it landed, the session is left unfinalised, " +
+		"and " + sessionExpiry
+)
 
 // classify maps a failed request of the upload to the contract's kinds. In
 // a resumable upload only a 412 conditionNotMet is a refused precondition:

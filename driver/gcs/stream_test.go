@@ -345,3 +345,65 @@ func TestStreamLeavesNoGoroutine(t *testing.T) {
 		t.Errorf("after 8 streamed writes: %d goroutines, %d before", n, base)
 	}
 }
+
+// TestStreamErrorSaysSessionIsLeft: the client library cancels a failed
+// resumable upload's requests but cannot delete its session, so no abort
+// is sent (no DELETE reaches the wire), and the error says so and what
+// becomes of the session (Cloud Storage discards it 7 days after it
+// started), never that an abort was tried. Before the final request it
+// says nothing was committed; at a refused final request, that the
+// session is left unfinalised unless that request landed.
+func TestStreamErrorSaysSessionIsLeft(t *testing.T) {
+	const left = "no abort was sent, the driver having no call that removes what it had staged: "
+	const expiry = "Cloud Storage discards it, with the chunks it received, 7 days after it started"
+	for _, c := range []struct {
+		name, want string
+		refuse     int // MayStart refuses its call number refuse (0: never)
+		exists     bool
+	}{
+		{"before the session", "; nothing had been staged", 1, false},
+		{"before chunk 2", left + "nothing was committed: the resumable session's requests were cancelled before its final one, and " + expiry, 2, false},
+		{"before the final request", left + "nothing was committed: the resumable session's requests were cancelled before its final one, and " + expiry, 4, false},
+		{"a refused final request", left + "the resumable session's final request failed; unless it landed, the session is left unfinalised, and " + expiry, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, rc := streamBucket(t)
+			if c.exists {
+				if _, err := b.Put(t.Context(), "k", []byte("there"), driver.Condition{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls := 0
+			opts := *oneAtATime
+			opts.MayStart = func() error {
+				if calls++; calls == c.refuse {
+					return errors.New("fenced")
+				}
+				return nil
+			}
+			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 9)), driver.IfAbsent(), &opts)
+			var ue *driver.UploadError
+			if !errors.As(err, &ue) {
+				t.Fatalf("%v; want a *driver.UploadError", err)
+			}
+			msg := err.Error()
+			t.Log(msg)
+			if !strings.Contains(msg, c.want) {
+				t.Errorf("%q; want it to say %q", msg, c.want)
+			}
+			if strings.Contains(msg, "abort") && !strings.Contains(msg, "no abort was sent") || ue.Aborted || ue.AbortErr != nil {
+				t.Errorf("%q (Aborted %v, AbortErr %v) speaks of an abort; none exists", msg, ue.Aborted, ue.AbortErr)
+			}
+			if c.exists && !errors.Is(err, driver.ErrPrecondition) {
+				t.Errorf("%q; want ErrPrecondition", msg)
+			}
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			for _, m := range rc.methods {
+				if strings.HasPrefix(m, http.MethodDelete) {
+					t.Errorf("a %s request was sent (%v); the driver has no abort to send", m, rc.methods)
+				}
+			}
+		})
+	}
+}
