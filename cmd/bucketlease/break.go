@@ -99,6 +99,9 @@ func askYes(r io.Reader, w io.Writer) error {
 // breakLease breaks the lease at rawURL if it is still version v; confirm,
 // if not nil, is asked once the lease is shown and found breakable.
 func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool, timeout time.Duration, confirm func() error) error {
+	if err := fileLeaseNotObject(rawURL); err != nil {
+		return err
+	}
 	if free, err := fileLeaseAbsent(rawURL); err != nil {
 		return err
 	} else if free {

@@ -281,6 +281,9 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 			return err
 		}
 	}
+	if err := fileLeaseNotObject(rawURL); err != nil {
+		return err
+	}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return err

@@ -28,19 +28,36 @@ func jsonObject(t *testing.T, what, out string) map[string]any {
 	return m
 }
 
-// TestLeaseThatIsADirectory: a LEASE that is an empty
-// directory is reported by show, break and hold as what it is, with the
-// fix (remove or rename it), never as a free lease; hold --wait does not
-// retry it.
+// TestLeaseThatIsADirectory: a LEASE that is a directory, empty or
+// holding files (which the file driver reads as keys LEASE/… of their own,
+// so that the lease looked free), is reported by show, break, hold, put
+// and probe as what it is, naming the path, with the fix (remove or rename
+// it), never as a free lease; hold --wait does not retry it.
 func TestLeaseThatIsADirectory(t *testing.T) {
+	for _, inside := range [][]string{nil, {"x", "sub/y"}} {
+		t.Run(fmt.Sprintf("holding %d files", len(inside)), func(t *testing.T) { leaseThatIsADirectory(t, inside) })
+	}
+}
+
+func leaseThatIsADirectory(t *testing.T, inside []string) {
 	u, dir := fileURL(t)
 	if err := os.Mkdir(filepath.Join(dir, "LEASE"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range inside {
+		p := filepath.Join(dir, "LEASE", f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("not a lease\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	says := func(what, out, errOut string, code int) {
 		t.Helper()
 		if code != exitError || !strings.Contains(errOut, filepath.Join(dir, "LEASE")) || !strings.Contains(errOut, "is a directory") ||
-			!strings.Contains(errOut, "remove or rename") || strings.Contains(out, "free") || strings.Contains(out, "nothing to break") {
+			!strings.Contains(errOut, "remove or rename") || strings.Contains(out, "free") || strings.Contains(out, "nothing to break") ||
+			strings.Contains(out+errOut, "verdict") || strings.Contains(out+errOut, "RAN") {
 			t.Errorf("%s on a LEASE that is a directory: exit %d, stdout %q, stderr %q; want exit 1 naming it a directory to remove or rename", what, code, out, errOut)
 		}
 	}
@@ -48,8 +65,12 @@ func TestLeaseThatIsADirectory(t *testing.T) {
 	says("show", out, errOut, code)
 	out, errOut, code = runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
 	says("break", out, errOut, code)
-	out, errOut, code = runCLI(t, nil, "hold", u, "--ttl", "3s", "--", "true")
+	out, errOut, code = runCLI(t, nil, "hold", u, "--ttl", "3s", "--", "echo", "RAN")
 	says("hold", out, errOut, code)
+	out, errOut, code = runCLI(t, nil, "probe", u)
+	says("probe", out, errOut, code)
+	out, errOut, code = runCLI(t, nil, "put", u, "dumps/a", "/dev/null")
+	says("put", out, errOut, code)
 	// --wait: a permanent error, not retried (the wait-timeout is only a
 	// bound for a broken build, far above what a prompt exit takes).
 	out, errOut, code = runCLI(t, nil, "hold", u, "--ttl", "3s", "--wait", "--wait-timeout", "10m", "--", "true")
@@ -57,13 +78,23 @@ func TestLeaseThatIsADirectory(t *testing.T) {
 	if strings.Contains(errOut, "retrying") || strings.Contains(errOut, "waiting") {
 		t.Errorf("hold --wait retried a permanent error:\n%s", errOut)
 	}
-	out, _, code = runCLI(t, nil, "show", u, "--json")
-	if m := jsonObject(t, "show --json", out); code != exitError || m["exit"] != float64(exitError) || m["class"] != "invalid-key" ||
-		!strings.Contains(fmt.Sprint(m["message"]), "remove or rename") {
-		t.Errorf("show --json: exit %d, %v", code, m)
+	for _, cmd := range []string{"show", "probe"} {
+		out, _, code = runCLI(t, nil, cmd, u, "--json")
+		if m := jsonObject(t, cmd+" --json", out); code != exitError || m["exit"] != float64(exitError) || m["class"] != "invalid-key" ||
+			!strings.Contains(fmt.Sprint(m["message"]), "remove or rename") {
+			t.Errorf("%s --json: exit %d, %v", cmd, code, m)
+		}
 	}
 	if st, err := os.Stat(filepath.Join(dir, "LEASE")); err != nil || !st.IsDir() {
 		t.Errorf("the directory was changed: %v", err)
+	}
+	for _, f := range inside {
+		if _, err := os.Stat(filepath.Join(dir, "LEASE", f)); err != nil {
+			t.Errorf("a file inside it was changed: %v", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".bucketlease")); err == nil {
+		t.Error("the driver was opened: .bucketlease was created")
 	}
 }
 

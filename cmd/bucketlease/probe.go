@@ -67,6 +67,11 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		if err := refuseInProcess("probe", rawURL); err != nil {
 			return err
 		}
+		// The checks never touch the lease object, but a LEASE that
+		// can never be one makes the prefix unusable for the lease.
+		if err := fileLeaseNotObject(rawURL); err != nil {
+			return err
+		}
 		b, prefix, err := openURL(ctx, rawURL)
 		if err != nil {
 			return err

@@ -303,6 +303,9 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	if err != nil {
 		return "", usageErrorf("%v", err)
 	}
+	if err := fileLeaseNotObject(rawURL); err != nil {
+		return "", err
+	}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
 		return "", err

@@ -7,8 +7,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -59,4 +62,40 @@ func knownFileQuery(q url.Values) bool {
 		}
 	}
 	return true
+}
+
+// fileLeaseNotObject refuses a file:// URL whose {prefix}/LEASE is a
+// directory, empty or not: no lease object can be stored there (the file
+// driver keeps an object as a file), and one holding files would otherwise
+// read as no lease at all, "free", since its files are keys LEASE/… of
+// their own. show, break, hold, put and probe call it before they open the
+// driver; the error names the path and the fix. Other schemes, and a LEASE
+// that is not a directory, give nil.
+func fileLeaseNotObject(rawURL string) error {
+	if schemeOf(rawURL) != "file" {
+		return nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
+		return nil // the driver says what is wrong with it
+	}
+	p := filepath.Join(filepath.Clean(u.Path), lease.Key(""))
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	holds := "nothing"
+	if f, err := os.Open(p); err == nil {
+		names, _ := f.Readdirnames(3) // a few, to say what is in it; bounded
+		f.Close()
+		slices.Sort(names)
+		switch {
+		case len(names) > 2:
+			holds = fmt.Sprintf("%s, %s and more", names[0], names[1])
+		case len(names) > 0:
+			holds = strings.Join(names, " and ")
+		}
+	}
+	return fmt.Errorf("%s: %w: %s is a directory, not an object (it holds %s): no lease object can be stored there, and it is not a free lease either; the file driver keeps an object as a file, so remove or rename the directory (or use another prefix)",
+		displayURL(rawURL), driver.ErrInvalidKey, p, holds)
 }

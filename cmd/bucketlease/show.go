@@ -65,6 +65,9 @@ func setupShow(fs *flag.FlagSet) runFunc {
 // inspect opens the URL and reads its lease. It creates nothing, not even
 // on file://.
 func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.Status, error) {
+	if err := fileLeaseNotObject(rawURL); err != nil {
+		return lease.Status{}, err
+	}
 	if free, err := fileLeaseAbsent(rawURL); err != nil || free {
 		return freeStatus(), err
 	}
