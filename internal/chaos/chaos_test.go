@@ -141,7 +141,7 @@ func TestNegativeControls(t *testing.T) {
 		want            []string // the invariants that may catch it
 	}{
 		{chaos.ControlSkewBeyond, "s3", []string{chaos.InvExclusion, chaos.InvLatest}},
-		{chaos.ControlFenceDisabled, "minio", []string{chaos.InvExclusion, chaos.InvLatest}},
+		{chaos.ControlFenceDisabled, "minio", []string{chaos.InvExclusion, chaos.InvLatest, chaos.InvLateCommit}},
 		// gcs, because fake-gcs-server ignores ifGenerationMatch on DELETE
 		// while the driver declares a conditional delete: the service
 		// the old release trusted wrongly.
