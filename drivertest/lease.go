@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/clock"
@@ -208,13 +209,12 @@ var leaseChecks = []check{
 		area:    areaPut,
 		expect:  "an acquire whose reply was lost is recognised as our own on the next attempt",
 		run: func(ctx context.Context, s *scope) error {
-			dropped := false
-			lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, _ string, cond driver.Condition) bool {
-				if op == "put" && cond.Absent() && !dropped {
-					dropped = true
-					return true
-				}
-				return false
+			// The reply of the first If-None-Match write of the lease object
+			// itself (not of the scratch key that proves the path first).
+			var dropped atomic.Bool
+			key := lease.Key(s.prefix)
+			lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, k string, cond driver.Condition) bool {
+				return op == "put" && k == key && cond.Absent() && dropped.CompareAndSwap(false, true)
 			}}
 			l, err := s.acquire(ctx, lossy, "first", clock.NewFake(leaseStart))
 			if err != nil {

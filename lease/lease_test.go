@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +127,33 @@ func TestLostReplyAcquireIsOurs(t *testing.T) {
 			}
 			if err := l.Renew(context.Background()); err != nil {
 				t.Fatalf("renew after adopting: %v", err)
+			}
+		})
+	}
+}
+
+// A lost reply of the scratch key's create, with the write landed (or the
+// client's retry refused), does not fail the acquire: the key is read back.
+func TestLostReplyOfTheScratchKeyIsReadBack(t *testing.T) {
+	for _, asRefusal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("retry-refused=%v", asRefusal), func(t *testing.T) {
+			inner := mem.New()
+			var dropped atomic.Int32
+			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
+				return op == "put" && lease.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
+			}}
+			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
+			if err != nil {
+				t.Fatalf("acquire whose scratch key's reply was lost: %v", err)
+			}
+			if dropped.Load() != 1 {
+				t.Fatal("the reply was never dropped: the test tests nothing")
+			}
+			if !l.MayWrite() {
+				t.Fatal("the lease may not write")
+			}
+			if n := scratchLeft(t, inner); n != 0 {
+				t.Errorf("%d scratch keys left behind", n)
 			}
 		})
 	}

@@ -67,6 +67,14 @@ func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifA
 	note := []byte("bucketlease " + kind + ": a probe of the path's preconditions; safe to delete")
 	sv, err := b.Put(ctx, scratch, note, driver.IfAbsent())
 	if err != nil {
+		// The reply may have been lost, or the client's retry refused,
+		// with the write landed: the key is random, so if it exists, it
+		// is this write.
+		if _, v, rerr := driver.ReadAll(ctx, b, scratch, int64(len(note))+1); rerr == nil {
+			sv, err = v, nil
+		}
+	}
+	if err != nil {
 		// The write may have landed: delete it all the same.
 		go func() { done <- deleteScratch(ctx, b, scratch) }()
 		return done, "", fmt.Errorf("write the probe key %s: %w", scratch, err)
