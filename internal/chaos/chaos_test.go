@@ -152,6 +152,9 @@ func TestNegativeControls(t *testing.T) {
 		// A driver that reports one refused write as a success: the
 		// lease fails closed, and only Porcupine sees the lie.
 		{chaos.ControlLieRefusal, "file", []string{chaos.InvLinearizable}},
+		// A streamed upload the fence does not cover: its commit lands
+		// after a successor began, and every other write stays fenced.
+		{chaos.ControlStreamUnfenced, "minio", []string{chaos.InvLateCommit}},
 	}
 	for i, c := range cases {
 		t.Run(c.control, func(t *testing.T) {

@@ -48,10 +48,17 @@ const (
 	// success; the lease fails closed, so only the linearizability check
 	// of the LEASE history can see it.
 	ControlLieRefusal = "lie-refusal"
+	// ControlStreamUnfenced: every backup's first chunk is streamed past
+	// the fence (the raw bucket, a context the fence does not cancel), its
+	// body held back until the lease may no longer write; the holder of
+	// p0 is paused for 1.5 TTL again and again. The upload then commits
+	// after a successor's epoch began, which only late-commit can see
+	// (every other write stays fenced).
+	ControlStreamUnfenced = "stream-unfenced"
 )
 
 // Controls are the negative controls, in the order the tests run them.
-var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled, ControlOldAdopt, ControlLieRefusal}
+var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled, ControlOldAdopt, ControlLieRefusal, ControlStreamUnfenced}
 
 // Config describes one chaos run on one driver.
 type Config struct {

@@ -81,7 +81,7 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 	}
 	var acts []Action
 	switch control {
-	case ControlFenceDisabled, ControlOldRelease:
+	case ControlFenceDisabled, ControlOldRelease, ControlStreamUnfenced:
 		// Pause whoever holds p0 for 1.5 TTL, long enough to be taken
 		// over, every three TTLs.
 		for at := ttl; at < duration-3*ttl/2 && len(acts) < maxPhaseActs; at += 3 * ttl {

@@ -107,6 +107,8 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 		args = append(args, "-old-adopt")
 	case ControlLieRefusal:
 		args = append(args, "-lie-refusal")
+	case ControlStreamUnfenced:
+		args = append(args, "-stream-unfenced")
 	}
 	return r.startProc(name, id, logPath, addr, exec.Command(r.cfg.WorkerBin, args...))
 }

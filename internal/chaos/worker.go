@@ -39,7 +39,12 @@ type WorkerConfig struct {
 	// the driver under the lease reports the first refused
 	// If-None-Match PUT of each LEASE object as a success.
 	LieRefusal bool
-	Log        *Logger
+	// StreamUnfenced is a negative control for the late-commit check:
+	// every backup's first chunk is streamed through the raw bucket, with
+	// a context the fence does not cancel, and its body stalls until the
+	// lease may no longer write: the fence does not cover the upload.
+	StreamUnfenced bool
+	Log            *Logger
 	// Deadline, if set, ends the worker as SIGTERM would, so that a
 	// worker whose harness died does not run on.
 	Deadline time.Time
@@ -54,7 +59,7 @@ func (c WorkerConfig) Switches() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}, {c.LieRefusal, "lie-refusal"}} {
+	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -112,6 +117,10 @@ type prefixWorker struct {
 	// recorder that logs the LEASE history and the requests of streamed
 	// writes. The fence-disabled control writes through it unfenced.
 	lb driver.Bucket
+	// cur and holdCtx are the lease being held and the context that ends
+	// only at SIGTERM, for the stream-unfenced control (run goroutine only).
+	cur     *lease.Lease
+	holdCtx context.Context
 
 	seq atomic.Int64 // the LEASE requests' numbers in the history
 
@@ -246,6 +255,7 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 		// learns the lease is lost.
 		wb, wctx, keepCtx = w.lb, ctx, ctx
 	}
+	w.cur, w.holdCtx = l, ctx
 	kept := make(chan error, 1)
 	go func() { kept <- l.Keep(keepCtx) }()
 	defer func() { stop(); <-kept }()
@@ -296,7 +306,7 @@ func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int
 		name := fmt.Sprintf("chunks/%s/%d", tag, j)
 		body := fmt.Sprintf("chunk proc=%s epoch=%d tag=%s j=%d", w.cfg.Proc, epoch, tag, j)
 		put := w.put
-		if j == 0 && n%streamEvery == 0 {
+		if j == 0 && (n%streamEvery == 0 || w.cfg.StreamUnfenced) {
 			// Now and then a big chunk, streamed in parts; its first
 			// line says how long the whole object must be.
 			put = w.putStream
@@ -381,10 +391,18 @@ func streamPace(ttl time.Duration) time.Duration { return ttl / 2 }
 func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int, name, body string, cond driver.Condition, prev string) (driver.Version, error) {
 	key := w.key(name)
 	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev, Detail: fmt.Sprintf("streamed, %d bytes", streamSize)})
-	pctx, cancel := context.WithTimeout(ctx, streamTimeout*w.cfg.TTL)
 	pad := &padding{n: streamSize - int64(len(body)), total: streamSize - int64(len(body)), pace: streamPace(w.cfg.TTL), start: time.Now()}
+	wkey, timeout := w.wkey(name), streamTimeout*w.cfg.TTL
+	if w.cfg.StreamUnfenced && w.cur != nil {
+		// The control: past the fence, with the rest of the body held
+		// back until the lease may no longer write.
+		l := w.cur
+		b, ctx, wkey, timeout = w.lb, w.holdCtx, key, 20*w.cfg.TTL
+		pad.until = func() bool { return !l.MayWrite() }
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	r := io.MultiReader(strings.NewReader(body), pad)
-	v, err := driver.PutStream(pctx, b, w.wkey(name), r, cond, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
+	v, err := driver.PutStream(pctx, b, wkey, r, cond, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
 	cancel()
 	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev, Detail: "streamed"}
 	if err != nil {
@@ -396,11 +414,14 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 }
 
 // padding reads as n newlines, produced evenly over pace from start: a
-// Read blocks (at most paceStep) until some of them are due.
+// Read blocks (at most paceStep) until some of them are due. With until
+// set, the second half is held back (each Read sleeping paceStep) until
+// until reports true.
 type padding struct {
 	n, total int64
 	pace     time.Duration
 	start    time.Time
+	until    func() bool
 }
 
 // paceStep bounds how long one Read of padding sleeps, so that a caller
@@ -412,6 +433,10 @@ func (p *padding) Read(b []byte) (int, error) {
 		return 0, io.EOF
 	}
 	k := min(int64(len(b)), p.n)
+	if p.until != nil && p.n <= p.total/2 && !p.until() {
+		time.Sleep(paceStep)
+		return 0, nil
+	}
 	if p.pace > 0 {
 		sent := p.total - p.n
 		due := func() int64 {
