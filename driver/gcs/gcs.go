@@ -54,12 +54,31 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	client, tr, err := newClient(ctx, endpoint, noAuth)
+	var creds *auth.Credentials
+	if !noAuth {
+		if creds, err = credentials.DetectDefault(&credentials.DetectOptions{Scopes: scopes}); err != nil {
+			return nil, "", fmt.Errorf("gcs: Application Default Credentials: %w", err)
+		}
+	}
+	// Two clients on one set of credentials, each on a transport of its
+	// own: streamed writes and listings on one, the small control
+	// requests (Get, Put, Delete: the lease's renewals) on the other, so
+	// that a renewal never waits behind a chunk. Over HTTPS the client
+	// library speaks HTTP/2 to Cloud Storage, one TCP connection for all
+	// requests of a transport: a renewal sharing the chunks' connection
+	// would queue behind the chunk bytes already in its send buffer.
+	client, tr, err := newClient(ctx, endpoint, creds)
 	if err != nil {
 		return nil, "", err
 	}
-	b := New(client, u.Host)
-	b.owned, b.transport = client, tr
+	control, ctr, err := newClient(ctx, endpoint, creds)
+	if err != nil {
+		client.Close()
+		tr.CloseIdleConnections()
+		return nil, "", err
+	}
+	b := &Bucket{bkt: client.Bucket(u.Host), ctl: control.Bucket(u.Host),
+		owned: []*storage.Client{client, control}, transports: []*http.Transport{tr, ctr}}
 	return b, strings.Trim(u.Path, "/"), nil
 }
 
@@ -84,15 +103,15 @@ func parseEndpoint(endpoint string) (string, bool, error) {
 // scopes are the OAuth scopes the client library asks for by default.
 var scopes = []string{storage.ScopeFullControl, "https://www.googleapis.com/auth/cloud-platform"}
 
-// newClient creates the client of a bucket opened by URL, on an HTTP
+// newClient creates a client of a bucket opened by URL, on an HTTP
 // transport of its own, so that Close can close its idle connections:
 // storage.Client.Close does not (in v1.70.0 it calls CloseIdleConnections
 // on a transport wrapper that does not pass the call on), and each client
-// the library creates has a connection pool of its own. Credentials are
+// the library creates has a connection pool of its own. creds are
 // Application Default Credentials with the library's default scopes,
-// through cloud.google.com/go/auth, as the library itself gets them; none
-// when noAuth.
-func newClient(ctx context.Context, endpoint string, noAuth bool) (*storage.Client, *http.Transport, error) {
+// through cloud.google.com/go/auth, as the library itself gets them; nil
+// for none.
+func newClient(ctx context.Context, endpoint string, creds *auth.Credentials) (*storage.Client, *http.Transport, error) {
 	var tr *http.Transport
 	if def, ok := http.DefaultTransport.(*http.Transport); ok {
 		tr = def.Clone()
@@ -102,10 +121,9 @@ func newClient(ctx context.Context, endpoint string, noAuth bool) (*storage.Clie
 	}
 	tr.MaxIdleConnsPerHost = 100 // as the client library sets it
 	hc := &http.Client{Transport: tr}
-	if !noAuth {
+	if creds != nil {
 		var err error
-		hc, err = httptransport.NewClient(&httptransport.Options{BaseRoundTripper: tr,
-			DetectOpts: &credentials.DetectOptions{Scopes: scopes}})
+		hc, err = httptransport.NewClient(&httptransport.Options{BaseRoundTripper: tr, Credentials: creds})
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcs: Application Default Credentials: %w", err)
 		}
@@ -127,22 +145,28 @@ func newClient(ctx context.Context, endpoint string, noAuth bool) (*storage.Clie
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.
 type Bucket struct {
-	bkt *storage.BucketHandle
+	// bkt carries streamed writes and listings, ctl the control requests
+	// (Get, Put, Delete). They are one handle for a client passed to New,
+	// and two clients with their own transports for a bucket opened by
+	// URL.
+	bkt, ctl *storage.BucketHandle
 
-	// owned is the client OpenURL created, and transport its HTTP
-	// transport, which Close closes; both nil for a client passed to New,
+	// owned are the clients OpenURL created, and transports their HTTP
+	// transports, which Close closes; both nil for a client passed to New,
 	// which stays its caller's.
-	owned     *storage.Client
-	transport *http.Transport
-	closeOnce sync.Once
-	closeErr  error
+	owned      []*storage.Client
+	transports []*http.Transport
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // New returns the bucket named name, reached through client. The caller
 // keeps ownership of client and closes it when done; the Bucket's Close
-// leaves it open.
+// leaves it open. Every request goes through client; a bucket opened by
+// URL gives its control requests a client of their own (see OpenURL).
 func New(client *storage.Client, name string) *Bucket {
-	return &Bucket{bkt: client.Bucket(name)}
+	h := client.Bucket(name)
+	return &Bucket{bkt: h, ctl: h}
 }
 
 // Close closes the client OpenURL created for b (driver.Open's bucket)
@@ -155,10 +179,14 @@ func (b *Bucket) Close() error {
 		return nil
 	}
 	b.closeOnce.Do(func() {
-		if err := b.owned.Close(); err != nil {
-			b.closeErr = fmt.Errorf("gcs: close the client: %w", err)
+		for _, c := range b.owned {
+			if err := c.Close(); err != nil && b.closeErr == nil {
+				b.closeErr = fmt.Errorf("gcs: close the client: %w", err)
+			}
 		}
-		b.transport.CloseIdleConnections()
+		for _, tr := range b.transports {
+			tr.CloseIdleConnections()
+		}
 	})
 	return b.closeErr
 }
@@ -220,7 +248,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := b.bkt.Object(key).NewReader(op.Context())
+	r, err := b.ctl.Object(key).NewReader(op.Context())
 	if err != nil {
 		return nil, "", op.Fail(b.classify(ctx, err, op.Cond), err)
 	}
@@ -238,7 +266,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if err != nil {
 		return "", err
 	}
-	obj, err := b.object(key, cond)
+	obj, err := b.object(b.ctl, key, cond)
 	if err != nil {
 		return "", op.Fail(driver.ErrPrecondition, err)
 	}
@@ -269,12 +297,12 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	return version(attrs.Generation), nil
 }
 
-// object returns the handle of key under the precondition cond stands
-// for: ifGenerationMatch=0 for IfAbsent, ifGenerationMatch=v for
-// IfMatch(v). A version that is not a generation is an error, and nothing
-// is to be sent.
-func (b *Bucket) object(key string, cond driver.Condition) (*storage.ObjectHandle, error) {
-	obj := b.bkt.Object(key)
+// object returns the handle of key in h (b.ctl or b.bkt) under the
+// precondition cond stands for: ifGenerationMatch=0 for IfAbsent,
+// ifGenerationMatch=v for IfMatch(v). A version that is not a generation
+// is an error, and nothing is to be sent.
+func (b *Bucket) object(h *storage.BucketHandle, key string, cond driver.Condition) (*storage.ObjectHandle, error) {
+	obj := h.Object(key)
 	if v, match := cond.Match(); match {
 		g, err := generation(v)
 		if err != nil {
@@ -295,7 +323,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err != nil {
 		return err
 	}
-	obj := b.bkt.Object(key)
+	obj := b.ctl.Object(key)
 	if v, ok := cond.Match(); ok {
 		g, err := generation(v)
 		if err != nil {
@@ -342,7 +370,7 @@ func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition)
 	if !notFound {
 		return nil
 	}
-	if _, aerr := b.bkt.Attrs(ctx); errors.Is(aerr, storage.ErrBucketNotExist) {
+	if _, aerr := b.ctl.Attrs(ctx); errors.Is(aerr, storage.ErrBucketNotExist) {
 		return driver.ErrBucketNotExist
 	}
 	if _, match := cond.Match(); match {

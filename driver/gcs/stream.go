@@ -91,7 +91,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	if err != nil {
 		return "", err
 	}
-	obj, err := b.object(key, cond)
+	obj, err := b.object(b.bkt, key, cond)
 	if err != nil {
 		return "", op.Fail(driver.ErrPrecondition, err)
 	}
