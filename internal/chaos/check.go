@@ -114,7 +114,8 @@ type Check struct {
 	Unlinearized []string
 	// Streamed counts streamed writes sent (started and not refused by
 	// the fence), StreamedOK those committed, StreamCut those the fence
-	// stopped between parts or before the commit.
+	// stopped: a part or the commit refused, or a request in flight
+	// cancelled at the fence.
 	Streamed, StreamedOK, StreamCut int
 	// PendingKilled counts the uploads left staged by killed writers
 	// (allowed); PendingListed is false where they could not be listed.
@@ -267,7 +268,7 @@ func CheckRun(res *Result) *Check {
 				switch {
 				case w.end != nil && w.end.OK:
 					c.StreamedOK++
-				case w.end != nil && strings.Contains(w.end.Err, "MayStart refused"):
+				case w.end != nil && (strings.Contains(w.end.Err, "MayStart refused") || strings.Contains(w.end.Err, "cancelled in flight")):
 					c.StreamCut++
 				}
 			}
@@ -305,7 +306,17 @@ func CheckRun(res *Result) *Check {
 		}
 	}
 
-	c.lateCommits(writes, epochs, next, sent, ttl)
+	// A streamed write committed: its outcome logged as a success, or its
+	// object, naming its writer, in the bucket (a commit whose answer was
+	// lost, or whose process was killed, may have landed).
+	committed := func(w *write) bool {
+		if w.end != nil && w.end.OK {
+			return true
+		}
+		o, ok := objs[w.label][w.key]
+		return ok && Fields(o.Body)["proc"] == w.proc
+	}
+	c.lateCommits(writes, epochs, next, sent, committed)
 
 	// LATEST: a chain of If-Match writes.
 	byVer := map[string]*write{}
@@ -535,7 +546,7 @@ func (c *Check) add(v Violation) { c.Violations = append(c.Violations, v) }
 
 // lateCommits: a committed streamed write of epoch E whose commit was asked
 // for after the acquire of the epoch that certainly followed E returned.
-func (c *Check) lateCommits(writes []*write, epochs map[ek]*epoch, next map[*epoch]*epoch, sent func(*write) bool, ttl time.Duration) {
+func (c *Check) lateCommits(writes []*write, epochs map[ek]*epoch, next map[*epoch]*epoch, sent, committed func(*write) bool) {
 	first := map[*epoch]*write{} // each epoch's first write sent
 	for _, w := range writes {
 		if e := epochs[ek{w.proc, w.label, w.epoch}]; e != nil && sent(w) && first[e] == nil {
@@ -544,7 +555,7 @@ func (c *Check) lateCommits(writes []*write, epochs map[ek]*epoch, next map[*epo
 	}
 	reported := map[*epoch]bool{}
 	for _, w := range writes {
-		if !w.streamed || w.lastReq == 0 || !sent(w) || (w.end != nil && !w.end.OK) {
+		if !w.streamed || w.lastReq == 0 || !sent(w) || !committed(w) {
 			continue
 		}
 		e := epochs[ek{w.proc, w.label, w.epoch}]

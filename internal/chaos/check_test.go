@@ -164,6 +164,8 @@ func TestCheckerLateCommit(t *testing.T) {
 			Entry{T: int64(6.5 * float64(time.Second)), Proc: "A", ID: "a", Ev: EvStreamReq, Prefix: "p0", Key: key, Seq: 4, Refused: true}), nil, ""},
 		{"killed after asking for a late commit, which landed", logStream("A", key, 4, []float64{4.2, 4.5, 5.5, 6.5}, 0, false, ""), obj, InvLateCommit},
 		{"killed after asking for a late commit, which did not land", logStream("A", key, 4, []float64{4.2, 4.5, 5.5, 6.5}, 0, false, ""), nil, ""},
+		{"a late commit whose answer was lost, which landed", logStream("A", key, 4, []float64{4.2, 4.5, 5.5, 6.5}, 6.6, false, "completing the multipart upload failed without an answer"), obj, InvLateCommit},
+		{"a late commit whose answer was lost, which did not land", logStream("A", key, 4, []float64{4.2, 4.5, 5.5, 6.5}, 6.6, false, "completing the multipart upload failed without an answer"), nil, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
