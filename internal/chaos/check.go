@@ -113,10 +113,12 @@ type Check struct {
 	LeaseOps     int
 	Unlinearized []string
 	// Streamed counts streamed writes sent (started and not refused by
-	// the fence), StreamedOK those committed, StreamCut those the fence
-	// stopped: a part or the commit refused, or a request in flight
-	// cancelled at the fence.
-	Streamed, StreamedOK, StreamCut int
+	// the fence), StreamedOK those committed, StreamAborted those that
+	// failed once something was staged (a part or the commit refused by
+	// the fence, a request cancelled or cut) and whose driver reported the
+	// upload aborted, StreamAbortFailed those whose driver reported the
+	// abort failed (left to the service's clean-up).
+	Streamed, StreamedOK, StreamAborted, StreamAbortFailed int
 	// PendingKilled counts the uploads left staged by killed writers
 	// (allowed); PendingListed is false where they could not be listed.
 	PendingKilled int
@@ -268,8 +270,10 @@ func CheckRun(res *Result) *Check {
 				switch {
 				case w.end != nil && w.end.OK:
 					c.StreamedOK++
-				case w.end != nil && (strings.Contains(w.end.Err, "MayStart refused") || strings.Contains(w.end.Err, "cancelled in flight")):
-					c.StreamCut++
+				case w.end != nil && strings.Contains(w.end.Err, ") was aborted"):
+					c.StreamAborted++
+				case w.end != nil && (strings.Contains(w.end.Err, "failed too") || strings.Contains(w.end.Err, "was not aborted")):
+					c.StreamAbortFailed++
 				}
 			}
 		}
@@ -922,8 +926,8 @@ func (r *Result) Summary() string {
 	if r.CleanErr != "" {
 		pend += " clean-up errors: " + r.CleanErr
 	}
-	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-cut-by-fence=%d %s lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
 		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
-		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.StreamedOK, c.Streamed, c.StreamCut, pend,
+		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.StreamedOK, c.Streamed, c.StreamAborted, c.StreamAbortFailed, pend,
 		c.LeaseOps, lin, len(c.Violations), w)
 }
