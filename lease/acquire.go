@@ -139,7 +139,9 @@ type attempt struct {
 	// proven: this Acquire has shown, on a scratch key, that the path
 	// applies both preconditions (provePath).
 	proven bool
-	// deletes yield the outcome of the scratch keys' deletes.
+	// scratch is the proof's scratch key, until its delete starts
+	// (dropScratch); deletes yield the outcome of the deletes started.
+	scratch string
 	deletes []<-chan error
 }
 
@@ -157,23 +159,39 @@ func (a *attempt) provePath(ctx context.Context) error {
 	if a.proven || oldlease.SkipProbe.Load() || oldlease.UnprovenFirstWrite.Load() || oldlease.FirstWriteBeforeProof.Load() {
 		return nil
 	}
-	deleted, ignored, err := proveConditions(ctx, a.b, a.c.key, "acquire", true)
-	if deleted != nil {
-		a.deletes = append(a.deletes, deleted)
-	}
+	var ignored string
+	var err error
+	a.scratch, ignored, err = proveConditions(ctx, a.b, a.c.key, "acquire", true)
 	switch {
 	case ignored != "":
+		a.dropScratch(ctx)
 		return fmt.Errorf("%w; nothing was written to the lease object", ignoredError(a.c.key, ignored))
 	case err != nil:
+		a.dropScratch(ctx)
 		return fmt.Errorf("acquire %s: prove that the path applies preconditions: %w; nothing was written to the lease object", a.c.key, err)
 	}
 	a.proven = true
 	return nil
 }
 
+// dropScratch starts the delete of the proof's scratch key, once the
+// attempt's first write to the lease object has returned (see
+// proveConditions for why not sooner).
+func (a *attempt) dropScratch(ctx context.Context) {
+	if a.scratch == "" {
+		return
+	}
+	scratch := a.scratch
+	a.scratch = ""
+	done := make(chan error, 1)
+	go func() { done <- deleteScratch(ctx, a.b, scratch) }()
+	a.deletes = append(a.deletes, done)
+}
+
 // settle waits for the scratch keys' deletes; one that failed leaves a
 // harmless key behind (IsScratchKey), which is logged.
 func (a *attempt) settle() {
+	a.dropScratch(context.Background())
 	for _, d := range a.deletes {
 		if err := <-d; err != nil {
 			a.c.s.logger.Warn("bucketlease: could not delete a probe's scratch key; it holds nothing and is safe to delete", "key", a.c.key, "err", err)
@@ -264,6 +282,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 				return nil, err
 			}
 			v, err := a.put(ctx, st.rec, driver.IfAbsent())
+			a.dropScratch(ctx)
 			if err == nil {
 				return a.probe(ctx, st, v, false, false, EventAcquired)
 			}
@@ -431,6 +450,7 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, i
 		fake <- result{v, err}
 	}()
 	v, err := a.put(ctx, st.rec, driver.IfMatch(over))
+	a.dropScratch(ctx)
 	f := <-fake
 	if f.err == nil {
 		return nil, a.cleanUp(ctx, st, ignoredError(a.c.key, "If-Match on a made-up version"))

@@ -76,10 +76,10 @@ func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version
 // proveIfMatch shows that the path to b applies If-Match, on a scratch key
 // beside key, and waits for the scratch key's delete.
 func proveIfMatch(ctx context.Context, b driver.Bucket, key string) error {
-	deleted, ignored, err := proveConditions(ctx, b, key, "break", false)
-	if deleted != nil {
-		if derr := <-deleted; err == nil && ignored == "" && derr != nil {
-			return fmt.Errorf("delete the probe key: %w", derr)
+	scratch, ignored, err := proveConditions(ctx, b, key, "break", false)
+	if scratch != "" {
+		if derr := deleteScratch(ctx, b, scratch); err == nil && ignored == "" && derr != nil {
+			return fmt.Errorf("delete the probe key %s: %w", scratch, derr)
 		}
 	}
 	if ignored != "" {

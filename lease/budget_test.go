@@ -80,8 +80,8 @@ func (r *rounds) Delete(ctx context.Context, key string, cond driver.Condition) 
 // same table. A renewal is one request; a refusal by a fresh holder is one
 // read; an acquire that writes is five sequential round trips: the read,
 // the scratch key that proves the path, its two probes together, the write
-// to the lease object (beside the scratch key's delete), then the probes
-// of the lease object.
+// to the lease object, then the probes of the lease object beside the
+// scratch key's delete.
 func TestRequestBudgets(t *testing.T) {
 	ctx := context.Background()
 	type budget struct{ requests, rounds int }
@@ -101,7 +101,7 @@ func TestRequestBudgets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, "acquire on an empty prefix", r, budget{9, 5}) // read; scratch key; its two probes; If-None-Match: * beside the scratch delete; both probes beside If-Match on the new version
+		check(t, "acquire on an empty prefix", r, budget{9, 5}) // read; scratch key; its two probes; If-None-Match: *; both probes beside If-Match on the new version and the scratch delete
 		c.Advance(ttl / 3)
 		if err := l.Renew(ctx); err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestRequestBudgets(t *testing.T) {
 		if _, err := restarted.Acquire(ctx); err != nil {
 			t.Fatal(err)
 		}
-		check(t, "take back", r, budget{8, 5}) // read; scratch key; its two probes; If-Match beside the made-up-version probe and the scratch delete; If-None-Match probe
+		check(t, "take back", r, budget{8, 5}) // read; scratch key; its two probes; If-Match beside the made-up-version probe; If-None-Match probe beside the scratch delete
 	})
 	t.Run("take over a stale lease", func(t *testing.T) {
 		b := mem.New()

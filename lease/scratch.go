@@ -51,19 +51,24 @@ func IsScratchKey(key string) bool {
 
 // proveConditions shows that the path to b applies preconditions, on a
 // fresh scratch key beside key: it creates the key (If-None-Match: *, on a
-// key that cannot exist), then writes it with
-// If-Match on a made-up version and, if ifAbsent, with If-None-Match: *,
-// together; each must be refused. The scratch key is deleted in the
-// background: the returned channel yields the delete's error, and the
-// caller waits for it before it returns. If the path accepted a write it
+// key that cannot exist), then writes it with If-Match on a made-up version
+// and, if ifAbsent, with If-None-Match: *, together; each must be refused.
+// It returns the scratch key, which the caller deletes (deleteScratch),
+// or "" if there is nothing to delete. If the path accepted a write it
 // should have refused, ignored names the precondition and the scratch key;
 // err is any other failure.
-func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifAbsent bool) (deleted <-chan error, ignored string, err error) {
-	scratch, err := scratchKey(key, kind)
+//
+// The caller deletes the scratch key, rather than this function in the
+// background, because of when: MinIO and Versity's posix backend remove a
+// directory left empty by a DELETE, and a PUT into that directory at the
+// same moment fails (403 AccessDenied, "Existing Object is a directory"),
+// so the delete must not race the acquire's first write of the lease object
+// on a fresh prefix.
+func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifAbsent bool) (scratch, ignored string, err error) {
+	scratch, err = scratchKey(key, kind)
 	if err != nil {
-		return nil, "", err
+		return "", "", err
 	}
-	done := make(chan error, 1)
 	note := []byte("bucketlease " + kind + ": a probe of the path's preconditions; safe to delete")
 	sv, err := b.Put(ctx, scratch, note, driver.IfAbsent())
 	if err != nil {
@@ -75,9 +80,8 @@ func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifA
 		}
 	}
 	if err != nil {
-		// The write may have landed: delete it all the same.
-		go func() { done <- deleteScratch(ctx, b, scratch) }()
-		return done, "", fmt.Errorf("write the probe key %s: %w", scratch, err)
+		// The write may have landed all the same: the caller deletes it.
+		return scratch, "", fmt.Errorf("write the probe key %s: %w", scratch, err)
 	}
 	type probe struct {
 		name string
@@ -105,8 +109,7 @@ func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifA
 			err = fmt.Errorf("probe %s on %s: %w", p.name, scratch, perr)
 		}
 	}
-	go func() { done <- deleteScratch(ctx, b, scratch) }()
-	return done, ignored, err
+	return scratch, ignored, err
 }
 
 // deleteScratch deletes a scratch key, on its own context bounded by
