@@ -3,6 +3,8 @@
 package chaos
 
 import (
+	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -293,5 +295,21 @@ func TestCheckerPending(t *testing.T) {
 				t.Errorf("PendingKilled %d, PendingListed %v; want %d, %v", ch.PendingKilled, ch.PendingListed, c.killed, c.noPending == "")
 			}
 		})
+	}
+}
+
+// The padding of a streamed chunk: exactly n newlines, produced no faster
+// than its pace allows (a lower bound only: a loaded machine is slower).
+func TestPaddingPace(t *testing.T) {
+	const n = 3<<20 + 7
+	pace := 200 * time.Millisecond
+	p := &padding{n: n, total: n, pace: pace, start: time.Now()}
+	t0 := time.Now()
+	data, err := io.ReadAll(p)
+	if err != nil || len(data) != n || bytes.Count(data, []byte{'\n'}) != n {
+		t.Fatalf("read %d bytes (%v), want %d newlines", len(data), err, n)
+	}
+	if took := time.Since(t0); took < pace-paceStep {
+		t.Errorf("the padding took %v, less than its pace %v", took, pace)
 	}
 }
