@@ -260,3 +260,56 @@ func TestUsageErrorsInJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeReportFits100Columns: probe's report for people keeps to 100
+// columns, whatever its checks say (long expectations, an error holding a
+// key longer than a line), and loses no word of them; --json has every
+// field whole.
+func TestProbeReportFits100Columns(t *testing.T) {
+	longKey := "bucketlease-probe/2beb495acede/lease-lost-reply/" + strings.Repeat("k", 150) + "/LEASE.acquire-probe-3bb2a119e63ba974"
+	rep := &drivertest.Report{
+		Declared: driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true},
+		Observed: driver.Capabilities{Exclusion: driver.NoExclusion, ConditionalDelete: true},
+		Results: []drivertest.Result{
+			{Name: "put-if-absent-existing", Passed: true, Got: "as expected",
+				Expect: "IfAbsent on an existing key returns ErrPrecondition and leaves the object unchanged, " + strings.Repeat("and says so at length ", 12)},
+			{Name: "lease-lost-reply", Expect: "an acquire whose reply was lost is recognised as our own on the next attempt",
+				Got: "an acquire with the first reply lost: acquire: write the probe key " + longKey + ": faulty: reply lost after the request was applied"},
+			{Name: "delete-condition-refused", Skipped: true, Expect: "without a conditional Delete, Delete IfMatch returns ErrUnsupported",
+				Got: "not applicable: the driver declares exclusion conditional, conditional delete true"},
+			{Name: "cas-counter", Errored: true, Expect: "5 workers", Got: "Get: unexpected EOF"},
+		},
+	}
+	var b strings.Builder
+	printReport(&b, rep)
+	out := b.String()
+	for i, l := range strings.Split(out, "\n") {
+		if n := len([]rune(l)); n > reportWidth {
+			t.Errorf("line %d is %d columns wide: %q", i+1, n, l)
+		}
+	}
+	// Every word is there: the text with line breaks and indentation taken
+	// out holds each expectation, each Got that is not "as expected", and
+	// the long key, in one piece.
+	joined := strings.Join(strings.Fields(strings.ReplaceAll(out, "\n         ", "")), " ")
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, r := range rep.Results {
+		if !strings.Contains(flat, r.Name+" "+r.Status()) || !strings.Contains(flat, oneLine(r.Expect)) {
+			t.Errorf("the report lacks %s's row or expectation:\n%s", r.Name, out)
+		}
+	}
+	if !strings.Contains(joined, longKey) || !strings.Contains(flat, "got: not applicable") || strings.Contains(flat, "got: as expected") {
+		t.Errorf("the report lost a word of what the checks got:\n%s", out)
+	}
+	if !strings.Contains(out, "verdict:  FAIL, the service ignores write preconditions") {
+		t.Errorf("no verdict:\n%s", out)
+	}
+	j := probeJSON("file:///x", rep)
+	if len(j.Results) != len(rep.Results) || j.Results[1].Got != rep.Results[1].Got || j.Results[0].Expect != rep.Results[0].Expect {
+		t.Errorf("--json lost a field: %+v", j.Results)
+	}
+	// The control: the old table's lines were wider.
+	if got := wrapText("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
+		t.Errorf("wrapText kept a long line whole or lost its spacing: %q", got)
+	}
+}

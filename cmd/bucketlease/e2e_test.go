@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -496,6 +497,7 @@ func TestShow(t *testing.T) {
 func TestProbeFile(t *testing.T) {
 	u, dir := fileURL(t)
 	out, errOut, code := runCLI(t, nil, "probe", u+"/sub")
+	probeOut := out
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -512,6 +514,19 @@ func TestProbeFile(t *testing.T) {
 	}
 	if left := objectsIn(t, dir); len(left) > 0 {
 		t.Errorf("probe left scratch objects behind: %v", left)
+	}
+	// What stays is said, exactly: the file driver's lock files, which it
+	// never removes, counted in the report and in --json.
+	locks := filepath.Join(dir, "sub", ".bucketlease", "locks")
+	n := countEntries(locks)
+	if want := fmt.Sprintf("left behind: %d empty lock files in %s", n, locks); n == 0 || !strings.Contains(oneLine(probeOut), want) {
+		t.Errorf("probe's report does not say %q:\n%s", want, probeOut)
+	}
+	if !strings.Contains(errOut, "their lock files stay, see the end") {
+		t.Errorf("probe's first line says the scratch keys go and not what stays: %q", errOut)
+	}
+	if m := countEntries(filepath.Join(dir, ".bucketlease", "locks")); rep.LockFilesLeft != m || m == 0 || rep.LockDir != filepath.Join(dir, ".bucketlease", "locks") {
+		t.Errorf("probe --json says %d lock files left in %s; there are %d", rep.LockFilesLeft, rep.LockDir, m)
 	}
 }
 

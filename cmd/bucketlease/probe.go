@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
@@ -23,9 +26,11 @@ scratch keys under {prefix}/bucketlease-probe/ that are removed afterwards (the
 lease object itself is not touched): every precondition the lease relies on
 (If-None-Match: *, If-Match with a stale, a made-up and a missing version, on
 small and 17 MiB bodies), concurrent writers, conditional delete, and the
-lease's own scenarios. It prints each check, what a conforming service does,
-what this one did, and whether it passed; then the exclusion the driver
-declares and the one the service really gives.
+lease's own scenarios. It prints each check and whether it passed, what a
+conforming service does, and what this one did if not that; then the
+exclusion the driver declares and the one the service really gives. On
+file:// the file driver's empty lock files for the scratch keys stay in
+{dir}/.bucketlease/locks (it never removes one); probe says how many.
 
 Before the checks, probe reads and writes one scratch key: if the service
 cannot be used at all (wrong credentials, a missing bucket, a read-only
@@ -77,13 +82,34 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
+		locks := fileLockDir(rawURL)
+		locksBefore := countEntries(locks)
 		if !*asJSON {
-			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (removed afterwards)…\n", displayURL(rawURL), scratch)
+			removed := "removed afterwards"
+			if locks != "" {
+				removed += "; their lock files stay, see the end"
+			}
+			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (%s)…\n", displayURL(rawURL), scratch, removed)
 		}
 		if err := preflight(ctx, withDeadlines(b, *timeout, rawURL, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
 			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
+		left := leftovers{dir: locks}
+		if locks != "" {
+			left.lockFiles = max(countEntries(locks)-locksBefore, 0)
+		}
+		printReport := func(w io.Writer, rep *drivertest.Report) {
+			printReport(w, rep)
+			left.print(w)
+		}
+		probeJSON := func(rawURL string, rep *drivertest.Report) probeReportJSON {
+			j := probeJSON(rawURL, rep)
+			if left.lockFiles > 0 {
+				j.LockFilesLeft, j.LockDir = left.lockFiles, left.dir
+			}
+			return j
+		}
 		// A write accepted that should have been refused is evidence,
 		// whatever else could not complete: the verdict is the failure.
 		if bad := erroredChecks(rep); len(bad) > 0 && rep.Observed == rep.Declared {
@@ -150,23 +176,126 @@ func capsText(c driver.Capabilities) string {
 	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, yesNo(c.ConditionalDelete))
 }
 
-// printReport prints the report as a table and a verdict.
-func printReport(w io.Writer, rep *drivertest.Report) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tRESULT\tEXPECTED\tGOT")
-	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Status(), r.Expect, oneLine(r.Got))
+// leftovers is what a probe leaves behind on purpose: on file://, the
+// file driver's lock files, one per key ever written (its scratch keys
+// here), which the driver never removes.
+type leftovers struct {
+	dir       string // the lock directory; "" for other drivers
+	lockFiles int    // how many lock files the probe added there
+}
+
+func (l leftovers) print(w io.Writer) {
+	if l.lockFiles == 0 {
+		return
 	}
-	tw.Flush()
+	fmt.Fprintf(w, "\nleft behind: %d empty lock files in %s\n%s\n", l.lockFiles, l.dir,
+		wrapText("  the file driver's, one per scratch key written. The scratch keys were removed; their lock files stay because the driver never removes one (unlinking a lock file that another process is about to lock would give the two processes two different locks). They hold nothing.",
+			reportWidth, "  "))
+}
+
+// fileLockDir is where the file driver keeps its lock files for a file://
+// URL (driver/file: dir/.bucketlease/locks, one empty file per key ever
+// written), or "" for another scheme.
+func fileLockDir(rawURL string) string {
+	if schemeOf(rawURL) != "file" {
+		return ""
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || !filepath.IsAbs(u.Path) {
+		return ""
+	}
+	return filepath.Join(filepath.Clean(u.Path), ".bucketlease", "locks")
+}
+
+// countEntries counts the entries of dir (0 if it cannot be read), reading
+// it in batches, up to a bound.
+func countEntries(dir string) int {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	for range 10_000 { // 10 million entries at most
+		names, err := f.Readdirnames(1024)
+		n += len(names)
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	return n
+}
+
+// reportWidth is the width probe's report keeps to: it reads in a
+// terminal of 100 columns, and each check's detail is wrapped below it.
+const reportWidth = 100
+
+// printReport prints the report for people: one line per check with its
+// name and result, what a conforming service does below it, and, when this
+// one did something else, what it did; then the verdict. Every line fits
+// in reportWidth columns (--json has the same report whole).
+func printReport(w io.Writer, rep *drivertest.Report) {
+	nameW := len("CHECK")
+	for _, r := range rep.Results {
+		nameW = max(nameW, min(len(r.Name), reportWidth/2))
+	}
+	fmt.Fprintf(w, "%-*s  %s\n", nameW, "CHECK", "RESULT")
+	fmt.Fprintf(w, "%s\n", wrapText("  (below each: what a conforming service does; \"got:\" what this one did, when not that)", reportWidth, ""))
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%-*s  %s\n", nameW, r.Name, r.Status()) // a name is a short word
+		fmt.Fprintf(w, "%s\n", wrapText("    "+oneLine(r.Expect), reportWidth, "    "))
+		if got := oneLine(r.Got); got != "" && got != "as expected" {
+			fmt.Fprintf(w, "%s\n", wrapText("    got: "+got, reportWidth, "         "))
+		}
+	}
 	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
+	var verdict string
 	switch {
 	case rep.OK():
-		fmt.Fprintf(w, "verdict:  OK, the service gives the exclusion its driver declares (%s)\n", rep.Observed.Exclusion)
+		verdict = fmt.Sprintf("verdict:  OK, the service gives the exclusion its driver declares (%s)", rep.Observed.Exclusion)
 	case rep.Observed.Exclusion == driver.NoExclusion:
-		fmt.Fprintln(w, "verdict:  FAIL, the service ignores write preconditions: it cannot keep a second writer out, and the lease refuses to run on it")
+		verdict = "verdict:  FAIL, the service ignores write preconditions: it cannot keep a second writer out, and the lease refuses to run on it"
 	default:
-		fmt.Fprintln(w, "verdict:  FAIL, the service does not behave as its driver declares; see the failed checks")
+		verdict = "verdict:  FAIL, the service does not behave as its driver declares; see the failed checks"
 	}
+	fmt.Fprintf(w, "%s\n", wrapText(verdict, reportWidth, "          "))
+}
+
+// wrapText breaks s (whose own indentation, and spacing, is kept) into lines of at most
+// width columns at spaces, starting each line after the first with indent;
+// a word longer than a line (a key, a URL) is cut where the line ends.
+func wrapText(s string, width int, indent string) string {
+	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
+	var lines []string
+	line := lead
+	empty := true // line holds no word yet
+	for _, word := range strings.Split(strings.TrimLeft(s, " "), " ") { // "" keeps a double space
+		if word == "" && empty {
+			continue
+		}
+		for {
+			sep := " "
+			if empty {
+				sep = ""
+			}
+			if utf8.RuneCountInString(line)+len(sep)+utf8.RuneCountInString(word) <= width {
+				line += sep + word
+				empty = false
+				break
+			}
+			if !empty {
+				lines = append(lines, line)
+				line, empty = indent, true
+				continue
+			}
+			// A word alone longer than the line: cut it.
+			room := max(width-utf8.RuneCountInString(line), 1)
+			r := []rune(word)
+			lines = append(lines, line+string(r[:room]))
+			line, word = indent, string(r[room:])
+		}
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -177,6 +306,11 @@ type probeReportJSON struct {
 	Declared capsJSON          `json:"declared"`
 	Observed capsJSON          `json:"observed"`
 	Results  []probeResultJSON `json:"results"`
+	// LockFilesLeft is how many of the file driver's lock files the probe
+	// added to LockDir (file:// only): the scratch keys were removed, their
+	// lock files stay (the driver never removes one).
+	LockFilesLeft int    `json:"lock_files_left,omitempty"`
+	LockDir       string `json:"lock_dir,omitempty"`
 }
 
 type capsJSON struct {
