@@ -268,7 +268,7 @@ func wrapText(s string, width int, indent string) string {
 	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
 	var lines []string
 	line := lead
-	empty := true // line holds no word yet
+	empty := true                                                       // line holds no word yet
 	for _, word := range strings.Split(strings.TrimLeft(s, " "), " ") { // "" keeps a double space
 		if word == "" && empty {
 			continue
