@@ -268,8 +268,9 @@ func wrapText(s string, width int, indent string) string {
 	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
 	var lines []string
 	line := lead
-	empty := true                                                       // line holds no word yet
-	for _, word := range strings.Split(strings.TrimLeft(s, " "), " ") { // "" keeps a double space
+	empty := true // line holds no word yet
+	// Split, not Fields: an empty word keeps a double space.
+	for _, word := range strings.Split(strings.TrimLeft(s, " "), " ") {
 		if word == "" && empty {
 			continue
 		}
