@@ -458,7 +458,7 @@ func TestBreak(t *testing.T) {
 func TestShow(t *testing.T) {
 	u, dir := fileURL(t)
 	out, _, code := runCLI(t, nil, "show", u)
-	if code != 0 || !strings.Contains(out, "state  free") {
+	if code != 0 || !strings.Contains(out, "state    free") || !strings.Contains(out, "pending  not available on this driver (file)") {
 		t.Errorf("free: exit %d\n%s", code, out)
 	}
 	now := time.Now().Round(time.Second)
@@ -586,5 +586,22 @@ func TestFlagRangesAsProcesses(t *testing.T) {
 	// The control: an accepted --ttl runs.
 	if _, errOut, code := runCLI(t, nil, "hold", u, "--ttl", "3s", "--", "true"); code != 0 {
 		t.Fatalf("--ttl 3s: exit %d: %s", code, errOut)
+	}
+}
+
+// TestShowPendingOnFreeFileDirectory: show finds a free file:// directory
+// free without opening the driver (which would create its metadata
+// folder), and so without asking it for pending uploads; that it says "not
+// available" there holds only while the file driver cannot list any.
+func TestShowPendingOnFreeFileDirectory(t *testing.T) {
+	b, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := any(b).(driver.PendingLister); ok {
+		t.Error("the file driver lists pending uploads now: show must open it to list them on a free directory too")
+	}
+	if p := listPending(context.Background(), nil, "db1", time.Second); p.available || p.under != "db1/" {
+		t.Errorf("listPending without a bucket: %+v", p)
 	}
 }

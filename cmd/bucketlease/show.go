@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -22,6 +24,12 @@ it now, by this machine's clock: its state, its holder, when it was acquired
 and last renewed, its TTL, when it could be taken over and its version (which
 "bucketlease break --version" needs). It writes and creates nothing; on
 file:// a directory that does not exist is an error (exit 1).
+
+It also lists what the prefix has pending: uploads started under it and
+neither completed nor aborted (S3 multipart uploads, which the service keeps
+until they are aborted), with their keys, start times and upload ids, where
+the driver can list them (s3, r2, minio); "not available on this driver"
+elsewhere.
 
 States:
   free      there is no lease; anyone may take it
@@ -50,37 +58,183 @@ func setupShow(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
-		st, err := inspect(ctx, rawURL, *timeout)
+		st, b, prefix, err := inspect(ctx, rawURL, *timeout)
 		if err != nil {
 			return err
 		}
+		pend := listPending(ctx, b, prefix, *timeout)
 		if *asJSON {
-			return writeJSON(e.stdout, statusJSON(rawURL, st))
+			j := statusJSON(rawURL, st)
+			j.Pending = pend.json()
+			return writeJSON(e.stdout, j)
 		}
-		printStatus(e.stdout, rawURL, st)
+		printStatus(e.stdout, rawURL, st, func(row func(k, v string)) { pend.rows(rawURL, row) })
 		return nil
 	}
 }
 
 // inspect opens the URL and reads its lease. It creates nothing, not even
-// on file://.
-func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.Status, error) {
+// on file://. It returns the bucket it opened and the prefix, or a nil
+// bucket when a file:// directory without a LEASE was found free without
+// opening the driver.
+func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
 	if err := fileLeaseNotObject(rawURL); err != nil {
-		return lease.Status{}, err
+		return lease.Status{}, nil, "", err
 	}
 	if free, err := fileLeaseAbsent(rawURL); err != nil || free {
-		return freeStatus(), err
+		return freeStatus(), nil, "", err
 	}
 	b, prefix, err := openURL(ctx, rawURL)
 	if err != nil {
-		return lease.Status{}, err
+		return lease.Status{}, nil, "", err
 	}
-	b = withDeadlines(b, timeout, rawURL, "--timeout")
-	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, rawURL, "--timeout"), prefix, time.Now())
 	if err != nil {
-		return lease.Status{}, explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
+		return lease.Status{}, nil, "", explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
 	}
-	return st, nil
+	return st, b, prefix, nil
+}
+
+// maxPendingShown bounds how many pending uploads show lists.
+const maxPendingShown = 100
+
+// pendingUploads is what show found pending under the prefix: uploads
+// started and neither completed nor aborted (S3 multipart uploads), which
+// the service keeps, and bills, until something aborts them.
+type pendingUploads struct {
+	available bool   // the driver can list them (driver.PendingLister)
+	under     string // the key prefix listed
+	uploads   []driver.Pending
+	truncated bool // more than maxPendingShown, or more than maxPendingScanned looked at
+	err       error
+}
+
+// listPending lists the uploads pending under prefix through b, if its
+// driver can (driver.PendingLister), within timeout. b is nil when the
+// driver was not opened (a free file:// directory: the file driver stages
+// no uploads).
+//
+// It asks for the uploads under the prefix first. Some services match that
+// prefix against whole keys only (MinIO lists an object's uploads for its
+// exact name and none for a "directory"), so when that finds none it looks
+// at the bucket's uploads, at most maxPendingScanned of them, and keeps
+// those under the prefix.
+func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout time.Duration) pendingUploads {
+	p := pendingUploads{under: strings.TrimPrefix(prefix+"/", "/")}
+	pl, ok := b.(driver.PendingLister)
+	if b == nil || !ok {
+		return p
+	}
+	p.available = true
+	c, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if p.scan(c, pl, p.under, maxPendingShown+1); p.err == nil && p.available && len(p.uploads) == 0 && p.under != "" {
+		p.scan(c, pl, "", maxPendingScanned)
+	}
+	if errors.Is(p.err, context.DeadlineExceeded) && ctx.Err() == nil {
+		p.err = fmt.Errorf("no answer within %v (--timeout): %w", timeout, p.err)
+	}
+	return p
+}
+
+// maxPendingScanned bounds how many of a bucket's uploads show looks at
+// for those under its prefix.
+const maxPendingScanned = 10_000
+
+// scan lists the pending uploads whose key starts with listPrefix, looking
+// at most at limit of them, and keeps those under p.under.
+func (p *pendingUploads) scan(ctx context.Context, pl driver.PendingLister, listPrefix string, limit int) {
+	seen := 0
+	for u, err := range pl.ListPending(ctx, listPrefix) {
+		switch {
+		case errors.Is(err, driver.ErrUnsupported):
+			p.available = false
+			return
+		case err != nil:
+			p.err = err
+			return
+		case seen == limit:
+			p.truncated = true
+			return
+		}
+		seen++
+		if !strings.HasPrefix(u.Key, p.under) {
+			continue
+		}
+		if len(p.uploads) == maxPendingShown {
+			p.truncated = true
+			return
+		}
+		p.uploads = append(p.uploads, u)
+	}
+}
+
+// pendingJSON is show --json's "pending".
+type pendingJSON struct {
+	// Available is false when the driver cannot list pending uploads.
+	Available bool                `json:"available"`
+	Prefix    string              `json:"prefix"`
+	Uploads   []pendingUploadJSON `json:"uploads"`
+	Truncated bool                `json:"truncated,omitempty"`
+	Error     string              `json:"error,omitempty"`
+}
+
+type pendingUploadJSON struct {
+	Key       string `json:"key"`
+	Upload    string `json:"upload"`
+	Initiated string `json:"initiated,omitempty"`
+}
+
+func (p pendingUploads) json() *pendingJSON {
+	j := &pendingJSON{Available: p.available, Prefix: p.under, Uploads: []pendingUploadJSON{}, Truncated: p.truncated}
+	if p.err != nil {
+		j.Error = p.err.Error()
+	}
+	for _, u := range p.uploads {
+		uj := pendingUploadJSON{Key: u.Key, Upload: u.Upload}
+		if !u.Initiated.IsZero() {
+			uj.Initiated = utc(u.Initiated)
+		}
+		j.Uploads = append(j.Uploads, uj)
+	}
+	return j
+}
+
+// rows writes the pending uploads for people, as rows of printStatus.
+func (p pendingUploads) rows(rawURL string, row func(k, v string)) {
+	where := p.under
+	if where == "" {
+		where = "the bucket"
+	}
+	switch {
+	case !p.available:
+		row("pending", fmt.Sprintf("not available on this driver (%s)", schemeOf(rawURL)))
+	case p.err != nil:
+		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, oneLine(p.err.Error())))
+	case len(p.uploads) == 0 && p.truncated:
+		row("pending", fmt.Sprintf("none under %s among the first %d uploads of the bucket (it has more)", where, maxPendingScanned))
+	case len(p.uploads) == 0:
+		row("pending", fmt.Sprintf("none: no upload under %s was started and left uncompleted", where))
+	default:
+		n := fmt.Sprintf("%d uploads", len(p.uploads))
+		switch {
+		case p.truncated && len(p.uploads) == maxPendingShown:
+			n = fmt.Sprintf("more than %d uploads (the first %d shown)", maxPendingShown, maxPendingShown)
+		case p.truncated:
+			n = fmt.Sprintf("%d uploads (among the first %d of the bucket; it has more)", len(p.uploads), maxPendingScanned)
+		case len(p.uploads) == 1:
+			n = "1 upload"
+		}
+		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (a put still running, or one cut off: the service keeps its parts until they are aborted)", n, where))
+		now := time.Now()
+		for _, u := range p.uploads {
+			started := ""
+			if !u.Initiated.IsZero() {
+				started = fmt.Sprintf(", started %s (%s)", ago(now, u.Initiated), utc(u.Initiated))
+			}
+			row("", fmt.Sprintf("%s%s, upload %s", u.Key, started, u.Upload))
+		}
+	}
 }
 
 // showJSON is show's --json output.
@@ -102,6 +256,9 @@ type showJSON struct {
 	// Process is what the holder says about itself (host, pid, user,
 	// tool), when its record carries it: informational, never proof.
 	Process *lease.HolderInfo `json:"process,omitempty"`
+	// Pending is what the prefix has pending: uploads started and not
+	// completed, where the driver can list them.
+	Pending *pendingJSON `json:"pending,omitempty"`
 }
 
 func statusJSON(rawURL string, st lease.Status) showJSON {
@@ -152,14 +309,20 @@ func stateMeaning(st lease.Status) string {
 	}
 }
 
-// printStatus prints st for people.
-func printStatus(w io.Writer, rawURL string, st lease.Status) {
+// printStatus prints st for people, then the rows that more adds (show's
+// pending uploads).
+func printStatus(w io.Writer, rawURL string, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	defer func() {
+		for _, m := range more {
+			m(row)
+		}
+	}()
 	row("lease", st.Key+" on "+displayURL(rawURL))
 	row("state", st.State.String()+": "+stateMeaning(st))
 	if st.State == lease.Free {
-		tw.Flush()
 		return
 	}
 	if r := st.Record; r != nil {
@@ -175,7 +338,6 @@ func printStatus(w io.Writer, rawURL string, st lease.Status) {
 	}
 	row("takeover", takeoverText(st))
 	row("version", string(st.Version))
-	tw.Flush()
 }
 
 func takeoverText(st lease.Status) string {
