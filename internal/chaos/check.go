@@ -511,9 +511,19 @@ func CheckRun(res *Result) *Check {
 		for _, id := range d.Victims {
 			victimID[id] = true
 		}
+		// When an epoch certainly held the lease: its acquire's return,
+		// or for bucketlease hold's the acquired_at of the LEASE object
+		// its command read (hold writes it with the system clock, and its
+		// command, started under the lease, may log well after).
+		held := func(f *epoch) int64 {
+			if f.kind == "cli" && f.detail == "" {
+				return f.acqStart
+			}
+			return f.acqEnd
+		}
 		var took *epoch
 		for _, f := range epochList {
-			if f.label == d.Label && !victim[f.proc] && f.acqEnd > d.Kill.UnixNano() && (took == nil || f.acqEnd < took.acqEnd) {
+			if f.label == d.Label && !victim[f.proc] && held(f) > d.Kill.UnixNano() && (took == nil || held(f) < held(took)) {
 				took = f
 			}
 		}
@@ -521,13 +531,13 @@ func CheckRun(res *Result) *Check {
 		if !d.Moved.IsZero() {
 			end = d.Moved
 		}
-		if took == nil || took.acqEnd > end.UnixNano()+int64(time.Second) {
+		if took == nil || held(took) > end.UnixNano()+int64(time.Second) {
 			c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: end,
 				Detail: fmt.Sprintf("no live contender held the lease by %s, after its holder %s was killed at %s",
 					end.UTC().Format("15:04:05.000"), strings.Join(d.Procs, ","), d.Kill.UTC().Format("15:04:05.000")),
 				Procs: d.Procs, From: d.Kill.Add(-ttl), To: end})
 		} else {
-			c.Takeovers = append(c.Takeovers, time.Duration(took.acqEnd-d.Kill.UnixNano()))
+			c.Takeovers = append(c.Takeovers, time.Duration(held(took)-d.Kill.UnixNano()))
 		}
 		stale := d.Kill.Add(ttl + envelope + 100*time.Millisecond).UnixNano()
 		for _, r := range refusals {
@@ -698,7 +708,11 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 					break
 				}
 				if w.end != nil {
-					ws = append(ws, fmt.Sprintf("%s logged its outcome (%s)", w.proc, outcome(w.end)))
+					during := ""
+					if t := p.Initiated.UnixNano(); !p.Initiated.IsZero() && t >= w.start-int64(time.Second) && t <= w.end.T+int64(time.Second) {
+						during = "; the upload was begun while that write ran, so the driver did not know of it when it returned (a creation whose reply was lost or whose request was cancelled in flight, left to the service's clean-up)"
+					}
+					ws = append(ws, fmt.Sprintf("%s logged its outcome (%s)%s", w.proc, outcome(w.end), during))
 				} else {
 					ws = append(ws, fmt.Sprintf("%s exited without logging its outcome", w.proc))
 				}

@@ -313,3 +313,42 @@ func TestPaddingPace(t *testing.T) {
 		t.Errorf("the padding took %v, less than its pace %v", took, pace)
 	}
 }
+
+// A drill kills B, the holder, at 10 s; the harness sees the lease move at
+// 13 s. bucketlease hold took it then (its LEASE object's acquired_at,
+// 12.9 s), but its command started and logged only at 15 s: hold held the
+// lease in time. A worker whose acquire returned only at 15 s did not.
+func TestCheckerDrillCLI(t *testing.T) {
+	s := float64(time.Second)
+	at := func(x float64) int64 { return int64(x * s) }
+	kill, moved := time.Unix(10, 0), time.Unix(13, 0)
+	for _, c := range []struct {
+		name  string
+		extra []Entry
+		want  string
+	}{
+		{"hold took it in time, its command logged late", []Entry{
+			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli"}}, ""},
+		{"the command found the LEASE object naming another", []Entry{
+			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli", Detail: "the LEASE object already names x"}}, InvLiveness},
+		// The negative control: a worker's acquire that returned 2 s after
+		// the harness saw the lease move.
+		{"a worker's acquire returned late", []Entry{
+			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "took-over", Detail: "took over a stale lease"}}, InvLiveness},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := synthetic(c.extra...)
+			res.Drills = []Drill{{Label: "p0", Kill: kill, Victims: []string{"b"}, Procs: []string{"B"}, Moved: moved}}
+			ch := CheckRun(res)
+			if got := invariants(ch); got != c.want {
+				t.Fatalf("violations %q, want %q", got, c.want)
+			}
+			if c.want == "" && (len(ch.Takeovers) != 1 || ch.Takeovers[0] != 2900*time.Millisecond) {
+				t.Errorf("takeovers %v, want [2.9s]", ch.Takeovers)
+			}
+		})
+	}
+}
