@@ -120,7 +120,9 @@ func TestProbeAndHoldFailClosedThroughProxy(t *testing.T) {
 		t.Errorf("probe through the proxy: exit %d\n%s\n%s", code, out, errOut)
 	}
 
-	out, errOut, code = runCLI(t, env, "hold", u, "--ttl", "3s")
+	// TTL 6s: 2s per request; at 3s, 1s was too little for one of the
+	// acquire's several probe requests on a loaded machine.
+	out, errOut, code = runCLI(t, env, "hold", u, "--ttl", "6s")
 	noSecret(t, srv, out, errOut)
 	if code != exitProbeFailed || !strings.Contains(errOut, "ignores write preconditions") || !strings.Contains(errOut, "MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off") {
 		t.Errorf("hold through the proxy: exit %d\n%s\n%s", code, out, errOut)
@@ -153,7 +155,9 @@ func minioURLs(srv miniotest.Server, bucket, prefix string) map[string]string {
 // scenario through "bucketlease hold" on a real MinIO server: holder A
 // cannot renew (it is stopped), B takes the lease over after a TTL, A is
 // continued, finds its lease ended and releases: B's lease object is still
-// there and fresh, and a third contender sees B as the holder.
+// there and fresh, and a third contender sees B as the holder. (TTL 6s: each
+// request gets 2s, which an acquire's probe requests need on a loaded
+// machine.)
 func TestFencedHolderReleaseMinIO(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
@@ -161,10 +165,10 @@ func TestFencedHolderReleaseMinIO(t *testing.T) {
 	for form, u := range minioURLs(srv, bucket, "fenced-"+strings.ToLower(t.Name())) {
 		t.Run(form, func(t *testing.T) {
 			u = strings.Replace(u, "fenced-", "fenced-"+form+"-", 1)
-			a := start(t, env, "hold", u, "--ttl", "3s", "--instance-id", "alpha")
+			a := start(t, env, "hold", u, "--ttl", "6s", "--instance-id", "alpha")
 			a.waitFor(`holding\s+holding lease`)
 			a.signal(syscall.SIGSTOP)
-			b := start(t, env, "hold", u, "--ttl", "3s", "--instance-id", "beta", "--wait")
+			b := start(t, env, "hold", u, "--ttl", "6s", "--instance-id", "beta", "--wait")
 			b.waitFor(`took-over\s+instance beta took over`)
 			before := showWith(t, env, u)
 			a.signal(syscall.SIGCONT)
@@ -178,7 +182,7 @@ func TestFencedHolderReleaseMinIO(t *testing.T) {
 			if after.Holder != "beta" || after.State != "fresh" || after.AcquiredAt != before.AcquiredAt {
 				t.Errorf("after alpha's release, show says %+v (before: %+v); want beta's lease untouched", after, before)
 			}
-			_, errOut, code := runCLI(t, env, "hold", u, "--ttl", "3s", "--instance-id", "gamma")
+			_, errOut, code := runCLI(t, env, "hold", u, "--ttl", "6s", "--instance-id", "gamma")
 			noSecret(t, srv, errOut)
 			if code != exitHeld || !strings.Contains(errOut, "held by instance beta") {
 				t.Errorf("a third contender: exit %d:\n%s", code, errOut)
