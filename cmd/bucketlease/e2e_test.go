@@ -605,3 +605,39 @@ func TestShowPendingOnFreeFileDirectory(t *testing.T) {
 		t.Errorf("listPending without a bucket: %+v", p)
 	}
 }
+
+// TestShowLeftoverScratchKeys: a scratch key beside the lease object
+// (LEASE.acquire-probe-…, left by a process that died during its acquire's
+// probe) is named by show, in text and --json, whether the prefix is free
+// (read without opening the driver) or holds a lease (listed through it);
+// a key that only looks like one is not, and none is named when there is
+// none.
+func TestShowLeftoverScratchKeys(t *testing.T) {
+	u, dir := fileURL(t)
+	out, _, _ := runCLI(t, nil, "show", u)
+	if strings.Contains(out, "scratch") {
+		t.Errorf("no scratch key, but:\n%s", out)
+	}
+	const left = "LEASE.acquire-probe-0123456789abcdef"
+	for _, name := range []string{left, "LEASE.acquire-probe-xyz", "LEASE.bak"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		out, errOut, code := runCLI(t, nil, "show", u)
+		if code != 0 || !regexp.MustCompile(`(?m)^scratch\s+1 key left by a probe that did not finish`).MatchString(out) ||
+			!strings.Contains(out, left+", written ") || strings.Contains(out, "xyz") || strings.Contains(out, "LEASE.bak") {
+			t.Errorf("%s: exit %d\n%s%s", when, code, out, errOut)
+		}
+		if s := showJSONOf(t, u); len(s.ScratchKeys) != 1 || s.ScratchKeys[0].Key != left || s.ScratchKeys[0].Modified == "" {
+			t.Errorf("%s: --json scratch_keys %+v", when, s.ScratchKeys)
+		}
+	}
+	check("a free prefix")
+	if _, errOut, code := runCLI(t, nil, "hold", u, "--ttl", "6s", "--state-dir", "none", "--", "true"); code != 0 {
+		t.Fatalf("hold: exit %d: %s", code, errOut)
+	}
+	check("a released lease")
+}

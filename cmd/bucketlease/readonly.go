@@ -45,6 +45,19 @@ func fileLeaseAbsent(rawURL string) (bool, error) {
 	return false, nil
 }
 
+// fileDir is the directory a file:// URL names, as fileLeaseAbsent reads
+// it, or "" when the URL is not one it would read.
+func fileDir(rawURL string) string {
+	if schemeOf(rawURL) != "file" {
+		return ""
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
+		return ""
+	}
+	return filepath.Clean(u.Path)
+}
+
 // freeStatus is the status of a prefix without a lease object.
 func freeStatus() lease.Status {
 	now := time.Now()

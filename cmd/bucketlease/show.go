@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,7 +31,8 @@ It also lists what the prefix has pending: uploads started under it and
 neither completed nor aborted (S3 multipart uploads, which the service keeps
 until they are aborted), with their keys, start times and upload ids, where
 the driver can list them (s3, r2, minio); "not available on this driver"
-elsewhere.
+elsewhere; and any scratch key a lease probe left beside the lease object
+(LEASE.acquire-probe-…, a process that died during its probe).
 
 States:
   free      there is no lease; anyone may take it
@@ -62,13 +65,23 @@ func setupShow(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		if b != nil {
+			defer driver.Close(b)
+		}
 		pend := listPending(ctx, b, prefix, *timeout)
+		scratch := leftoverScratchKeys(ctx, rawURL, b, prefix, *timeout)
 		if *asJSON {
 			j := statusJSON(rawURL, st)
 			j.Pending = pend.json()
+			for _, o := range scratch {
+				j.ScratchKeys = append(j.ScratchKeys, scratchKeyJSON{Key: o.Key, Modified: utcOrEmpty(o.ModTime)})
+			}
 			return writeJSON(e.stdout, j)
 		}
-		printStatus(e.stdout, rawURL, st, func(row func(k, v string)) { pend.rows(rawURL, row) })
+		printStatus(e.stdout, rawURL, st, func(row func(k, v string)) {
+			pend.rows(rawURL, row)
+			scratchRows(scratch, row)
+		})
 		return nil
 	}
 }
@@ -93,6 +106,90 @@ func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.S
 		return lease.Status{}, nil, "", explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
 	}
 	return st, b, prefix, nil
+}
+
+// maxScratchLooked bounds how many keys beginning {prefix}/LEASE. show
+// looks at for scratch keys.
+const maxScratchLooked = 1000
+
+// leftoverScratchKeys returns the scratch keys beside the lease object
+// ({prefix}/LEASE.acquire-probe-…, and the break and stream probes'):
+// each lease probe deletes its own, so one that is there was left by a
+// process that died during its probe. It looks at no more than
+// maxScratchLooked keys, and says nothing when it cannot list: the lease
+// is what show is for. b is nil for a file:// directory found free without
+// opening the driver, which is read directly.
+func leftoverScratchKeys(ctx context.Context, rawURL string, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
+	base := strings.TrimPrefix(prefix+"/", "/") + lease.Key("") + "."
+	var found []driver.Object
+	if b == nil {
+		dir := fileDir(rawURL)
+		if dir == "" {
+			return nil
+		}
+		f, err := os.Open(dir)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		for range maxScratchLooked / 100 {
+			entries, err := f.ReadDir(100)
+			for _, d := range entries {
+				if name := d.Name(); strings.HasPrefix(name, base) && lease.IsScratchKey(name) && d.Type().IsRegular() {
+					o := driver.Object{Key: name}
+					if fi, err := d.Info(); err == nil {
+						o.ModTime = fi.ModTime()
+					}
+					found = append(found, o)
+				}
+			}
+			if err != nil || len(entries) == 0 {
+				break
+			}
+		}
+		slices.SortFunc(found, func(a, b driver.Object) int { return strings.Compare(a.Key, b.Key) })
+		return found
+	}
+	c, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	n := 0
+	for o, err := range driver.List(c, b, base) {
+		if err != nil || n == maxScratchLooked {
+			break
+		}
+		n++
+		if lease.IsScratchKey(o.Key) {
+			found = append(found, o)
+		}
+	}
+	return found
+}
+
+// scratchRows writes the leftover scratch keys as rows of printStatus.
+func scratchRows(keys []driver.Object, row func(k, v string)) {
+	if len(keys) == 0 {
+		return
+	}
+	what := "1 key"
+	if len(keys) > 1 {
+		what = fmt.Sprintf("%d keys", len(keys))
+	}
+	row("scratch", what+" left by a probe that did not finish, holding nothing; safe to delete once a minute old")
+	now := time.Now()
+	for _, o := range keys {
+		when := ""
+		if !o.ModTime.IsZero() {
+			when = fmt.Sprintf(", written %s (%s)", ago(now, o.ModTime), utc(o.ModTime))
+		}
+		row("", o.Key+when)
+	}
+}
+
+func utcOrEmpty(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return utc(t)
 }
 
 // maxPendingShown bounds how many pending uploads show lists.
@@ -259,6 +356,14 @@ type showJSON struct {
 	// Pending is what the prefix has pending: uploads started and not
 	// completed, where the driver can list them.
 	Pending *pendingJSON `json:"pending,omitempty"`
+	// ScratchKeys are scratch keys beside the lease object that a probe
+	// left (lease.IsScratchKey): a process that died during one.
+	ScratchKeys []scratchKeyJSON `json:"scratch_keys,omitempty"`
+}
+
+type scratchKeyJSON struct {
+	Key      string `json:"key"`
+	Modified string `json:"modified,omitempty"`
 }
 
 func statusJSON(rawURL string, st lease.Status) showJSON {
