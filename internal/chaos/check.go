@@ -94,7 +94,17 @@ type Violation struct {
 	Detail    string
 	Procs     []string  // the processes involved
 	From, To  time.Time // the interleaving to print
+	// Known names a known open defect the violation is an instance of
+	// (KnownOrphanedCreate), for tests that tolerate it until it is fixed;
+	// it is a violation all the same.
+	Known string
 }
+
+// KnownOrphanedCreate: an upload left pending by a write that returned,
+// begun while it ran: a CreateMultipartUpload whose reply was lost or
+// whose request was cancelled in flight, which the S3 drivers never learn
+// of (docs/chaos.md, What it found; TestStreamLeavesNoOrphan).
+const KnownOrphanedCreate = "orphaned-create"
 
 // Check is the checker's verdict on a run.
 type Check struct {
@@ -669,7 +679,8 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 	c.PendingListed = true
 	killed := func(proc string) bool { return proc != "" && !exited[proc] }
 	for _, p := range res.Pending {
-		why := ""
+		why, known := "", ""
+		var procs []string
 		switch {
 		case p.Key == "":
 			// The file driver's temporary files name no key: one is
@@ -702,6 +713,7 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 		default:
 			var ws []string
 			open := false
+			orphan := false
 			for _, w := range startedBy[p.Label+"\x00"+p.Key] {
 				if w.end == nil && killed(w.proc) {
 					open = true
@@ -711,6 +723,7 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 					during := ""
 					if t := p.Initiated.UnixNano(); !p.Initiated.IsZero() && t >= w.start-int64(time.Second) && t <= w.end.T+int64(time.Second) {
 						during = "; the upload was begun while that write ran, so the driver did not know of it when it returned (a creation whose reply was lost or whose request was cancelled in flight, left to the service's clean-up)"
+						orphan = true
 					}
 					ws = append(ws, fmt.Sprintf("%s logged its outcome (%s)%s", w.proc, outcome(w.end), during))
 				} else {
@@ -722,6 +735,12 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 				if len(ws) > 0 {
 					why += ": " + strings.Join(ws, "; ")
 				}
+				if orphan {
+					known = KnownOrphanedCreate
+				}
+			}
+			for _, w := range startedBy[p.Label+"\x00"+p.Key] {
+				procs = append(procs, w.proc)
 			}
 		}
 		if why == "" {
@@ -734,7 +753,7 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 		}
 		c.add(Violation{Invariant: InvPending, Label: p.Label, At: at,
 			Detail: fmt.Sprintf("an upload was left staged at the end: %s of %q, begun %s; %s", p.Upload, p.Key, at.UTC().Format("15:04:05.000"), why),
-			From:   at.Add(-ttl), To: at.Add(2 * ttl)})
+			Procs:  procs, From: at.Add(-ttl), To: at.Add(2 * ttl), Known: known})
 	}
 }
 
@@ -843,6 +862,9 @@ func (r *Result) Report(v Violation) string {
 	var b strings.Builder
 	cfg := r.Config
 	fmt.Fprintf(&b, "VIOLATION %s on %s: %s\n", v.Invariant, v.Label, v.Detail)
+	if v.Known != "" {
+		fmt.Fprintf(&b, "  a known open defect (%s): see docs/chaos.md, What it found\n", v.Known)
+	}
 	fmt.Fprintf(&b, "  driver %s, seed %d, control %q, TTL %v, %d workers, %d leases, run %v\n",
 		cfg.Driver, cfg.Seed, cfg.Control, cfg.TTL, cfg.Workers, cfg.Leases, cfg.Duration)
 	fmt.Fprintf(&b, "  replay the schedule: scripts/chaos --driver %s --seed %d --duration %v --ttl %v --workers %d --leases %d",

@@ -276,6 +276,8 @@ func TestCheckerPending(t *testing.T) {
 		// The negative controls.
 		{"left by a write that logged its outcome", append(logStream("A", key, 4, []float64{4.2}, 4.5, false, "uploading part 1: reset; what it had staged (multipart upload u1) was aborted"), startA),
 			[]PendingUpload{up}, "", InvPending, 0},
+		{"begun long before a write that logged its outcome", append(logStream("A", key, 6, []float64{6.2}, 6.5, false, "uploading part 1: reset; what it had staged (multipart upload u1) was aborted"), startA),
+			[]PendingUpload{up}, "", InvPending, 0},
 		{"left by a writer that exited", append(logStream("A", key, 4, []float64{4.2}, 0, false, ""), startA, exitA), []PendingUpload{up}, "", InvPending, 0},
 		{"a scratch key's upload nobody logged", []Entry{startA}, []PendingUpload{sup}, "", InvPending, 0},
 		{"a scratch key's upload that ended", []Entry{startA, scratchA, {T: 3 * s, Proc: "A", ID: "a", Ev: EvScratchEnd, Prefix: "p0", Key: scratchKey}},
@@ -290,6 +292,17 @@ func TestCheckerPending(t *testing.T) {
 			ch := CheckRun(res)
 			if got := invariants(ch); got != c.want {
 				t.Fatalf("violations %q, want %q", got, c.want)
+			}
+			// An upload begun during a write that returned is the known
+			// open orphaned create; one begun outside it is not.
+			for _, v := range ch.Violations {
+				want := ""
+				if strings.Contains(c.name, "left by a write that logged") {
+					want = KnownOrphanedCreate
+				}
+				if v.Known != want {
+					t.Errorf("violation marked known %q, want %q: %s", v.Known, want, v.Detail)
+				}
 			}
 			if ch.PendingKilled != c.killed || ch.PendingListed != (c.noPending == "") {
 				t.Errorf("PendingKilled %d, PendingListed %v; want %d, %v", ch.PendingKilled, ch.PendingListed, c.killed, c.noPending == "")
