@@ -20,7 +20,10 @@
 // Locks and temporary files live under dir/.bucketlease, which is not a
 // valid key. Lock files (empty, one per key ever written) are never removed:
 // unlinking one that another process is about to lock would give the two
-// processes two different locks. Objects are created with the read and
+// processes two different locks. The lease's scratch keys have random
+// names, so every acquire that writes adds one lock file (and Break and a
+// lease's first streamed write one each): remove dir/.bucketlease/locks/*
+// only while no process uses the directory. Objects are created with the read and
 // write bits of the bucket directory (a 0755 directory gives 0644 objects,
 // 0750 gives 0640), so whoever may read the directory may read the lease. A file without the header (written by hand) reads as an object
 // whose version derives from its inode, size and modification time.
@@ -606,16 +609,18 @@ func (b *Bucket) stage(ctx context.Context, v driver.Version, body func(f *os.Fi
 func (b *Bucket) install(ctx context.Context, tmp, p string) error {
 	dir := filepath.Dir(p)
 	var err error
-	for attempt := 0; err == nil; attempt++ {
-		if err = os.MkdirAll(dir, 0o755); err != nil {
-			break
+	for attempt := 0; ; attempt++ {
+		// A Delete that prunes emptied directories may remove dir, or a
+		// parent of it, between MkdirAll and Rename, or while MkdirAll
+		// creates it: both then fail with ErrNotExist, and are tried again.
+		err = os.MkdirAll(dir, 0o755)
+		if err == nil {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			err = os.Rename(tmp, p)
 		}
-		if err = ctx.Err(); err != nil {
-			break
-		}
-		err = os.Rename(tmp, p)
 		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
-			err = nil
 			continue
 		}
 		break
@@ -670,7 +675,9 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err := os.Remove(p); err != nil {
 		return op.Fail(osKind(err), err)
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
+	// A concurrent Delete of a neighbour may have pruned the directory
+	// this removal emptied: then the entry is gone with it.
+	if err := syncDir(filepath.Dir(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return op.Fail(osKind(err), err)
 	}
 	// Remove emptied parents, so that a key that was a prefix of this one
