@@ -191,11 +191,8 @@ func TestPutFencedMidUpload(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, nil, "put", u, "chunks/f", fifo, "--ttl", "3s", "--part-size", "5MiB", "--concurrency", "1")
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := start(t, nil, "put", u, "chunks/f", fifo, "--ttl", "6s", "--part-size", "5MiB", "--concurrency", "1")
+	w := openFifoWriter(t, fifo, p)
 	defer w.Close()
 	chunk := make([]byte, 6<<20)
 	rand.Read(chunk)
@@ -209,7 +206,7 @@ func TestPutFencedMidUpload(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.signal(syscall.SIGSTOP)
-	time.Sleep(3 * time.Second) // past the fence (2s), and the TTL
+	time.Sleep(6500 * time.Millisecond) // past the fence (4s), and the TTL
 	p.signal(syscall.SIGCONT)
 	if code := p.wait(); code != exitLeaseEnded {
 		t.Errorf("put exit %d, want %d\n%s", code, exitLeaseEnded, p.output())
@@ -235,11 +232,8 @@ func TestPutInsideHoldFenced(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := start(t, []string{"BL=" + binary, "FIFO=" + fifo}, "hold", u, "--ttl", "3s", "--", "sh", "-c", `"$BL" put chunks/h --part-size 5MiB --concurrency 1 < "$FIFO"`)
-	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := start(t, []string{"BL=" + binary, "FIFO=" + fifo}, "hold", u, "--ttl", "6s", "--", "sh", "-c", `"$BL" put chunks/h --part-size 5MiB --concurrency 1 < "$FIFO"`)
+	w := openFifoWriter(t, fifo, h)
 	defer w.Close()
 	chunk := make([]byte, 6<<20)
 	rand.Read(chunk)
@@ -253,7 +247,7 @@ func TestPutInsideHoldFenced(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	h.signal(syscall.SIGSTOP)
-	time.Sleep(3 * time.Second)
+	time.Sleep(6500 * time.Millisecond) // past the fence (4s), and the TTL
 	h.signal(syscall.SIGCONT)
 	if code := h.wait(); code != exitLeaseEnded {
 		t.Errorf("hold exit %d, want %d", code, exitLeaseEnded)
@@ -263,5 +257,34 @@ func TestPutInsideHoldFenced(t *testing.T) {
 	}
 	if s := staged(t, dir); len(s) > 0 {
 		t.Errorf("a fenced put left staged: %v", s)
+	}
+}
+
+// openFifoWriter opens fifo for writing once p (or its command) has opened
+// it for reading; it fails the test, with p's output, if p exits first or
+// nothing reads within exitTimeout, rather than block forever.
+func openFifoWriter(t *testing.T, fifo string, p *proc) *os.File {
+	t.Helper()
+	deadline := time.Now().Add(exitTimeout)
+	for {
+		fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err == nil {
+			if err := syscall.SetNonblock(fd, false); err != nil {
+				t.Fatal(err)
+			}
+			return os.NewFile(uintptr(fd), fifo)
+		}
+		if err != syscall.ENXIO { // ENXIO: no reader yet
+			t.Fatal(err)
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("bucketlease exited before it read %s:\n%s", fifo, p.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing opened %s for reading within %v:\n%s", fifo, exitTimeout, p.output())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
