@@ -240,7 +240,7 @@ func (u *upload) fail(kind, cause error) error {
 const (
 	sessionExpiry = "Cloud Storage discards it, with the chunks it received, 7 days after it started " +
 		"(the client library cancels the session's requests but does not expose the session's URI to delete it)"
-	abandoned = "nothing was committed: the resumable session's requests were cancelled before its final one, " +
+	abandoned = "nothing was committed; the resumable session's requests were cancelled before its final one, " +
 		"and " + sessionExpiry
 	finalFailed = "the resumable session's final request failed; unless it landed, the session is left unfinalised, " +
 		"and " + sessionExpiry

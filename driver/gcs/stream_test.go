@@ -362,8 +362,8 @@ func TestStreamErrorSaysSessionIsLeft(t *testing.T) {
 		exists     bool
 	}{
 		{"before the session", "; nothing had been staged", 1, false},
-		{"before chunk 2", left + "nothing was committed: the resumable session's requests were cancelled before its final one, and " + expiry, 2, false},
-		{"before the final request", left + "nothing was committed: the resumable session's requests were cancelled before its final one, and " + expiry, 4, false},
+		{"before chunk 2", left + "nothing was committed; the resumable session's requests were cancelled before its final one, and " + expiry, 2, false},
+		{"before the final request", left + "nothing was committed; the resumable session's requests were cancelled before its final one, and " + expiry, 4, false},
 		{"a refused final request", left + "the resumable session's final request failed; unless it landed, the session is left unfinalised, and " + expiry, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
