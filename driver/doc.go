@@ -109,8 +109,11 @@
 //     StreamOptions.MayStart is called before each part and the commit, and
 //     once it refuses nothing more is started; on any failure (a refused
 //     commit, a cancelled context, MayStart) what was staged is aborted
-//     before PutStream returns, the error (UploadError) says whether it
-//     was, and no upload is left pending where PendingLister can see one.
+//     before PutStream returns where the service has a call for it (S3's
+//     AbortMultipartUpload, the file driver's staged file; Azure's
+//     uncommitted blocks and a GCS resumable session have none and expire
+//     after 7 days), the error (UploadError) says which happened, and no
+//     upload is left pending where PendingLister can see one.
 //     A driver without Streamer has these checks reported not applicable.
 //     (stream-if-absent-existing, stream-if-match-stale,
 //     stream-race-if-absent, stream-canceled-mid-body, stream-round-trip,
