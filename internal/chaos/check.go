@@ -228,6 +228,9 @@ func CheckRun(res *Result) *Check {
 				scratch[sk][e.Proc]++
 			} else {
 				scratch[sk][e.Proc]--
+				if strings.Contains(e.Err, "starting the multipart upload") {
+					scratch[sk][""]++ // a create that failed: it may have landed unknown to the driver
+				}
 			}
 		case EvExit:
 			exited[e.Proc] = true
@@ -698,8 +701,14 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 		case lease.IsScratchKey(p.Name):
 			open := false
 			logged := false
+			failedCreate := false
 			for proc, n := range scratch[p.Label+"\x00"+p.Key] {
+				if proc == "" {
+					failedCreate = n > 0
+					continue
+				}
 				logged = true
+				procs = append(procs, proc)
 				if n > 0 && killed(proc) {
 					open = true
 				}
@@ -709,6 +718,10 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 				why = "no process logged a streamed write of that scratch key"
 			case !open:
 				why = "every streamed write of that scratch key logged its outcome, or its process exited"
+				if failedCreate {
+					why += "; one of them failed starting its multipart upload, which may have been created unknown to the driver"
+					known = KnownOrphanedCreate
+				}
 			}
 		default:
 			var ws []string
