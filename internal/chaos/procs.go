@@ -110,6 +110,9 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 	case ControlStreamUnfenced:
 		args = append(args, "-stream-unfenced")
 	}
+	if r.cfg.Control != "" && r.cfg.Control != ControlStreamUnfenced {
+		args = append(args, "-calm-streams")
+	}
 	return r.startProc(name, id, logPath, addr, exec.Command(r.cfg.WorkerBin, args...))
 }
 

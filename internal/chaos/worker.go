@@ -44,7 +44,13 @@ type WorkerConfig struct {
 	// a context the fence does not cancel, and its body stalls until the
 	// lease may no longer write: the fence does not cover the upload.
 	StreamUnfenced bool
-	Log            *Logger
+	// CalmStreams makes streaming as it was before the streamed uploads
+	// were paced: every eighth backup, at full speed. The harness sets it
+	// for the negative controls other than stream-unfenced, whose faults
+	// are caught by writes started at the wrong moment, and which a holder
+	// busy in a long upload starts fewer of.
+	CalmStreams bool
+	Log         *Logger
 	// Deadline, if set, ends the worker as SIGTERM would, so that a
 	// worker whose harness died does not run on.
 	Deadline time.Time
@@ -59,7 +65,7 @@ func (c WorkerConfig) Switches() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}} {
+	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}, {c.CalmStreams, "calm-streams"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -306,7 +312,11 @@ func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int
 		name := fmt.Sprintf("chunks/%s/%d", tag, j)
 		body := fmt.Sprintf("chunk proc=%s epoch=%d tag=%s j=%d", w.cfg.Proc, epoch, tag, j)
 		put := w.put
-		if j == 0 && (n%streamEvery == 0 || w.cfg.StreamUnfenced) {
+		every := streamEvery
+		if w.cfg.CalmStreams {
+			every = 2 * streamEvery
+		}
+		if j == 0 && (n%every == 0 || w.cfg.StreamUnfenced) {
 			// Now and then a big chunk, streamed in parts; its first
 			// line says how long the whole object must be.
 			put = w.putStream
@@ -391,7 +401,11 @@ func streamPace(ttl time.Duration) time.Duration { return ttl / 2 }
 func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int, name, body string, cond driver.Condition, prev string) (driver.Version, error) {
 	key := w.key(name)
 	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev, Detail: fmt.Sprintf("streamed, %d bytes", streamSize)})
-	pad := &padding{n: streamSize - int64(len(body)), total: streamSize - int64(len(body)), pace: streamPace(w.cfg.TTL), start: time.Now()}
+	pace := streamPace(w.cfg.TTL)
+	if w.cfg.CalmStreams {
+		pace = 0
+	}
+	pad := &padding{n: streamSize - int64(len(body)), total: streamSize - int64(len(body)), pace: pace, start: time.Now()}
 	wkey, timeout := w.wkey(name), streamTimeout*w.cfg.TTL
 	if w.cfg.StreamUnfenced && w.cur != nil {
 		// The control: past the fence, with the rest of the body held

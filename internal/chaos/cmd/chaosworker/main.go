@@ -49,6 +49,7 @@ func main() {
 	flag.BoolVar(&cfg.OldAdopt, "old-adopt", false, "negative control: oldlease.AdoptByInstanceID")
 	flag.BoolVar(&cfg.LieRefusal, "lie-refusal", false, "negative control: the driver reports the first refused If-None-Match PUT of each LEASE object as a success")
 	flag.BoolVar(&cfg.StreamUnfenced, "stream-unfenced", false, "negative control: stream every backup's first chunk past the fence, holding its body back until the lease may no longer write")
+	flag.BoolVar(&cfg.CalmStreams, "calm-streams", false, "stream every eighth backup's first chunk, unpaced (the negative controls)")
 	flag.StringVar(&logPath, "log", "", "the JSON-lines log to append to")
 	maxRun := flag.Duration("max-run", time.Hour, "release and exit after this long, whatever happens")
 	child := flag.Bool("child", false, "run as the command of bucketlease hold: write under hold's lease (BUCKETLEASE_INSTANCE_ID)")
