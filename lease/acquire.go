@@ -219,6 +219,22 @@ func (a *attempt) stamp() stamp {
 	}
 }
 
+// restamp renews st's renewed_at and clocks once the path has been proven,
+// if time has passed since st was taken: the proof's requests may take
+// seconds on a slow service, and a record stamped before them would reach
+// the lease object already old (and the lease be fenced on arrival, for a
+// successor to take over at once). The fence is timed from the new stamp,
+// which is still taken before the write that establishes the lease.
+func (a *attempt) restamp(st stamp) stamp {
+	mono, wall := a.c.s.clock.Mono(), a.c.s.clock.Wall()
+	if mono == st.mono {
+		return st
+	}
+	st.rec.RenewedAt = a.c.stamps.renewed(wall)
+	st.mono, st.wall = mono, wall
+	return st
+}
+
 // owns reports whether the contender provably wrote rec: one of its
 // attempts, or its latest lease, sent exactly this record.
 func (c *Contender) owns(rec Record) bool {
@@ -281,6 +297,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 			if err := a.provePath(ctx); err != nil {
 				return nil, err
 			}
+			st = a.restamp(st)
 			v, err := a.put(ctx, st.rec, driver.IfAbsent())
 			a.dropScratch(ctx)
 			if err == nil {
@@ -440,6 +457,7 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, i
 	if err := a.provePath(ctx); err != nil {
 		return nil, err
 	}
+	st = a.restamp(st)
 	type result struct {
 		v   driver.Version
 		err error

@@ -588,3 +588,29 @@ func TestSteppedBackClockDoesNotReacquire(t *testing.T) {
 		}
 	})
 }
+
+// An acquire whose scratch-key proof takes long (a slow service) stamps its
+// record after the proof, not before it: the record does not reach the
+// lease object already old, and the fence is timed from the later stamp.
+func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
+	c := clock.NewFake(t0)
+	slow := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, _ driver.Condition) error {
+		if op == "put" && lease.IsScratchKey(key) {
+			c.Advance(5 * time.Second)
+		}
+		return nil
+	}}
+	l, err := lease.Acquire(context.Background(), slow, "db1", opts("me", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proved := t0.Add(15 * time.Second) // three scratch writes, five seconds each
+	r, _, _ := readRecord(t, slow)
+	if r.RenewedAt.Before(proved) {
+		t.Errorf("renewed_at %v was stamped before the proof ended (%v): the record arrived %v old",
+			r.RenewedAt, proved, proved.Sub(r.RenewedAt))
+	}
+	if want := proved.Add(ttl * 2 / 3); l.Deadline().Before(want) {
+		t.Errorf("deadline %v, want %v: timed from the stamp after the proof", l.Deadline(), want)
+	}
+}
