@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -101,25 +102,46 @@ func notStreamed(err error) error {
 }
 
 // nonePending fails if the driver can list pending uploads and one is left
-// under key.
+// under key. A listing may lag an abort (AWS documents ListMultipartUploads
+// as eventually consistent, and Versity S3 Gateway was seen listing an
+// upload it had just aborted), so an upload still listed is looked for
+// again, for up to pendingGrace, before it counts as left behind.
 func (s *scope) nonePending(ctx context.Context, key string) error {
 	pl, ok := s.b.(driver.PendingLister)
 	if !ok {
 		return nil
 	}
-	for p, err := range pl.ListPending(ctx, key) {
-		if errors.Is(err, driver.ErrUnsupported) {
+	deadline := time.Now().Add(pendingGrace)
+	for {
+		left := ""
+		for p, err := range pl.ListPending(ctx, key) {
+			if errors.Is(err, driver.ErrUnsupported) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("ListPending %q: %s", key, outcome(err))
+			}
+			if p.Key == key {
+				left = p.Upload
+				break
+			}
+		}
+		if left == "" {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("ListPending %q: %s", key, outcome(err))
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("the failed streamed write left a pending upload (%s) on %q: it was not aborted (still listed %v later)", left, key, pendingGrace)
 		}
-		if p.Key == key {
-			return fmt.Errorf("the failed streamed write left a pending upload (%s) on %q: it was not aborted", p.Upload, key)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return nil
 }
+
+// pendingGrace is how long an aborted upload may still be listed.
+const pendingGrace = 3 * time.Second
 
 // refusedAtCommit checks a streamed write whose condition fails: the error
 // is ErrPrecondition, names the abort, and nothing changed.
