@@ -114,6 +114,18 @@ func (m multipart) Abort(ctx context.Context, upload string) error {
 	return err
 }
 
+func (m multipart) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
+	return m.b.ListPending(ctx, m.key)
+}
+
+func (m multipart) HasParts(ctx context.Context, upload string) (bool, error) {
+	res, err := m.core().ListObjectParts(ctx, m.b.bucket, m.key, upload, 0, 1)
+	if err != nil {
+		return false, err
+	}
+	return len(res.ObjectParts) > 0, nil
+}
+
 // List yields the objects whose keys start with prefix in lexical order,
 // paged by minio-go's ListObjects (ListObjectsV2 underneath). Versions are
 // ETags without quotes, as Get returns them. Stopping early cancels the

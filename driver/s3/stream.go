@@ -106,6 +106,18 @@ func (m multipart) Abort(ctx context.Context, upload string) error {
 	return err
 }
 
+func (m multipart) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
+	return m.b.ListPending(ctx, m.key)
+}
+
+func (m multipart) HasParts(ctx context.Context, upload string) (bool, error) {
+	out, err := m.b.client.ListParts(ctx, &s3sdk.ListPartsInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload, MaxParts: aws.Int32(1)})
+	if err != nil {
+		return false, err
+	}
+	return len(out.Parts) > 0, nil
+}
+
 // List yields the objects whose keys start with prefix, in the service's
 // (lexical) order, one ListObjectsV2 page at a time as the caller
 // iterates. Versions are ETags, quoted as Get returns them.

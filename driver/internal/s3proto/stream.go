@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"net/http/httptrace"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +39,13 @@ type Multipart interface {
 	Complete(ctx context.Context, upload string, parts []Part) (driver.Version, error)
 	// Abort aborts the upload.
 	Abort(ctx context.Context, upload string) error
+	// Pending yields the uploads of the key not yet completed or aborted
+	// (ListMultipartUploads with the key as the prefix; Run keeps those
+	// whose key is exactly the key).
+	Pending(ctx context.Context) iter.Seq2[driver.Pending, error]
+	// HasParts reports whether any part of the upload has been uploaded
+	// (ListParts).
+	HasParts(ctx context.Context, upload string) (bool, error)
 }
 
 // Upload is a streamed conditional write of one key to an S3-compatible
@@ -58,6 +68,11 @@ type Upload struct {
 // sent even when the caller's context has ended.
 const abortTimeout = 30 * time.Second
 
+// createSkew is how far the service's clock may be from this machine's
+// for the sweep after an unanswered CreateMultipartUpload to find the
+// uploads it began (see sweep).
+const createSkew = 5 * time.Second
+
 // Run reads r in parts of opts.Size() bytes, at most opts.Parallel() of
 // them held or in flight at once. A body that fits one part is one
 // conditional PUT (Single); a longer one is a multipart upload whose
@@ -65,6 +80,14 @@ const abortTimeout = 30 * time.Second
 // each part and before the commit. On any failure the upload is aborted
 // before Run returns, every part's request has returned, and the error's
 // *driver.UploadError says whether the abort succeeded.
+//
+// A CreateMultipartUpload that got no answer (a lost reply, a request
+// cancelled in flight) may still have begun an upload, and one the SDK
+// sent more than once may have begun one per attempt; the driver never
+// learns their IDs. Run then sweeps the key before it returns: it lists
+// the key's pending uploads and aborts those that such a creation can
+// have begun (see sweep), so that a write that returned leaves nothing
+// staged, whatever it returned.
 func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions) (driver.Version, error) {
 	op, err := driver.Begin(ctx, u.Caps, u.Driver, driver.OpPut, u.Key, u.Cond)
 	if err != nil {
@@ -86,10 +109,25 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 
 	uctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	id, err := u.Multipart.Create(uctx)
+	created := time.Now()
+	cctx, sent := countRequests(uctx)
+	id, err := u.Multipart.Create(cctx)
+	// unanswered: uploads this key has that the driver does not know of
+	// may have been begun between created and answered.
+	answered := time.Now()
+	// A refusal of the one request sent began nothing; no answer, or
+	// more than one request, may have.
+	unanswered := sent() > 1 || err != nil && sent() == 1 && u.Kind(err, driver.Condition{}) == nil
+	swept := func(ue *driver.UploadError) *driver.UploadError {
+		if unanswered {
+			aborted, serr := u.sweep(ctx, created, answered, id)
+			noteSweep(ue, aborted, serr)
+		}
+		return ue
+	}
 	if err != nil {
 		return "", op.Fail(u.Kind(err, driver.Condition{}),
-			&driver.UploadError{Err: fmt.Errorf("starting the multipart upload: %w", err)})
+			swept(&driver.UploadError{Err: fmt.Errorf("starting the multipart upload: %w", err)}))
 	}
 	var (
 		wg       sync.WaitGroup
@@ -179,13 +217,19 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 		} else {
 			v, err := u.Multipart.Complete(cop.Context(), id, parts)
 			if err == nil {
+				if unanswered {
+					// The write is committed whatever the sweep finds;
+					// what it cannot abort is left to the service's
+					// clean-up, as after a killed process.
+					_, _ = u.sweep(ctx, created, answered, id)
+				}
 				if v == "" {
 					return "", cop.Fail(nil, errors.New("the service returned no ETag for the completed upload"))
 				}
 				return v, nil
 			}
 			kind := u.Kind(err, u.Cond)
-			ue := u.abort(ctx, id, fmt.Errorf("completing the multipart upload: %w", err))
+			ue := swept(u.abort(ctx, id, fmt.Errorf("completing the multipart upload: %w", err)))
 			if kind == nil {
 				// No answer that says what the service did: the commit
 				// may have landed, and the abort cannot tell (S3 forgets
@@ -196,7 +240,102 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 			return "", cop.Fail(kind, ue)
 		}
 	}
-	return "", op.Fail(failKind, u.abort(ctx, id, firstErr))
+	return "", op.Fail(failKind, swept(u.abort(ctx, id, firstErr)))
+}
+
+// noteSweep adds to ue what the sweep after an unanswered
+// CreateMultipartUpload aborted, and why it failed.
+func noteSweep(ue *driver.UploadError, aborted []string, err error) {
+	if len(aborted) > 0 {
+		found := "multipart upload " + strings.Join(aborted, ", ") + " (begun by a CreateMultipartUpload whose answer never came, found by listing the key's uploads)"
+		if ue.Staged {
+			ue.Upload += ", and " + found
+		} else {
+			ue.Staged, ue.Aborted, ue.Upload = true, true, found
+		}
+	}
+	if err != nil {
+		if ue.Upload == "" {
+			ue.Upload = "any multipart upload the CreateMultipartUpload whose answer never came began"
+		} else {
+			ue.Upload += ", and any other the CreateMultipartUpload whose answer never came began"
+		}
+		ue.Staged, ue.Aborted = true, false
+		ue.AbortErr = errors.Join(ue.AbortErr, fmt.Errorf("looking for uploads a CreateMultipartUpload without an answer began: %w", err))
+	}
+}
+
+// countRequests returns ctx with an HTTP client trace that counts the
+// requests started with it, and a func that returns the count.
+func countRequests(ctx context.Context) (context.Context, func() int) {
+	var (
+		mu sync.Mutex
+		n  int
+	)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GetConn: func(string) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+	}})
+	return ctx, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+// sweep aborts the uploads of the key that a CreateMultipartUpload sent
+// from created until answered may have begun without the driver learning
+// their IDs, and returns the IDs it aborted. It lists the key's pending
+// uploads and aborts each that
+//
+//   - is not known, the one whose ID Create returned,
+//   - was begun from created-createSkew to answered+createSkew by the
+//     service's clock, and
+//   - has no part: nobody can have uploaded a part to an upload whose ID
+//     only the service knows.
+//
+// An upload that another writer of the same key began within those
+// seconds and has not yet sent a part to is aborted too; that writer's
+// next part or commit then fails (NoSuchUpload), and nothing is committed
+// by it, so the cost is a retry, never a lost or overwritten object.
+// What it cannot find is left to the service's clean-up, as after a killed
+// process: a request that reaches the service more than createSkew after
+// its answer was given up on, or one on a service whose clock is further
+// off than that. It is sent whatever state ctx is in, within abortTimeout.
+func (u Upload) sweep(ctx context.Context, created, answered time.Time, known string) ([]string, error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	from, until := created.Add(-createSkew), answered.Add(createSkew)
+	var candidates []string
+	for p, err := range u.Multipart.Pending(sctx) {
+		if err != nil {
+			return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
+		}
+		if p.Key == u.Key && p.Upload != known && !p.Initiated.Before(from) && !p.Initiated.After(until) {
+			candidates = append(candidates, p.Upload)
+		}
+	}
+	var (
+		aborted []string
+		errs    []error
+	)
+	for _, id := range candidates {
+		has, err := u.Multipart.HasParts(sctx, id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing the parts of multipart upload %s: %w", id, err))
+			continue
+		}
+		if has {
+			continue
+		}
+		if err := u.Multipart.Abort(sctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("AbortMultipartUpload of %s: %w", id, err))
+			continue
+		}
+		aborted = append(aborted, id)
+	}
+	return aborted, errors.Join(errs...)
 }
 
 // abort aborts the upload, whatever state ctx is in, and returns the

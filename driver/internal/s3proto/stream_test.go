@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"net/http/httptrace"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
@@ -30,9 +34,52 @@ type fakeMP struct {
 	aborted   bool
 	completed []byte
 	block     chan struct{} // if set, each Part waits for it (or its ctx)
+
+	// create, if set, is Create (it calls send once per request it
+	// stands for); otherwise Create returns U1.
+	create    func(ctx context.Context) (string, error)
+	pending   []driver.Pending // what Pending yields
+	withParts map[string]bool  // uploads HasParts reports parts of
+	listErr   error            // what Pending fails with
+	listed    int              // calls of Pending
+	abortedID []string         // what Abort was called with
 }
 
-func (f *fakeMP) Create(ctx context.Context) (string, error) { f.created = true; return "U1", nil }
+// send stands for one HTTP request started with ctx: it calls the
+// client trace's GetConn as net/http does.
+func send(ctx context.Context) {
+	if tr := httptrace.ContextClientTrace(ctx); tr != nil && tr.GetConn != nil {
+		tr.GetConn("s3.example:443")
+	}
+}
+
+func (f *fakeMP) Create(ctx context.Context) (string, error) {
+	f.created = true
+	if f.create != nil {
+		return f.create(ctx)
+	}
+	send(ctx)
+	return "U1", nil
+}
+
+func (f *fakeMP) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
+	f.listed++
+	return func(yield func(driver.Pending, error) bool) {
+		if f.listErr != nil {
+			yield(driver.Pending{}, f.listErr)
+			return
+		}
+		for _, p := range f.pending {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (f *fakeMP) HasParts(ctx context.Context, upload string) (bool, error) {
+	return f.withParts[upload], nil
+}
 
 func (f *fakeMP) Part(ctx context.Context, _ string, n int, data []byte) (string, string, error) {
 	c := f.inFlight.Add(1)
@@ -78,12 +125,16 @@ func (f *fakeMP) Complete(ctx context.Context, _ string, parts []s3proto.Part) (
 	return "v-multipart", nil
 }
 
-func (f *fakeMP) Abort(ctx context.Context, _ string) error {
+func (f *fakeMP) Abort(ctx context.Context, id string) error {
 	f.aborted = true
+	f.abortedID = append(f.abortedID, id)
 	return f.abortErr
 }
 
-var errPrecondition = errors.New("PreconditionFailed")
+var (
+	errPrecondition = errors.New("PreconditionFailed")
+	errDenied       = errors.New("AccessDenied")
+)
 
 func upload(f *fakeMP, single *[]byte) s3proto.Upload {
 	return s3proto.Upload{
@@ -94,8 +145,11 @@ func upload(f *fakeMP, single *[]byte) s3proto.Upload {
 		},
 		Multipart: f,
 		Kind: func(err error, cond driver.Condition) error {
-			if errors.Is(err, errPrecondition) && !cond.Unconditional() {
+			switch {
+			case errors.Is(err, errPrecondition) && !cond.Unconditional():
 				return driver.ErrPrecondition
+			case errors.Is(err, errDenied):
+				return driver.ErrPermission
 			}
 			return nil
 		},
@@ -229,4 +283,104 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.read += n
 	return n, err
+}
+
+// TestUploadSweepsWhatAnUnansweredCreateBegan: a CreateMultipartUpload
+// that reached the service but whose answer was lost (or that the SDK sent
+// twice) began an upload the driver never learnt the ID of. Run finds it
+// by listing the key's uploads and aborts it, and only it: not the upload
+// Create did return, not another writer's upload that has parts or began
+// before, not another key's.
+func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
+	lost := errors.New("read tcp: connection reset by peer")
+	others := func(now time.Time) []driver.Pending {
+		return []driver.Pending{
+			{Key: "k", Upload: "RACER", Initiated: now},               // has parts: another writer's
+			{Key: "k", Upload: "OLD", Initiated: now.Add(-time.Hour)}, // began long before
+			{Key: "k/x", Upload: "OTHERKEY", Initiated: now},          // another key under the prefix
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		create     func(f *fakeMP) func(ctx context.Context) (string, error)
+		ok         bool     // Run succeeds
+		swept      bool     // Pending is called
+		wantAbort  []string // uploads aborted, in order
+		wantSaying string   // in the error
+	}{
+		{"the answer is lost", func(f *fakeMP) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				send(ctx)
+				f.pending = append(others(time.Now()), driver.Pending{Key: "k", Upload: "ORPHAN", Initiated: time.Now()})
+				return "", lost
+			}
+		}, false, true, []string{"ORPHAN"}, "ORPHAN (begun by a CreateMultipartUpload whose answer never came"},
+		{"the SDK sent it twice", func(f *fakeMP) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				send(ctx)
+				send(ctx)
+				f.pending = append(others(time.Now()), driver.Pending{Key: "k", Upload: "ORPHAN", Initiated: time.Now()},
+					driver.Pending{Key: "k", Upload: "U1", Initiated: time.Now()})
+				return "U1", nil
+			}
+		}, true, true, []string{"ORPHAN"}, ""},
+		{"the one request is refused", func(f *fakeMP) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				send(ctx)
+				f.pending = others(time.Now())
+				return "", errDenied
+			}
+		}, false, false, nil, "nothing had been staged"},
+		{"nothing is found", func(f *fakeMP) func(ctx context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				send(ctx)
+				f.pending = others(time.Now())
+				return "", lost
+			}
+		}, false, true, nil, "nothing had been staged"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeMP{withParts: map[string]bool{"RACER": true}}
+			f.create = c.create(f)
+			var single []byte
+			v, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
+				&driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
+			if c.ok != (err == nil) {
+				t.Fatalf("Run: %q, %v", v, err)
+			}
+			if (f.listed > 0) != c.swept {
+				t.Errorf("the key's uploads were listed %d times, want a sweep: %t", f.listed, c.swept)
+			}
+			if !slices.Equal(f.abortedID, c.wantAbort) {
+				t.Errorf("aborted %v, want %v", f.abortedID, c.wantAbort)
+			}
+			if err != nil && !strings.Contains(err.Error(), c.wantSaying) {
+				t.Errorf("%v does not say %q", err, c.wantSaying)
+			}
+			var ue *driver.UploadError
+			if err != nil && (!errors.As(err, &ue) || ue.Staged != (len(c.wantAbort) > 0) || ue.Aborted != ue.Staged) {
+				t.Errorf("%v: want an UploadError saying staged and aborted: %t", err, len(c.wantAbort) > 0)
+			}
+		})
+	}
+}
+
+// TestUploadSweepThatFailsSaysSo: when the key's uploads cannot be listed
+// after an unanswered create, the error does not claim that nothing was
+// staged.
+func TestUploadSweepThatFailsSaysSo(t *testing.T) {
+	f := &fakeMP{listErr: errors.New("SlowDown")}
+	f.create = func(ctx context.Context) (string, error) { send(ctx); return "", context.DeadlineExceeded }
+	var single []byte
+	_, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
+		&driver.StreamOptions{PartSize: driver.MinPartSize})
+	var ue *driver.UploadError
+	if !errors.As(err, &ue) || !ue.Staged || ue.Aborted || ue.AbortErr == nil {
+		t.Fatalf("%v: want an UploadError saying something may be staged and was not aborted", err)
+	}
+	for _, want := range []string{"SlowDown", "left to the service's clean-up", "whose answer never came"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v does not say %q", err, want)
+		}
+	}
 }
