@@ -73,6 +73,11 @@ const abortTimeout = 30 * time.Second
 // uploads it began (see sweep).
 const createSkew = 5 * time.Second
 
+// sweepPatience is about how long the sweep tries to list the key's
+// uploads again when the listing fails (within abortTimeout). A variable
+// only so that tests can shorten it.
+var sweepPatience = 8 * time.Second
+
 // Run reads r in parts of opts.Size() bytes, at most opts.Parallel() of
 // them held or in flight at once. A body that fits one part is one
 // conditional PUT (Single); a longer one is a multipart upload whose
@@ -308,13 +313,32 @@ func (u Upload) sweep(ctx context.Context, created, answered time.Time, known st
 	defer cancel()
 	from, until := created.Add(-createSkew), answered.Add(createSkew)
 	var candidates []string
-	for p, err := range u.Multipart.Pending(sctx) {
-		if err != nil {
+	list := func() error {
+		candidates = candidates[:0]
+		for p, err := range u.Multipart.Pending(sctx) {
+			if err != nil {
+				return err
+			}
+			if p.Key == u.Key && p.Upload != known && !p.Initiated.Before(from) && !p.Initiated.After(until) {
+				candidates = append(candidates, p.Upload)
+			}
+		}
+		return nil
+	}
+	// The creation got no answer, so the listing's answer may be lost
+	// too: it is tried again, beyond the SDK's own retries, for about
+	// sweepPatience (a dropped connection, a partition that heals).
+	err := list()
+	for wait := sweepPatience / 16; err != nil && wait <= sweepPatience/2; wait *= 2 {
+		select {
+		case <-time.After(wait):
+		case <-sctx.Done():
 			return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
 		}
-		if p.Key == u.Key && p.Upload != known && !p.Initiated.Before(from) && !p.Initiated.After(until) {
-			candidates = append(candidates, p.Upload)
-		}
+		err = list()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
 	}
 	var (
 		aborted []string

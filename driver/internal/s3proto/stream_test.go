@@ -369,6 +369,7 @@ func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
 // after an unanswered create, the error does not claim that nothing was
 // staged.
 func TestUploadSweepThatFailsSaysSo(t *testing.T) {
+	defer s3proto.ShortenSweepPatience(80 * time.Millisecond)()
 	f := &fakeMP{listErr: errors.New("SlowDown")}
 	f.create = func(ctx context.Context) (string, error) { send(ctx); return "", context.DeadlineExceeded }
 	var single []byte
@@ -377,6 +378,9 @@ func TestUploadSweepThatFailsSaysSo(t *testing.T) {
 	var ue *driver.UploadError
 	if !errors.As(err, &ue) || !ue.Staged || ue.Aborted || ue.AbortErr == nil {
 		t.Fatalf("%v: want an UploadError saying something may be staged and was not aborted", err)
+	}
+	if f.listed < 3 {
+		t.Errorf("the listing was tried %d times: a failed listing is tried again", f.listed)
 	}
 	for _, want := range []string{"SlowDown", "left to the service's clean-up", "whose answer never came"} {
 		if !strings.Contains(err.Error(), want) {
