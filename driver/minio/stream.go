@@ -29,7 +29,9 @@ var (
 // PutObjectOptions' headers on the complete request). opts.Allow is called
 // before each part and before the commit. On any failure the upload is
 // aborted before PutStream returns, and the error's *driver.UploadError
-// says whether the abort succeeded.
+// says whether the abort succeeded. After a CreateMultipartUpload that got
+// no answer, or that minio-go retried, the key's pending uploads are swept
+// for the ones it began (see docs/drivers.md).
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	return s3proto.Upload{
 		Caps: b.Capabilities(), Driver: Scheme, Key: key, Cond: cond,

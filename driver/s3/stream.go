@@ -29,8 +29,10 @@ var (
 // step that makes the object visible. opts.Allow is called before each part
 // and before the commit. On any failure the upload is aborted
 // (AbortMultipartUpload) before PutStream returns, and the error's
-// *driver.UploadError says whether the abort succeeded; what a killed
-// process leaves is removed by a lifecycle rule with
+// *driver.UploadError says whether the abort succeeded (after a
+// CreateMultipartUpload that got no answer, or that the SDK retried, the
+// key's pending uploads are swept for the ones it began: docs/drivers.md);
+// what a killed process leaves is removed by a lifecycle rule with
 // AbortIncompleteMultipartUpload.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	return s3proto.Upload{

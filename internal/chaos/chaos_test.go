@@ -19,7 +19,6 @@ import (
 var (
 	flagSeed     = flag.Uint64("chaos.seed", 0, "the short runs' seed (0: from the clock); driver i uses seed+i")
 	flagDuration = flag.Duration("chaos.duration", 12*time.Second, "nemesis time per driver in TestChaos")
-	flagStrict   = flag.Bool("chaos.strict", false, "TestChaos fails on known open defects too (chaos.KnownOrphanedCreate)")
 )
 
 // ttl is the short runs' lease TTL: short, so that a run sees many
@@ -124,12 +123,6 @@ func TestChaos(t *testing.T) {
 			t.Parallel()
 			res := run(t, chaos.Config{Driver: d, Seed: s + uint64(i), Duration: *flagDuration, CLIBin: cli(t)})
 			for _, v := range res.Check.Violations {
-				if v.Known == chaos.KnownOrphanedCreate && !*flagStrict {
-					// Known open in the S3 drivers (docs/chaos.md,
-					// What it found); scripts/chaos still fails on it.
-					t.Logf("KNOWN OPEN (%s), tolerated here until the drivers are fixed; -chaos.strict fails on it:\n%s", v.Known, res.Report(v))
-					continue
-				}
 				t.Error(res.Report(v))
 			}
 			if c := res.Check; c.Epochs < 2 || c.Writes == 0 {

@@ -296,8 +296,9 @@ func TestCheckerPending(t *testing.T) {
 			if got := invariants(ch); got != c.want {
 				t.Fatalf("violations %q, want %q", got, c.want)
 			}
-			// An upload begun during a write that returned is the known
-			// open orphaned create; one begun outside it is not.
+			// An upload begun during a write that returned without
+			// saying so is an orphaned create; one begun outside it is
+			// not.
 			for _, v := range ch.Violations {
 				want := ""
 				if strings.Contains(c.name, "left by a write that logged") || strings.Contains(c.name, "create failed") {
@@ -311,6 +312,32 @@ func TestCheckerPending(t *testing.T) {
 				t.Errorf("PendingKilled %d, PendingListed %v; want %d, %v", ch.PendingKilled, ch.PendingListed, c.killed, c.noPending == "")
 			}
 		})
+	}
+}
+
+// TestCheckerPendingReported: an upload begun during a write that
+// returned an error saying that what it had staged is left to the
+// service's clean-up (the sweep could not list the key's uploads) is
+// allowed and counted; the same upload after a write that said it had
+// aborted everything is the orphaned create.
+func TestCheckerPendingReported(t *testing.T) {
+	key := "p0/chunks/A.e1.b4/0"
+	up := PendingUpload{Label: "p0", Key: key, Name: "chunks/A.e1.b4/0", Upload: "multipart upload u1", Initiated: time.Unix(4, 0)}
+	startA := Entry{T: 1, Proc: "A", ID: "a", Ev: EvStart}
+	for _, c := range []struct {
+		err      string
+		want     string
+		reported int
+	}{
+		{"starting the multipart upload: connection reset; aborting what it had staged (any multipart upload the CreateMultipartUpload whose answer never came began) failed too (…), so it is left to the service's clean-up (see UploadError.AbortErr)", "", 1},
+		{"starting the multipart upload: connection reset; nothing had been staged", InvPending, 0},
+	} {
+		res := synthetic(append(logStream("A", key, 3.9, nil, 4.5, false, c.err), startA)...)
+		res.Pending = []PendingUpload{up}
+		ch := CheckRun(res)
+		if got := invariants(ch); got != c.want || ch.PendingReported != c.reported {
+			t.Errorf("after %q: violations %q, reported %d; want %q, %d", c.err, got, ch.PendingReported, c.want, c.reported)
+		}
 	}
 }
 
