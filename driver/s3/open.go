@@ -57,37 +57,59 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, error) {
 // bucket named bucket on it, with profile p (NewWithProfile). The Bucket
 // owns the client: its Close (driver.Close) closes the connections the
 // client's HTTP transport keeps open. OpenURL opens buckets this way.
+//
+// It builds two clients on one configuration (and one credential cache),
+// each with a transport of its own: streamed writes and listings on one,
+// the small control requests (Get, Put, Delete: the lease's renewals) on
+// the other, so that a renewal never waits behind a part. The SDK's
+// transport attempts HTTP/2, and a service that offers it over TLS (R2,
+// MinIO with TLS, many gateways) then carries every request of a transport
+// on one TCP connection, where a renewal queues behind the part bytes
+// already in its send buffer. (AWS S3 itself speaks HTTP/1.1, one request
+// per connection, and the two pools change nothing there.)
 func OpenWithProfile(ctx context.Context, o ClientOptions, bucket string, p Profile) (*Bucket, error) {
-	c, tracked, err := newClient(ctx, o)
+	return openWithProfile(ctx, o, bucket, p)
+}
+
+// openWithProfile is OpenWithProfile; dataTransport, if given, is applied
+// to the streaming client's transport (tests bound it).
+func openWithProfile(ctx context.Context, o ClientOptions, bucket string, p Profile, dataTransport ...func(*http.Transport)) (*Bucket, error) {
+	cfg, err := loadConfig(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	b := NewWithProfile(c, bucket, p)
+	tracked := &conns{open: map[*trackedConn]struct{}{}}
+	b := NewWithProfile(build(cfg, o, tracked, dataTransport...), bucket, p)
+	b.ctl = build(cfg, o, tracked)
 	b.conns = tracked
 	return b, nil
 }
 
 // newClient is NewClient, returning also what tracks the connections of
-// the client's HTTP transport. The SDK's BuildableClient builds that
-// transport inside itself, out of reach (and clones it on every change, as
-// for a custom CA bundle or a defaults mode's dialer), so the client's
-// dialer is wrapped instead, once its options are final: every connection
-// it dials is tracked until it is closed, and a Bucket that owns the
-// client closes those left (its idle connections) on Close.
+// the client's HTTP transport.
 func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, error) {
-	if o.Endpoint != "" {
-		if err := checkEndpoint(o.Endpoint); err != nil {
-			return nil, nil, err
-		}
+	cfg, err := loadConfig(ctx, o)
+	if err != nil {
+		return nil, nil, err
 	}
 	tracked := &conns{open: map[*trackedConn]struct{}{}}
+	return build(cfg, o, tracked), tracked, nil
+}
+
+// loadConfig checks o and loads the SDK's default configuration for it.
+func loadConfig(ctx context.Context, o ClientOptions) (aws.Config, error) {
+	if o.Endpoint != "" {
+		if err := checkEndpoint(o.Endpoint); err != nil {
+			return aws.Config{}, err
+		}
+	}
 	var load []func(*config.LoadOptions) error
 	if o.Region != "" {
 		load = append(load, config.WithRegion(o.Region))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading the AWS SDK configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("loading the AWS SDK configuration: %w", err)
 	}
 	if cfg.Region == "" && o.Endpoint != "" {
 		// An S3-compatible server at an endpoint of its own (MinIO, a
@@ -96,16 +118,29 @@ func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, err
 		cfg.Region = "us-east-1"
 	}
 	if cfg.Region == "" {
-		return nil, nil, errors.New("no region: add ?region=… to the URL or set AWS_REGION")
+		return aws.Config{}, errors.New("no region: add ?region=… to the URL or set AWS_REGION")
 	}
 	if cfg.Credentials != nil {
 		cfg.Credentials = credentialErrors{cfg.Credentials}
 	}
+	return cfg, nil
+}
+
+// build makes a client of cfg and o with an HTTP transport of its own.
+// The SDK's BuildableClient builds that transport inside itself, out of
+// reach (and clones it on every change, as for a custom CA bundle or a
+// defaults mode's dialer), so the client's dialer is wrapped instead, once
+// its options are final: every connection it dials is tracked until it is
+// closed, and a Bucket that owns the client closes those left (its idle
+// connections) on Close. extra is applied to the transport after that.
+func build(cfg aws.Config, o ClientOptions, tracked *conns, extra ...func(*http.Transport)) *s3sdk.Client {
 	return s3sdk.NewFromConfig(cfg, func(opt *s3sdk.Options) {
 		// The client's options are final here (the defaults mode's dialer
 		// settings, a custom CA bundle), so the dialer is wrapped last.
+		// WithTransportOptions copies the BuildableClient with a clone of
+		// its transport: each client built here has its own pool.
 		if bc, ok := opt.HTTPClient.(*awshttp.BuildableClient); ok {
-			opt.HTTPClient = bc.WithTransportOptions(tracked.wrap)
+			opt.HTTPClient = bc.WithTransportOptions(append([]func(*http.Transport){tracked.wrap}, extra...)...)
 		}
 		if o.Endpoint != "" {
 			opt.BaseEndpoint = aws.String(o.Endpoint)
@@ -119,7 +154,7 @@ func newClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, *conns, err
 			opt.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 			opt.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 		}
-	}), tracked, nil
+	})
 }
 
 // checkEndpoint accepts an http or https base URL with a host and nothing

@@ -47,7 +47,12 @@ var AWS = Profile{Driver: Scheme, ConditionalDelete: true}
 // Bucket is one bucket reached through the AWS SDK's S3 client. It is safe
 // for concurrent use.
 type Bucket struct {
+	// client carries streamed writes and listings, ctl the control
+	// requests (Get, Put, Delete). They are one client for a client
+	// passed to New, and two with their own transports for a bucket that
+	// OpenWithProfile made.
 	client  *s3sdk.Client
+	ctl     *s3sdk.Client
 	bucket  string
 	profile Profile
 	caps    driver.Capabilities
@@ -87,7 +92,7 @@ func NewWithProfile(client *s3sdk.Client, bucket string, p Profile) *Bucket {
 	}
 	caps := driver.Capabilities{Exclusion: driver.Conditional,
 		ConditionalDelete: p.ConditionalDelete && (client == nil || IsAWSEndpoint(aws.ToString(client.Options().BaseEndpoint)))}
-	return &Bucket{client: client, bucket: bucket, profile: p, caps: caps}
+	return &Bucket{client: client, ctl: client, bucket: bucket, profile: p, caps: caps}
 }
 
 // IsAWSEndpoint reports whether endpoint, a client's base endpoint, is AWS
@@ -119,7 +124,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := b.client.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	out, err := b.ctl.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
 		return nil, "", op.Fail(kind(err, op.Cond), err)
 	}
@@ -134,6 +139,12 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 // Put stores data under key with one PutObject request carrying cond as
 // If-None-Match: * or If-Match: ETag, and returns the new ETag.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	return b.put(ctx, b.ctl, key, data, cond)
+}
+
+// put is Put through client: b.ctl for Put, b.client for a streamed write
+// that fits one part.
+func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	op, err := b.begin(ctx, driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
@@ -152,7 +163,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	} else if cond.Absent() {
 		in.IfNoneMatch = aws.String("*")
 	}
-	out, err := b.client.PutObject(op.Context(), in)
+	out, err := client.PutObject(op.Context(), in)
 	if err != nil {
 		return "", op.Fail(kind(err, cond), err)
 	}
@@ -175,7 +186,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if v, match := cond.Match(); match {
 		in.IfMatch = aws.String(string(v))
 	}
-	if _, err := b.client.DeleteObject(op.Context(), in); err != nil {
+	if _, err := b.ctl.DeleteObject(op.Context(), in); err != nil {
 		k := kind(err, cond)
 		if cond.Unconditional() && k == driver.ErrNotExist {
 			return nil

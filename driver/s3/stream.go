@@ -37,7 +37,9 @@ var (
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	return s3proto.Upload{
 		Caps: b.caps, Driver: b.profile.Driver, Key: key, Cond: cond,
-		Single:    func(ctx context.Context, data []byte) (driver.Version, error) { return b.Put(ctx, key, data, cond) },
+		Single: func(ctx context.Context, data []byte) (driver.Version, error) {
+			return b.put(ctx, b.client, key, data, cond)
+		},
 		Multipart: multipart{b: b, key: key, cond: cond},
 		Kind:      kind,
 	}.Run(ctx, r, opts)
