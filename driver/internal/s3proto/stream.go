@@ -117,11 +117,10 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 	created := time.Now()
 	cctx, sent := countRequests(uctx)
 	id, err := u.Multipart.Create(cctx)
-	// unanswered: uploads this key has that the driver does not know of
-	// may have been begun between created and answered.
 	answered := time.Now()
-	// A refusal of the one request sent began nothing; no answer, or
-	// more than one request, may have.
+	// unanswered: the creation may have begun uploads of the key that the
+	// driver does not know of. A refusal of the one request sent began
+	// nothing; a request without an answer, or more than one, may have.
 	unanswered := sent() > 1 || err != nil && sent() == 1 && u.Kind(err, driver.Condition{}) == nil
 	swept := func(ue *driver.UploadError) *driver.UploadError {
 		if unanswered {
