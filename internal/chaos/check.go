@@ -235,7 +235,10 @@ func CheckRun(res *Result) *Check {
 				scratch[sk][e.Proc]++
 			} else {
 				scratch[sk][e.Proc]--
-				if strings.Contains(e.Err, "starting the multipart upload") {
+				switch {
+				case strings.Contains(e.Err, "left to the service's clean-up"):
+					scratch[sk][reportedLeft]++ // the write said that it may have left an upload
+				case strings.Contains(e.Err, "starting the multipart upload"):
 					scratch[sk][""]++ // a create that failed: it may have landed unknown to the driver
 				}
 			}
@@ -680,6 +683,11 @@ func (c *Check) sealedChunks(objects []Object, objs map[string]map[string]Object
 	}
 }
 
+// reportedLeft stands, among the process names of a scratch key's streams
+// (Check.pending), for the writes whose error said that what they staged
+// is left to the service's clean-up; no process is named so.
+const reportedLeft = "(reported left)"
+
 // pending: an upload left staged at the end must be one whose writer was
 // killed (logged no exit) before it logged the write's outcome.
 func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[string]map[string]int, exited map[string]bool, ttl time.Duration) {
@@ -709,9 +717,14 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 			open := false
 			logged := false
 			failedCreate := false
+			reported := false
 			for proc, n := range scratch[p.Label+"\x00"+p.Key] {
-				if proc == "" {
+				switch proc {
+				case "":
 					failedCreate = n > 0
+					continue
+				case reportedLeft:
+					reported = n > 0
 					continue
 				}
 				logged = true
@@ -721,6 +734,9 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 				}
 			}
 			switch {
+			case reported:
+				c.PendingReported++
+				continue
 			case !logged:
 				why = "no process logged a streamed write of that scratch key"
 			case !open:

@@ -338,6 +338,15 @@ func TestCheckerPendingReported(t *testing.T) {
 		if got := invariants(ch); got != c.want || ch.PendingReported != c.reported {
 			t.Errorf("after %q: violations %q, reported %d; want %q, %d", c.err, got, ch.PendingReported, c.want, c.reported)
 		}
+		// The same for the lease's stream probe on a scratch key.
+		scratchKey := "p0/LEASE.stream-probe-0123456789abcdef"
+		res = synthetic(startA, Entry{T: 2 * int64(time.Second), Proc: "A", ID: "a", Ev: EvScratchStart, Prefix: "p0", Key: scratchKey},
+			Entry{T: 3 * int64(time.Second), Proc: "A", ID: "a", Ev: EvScratchEnd, Prefix: "p0", Key: scratchKey, Err: "minio: put " + scratchKey + " (If-None-Match: *): " + c.err})
+		res.Pending = []PendingUpload{{Label: "p0", Key: scratchKey, Name: "LEASE.stream-probe-0123456789abcdef", Upload: "multipart upload u2"}}
+		ch = CheckRun(res)
+		if got := invariants(ch); got != c.want || ch.PendingReported != c.reported {
+			t.Errorf("scratch key, after %q: violations %q, reported %d; want %q, %d", c.err, got, ch.PendingReported, c.want, c.reported)
+		}
 	}
 }
 
