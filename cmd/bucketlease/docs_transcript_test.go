@@ -326,7 +326,10 @@ func TestDocsWatchdogSession(t *testing.T) {
 func TestDocsBreakSession(t *testing.T) {
 	u, _ := fileURL(t)
 	a := start(t, nil, "hold", u, "--ttl", "1h", "--instance-id", "host-a")
-	a.waitFor(`acquired\s+acquired lease`)
+	// "holding", not "acquired": the acquired event comes from inside
+	// Acquire, before it has waited for its probe's scratch key to be
+	// deleted, and a kill between the two leaves that key for show to list.
+	a.waitFor(`holding\s+holding lease`)
 	a.signal(syscall.SIGKILL)
 	a.wait()
 	version := showJSONOf(t, u).Version
