@@ -24,19 +24,8 @@ const docsProbeDir = "/var/tmp/bl-doc/db3"
 // Run with -update-docs to rewrite it.
 func TestDocsProbeTranscript(t *testing.T) {
 	const docs = "../../docs/cli.md"
-	b, err := os.ReadFile(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	head := "```\n$ bucketlease probe file://" + docsProbeDir + "\n"
-	before, rest, ok := strings.Cut(string(b), head)
-	if !ok {
-		t.Fatalf("docs/cli.md has no transcript starting %q", head)
-	}
-	block, after, ok := strings.Cut(rest, "```\n")
-	if !ok {
-		t.Fatal("the transcript has no end")
-	}
+	before, block, after := cliTranscript(t, docs, head)
 	dir := t.TempDir()
 	stdout, stderr, code := runCLI(t, nil, "probe", "file://"+dir)
 	first, _, _ := strings.Cut(stderr, "\n")
@@ -59,19 +48,8 @@ func TestDocsProbeTranscript(t *testing.T) {
 // way). Run with -update-docs to rewrite it.
 func TestDocsDemoTranscript(t *testing.T) {
 	const docs = "../../docs/cli.md"
-	b, err := os.ReadFile(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	head := "```\n$ go run ./cmd/bucketlease demo\n"
-	before, rest, ok := strings.Cut(string(b), head)
-	if !ok {
-		t.Fatalf("docs/cli.md has no transcript starting %q", head)
-	}
-	block, after, ok := strings.Cut(rest, "```\n")
-	if !ok {
-		t.Fatal("the transcript has no end")
-	}
+	before, block, after := cliTranscript(t, docs, head)
 	stdout, stderr, code := runCLI(t, nil, "demo")
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s", code, stderr)
@@ -100,4 +78,24 @@ func squeeze(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// cliTranscript splits the page docs at the fenced transcript that starts
+// with head: what comes before head, the transcript's body up to its
+// closing fence, and what comes after that fence.
+func cliTranscript(t *testing.T, docs, head string) (before, block, after string) {
+	t.Helper()
+	b, err := os.ReadFile(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok := strings.Cut(string(b), head)
+	if !ok {
+		t.Fatalf("%s has no transcript starting %q", docs, head)
+	}
+	block, after, ok = strings.Cut(rest, "```\n")
+	if !ok {
+		t.Fatalf("%s: the transcript starting %q has no end", docs, head)
+	}
+	return before, block, after
 }
