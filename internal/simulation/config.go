@@ -58,6 +58,12 @@ type Config struct {
 	// History records every request that reached the LEASE object;
 	// Result.LeaseOps returns them, for register.Check.
 	History bool
+
+	// siblingsRunWhileFrozen restores the simulator's old world, in which
+	// a process started beside another on its machine (restart-while-
+	// running) went on running while that machine was frozen, with its
+	// monotonic clock standing still: the negative control of InvWorld.
+	siblingsRunWhileFrozen bool
 }
 
 // Deviation is a class of what real services, machines and operators do
@@ -200,6 +206,9 @@ const (
 	InvRelease   = "release"    // Release stops writing at once, honours its context, and nothing it cancelled lands after it returns
 	InvHang      = "hang"       // every lease call returns
 	InvPanic     = "panic"
+	// InvWorld: the simulated world stays one that can exist; no process
+	// on a frozen machine sends a request. A violation is a simulator bug.
+	InvWorld = "world"
 )
 
 // hangLimit is how much simulated time a lease call may take before it

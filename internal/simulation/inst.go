@@ -123,11 +123,7 @@ func (in *inst) stateDir() string {
 	if in.s.stateRoot == "" {
 		return ""
 	}
-	m := in
-	if in.machine != nil {
-		m = in.machine
-	}
-	return filepath.Join(in.s.stateRoot, m.name)
+	return filepath.Join(in.s.stateRoot, in.machineOwner().name)
 }
 
 // exitProcess ends the process: the kernel drops its state directory's
@@ -246,9 +242,9 @@ func (in *inst) chaos() {
 		in.stuckUntil = s.now + s.randDur(s.cfg.MaxSkew)
 		s.fault("stuck-wall-clock")
 		s.tracef("%s wall clock stands still until t=%v at the latest", in, in.stuckUntil)
-	case r < 4.8*p && s.dev&RestartWhileRunning != 0 && s.extra < 2 && !in.down && !in.busy && !hourBack:
+	case r < 4.8*p && s.dev&RestartWhileRunning != 0 && s.extra < 2 && !in.down && !in.busy && !hourBack && !in.frozen():
 		in.restartWhileRunning()
-	case in.busy || in.down:
+	case in.machineBusy() || in.down:
 	case r < 5*p && s.now > in.suspendedUntil:
 		d := s.randDur(3 * s.cfg.TTL / 2)
 		in.suspendedUntil = s.now + d
@@ -261,7 +257,7 @@ func (in *inst) chaos() {
 		s.tracef("%s partitioned from the store for %v", in, d)
 	case r < 6.8*p && !hourBack:
 		in.crash(s.randDur(s.cfg.TTL), s.rng.IntN(2) == 0)
-	case r < 7.2*p && in.lease != nil && !hourBack:
+	case r < 7.2*p && in.lease != nil && !hourBack && !in.frozen(): // a frozen process cannot shut down
 		var err error
 		l := in.lease
 		in.call("release", func() { err = l.Release(context.Background()) })
@@ -321,12 +317,49 @@ func (in *inst) crash(d time.Duration, newID bool) {
 	in.suspendedUntil = 0
 }
 
-// heal ends the instance's suspension and partition (for a drill).
+// heal ends the instance's partition and its machine's suspension (for a
+// drill).
 func (in *inst) heal() {
 	in.partitioned = false
-	if in.suspendedUntil > in.s.now {
-		in.suspendedUntil = in.s.now
+	if h := in.host(); h.suspendedUntil > in.s.now {
+		h.suspendedUntil = in.s.now
 	}
+}
+
+// host is the instance whose freeze this process obeys: the owner of its
+// machine (unless the run restores the old world, siblingsRunWhileFrozen).
+func (in *inst) host() *inst {
+	if in.s.cfg.siblingsRunWhileFrozen {
+		return in
+	}
+	return in.machineOwner()
+}
+
+// machineOwner is the instance that owns the machine this process runs on:
+// its clocks, and whether it is frozen.
+func (in *inst) machineOwner() *inst {
+	if in.machine != nil {
+		return in.machine
+	}
+	return in
+}
+
+// frozen reports whether the process's machine is suspended now: every
+// process on it stands still, and its monotonic clock with them.
+func (in *inst) frozen() bool { return in.s.now <= in.host().suspendedUntil }
+
+// machineBusy reports whether a process on in's machine is inside a lease
+// call. A machine is frozen only between calls: the simulation cannot stop
+// a call's goroutine half-way, so a freeze that began during one would let
+// the call go on sending requests from a frozen machine.
+func (in *inst) machineBusy() bool {
+	h := in.host()
+	for _, o := range in.s.insts {
+		if o.busy && !o.gone && o.host() == h {
+			return true
+		}
+	}
+	return false
 }
 
 // gateOpen reports whether the instance may write now, by its worker's
@@ -366,7 +399,7 @@ func (in *inst) act() {
 		in.lease, in.work, in.paused, in.oldLease = nil, nil, nil, nil
 		return
 	}
-	if s.now <= in.suspendedUntil && !in.down {
+	if in.frozen() && !in.down {
 		return // a frozen machine does nothing
 	}
 	if in.oldLease != nil && s.now >= in.releaseAt && !in.down {
@@ -390,7 +423,7 @@ func (in *inst) act() {
 		}
 		return
 	}
-	if s.now <= in.suspendedUntil {
+	if in.frozen() {
 		return
 	}
 	if p := in.paused; p != nil {

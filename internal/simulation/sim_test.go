@@ -474,12 +474,27 @@ func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
 // dropped If-None-Match from the worker's data writes too, which lets a
 // paused stale writer overwrite LATEST whatever the lease does.
 func TestCampaignFindings(t *testing.T) {
-	for _, seed := range []uint64{231, 13930, 300021, 131217, 161103, 168589, 194422, 208086} {
+	for _, seed := range []uint64{231, 13930, 300021, 131217, 161103, 168589, 194422, 208086, 573688} {
 		r := run(t, Config{Seed: seed})
 		if r.Violation != nil {
 			report(t, Config{}, r, "TestSimulation$")
 		}
 	}
+}
+
+// Seed 573688 of the fourth campaign ran in a world that cannot exist: a
+// process started beside another on its machine went on running while the
+// old one's pause froze the machine, so its monotonic clock stood still
+// for 38 s while it held the lease. Its fence (timed on that clock) never
+// cancelled its delayed retention delete, which landed after a successor
+// had named the chunk: an integrity violation that no real process could
+// produce. With that world restored the simulator's own check must object.
+func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
+	r := run(t, Config{Seed: 573688, siblingsRunWhileFrozen: true})
+	if r.Violation == nil || r.Violation.Invariant != InvWorld {
+		t.Fatalf("seed 573688 with siblings running on a frozen machine: %v, want a %s violation", r.Violation, InvWorld)
+	}
+	t.Log(r.Violation)
 }
 
 // The third round's classes, each with the lease's old behaviour switched

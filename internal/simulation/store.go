@@ -274,6 +274,10 @@ func (s *sim) schedule(batch []*request) {
 	for _, r := range batch {
 		s.decide(r)
 		s.inflight = append(s.inflight, r)
+		if in := r.c.in; in != nil && s.now <= in.machineOwner().suspendedUntil {
+			s.violate(InvWorld, fmt.Sprintf("%s sent %s %s while its machine is frozen (until t=%v): a simulator bug",
+				in, r.op, displayKey(r.key), in.machineOwner().suspendedUntil), true)
+		}
 	}
 }
 

@@ -134,13 +134,13 @@ func (in *inst) workStep() {
 		}
 	}
 	w.sent = data
-	if !s.calm && s.rng.Float64() < 0.02 {
+	if !s.calm && s.rng.Float64() < 0.02 && !in.machineBusy() {
 		// The machine freezes after the fence check, before the request
 		// leaves: it is sent when the machine wakes, whatever the lease
-		// says by then.
+		// says by then. Every process on the machine freezes with it.
 		d := s.randDur(2 * s.cfg.TTL)
 		in.paused = &pendingWrite{key: key, data: data, cond: cond, epoch: epoch}
-		in.suspendedUntil = s.now + d
+		in.host().suspendedUntil = s.now + d
 		s.fault("paused-after-fence-check")
 		s.tracef("%s worker: passed the fence check for %s, then freezes for %v", in, key, d)
 		return
