@@ -359,6 +359,11 @@ func (in *inst) machineBusy() bool {
 			return true
 		}
 	}
+	for _, a := range in.s.async {
+		if a.in != nil && !a.finished && a.in.host() == h {
+			return true // a call running beside the process's own (a shutdown's Release)
+		}
+	}
 	return false
 }
 
@@ -392,15 +397,15 @@ func (in *inst) act() {
 	if in.gone {
 		return
 	}
+	if in.frozen() {
+		return // a frozen machine does nothing: no process on it exits, restarts or writes
+	}
 	if in.exitAt > 0 && s.now >= in.exitAt {
 		s.tracef("%s, the old process, exits", in)
 		in.exitProcess()
 		in.gone, in.down = true, true
 		in.lease, in.work, in.paused, in.oldLease = nil, nil, nil, nil
 		return
-	}
-	if in.frozen() && !in.down {
-		return // a frozen machine does nothing
 	}
 	if in.oldLease != nil && s.now >= in.releaseAt && !in.down {
 		old := in.oldLease
@@ -421,9 +426,6 @@ func (in *inst) act() {
 			in.start(id)
 			s.tracef("%s restarts (incarnation %d)", in, in.inc)
 		}
-		return
-	}
-	if in.frozen() {
 		return
 	}
 	if p := in.paused; p != nil {
@@ -575,7 +577,10 @@ func (in *inst) slowWriteAndShutdown(r *request) {
 func (in *inst) finishShutdown() {
 	s := in.s
 	a := in.shutdown
-	if !s.drive(a.done, s.cfg.hangLimit()) {
+	in.busy = true // the process is inside Release: its machine does not freeze, nor does it act, meanwhile
+	ok := s.drive(a.done, s.cfg.hangLimit())
+	in.busy = false
+	if !ok {
 		s.violate(InvHang, fmt.Sprintf("%s: %s did not return within %v", in, a.what, s.cfg.hangLimit()), true)
 	}
 	s.pollAsync()
