@@ -11,58 +11,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/auth"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
-
-// settle waits, up to a bound, for the number of goroutines to come down to
-// at most want, and returns the last count. Connections closed by Close
-// end their goroutines asynchronously, so the count is polled; the bound
-// only limits how long a failing test takes.
-func settle(want int) int {
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(20 * time.Second); n > want && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		n = runtime.NumGoroutine()
-	}
-	return n
-}
-
-// steady returns the number of goroutines once it has stayed the same
-// for a few polls (within a bound): the baseline, with the goroutines of
-// connections closed just before gone.
-func steady() int {
-	n, same := runtime.NumGoroutine(), 0
-	for deadline := time.Now().Add(5 * time.Second); same < 5 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		if m := runtime.NumGoroutine(); m == n {
-			same++
-		} else {
-			n, same = m, 0
-		}
-	}
-	return n
-}
-
-// openAndUse opens the bucket by URL, as a user would, and reads a missing
-// key, so that the client holds a kept-alive connection to the emulator.
-func openAndUse(t *testing.T, url string) driver.Bucket {
-	t.Helper()
-	b, _, err := driver.Open(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := b.Get(t.Context(), "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
-		t.Fatalf("Get of a missing key: %v", err)
-	}
-	return b
-}
 
 // TestCloseLeaksNothing (Close): opening a gs:// bucket, using it and
 // closing it 1,000 times leaves no goroutine behind. The negative control
@@ -71,43 +27,7 @@ func openAndUse(t *testing.T, url string) driver.Bucket {
 // which closing them releases.
 func TestCloseLeaksNothing(t *testing.T) {
 	endpoint := emulator(t)
-	url := "gs://" + newBucket(t, endpoint) + "/db1?endpoint=" + endpoint
-	// One round first, so that whatever is started once per process (the
-	// client library's and the transport's) is in the baseline.
-	if err := driver.Close(openAndUse(t, url)); err != nil {
-		t.Fatal(err)
-	}
-	base := steady()
-
-	for range 1000 {
-		if err := driver.Close(openAndUse(t, url)); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	}
-	const slack = 5
-	if n := settle(base + slack); n > base+slack {
-		t.Fatalf("after 1,000 opens and closes: %d goroutines, %d before", n, base)
-	}
-
-	// Negative control: without Close, each bucket keeps its client's
-	// connection and its goroutines.
-	const kept = 50
-	open := make([]driver.Bucket, kept)
-	for i := range open {
-		open[i] = openAndUse(t, url)
-	}
-	if n := runtime.NumGoroutine(); n < base+kept {
-		t.Errorf("negative control: %d buckets opened and not closed, %d goroutines, %d before; want at least %d more",
-			kept, n, base, kept)
-	}
-	for _, b := range open {
-		if err := driver.Close(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := settle(base + slack); n > base+slack {
-		t.Errorf("after closing the negative control's buckets: %d goroutines, %d before", n, base)
-	}
+	leakcheck.OpenClose(t, "gs://"+newBucket(t, endpoint)+"/db1?endpoint="+endpoint, "db1/LEASE", 1000)
 }
 
 // TestCloseLeavesCallersClient: a Bucket from New does not close the

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
 // The streamed writes below use the smallest part size, one part at a
@@ -337,11 +338,11 @@ func TestStreamLeavesNoGoroutine(t *testing.T) {
 		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.IfAbsent(), oneAtATime)
 	}
 	round(0)
-	base := steady()
+	base := leakcheck.Steady()
 	for i := range 2 {
 		round(i + 1)
 	}
-	if n := settle(base + 2); n > base+2 {
+	if n := leakcheck.Settle(base + 2); n > base+2 {
 		t.Errorf("after 8 streamed writes: %d goroutines, %d before", n, base)
 	}
 }
