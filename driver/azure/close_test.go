@@ -5,10 +5,10 @@ import (
 	"io"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
 // TestOpenWithoutClose: an azblob:// bucket needs no Close. Its clients use
@@ -38,12 +38,7 @@ func TestOpenWithoutClose(t *testing.T) {
 	// Connections end asynchronously; wait, within a bound, for the count
 	// to settle (it only limits how long a failing test takes).
 	const slack = 5
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(20 * time.Second); n > base+slack && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		n = runtime.NumGoroutine()
-	}
-	if n > base+slack {
+	if n := leakcheck.Settle(base + slack); n > base+slack {
 		t.Errorf("after 300 buckets opened and not closed: %d goroutines, %d after the first", n, base)
 	}
 }

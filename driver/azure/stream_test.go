@@ -9,11 +9,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
 // The streamed writes below use the smallest part size, two blocks at once.
@@ -522,28 +521,12 @@ func TestStreamLeavesNoGoroutine(t *testing.T) {
 		cancel()
 		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.IfAbsent(), twoAtATime)
 	}
-	settle := func(want int) int {
-		n := runtime.NumGoroutine()
-		for deadline := time.Now().Add(20 * time.Second); n > want && time.Now().Before(deadline); {
-			time.Sleep(20 * time.Millisecond)
-			n = runtime.NumGoroutine()
-		}
-		return n
-	}
 	round(0)
-	base, same := runtime.NumGoroutine(), 0
-	for deadline := time.Now().Add(5 * time.Second); same < 5 && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-		if m := runtime.NumGoroutine(); m == base {
-			same++
-		} else {
-			base, same = m, 0
-		}
-	}
+	base := leakcheck.Steady()
 	for i := range 2 {
 		round(i + 1)
 	}
-	if n := settle(base + 2); n > base+2 {
+	if n := leakcheck.Settle(base + 2); n > base+2 {
 		t.Errorf("after 8 streamed writes: %d goroutines, %d before", n, base)
 	}
 }
