@@ -352,6 +352,10 @@ func (in *inst) frozen() bool { return in.s.now <= in.host().suspendedUntil }
 // call. A machine is frozen only between calls: the simulation cannot stop
 // a call's goroutine half-way, so a freeze that began during one would let
 // the call go on sending requests from a frozen machine.
+//
+// Both loops are needed: a call another instance's call polled as returned
+// (pollAsync) has left s.async while its process is still inside inst.call
+// (busy), and a shutdown's Release runs in s.async with no process busy.
 func (in *inst) machineBusy() bool {
 	h := in.host()
 	for _, o := range in.s.insts {
