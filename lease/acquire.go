@@ -63,6 +63,7 @@ func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, er
 		return nil, err
 	}
 	c := &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s, stamps: &stamps{rand: s.rand}}
+	c.stamps.note(s.clock.Mono(), s.clock.Wall())
 	if s.state != "" {
 		if c.journal, err = openJournal(s.state, s.id, c.key, s.logger); err != nil {
 			return nil, err
@@ -260,7 +261,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	if !oldlease.StampThroughClockJump.Load() {
-		if why := a.c.stamps.clockProblem(a.c.s.clock.Wall(), a.c.s.ttl); why != "" {
+		if why := a.c.stamps.clockProblem(a.c.s.clock.Mono(), a.c.s.clock.Wall(), a.c.s.ttl); why != "" {
 			return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
 		}
 	}

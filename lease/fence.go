@@ -66,7 +66,7 @@ func (l *Lease) clockProblem(mono time.Duration, wall time.Time) string {
 		return fmt.Sprintf("the wall clock moved %v less than the monotonic clock since the last renewal was sent (stepped back or stuck), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
 			behind.Round(time.Millisecond))
 	}
-	return l.stamps.clockProblem(wall, l.s.ttl)
+	return l.stamps.clockProblem(mono, wall, l.s.ttl)
 }
 
 // Deadline returns the wall-clock time at which the holder fences itself

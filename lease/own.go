@@ -73,28 +73,84 @@ func (r Record) same(o Record) bool {
 		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds
 }
 
-// stamps makes the times one Contender writes into its records.
+// stamps makes the times one Contender writes into its records, and
+// watches the clock they come from.
 type stamps struct {
 	rand io.Reader // source of acquired_at's random fraction
 
 	mu   sync.Mutex
 	last time.Time // the latest renewed_at stamped
 
+	// The latest reading of both clocks that clockProblem passed: at a
+	// later monotonic time mono the wall clock should read about
+	// readWall + (mono - readMono).
+	readMono time.Duration
+	readWall time.Time
+	read     bool
+	// behind, once a step back was seen: the wall-clock time the clock
+	// should have read then. It must read within a third of a TTL of
+	// that again before records may be stamped from it.
+	behind time.Time
 }
 
-// clockProblem says why records stamped from the wall clock reading wall
-// would lie, or is "": it reads more than a third of a TTL (the skew that
-// readers' clocks may differ by) before the latest renewed_at this
-// contender stamped, so the clock was stepped back. It passes once the
-// clock has caught up, or been stepped forward again.
-func (s *stamps) clockProblem(wall time.Time, ttl time.Duration) string {
+// clockProblem says why records stamped from the clock reading (mono,
+// wall) would lie, or is "". Records are stamped from the wall clock and
+// readers judge them by theirs, which the spec lets differ by a third of a
+// TTL; a clock that reads more than that before where it should is
+// refused:
+//   - before the latest renewed_at this contender stamped (stepped back
+//     since it last wrote);
+//   - behind where the monotonic clock says it should be since the
+//     latest reading that passed (stepped back or stuck, even in a
+//     contender that has written nothing yet: a process started beside
+//     a holder that takes over trusting a clock an hour back would stamp
+//     a record that looks stale at once).
+//
+// Both pass again once the clock reads within a third of a TTL of where it
+// should have read when the step was seen (it caught up, or was stepped
+// forward again). What no reading can show is a clock that was already
+// wrong when the process started.
+func (s *stamps) clockProblem(mono time.Duration, wall time.Time, ttl time.Duration) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if back := s.last.Sub(wall); back > ttl/3 {
 		return fmt.Sprintf("the wall clock reads %v before the latest record this process stamped (it was stepped back), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
 			back.Round(time.Millisecond))
 	}
+	if oldlease.ContenderTrustsItsClock.Load() {
+		return ""
+	}
+	if !s.behind.IsZero() {
+		if back := s.behind.Sub(wall); back > ttl/3 {
+			return fmt.Sprintf("the wall clock reads %v before where it should (it was stepped back or stood still while the monotonic clock ran), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
+				back.Round(time.Millisecond))
+		}
+		s.behind = time.Time{}
+		s.readMono, s.readWall, s.read = mono, wall, true
+		return ""
+	}
+	if s.read && mono >= s.readMono {
+		should := s.readWall.Add(mono - s.readMono)
+		if back := should.Sub(wall); back > ttl/3 {
+			s.behind = should
+			return fmt.Sprintf("the wall clock moved %v less than the monotonic clock since this process last read it (stepped back or stuck), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
+				back.Round(time.Millisecond))
+		}
+	}
+	if !s.read || mono > s.readMono {
+		s.readMono, s.readWall, s.read = mono, wall, true
+	}
 	return ""
+}
+
+// note takes a first reading of the clock, from which later readings are
+// judged.
+func (s *stamps) note(mono time.Duration, wall time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.read {
+		s.readMono, s.readWall, s.read = mono, wall, true
+	}
 }
 
 // renewed returns the renewed_at for a write sent at wall: wall itself, or,

@@ -614,3 +614,125 @@ func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
 		t.Errorf("deadline %v, want %v: timed from the stamp after the proof", l.Deadline(), want)
 	}
 }
+
+// contenderClockSteppedBack is seed 96458 of session 8's campaign: a
+// process started beside a holder, on the same machine, has stamped no
+// record yet when the machine's wall clock steps back an hour. The
+// holder's record now looks stamped an hour in the future (suspect); once
+// it has stood unchanged for a TTL, the new process takes it over. It
+// returns what went wrong, or "".
+func contenderClockSteppedBack(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	b := mem.New()
+	hc, nc, rc := clock.NewFake(t0), clock.NewFake(t0), clock.NewFake(t0)
+	if _, err := lease.Acquire(ctx, b, "db1", opts("holder", hc, nil)); err != nil {
+		t.Fatal(err) // the holder then stops renewing (paused)
+	}
+	c, err := lease.NewContender(b, "db1", opts("beside", nc, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nc.Advance(time.Second)
+	nc.AdvanceWall(-time.Hour)
+	var l *lease.Lease
+	for i := 0; l == nil; i++ {
+		l, err = c.Acquire(ctx)
+		switch {
+		case errors.Is(err, lease.ErrClock):
+			if !contains(err.Error(), "wall clock") || !contains(err.Error(), "db1/LEASE") {
+				return "the refusal does not say which key and that the wall clock is wrong: " + err.Error()
+			}
+			return ""
+		case err != nil && !errors.Is(err, lease.ErrHeld):
+			t.Fatal(err)
+		case i > 10:
+			return "the contender never took the suspect lease over, nor refused its clock"
+		}
+		nc.Advance(ttl / 3)
+		rc.Advance(ttl / 3)
+	}
+	st, err := lease.Inspect(ctx, b, "db1", rc.Wall())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != lease.Fresh && l.MayWrite() {
+		return "the contender took the lease over with a record a reader finds " + st.State.String() + " while it may still write"
+	}
+	return ""
+}
+
+func TestContenderWhoseWallClockSteppedBackRefuses(t *testing.T) {
+	if bad := contenderClockSteppedBack(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, &oldlease.ContenderTrustsItsClock, func() {
+		if contenderClockSteppedBack(t) == "" {
+			t.Fatal("negative control: a contender stamping its first record from a clock an hour behind went unnoticed")
+		}
+	})
+}
+
+// A contender whose clock stepped back acquires again once the clock reads
+// where it should (stepped forward again, or an hour later, when it has
+// caught up with where it read before the step).
+func TestContenderClockRefusalHeals(t *testing.T) {
+	ctx := context.Background()
+	for _, heal := range []struct {
+		name string
+		fix  func(c *clock.Fake)
+	}{
+		{"stepped forward again", func(c *clock.Fake) { c.AdvanceWall(time.Hour) }},
+		{"caught up", func(c *clock.Fake) { c.Advance(time.Hour - ttl/3) }},
+	} {
+		t.Run(heal.name, func(t *testing.T) {
+			c := clock.NewFake(t0)
+			con, err := lease.NewContender(mem.New(), "db1", opts("a", c, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer con.Close()
+			c.Advance(time.Second)
+			c.AdvanceWall(-time.Hour)
+			if _, err := con.Acquire(ctx); !errors.Is(err, lease.ErrClock) {
+				t.Fatalf("after the step back: %v, want ErrClock", err)
+			}
+			c.Advance(ttl) // time passes; the clock stays an hour behind
+			if _, err := con.Acquire(ctx); !errors.Is(err, lease.ErrClock) {
+				t.Fatalf("still an hour behind: %v, want ErrClock", err)
+			}
+			heal.fix(c)
+			l, err := con.Acquire(ctx)
+			if err != nil {
+				t.Fatalf("after the clock was fixed: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A suspension (the wall clock runs on while the monotonic clock stands)
+// and a clock slewed by less than a third of a TTL are no step back: the
+// contender acquires.
+func TestContenderClockSuspendedOrSlewedAcquires(t *testing.T) {
+	ctx := context.Background()
+	c := clock.NewFake(t0)
+	con, err := lease.NewContender(mem.New(), "db1", opts("a", c, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer con.Close()
+	c.AdvanceWall(time.Hour)
+	c.Advance(time.Second)
+	c.AdvanceWall(-ttl/3 + time.Second)
+	l, err := con.Acquire(ctx)
+	if err != nil {
+		t.Fatalf("after a suspension and a small slew: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

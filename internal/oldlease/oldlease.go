@@ -67,6 +67,12 @@ var (
 	// of fencing itself.
 	StampThroughClockJump Switch
 
+	// ContenderTrustsItsClock: a contender checks its wall clock only
+	// against the records it stamped, so one that has stamped none (a
+	// process started beside a holder) trusts a clock that stepped back
+	// since it last read it.
+	ContenderTrustsItsClock Switch
+
 	// StateIgnoresLock: a contender with a StateDir reads its
 	// predecessors' records without holding the lock, so it adopts a
 	// record that a live (stopped) process wrote.

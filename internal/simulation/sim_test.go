@@ -474,7 +474,7 @@ func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
 // dropped If-None-Match from the worker's data writes too, which lets a
 // paused stale writer overwrite LATEST whatever the lease does.
 func TestCampaignFindings(t *testing.T) {
-	for _, seed := range []uint64{231, 13930, 300021, 131217, 161103, 168589, 194422, 208086, 573688} {
+	for _, seed := range []uint64{231, 13930, 300021, 131217, 161103, 168589, 194422, 208086, 573688, 96458} {
 		r := run(t, Config{Seed: seed})
 		if r.Violation != nil {
 			report(t, Config{}, r, "TestSimulation$")
@@ -545,6 +545,22 @@ func TestNegativeReleaseDoesNotWait(t *testing.T) {
 func TestNegativeStampThroughClockJump(t *testing.T) {
 	withOld(t, &oldlease.StampThroughClockJump, func() {
 		negative(t, Config{Force: WallClockBackAnHour}, InvExclusion, 200)
+	})
+}
+
+// Seed 96458 of session 8's campaign: a process started beside the holder
+// on its machine has stamped nothing yet when the machine's wall clock
+// steps back an hour. With a contender that checks its clock only against
+// the records it stamped, it takes the paused holder's suspect record over
+// with a record stamped an hour in the past, which another contender takes
+// over at once: two writers.
+func TestNegativeContenderTrustsItsClock(t *testing.T) {
+	withOld(t, &oldlease.ContenderTrustsItsClock, func() {
+		r := run(t, Config{Seed: 96458})
+		if r.Violation == nil || r.Violation.Invariant != InvExclusion {
+			t.Fatalf("seed 96458 with a contender that trusts its clock: %v, want an %s violation", r.Violation, InvExclusion)
+		}
+		t.Log(r.Violation)
 	})
 }
 
