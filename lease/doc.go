@@ -52,7 +52,12 @@
 //     before its lease can be taken. A holder whose wall clock fell more
 //     than a third of a TTL behind its monotonic clock (stepped back, stuck)
 //     fences itself at its next renewal rather than stamp a record that
-//     makes the lease look older than it is.
+//     makes the lease look older than it is, and a contender whose clocks
+//     drifted apart that way since it last read them (a process started
+//     beside a holder, on a machine whose clock then stepped back) refuses
+//     to acquire with ErrClock. A clock that is already wrong when the
+//     process starts is beyond what any reading of its own clocks shows:
+//     keep machines' clocks synchronised.
 //   - Clock skew up to that third of a TTL (10 s at the default 30 s) is
 //     absorbed. A record stamped in the future counts as fresh; one stamped
 //     more than its own TTL ahead, or with a TTL over MaxSaneTTL, or that is

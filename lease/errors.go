@@ -57,11 +57,15 @@ var (
 	// release it sooner.
 	ErrWritesInFlight = errors.New("writes under the lease still in flight")
 
-	// ErrClock: this process's wall clock was stepped back by more than a
-	// third of a TTL, so the records it would stamp would make the lease
-	// look older than it is. A holder fences itself (ErrFenced, saying so),
-	// and its Contender does not acquire again until the clock reads no
-	// more than that before the latest record it stamped.
+	// ErrClock: this process's wall clock was stepped back (or stood
+	// still) by more than a third of a TTL, measured against the latest
+	// record it stamped and against its monotonic clock since it last read
+	// both, so the records it would stamp would make the lease look older
+	// than it is. A holder fences itself (ErrFenced, saying so), and a
+	// Contender, even one that has stamped nothing yet, does not acquire
+	// until the clock reads within a third of a TTL of where it should
+	// (caught up, or stepped forward again). A clock already wrong when
+	// the process started cannot be seen this way.
 	ErrClock = errors.New("the wall clock is not to be trusted")
 )
 
