@@ -55,8 +55,12 @@ func deletedLease(t *testing.T, ttl string, env []string) (deleted, lastA, start
 	work := t.TempDir()
 	ticksA, goFile, deletedFile := filepath.Join(work, "ticksA"), filepath.Join(work, "go"), filepath.Join(work, "deleted")
 	startFile := filepath.Join(work, "startB")
-	scriptA := fmt.Sprintf(`while :; do date +%%s%%N >> %s; if [ -e %s ] && [ ! -e %s ]; then rm -f %s/LEASE; date +%%s%%N > %s; fi; sleep 0.02; done`,
-		ticksA, goFile, deletedFile, dir, deletedFile)
+	// The deletion's tick is written just before the rm, not after it:
+	// the watchdog may kill the script between the two (under load it
+	// did, and the tick was never written), and a tick a little early only
+	// widens the detection window the test reports.
+	scriptA := fmt.Sprintf(`while :; do date +%%s%%N >> %s; if [ -e %s ] && [ ! -e %s ]; then date +%%s%%N > %s; rm -f %s/LEASE; fi; sleep 0.02; done`,
+		ticksA, goFile, deletedFile, deletedFile, dir)
 	a := start(t, env, "hold", u, "--ttl", ttl, "--instance-id", "alpha", "-v", "--", "sh", "-c", scriptA)
 	a.waitFor(`command-started`)
 	waitTicks(t, ticksA, 5)
