@@ -58,9 +58,13 @@ func putCanceledSettles(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	big := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
+	pattern := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
 	for n := int64(1); n <= 8; n++ {
-		big[0] = byte('A' + n) // each write's body is its own
+		// Each write's body is its own, in a buffer of its own: an HTTP
+		// transport may still be reading the last one's after that Put
+		// returned (sending a request body it had already given up on).
+		big := bytes.Clone(pattern)
+		big[0] = byte('A' + n)
 		cctx, cancel := newCountdown(ctx, n)
 		nv, err := s.b.Put(cctx, k, big, driver.IfMatch(v))
 		cancel()

@@ -318,17 +318,25 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		stopWaiting()
 		return explain(rawURL, err)
 	}
-	if waitCtx.Err() != nil && ctx.Err() == nil { // a signal came as the lease was taken
+	if oldLateHandover() && waitCtx.Err() != nil && ctx.Err() == nil {
+		// The old order: a signal was looked for before the handover
+		// below, so one that came in between was lost.
 		stopWaiting()
 		code, why := interruptCode(waitCtx)
 		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
 	}
-	// From here on, signals are ours to handle: registered before the
-	// NotifyContext above lets go of them, so none is missed.
+	pauseBeforeHandover(p)
+	// From here on, signals are ours to handle: registered before
+	// signalContext lets go of them, so none is missed, and only then is
+	// signalContext asked whether one came meanwhile.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, holdSignals()...)
 	defer signal.Stop(sigs)
 	stopWaiting()
+	if !oldLateHandover() && signalled(waitCtx) && ctx.Err() == nil { // a signal came as the lease was taken
+		code, why := interruptCode(waitCtx)
+		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+	}
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
 		l.Key(), displayURL(rawURL), l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
 		func(r *record) {
@@ -530,13 +538,17 @@ type signalCause struct{ sig os.Signal }
 func (c signalCause) Error() string { return "received " + sigName(c.sig) }
 
 // signalContext is signal.NotifyContext whose cause (context.Cause) names
-// the signal, so that hold can exit 128+N for it as a shell would.
+// the signal, so that hold can exit 128+N for it as a shell would. Its
+// stop function lets go of the signals and returns only once every signal
+// that reached it is recorded as the cause, so that signalled, asked after
+// stop, misses none.
 func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, sigs...)
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		select {
 		case s := <-ch:
 			cancel(signalCause{s})
@@ -545,13 +557,35 @@ func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, 
 	}()
 	var once bool
 	return ctx, func() {
-		if !once {
-			once = true
-			signal.Stop(ch)
-			close(done)
-			cancel(context.Canceled)
+		if once {
+			return
 		}
+		once = true
+		signal.Stop(ch)
+		close(done)
+		<-exited
+		select {
+		case s := <-ch: // delivered as done closed; the goroutine chose done
+			cancel(signalCause{s})
+		default:
+		}
+		cancel(context.Canceled)
 	}
+}
+
+// pauseBeforeHandover holds hold up for testHandoverDelay (0 but in a
+// negative control's build), saying so first, so that a test can send a
+// signal inside the window between taking the lease and the handover.
+func pauseBeforeHandover(p *printer) {
+	if d := testHandoverDelay(); d > 0 {
+		p.note("test-pause", fmt.Sprintf("pausing %v before the signal handover", d), nil)
+		time.Sleep(d)
+	}
+}
+
+// signalled reports whether a signal ended ctx, one from signalContext.
+func signalled(ctx context.Context) bool {
+	return errors.As(context.Cause(ctx), new(signalCause))
 }
 
 // interruptCode is the exit code and the words for a wait that ctx's

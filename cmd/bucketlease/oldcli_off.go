@@ -33,3 +33,13 @@ func oldDropEarlySignal() bool { return false }
 // testReportDelay is how long the watchdog waits before it reports that
 // the command started: 0 here.
 func testReportDelay() time.Duration { return 0 }
+
+// oldLateHandover: hold looks for a signal that came as the lease was taken
+// before it registers its own handler, so one that comes in between is
+// lost and hold holds on (the cause of TestHoldWaitSeesRelease's hang);
+// put lets go of the wait's signals before it registers its own.
+func oldLateHandover() bool { return false }
+
+// testHandoverDelay is how long hold pauses between taking the lease and
+// taking over the signals from the wait: 0 here.
+func testHandoverDelay() time.Duration { return 0 }

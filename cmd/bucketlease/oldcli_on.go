@@ -47,3 +47,20 @@ func testReportDelay() time.Duration {
 	}
 	return 0
 }
+
+// oldLateHandover: hold looks for a signal that came as the lease was taken
+// before it registers its own handler, so one that comes in between is
+// lost and hold holds on (the cause of TestHoldWaitSeesRelease's hang);
+// put lets go of the wait's signals before it registers its own.
+func oldLateHandover() bool { return oldCLI("late-handover") }
+
+// testHandoverDelay is how long hold pauses between taking the lease and
+// taking over the signals from the wait: two seconds with slow-handover, which
+// makes the window in which a signal comes as the lease is taken wide
+// enough to hit.
+func testHandoverDelay() time.Duration {
+	if oldCLI("slow-handover") {
+		return 2 * time.Second
+	}
+	return 0
+}

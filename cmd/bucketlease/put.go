@@ -329,13 +329,25 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	}
 	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
 	l, err := acquire(waitCtx, c, b, prefix, &f.hold, p)
-	stopWaiting()
 	if err != nil {
+		stopWaiting()
 		return "", explain(rawURL, err)
 	}
-	// A signal now cuts the upload off (it is aborted) and releases.
+	if oldLateHandover() {
+		stopWaiting() // the old order: no handler until the upload's own
+	}
+	pauseBeforeHandover(p)
+	// A signal now cuts the upload off (it is aborted) and releases:
+	// registered before the wait lets go of the signals, so none is
+	// missed, and one that came as the lease was taken stops the put
+	// before it uploads anything.
 	upCtx, stopUp := signalContext(ctx, holdSignals()...)
 	defer stopUp()
+	stopWaiting()
+	if !oldLateHandover() && signalled(waitCtx) && ctx.Err() == nil {
+		code, why := interruptCode(waitCtx)
+		return "", releaseAfter(l, rawURL, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
+	}
 	k := &keeper{l: l, parent: ctx}
 	k.start()
 	v, err := putFenced(upCtx, l, h.Key, body, cond, &driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
