@@ -1,6 +1,7 @@
 package drivertest_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"iter"
@@ -9,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -130,29 +130,50 @@ func TestStreamNotAborted(t *testing.T) {
 
 // lateWrite reports a Put whose context has ended as cancelled, and then
 // makes the write anyway, a little later, as a driver does whose request
-// had left before it gave up.
+// had left before it gave up: just before it serves the second Get of that
+// key after the Put returned. Counted in reads, not timed, so that the
+// write lands after the check's first look (which finds the object as it
+// was) on a machine of any speed.
 type lateWrite struct {
 	*mem.Bucket
-	wg sync.WaitGroup
+	mu      sync.Mutex
+	pending map[string]*pendingWrite
+}
+
+type pendingWrite struct {
+	data  []byte
+	cond  driver.Condition
+	reads int
 }
 
 func (b *lateWrite) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	if err := ctx.Err(); err != nil {
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			time.Sleep(30 * time.Millisecond)
-			b.Bucket.Put(context.Background(), key, data, cond)
-		}()
+		b.mu.Lock()
+		if b.pending == nil {
+			b.pending = map[string]*pendingWrite{}
+		}
+		b.pending[key] = &pendingWrite{data: bytes.Clone(data), cond: cond}
+		b.mu.Unlock()
 		return "", err
 	}
 	return b.Bucket.Put(ctx, key, data, cond)
 }
 
+func (b *lateWrite) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	b.mu.Lock()
+	if w := b.pending[key]; w != nil {
+		if w.reads++; w.reads == 2 {
+			delete(b.pending, key)
+			b.Bucket.Put(context.Background(), key, w.data, w.cond)
+		}
+	}
+	b.mu.Unlock()
+	return b.Bucket.Get(ctx, key)
+}
+
 func TestPutLandsAfterCancel(t *testing.T) {
 	b := &lateWrite{Bucket: mem.New()}
 	failed, _ := failedChecks(t, b, drivertest.Options{})
-	b.wg.Wait()
 	mustCatch(t, failed, "put-canceled-settles", "a write must not land after it returned")
 }
 
