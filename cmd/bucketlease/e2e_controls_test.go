@@ -109,12 +109,7 @@ func signalAsTaken(t *testing.T, old string, bound time.Duration, args ...string
 	p = start(t, []string{"BUCKETLEASE_OLD_CLI=slow-handover" + old}, append([]string{args[0], u}, args[1:]...)...)
 	p.waitFor(`test-pause`)
 	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		code = p.cmd.ProcessState.ExitCode()
-	case <-time.After(bound):
-		code = -1
-	}
+	code = p.exitWithin(bound)
 	return code, showJSONOf(t, u).State, p, dir
 }
 

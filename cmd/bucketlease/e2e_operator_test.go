@@ -129,12 +129,7 @@ func sigtermTrapped(t *testing.T, env []string, bound time.Duration) (code int, 
 	a.signal(syscall.SIGTERM)
 	a.waitFor(`got TERM`)
 	a.signal(syscall.SIGTERM)
-	select {
-	case <-a.exited:
-		code = a.cmd.ProcessState.ExitCode()
-	case <-time.After(bound):
-		code = -1
-	}
+	code = a.exitWithin(bound)
 	return code, showJSONOf(t, u).State, ticks
 }
 

@@ -182,6 +182,17 @@ func (p *proc) wait() int {
 	return p.cmd.ProcessState.ExitCode()
 }
 
+// exitWithin waits at most bound for the process to exit and returns its
+// exit code, or -1 if it is still running.
+func (p *proc) exitWithin(bound time.Duration) int {
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(bound):
+		return -1
+	}
+}
+
 func (p *proc) signal(s os.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(s); err != nil {

@@ -318,12 +318,16 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		stopWaiting()
 		return explain(rawURL, err)
 	}
+	// A signal came as the lease was taken: release it and exit 128+N.
+	interruptedAsTaken := func() error {
+		code, why := interruptCode(waitCtx)
+		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+	}
 	if oldLateHandover() && waitCtx.Err() != nil && ctx.Err() == nil {
 		// The old order: a signal was looked for before the handover
 		// below, so one that came in between was lost.
 		stopWaiting()
-		code, why := interruptCode(waitCtx)
-		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+		return interruptedAsTaken()
 	}
 	pauseBeforeHandover(p)
 	// From here on, signals are ours to handle: registered before
@@ -333,9 +337,8 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	signal.Notify(sigs, holdSignals()...)
 	defer signal.Stop(sigs)
 	stopWaiting()
-	if !oldLateHandover() && signalled(waitCtx) && ctx.Err() == nil { // a signal came as the lease was taken
-		code, why := interruptCode(waitCtx)
-		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+	if !oldLateHandover() && signalled(waitCtx) && ctx.Err() == nil {
+		return interruptedAsTaken()
 	}
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
 		l.Key(), displayURL(rawURL), l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
