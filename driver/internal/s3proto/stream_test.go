@@ -193,7 +193,6 @@ func TestUploadPartsInOrderWithinTheBound(t *testing.T) {
 }
 
 func TestUploadAbortsAndSays(t *testing.T) {
-	before := runtime.NumGoroutine()
 	for _, c := range []struct {
 		name   string
 		f      *fakeMP
@@ -224,8 +223,16 @@ func TestUploadAbortsAndSays(t *testing.T) {
 					return nil
 				}
 			}
+			// Counted inside the subtest, around Run alone: the goroutines
+			// of the subtests before this one may still be ending (t.Run
+			// returns before its goroutine has), but none can start.
+			before := runtime.NumGoroutine()
 			_, err := upload(c.f, &single).Run(context.Background(), bytes.NewReader(body(4*driver.MinPartSize)),
 				&driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 2, MayStart: gate})
+			// Every part's goroutine has ended by the time Run returns.
+			if after := runtime.NumGoroutine(); after > before {
+				t.Errorf("%d goroutines before Run, %d after it returned", before, after)
+			}
 			var ue *driver.UploadError
 			if !errors.As(err, &ue) || !ue.Staged || ue.Aborted != c.abort || !c.f.aborted {
 				t.Fatalf("%v: want an UploadError saying aborted=%t (Abort called: %t)", err, c.abort, c.f.aborted)
@@ -240,10 +247,6 @@ func TestUploadAbortsAndSays(t *testing.T) {
 				t.Error("the upload was committed")
 			}
 		})
-	}
-	// Every part's goroutine has ended by the time Run returns.
-	if after := runtime.NumGoroutine(); after > before {
-		t.Errorf("%d goroutines before, %d after", before, after)
 	}
 }
 
