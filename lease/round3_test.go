@@ -109,14 +109,7 @@ func releaseBeforeItsWritesReturn(t *testing.T) string {
 }
 
 func TestReleaseWaitsForTheWritesItCancelled(t *testing.T) {
-	if bad := releaseBeforeItsWritesReturn(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.ReleaseDoesNotWait, func() {
-		if releaseBeforeItsWritesReturn(t) == "" {
-			t.Fatal("negative control: a Release that does not wait for its writes went unnoticed")
-		}
-	})
+	checkAndControl(t, releaseBeforeItsWritesReturn, &oldlease.ReleaseDoesNotWait, "a Release that does not wait for its writes")
 }
 
 // A write that starts after Release has begun is refused, and Release
@@ -277,14 +270,7 @@ func raceOverAFreeKey(t *testing.T) string {
 }
 
 func TestRefusedAcquireBlocksThePrefixUntilAnOverwrittenHolderFenced(t *testing.T) {
-	if bad := raceOverAFreeKey(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.UnprovenFirstWrite, func() {
-		if raceOverAFreeKey(t) == "" {
-			t.Fatal("negative control: a refused acquire that releases what it overwrote went unnoticed")
-		}
-	})
+	checkAndControl(t, raceOverAFreeKey, &oldlease.UnprovenFirstWrite, "a refused acquire that releases what it overwrote")
 }
 
 // firstHeaderDropped is what the third simulation campaign found (seeds
@@ -318,14 +304,7 @@ func firstHeaderDropped(t *testing.T) string {
 }
 
 func TestFirstWriteOfAnAcquireCarriesAProvenHeader(t *testing.T) {
-	if bad := firstHeaderDropped(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.FirstWriteBeforeProof, func() {
-		if firstHeaderDropped(t) == "" {
-			t.Fatal("negative control: an acquire whose first write to the lease object goes out unproven went unnoticed")
-		}
-	})
+	checkAndControl(t, firstHeaderDropped, &oldlease.FirstWriteBeforeProof, "an acquire whose first write to the lease object goes out unproven")
 }
 
 // The contender whose acquire left the prefix blocked does not take its
@@ -397,14 +376,7 @@ func breakOfAnOldVersion(t *testing.T) string {
 }
 
 func TestBreakNeverOverwritesANewerVersion(t *testing.T) {
-	if bad := breakOfAnOldVersion(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.BreakWithoutRead, func() {
-		if breakOfAnOldVersion(t) == "" {
-			t.Fatal("negative control: a Break that overwrites a renewed lease went unnoticed")
-		}
-	})
+	checkAndControl(t, breakOfAnOldVersion, &oldlease.BreakWithoutRead, "a Break that overwrites a renewed lease")
 }
 
 // clockSteppedBack is finding 4: the holder's wall clock is stepped back
@@ -445,14 +417,7 @@ func clockSteppedBack(t *testing.T) string {
 }
 
 func TestHolderWhoseWallClockSteppedBackFencesItself(t *testing.T) {
-	if bad := clockSteppedBack(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.StampThroughClockJump, func() {
-		if clockSteppedBack(t) == "" {
-			t.Fatal("negative control: a holder stamping records from a clock an hour behind went unnoticed")
-		}
-	})
+	checkAndControl(t, clockSteppedBack, &oldlease.StampThroughClockJump, "a holder stamping records from a clock an hour behind")
 }
 
 // A wall clock that only ticks coarsely, or was slewed a little, is not a
@@ -579,14 +544,7 @@ func steppedBackReacquire(t *testing.T) string {
 }
 
 func TestSteppedBackClockDoesNotReacquire(t *testing.T) {
-	if bad := steppedBackReacquire(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.StampThroughClockJump, func() {
-		if steppedBackReacquire(t) == "" {
-			t.Fatal("negative control: a contender re-acquiring from a stepped-back clock went unnoticed")
-		}
-	})
+	checkAndControl(t, steppedBackReacquire, &oldlease.StampThroughClockJump, "a contender re-acquiring from a stepped-back clock")
 }
 
 // An acquire whose scratch-key proof takes long (a slow service) stamps its
@@ -664,14 +622,7 @@ func contenderClockSteppedBack(t *testing.T) string {
 }
 
 func TestContenderWhoseWallClockSteppedBackRefuses(t *testing.T) {
-	if bad := contenderClockSteppedBack(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.ContenderTrustsItsClock, func() {
-		if contenderClockSteppedBack(t) == "" {
-			t.Fatal("negative control: a contender stamping its first record from a clock an hour behind went unnoticed")
-		}
-	})
+	checkAndControl(t, contenderClockSteppedBack, &oldlease.ContenderTrustsItsClock, "a contender stamping its first record from a clock an hour behind")
 }
 
 // A contender whose clock stepped back acquires again once the clock reads

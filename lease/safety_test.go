@@ -33,6 +33,22 @@ func withOld(t *testing.T, sw *oldlease.Switch, f func()) {
 	testenv.Negative(t, sw, f)
 }
 
+// checkAndControl runs scenario, which returns what went wrong or "",
+// against the lease as it is, where it must find nothing, and again with
+// sw's old behaviour switched back on, where it must find the defect that
+// old names: the check, and the negative control that shows it can fail.
+func checkAndControl(t *testing.T, scenario func(*testing.T) string, sw *oldlease.Switch, old string) {
+	t.Helper()
+	if bad := scenario(t); bad != "" {
+		t.Fatal(bad)
+	}
+	withOld(t, sw, func() {
+		if scenario(t) == "" {
+			t.Fatal("negative control: " + old + " went unnoticed")
+		}
+	})
+}
+
 // ignoresDeleteCondition is a service that declares a conditional delete
 // but deletes whatever is there, as MinIO, gofakes3 and fake-gcs-server do.
 type ignoresDeleteCondition struct{ driver.Bucket }
@@ -111,14 +127,8 @@ func errString(err error) string {
 }
 
 func TestFencedHolderReleaseKeepsSuccessorWhereDeleteConditionIsIgnored(t *testing.T) {
-	if bad := fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.DeleteOnRelease, func() {
-		if fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}) == "" {
-			t.Fatal("negative control: trusting the driver's conditional delete went unnoticed")
-		}
-	})
+	ignoring := func(t *testing.T) string { return fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}) }
+	checkAndControl(t, ignoring, &oldlease.DeleteOnRelease, "trusting the driver's conditional delete")
 }
 
 // releaseOldAfterReacquire is the release of a stale *Lease: a lease is
@@ -160,14 +170,7 @@ func releaseOldAfterReacquire(t *testing.T) string {
 }
 
 func TestReleasingAnOldFencedLeaseKeepsTheReacquiredOne(t *testing.T) {
-	if bad := releaseOldAfterReacquire(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.AdoptByInstanceID, func() {
-		if releaseOldAfterReacquire(t) == "" {
-			t.Fatal("negative control: the release loop adopting any record with our id went unnoticed")
-		}
-	})
+	checkAndControl(t, releaseOldAfterReacquire, &oldlease.AdoptByInstanceID, "the release loop adopting any record with our id")
 }
 
 // twins is the scenario of two live processes configured with one instance id,
@@ -477,14 +480,7 @@ func stuckClockRenewal(t *testing.T) string {
 }
 
 func TestStuckClockRenewalThatNeverLandedIsNotASuccess(t *testing.T) {
-	if bad := stuckClockRenewal(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.EqualRenewedAtIsProof, func() {
-		if stuckClockRenewal(t) == "" {
-			t.Fatal("negative control: equal renewed_at taken as proof went unnoticed")
-		}
-	})
+	checkAndControl(t, stuckClockRenewal, &oldlease.EqualRenewedAtIsProof, "equal renewed_at taken as proof")
 }
 
 func TestRenewAfterTheDeadlineWritesNothing(t *testing.T) {

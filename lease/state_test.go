@@ -95,14 +95,7 @@ func stoppedPredecessor(t *testing.T) string {
 }
 
 func TestStoppedPredecessorIsNeverAdopted(t *testing.T) {
-	if bad := stoppedPredecessor(t); bad != "" {
-		t.Fatal(bad)
-	}
-	withOld(t, &oldlease.StateIgnoresLock, func() {
-		if stoppedPredecessor(t) == "" {
-			t.Fatal("negative control: a state directory read without its lock went unnoticed")
-		}
-	})
+	checkAndControl(t, stoppedPredecessor, &oldlease.StateIgnoresLock, "a state directory read without its lock")
 }
 
 // A twin with the same id but its own state directory (another machine)
