@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -124,13 +123,4 @@ func HoldMany(ctx context.Context, b driver.Bucket, root string, n int, ttl, hol
 	stopKeeping()
 	wg.Wait()
 	return res, errors.Join(errs...)
-}
-
-// cpuTime is the process's user plus system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

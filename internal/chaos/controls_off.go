@@ -1,4 +1,4 @@
-//go:build !bucketlease_oldlease
+//go:build linux && !bucketlease_oldlease
 
 package chaos
 
