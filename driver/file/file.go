@@ -11,22 +11,50 @@
 // an absolute path and takes one query parameter, trust_network_flock (see
 // below).
 //
-// Each object is one file at dir/KEY holding a one-line header with its
-// version, then the bytes. A write goes to a temporary file that is synced
-// and renamed over the object under an exclusive flock(2) on a lock file for
-// that key, so a reader sees the old object or the new one, never a torn
-// one, and a crash mid-write leaves the old object in place. The version is
-// 16 random bytes, new on every write even when the bytes are the same.
-// Locks and temporary files live under dir/.bucketlease, which is not a
-// valid key. Lock files (empty, one per key ever written) are never removed:
+// Each object is one file at dir/KEY holding exactly the bytes written, so
+// that a file the driver wrote is the file its writer gave it (psql < KEY
+// reads no stray line). Its version is kept beside it, in a record per key
+// under dir/.bucketlease/versions, which names the version of the data file
+// by the file's identity (device, inode, size and modification time). A write goes to a
+// temporary file that is synced, then, under an exclusive flock(2) on a lock
+// file for that key, the key's record is rewritten to name both the current
+// file's version and the new file's, and the temporary file is renamed over
+// the object: one rename commits the write. A reader therefore sees the old
+// object or the new one, never a torn one, and a crash at any point leaves
+// the old file with its old version or the new file with its new version:
+// the new file's identity is in the record before its bytes can be at
+// dir/KEY, and the old file's stays there until the next write. The version
+// is 16 random bytes, new on every write even when the bytes are the same.
+//
+// A file at dir/KEY that no record names (copied in or edited by a person,
+// or written by hand) reads as an object whose version derives from its
+// identity, so a condition naming a version read before the change never
+// holds, and IfAbsent on it is refused. A file written by an earlier version
+// of this driver, which began with a "bucketlease-object v1 VERSION" line,
+// reads as the bytes after that line, with that version; the next write of
+// the key stores it in the layout above.
+//
+// Locks, records and temporary files live under dir/.bucketlease, which is
+// not a valid key. Lock files (empty, one per key ever written) are never removed:
 // unlinking one that another process is about to lock would give the two
 // processes two different locks. The lease's scratch keys have random
 // names, so every acquire that writes adds one lock file (and Break and a
 // lease's first streamed write one each): remove dir/.bucketlease/locks/*
-// only while no process uses the directory. Objects are created with the read and
+// only while no process uses the directory. A key's record goes with the
+// key when it is deleted. Objects are created with the read and
 // write bits of the bucket directory (a 0755 directory gives 0644 objects,
-// 0750 gives 0640), so whoever may read the directory may read the lease. A file without the header (written by hand) reads as an object
-// whose version derives from its inode, size and modification time.
+// 0750 gives 0640), so whoever may read the directory may read the lease.
+//
+// # Staged writes
+//
+// A write in progress is a temporary file dir/.bucketlease/tmp/put-*,
+// beside a put-*.key file naming its key and process, and its writer holds
+// an exclusive flock(2) on it until it is renamed or removed. A writer that
+// dies (SIGKILL, a crash) leaves it, unlocked: the next Put or PutStream on
+// the bucket, from any process, removes every staged file no process has
+// locked, and never one a live writer is writing. ListPending (the
+// driver.PendingLister that bucketlease show uses) lists the staged files,
+// live or left by a dead writer.
 //
 // Keys follow driver.CheckKey. A key's segments before the last are
 // directories, so a key cannot be stored while it is a prefix of a stored
@@ -60,8 +88,6 @@
 package file
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -85,10 +111,7 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "file"
 
-const (
-	metaDir = ".bucketlease"
-	magic   = "bucketlease-object v1 "
-)
+const metaDir = ".bucketlease"
 
 // TrustParam is the URL parameter that asserts flock(2) excludes across
 // the machines sharing a network or FUSE file system.
@@ -126,8 +149,9 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 }
 
 var (
-	_ driver.Streamer = (*Bucket)(nil)
-	_ driver.Lister   = (*Bucket)(nil)
+	_ driver.Streamer      = (*Bucket)(nil)
+	_ driver.Lister        = (*Bucket)(nil)
+	_ driver.PendingLister = (*Bucket)(nil)
 )
 
 // Options tune OpenWith.
@@ -236,67 +260,55 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		}
 		return nil, "", op.Fail(osKind(err), err)
 	}
-	r := bufio.NewReader(f)
-	v, err := readVersion(f, r)
+	st, err := f.Stat()
+	var v driver.Version
+	var skip int64
+	if err == nil {
+		v, skip, _, err = b.versionOf(key, f, st)
+	}
+	if err == nil && skip > 0 {
+		_, err = f.Seek(skip, io.SeekStart)
+	}
 	if err != nil {
 		f.Close()
 		return nil, "", op.Fail(osKind(err), err)
 	}
-	return readCloser{Reader: r, Closer: f}, v, nil
+	return f, v, nil
 }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// readVersion consumes the header of f through r and returns the version.
-// A file without the header keeps all its bytes and gets a version derived
-// from its identity.
-func readVersion(f *os.File, r *bufio.Reader) (driver.Version, error) {
-	head, err := r.Peek(len(magic) + 32 + 1)
-	if err == nil && bytes.HasPrefix(head, []byte(magic)) && head[len(head)-1] == '\n' {
-		v := driver.Version(head[len(magic) : len(magic)+32])
-		_, err = r.Discard(len(head))
-		return v, err
-	}
-	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
-		return "", err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	var ino uint64
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		ino = uint64(sys.Ino)
-	}
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%d", ino, st.Size(), st.ModTime().UnixNano()))
-	return driver.Version("h" + hex.EncodeToString(sum[:])[:31]), nil
-}
-
-// current returns the version stored at p, or "" if there is none (no
-// file, a directory, or a file where a directory would be); the caller
-// holds the key's lock.
-func current(p string) (driver.Version, error) {
+// current returns the version stored at p for key, or "" if there is none
+// (no file, a directory, or a file where a directory would be), and the
+// entry of key's record that names it, if one does; the caller holds the
+// key's lock.
+func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return "", nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		return "", nil
+	st, err := f.Stat()
+	if err != nil {
+		return "", nil, err
 	}
-	return readVersion(f, bufio.NewReaderSize(f, 64))
+	if st.IsDir() {
+		return "", nil, nil
+	}
+	v, _, e, err := b.versionOf(key, f, st)
+	return v, e, err
 }
 
 // lock takes the exclusive flock for key and returns its release.
 func (b *Bucket) lock(ctx context.Context, key string) (func(), error) {
 	sum := sha256.Sum256([]byte(key))
-	lp := filepath.Join(b.root, metaDir, "locks", hex.EncodeToString(sum[:16]))
+	return flockPath(ctx, filepath.Join(b.root, metaDir, "locks", hex.EncodeToString(sum[:16])), syscall.LOCK_EX)
+}
+
+// flockPath opens (creating it if needed) the lock file lp, takes the
+// flock how (LOCK_EX or LOCK_SH) on it, and returns its release.
+func flockPath(ctx context.Context, lp string, how int) (func(), error) {
 	f, err := os.OpenFile(lp, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -304,7 +316,7 @@ func (b *Bucket) lock(ctx context.Context, key string) (func(), error) {
 	// flock blocks without a context; a held lock is only ever held for
 	// one small write, so wait in a goroutine and honour ctx meanwhile.
 	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	go func() { done <- syscall.Flock(int(f.Fd()), how) }()
 	select {
 	case err := <-done:
 		if err == nil {
@@ -346,12 +358,13 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if kind := b.rootMissing(); kind != nil {
 		return "", op.Fail(kind, nil)
 	}
+	b.sweep()
 	unlock, err := b.lock(ctx, key)
 	if err != nil {
 		return "", op.Fail(osKind(err), err)
 	}
 	defer unlock()
-	cur, err := current(p)
+	cur, keep, err := b.current(key, p)
 	if err != nil {
 		return "", op.Fail(osKind(err), err)
 	}
@@ -362,7 +375,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		return "", op.Fail(driver.ErrInvalidKey, err)
 	}
 	v := newVersion()
-	tmp, err := b.stage(ctx, v, func(f *os.File) error {
+	s, err := b.stage(ctx, key, func(f *os.File) error {
 		// In chunks, so that a cancelled context stops a large write.
 		for rest := data; len(rest) > 0; {
 			if err := ctx.Err(); err != nil {
@@ -377,17 +390,18 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		return nil
 	})
 	if err == nil {
-		err = b.install(ctx, tmp, p)
+		err = b.commit(ctx, key, s, p, v, keep)
 	}
 	if err != nil {
-		if tmp != "" {
-			os.Remove(tmp)
+		if s != nil {
+			s.discard()
 		}
 		if cerr := b.layoutConflict(key, p); cerr != nil {
 			return "", op.Fail(driver.ErrInvalidKey, cerr)
 		}
 		return "", op.Fail(osKind(err), err)
 	}
+	s.done()
 	return v, nil
 }
 
@@ -420,9 +434,10 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	if kind := b.rootMissing(); kind != nil {
 		return "", op.Fail(kind, nil)
 	}
+	b.sweep()
 	v := newVersion()
 	var refusal error // the kind of a failure that is not the file system's
-	tmp, err := b.stage(ctx, v, func(f *os.File) error {
+	s, err := b.stage(ctx, key, func(f *os.File) error {
 		buf := make([]byte, opts.Size())
 		for no := 1; ; no++ {
 			if err := opts.Allow(); err != nil {
@@ -446,15 +461,16 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 		}
 	}
 	if err == nil {
-		err, refusal = b.commitStaged(ctx, op, tmp, p)
+		err, refusal = b.commitStaged(ctx, op, s, p, v)
 	}
 	if err == nil {
+		s.done()
 		return v, nil
 	}
 	ue := &driver.UploadError{Err: err}
-	if tmp != "" {
-		ue.Staged, ue.Upload = true, "temporary file "+tmp
-		if rerr := os.Remove(tmp); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+	if s != nil {
+		ue.Staged, ue.Upload = true, "temporary file "+s.name
+		if rerr := s.discard(); rerr == nil {
 			ue.Aborted = true
 		} else {
 			ue.AbortErr = rerr
@@ -466,15 +482,16 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	return "", op.Fail(refusal, ue)
 }
 
-// commitStaged renames the staged file tmp over p under the key's lock if
-// op's condition holds; a refusal returns its kind as well.
-func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, tmp, p string) (err, kind error) {
+// commitStaged commits the staged file s as version v of the object at p
+// under the key's lock if op's condition holds; a refusal returns its kind
+// as well.
+func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, s *staged, p string, v driver.Version) (err, kind error) {
 	unlock, err := b.lock(ctx, op.Key)
 	if err != nil {
 		return err, nil
 	}
 	defer unlock()
-	cur, err := current(p)
+	cur, keep, err := b.current(op.Key, p)
 	if err != nil {
 		return err, nil
 	}
@@ -484,13 +501,31 @@ func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, tmp, p string)
 	if err := b.layoutConflict(op.Key, p); err != nil {
 		return err, driver.ErrInvalidKey
 	}
-	if err := b.install(ctx, tmp, p); err != nil {
+	if err := b.commit(ctx, op.Key, s, p, v, keep); err != nil {
 		if cerr := b.layoutConflict(op.Key, p); cerr != nil {
 			return cerr, driver.ErrInvalidKey
 		}
 		return err, nil
 	}
 	return nil, nil
+}
+
+// commit makes the staged file s the object at p, with version v; the
+// caller holds key's lock, and keep is the record's entry that names what p
+// holds now, if one does. The record is rewritten first, naming the file at
+// p (keep) and s, and then s is renamed over p: a crash before the rename
+// leaves the old file, which the record still names with its version, and
+// a crash after it the new file with v. Only the rename changes the object.
+func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v driver.Version, keep *entry) error {
+	entries := make([]entry, 0, 2)
+	if keep != nil {
+		entries = append(entries, *keep)
+	}
+	entries = append(entries, entry{v: v, id: s.id})
+	if err := b.writeRecord(key, entries); err != nil {
+		return err
+	}
+	return b.install(ctx, s.name, p)
 }
 
 // osKind classifies an operating system error: permission denied (EACCES,
@@ -566,39 +601,32 @@ func strayDir(key, p string) error {
 		"remove or rename the directory", p, key)
 }
 
-// stage writes the header of version v and then the body (written by
-// body) to a new temporary file in the bucket's own directory, syncs and
-// closes it, and returns its name. On an error the name is returned too
-// (if the file was created), for the caller to remove.
-func (b *Bucket) stage(ctx context.Context, v driver.Version, body func(f *os.File) error) (string, error) {
+// stage writes the body (written by body) to a new staged file in the
+// bucket's own directory (see newStaged), syncs it and notes its identity.
+// On an error the staged file is returned too (if it was created), for the
+// caller to discard.
+func (b *Bucket) stage(ctx context.Context, key string, body func(f *os.File) error) (*staged, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Join(b.root, metaDir, "tmp"), "put-*")
+	s, err := b.newStaged(ctx, key)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	// CreateTemp makes the file 0600; an object is as readable as its
-	// bucket directory (a 0755 directory gives 0644 objects, 0750 gives
-	// 0640), so that another user who may list the directory may read the
-	// lease (bucketlease show).
-	err = tmp.Chmod(b.mode)
-	if err == nil {
-		_, err = io.WriteString(tmp, magic+string(v)+"\n")
-	}
-	if err == nil {
-		err = body(tmp)
-	}
+	err = body(s.f)
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err == nil {
-		err = tmp.Sync()
+		err = s.f.Sync()
 	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		var st fs.FileInfo
+		if st, err = s.f.Stat(); err == nil {
+			s.id = identOf(st)
+		}
 	}
-	return tmp.Name(), err
+	return s, err
 }
 
 // install renames the staged file tmp over p, unless ctx has ended, and
@@ -662,7 +690,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if derr := strayDir(key, p); derr != nil {
 		return op.Fail(driver.ErrInvalidKey, derr)
 	}
-	cur, err := current(p)
+	cur, _, err := b.current(key, p)
 	if err != nil {
 		return op.Fail(osKind(err), err)
 	}
@@ -673,6 +701,11 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return op.Fail(driver.ErrPrecondition, nil)
 	}
 	if err := os.Remove(p); err != nil {
+		return op.Fail(osKind(err), err)
+	}
+	// The record goes with the file; one left by a crash here names a
+	// file that is gone, which no file at p will match.
+	if err := os.Remove(b.recordPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return op.Fail(osKind(err), err)
 	}
 	// A concurrent Delete of a neighbour may have pruned the directory
@@ -779,14 +812,9 @@ func (b *Bucket) stat(key string) (driver.Object, bool, error) {
 	if st.IsDir() {
 		return driver.Object{}, false, nil
 	}
-	r := bufio.NewReaderSize(f, 64)
-	v, err := readVersion(f, r)
+	v, skip, _, err := b.versionOf(key, f, st)
 	if err != nil {
 		return driver.Object{}, false, err
 	}
-	size := st.Size()
-	if !strings.HasPrefix(string(v), "h") { // a header, which is not the body
-		size -= int64(len(magic) + len(v) + 1)
-	}
-	return driver.Object{Key: key, Size: size, Version: v, ModTime: st.ModTime()}, true, nil
+	return driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: st.ModTime()}, true, nil
 }

@@ -1,0 +1,156 @@
+//go:build unix
+
+package file
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// recordMagic is the first line of a key's version record.
+const recordMagic = "bucketlease-versions v1"
+
+// ident is what tells one data file from another: its device and inode,
+// its size and its modification time. A rename keeps all four, so the
+// identity of a staged file, taken once it is synced, is the identity of
+// the object it becomes; an edit in place changes the size or the time,
+// and a file copied or moved in is another inode.
+type ident struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64 // nanoseconds since the epoch
+}
+
+func identOf(st fs.FileInfo) ident {
+	id := ident{size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(sys.Dev), uint64(sys.Ino)
+	}
+	return id
+}
+
+// entry is one line of a record: the version of the data file whose
+// identity is id.
+type entry struct {
+	v  driver.Version
+	id ident
+}
+
+// recordPath is where key's version record lives.
+func (b *Bucket) recordPath(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return filepath.Join(b.root, metaDir, "versions", hex.EncodeToString(sum[:16]))
+}
+
+// readRecord returns the entries of key's record. A missing, unreadable or
+// garbled record, or one written for another key, has none: the file then
+// reads with a version derived from it, which no earlier condition names.
+func (b *Bucket) readRecord(key string) []entry {
+	data, err := os.ReadFile(b.recordPath(key))
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != recordMagic || lines[1] != "key "+strconv.Quote(key) {
+		return nil
+	}
+	var es []entry
+	for _, l := range lines[2:] {
+		var e entry
+		var v string
+		if n, err := fmt.Sscanf(l, "%s %d %d %d %d", &v, &e.id.dev, &e.id.ino, &e.id.size, &e.id.mtime); err != nil || n != 5 || v == "" {
+			return nil
+		}
+		e.v = driver.Version(v)
+		es = append(es, e)
+	}
+	return es
+}
+
+// writeRecord replaces key's record with entries, durably: written to a
+// file beside it, synced, renamed over it, and the directory synced. The
+// caller holds key's lock, so the one file beside it is the caller's.
+func (b *Bucket) writeRecord(key string, entries []entry) error {
+	p := b.recordPath(key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%s\nkey %s\n", recordMagic, strconv.Quote(key))
+	for _, e := range entries {
+		fmt.Fprintf(&buf, "%s %d %d %d %d\n", e.v, e.id.dev, e.id.ino, e.id.size, e.id.mtime)
+	}
+	tmp := p + ".new"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, b.mode|0o200)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(p))
+	}
+	if err != nil {
+		return fmt.Errorf("writing the version record of %q (%s): %w", key, p, err)
+	}
+	return nil
+}
+
+// legacyMagic began every object written by the driver before it kept
+// versions in records: one line "bucketlease-object v1 VERSION", then the
+// bytes.
+const legacyMagic = "bucketlease-object v1 "
+
+// versionOf returns the version of the data file f of key, whose FileInfo
+// is st; skip, the bytes before the body (a legacy header's, else 0); and
+// the entry of key's record that names the file, if one does. A file no
+// record names is a legacy object if it begins with a legacy header, and
+// otherwise a file put there by someone else, whose version derives from
+// its identity.
+func (b *Bucket) versionOf(key string, f *os.File, st fs.FileInfo) (v driver.Version, skip int64, named *entry, err error) {
+	id := identOf(st)
+	es := b.readRecord(key)
+	for i := range es {
+		if es[i].id == id {
+			return es[i].v, 0, &es[i], nil
+		}
+	}
+	head := make([]byte, len(legacyMagic)+32+1)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && err != io.EOF {
+		return "", 0, nil, err
+	}
+	if n == len(head) && bytes.HasPrefix(head, []byte(legacyMagic)) && head[n-1] == '\n' && isHex(head[len(legacyMagic):n-1]) {
+		return driver.Version(head[len(legacyMagic) : n-1]), int64(n), nil, nil
+	}
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%d", id.ino, id.size, id.mtime))
+	return driver.Version("h" + hex.EncodeToString(sum[:])[:31]), 0, nil, nil
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
