@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -29,9 +30,10 @@ file:// a directory that does not exist is an error (exit 1).
 
 It also lists what the prefix has pending: uploads started under it and
 neither completed nor aborted (S3 multipart uploads, which the service keeps
-until they are aborted), with their keys, start times and upload ids, where
-the driver can list them (s3, r2, minio); "not available on this driver"
-elsewhere; and any scratch key a lease probe left beside the lease object
+until they are aborted; on file:// the staged files of puts in progress or
+killed, which the next write removes), with their keys, start times and
+upload ids, where the driver can list them (s3, r2, minio, file); "not
+available on this driver" elsewhere; and any scratch key a lease probe left beside the lease object
 (LEASE.acquire-probe-…, a process that died during its probe).
 
 States:
@@ -69,6 +71,9 @@ func setupShow(fs *flag.FlagSet) runFunc {
 			defer driver.Close(b)
 		}
 		pend := listPending(ctx, b, prefix, *timeout)
+		if b == nil && fileDir(rawURL) != "" {
+			pend = fileStaged(ctx, rawURL, *timeout)
+		}
 		scratch := leftoverScratchKeys(ctx, rawURL, b, prefix, *timeout)
 		if *asJSON {
 			j := statusJSON(rawURL, st)
@@ -208,8 +213,8 @@ type pendingUploads struct {
 
 // listPending lists the uploads pending under prefix through b, if its
 // driver can (driver.PendingLister), within timeout. b is nil when the
-// driver was not opened (a free file:// directory: the file driver stages
-// no uploads).
+// driver was not opened (a free file:// directory: fileStaged lists its
+// staged files).
 //
 // It asks for the uploads under the prefix first. Some services match that
 // prefix against whole keys only (MinIO lists an object's uploads for its
@@ -232,6 +237,26 @@ func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout ti
 		p.err = fmt.Errorf("no answer within %v (--timeout): %w", timeout, p.err)
 	}
 	return p
+}
+
+// fileStaged lists the staged files of a free file:// directory, which
+// show found free without opening the driver: it opens the driver only if
+// that creates nothing (the driver's folder .bucketlease, with its locks
+// and tmp, is there). Without that folder the driver never staged a write
+// there, so nothing is pending.
+func fileStaged(ctx context.Context, rawURL string, timeout time.Duration) pendingUploads {
+	meta := filepath.Join(fileDir(rawURL), ".bucketlease")
+	for _, d := range []string{"locks", "tmp"} {
+		if fi, err := os.Stat(filepath.Join(meta, d)); err != nil || !fi.IsDir() {
+			return pendingUploads{available: true}
+		}
+	}
+	b, prefix, err := openURL(ctx, rawURL)
+	if err != nil {
+		return pendingUploads{available: true, err: err}
+	}
+	defer driver.Close(b)
+	return listPending(ctx, b, prefix, timeout)
 }
 
 // maxPendingScanned bounds how many of a bucket's uploads show looks at
@@ -322,7 +347,11 @@ func (p pendingUploads) rows(rawURL string, row func(k, v string)) {
 		case len(p.uploads) == 1:
 			n = "1 upload"
 		}
-		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (a put still running, or one cut off: the service keeps its parts until they are aborted)", n, where))
+		why := "a put still running, or one cut off: the service keeps its parts until they are aborted"
+		if schemeOf(rawURL) == "file" {
+			why = "a put still running, or one killed: the next write removes those whose writer is gone"
+		}
+		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (%s)", n, where, why))
 		now := time.Now()
 		for _, u := range p.uploads {
 			started := ""
