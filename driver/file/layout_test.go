@@ -234,3 +234,40 @@ func TestCopiedInFileIsAnObject(t *testing.T) {
 		t.Errorf("the deleted key's version record is left: %s", strings.Join(names, ", "))
 	}
 }
+
+// TestNestedBucketsAgreeOnVersions: file:///dir and file:///dir/db1 see
+// the same files (bucketlease list file:///var/backups reads the lease of
+// file:///var/backups/db1 as db1/LEASE); an object reads at one version
+// whichever of them wrote it and whichever reads it.
+func TestNestedBucketsAgreeOnVersions(t *testing.T) {
+	dir := t.TempDir()
+	outer, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := file.Open(filepath.Join(dir, "db1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v1, err := inner.Put(ctx, "LEASE", []byte("one"), driver.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, v := readObject(t, outer, "db1/LEASE"); string(data) != "one" || v != v1 {
+		t.Fatalf("the outer bucket reads db1/LEASE as %q at %q; the inner one wrote %q at %q", data, v, "one", v1)
+	}
+	if o := listed(t, outer, "db1/LEASE"); o.Version != v1 {
+		t.Fatalf("the outer bucket lists db1/LEASE at %q, want %q", o.Version, v1)
+	}
+	v2, err := outer.Put(ctx, "db1/LEASE", []byte("two"), driver.IfMatch(v1))
+	if err != nil {
+		t.Fatalf("the outer bucket's IfMatch of the inner one's version: %v", err)
+	}
+	if data, v := readObject(t, inner, "LEASE"); string(data) != "two" || v != v2 {
+		t.Fatalf("the inner bucket reads LEASE as %q at %q; the outer one wrote %q at %q", data, v, "two", v2)
+	}
+	if _, err := inner.Put(ctx, "LEASE", []byte("x"), driver.IfMatch(v1)); !errors.Is(err, driver.ErrPrecondition) {
+		t.Fatalf("the inner bucket's IfMatch of the replaced version: %v, want ErrPrecondition", err)
+	}
+}

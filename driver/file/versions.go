@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,16 +49,50 @@ type entry struct {
 }
 
 // recordPath is where key's version record lives.
-func (b *Bucket) recordPath(key string) string {
+func (b *Bucket) recordPath(key string) string { return recordIn(b.root, key) }
+
+// recordIn is where the bucket kept in root keeps key's version record.
+func recordIn(root, key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return filepath.Join(b.root, metaDir, "versions", hex.EncodeToString(sum[:16]))
+	return filepath.Join(root, metaDir, "versions", hex.EncodeToString(sum[:16]))
 }
 
-// readRecord returns the entries of key's record. A missing, unreadable or
-// garbled record, or one written for another key, has none: the file then
-// reads with a version derived from it, which no earlier condition names.
-func (b *Bucket) readRecord(key string) []entry {
-	data, err := os.ReadFile(b.recordPath(key))
+// records yields the version records that may name the file of key: this
+// bucket's, then those that a bucket kept in another directory on the
+// file's path would write for it (file:///var/backups/db1 writes LEASE's
+// record under db1/.bucketlease, where file:///var/backups, listing
+// db1/LEASE, finds it), nearest first, up to the file system's root, so that
+// an object reads at the same version whichever of those URLs reads it. An
+// entry names one file by its identity, so a record of another directory
+// can only name the file that is there if that bucket wrote it.
+func (b *Bucket) records(key string) iter.Seq[[]entry] {
+	return func(yield func([]entry) bool) {
+		if !yield(readRecord(b.recordPath(key), key)) {
+			return
+		}
+		p := filepath.Join(b.root, filepath.FromSlash(key))
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if d != b.root {
+				if rel, err := filepath.Rel(d, p); err == nil {
+					k := filepath.ToSlash(rel)
+					if es := readRecord(recordIn(d, k), k); es != nil && !yield(es) {
+						return
+					}
+				}
+			}
+			if filepath.Dir(d) == d {
+				return
+			}
+		}
+	}
+}
+
+// readRecord returns the entries of key's record at path. A missing,
+// unreadable or garbled record, or one written for another key, has none:
+// the file then reads with a version derived from it, which no earlier
+// condition names.
+func readRecord(path, key string) []entry {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
@@ -128,10 +163,11 @@ const legacyMagic = "bucketlease-object v1 "
 // its identity.
 func (b *Bucket) versionOf(key string, f *os.File, st fs.FileInfo) (v driver.Version, skip int64, named *entry, err error) {
 	id := identOf(st)
-	es := b.readRecord(key)
-	for i := range es {
-		if es[i].id == id {
-			return es[i].v, 0, &es[i], nil
+	for es := range b.records(key) {
+		for i := range es {
+			if es[i].id == id {
+				return es[i].v, 0, &es[i], nil
+			}
 		}
 	}
 	head := make([]byte, len(legacyMagic)+32+1)
