@@ -28,14 +28,20 @@ const exitPutRefused = exitRefused
 
 // putExitCodesHelp documents put's exit codes.
 const putExitCodesHelp = `Exit codes:
-  0    stored: the version it created is printed on stdout
+  0    stored: the version it created is printed on stdout (and the size and SHA-256 on stderr)
   1    an error: the URL, the credentials, the service, the network, reading FILE, or no hold to talk to
-  2    a usage error
+  2    a usage error (also the key LEASE, a scratch key of the lease, --concurrency below 1)
   3    put URL: another instance holds the lease (without --wait, or --wait-timeout passed)
   4    refused: the key exists (--if-absent, the default) or has another version than --if-match names; nothing was written
   6    put URL: another live process holds the lease under the same --instance-id
+  7    put -- COMMAND: the producer exited non-zero or was killed by a signal; the upload was aborted, nothing was written
+  8    the input did not match --size or --sha256; the upload was aborted, nothing was written
+  9    stored (size, SHA-256 and version on stderr), but the version could not be written to stdout
   124  the lease was fenced, lost or released before the object was committed: the upload was aborted, nothing was written
   125  put URL: the object was stored (its version printed) but the lease could not be released
+  126  put -- COMMAND: the producer cannot be run; nothing was written
+  127  put -- COMMAND: the producer was not found; nothing was written
+  130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP; the signal goes on to the producer): the upload was aborted, nothing was written
 `
 
 var putCommand = &command{
