@@ -46,37 +46,54 @@ const putExitCodesHelp = `Exit codes:
 
 var putCommand = &command{
 	name:    "put",
-	args:    "[URL] KEY [FILE|-] [FLAGS]",
-	summary: "stream FILE or stdin into an object under the lease (inside hold, or taking it)",
-	help: `Streams FILE (or stdin, for - or no FILE) into the object KEY under the lease's
-prefix ({prefix}/KEY), in parts, and prints the version it created on stdout.
-The write is fenced: no part and no commit starts once the lease may no longer
-write, a part in flight is cancelled at the fence, and a cut-off upload is
-aborted, so nothing of it is left and no object appears.
+	args:    "[URL] KEY [FILE|-] [FLAGS] [-- COMMAND [ARGS...]]",
+	summary: "stream a producer's output, FILE or stdin into an object under the lease (inside hold, or taking it)",
+	help: `Streams the output of COMMAND (after --), or FILE, or stdin (for - or no FILE)
+into the object KEY under the lease's prefix ({prefix}/KEY), in parts, and
+prints the version it created on stdout, and the size and SHA-256 of what it
+stored on stderr. The write is fenced: no part and no commit starts once the
+lease may no longer write, a part in flight is cancelled at the fence, and a
+cut-off upload is aborted, so nothing of it is left and no object appears.
+
+With "-- COMMAND", put runs the producer itself (its stdin and stderr are
+put's) and commits only once it has exited with status 0: a producer that
+exits non-zero or is killed aborts the upload (exit 7), one that cannot be
+found or run is refused before anything is taken or written (127, 126).
+SIGINT, SIGTERM and SIGHUP to put go on to the producer; put aborts and exits
+128+N. Use this form for backups: a pipe's end cannot tell a producer that
+finished from one that died, so "pg_dump db1 | bucketlease put ..." commits
+whatever a failed pg_dump wrote, unless --size or --sha256 says what to
+expect. --size and --sha256 check the input (of any form) before the commit;
+a mismatch aborts (exit 8).
 
 Inside "bucketlease hold URL -- COMMAND", the command (or anything it starts)
-runs "bucketlease put KEY [FILE|-]": put talks to its hold over the Unix socket
-hold names in $BUCKETLEASE_PUT_SOCKET (in a private directory that hold removes
-at exit) and the upload runs under hold's own lease. Release waits for it. If
-the lease ends mid-upload, hold aborts the upload and its watchdog stops the
-command as usual.
+runs "bucketlease put KEY [FILE|-] [-- PRODUCER]": put talks to its hold over
+the Unix socket hold names in $BUCKETLEASE_PUT_SOCKET (in a private directory
+that hold removes at exit) and the upload runs under hold's own lease.
+Release waits for it. If the lease ends mid-upload, hold aborts the upload and
+its watchdog stops the command as usual.
 
 With a URL first ("://" in the first argument), put takes the lease itself
 (as hold does, with --wait, --ttl and --instance-id), streams, releases and
 exits: "bucketlease put URL KEY [FILE|-]". Inside hold this takes a lease of
-its own, so give it another prefix than hold's.
+its own, so give it another prefix than hold's: put URL on the prefix of the
+hold that runs it is refused at once (exit 2), since it would wait for its own
+parent. A put --wait that finds the lease held says once, on stderr, who
+holds it.
 
 The object is written only if it is absent (--if-absent, the default: a
-restore point is never overwritten), or if its version is --if-match's, or
-unconditionally with --overwrite. Progress (bytes so far and the rate) goes
-to stderr a few times a second when stderr is a terminal, and nowhere
-otherwise; -v reports put URL's lease events too.
+restore point is never overwritten; a key that exists is refused with one
+read before the body is read), or if its version is --if-match's, or
+unconditionally with --overwrite. The key LEASE and the lease's scratch keys
+are refused (exit 2). Progress (bytes so far and the rate) goes to stderr a
+few times a second when stderr is a terminal, and nowhere otherwise; -v
+reports put URL's lease events too.
 
 ` + putExitCodesHelp + `
 Examples:
-  bucketlease hold file:///var/backups/db1 -- sh -c 'pg_dump db1 | bucketlease put dumps/db1.sql'
-  bucketlease put 's3://my-bucket/backups/db1?region=eu-west-1' dumps/db1.sql db1.sql --wait
-  pg_dump db1 | bucketlease put file:///var/backups/db1 dumps/db1.sql - --part-size 64MiB --concurrency 8
+  bucketlease put 's3://my-bucket/backups/db1?region=eu-west-1' dumps/db1.sql --wait -- pg_dump db1
+  bucketlease hold file:///var/backups/db1 --wait -- bucketlease put dumps/db1.sql -- pg_dump db1
+  bucketlease put file:///var/backups/db1 dumps/db1.sql db1.sql --sha256 "$(sha256sum < db1.sql | cut -c1-64)"
   bucketlease put file:///var/backups/db1 manifest.json manifest.json --if-match "$VERSION"`,
 	setup: setupPut,
 }
