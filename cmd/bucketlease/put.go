@@ -41,7 +41,7 @@ const putExitCodesHelp = `Exit codes:
   125  put URL: the object was stored (its version printed) but the lease could not be released
   126  put -- COMMAND: the producer cannot be run; nothing was written
   127  put -- COMMAND: the producer was not found; nothing was written
-  130  interrupted by SIGINT (143 SIGTERM, 129 SIGHUP; the signal goes on to the producer): the upload was aborted, nothing was written
+  128+N  stopped by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP; the signal goes on to the producer): the upload was aborted, nothing was written
 `
 
 var putCommand = &command{
