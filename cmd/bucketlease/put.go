@@ -370,7 +370,9 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 		replies <- line
 	}()
 	var bodyErr atomic.Value
+	sent := make(chan struct{})
 	go func() {
+		defer close(sent)
 		buf := make([]byte, 1<<20)
 		for {
 			n, err := body.Read(buf)
@@ -423,6 +425,7 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 		}
 		return "", checked, err
 	}
+	<-sent // it sent the end chunk: its count and sum are final
 	return v, checked, nil
 }
 
