@@ -41,8 +41,8 @@ var errInputMismatch = errors.New("does not match")
 // inputCheck is what put checks its input against before it commits:
 // --size and --sha256 (each optional).
 type inputCheck struct {
-	size    int64 // -1: not checked
-	sha256  string
+	size    int64  // the size --size names, if hasSize
+	sha256  string // the SHA-256 --sha256 names, lower-case hex, or ""
 	hasSize bool
 }
 
@@ -85,9 +85,6 @@ func startProducer(path string, argv []string, stderr io.Writer) (*producer, err
 	cmd.Args = argv
 	cmd.Stdin = os.Stdin
 	cmd.Stderr = stderr
-	if f, ok := stderr.(*os.File); ok {
-		cmd.Stderr = f
-	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
