@@ -40,21 +40,28 @@ const (
 // exitCodesHelp documents the exit codes.
 const exitCodesHelp = `Exit codes:
   (demo, show, list and version exit 0, 1 or 2 only)
-  0    success (hold: the lease was released after an interrupt or after its command succeeded; put: stored, its version printed)
-  1    an error: the URL, the credentials, the service or the network (put: also reading FILE, or no hold answering)
-  2    a usage error: unknown command or flag, missing argument
+  0    success (hold: the lease was released after an interrupt or after its command succeeded; put: stored, its version printed;
+       get: written in full; verify: the object matches)
+  1    an error: the URL, the credentials, the service or the network (put: also reading FILE, or no hold answering;
+       get, verify: also no such key)
+  2    a usage error: unknown command or flag, missing argument (put: also the key LEASE, a scratch key, --concurrency 0)
   3    hold, put URL: another instance holds the lease (without --wait); -E N makes it N (hold)
   4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force), or on a terminal the answer was not yes;
-       put: refused, the key exists (--if-absent) or has another version than --if-match names; nothing was written
+       put: refused, the key exists (--if-absent) or has another version than --if-match names; nothing was written;
+       get, verify: the object's version is not --version's; nothing was written
   5    probe: the service does not give the exclusion its driver declares;
        hold: the service ignores write preconditions, so the lease refuses to run on it
   6    hold, put URL: another live process holds the lease under the same --instance-id (--wait does not wait for it)
+  7    put -- COMMAND: the producer exited non-zero or was killed by a signal; the upload was aborted, nothing was written
+  8    put: the input did not match --size or --sha256; the upload was aborted, nothing was written;
+       verify: the object does not match --size or --sha256
+  9    put: stored, but its version could not be written to stdout (a closed pipe, a full disk); the object exists
   124  hold: the lease was lost, fenced, broken or deleted while held; the command, if any, was stopped; --lost-exit N makes it N;
        put: the lease ended before the commit; the upload was aborted, nothing was written
   125  hold: the lease could not be released (it stays until its TTL runs out); put URL: stored, but the lease could not be released
-  126  hold: the command could not be started (not executable)
-  127  hold: the command was not found
-  128+N  hold --wait: stopped by signal N before the lease could be taken (130 SIGINT, 143 SIGTERM)
+  126  hold: the command could not be started (not executable); put -- COMMAND: the producer cannot be run, nothing was written
+  127  hold: the command was not found; put -- COMMAND: the producer was not found, nothing was written
+  128+N  hold --wait, put, get, verify: stopped by signal N (130 SIGINT, 143 SIGTERM); put: the upload was aborted, nothing was written
   other  hold -- COMMAND: the command's own exit status (128+N if it was killed by signal N)
 `
 

@@ -4,6 +4,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
 	"os/exec"
@@ -17,11 +20,13 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
-// TestPutRecipeMinIO: docs/cli.md's pg_dump recipe, both lines, on a real
-// MinIO server through the minio and the s3 drivers, with head -c 40M
-// /dev/urandom | tee expected for pg_dump db1: the object is byte-exact,
-// put prints its version, nothing is left pending, no secret is printed;
-// a second put of the key is refused (4) at the multipart commit.
+// TestPutRecipeMinIO: docs/cli.md's pg_dump recipes, on a real MinIO
+// server through the minio and the s3 drivers, with sh -c 'head -c 40M
+// /dev/urandom | tee expected' for pg_dump db1 (and bash -o pipefail for
+// the gzip line): each object is byte-exact, read back with get and
+// checked with verify, put prints its version, nothing is left pending, no
+// secret is printed; a producer that exits 1 after 40 MB commits nothing
+// (exit 7); a second put of the key is refused (4).
 func TestPutRecipeMinIO(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
@@ -33,8 +38,9 @@ func TestPutRecipeMinIO(t *testing.T) {
 			u := strings.Replace(urls[form], bucket+"/", bucket+"/"+prefix, 1)
 			work := t.TempDir()
 			for _, c := range []struct{ name, script, key string }{
-				{"inside hold", `"$BL" hold "$URL" --wait -- sh -c 'head -c 40M /dev/urandom | tee expected | "$BL" put dumps/db1.sql > version'`, "dumps/db1.sql"},
-				{"on its own", `head -c 40M /dev/urandom | tee expected | "$BL" put "$URL" dumps/db2.sql --wait > version`, "dumps/db2.sql"},
+				{"on its own", `"$BL" put "$URL" dumps/db2.sql --wait -- sh -c 'head -c 40M /dev/urandom | tee expected' > version`, "dumps/db2.sql"},
+				{"inside hold", `"$BL" hold "$URL" --wait -- "$BL" put dumps/db1.sql -- sh -c 'head -c 40M /dev/urandom | tee expected' > version`, "dumps/db1.sql"},
+				{"gzip", `"$BL" put "$URL" dumps/db1.sql.gz --wait -- bash -o pipefail -c 'head -c 40M /dev/urandom | tee expected | gzip -1' > version`, "dumps/db1.sql.gz"},
 			} {
 				cmd := exec.Command("sh", "-c", c.script)
 				cmd.Dir = work
@@ -49,16 +55,34 @@ func TestPutRecipeMinIO(t *testing.T) {
 				if err != nil || len(want) != 40<<20 {
 					t.Fatalf("%s: expected: %d bytes, %v", c.name, len(want), err)
 				}
-				obj, err := srv.Client(srv.URL()).GetObject(t.Context(), &s3sdk.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "/" + c.key)})
+				var restored bytes.Buffer
+				errOut, code := runTo(t, work, &restored, env, "get", u, c.key)
+				noSecret(t, srv, errOut)
+				if code != 0 {
+					t.Fatalf("%s: get: exit %d: %s", c.name, code, errOut)
+				}
+				got := restored.Bytes()
+				if c.name == "gzip" {
+					zr, err := gzip.NewReader(bytes.NewReader(got))
+					if err != nil {
+						t.Fatalf("%s: %v", c.name, err)
+					}
+					if got, err = io.ReadAll(zr); err != nil {
+						t.Fatalf("%s: %v", c.name, err)
+					}
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%s: %s: %d bytes read back with get, want the %d produced (first difference at %d)", c.name, c.key, len(got), len(want), firstDiff(got, want))
+				}
+				sum := sha256.Sum256(restored.Bytes())
+				if out, errOut, code := runCLI(t, env, "verify", u, c.key, "--sha256", hex.EncodeToString(sum[:])); code != 0 {
+					t.Errorf("%s: verify: exit %d: %s%s", c.name, code, out, errOut)
+				}
+				obj, err := srv.Client(srv.URL()).HeadObject(t.Context(), &s3sdk.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "/" + c.key)})
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
 				}
-				got, err := io.ReadAll(obj.Body)
-				obj.Body.Close()
-				if err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("%s: %s: %d bytes (%v), want the %d piped in (first difference at %d)", c.name, c.key, len(got), err, len(want), firstDiff(got, want))
-				}
-				if !strings.Contains(aws.ToString(obj.ETag), "-") { // "md5-N": a multipart upload
+				if c.name != "gzip" && !strings.Contains(aws.ToString(obj.ETag), "-") { // "md5-N": a multipart upload
 					t.Errorf("%s: ETag %s: not a multipart upload, so put did not stream", c.name, aws.ToString(obj.ETag))
 				}
 				printed, _ := os.ReadFile(filepath.Join(work, "version"))
@@ -66,7 +90,15 @@ func TestPutRecipeMinIO(t *testing.T) {
 					t.Errorf("%s: put printed %q, the object's ETag is %s", c.name, printed, aws.ToString(obj.ETag))
 				}
 			}
-			_, errOut, code := runCLI(t, env, "put", u, "dumps/db2.sql", filepath.Join(work, "expected"))
+			_, errOut, code := runCLI(t, env, "put", u, "dumps/failed.sql", "--", "sh", "-c", "head -c 40000000 /dev/urandom; exit 1")
+			noSecret(t, srv, errOut)
+			if code != exitProducerFailed {
+				t.Errorf("a producer that exits 1: exit %d, want %d: %s", code, exitProducerFailed, errOut)
+			}
+			if _, err := srv.Client(srv.URL()).HeadObject(t.Context(), &s3sdk.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "/dumps/failed.sql")}); err == nil {
+				t.Error("a producer that exited 1 left an object")
+			}
+			_, errOut, code = runCLI(t, env, "put", u, "dumps/db2.sql", filepath.Join(work, "expected"))
 			noSecret(t, srv, errOut)
 			if code != exitPutRefused {
 				t.Errorf("a second put of dumps/db2.sql: exit %d, want %d: %s", code, exitPutRefused, errOut)

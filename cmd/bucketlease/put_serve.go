@@ -170,6 +170,10 @@ func (s *putServer) serve(conn *net.UnixConn) {
 	defer cancel()
 	stopAfter := context.AfterFunc(fctx, func() { _ = conn.SetReadDeadline(time.Now()) })
 	defer stopAfter()
+	if err := refuseExisting(fctx, s.l.Bucket(), h.Key, cond); err != nil {
+		writeReply(conn, putClass(s.l, err), err.Error())
+		return
+	}
 	v, err := driver.PutStream(fctx, s.l.Bucket(), h.Key, &chunkReader{r: br}, cond,
 		&driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
 	if err != nil {
