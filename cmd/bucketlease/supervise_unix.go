@@ -217,9 +217,18 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 				send("kill the lease object was deleted or replaced")
 				continue
 			case <-leaseEnd:
+				leaseEnd, ended = nil, true
+				if errors.Is(l.Err(), lease.ErrLost) && status < 0 {
+					// Taken from us (broken, taken over, overwritten):
+					// another instance may hold the lease already, so
+					// there is no grace.
+					p.note("stopping", fmt.Sprintf("the lease ended (%s): another instance may hold it already, so the command and everything it started are killed now (SIGKILL, no grace)", endReason(l, p)),
+						func(r *record) { r.PID = pid; r.Signal = "SIGKILL" })
+					send("kill the lease was lost")
+					continue
+				}
 				// What the watchdog already did (after hold was stopped,
 				// say) is reported first: a moment for its reports.
-				leaseEnd, ended = nil, true
 				stopAfter = time.After(100 * time.Millisecond)
 				continue
 			case <-stopAfter:
