@@ -345,7 +345,7 @@ func TestHoldCommandStoppedWhenLeaseLost(t *testing.T) {
 	a.waitFor(`child running as alpha`)
 	overwriteLease(t, dir, "intruder")
 	a.waitFor(`lost\s+lost lease LEASE to instance intruder`)
-	a.waitFor(`stopping\s+the lease ended \(.*\): another instance may hold it already, so the command and everything it started are killed now \(SIGKILL, no grace\)`)
+	a.waitFor(`stopping\s+the lease was taken from this holder .*: another instance may hold it already, so the command and everything it started are killed now \(SIGKILL, no grace\)`)
 	a.waitFor(`killed\s+.*SIGKILL to \d+ processes: the lease was lost`)
 	a.waitFor(`command-exited\s+"sh" \(pid \d+\) was killed by signal SIGKILL$`)
 	if code := a.wait(); code != exitLeaseEnded {

@@ -222,7 +222,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 					// Taken from us (broken, taken over, overwritten):
 					// another instance may hold the lease already, so
 					// there is no grace.
-					p.note("stopping", fmt.Sprintf("the lease ended (%s): another instance may hold it already, so the command and everything it started are killed now (SIGKILL, no grace)", endReason(l, p)),
+					p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so the command and everything it started are killed now (SIGKILL, no grace)",
 						func(r *record) { r.PID = pid; r.Signal = "SIGKILL" })
 					send("kill the lease was lost")
 					continue
