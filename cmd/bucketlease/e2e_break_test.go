@@ -199,3 +199,26 @@ func TestBreakAllowOverlap(t *testing.T) {
 		t.Errorf("the broken holder's command got SIGTERM and a grace, not SIGKILL at once:\n%s", a.output())
 	}
 }
+
+// TestHoldDeletedLeaseNotReleased: a hold whose lease object something
+// else deleted reports lease-gone and exits 124, and never says
+// "released" afterwards: there was nothing of its own left to release
+// (issue 30, finding 9). With a command and without one.
+func TestHoldDeletedLeaseNotReleased(t *testing.T) {
+	for _, command := range [][]string{nil, {"--", "sleep", "120"}} {
+		u, dir := fileURL(t)
+		a := start(t, nil, append([]string{"hold", u, "--ttl", "6s"}, command...)...)
+		a.waitFor(`holding`)
+		if err := os.Remove(filepath.Join(dir, "LEASE")); err != nil {
+			t.Fatal(err)
+		}
+		a.waitFor(`lease-gone`)
+		if code := a.exitWithin(exitTimeout); code != exitLeaseEnded {
+			t.Errorf("command %q: exit %d, want %d", command, code, exitLeaseEnded)
+		}
+		out := a.output()
+		if strings.Contains(out, "released lease") || !strings.Contains(out, "not-released") {
+			t.Errorf("command %q: after lease-gone, hold says it released the lease, or does not say it did not:\n%s", command, out)
+		}
+	}
+}

@@ -765,8 +765,16 @@ func releaseAfter(l *lease.Lease, rawURL string, b driver.Bucket, prefix string,
 	switch {
 	case err != nil:
 		p.note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *record) { r.Key = l.Key() })
-	case st.State == lease.Free || (st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released):
+	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released:
 		p.note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *record) { r.Key = l.Key() })
+	case st.State == lease.Free:
+		// Release never deletes the lease object: something else did,
+		// and there was nothing of ours left to release.
+		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
+			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
+	case st.Record == nil:
+		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is no longer a lease record (%s); left alone", l.Key(), st.Reason),
+			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
 	default:
 		p.note("not-released", fmt.Sprintf("did not release lease %s: it is %s, held by %s, no longer ours", l.Key(), st.State, holderText(st.Holder())),
 			func(r *record) { r.Key, r.Holder, r.State = l.Key(), st.Holder(), st.State.String() })
