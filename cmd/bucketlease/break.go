@@ -181,13 +181,17 @@ func brokeText(st lease.Status, overlap bool, now time.Time) string {
 	switch {
 	case overlap && st.State == lease.Fresh:
 		until := st.Record.RenewedAt.Add(st.Record.TTL() * 2 / 3)
-		return fmt.Sprintf("overwrote it with If-Match by a released record (ttl_s 0), as --allow-overlap asks. Another instance may take it now, while its holder %s, if alive, may still write until its fence, about %s (%s), two thirds of its TTL after its last renewal",
-			holderText(st.Holder()), utc(until), fromNow(now, until))
+		who := "its holder " + holderText(st.Holder())
+		if st.Holder() == lease.BreakerID { // a break's record keeps the broken holder's renewal
+			who = "the holder broken before"
+		}
+		return fmt.Sprintf("overwrote it with If-Match by a released record (ttl_s 0), as --allow-overlap asks. Another instance may take it now, while %s, if alive, may still write until its fence, about %s (%s), two thirds of its TTL after its last renewal.",
+			who, utc(until), fromNow(now, until))
 	case overlap || st.State == lease.Stale || st.State == lease.Released:
 		return "overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now."
 	case st.State == lease.Fresh:
 		free := st.Record.RenewedAt.Add(st.Record.TTL())
-		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when the broken record would have gone stale: its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once",
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when the broken record would have gone stale: its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once.",
 			lease.BreakerID, utc(free), fromNow(now, free))
 	case st.Record != nil: // suspect
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s that keeps its renewed_at and ttl_s, so it stays suspect: a contender takes it over once it has seen it unchanged for one of its own TTLs", lease.BreakerID)

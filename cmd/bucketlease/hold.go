@@ -64,9 +64,11 @@ hold passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the command (followed
 by SIGCONT if it is stopped; not SIGINT and SIGQUIT from the terminal, which
 the command gets itself); after SIGTERM, everything still running is killed
 once --grace has passed, the lease released and hold exits. An empty
-command after -- is refused (exit 2). When the lease ends under the command (lost, or
-broken by an operator) hold sends SIGTERM to every process and SIGKILL after
---grace, or at the fence deadline if that comes first. While the command is
+command after -- is refused (exit 2). When the lease is taken from under the
+command (broken by an operator, taken over or overwritten by another
+instance, deleted) hold kills it and everything it started at once with
+SIGKILL, without --grace: another instance may hold the lease already, and
+reports no release (nothing of its own is left to release). While the command is
 stopped (Ctrl-Z, SIGSTOP, or reading the terminal in the background), hold
 does not renew the lease: unless it continues, it is killed at the fence
 deadline. When the command has exited, hold sends SIGTERM to whatever it left
