@@ -218,11 +218,15 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 				continue
 			case <-leaseEnd:
 				leaseEnd, ended = nil, true
-				if errors.Is(l.Err(), lease.ErrLost) && status < 0 {
+				if errors.Is(l.Err(), lease.ErrLost) {
 					// Taken from us (broken, taken over, overwritten):
 					// another instance may hold the lease already, so
 					// there is no grace.
-					p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so the command and everything it started are killed now (SIGKILL, no grace)",
+					what := "the command and everything it started are"
+					if status >= 0 {
+						what = "whatever the command left running is"
+					}
+					p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so "+what+" killed now (SIGKILL, no grace)",
 						func(r *record) { r.PID = pid; r.Signal = "SIGKILL" })
 					send("kill the lease was lost")
 					continue
