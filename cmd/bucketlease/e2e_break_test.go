@@ -181,11 +181,11 @@ func TestBreakAllowOverlap(t *testing.T) {
 	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha", "--grace", "10m", "--", "sh", "-c", logWriter("A", log))
 	a.waitFor(`command-started`)
 	s := showJSONOf(t, u)
-	out, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--allow-overlap")
+	_, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--allow-overlap")
 	if code != exitRefused || !strings.Contains(errOut, "--force") {
 		t.Errorf("--allow-overlap without --force on a fresh lease: exit %d: %s", code, errOut)
 	}
-	out, errOut, code = runCLI(t, nil, "break", u, "--version", s.Version, "--allow-overlap", "--force")
+	out, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--allow-overlap", "--force")
 	if code != 0 || !strings.Contains(out, "Another instance may take it now, while its holder instance alpha, if alive, may still write until its fence") {
 		t.Fatalf("break --allow-overlap --force: exit %d\n%s\n%s", code, out, errOut)
 	}
