@@ -10,14 +10,36 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
-// BreakerID is the instance id in the released record Break writes, so
-// that a holder that renews afterwards finds a record that is not its own
-// and stops (ErrLost).
+// BreakerID is the instance id in the record Break writes, so that a
+// holder that renews afterwards finds a record that is not its own and
+// stops (ErrLost).
 const BreakerID = "bucketlease-break"
 
-// Break ends the lease on prefix in b at version v, whoever holds it, so
-// that another instance may take it at once. It is for an operator who has
-// looked at the lease (Inspect) and decided that its holder is gone.
+// Break ends the lease on prefix in b at version v, whoever holds it, for
+// an operator who has looked at the lease (Inspect) and decided that its
+// holder must stop. It never lets a contender in while the broken holder
+// may still be writing: the record it writes names BreakerID, so the holder
+// learns that it lost the lease at its next renewal, and it stays fresh to
+// every reader for exactly as long as the broken record would have:
+//
+//   - over a fresh record it keeps that record's renewed_at and ttl_s. The
+//     holder stops writing two thirds of its TTL after it sent its last
+//     renewal (its fence), and a contender whose clock runs up to a third
+//     of a TTL ahead of the holder's still sees the record fresh until
+//     then; a contender whose clock lags sees it fresh for longer. Every
+//     reader judges the break record as it would have judged the broken
+//     one, so no contender takes over sooner than it would have without the
+//     break: a TTL after the last renewal, when the record goes stale
+//     (Inspect's TakeoverAt before the break);
+//   - over a stale or released record it writes a released record (ttl_s
+//     0): the holder's fence has passed, by the same reckoning;
+//   - over a suspect record (stamped far in the future, or a TTL over
+//     MaxSaneTTL) it keeps renewed_at and ttl_s too, so a contender still
+//     waits one of its own TTLs after seeing it unchanged;
+//   - over an object that is not a lease record (whose writer and TTL are
+//     unknown) it writes a record fresh for DefaultTTL from now.
+//
+// BreakAllowingOverlap is the break that lets a contender in at once.
 //
 // Break never removes or overwrites any version but v, on any path to the
 // service that applies If-Match consistently, including one that drops it
@@ -32,14 +54,42 @@ const BreakerID = "bucketlease-break"
 //     refused, and deletes it. If that write is accepted, it returns an
 //     error wrapping ErrPreconditionsIgnored and has written nothing to the
 //     lease object;
-//  3. only then it overwrites the lease object with If-Match: v by a
-//     released record (ttl_s 0, stale to every reader).
+//  3. only then it overwrites the lease object with If-Match: v.
 //
 // It never deletes the lease object, because many services that serve the
 // S3 API ignore conditions on DELETE. What no client can guard against is a
 // path that applies If-Match to one request and drops it from the next: a
 // renewal that lands between steps 1 and 3 on such a path is overwritten.
 func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time) error {
+	return breakAt(ctx, b, prefix, v, now, false)
+}
+
+// BreakAllowingOverlap is Break, but it overwrites version v by a released
+// record (ttl_s 0), which every contender may take over at once, whatever
+// the record it breaks. If that record was fresh, its holder may still be
+// writing until its fence (up to two thirds of its TTL after its last
+// renewal) while the next holder has started: two writers at once. It is
+// for a holder known to be dead (its machine is off), never for one that
+// is only suspected to be.
+func BreakAllowingOverlap(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time) error {
+	return breakAt(ctx, b, prefix, v, now, true)
+}
+
+// breakRecord is the record a break writes over cur, read at the
+// breaker's wall-clock time now: see Break.
+func breakRecord(cur readResult, now time.Time, overlap bool) Record {
+	rec := Record{InstanceID: BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
+	switch {
+	case overlap:
+	case cur.err != nil: // not a record: nothing is known of its writer
+		rec.TTLSeconds = int64(DefaultTTL / time.Second)
+	case cur.rec.StateAt(now) == Fresh || cur.rec.StateAt(now) == Suspect:
+		rec.RenewedAt, rec.TTLSeconds = cur.rec.RenewedAt, cur.rec.TTLSeconds
+	}
+	return rec
+}
+
+func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time, overlap bool) error {
 	key := Key(prefix)
 	if v == "" {
 		return fmt.Errorf("break %s: no version given: break only a version you have looked at", key)
@@ -47,20 +97,20 @@ func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version
 	if err := checkWall(now); err != nil {
 		return err
 	}
-	rec := Record{InstanceID: BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
-	data := rec.Encode()
 	if oldlease.BreakWithoutRead.Load() {
-		return breakBlind(ctx, b, key, v, data)
+		rec := Record{InstanceID: BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
+		return breakBlind(ctx, b, key, v, rec.Encode())
 	}
-	_, cur, err := readLease(ctx, b, key)
+	cur, curV, err := readLease(ctx, b, key)
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return fmt.Errorf("break %s: the lease object no longer exists; nothing was written: %w", key, driver.ErrPrecondition)
 	case err != nil:
 		return fmt.Errorf("break %s: read the lease object: %w", key, err)
-	case cur != v:
-		return fmt.Errorf("break %s: the lease changed since version %s was read (it is now %s); nothing was written: %w", key, v, cur, driver.ErrPrecondition)
+	case curV != v:
+		return fmt.Errorf("break %s: the lease changed since version %s was read (it is now %s); nothing was written: %w", key, v, curV, driver.ErrPrecondition)
 	}
+	data := breakRecord(cur, now, overlap).Encode()
 	if err := proveIfMatch(ctx, b, key); err != nil {
 		return fmt.Errorf("break %s: %w; nothing was written to the lease object", key, err)
 	}

@@ -85,7 +85,11 @@
 //     Release never deletes, because many services that serve the S3 API
 //     ignore the condition on DELETE. Break, for operators, reads first and
 //     proves If-Match on a scratch key before it writes, so it never
-//     overwrites a version newer than the one the operator looked at.
+//     overwrites a version newer than the one the operator looked at; over
+//     a fresh record it writes one that stays fresh until the broken record
+//     would have gone stale, so nobody takes over before the broken
+//     holder's fence has passed (BreakAllowingOverlap frees it at once, for
+//     a holder known to be dead).
 //   - Writes under the lease go through Bucket: Put, Delete, and streamed
 //     uploads of any size (driver.PutStream on Bucket) whose every part and
 //     whose commit start only while MayWrite holds, and which are aborted if

@@ -131,7 +131,7 @@ func (l *Lease) lose(cur readResult) error {
 	switch {
 	case cur.err != nil:
 		detail = "the lease object is not a lease record: " + cur.err.Error()
-	case cur.rec.InstanceID == BreakerID && cur.rec.TTLSeconds == 0:
+	case cur.rec.InstanceID == BreakerID:
 		detail = "an operator broke the lease (bucketlease break)"
 	case cur.rec.TTLSeconds == 0:
 		detail = "the lease object was marked released"

@@ -582,10 +582,13 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 	if r, v, _ := readRecord(t, counted); v != h.Version() || r.InstanceID != "holder" {
 		t.Fatalf("break changed a lease it had not looked at: %+v", r)
 	}
+	renewed, _, _ := readRecord(t, counted)
 	if err := lease.Break(context.Background(), counted, "db1", h.Version(), c.Wall()); err != nil {
 		t.Fatalf("break of the current version: %v", err)
 	}
-	if r, _, ok := readRecord(t, counted); !ok || r.TTLSeconds != 0 || r.InstanceID != lease.BreakerID {
+	// A fresh lease: the break record keeps it fresh until it would have
+	// gone stale (TestBreakWaitsForTheBrokenHoldersFence).
+	if r, _, ok := readRecord(t, counted); !ok || r.InstanceID != lease.BreakerID || r.TTLSeconds != renewed.TTLSeconds || !r.RenewedAt.Equal(renewed.RenewedAt) {
 		t.Fatalf("after break: %+v", r)
 	}
 	if _, _, deletes := counted.Counts(); deletes-acquireDeletes != 1 {
@@ -738,5 +741,57 @@ func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {
 	// what was left and until when.
 	if r, _, ok := readRecord(t, inner); ok && r.TTLSeconds != 0 && !strings.Contains(err.Error(), "may be left") {
 		t.Fatalf("a fresh record was left and the error does not say so: %v", err)
+	}
+}
+
+// TestBreakWaitsForTheBrokenHoldersFence: after a break of a fresh lease
+// no contender takes it over until the broken record would have gone
+// stale (a TTL after its last renewal, by the contender's clock), whatever
+// that clock reads within the third of a TTL of skew the lease absorbs;
+// the broken holder learns it lost at its next renewal. With
+// BreakAllowingOverlap the contender takes it at once.
+func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
+	for _, skew := range []time.Duration{0, ttl / 3, -ttl / 3} {
+		b := mem.New()
+		c := clock.NewFake(t0)
+		h := acquire(t, b, "holder", c)
+		c.Advance(ttl / 3)
+		if err := h.Renew(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec, v, _ := readRecord(t, b)
+		fence := h.Deadline()
+		c.Advance(time.Second)
+		if err := lease.Break(context.Background(), b, "db1", v, c.Wall()); err != nil {
+			t.Fatalf("break: %v", err)
+		}
+		if err := h.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
+			t.Fatalf("the broken holder's renewal: %v, want ErrLost", err)
+		}
+		// The contender's clock is skew ahead of the holder's (and the
+		// breaker's).
+		cc := clock.NewFake(c.Wall().Add(skew))
+		for cc.Wall().Add(-skew).Before(fence) || cc.Wall().Before(rec.RenewedAt.Add(rec.TTL())) {
+			_, err := lease.Acquire(context.Background(), b, "db1", opts("next", cc, nil))
+			var held *lease.HeldError
+			if !errors.As(err, &held) || held.Holder() != lease.BreakerID {
+				t.Fatalf("skew %v: acquire at %v, %v before the broken holder's fence and %v before the record's stale time: %v, want held by %s",
+					skew, cc.Wall(), fence.Sub(cc.Wall().Add(-skew)), rec.RenewedAt.Add(rec.TTL()).Sub(cc.Wall()), err, lease.BreakerID)
+			}
+			cc.Advance(time.Second)
+		}
+		if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", cc, nil)); err != nil {
+			t.Fatalf("skew %v: acquire once the broken record is stale: %v", skew, err)
+		}
+	}
+
+	b := mem.New()
+	c := clock.NewFake(t0)
+	h := acquire(t, b, "holder", c)
+	if err := lease.BreakAllowingOverlap(context.Background(), b, "db1", h.Version(), c.Wall()); err != nil {
+		t.Fatalf("break allowing overlap: %v", err)
+	}
+	if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {
+		t.Fatalf("acquire after a break allowing overlap: %v", err)
 	}
 }

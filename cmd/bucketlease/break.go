@@ -17,27 +17,42 @@ import (
 
 var breakCommand = &command{
 	name:    "break",
-	args:    "URL --version V [--force] [--yes] [--json]",
-	summary: "remove a stuck lease, only if it is still the version you looked at",
-	help: `Removes the lease object {prefix}/LEASE so that another instance can take the
-lease at once, but only if it still has version V (from "bucketlease show"):
-it shows what it will remove, then overwrites it with one conditional
-request, If-Match: V, by a released record (ttl_s 0) that every contender may
-take over at once. It never deletes: many services that serve the S3 API
-ignore conditions on DELETE. If the lease changed since you looked (its
-holder renewed it, or someone else took it), break refuses, writes nothing
-and exits 4.
+	args:    "URL --version V [--force] [--allow-overlap] [--yes] [--json]",
+	summary: "end a stuck lease, only if it is still the version you looked at",
+	help: `Ends the lease on the URL's prefix ({prefix}/LEASE), whoever holds it, but
+only if the lease object still has version V (from "bucketlease show"): it
+shows the lease object, then overwrites it with one conditional request,
+If-Match: V, by a record naming bucketlease-break. The broken holder learns
+that it lost the lease at its next renewal or read-back and stops (hold
+kills its command at once). It never deletes: many services that serve the
+S3 API ignore conditions on DELETE. If the lease changed since you looked
+(its holder renewed it, or someone else took it), break refuses, writes
+nothing and exits 4.
+
+Break never lets two writers in at once. A stale lease's holder has passed
+its fence, so break writes a released record (ttl_s 0) that anyone may take
+over at once. A fresh lease (renewed less than its TTL ago) has a live
+holder, probably: break refuses it (exit 4) unless you pass --force, and
+then writes a record that keeps the renewed_at and ttl_s of the record it
+broke, so the lease stays fresh until the broken record would have gone
+stale, a TTL after its last renewal (break prints when): by then the broken
+holder has stopped writing (two thirds of a TTL after its last renewal, its
+fence), even for a contender whose clock runs up to a third of a TTL ahead.
+"hold --wait" waits until then and takes it over. A suspect lease stays
+suspect (a contender waits one of its own TTLs); an object that is not a
+lease record is blocked for the default TTL (30s).
+
+--allow-overlap writes the released record whatever the lease, so that
+another instance may take it at once: if the broken holder is alive, it may
+still write for up to two thirds of its TTL after its last renewal, at the
+same time as the next holder. Use it only for a holder known to be dead
+(its machine is off).
 
 On a terminal (stdin is one), break shows the lease object and asks before
 it writes: only "yes" breaks it; any other answer exits 4 and writes
 nothing. --yes skips the question. Without a terminal (a script, cron) it
 never asks: --version V, which names the one object to break, is the
 confirmation, as it always was.
-
-A fresh lease (renewed less than its TTL ago) has a live holder, probably:
-break refuses it (exit 4) unless you pass --force. Breaking a live holder's
-lease lets another instance start writing while the old holder may still be
-writing until its fence; it learns that it lost the lease at its next renewal.
 
 Examples:
   bucketlease show file:///var/backups/db1          # note the version
@@ -47,7 +62,8 @@ Examples:
 
 func setupBreak(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "the version of the lease object to remove, as show prints it (required)")
-	force := fs.Bool("force", false, "break a fresh lease too")
+	force := fs.Bool("force", false, "break a fresh lease too; nobody may take it over until its holder's fence has passed (when the broken record would have gone stale)")
+	overlap := fs.Bool("allow-overlap", false, "let another instance take the lease at once: a broken holder that is alive may still write for up to 2/3 of its TTL after its last renewal, at the same time as the next holder")
 	yes := fs.Bool("yes", false, "on a terminal, break without asking for confirmation (without a terminal break never asks: --version is the confirmation)")
 	asJSON := fs.Bool("json", false, "print one JSON object: what was done, or the refusal or error with its exit code and class")
 	timeout := new(time.Duration)
@@ -71,10 +87,10 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			confirm = func() error { return askYes(os.Stdin, e.stderr) }
 		}
 		if !*asJSON {
-			return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), *force, *timeout, confirm)
+			return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm)
 		}
 		var out strings.Builder
-		if err := breakLease(ctx, &out, rawURL, driver.Version(*version), *force, *timeout, confirm); err != nil {
+		if err := breakLease(ctx, &out, rawURL, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm); err != nil {
 			return err // the error object is written by jsonFailure
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -96,9 +112,13 @@ func askYes(r io.Reader, w io.Writer) error {
 	return withCode(exitRefused, withClass("cancelled", errors.New("not broken: the answer was not yes; nothing was written")))
 }
 
+// breakHow is what the operator allowed: breaking a fresh lease (force),
+// and letting the next holder in at once (overlap).
+type breakHow struct{ force, overlap bool }
+
 // breakLease breaks the lease at rawURL if it is still version v; confirm,
 // if not nil, is asked once the lease is shown and found breakable.
-func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, force bool, timeout time.Duration, confirm func() error) error {
+func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, how breakHow, timeout time.Duration, confirm func() error) error {
 	if err := fileLeaseNotObject(rawURL); err != nil {
 		return err
 	}
@@ -128,7 +148,7 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 			st.Key, st.Version, v, shellQuote(displayURL(rawURL)))))
 	}
 	v = st.Version // as the service spells it, quotes and all
-	if st.State == lease.Fresh && !force {
+	if st.State == lease.Fresh && !how.force {
 		return withCode(exitRefused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
 			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt))))
 	}
@@ -139,7 +159,11 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 			return err
 		}
 	}
-	err = lease.Break(ctx, b, prefix, v, time.Now())
+	brk := lease.Break
+	if how.overlap {
+		brk = lease.BreakAllowingOverlap
+	}
+	err = brk(ctx, b, prefix, v, time.Now())
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
 			st.Key, shellQuote(displayURL(rawURL)))))
@@ -147,8 +171,42 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	if err != nil {
 		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))
 	}
-	fmt.Fprintf(w, "Broke the lease %s (version %s): overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now.\n", st.Key, v)
+	fmt.Fprintf(w, "Broke the lease %s (version %s): %s\n", st.Key, v, brokeText(st, how.overlap, time.Now()))
 	return nil
+}
+
+// brokeText says what break wrote over st and when another instance may
+// take the lease: lease.Break's record, judged at now.
+func brokeText(st lease.Status, overlap bool, now time.Time) string {
+	switch {
+	case overlap && st.State == lease.Fresh:
+		until := st.Record.RenewedAt.Add(st.Record.TTL() * 2 / 3)
+		who := "its holder " + holderText(st.Holder())
+		if st.Holder() == lease.BreakerID { // a break's record keeps the broken holder's renewal
+			who = "the holder broken before"
+		}
+		return fmt.Sprintf("overwrote it with If-Match by a released record (ttl_s 0), as --allow-overlap asks. Another instance may take it now, while %s, if alive, may still write until its fence, about %s (%s), two thirds of its TTL after its last renewal.",
+			who, utc(until), fromNow(now, until))
+	case overlap || st.State == lease.Stale || st.State == lease.Released:
+		return "overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now."
+	case st.State == lease.Fresh:
+		free := st.Record.RenewedAt.Add(st.Record.TTL())
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when the broken record would have gone stale: its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once.",
+			lease.BreakerID, utc(free), fromNow(now, free))
+	case st.Record != nil: // suspect
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s that keeps its renewed_at and ttl_s, so it stays suspect: a contender takes it over once it has seen it unchanged for one of its own TTLs", lease.BreakerID)
+	default: // not a lease record
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it once that has passed", lease.BreakerID, lease.DefaultTTL)
+	}
+}
+
+// fromNow renders how long after now t comes, for people: "in 12s", or
+// "already passed".
+func fromNow(now, t time.Time) string {
+	if d := t.Sub(now).Round(time.Second); d > 0 {
+		return "in " + d.String()
+	}
+	return "already passed"
 }
 
 // sameVersion reports whether the version typed is the object's: the same,

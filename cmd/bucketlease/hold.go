@@ -64,9 +64,11 @@ hold passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the command (followed
 by SIGCONT if it is stopped; not SIGINT and SIGQUIT from the terminal, which
 the command gets itself); after SIGTERM, everything still running is killed
 once --grace has passed, the lease released and hold exits. An empty
-command after -- is refused (exit 2). When the lease ends under the command (lost, or
-broken by an operator) hold sends SIGTERM to every process and SIGKILL after
---grace, or at the fence deadline if that comes first. While the command is
+command after -- is refused (exit 2). When the lease is taken from under the
+command (broken by an operator, taken over or overwritten by another
+instance, deleted) hold kills it and everything it started at once with
+SIGKILL, without --grace: another instance may hold the lease already, and
+reports no release (nothing of its own is left to release). While the command is
 stopped (Ctrl-Z, SIGSTOP, or reading the terminal in the background), hold
 does not renew the lease: unless it continues, it is killed at the fence
 deadline. When the command has exited, hold sends SIGTERM to whatever it left
@@ -765,8 +767,16 @@ func releaseAfter(l *lease.Lease, rawURL string, b driver.Bucket, prefix string,
 	switch {
 	case err != nil:
 		p.note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *record) { r.Key = l.Key() })
-	case st.State == lease.Free || (st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released):
+	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released:
 		p.note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *record) { r.Key = l.Key() })
+	case st.State == lease.Free:
+		// Release never deletes the lease object: something else did,
+		// and there was nothing of ours left to release.
+		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
+			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
+	case st.Record == nil:
+		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is no longer a lease record (%s); left alone", l.Key(), st.Reason),
+			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
 	default:
 		p.note("not-released", fmt.Sprintf("did not release lease %s: it is %s, held by %s, no longer ours", l.Key(), st.State, holderText(st.Holder())),
 			func(r *record) { r.Key, r.Holder, r.State = l.Key(), st.Holder(), st.State.String() })

@@ -183,9 +183,15 @@ func (p *printer) held(h *lease.HeldError, waiting bool) {
 	r := record{Event: "held", Key: h.Key, Holder: h.Holder(), State: h.State.String(), Version: string(h.Version),
 		TakeoverAt: utc(h.TakeoverAt), Detail: h.Reason}
 	r.Message = h.Error()
+	if h.State == lease.Fresh && h.Holder() == lease.BreakerID {
+		// A break of a fresh lease (lease.Break): free once the broken
+		// holder must have stopped.
+		r.Message = fmt.Sprintf("lease %s was broken by an operator (bucketlease break) while its holder was live; that holder may still be writing until its fence, so the lease is free only at %s, a TTL after its last renewal",
+			h.Key, utc(h.TakeoverAt))
+	}
 	if waiting {
 		r.Event = "waiting"
-		r.Message = fmt.Sprintf("%s; waiting (takeover possible at %s, looking again every few seconds)", h.Error(), utc(h.TakeoverAt))
+		r.Message = fmt.Sprintf("%s; waiting (takeover possible at %s, looking again every few seconds)", r.Message, utc(h.TakeoverAt))
 	}
 	p.emit(h.Now, r)
 }

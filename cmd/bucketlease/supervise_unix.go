@@ -217,9 +217,22 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 				send("kill the lease object was deleted or replaced")
 				continue
 			case <-leaseEnd:
+				leaseEnd, ended = nil, true
+				if errors.Is(l.Err(), lease.ErrLost) {
+					// Taken from us (broken, taken over, overwritten):
+					// another instance may hold the lease already, so
+					// there is no grace.
+					what := "the command and everything it started are"
+					if status >= 0 {
+						what = "whatever the command left running is"
+					}
+					p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so "+what+" killed now (SIGKILL, no grace)",
+						func(r *record) { r.PID = pid; r.Signal = "SIGKILL" })
+					send("kill the lease was lost")
+					continue
+				}
 				// What the watchdog already did (after hold was stopped,
 				// say) is reported first: a moment for its reports.
-				leaseEnd, ended = nil, true
 				stopAfter = time.After(100 * time.Millisecond)
 				continue
 			case <-stopAfter:
