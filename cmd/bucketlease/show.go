@@ -431,6 +431,9 @@ func stateMeaning(st lease.Status) string {
 	case lease.Free:
 		return "no lease; anyone may take it"
 	case lease.Fresh:
+		if st.Record != nil && st.Record.InstanceID == lease.BreakerID {
+			return "broken by an operator; nobody may take it over until its broken holder's fence has passed"
+		}
 		return "held; nobody may take it over"
 	case lease.Stale:
 		return "not renewed within its TTL; the next contender takes it over"
@@ -480,6 +483,9 @@ func takeoverText(st lease.Status) string {
 		return "once a contender has seen this version unchanged for one of its own TTLs"
 	case !st.TakeoverAt.After(st.Now):
 		return "now"
+	case st.Record != nil && st.Record.InstanceID == lease.BreakerID:
+		return fmt.Sprintf("in %v (%s), when the broken holder's last renewal goes stale",
+			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
 	default:
 		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
 			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
