@@ -259,17 +259,47 @@ type PendingLister interface {
 	ListPending(ctx context.Context, prefix string) iter.Seq2[Pending, error]
 }
 
-// ReadPart fills buf from r as io.ReadFull does, and reports the bytes
-// read. The error is nil when buf was filled, io.EOF when r ended first (n
-// may be > 0: the last, short part), and r's error otherwise. Drivers that
-// stream read each part with it.
+// ReadPart fills buf from r and reports the bytes read. The error is nil
+// when buf was filled with no error from r, io.EOF when r ended cleanly (r
+// returned io.EOF itself; n may be > 0, up to len(buf): the last part), and
+// r's error otherwise, even
+// when r returned it together with the bytes that filled buf, and even when
+// it is io.ErrUnexpectedEOF: a cut HTTP body, a gzip or tar stream that ends
+// mid-record say so with it, and such a body is not whole. So only r's own
+// io.EOF ends a body; every other error is the write's, and the driver
+// aborts the upload. A reader that returns no bytes and no error
+// maxEmptyReads times in a row fails with io.ErrNoProgress. ctx is looked
+// at before every Read. Drivers that stream read each part with it.
 func ReadPart(ctx context.Context, r io.Reader, buf []byte) (int, error) {
-	n, err := io.ReadFull(contextReader{ctx, r}, buf)
-	if err == io.ErrUnexpectedEOF {
-		err = io.EOF
+	n, empty := 0, 0
+	for n < len(buf) {
+		if err := ctx.Err(); err != nil {
+			return n, context.Cause(ctx)
+		}
+		m, err := r.Read(buf[n:])
+		if m < 0 || m > len(buf)-n {
+			return n, fmt.Errorf("the body's reader returned an impossible count (%d bytes read into %d)", m, len(buf)-n)
+		}
+		n += m
+		switch {
+		case err == io.EOF:
+			return n, io.EOF
+		case err != nil:
+			return n, err
+		case m == 0:
+			if empty++; empty >= maxEmptyReads {
+				return n, io.ErrNoProgress
+			}
+		default:
+			empty = 0
+		}
 	}
-	return n, err
+	return n, nil
 }
+
+// maxEmptyReads is how many reads in a row that return nothing and no
+// error ReadPart waits through (as bufio does).
+const maxEmptyReads = 100
 
 // BeginList starts a List (or ListPending) of prefix, as Begin starts the
 // other operations: it returns the error to yield at once if ctx has ended
