@@ -205,7 +205,10 @@ func (l *Lease) proveStreamCommit(ctx context.Context) error {
 	stream := func(cond driver.Condition) (driver.Version, error) {
 		return driver.PutStream(ctx, l.b, scratch, bytes.NewReader(body), cond, opts)
 	}
-	defer l.b.Delete(context.WithoutCancel(ctx), scratch, driver.Condition{})
+	// Deleted on a context of its own, bounded by cleanupTimeout, so that
+	// a cancelled caller still leaves nothing behind, and a DELETE that
+	// never answers holds PutStream (and so Release) for no longer.
+	defer func() { _ = deleteScratch(ctx, l.b, scratch) }()
 	v, err := stream(driver.IfAbsent())
 	if err != nil {
 		return fmt.Errorf("prove the condition of a streamed commit on %s: %w", scratch, err)
