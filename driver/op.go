@@ -1,12 +1,14 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -236,7 +238,25 @@ func (o *Op) requests() int { return o.sent.last() }
 // Context, the refusal may be the service seeing this operation's own
 // earlier attempt, so the kind becomes ErrOutcomeUnknown.
 func (o *Op) Fail(kind, err error) error {
-	if kind == ErrPrecondition && o.requests() > 1 {
+	return o.fail(kind, err, true)
+}
+
+// Attempts returns how many requests were started through Context to the
+// host of the latest one: more than one when the client library sent the
+// operation's request again.
+func (o *Op) Attempts() int { return o.requests() }
+
+// FailSettled is Fail for a write whose request the client library sent
+// more than once and whose outcome the driver has settled by reading the
+// object back (see SettleRetriedWrite): kind is kept as it is, not turned
+// from ErrPrecondition into ErrOutcomeUnknown, since the read-back proved
+// that no attempt of the write landed.
+func (o *Op) FailSettled(kind, err error) error {
+	return o.fail(kind, err, false)
+}
+
+func (o *Op) fail(kind, err error, upgrade bool) error {
+	if upgrade && kind == ErrPrecondition && o.requests() > 1 {
 		kind = ErrOutcomeUnknown
 		err = fmt.Errorf("the client library sent the write %d times and a later attempt was refused, "+
 			"so an earlier one may have landed; read the object back: %w", o.requests(), err)
@@ -247,4 +267,65 @@ func (o *Op) Fail(kind, err error) error {
 		err = cerr
 	}
 	return &OpError{Driver: o.Driver, Op: o.Name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
+}
+
+// Settled is what reading an object back after a write whose request the
+// client library sent more than once proves (SettleRetriedWrite).
+type Settled int
+
+const (
+	// SettledUnknown: the read-back proves nothing; the outcome stays
+	// unknown.
+	SettledUnknown Settled = iota
+	// SettledOurs: the object holds exactly the write's bytes: an attempt
+	// landed (or an identical body was written), and its version is the
+	// write's.
+	SettledOurs
+	// SettledNotApplied: the object holds other bytes, last modified
+	// before the write's first attempt was sent, by the service's own
+	// clock: no attempt landed, since one that had would be newer.
+	SettledNotApplied
+)
+
+// ReadBack is an object as a driver read it back to settle a write: its
+// bytes (Data, at most the write's length + 1), version, last
+// modification and the service's clock at the read (the response's Date
+// header), both as the service gives them, to the second. Exists is false
+// when the key does not exist.
+type ReadBack struct {
+	Exists   bool
+	Data     []byte
+	Version  Version
+	Modified time.Time
+	Now      time.Time
+}
+
+// SettleRetriedWrite judges what a read-back proves of a write of data
+// whose first attempt was sent at sent (this machine's clock, read with
+// its monotonic reading) and that the client library sent more than once:
+// SettledOurs if the object holds data; SettledNotApplied if it holds
+// other bytes that the service last modified before the write's first
+// attempt. The second is judged on the service's clock alone, so that the
+// two machines' clocks may differ: the service's time at the first attempt
+// is at least rb.Now minus the time elapsed here since sent (read
+// monotonically, when the read-back's answer had come), and the second
+// granularity of Date and Last-Modified is allowed for. Anything else
+// (the key missing, other bytes newer than that) proves nothing.
+func SettleRetriedWrite(data []byte, sent time.Time, rb ReadBack) Settled {
+	if !rb.Exists || rb.Version == "" {
+		return SettledUnknown
+	}
+	if bytes.Equal(rb.Data, data) {
+		return SettledOurs
+	}
+	if rb.Now.IsZero() || rb.Modified.IsZero() {
+		return SettledUnknown
+	}
+	elapsed := time.Since(sent)
+	// The modification happened before Modified+1s; the first attempt at
+	// or after rb.Now-elapsed on the service's clock.
+	if !rb.Modified.Add(time.Second).After(rb.Now.Add(-elapsed)) {
+		return SettledNotApplied
+	}
+	return SettledUnknown
 }
