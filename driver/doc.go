@@ -130,7 +130,10 @@
 //     in the form Get returns; keys with spaces, unicode and % come back
 //     as written; a write just made is listed. A driver without Lister has
 //     these checks reported not applicable. (list-paged,
-//     list-prefix-of-key, list-odd-keys, list-read-your-write)
+//     list-prefix-of-key, list-odd-keys, list-read-your-write) A key
+//     holding U+FFFE or U+FFFF, which XML 1.0 cannot carry (S3 lists keys
+//     in XML: ask for encoding-type=url), is refused at Put or listed back
+//     exactly. (list-nonchar-keys)
 //
 // A driver's URL opener is exported (OpenURL in each of this module's
 // drivers), so that a custom Mux can host it, and refuses, with the rule in

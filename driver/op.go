@@ -23,8 +23,12 @@ const MaxKeyLen = 1024
 // trailing or double slash), "." or "..", and no backslash or control
 // character. MinIO would store "/a/k" as "a/k", Azure Blob "a\k" as "a/k",
 // and a service that cleans paths "a/./k" as "a/k"; the rule refuses all of
-// them. Its error wraps ErrInvalidKey and says which part of the rule the key
-// breaks.
+// them. Nor may a key hold U+FFFE or U+FFFF: valid UTF-8, but not
+// characters XML 1.0 can carry, and S3 and Azure Blob list keys in XML (S3
+// listed such a key as U+FFFD, a key never written, and left it out;
+// Azurite failed the whole listing), so that a key written with them
+// could not be listed back on every service. Its error wraps ErrInvalidKey
+// and says which part of the rule the key breaks.
 func CheckKey(key string) error {
 	if why := keyProblem(key); why != "" {
 		return fmt.Errorf("%w %s", ErrInvalidKey, why)
@@ -46,6 +50,8 @@ func keyProblem(key string) string {
 		why = "it contains a control character"
 	case strings.Contains(key, `\`):
 		why = `it contains a backslash, which some services store as "/"`
+	case strings.ContainsAny(key, "\ufffe\uffff"):
+		why = "it contains the noncharacter U+FFFE or U+FFFF, which XML 1.0 cannot carry, so that S3's and Azure's listings garble or drop the key"
 	default:
 		for _, seg := range strings.Split(key, "/") {
 			switch seg {
@@ -63,7 +69,7 @@ func keyProblem(key string) string {
 		return ""
 	}
 	return fmt.Sprintf("%q: %s; a key is a non-empty UTF-8 string of at most %d bytes whose segments, "+
-		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash or control character",
+		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash, control character, U+FFFE or U+FFFF",
 		clipKey(key), why, MaxKeyLen)
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func TestCheckKey(t *testing.T) {
-	for _, ok := range []string{"LEASE", "db1/LEASE", "a/b/c.tar.gz", "ünïcode/k", "a..b", ".hidden/x"} {
+	for _, ok := range []string{"LEASE", "db1/LEASE", "a/b/c.tar.gz", "ünïcode/k", "a..b", ".hidden/x", "odd/replacement-\ufffd"} {
 		if err := driver.CheckKey(ok); err != nil {
 			t.Errorf("CheckKey(%q): %v", ok, err)
 		}
@@ -28,6 +28,8 @@ func TestCheckKey(t *testing.T) {
 		`bs\k`:                    "backslash",
 		"a\nb":                    "control character",
 		"\xff":                    "UTF-8",
+		"odd/nonchar-\ufffe":      "U+FFFE or U+FFFF",
+		"odd/nonchar-\uffff":      "U+FFFE or U+FFFF",
 		strings.Repeat("k", 1025): "1025 bytes",
 	} {
 		err := driver.CheckKey(k)

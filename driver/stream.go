@@ -304,8 +304,8 @@ const maxEmptyReads = 100
 // BeginList starts a List (or ListPending) of prefix, as Begin starts the
 // other operations: it returns the error to yield at once if ctx has ended
 // or the prefix could match no valid key (longer than MaxKeyLen, not
-// UTF-8, a control character or a backslash), and otherwise an *Op whose
-// Fail builds every error of the listing. Unlike a key, a prefix may be
+// UTF-8, a control character, a backslash, U+FFFE or U+FFFF), and
+// otherwise an *Op whose Fail builds every error of the listing. Unlike a key, a prefix may be
 // empty (the whole bucket) and may end in a slash or mid-segment.
 func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
 	o := &Op{Driver: driverName, Name: string(OpList), Key: prefix, ctx: ctx, sent: &sentCount{}}
@@ -318,8 +318,8 @@ func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
 		why = fmt.Sprintf("it is %d bytes long, more than a key may be (%d)", len(prefix), MaxKeyLen)
 	case !utf8.ValidString(prefix):
 		why = "it is not valid UTF-8"
-	case strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }):
-		why = "it contains a control character or a backslash, which no key may"
+	case strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' || r == 0xfffe || r == 0xffff }):
+		why = "it contains a control character, a backslash, U+FFFE or U+FFFF, which no key may"
 	}
 	if why != "" {
 		return o, o.Fail(ErrInvalidKey, fmt.Errorf("prefix %q matches no valid key: %s", clipKey(prefix), why))
