@@ -207,6 +207,13 @@ type UploadError struct {
 	// anything was; where no abort could be sent, with what becomes of
 	// it.
 	Upload string
+	// MayHaveCommitted reports that the commit was sent and no answer
+	// said what the service did with it (a lost reply): the object may
+	// have been committed, whatever the abort sent after it returned (S3
+	// forgets an upload once it is completed or aborted alike, so an
+	// abort that "succeeds" proves nothing). Aborted is then false; read
+	// the object back to know.
+	MayHaveCommitted bool
 }
 
 // Error says why the write failed and what became of the staged upload.
@@ -216,6 +223,8 @@ func (e *UploadError) Error() string {
 		msg = e.Err.Error()
 	}
 	switch {
+	case e.MayHaveCommitted:
+		return msg + "; its commit (of " + e.Upload + ") got no answer, so the object may have been committed, whatever the abort sent after it returned: read the object back"
 	case !e.Staged:
 		return msg + "; nothing had been staged"
 	case e.Aborted:

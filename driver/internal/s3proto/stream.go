@@ -239,6 +239,7 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 				// may have landed, and the abort cannot tell (S3 forgets
 				// an upload once it is completed or aborted alike).
 				ue.Err = fmt.Errorf("completing the multipart upload failed without an answer that says whether it was committed (read the object back): %w", err)
+				ue.Aborted, ue.MayHaveCommitted = false, true
 				kind = driver.ErrOutcomeUnknown
 			}
 			return "", cop.Fail(kind, ue)

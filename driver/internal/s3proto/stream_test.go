@@ -208,7 +208,8 @@ func TestUploadAbortsAndSays(t *testing.T) {
 		// The commit landed and its answer was lost: nothing says what
 		// happened, so the outcome is unknown, never "aborted, nothing
 		// written".
-		{"the commit's answer is lost", &fakeMP{lost: true}, nil, driver.ErrOutcomeUnknown, true, "read the object back"},
+		// Nor does the abort sent after it say so (issue 30, finding 9).
+		{"the commit's answer is lost", &fakeMP{lost: true}, nil, driver.ErrOutcomeUnknown, false, "may have been committed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var single []byte
@@ -245,6 +246,9 @@ func TestUploadAbortsAndSays(t *testing.T) {
 			}
 			if c.f.completed != nil && !c.f.lost {
 				t.Error("the upload was committed")
+			}
+			if c.f.lost && (!ue.MayHaveCommitted || strings.Contains(err.Error(), "was aborted")) {
+				t.Errorf("%v: an upload whose commit may have landed is reported aborted (MayHaveCommitted=%t)", err, ue.MayHaveCommitted)
 			}
 		})
 	}
