@@ -43,6 +43,8 @@ type fakeMP struct {
 	listErr   error            // what Pending fails with
 	listed    int              // calls of Pending
 	abortedID []string         // what Abort was called with
+	// pendingAt, if set, gives what the n-th call of Pending yields.
+	pendingAt func(n int) []driver.Pending
 }
 
 // send stands for one HTTP request started with ctx: it calls the
@@ -64,6 +66,9 @@ func (f *fakeMP) Create(ctx context.Context) (string, error) {
 
 func (f *fakeMP) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
 	f.listed++
+	if f.pendingAt != nil {
+		f.pending = f.pendingAt(f.listed)
+	}
 	return func(yield func(driver.Pending, error) bool) {
 		if f.listErr != nil {
 			yield(driver.Pending{}, f.listErr)
@@ -299,6 +304,7 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 // Create did return, not another writer's upload that has parts or began
 // before, not another key's.
 func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
+	defer s3proto.ShortenSweepLate(100 * time.Millisecond)()
 	lost := errors.New("read tcp: connection reset by peer")
 	others := func(now time.Time) []driver.Pending {
 		return []driver.Pending{
@@ -393,5 +399,40 @@ func TestUploadSweepThatFailsSaysSo(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v does not say %q", err, want)
 		}
+	}
+}
+
+// TestUploadSweepFindsACreateThatLandsLate: a CreateMultipartUpload that
+// the client gave up on in flight lands after the sweep's first listing
+// (it was seen 1.8 s late): the sweep lists the key again before Run
+// returns, finds the upload and aborts it (issue 30, finding 9).
+func TestUploadSweepFindsACreateThatLandsLate(t *testing.T) {
+	defer s3proto.ShortenSweepLate(time.Second)()
+	began := time.Now()
+	f := &fakeMP{}
+	f.create = func(ctx context.Context) (string, error) {
+		send(ctx)
+		return "", errors.New("context deadline exceeded while awaiting headers")
+	}
+	// Counted, not timed: absent at the first listing, there from the
+	// second on.
+	f.pendingAt = func(n int) []driver.Pending {
+		if n < 2 {
+			return nil
+		}
+		return []driver.Pending{{Key: "k", Upload: "LATE", Initiated: began.Add(time.Second)}}
+	}
+	var single []byte
+	_, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
+		&driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
+	if err == nil {
+		t.Fatal("Run succeeded though the creation failed")
+	}
+	if !slices.Equal(f.abortedID, []string{"LATE"}) {
+		t.Fatalf("aborted %v after %d listings, want [LATE]: an upload begun after the first listing is left pending (%v)", f.abortedID, f.listed, err)
+	}
+	var ue *driver.UploadError
+	if !errors.As(err, &ue) || !ue.Staged || !ue.Aborted || !strings.Contains(err.Error(), "LATE") {
+		t.Errorf("%v: want an UploadError saying the late upload LATE was aborted", err)
 	}
 }
