@@ -117,14 +117,23 @@
 //     A driver without Streamer has these checks reported not applicable.
 //     (stream-if-absent-existing, stream-if-match-stale,
 //     stream-race-if-absent, stream-canceled-mid-body, stream-round-trip,
-//     stream-may-start-refused)
+//     stream-may-start-refused) Only the body reader's own io.EOF ends a
+//     body (read it with ReadPart): any other error of the reader, an
+//     io.ErrUnexpectedEOF of its own (a cut HTTP body, gzip, tar) or one
+//     returned together with bytes included, fails the write with an error
+//     wrapping it and commits nothing, on the streamed path and the
+//     single-request one alike; this check runs through PutStream, so on a
+//     driver without Streamer too. (stream-reader-fails)
 //  14. A driver that lists (the optional Lister; see List) yields every key
 //     under a plain string prefix once, in lexical order, across the
 //     service's pages, with its size, modification time and the version
 //     in the form Get returns; keys with spaces, unicode and % come back
 //     as written; a write just made is listed. A driver without Lister has
 //     these checks reported not applicable. (list-paged,
-//     list-prefix-of-key, list-odd-keys, list-read-your-write)
+//     list-prefix-of-key, list-odd-keys, list-read-your-write) A key
+//     holding U+FFFE or U+FFFF, which XML 1.0 cannot carry (S3 lists keys
+//     in XML: ask for encoding-type=url), is refused at Put or listed back
+//     exactly. (list-nonchar-keys)
 //
 // A driver's URL opener is exported (OpenURL in each of this module's
 // drivers), so that a custom Mux can host it, and refuses, with the rule in

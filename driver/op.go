@@ -1,12 +1,14 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -21,8 +23,12 @@ const MaxKeyLen = 1024
 // trailing or double slash), "." or "..", and no backslash or control
 // character. MinIO would store "/a/k" as "a/k", Azure Blob "a\k" as "a/k",
 // and a service that cleans paths "a/./k" as "a/k"; the rule refuses all of
-// them. Its error wraps ErrInvalidKey and says which part of the rule the key
-// breaks.
+// them. Nor may a key hold U+FFFE or U+FFFF: valid UTF-8, but not
+// characters XML 1.0 can carry, and S3 and Azure Blob list keys in XML (S3
+// listed such a key as U+FFFD, a key never written, and left it out;
+// Azurite failed the whole listing), so that a key written with them
+// could not be listed back on every service. Its error wraps ErrInvalidKey
+// and says which part of the rule the key breaks.
 func CheckKey(key string) error {
 	if why := keyProblem(key); why != "" {
 		return fmt.Errorf("%w %s", ErrInvalidKey, why)
@@ -44,6 +50,8 @@ func keyProblem(key string) string {
 		why = "it contains a control character"
 	case strings.Contains(key, `\`):
 		why = `it contains a backslash, which some services store as "/"`
+	case strings.ContainsAny(key, "\ufffe\uffff"):
+		why = "it contains the noncharacter U+FFFE or U+FFFF, which XML 1.0 cannot carry, so that S3's and Azure's listings garble or drop the key"
 	default:
 		for _, seg := range strings.Split(key, "/") {
 			switch seg {
@@ -61,7 +69,7 @@ func keyProblem(key string) string {
 		return ""
 	}
 	return fmt.Sprintf("%q: %s; a key is a non-empty UTF-8 string of at most %d bytes whose segments, "+
-		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash or control character",
+		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash, control character, U+FFFE or U+FFFF",
 		clipKey(key), why, MaxKeyLen)
 }
 
@@ -236,7 +244,25 @@ func (o *Op) requests() int { return o.sent.last() }
 // Context, the refusal may be the service seeing this operation's own
 // earlier attempt, so the kind becomes ErrOutcomeUnknown.
 func (o *Op) Fail(kind, err error) error {
-	if kind == ErrPrecondition && o.requests() > 1 {
+	return o.fail(kind, err, true)
+}
+
+// Attempts returns how many requests were started through Context to the
+// host of the latest one: more than one when the client library sent the
+// operation's request again.
+func (o *Op) Attempts() int { return o.requests() }
+
+// FailSettled is Fail for a write whose request the client library sent
+// more than once and whose outcome the driver has settled by reading the
+// object back (see SettleRetriedWrite): kind is kept as it is, not turned
+// from ErrPrecondition into ErrOutcomeUnknown, since the read-back proved
+// that no attempt of the write landed.
+func (o *Op) FailSettled(kind, err error) error {
+	return o.fail(kind, err, false)
+}
+
+func (o *Op) fail(kind, err error, upgrade bool) error {
+	if upgrade && kind == ErrPrecondition && o.requests() > 1 {
 		kind = ErrOutcomeUnknown
 		err = fmt.Errorf("the client library sent the write %d times and a later attempt was refused, "+
 			"so an earlier one may have landed; read the object back: %w", o.requests(), err)
@@ -247,4 +273,65 @@ func (o *Op) Fail(kind, err error) error {
 		err = cerr
 	}
 	return &OpError{Driver: o.Driver, Op: o.Name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
+}
+
+// Settled is what reading an object back after a write whose request the
+// client library sent more than once proves (SettleRetriedWrite).
+type Settled int
+
+const (
+	// SettledUnknown: the read-back proves nothing; the outcome stays
+	// unknown.
+	SettledUnknown Settled = iota
+	// SettledOurs: the object holds exactly the write's bytes: an attempt
+	// landed (or an identical body was written), and its version is the
+	// write's.
+	SettledOurs
+	// SettledNotApplied: the object holds other bytes, last modified
+	// before the write's first attempt was sent, by the service's own
+	// clock: no attempt landed, since one that had would be newer.
+	SettledNotApplied
+)
+
+// ReadBack is an object as a driver read it back to settle a write: its
+// bytes (Data, at most the write's length + 1), version, last
+// modification and the service's clock at the read (the response's Date
+// header), both as the service gives them, to the second. Exists is false
+// when the key does not exist.
+type ReadBack struct {
+	Exists   bool
+	Data     []byte
+	Version  Version
+	Modified time.Time
+	Now      time.Time
+}
+
+// SettleRetriedWrite judges what a read-back proves of a write of data
+// whose first attempt was sent at sent (this machine's clock, read with
+// its monotonic reading) and that the client library sent more than once:
+// SettledOurs if the object holds data; SettledNotApplied if it holds
+// other bytes that the service last modified before the write's first
+// attempt. The second is judged on the service's clock alone, so that the
+// two machines' clocks may differ: the service's time at the first attempt
+// is at least rb.Now minus the time elapsed here since sent (read
+// monotonically, when the read-back's answer had come), and the second
+// granularity of Date and Last-Modified is allowed for. Anything else
+// (the key missing, other bytes newer than that) proves nothing.
+func SettleRetriedWrite(data []byte, sent time.Time, rb ReadBack) Settled {
+	if !rb.Exists || rb.Version == "" {
+		return SettledUnknown
+	}
+	if bytes.Equal(rb.Data, data) {
+		return SettledOurs
+	}
+	if rb.Now.IsZero() || rb.Modified.IsZero() {
+		return SettledUnknown
+	}
+	elapsed := time.Since(sent)
+	// The modification happened before Modified+1s; the first attempt at
+	// or after rb.Now-elapsed on the service's clock.
+	if !rb.Modified.Add(time.Second).After(rb.Now.Add(-elapsed)) {
+		return SettledNotApplied
+	}
+	return SettledUnknown
 }

@@ -207,6 +207,13 @@ type UploadError struct {
 	// anything was; where no abort could be sent, with what becomes of
 	// it.
 	Upload string
+	// MayHaveCommitted reports that the commit was sent and no answer
+	// said what the service did with it (a lost reply): the object may
+	// have been committed, whatever the abort sent after it returned (S3
+	// forgets an upload once it is completed or aborted alike, so an
+	// abort that "succeeds" proves nothing). Aborted is then false; read
+	// the object back to know.
+	MayHaveCommitted bool
 }
 
 // Error says why the write failed and what became of the staged upload.
@@ -216,6 +223,8 @@ func (e *UploadError) Error() string {
 		msg = e.Err.Error()
 	}
 	switch {
+	case e.MayHaveCommitted:
+		return msg + "; its commit (of " + e.Upload + ") got no answer, so the object may have been committed, whatever the abort sent after it returned: read the object back"
 	case !e.Staged:
 		return msg + "; nothing had been staged"
 	case e.Aborted:
@@ -259,23 +268,53 @@ type PendingLister interface {
 	ListPending(ctx context.Context, prefix string) iter.Seq2[Pending, error]
 }
 
-// ReadPart fills buf from r as io.ReadFull does, and reports the bytes
-// read. The error is nil when buf was filled, io.EOF when r ended first (n
-// may be > 0: the last, short part), and r's error otherwise. Drivers that
-// stream read each part with it.
+// ReadPart fills buf from r and reports the bytes read. The error is nil
+// when buf was filled with no error from r, io.EOF when r ended cleanly (r
+// returned io.EOF itself; n may be > 0, up to len(buf): the last part), and
+// r's error otherwise, even
+// when r returned it together with the bytes that filled buf, and even when
+// it is io.ErrUnexpectedEOF: a cut HTTP body, a gzip or tar stream that ends
+// mid-record say so with it, and such a body is not whole. So only r's own
+// io.EOF ends a body; every other error is the write's, and the driver
+// aborts the upload. A reader that returns no bytes and no error
+// maxEmptyReads times in a row fails with io.ErrNoProgress. ctx is looked
+// at before every Read. Drivers that stream read each part with it.
 func ReadPart(ctx context.Context, r io.Reader, buf []byte) (int, error) {
-	n, err := io.ReadFull(contextReader{ctx, r}, buf)
-	if err == io.ErrUnexpectedEOF {
-		err = io.EOF
+	n, empty := 0, 0
+	for n < len(buf) {
+		if err := ctx.Err(); err != nil {
+			return n, context.Cause(ctx)
+		}
+		m, err := r.Read(buf[n:])
+		if m < 0 || m > len(buf)-n {
+			return n, fmt.Errorf("the body's reader returned an impossible count (%d bytes read into %d)", m, len(buf)-n)
+		}
+		n += m
+		switch {
+		case err == io.EOF:
+			return n, io.EOF
+		case err != nil:
+			return n, err
+		case m == 0:
+			if empty++; empty >= maxEmptyReads {
+				return n, io.ErrNoProgress
+			}
+		default:
+			empty = 0
+		}
 	}
-	return n, err
+	return n, nil
 }
+
+// maxEmptyReads is how many reads in a row that return nothing and no
+// error ReadPart waits through (as bufio does).
+const maxEmptyReads = 100
 
 // BeginList starts a List (or ListPending) of prefix, as Begin starts the
 // other operations: it returns the error to yield at once if ctx has ended
 // or the prefix could match no valid key (longer than MaxKeyLen, not
-// UTF-8, a control character or a backslash), and otherwise an *Op whose
-// Fail builds every error of the listing. Unlike a key, a prefix may be
+// UTF-8, a control character, a backslash, U+FFFE or U+FFFF), and
+// otherwise an *Op whose Fail builds every error of the listing. Unlike a key, a prefix may be
 // empty (the whole bucket) and may end in a slash or mid-segment.
 func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
 	o := &Op{Driver: driverName, Name: string(OpList), Key: prefix, ctx: ctx, sent: &sentCount{}}
@@ -288,8 +327,8 @@ func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
 		why = fmt.Sprintf("it is %d bytes long, more than a key may be (%d)", len(prefix), MaxKeyLen)
 	case !utf8.ValidString(prefix):
 		why = "it is not valid UTF-8"
-	case strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }):
-		why = "it contains a control character or a backslash, which no key may"
+	case strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' || r == 0xfffe || r == 0xffff }):
+		why = "it contains a control character, a backslash, U+FFFE or U+FFFF, which no key may"
 	}
 	if why != "" {
 		return o, o.Fail(ErrInvalidKey, fmt.Errorf("prefix %q matches no valid key: %s", clipKey(prefix), why))

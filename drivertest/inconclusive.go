@@ -87,6 +87,10 @@ func (b *recordedBody) Read(p []byte) (int, error) {
 // the fallback), noting the error.
 func (r *recorder) PutStream(ctx context.Context, key string, body io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	v, err := driver.PutStream(ctx, r.Bucket, key, body, cond, opts)
+	if fb, ok := body.(*failingBody); ok && fb.failed(err) {
+		// The failure the check made its body return, not the service's.
+		return v, err
+	}
 	r.note(err)
 	return v, err
 }

@@ -233,6 +233,32 @@ func listReadYourWrite(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// listNoncharKeys writes keys holding the noncharacters U+FFFE and U+FFFF
+// (valid UTF-8, which the portable key rule allows, but not characters
+// XML 1.0 can carry, so that an S3 listing in plain XML garbles or drops
+// them) and one holding U+FFFD: each must be refused at Put
+// (ErrInvalidKey) or listed back exactly, and nothing is listed that was
+// not written.
+func listNoncharKeys(ctx context.Context, s *scope) error {
+	l, err := s.lister(ctx)
+	if err != nil {
+		return err
+	}
+	want := map[string]driver.Object{}
+	for _, name := range []string{"nonchar/a-\ufffe", "nonchar/b-\uffff", "nonchar/c-\ufffd", "nonchar/d-\ufffe\uffff x+y"} {
+		k := s.key(name)
+		v, err := s.b.Put(ctx, k, []byte(name), driver.IfAbsent())
+		if errors.Is(err, driver.ErrInvalidKey) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("Put %q: %s; want success, or ErrInvalidKey if the driver refuses such keys", k, outcome(err))
+		}
+		want[k] = driver.Object{Key: k, Size: int64(len(name)), Version: v}
+	}
+	return listed(ctx, l, s.prefix+"/nonchar/", want)
+}
+
 // listChecks are the checks of this file; suite.go orders them.
 var listChecks = []check{
 	check{
@@ -254,5 +280,10 @@ var listChecks = []check{
 		name:   "list-read-your-write",
 		expect: "a key written just before is listed with its version; an overwrite shows the new version, a Delete removes it",
 		run:    listReadYourWrite,
+	},
+	check{
+		name:   "list-nonchar-keys",
+		expect: "keys holding U+FFFE or U+FFFF (which XML 1.0 cannot carry) are refused at Put (ErrInvalidKey) or listed back exactly, and nothing is listed that was not written",
+		run:    listNoncharKeys,
 	},
 }

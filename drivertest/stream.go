@@ -427,4 +427,105 @@ var streamChecks = []check{
 		expect: "a streamed write whose MayStart refuses (at a part, at the commit) fails with MayStart's error, stores nothing, asks MayStart no more, and leaves no upload pending",
 		run:    streamMayStartRefused,
 	},
+	check{
+		name:   "stream-reader-fails",
+		expect: "a write through driver.PutStream whose reader fails (io.ErrUnexpectedEOF, another error; mid-part, at a part boundary, in a body shorter than one part) fails with an error wrapping the reader's, commits nothing under IfAbsent, IfMatch or no condition, and leaves no upload pending",
+		run:    streamReaderFails,
+	},
+}
+
+// errBodyFailed is the error (other than io.ErrUnexpectedEOF) that the
+// body of stream-reader-fails returns.
+var errBodyFailed = errors.New("drivertest: the body's reader failed")
+
+// failingBody yields the body newBody(seed, at) and then fails with err:
+// the read that reaches byte at returns its last bytes together with err
+// (as a reader may), and every read after it returns err alone, as a cut
+// HTTP body, a gzip or a tar reader does.
+type failingBody struct {
+	r    io.Reader
+	at   int64
+	err  error
+	read int64
+}
+
+func (f *failingBody) Read(p []byte) (int, error) {
+	left := f.at - f.read
+	if left <= 0 {
+		return 0, f.err
+	}
+	if int64(len(p)) < left {
+		n, err := f.r.Read(p)
+		f.read += int64(n)
+		return n, err
+	}
+	n, err := io.ReadFull(f.r, p[:left])
+	f.read += int64(n)
+	if err != nil {
+		return n, err
+	}
+	return n, f.err
+}
+
+// failed reports whether err is the failure this body was made to return.
+func (f *failingBody) failed(err error) bool { return errors.Is(err, f.err) }
+
+// streamReaderFails streams bodies whose reader fails, with
+// io.ErrUnexpectedEOF and with another error, mid-part, exactly at a part
+// boundary, and within a body shorter than one part (which most drivers
+// send as one request): the write must fail with an error wrapping the
+// reader's, commit nothing (a new key stays absent, an existing one
+// unchanged, under IfAbsent, IfMatch and no condition alike), and leave
+// no upload pending. It runs through driver.PutStream, so it also checks
+// the fallback of a driver that cannot stream.
+func streamReaderFails(ctx context.Context, s *scope) error {
+	existing := s.key("existing")
+	v, err := seed(ctx, s.b, existing, []byte("keep"))
+	if err != nil {
+		return err
+	}
+	type place struct {
+		name string
+		at   int64
+	}
+	places := []place{
+		{"mid-part (in the second part)", driver.MinPartSize + 1<<20 + 7},
+		{"at a part boundary (the end of the second part)", 2 * driver.MinPartSize},
+		{"within a body shorter than one part", 1<<20 + 3},
+	}
+	conds := []driver.Condition{driver.IfAbsent(), driver.IfMatch(v), {}}
+	i := 0
+	for _, fail := range []error{io.ErrUnexpectedEOF, errBodyFailed} {
+		for _, p := range places {
+			cond := conds[i%len(conds)]
+			i++
+			key := existing
+			if cond.Absent() {
+				key = s.key("new" + strconv.Itoa(i))
+			}
+			body := &failingBody{r: newBody(uint64(10+i), p.at+driver.MinPartSize), at: p.at, err: fail}
+			what := fmt.Sprintf("PutStream (%s) whose reader fails with %q %s", cond, fail, p.name)
+			_, err := driver.PutStream(ctx, s.b, key, body, cond, streamOpts(nil))
+			if sk := notStreamed(err); sk != nil {
+				return sk
+			}
+			if err == nil {
+				return fmt.Errorf("%s succeeded: a truncated body (%d bytes) was committed as whole", what, body.read)
+			}
+			if !errors.Is(err, fail) {
+				return fmt.Errorf("%s: %s, want an error wrapping the reader's", what, outcome(err))
+			}
+			if cond.Absent() {
+				if err := absent(ctx, s.b, key); err != nil {
+					return fmt.Errorf("after the %s: %w", what, err)
+				}
+			} else if err := unchanged(ctx, s.b, key, []byte("keep"), v); err != nil {
+				return fmt.Errorf("after the %s: %w", what, err)
+			}
+			if err := s.nonePending(ctx, key); err != nil {
+				return fmt.Errorf("after the %s: %w", what, err)
+			}
+		}
+	}
+	return nil
 }

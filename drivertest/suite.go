@@ -72,6 +72,10 @@ var order = []string{
 	"version-header-missing",
 	"wildcard-never-sent",
 	"lease-lost-reply-wire",
+	// Issue 30: a body whose reader fails is never committed.
+	"stream-reader-fails",
+	// Issue 30: keys that XML 1.0 cannot carry list back exactly.
+	"list-nonchar-keys",
 }
 
 // checks is the suite in order.

@@ -205,7 +205,10 @@ func (l *Lease) proveStreamCommit(ctx context.Context) error {
 	stream := func(cond driver.Condition) (driver.Version, error) {
 		return driver.PutStream(ctx, l.b, scratch, bytes.NewReader(body), cond, opts)
 	}
-	defer l.b.Delete(context.WithoutCancel(ctx), scratch, driver.Condition{})
+	// Deleted on a context of its own, bounded by cleanupTimeout, so that
+	// a cancelled caller still leaves nothing behind, and a DELETE that
+	// never answers holds PutStream (and so Release) for no longer.
+	defer func() { _ = deleteScratch(ctx, l.b, scratch) }()
 	v, err := stream(driver.IfAbsent())
 	if err != nil {
 		return fmt.Errorf("prove the condition of a streamed commit on %s: %w", scratch, err)
@@ -239,7 +242,9 @@ func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condit
 // List yields the objects whose keys, relative to the lease's prefix,
 // start with prefix, with their keys relative to the lease's prefix. The
 // lease object itself is left out, and so are the scratch keys the lease
-// writes beside it (IsScratchKey). Listing is a read: it passes through the
+// writes beside it ({prefix}/LEASE.<kind>-probe-<16 hex digits>); a key of
+// the caller's that merely looks like one deeper down (such as
+// sub/LEASE.acquire-probe-0123456789abcdef) is listed. Listing is a read: it passes through the
 // fence.
 func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	base := ""
@@ -252,7 +257,7 @@ func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.
 				yield(o, err)
 				return
 			}
-			if o.Key == f.l.key || !strings.HasPrefix(o.Key, base) || IsScratchKey(o.Key) {
+			if o.Key == f.l.key || !strings.HasPrefix(o.Key, base) || f.l.ownScratch(o.Key) {
 				continue
 			}
 			o.Key = o.Key[len(base):]

@@ -29,11 +29,16 @@ func scratchKey(key, kind string) (string, error) {
 	return key + "." + kind + "-probe-" + hex.EncodeToString(r[:]), nil
 }
 
-// IsScratchKey reports whether key is a scratch key that the lease writes
-// beside a lease object ({prefix}/LEASE.acquire-probe-…, LEASE.break-probe-…,
-// LEASE.stream-probe-…) to prove that a path applies preconditions. Such a
-// key holds nothing of a user's; one older than a minute is a leftover of a
-// process that died during a probe, and is safe to delete.
+// IsScratchKey reports whether key is named as a scratch key that the lease
+// writes beside a lease object ({prefix}/LEASE.acquire-probe-…,
+// LEASE.break-probe-…, LEASE.stream-probe-…) to prove that a path applies
+// preconditions. It looks at the key's last segment only, so it cannot
+// tell a lease's scratch key from a key of the caller's deeper down that
+// is named like one: a scratch key of the lease on prefix P is one that
+// IsScratchKey accepts and that sits directly beside P's lease object
+// (it starts with P + "/LEASE."). Such a key holds nothing of a user's; one
+// older than a minute is a leftover of a process that died during a
+// probe, and is safe to delete.
 func IsScratchKey(key string) bool {
 	i := strings.LastIndex(key, "/") + 1
 	name := key[i:]
@@ -118,4 +123,11 @@ func deleteScratch(ctx context.Context, b driver.Bucket, scratch string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	return b.Delete(ctx, scratch, driver.Condition{})
+}
+
+// ownScratch reports whether key is a scratch key of this lease: named as
+// one (IsScratchKey) and directly beside the lease object, not a key of the
+// caller's deeper under the prefix that is named like one.
+func (l *Lease) ownScratch(key string) bool {
+	return strings.HasPrefix(key, l.key+".") && IsScratchKey(key)
 }

@@ -1,7 +1,13 @@
 package lease_test
 
 import (
+	"context"
+	"slices"
 	"testing"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
 
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -22,5 +28,36 @@ func TestIsScratchKey(t *testing.T) {
 		if got := lease.IsScratchKey(key); got != want {
 			t.Errorf("IsScratchKey(%q) = %v, want %v", key, got, want)
 		}
+	}
+}
+
+// Lease.Bucket's List leaves out the lease's own scratch keys, those
+// beside its LEASE, and lists a caller's key deeper down that is merely
+// named like one (issue 30, finding 9).
+func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := acquire(t, b, "A", clock.NewFake(t0))
+	defer l.Release(ctx)
+	mine := []string{"sub/LEASE.acquire-probe-0123456789abcdef", "a/b/LEASE.stream-probe-fedcba9876543210"}
+	for _, k := range mine {
+		if _, err := l.Bucket().Put(ctx, k, []byte("mine"), driver.IfAbsent()); err != nil {
+			t.Fatalf("put %s: %v", k, err)
+		}
+	}
+	// A leftover of the lease's own probe, beside its LEASE.
+	if _, err := b.Put(ctx, "db1/LEASE.acquire-probe-0123456789abcdef", []byte("probe"), driver.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for o, err := range driver.List(ctx, l.Bucket(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o.Key)
+	}
+	slices.Sort(mine)
+	if !slices.Equal(got, mine) {
+		t.Fatalf("Lease.Bucket lists %q, want %q (the caller's keys, not the lease's own probe key)", got, mine)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +168,61 @@ func TestStreamedCommitThatIgnoresItsConditionFailsClosed(t *testing.T) {
 		for o, err := range driver.List(ctx, b, "db1/LEASE.") {
 			t.Fatalf("the probe left %q behind (%v)", o.Key, err)
 		}
+	}
+}
+
+// probeDeleteHangs is mem whose Delete of the stream probe's scratch key
+// never answers: it returns only when its context ends.
+type probeDeleteHangs struct {
+	*mem.Bucket
+	hung chan struct{}
+}
+
+func (h probeDeleteHangs) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	if !strings.Contains(key, ".stream-probe-") {
+		return h.Bucket.Delete(ctx, key, cond)
+	}
+	select {
+	case h.hung <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The clean-up of the streamed-commit probe is bounded: a DELETE of the
+// probe key that never answers keeps neither the streamed write (whose
+// context ended meanwhile) from returning nor Release from completing
+// (issue 30, finding 8).
+func TestStreamProbeCleanupIsBounded(t *testing.T) {
+	b := probeDeleteHangs{Bucket: mem.New(), hung: make(chan struct{}, 1)}
+	l := acquire(t, b, "A", clock.NewFake(t0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader([]byte("body")), driver.IfAbsent(), nil)
+		done <- err
+	}()
+	// patience is far longer than the clean-up's bound (10 s), and short
+	// enough that a hang fails the test rather than the test binary.
+	const patience = 45 * time.Second
+	select {
+	case <-b.hung:
+	case err := <-done:
+		t.Fatalf("the streamed write returned (%v) without deleting its probe key", err)
+	case <-time.After(patience):
+		t.Fatal("the streamed write never deleted its probe key")
+	}
+	cancel() // the caller gives up while the DELETE hangs
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatalf("PutStream had not returned %v after its context ended: the probe key's DELETE holds it without a bound", patience)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), patience)
+	defer rcancel()
+	if err := l.Release(rctx); err != nil {
+		t.Fatalf("Release after the streamed write returned: %v", err)
 	}
 }

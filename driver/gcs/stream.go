@@ -110,6 +110,11 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	for part := 1; ; {
 		at := u.written % chunk
 		n, rerr := driver.ReadPart(ctx, r, buf[:min(int64(len(buf)), chunk-at)])
+		if rerr != nil && rerr != io.EOF {
+			// The reader failed: the bytes it gave with its error are not
+			// sent, since the body is not whole.
+			return "", u.abort(nil, fmt.Errorf("reading the body: %w", rerr))
+		}
 		if n > 0 {
 			completes := at+int64(n) == chunk
 			if completes {
@@ -131,9 +136,6 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 		}
 		if rerr == io.EOF {
 			break
-		}
-		if rerr != nil {
-			return "", u.abort(nil, fmt.Errorf("reading the body: %w", rerr))
 		}
 	}
 	if u.written > 0 && u.written%chunk == 0 {

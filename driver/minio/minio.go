@@ -3,6 +3,7 @@ package minio
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -91,7 +92,11 @@ func newClient(endpoint string, secure bool, region string) (*miniogo.Client, *h
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the MinIO client's transport: %w", err)
 	}
-	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region, Transport: tr})
+	var rt http.RoundTripper = tr
+	if secure {
+		rt = plainHTTPHint{tr}
+	}
+	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region, Transport: rt})
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the MinIO client for %s: %w", endpoint, err)
 	}
@@ -239,3 +244,43 @@ func errorResponse(err error) (code string, status int) {
 	}
 	return "", 0
 }
+
+// plainHTTPHint is the transport of a client that speaks TLS: a server that
+// answers in plain HTTP fails the handshake with an error that names
+// neither the server's nor the URL's mistake, so it adds what to do.
+type plainHTTPHint struct{ rt http.RoundTripper }
+
+// RoundTrip sends r, and says to add tls=false to the URL when the server
+// answered the TLS handshake in plain HTTP.
+func (h plainHTTPHint) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.rt.RoundTrip(r)
+	if err != nil && isPlainHTTP(err) {
+		err = &plainHTTPError{host: r.URL.Host, err: err}
+	}
+	return resp, err
+}
+
+// isPlainHTTP reports whether err is a TLS handshake that a plain-HTTP
+// server answered.
+func isPlainHTTP(err error) bool {
+	var rhe tls.RecordHeaderError
+	if errors.As(err, &rhe) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "server gave HTTP response to HTTPS client") ||
+		strings.Contains(msg, "first record does not look like a TLS handshake")
+}
+
+// plainHTTPError is a TLS handshake that a plain-HTTP server answered,
+// with the hint to add tls=false.
+type plainHTTPError struct {
+	host string
+	err  error
+}
+
+func (e *plainHTTPError) Error() string {
+	return e.err.Error() + " (the server at " + e.host + " answered in plain HTTP, not TLS: if it serves plain HTTP, add tls=false to the minio:// URL, as in minio://" + e.host + "/BUCKET/PREFIX?tls=false)"
+}
+
+func (e *plainHTTPError) Unwrap() error { return e.err }

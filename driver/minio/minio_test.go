@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +215,32 @@ func TestGetIsOneResponse(t *testing.T) {
 	data, err := io.ReadAll(rc)
 	if err != nil || string(data) != "one" || gv != v1 {
 		t.Errorf("Get then a write then read: %q, %s, %v; want %q, %s", data, gv, err, "one", v1)
+	}
+}
+
+// A minio:// URL without tls=false to a server that speaks plain HTTP:
+// the error says to add tls=false (issue 30, finding 9).
+func TestTLSToPlainHTTPSaysTLSFalse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "plain HTTP only", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	isolateCreds(t)
+	t.Setenv("MINIO_ACCESS_KEY", "test-access")
+	t.Setenv("MINIO_SECRET_KEY", "test-secret-hunter2")
+	host := strings.TrimPrefix(srv.URL, "http://")
+	b, _, err := driver.Open(t.Context(), "minio://"+host+"/bkt/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer driver.Close(b)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = b.Put(ctx, "p/k", []byte("x"), driver.IfAbsent())
+	if err == nil || !strings.Contains(err.Error(), "tls=false") {
+		t.Fatalf("a TLS request to a plain-HTTP server: %v, want an error that says to add tls=false", err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatal("the error shows the secret key")
 	}
 }

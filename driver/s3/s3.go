@@ -6,14 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
@@ -163,15 +167,77 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 	} else if cond.Absent() {
 		in.IfNoneMatch = aws.String("*")
 	}
+	sent := time.Now()
 	out, err := client.PutObject(op.Context(), in)
 	if err != nil {
-		return "", op.Fail(kind(err, cond), err)
+		k := kind(err, cond)
+		if op.Attempts() > 1 && (k == driver.ErrPrecondition || k == nil) {
+			return b.settle(ctx, op, k, err, key, data, sent)
+		}
+		return "", op.Fail(k, err)
 	}
 	v := driver.Version(aws.ToString(out.ETag))
 	if v == "" {
 		return "", op.Fail(nil, errors.New("the service returned no ETag"))
 	}
 	return v, nil
+}
+
+// settle reads key back after a PutObject of data that the SDK sent more
+// than once and that failed with err (of kind k: a refusal, or no answer).
+// MinIO, for one, answers a conditional PUT it refuses before it has read
+// the body and resets the connection, so that the SDK, its body write cut
+// off, sends it again and meets a refusal that may be of its own first
+// attempt, or gets no answer at all. If the object holds data, an attempt
+// landed: the write succeeded, with the object's version. If it holds
+// other bytes that the service last modified before the first attempt, no
+// attempt landed, and if that object fails the write's condition the
+// write is driver.ErrPrecondition. Otherwise the outcome is what Fail
+// says: unknown for a refusal (driver.ErrOutcomeUnknown).
+func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key string, data []byte, sent time.Time) (driver.Version, error) {
+	rb, rerr := b.readBack(ctx, key, int64(len(data))+1)
+	if rerr != nil {
+		return "", op.Fail(k, fmt.Errorf("%w (reading the object back to settle the write failed too: %w)", err, rerr))
+	}
+	switch driver.SettleRetriedWrite(data, sent, rb) {
+	case driver.SettledOurs:
+		return rb.Version, nil
+	case driver.SettledNotApplied:
+		// The object has not changed since before the first attempt; if it
+		// fails the condition, it did throughout, so every attempt that
+		// reached the service was refused, whether or not its answer came.
+		v, match := op.Cond.Match()
+		if op.Cond.Absent() || match && rb.Version != v {
+			return "", op.FailSettled(driver.ErrPrecondition, fmt.Errorf("the client library sent the write %d times; the object read back afterwards is not this write's, "+
+				"was last modified before its first attempt and fails the condition, so no attempt landed and the write is refused: %w", op.Attempts(), err))
+		}
+		return "", op.Fail(k, fmt.Errorf("%w (no attempt landed: the object read back is not this write's and was last modified before its first attempt)", err))
+	}
+	return "", op.Fail(k, err)
+}
+
+// readBack reads key as driver.SettleRetriedWrite needs it: at most limit
+// bytes, the version, Last-Modified and the response's Date.
+func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (driver.ReadBack, error) {
+	out, err := b.ctl.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	if err != nil {
+		if errors.Is(kind(err, driver.Condition{}), driver.ErrNotExist) {
+			return driver.ReadBack{}, nil
+		}
+		return driver.ReadBack{}, err
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, limit))
+	if err != nil {
+		return driver.ReadBack{}, err
+	}
+	rb := driver.ReadBack{Exists: true, Data: data, Version: driver.Version(aws.ToString(out.ETag)), Modified: aws.ToTime(out.LastModified)}
+	if raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response); ok {
+		if t, err := http.ParseTime(raw.Header.Get("Date")); err == nil {
+			rb.Now = t
+		}
+	}
+	return rb, nil
 }
 
 // Delete removes key with one DeleteObject request. A missing key is

@@ -9,3 +9,11 @@ func ShortenSweepPatience(d time.Duration) (restore func()) {
 	sweepPatience = d
 	return func() { sweepPatience = old }
 }
+
+// ShortenSweepLate makes the sweep look for late uploads for about d
+// after an unanswered creation, for the test's duration.
+func ShortenSweepLate(d time.Duration) (restore func()) {
+	old := sweepLate
+	sweepLate = d
+	return func() { sweepLate = old }
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/http/httptrace"
 	"slices"
 	"strings"
@@ -239,6 +240,7 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 				// may have landed, and the abort cannot tell (S3 forgets
 				// an upload once it is completed or aborted alike).
 				ue.Err = fmt.Errorf("completing the multipart upload failed without an answer that says whether it was committed (read the object back): %w", err)
+				ue.Aborted, ue.MayHaveCommitted = false, true
 				kind = driver.ErrOutcomeUnknown
 			}
 			return "", cop.Fail(kind, ue)
@@ -303,6 +305,10 @@ func countRequests(ctx context.Context) (context.Context, func() int) {
 // seconds and has not yet sent a part to is aborted too; that writer's
 // next part or commit then fails (NoSuchUpload), and nothing is committed
 // by it, so the cost is a retry, never a lost or overwritten object.
+// A creation given up on in flight may still reach the service seconds
+// later, so the key is listed at once and again, up to sweepRounds more
+// times, until sweepLate after the answer was given up on: a failed write
+// whose creation got no answer returns that much later, and only then.
 // What it cannot find is left to the service's clean-up, as after a killed
 // process: a request that reaches the service more than createSkew after
 // its answer was given up on, or one on a service whose clock is further
@@ -327,38 +333,87 @@ func (u Upload) sweep(ctx context.Context, created, answered time.Time, known st
 	// The creation got no answer, so the listing's answer may be lost
 	// too: it is tried again, beyond the SDK's own retries, for about
 	// sweepPatience (a dropped connection, a partition that heals).
-	err := list()
-	for wait := sweepPatience / 16; err != nil && wait <= sweepPatience/2; wait *= 2 {
-		select {
-		case <-time.After(wait):
-		case <-sctx.Done():
-			return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
+	listPatiently := func() error {
+		err := list()
+		for wait := sweepPatience / 16; err != nil && wait <= sweepPatience/2; wait *= 2 {
+			select {
+			case <-time.After(wait):
+			case <-sctx.Done():
+				return fmt.Errorf("listing the key's pending uploads: %w", err)
+			}
+			err = list()
 		}
-		err = list()
+		if err != nil {
+			return fmt.Errorf("listing the key's pending uploads: %w", err)
+		}
+		return nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
-	}
+	// A creation given up on in flight may reach the service, and begin
+	// its upload, seconds later (it was seen 1.8 s after the client had
+	// given up): the key is listed again until sweepLate after the answer
+	// was given up on, a bounded number of times, and each upload found
+	// is judged once.
 	var (
 		aborted []string
-		errs    []error
+		failed  = map[string]error{}
+		judged  = map[string]bool{}
+		late    = answered.Add(sweepLate)
 	)
-	for _, id := range candidates {
-		has, err := u.Multipart.HasParts(sctx, id)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("listing the parts of multipart upload %s: %w", id, err))
-			continue
+	for round := 0; round <= sweepRounds; round++ {
+		if err := listPatiently(); err != nil {
+			return aborted, errors.Join(append(mapErrs(failed), err)...)
 		}
-		if has {
-			continue
+		for _, id := range candidates {
+			if judged[id] {
+				continue
+			}
+			has, err := u.Multipart.HasParts(sctx, id)
+			if err != nil {
+				failed[id] = fmt.Errorf("listing the parts of multipart upload %s: %w", id, err)
+				continue
+			}
+			if has {
+				judged[id] = true
+				delete(failed, id)
+				continue
+			}
+			if err := u.Multipart.Abort(sctx, id); err != nil {
+				failed[id] = fmt.Errorf("AbortMultipartUpload of %s: %w", id, err)
+				continue
+			}
+			judged[id] = true
+			delete(failed, id)
+			aborted = append(aborted, id)
 		}
-		if err := u.Multipart.Abort(sctx, id); err != nil {
-			errs = append(errs, fmt.Errorf("AbortMultipartUpload of %s: %w", id, err))
-			continue
+		left := time.Until(late)
+		if left <= 0 || round == sweepRounds {
+			break
 		}
-		aborted = append(aborted, id)
+		select {
+		case <-time.After(min(left, sweepLate/sweepRounds)):
+		case <-sctx.Done():
+			return aborted, errors.Join(append(mapErrs(failed), fmt.Errorf("looking again for uploads begun late: %w", sctx.Err()))...)
+		}
 	}
-	return aborted, errors.Join(errs...)
+	return aborted, errors.Join(mapErrs(failed)...)
+}
+
+// sweepLate is how long after an unanswered CreateMultipartUpload was
+// given up on the sweep keeps looking for the upload it may begin, and
+// sweepRounds how many times at most it lists the key again in that time.
+// A variable only so that tests can shorten it.
+var sweepLate = createSkew
+
+const sweepRounds = 5
+
+// mapErrs returns the errors of m in the order of their keys.
+func mapErrs(m map[string]error) []error {
+	ids := slices.Sorted(maps.Keys(m))
+	errs := make([]error, 0, len(ids))
+	for _, id := range ids {
+		errs = append(errs, m[id])
+	}
+	return errs
 }
 
 // abort aborts the upload, whatever state ctx is in, and returns the
