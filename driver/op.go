@@ -283,13 +283,14 @@ const (
 	// SettledUnknown: the read-back proves nothing; the outcome stays
 	// unknown.
 	SettledUnknown Settled = iota
-	// SettledOurs: the object holds exactly the write's bytes: an attempt
-	// landed (or an identical body was written), and its version is the
+	// SettledOurs: the object holds exactly the write's bytes and was
+	// not last modified before the first attempt: an attempt landed (or
+	// an identical body was written meanwhile), and its version is the
 	// write's.
 	SettledOurs
-	// SettledNotApplied: the object holds other bytes, last modified
-	// before the write's first attempt was sent, by the service's own
-	// clock: no attempt landed, since one that had would be newer.
+	// SettledNotApplied: the object was last modified before the write's
+	// first attempt was sent, by the service's own clock, whatever bytes
+	// it holds: no attempt landed, since one that had would be newer.
 	SettledNotApplied
 )
 
@@ -309,10 +310,12 @@ type ReadBack struct {
 // SettleRetriedWrite judges what a read-back proves of a write of data
 // whose first attempt was sent at sent (this machine's clock, read with
 // its monotonic reading) and that the client library sent more than once:
-// SettledOurs if the object holds data; SettledNotApplied if it holds
-// other bytes that the service last modified before the write's first
-// attempt. The second is judged on the service's clock alone, so that the
-// two machines' clocks may differ: the service's time at the first attempt
+// SettledNotApplied if the service last modified the object before the
+// write's first attempt, whatever bytes it holds; otherwise SettledOurs if
+// it holds data (an identical body that another writer stored during the
+// write is taken for this one: bytes cannot tell them apart). The age is
+// judged on the service's clock alone, so that the two machines' clocks
+// may differ: the service's time at the first attempt
 // is at least rb.Now minus the time elapsed here since sent (read
 // monotonically, when the read-back's answer had come), and the second
 // granularity of Date and Last-Modified is allowed for. Anything else
@@ -321,17 +324,19 @@ func SettleRetriedWrite(data []byte, sent time.Time, rb ReadBack) Settled {
 	if !rb.Exists || rb.Version == "" {
 		return SettledUnknown
 	}
+	// Age first: an object last written before the first attempt is not
+	// this write's, even with the same bytes (an identical body stored
+	// earlier, which IfAbsent or a stale IfMatch must still refuse).
+	if !rb.Now.IsZero() && !rb.Modified.IsZero() {
+		elapsed := time.Since(sent)
+		// The modification happened before Modified+1s; the first attempt
+		// at or after rb.Now-elapsed on the service's clock.
+		if !rb.Modified.Add(time.Second).After(rb.Now.Add(-elapsed)) {
+			return SettledNotApplied
+		}
+	}
 	if bytes.Equal(rb.Data, data) {
 		return SettledOurs
-	}
-	if rb.Now.IsZero() || rb.Modified.IsZero() {
-		return SettledUnknown
-	}
-	elapsed := time.Since(sent)
-	// The modification happened before Modified+1s; the first attempt at
-	// or after rb.Now-elapsed on the service's clock.
-	if !rb.Modified.Add(time.Second).After(rb.Now.Add(-elapsed)) {
-		return SettledNotApplied
 	}
 	return SettledUnknown
 }

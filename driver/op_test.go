@@ -139,6 +139,7 @@ func TestSettleRetriedWrite(t *testing.T) {
 	}{
 		{"ours", driver.ReadBack{Exists: true, Data: []byte("mine"), Version: "v", Modified: now, Now: now}, driver.SettledOurs},
 		{"missing", driver.ReadBack{}, driver.SettledUnknown},
+		{"the same bytes, stored before the first attempt", driver.ReadBack{Exists: true, Data: []byte("mine"), Version: "v", Modified: now.Add(-5 * time.Second), Now: now}, driver.SettledNotApplied},
 		{"other, old", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-5 * time.Second), Now: now}, driver.SettledNotApplied},
 		{"other, this second", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now, Now: now}, driver.SettledUnknown},
 		{"other, a second ago (within Last-Modified's granularity)", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-999 * time.Millisecond), Now: now}, driver.SettledUnknown},
