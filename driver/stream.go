@@ -271,10 +271,10 @@ type PendingLister interface {
 // ReadPart fills buf from r and reports the bytes read. The error is nil
 // when buf was filled with no error from r, io.EOF when r ended cleanly (r
 // returned io.EOF itself; n may be > 0, up to len(buf): the last part), and
-// r's error otherwise, even
-// when r returned it together with the bytes that filled buf, and even when
-// it is io.ErrUnexpectedEOF: a cut HTTP body, a gzip or tar stream that ends
-// mid-record say so with it, and such a body is not whole. So only r's own
+// r's error otherwise, even when r returned it together with the bytes that
+// filled buf, and even when it is io.ErrUnexpectedEOF: a cut HTTP body, a
+// gzip or tar stream that ends mid-record say so with it, and such a body
+// is not whole. So only r's own
 // io.EOF ends a body; every other error is the write's, and the driver
 // aborts the upload. A reader that returns no bytes and no error
 // maxEmptyReads times in a row fails with io.ErrNoProgress. ctx is looked
@@ -314,8 +314,9 @@ const maxEmptyReads = 100
 // other operations: it returns the error to yield at once if ctx has ended
 // or the prefix could match no valid key (longer than MaxKeyLen, not
 // UTF-8, a control character, a backslash, U+FFFE or U+FFFF), and
-// otherwise an *Op whose Fail builds every error of the listing. Unlike a key, a prefix may be
-// empty (the whole bucket) and may end in a slash or mid-segment.
+// otherwise an *Op whose Fail builds every error of the listing. Unlike a
+// key, a prefix may be empty (the whole bucket) and may end in a slash or
+// mid-segment.
 func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
 	o := &Op{Driver: driverName, Name: string(OpList), Key: prefix, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
