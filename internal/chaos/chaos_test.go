@@ -160,10 +160,30 @@ func TestNegativeControls(t *testing.T) {
 		t.Run(c.control, func(t *testing.T) {
 			needs(t, c.driver)
 			t.Parallel()
-			res := run(t, chaos.Config{Driver: c.driver, Seed: s + uint64(i), Duration: 12 * time.Second, Control: c.control})
+			// A control gets one run of 12 s to be caught in; skew-beyond
+			// gets up to three of 24 s, each with the next seed: it is
+			// caught only when the healthy holder writes in the third of a
+			// TTL between worker 0's early takeover and its own next
+			// renewal, which a 12 s run missed in 3 of 8 runs on 2 loaded
+			// cores (2026-12-04, on af3cd35 and on issue 30's merge alike).
+			tries, duration := 1, 12*time.Second
+			if c.control == chaos.ControlSkewBeyond {
+				tries, duration = 3, 24*time.Second
+			}
+			var res *chaos.Result
+			var missed []uint64
+			for try := range tries {
+				seed := s + uint64(i) + uint64(try)*uint64(len(cases))
+				res = run(t, chaos.Config{Driver: c.driver, Seed: seed, Duration: duration, Control: c.control})
+				if len(res.Check.Violations) > 0 {
+					break
+				}
+				missed = append(missed, seed)
+				t.Logf("control %s on %s, seed %d: no violation in this run (%d of %d)", c.control, c.driver, seed, try+1, tries)
+			}
 			vs := res.Check.Violations
 			if len(vs) == 0 {
-				t.Fatalf("control %s on %s, seed %d: the checker found no violation", c.control, c.driver, res.Config.Seed)
+				t.Fatalf("control %s on %s, seeds %v: the checker found no violation", c.control, c.driver, missed)
 			}
 			for _, v := range vs {
 				for _, w := range c.want {
