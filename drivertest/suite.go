@@ -12,7 +12,7 @@ import (
 // must be defined exactly once (suite builds checks and panics otherwise,
 // which every test of this package shows at once). New checks go after
 // the ones a published compatibility table was measured with, so that
-// the table's columns keep their order (internal/compat).
+// the table's columns keep their order (lab/compat).
 var order = []string{
 	// The declaration, and Get (obligations 1, 2).
 	"capabilities-declared",

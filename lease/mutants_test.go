@@ -1,7 +1,7 @@
 package lease_test
 
 // Tests that kill mutants of the safety lines which the other tests let
-// survive (scripts/mutate, internal/mutate/mutants.txt).
+// survive (scripts/mutate, lab/mutate/mutants.txt).
 
 import (
 	"bytes"

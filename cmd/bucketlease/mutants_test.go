@@ -3,7 +3,7 @@
 package main
 
 // Tests that kill mutants of the watchdog which the process tests let
-// survive (scripts/mutate, internal/mutate/mutants.txt).
+// survive (scripts/mutate, lab/mutate/mutants.txt).
 
 import (
 	"testing"

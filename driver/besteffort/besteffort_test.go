@@ -9,7 +9,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/testsupport/faulty"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
 )
 
 // Best-effort emulation passes every sequential check of the suite, even on

@@ -18,7 +18,7 @@ import (
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
-	"github.com/mushroomdb/bucketlease/internal/testsupport/wirefault"
+	"github.com/mushroomdb/bucketlease/internal/wirefault"
 )
 
 // options returns the MinIO conformance options: a bucket that does not

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Versity S3 Gateway (github.com/versity/versitygw) with its posix backend:
-# a third-party S3 server the lease is measured on (internal/compat's test,
+# a third-party S3 server the lease is measured on (lab/compat's test,
 # and scripts/compat's table). Sourced by scripts/emulators.sh, which then
 # calls versitygw_start. Needs only bash and Go.
 #
