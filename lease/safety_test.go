@@ -13,8 +13,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
+	"github.com/mushroomdb/bucketlease/internal/oldlease"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
 )

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lab/chaos"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
+	"github.com/mushroomdb/bucketlease/lab/chaos"
 )
 
 var (

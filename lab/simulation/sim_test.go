@@ -14,9 +14,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lab/chaos/register"
 	"github.com/mushroomdb/bucketlease/internal/oldlease"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
+	"github.com/mushroomdb/bucketlease/lab/chaos/register"
 )
 
 var (
