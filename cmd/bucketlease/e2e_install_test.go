@@ -21,9 +21,10 @@ import (
 var installVersion = fmt.Sprintf("v1.2.3-installtest.%d", time.Now().UnixNano())
 
 // TestGoInstallShowsTheVersion publishes this tree, as a module zip, at
-// installVersion in a module proxy on disk, installs the command from it
-// with `go install …@version` as a user would, and runs `bucketlease
-// version`: the version must be the one installed.
+// installVersion in a module proxy on disk, runs the README's install lines
+// (`go get …@latest` in a fresh module, `go install …/cmd/bucketlease@latest`)
+// against it as a user would, and runs `bucketlease version`: the version
+// must be the one installed, and the one the user's module requires.
 func TestGoInstallShowsTheVersion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command from a module proxy: not in -short")
@@ -109,12 +110,27 @@ files:
 			}
 		})
 	}
-	install := exec.Command(gocmd, "install", mod+"/cmd/bucketlease@"+installVersion)
-	install.Dir = t.TempDir() // outside this module
-	install.Env = append(os.Environ(), "GOBIN="+bin, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off",
+	// The README's install lines, exactly as written, in a fresh module of
+	// the user's: @latest is installVersion, the proxy's only version.
+	lines := readmeInstallLines(t)
+	want := "go get " + mod + "@latest\ngo install " + mod + "/cmd/bucketlease@latest"
+	if strings.Join(lines, "\n") != want {
+		t.Fatalf("the README's install block runs\n%s\nwant\n%s\n(keep this test in step)", strings.Join(lines, "\n"), want)
+	}
+	user := t.TempDir() // outside this module
+	env := append(os.Environ(), "GOBIN="+bin, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off",
 		"GOFLAGS=-modcacherw", "GOTOOLCHAIN=local", "GOWORK=off")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("go install %s@%s: %v\n%s", mod, installVersion, err, out)
+	for _, line := range append([]string{"go mod init example.com/user"}, lines...) {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = user, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s (the proxy has %s@%s): %v\n%s", line, mod, installVersion, err, out)
+		}
+	}
+	list := exec.Command(gocmd, "list", "-m", mod)
+	list.Dir, list.Env = user, env
+	if out, err := list.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != mod+" "+installVersion {
+		t.Fatalf("after the README's go get, go list -m %s printed %q (%v), want version %s", mod, out, err, installVersion)
 	}
 	got, err := exec.Command(filepath.Join(bin, "bucketlease"), "version").CombinedOutput()
 	if err != nil {
@@ -123,4 +139,28 @@ files:
 	if !strings.Contains(string(got), installVersion) {
 		t.Fatalf("bucketlease version after go install @%s printed:\n%s", installVersion, got)
 	}
+}
+
+// readmeInstallLines returns the commands of the README's block under
+// "## Install", without their comments.
+func readmeInstallLines(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Install\n")
+	_, block, ok2 := strings.Cut(section, "```sh\n")
+	block, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`the README has no ` + "```sh" + ` block under "## Install"`)
+	}
+	var lines []string
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
