@@ -343,7 +343,7 @@ func (u *upload) finish() (Version, error) {
 			// No answer said what the service did: the commit may have
 			// landed, and no abort sent after it can tell (S3 forgets an
 			// upload once it is completed or aborted alike).
-			ue.Err = fmt.Errorf("the commit failed without an answer that says whether it landed (read the object back): %w", err)
+			ue.Err = fmt.Errorf("nothing says whether the commit landed (read the object back): %w", err)
 			ue.Aborted, ue.MayHaveCommitted = false, true
 		}
 		return "", cop.Fail(kind, ue)
