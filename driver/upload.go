@@ -22,7 +22,7 @@ type UploadSteps interface {
 	Start(ctx context.Context) error
 	// StagePart stages part n (from 1), whose bytes are data, and returns
 	// once its request has ended. data is StreamParts' buffer, reused once
-	// StagePart has returned. Up to Parts.Concurrency calls run at once
+	// StagePart has returned. Up to opts.Parallel() calls run at once
 	// (one at a time with Parts.Piece), each with a context that ends at
 	// the upload's first failure. Its error is the service's, as it is:
 	// StreamParts names the part.
@@ -88,9 +88,6 @@ type Drainer interface {
 type Parts struct {
 	// Size is the size of every part but the last; 0 means opts.Size().
 	Size int64
-	// Concurrency is how many parts are staged at once; 0 means
-	// opts.Parallel().
-	Concurrency int
 	// Max is the most parts the service takes; 0 means no limit.
 	Max int
 	// Piece, if > 0, hands each part to StagePart in pieces of at most
@@ -117,12 +114,9 @@ const AbortTimeout = 30 * time.Second
 // once no request of the write is in flight, and holds at most part size
 // × concurrency bytes of the body.
 func StreamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps UploadSteps) (Version, error) {
-	u := &upload{op: op, ctx: op.ctx, steps: steps, opts: opts, size: plan.Size, par: plan.Concurrency, max: plan.Max}
+	u := &upload{op: op, ctx: op.ctx, steps: steps, opts: opts, size: plan.Size, par: opts.Parallel(), max: plan.Max}
 	if u.size <= 0 {
 		u.size = opts.Size()
-	}
-	if u.par <= 0 {
-		u.par = opts.Parallel()
 	}
 	u.uctx, u.cancel = context.WithCancelCause(u.ctx)
 	defer u.cancel(nil)
