@@ -135,6 +135,34 @@
 //     in XML: ask for encoding-type=url), is refused at Put or listed back
 //     exactly. (list-nonchar-keys)
 //
+// # Streaming a body
+//
+// A driver that streams does not write the part-upload loop: StreamParts
+// does, once for every service, as Rust's object_store writes
+// WriteMultipart once over each store's put_part, complete and abort. The
+// loop is where a streamed write goes wrong (a part still in flight when
+// the call returns, MayStart asked too late, a truncated body committed as
+// whole, an abort that claims nothing landed after a lost commit), so it
+// is written and tested once (upload_test.go, with steps in memory), and a
+// fix reaches every driver. StreamParts reads the body in parts (ReadPart:
+// only the reader's own io.EOF ends it), asks MayStart before each part and
+// before the commit, stages up to the concurrency's parts at once, holds
+// at most part size × concurrency bytes, and on any failure ends the parts
+// in flight, waits for them, aborts within AbortTimeout whatever the
+// caller's context, and returns an *OpError around an *UploadError that
+// says what happened.
+//
+// A service supplies its UploadSteps, only the requests: Start (S3's
+// CreateMultipartUpload), StagePart (UploadPart, Put Block, a piece handed
+// to GCS's Writer), Commit under the condition (CompleteMultipartUpload,
+// Put Block List, the final request), Abort (AbortMultipartUpload, or the
+// account of what the service keeps where it has no such call), and Kind,
+// which classifies their errors. Parts adapts the cut to the service (a
+// largest part, a most parts, pieces for a client library that buffers a
+// part itself); SinglePutter sends a body of one part as one request,
+// Drainer waits for a part the client library sends on its own, and
+// PendingLister lists what a failed write could have left.
+//
 // A driver's URL opener is exported (OpenURL in each of this module's
 // drivers), so that a custom Mux can host it, and refuses, with the rule in
 // the message, a URL naming an invalid bucket or carrying credentials, an

@@ -12,7 +12,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -54,7 +54,7 @@ func newUploadID() string {
 }
 
 // PutStream stores the body read from r under key if cond holds when it is
-// committed, and returns the new ETag.
+// committed, and returns the new ETag, through driver.StreamParts.
 //
 // A body that fits in one block (opts.Size() bytes) is one conditional Put
 // Blob, as Put sends. A longer one is staged as blocks of opts.Size()
@@ -87,200 +87,90 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	if err != nil {
 		return "", err
 	}
-	size := min(opts.Size(), blockblob.MaxStageBlockBytes)
-	s := &stager{b: b, op: op, bb: b.c.NewBlockBlobClient(key), upload: newUploadID(), free: make(chan []byte, opts.Parallel()), limit: opts.Parallel(), size: size}
-	s.ctx, s.cancel = context.WithCancelCause(op.Context())
-	defer s.cancel(nil)
-
-	buf, _ := s.buffer()
-	n, rerr := driver.ReadPart(ctx, r, buf)
-	if rerr != nil && rerr != io.EOF {
-		return "", s.fail(nil, fmt.Errorf("reading the body: %w", rerr))
-	}
-	if rerr == io.EOF {
-		// One block's worth or less: one conditional Put Blob.
-		if err := opts.Allow(); err != nil {
-			return "", s.fail(nil, fmt.Errorf("MayStart refused part 1: %w", err))
-		}
-		if err := opts.Allow(); err != nil {
-			return "", s.fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
-		}
-		return b.Put(ctx, key, buf[:n], cond)
-	}
-	for {
-		if len(s.ids) == blockblob.MaxBlocks {
-			return "", s.abort(nil, fmt.Errorf("the body is longer than %d blocks of %d bytes, the most a block blob holds; use a larger part size", blockblob.MaxBlocks, size))
-		}
-		if err := opts.Allow(); err != nil {
-			return "", s.abort(nil, fmt.Errorf("MayStart refused block %d: %w", len(s.ids)+1, err))
-		}
-		if err := s.stage(buf[:n]); err != nil {
-			return "", s.abort(nil, err)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if buf, err = s.buffer(); err != nil {
-			return "", s.abort(nil, err)
-		}
-		n, rerr = driver.ReadPart(ctx, r, buf)
-		if rerr != nil && rerr != io.EOF {
-			return "", s.abort(nil, fmt.Errorf("reading the body: %w", rerr))
-		}
-		if n == 0 {
-			// The body ended on a block boundary.
-			break
-		}
-	}
-	if err := s.wait(); err != nil {
-		return "", s.fail(s.failedKind, err)
-	}
-	if err := opts.Allow(); err != nil {
-		return "", s.fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
-	}
-	return s.commit(ctx, cond)
+	s := &blocks{b: b, ctx: ctx, key: key, cond: cond, bb: b.c.NewBlockBlobClient(key), upload: newUploadID()}
+	plan := driver.Parts{Size: min(opts.Size(), blockblob.MaxStageBlockBytes), Max: blockblob.MaxBlocks}
+	return driver.StreamParts(op, r, opts, plan, s)
 }
 
-// stager stages the blocks of one upload.
-type stager struct {
-	b      *Bucket
-	op     *driver.Op
-	bb     *blockblob.Client
-	upload string   // the random prefix of the block IDs
-	ids    []string // of the blocks started, in order
-	size   int64    // of a block
-	limit  int      // buffers (blocks in flight, and the one being read)
+// blocks are the driver.UploadSteps of one upload: blocks staged with Put
+// Block and committed with Put Block List.
+type blocks struct {
+	b    *Bucket
+	ctx  context.Context // the caller's, for the look at the blob after a commit whose blocks were discarded
+	key  string
+	cond driver.Condition
+	bb   *blockblob.Client
 
-	ctx    context.Context // of the Put Block requests, cancelled at the first failure
-	cancel context.CancelCauseFunc
-	free   chan []byte // buffers whose block has been staged
-	made   int
-	wg     sync.WaitGroup
-
-	mu         sync.Mutex
-	failed     error // the first block's failure
-	failedKind error
+	upload  string       // the random prefix of the block IDs
+	started atomic.Int32 // blocks whose Put Block was started
 }
 
-// buffer returns a buffer for the next block: a new one while fewer than
-// limit exist, else one whose block has been staged, once there is one.
-func (s *stager) buffer() ([]byte, error) {
-	select {
-	case buf := <-s.free:
-		return buf, nil
-	default:
-	}
-	if s.made < s.limit {
-		s.made++
-		return make([]byte, s.size), nil
-	}
-	select {
-	case buf := <-s.free:
-		return buf, nil
-	case <-s.ctx.Done():
-		return nil, s.stopped()
-	}
+// Start sends nothing: a block blob's blocks need no upload to be begun.
+func (s *blocks) Start(context.Context) error { return nil }
+
+func (s *blocks) StagePart(ctx context.Context, n int, data []byte) error {
+	s.started.Add(1)
+	_, err := s.bb.StageBlock(ctx, blockID(s.upload, n-1), streaming.NopCloser(bytes.NewReader(data)), nil)
+	return shorten(err)
 }
 
-// stopped is the error of an upload whose block context ended: the first
-// block's failure, or the context's end.
-func (s *stager) stopped() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed != nil {
-		return s.failed
-	}
-	return context.Cause(s.ctx)
+func (s *blocks) PutSingle(ctx context.Context, data []byte) (driver.Version, error) {
+	return s.b.Put(ctx, s.key, data, s.cond)
 }
 
-// stage starts staging data as the next block, in a goroutine that gives
-// data's buffer back when the request has ended.
-func (s *stager) stage(data []byte) error {
-	if err := s.ctx.Err(); err != nil {
-		return s.stopped()
+// Commit sends the Put Block List of blocks 1 to n under the condition.
+func (s *blocks) Commit(ctx context.Context, n int) (driver.Version, error) {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = blockID(s.upload, i)
 	}
-	id := blockID(s.upload, len(s.ids))
-	s.ids = append(s.ids, id)
-	no := len(s.ids)
-	s.wg.Go(func() {
-		defer func() { s.free <- data[:cap(data)] }()
-		_, err := s.bb.StageBlock(s.ctx, id, streaming.NopCloser(bytes.NewReader(data)), nil)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err == nil {
-			return
-		}
-		// A block ended by the upload's cancellation (an abort, or ctx) is
-		// not the failure: what cancelled it is.
-		if s.failed == nil && s.ctx.Err() == nil {
-			s.failed = fmt.Errorf("block %d: %w", no, shorten(err))
-			s.failedKind = stageKind(err)
-			s.cancel(s.failed)
-		}
+	var raw *http.Response
+	resp, err := s.bb.CommitBlockList(policy.WithCaptureResponse(ctx, &raw), ids, &blockblob.CommitBlockListOptions{
+		AccessConditions: accessConditions(s.cond),
+		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: to.Ptr("application/octet-stream")},
 	})
-	return nil
+	if err != nil {
+		if v, ok := landed(raw, http.StatusCreated); ok {
+			return v, nil
+		}
+		kind := classify(err, s.cond)
+		cause := shorten(err)
+		if kind == nil && bloberror.HasCode(err, bloberror.InvalidBlockList) {
+			kind, cause = s.discarded(s.ctx, s.cond, cause)
+		}
+		return "", &kindError{kind: kind, err: fmt.Errorf("the commit (Put Block List of %d blocks): %w", n, cause)}
+	}
+	if resp.ETag == nil {
+		return "", nil // no version, which StreamParts reports
+	}
+	return driver.Version(*resp.ETag), nil
 }
 
-// wait waits for every block in flight and returns the first failure.
-func (s *stager) wait() error {
-	s.wg.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed != nil {
-		return s.failed
+// Abort sends nothing, since Blob Storage has no call that discards
+// uncommitted blocks, and says what becomes of them. committing is a
+// failed commit, which may have landed (the OpError's kind tells:
+// ErrPrecondition did not, ErrOutcomeUnknown may have).
+func (s *blocks) Abort(_ context.Context, committing bool) driver.Leftover {
+	n := s.started.Load()
+	if n == 0 {
+		return driver.Leftover{}
 	}
-	return nil
-}
-
-// abort cancels the blocks in flight, waits for them, and returns the
-// error for cause (or for the first block's failure, if one failed first).
-func (s *stager) abort(kind, cause error) error {
-	s.cancel(cause)
-	s.wg.Wait()
-	s.mu.Lock()
-	if s.failed != nil && !errors.Is(cause, s.failed) {
-		cause = fmt.Errorf("%w (after %w)", cause, s.failed)
-	}
-	if kind == nil {
-		kind = s.failedKind
-	}
-	s.mu.Unlock()
-	return s.fail(kind, cause)
-}
-
-// fail builds the error of a failed upload: nothing was committed, and
-// what was staged is left for the service to discard.
-func (s *stager) fail(kind, cause error) error {
-	return s.op.Fail(kind, s.uploadError(cause, false))
-}
-
-// uploadError says what the failed upload left: the blocks it started
-// (staged, or perhaps staged if cancelled in flight), uncommitted. Blob
-// Storage has no call that discards uncommitted blocks, so no abort is
-// sent (UploadError.AbortErr stays nil) and Upload says what becomes of
-// them. committing is a failed commit, which may have landed (the
-// OpError's kind tells: ErrPrecondition did not, ErrOutcomeUnknown may
-// have).
-func (s *stager) uploadError(cause error, committing bool) *driver.UploadError {
-	ue := &driver.UploadError{Err: cause}
-	if len(s.ids) == 0 {
-		return ue
-	}
-	ue.Staged = true
-	blocks := fmt.Sprintf("the %d blocks it started (IDs bl%s-*)", len(s.ids), s.upload)
+	blocks := fmt.Sprintf("the %d blocks it started (IDs bl%s-*)", n, s.upload)
 	const expiry = "Blob Storage discards them 7 days after the blob's last Put Block, or when the blob is next committed"
 	if committing {
-		ue.Upload = blocks + " were sent to be committed; unless the commit landed, they are left uncommitted, and " + expiry
-	} else {
-		ue.Upload = "nothing was committed, and " + blocks + " are left uncommitted: " + expiry
+		return driver.Leftover{Upload: blocks + " were sent to be committed; unless the commit landed, they are left uncommitted, and " + expiry}
 	}
-	return ue
+	return driver.Leftover{Upload: "nothing was committed, and " + blocks + " are left uncommitted: " + expiry}
 }
 
-// stageKind classifies a failed Put Block: a missing container and
-// refused credentials; never a refused condition, which a block does not
-// carry.
-func stageKind(err error) error {
+// Kind classifies a failed commit as Commit did, and a failed Put Block:
+// a missing container and refused credentials, never a refused condition,
+// which a block does not carry.
+func (s *blocks) Kind(err error, commit bool) error {
+	var ke *kindError
+	if commit && errors.As(err, &ke) {
+		return ke.kind
+	}
 	switch k := classify(err, driver.Condition{}); k {
 	case driver.ErrBucketNotExist, driver.ErrPermission:
 		return k
@@ -288,42 +178,22 @@ func stageKind(err error) error {
 	return nil
 }
 
-// commit sends the Put Block List under cond, through an Op of its own, so
-// that a refusal after the SDK retried the commit (and not after it
-// retried a block) is ErrOutcomeUnknown.
-func (s *stager) commit(ctx context.Context, cond driver.Condition) (driver.Version, error) {
-	cop, err := s.b.begin(ctx, driver.OpPut, s.op.Key, cond)
-	if err != nil {
-		return "", s.fail(nil, fmt.Errorf("the commit: %w", err))
-	}
-	var raw *http.Response
-	resp, err := s.bb.CommitBlockList(policy.WithCaptureResponse(cop.Context(), &raw), s.ids, &blockblob.CommitBlockListOptions{
-		AccessConditions: accessConditions(cond),
-		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: to.Ptr("application/octet-stream")},
-	})
-	if err != nil {
-		if v, ok := landed(raw, http.StatusCreated); ok {
-			return v, nil
-		}
-		kind := classify(err, cond)
-		cause := shorten(err)
-		if kind == nil && bloberror.HasCode(err, bloberror.InvalidBlockList) {
-			kind, cause = s.discarded(ctx, cond, cause)
-		}
-		return "", cop.Fail(kind, s.uploadError(fmt.Errorf("the commit (Put Block List of %d blocks): %w", len(s.ids), cause), true))
-	}
-	if resp.ETag == nil || *resp.ETag == "" {
-		return "", cop.Fail(nil, errors.New("the commit's response carried no ETag"))
-	}
-	return driver.Version(*resp.ETag), nil
+// kindError is a commit's error with its classification, made where the
+// commit's answer was read.
+type kindError struct {
+	kind error
+	err  error
 }
+
+func (e *kindError) Error() string { return e.err.Error() }
+func (e *kindError) Unwrap() error { return e.err }
 
 // discarded explains a commit refused with InvalidBlockList: its blocks
 // are gone, which happens when another upload (or Put Blob) committed the
 // blob after they were staged, or when the blob was deleted. Where the
 // blob as it is now breaks cond, the commit would have been refused
 // anyway, and that is ErrPrecondition; otherwise the error says so.
-func (s *stager) discarded(ctx context.Context, cond driver.Condition, cause error) (error, error) {
+func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause error) (error, error) {
 	cause = fmt.Errorf("%w: the staged blocks were discarded, which the service does when the blob is committed "+
 		"by another writer (or deleted) after they were staged", cause)
 	if cond.Unconditional() {

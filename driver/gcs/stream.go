@@ -48,7 +48,8 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 }
 
 // PutStream stores the body read from r under key if cond holds when the
-// upload is finalised, and returns the new generation.
+// upload is finalised, and returns the new generation, through
+// driver.StreamParts.
 //
 // A body shorter than one chunk (see below) is one conditional multipart
 // request, as Put sends. A longer one is a resumable upload: the session is
@@ -95,96 +96,22 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	if err != nil {
 		return "", op.Fail(driver.ErrPrecondition, err)
 	}
-	chunk := chunkSize(opts)
-	// The Writer's context must outlive Close; cancelling it aborts the
-	// upload.
-	wctx, cancel := context.WithCancel(op.Context())
-	defer cancel()
-	w := obj.NewWriter(wctx)
-	w.ChunkSize = int(chunk)
-	w.ContentType = "application/octet-stream"
-	u := &upload{b: b, ctx: ctx, op: op, key: key, cond: cond, chunk: chunk, w: w, cancel: cancel}
-	defer u.end()
-
-	buf := make([]byte, handOver)
-	for part := 1; ; {
-		at := u.written % chunk
-		n, rerr := driver.ReadPart(ctx, r, buf[:min(int64(len(buf)), chunk-at)])
-		if rerr != nil && rerr != io.EOF {
-			// The reader failed: the bytes it gave with its error are not
-			// sent, since the body is not whole.
-			return "", u.abort(nil, fmt.Errorf("reading the body: %w", rerr))
-		}
-		if n > 0 {
-			completes := at+int64(n) == chunk
-			if completes {
-				// These bytes complete a chunk, and the client library
-				// sends it as soon as it has them. It is reading this
-				// chunk already (it took the earlier pieces), so its
-				// previous request has ended.
-				if err := opts.Allow(); err != nil {
-					return "", u.abort(nil, fmt.Errorf("MayStart refused chunk %d: %w", part, err))
-				}
-			}
-			if _, err := w.Write(buf[:n]); err != nil {
-				return "", u.abort(u.classify(err), fmt.Errorf("chunk %d: %w", part, err))
-			}
-			u.written += int64(n)
-			if completes {
-				part++
-			}
-		}
-		if rerr == io.EOF {
-			break
-		}
-	}
-	if u.written > 0 && u.written%chunk == 0 {
-		// The body ended on a chunk boundary: the last chunk may still be
-		// in flight, and the final request (with no bytes) follows it. A
-		// write of no bytes returns once the client library reads again,
-		// that is once that chunk's request has ended, so that MayStart is
-		// asked right before the final request.
-		if _, err := w.Write(nil); err != nil {
-			return "", u.abort(u.classify(err), fmt.Errorf("the last chunk: %w", err))
-		}
-	}
-	if u.written%chunk != 0 {
-		// The final request carries the last, short part as well as
-		// finalising the object: MayStart is asked for the part, then for
-		// the commit, right before it, as another driver asks before its
-		// last part and its commit.
-		if err := opts.Allow(); err != nil {
-			return "", u.abort(nil, fmt.Errorf("MayStart refused chunk %d, the last: %w", u.written/chunk+1, err))
-		}
-	}
-	if err := opts.Allow(); err != nil {
-		return "", u.abort(nil, fmt.Errorf("MayStart refused the final request: %w", err))
-	}
-	u.closed = true
-	if err := w.Close(); err != nil {
-		cancel()
-		what := "the final request"
-		if !u.resumable() {
-			what = "the upload request"
-		}
-		u.final = true
-		return "", u.fail(u.classify(err), fmt.Errorf("%s: %w", what, err))
-	}
-	attrs := w.Attrs()
-	if attrs == nil || attrs.Generation <= 0 {
-		return "", op.Fail(nil, errors.New("the upload response carried no object generation"))
-	}
-	return version(attrs.Generation), nil
+	u := &upload{b: b, ctx: ctx, key: key, cond: cond, obj: obj, chunk: chunkSize(opts)}
+	return driver.StreamParts(op, r, opts, driver.Parts{Size: u.chunk, Piece: handOver}, u)
 }
 
-// upload is the state of one streamed write.
+// upload is the driver.UploadSteps of one streamed write: the client
+// library's Writer, handed the body a piece at a time (driver.Parts.Piece),
+// which buffers a chunk and sends it once it holds it whole.
 type upload struct {
-	b       *Bucket
-	ctx     context.Context
-	op      *driver.Op
-	key     string
-	cond    driver.Condition
-	chunk   int64
+	b     *Bucket
+	ctx   context.Context
+	key   string
+	cond  driver.Condition
+	obj   *storage.ObjectHandle
+	chunk int64
+
+	wop     *driver.Op // counts the Writer's requests
 	w       *storage.Writer
 	cancel  context.CancelFunc
 	written int64 // bytes handed to w
@@ -192,49 +119,81 @@ type upload struct {
 	final   bool  // w.Close failed: the final request may have been sent
 }
 
+// Start makes the Writer, which sends nothing until it holds a chunk or is
+// closed. Its context must outlive Close; cancelling it aborts the upload.
+func (u *upload) Start(ctx context.Context) error {
+	u.wop, _ = u.b.begin(ctx, driver.OpPut, u.key, u.cond)
+	wctx, cancel := context.WithCancel(u.wop.Context())
+	u.w, u.cancel = u.obj.NewWriter(wctx), cancel
+	u.w.ChunkSize = int(u.chunk)
+	u.w.ContentType = "application/octet-stream"
+	return nil
+}
+
+// StagePart hands a piece of chunk n to the Writer. The piece that
+// completes a chunk makes the client library send it; it is reading this
+// chunk already (it took the earlier pieces), so its previous request has
+// ended.
+func (u *upload) StagePart(_ context.Context, _ int, piece []byte) error {
+	if _, err := u.w.Write(piece); err != nil {
+		return err
+	}
+	u.written += int64(len(piece))
+	return nil
+}
+
+// Drain waits, where the body ended on a chunk boundary, for the last
+// chunk's request: a write of no bytes returns once the client library
+// reads again, that is once that request has ended, so that MayStart is
+// asked right before the final request (which carries no bytes).
+func (u *upload) Drain(context.Context) error {
+	if u.written > 0 && u.written%u.chunk == 0 {
+		_, err := u.w.Write(nil)
+		return err
+	}
+	return nil
+}
+
+// Commit closes the Writer, which sends the final request (or the one
+// request of a short body).
+func (u *upload) Commit(context.Context, int) (driver.Version, error) {
+	u.closed = true
+	if err := u.w.Close(); err != nil {
+		u.cancel()
+		u.final = true
+		what := "the final request"
+		if !u.resumable() {
+			what = "the upload request"
+		}
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	if attrs := u.w.Attrs(); attrs != nil && attrs.Generation > 0 {
+		return version(attrs.Generation), nil
+	}
+	return "", nil // no generation, which StreamParts reports
+}
+
 // resumable reports whether the write is a resumable upload: the client
 // library starts a session once a whole chunk has been handed over, and
 // sends a shorter body in one request.
 func (u *upload) resumable() bool { return u.written >= u.chunk }
 
-// end cancels the upload and waits for the client library's upload to end
-// if w has not been closed yet.
-func (u *upload) end() {
+// Abort cancels the Writer's requests and waits for the client library's
+// upload to end. No abort is sent (Leftover.Err stays nil): the session
+// cannot be deleted, so the Leftover says what becomes of it.
+func (u *upload) Abort(context.Context, bool) driver.Leftover {
+	u.cancel()
 	if !u.closed {
 		u.closed = true
-		u.cancel()
 		_ = u.w.Close()
 	}
-}
-
-// abort cancels the upload, waits for it to end, and returns the error for
-// cause.
-func (u *upload) abort(kind, cause error) error {
-	u.end()
-	return u.fail(kind, cause)
-}
-
-// fail builds the error of a failed upload. The single request of a short
-// body is reported through the Op its request was sent with, so that a
-// refusal after the client library retried it is ErrOutcomeUnknown. A
-// resumable upload sends many requests through that Op, so its errors are
-// built by a fresh Op: a refused final request is the service's answer to
-// this upload, whatever came before it (a retried final request of a
-// finalised session is answered with the object, not a refusal).
-func (u *upload) fail(kind, cause error) error {
-	ue := &driver.UploadError{Err: cause}
-	op := u.op
-	if u.resumable() {
-		// No abort is sent (AbortErr stays nil): the session cannot be
-		// deleted, so Upload says what becomes of it.
-		ue.Staged = true
-		ue.Upload = abandoned
-		if u.final {
-			ue.Upload = finalFailed
-		}
-		op, _ = u.b.begin(u.ctx, driver.OpPut, u.key, u.cond)
+	switch {
+	case !u.resumable():
+		return driver.Leftover{}
+	case u.final:
+		return driver.Leftover{Upload: finalFailed}
 	}
-	return op.Fail(kind, ue)
+	return driver.Leftover{Upload: abandoned}
 }
 
 // abandoned and finalFailed are UploadError.Upload of a resumable upload
@@ -248,17 +207,21 @@ const (
 		"and " + sessionExpiry
 )
 
-// classify maps a failed request of the upload to the contract's kinds. In
-// a resumable upload only a 412 conditionNotMet is a refused precondition:
+// Kind maps a failed request of the upload to the contract's kinds. In a
+// resumable upload only a 412 conditionNotMet is a refused precondition:
 // a 404 there means the session is gone (expired, or a retried final
-// request found it already finalised), so the outcome is unknown.
-func (u *upload) classify(err error) error {
+// request found it already finalised), so the outcome is unknown. The one
+// request of a short body that the client library sent more than once and
+// that was refused may be refused because an earlier attempt landed, so
+// that too is unknown.
+func (u *upload) Kind(err error, _ bool) error {
 	kind := u.b.classify(u.ctx, err, u.cond)
 	if kind == driver.ErrNotExist {
 		return nil
 	}
 	var ge *googleapi.Error
-	if u.resumable() && kind == driver.ErrPrecondition && !(errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed) {
+	if kind == driver.ErrPrecondition && (u.resumable() && !(errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed) ||
+		!u.resumable() && u.wop.Attempts() > 1) {
 		return driver.ErrOutcomeUnknown
 	}
 	return kind

@@ -65,9 +65,9 @@ type Upload struct {
 	Kind func(err error, cond driver.Condition) error
 }
 
-// abortTimeout bounds the AbortMultipartUpload sent after a failure; it is
-// sent even when the caller's context has ended.
-const abortTimeout = 30 * time.Second
+// abortTimeout bounds the sweep sent after a failure; it is sent even
+// when the caller's context has ended.
+const abortTimeout = driver.AbortTimeout
 
 // createSkew is how far the service's clock may be from this machine's
 // for the sweep after an unanswered CreateMultipartUpload to find the
@@ -80,12 +80,13 @@ const createSkew = 5 * time.Second
 var sweepPatience = 8 * time.Second
 
 // Run reads r in parts of opts.Size() bytes, at most opts.Parallel() of
-// them held or in flight at once. A body that fits one part is one
-// conditional PUT (Single); a longer one is a multipart upload whose
-// CompleteMultipartUpload carries the condition. opts.Allow is called before
-// each part and before the commit. On any failure the upload is aborted
-// before Run returns, every part's request has returned, and the error's
-// *driver.UploadError says whether the abort succeeded.
+// them held or in flight at once, through driver.StreamParts. A body that
+// fits one part is one conditional PUT (Single); a longer one is a
+// multipart upload whose CompleteMultipartUpload carries the condition.
+// opts.Allow is called before each part and before the commit. On any
+// failure the upload is aborted before Run returns, every part's request
+// has returned, and the error's *driver.UploadError says whether the abort
+// succeeded.
 //
 // A CreateMultipartUpload that got no answer (a lost reply, a request
 // cancelled in flight) may still have begun an upload, and one the SDK
@@ -99,175 +100,117 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 	if err != nil {
 		return "", err
 	}
-	size, par := opts.Size(), opts.Parallel()
-	src := &partSource{r: r}
-	buf := make([]byte, size)
-	n, last, err := src.next(ctx, buf)
-	if err != nil {
-		return "", op.Fail(nil, &driver.UploadError{Err: fmt.Errorf("reading the body: %w", err)})
-	}
-	if last {
-		if err := opts.Allow(); err != nil {
-			return "", op.Fail(nil, &driver.UploadError{Err: fmt.Errorf("MayStart refused the write: %w", err)})
-		}
-		return u.Single(ctx, buf[:n])
-	}
-
-	uctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	created := time.Now()
-	cctx, sent := countRequests(uctx)
-	id, err := u.Multipart.Create(cctx)
-	answered := time.Now()
-	// unanswered: the creation may have begun uploads of the key that the
-	// driver does not know of. A refusal of the one request sent began
-	// nothing; a request without an answer, or more than one, may have.
-	unanswered := sent() > 1 || err != nil && sent() == 1 && u.Kind(err, driver.Condition{}) == nil
-	swept := func(ue *driver.UploadError) *driver.UploadError {
-		if unanswered {
-			aborted, serr := u.sweep(ctx, created, answered, id)
-			noteSweep(ue, aborted, serr)
-		}
-		return ue
-	}
-	if err != nil {
-		return "", op.Fail(u.Kind(err, driver.Condition{}),
-			swept(&driver.UploadError{Err: fmt.Errorf("starting the multipart upload: %w", err)}))
-	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		parts    []Part
-		firstErr error
-		failKind error
-	)
-	fail := func(kind, e error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil {
-			firstErr, failKind = e, kind
-			cancel(e)
-		}
-	}
-	failed := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return firstErr != nil
-	}
-	free := make(chan []byte, par)
-	allocated := 1
-	for no := 1; ; no++ {
-		if err := opts.Allow(); err != nil {
-			fail(nil, fmt.Errorf("MayStart refused part %d: %w", no, err))
-			break
-		}
-		if uctx.Err() != nil || failed() {
-			break
-		}
-		wg.Add(1)
-		go func(no int, b []byte, data []byte) {
-			defer wg.Done()
-			etag, sum, err := u.Multipart.Part(uctx, id, no, data)
-			free <- b
-			if err != nil {
-				fail(u.Kind(err, driver.Condition{}), fmt.Errorf("uploading part %d: %w", no, err))
-				return
-			}
-			mu.Lock()
-			parts = append(parts, Part{Number: no, ETag: etag, Checksum: sum})
-			mu.Unlock()
-		}(no, buf, buf[:n])
-		if last {
-			break
-		}
-		select {
-		case buf = <-free:
-		default:
-			if allocated < par {
-				buf = make([]byte, size)
-				allocated++
-			} else {
-				select {
-				case buf = <-free:
-				case <-uctx.Done():
-					buf = nil
-				}
-			}
-		}
-		if buf == nil {
-			break
-		}
-		if n, last, err = src.next(uctx, buf); err != nil {
-			fail(nil, fmt.Errorf("reading the body: %w", err))
-			break
-		}
-	}
-	wg.Wait()
-	if !failed() && ctx.Err() != nil {
-		fail(nil, context.Cause(ctx))
-	}
-	if !failed() {
-		if err := opts.Allow(); err != nil {
-			fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
-		}
-	}
-	if !failed() {
-		slices.SortFunc(parts, func(a, b Part) int { return a.Number - b.Number })
-		// The commit is its own operation, so that Fail counts its
-		// attempts only: a CompleteMultipartUpload the SDK sent twice and
-		// whose second attempt was refused is ErrOutcomeUnknown.
-		cop, err := driver.Begin(ctx, u.Caps, u.Driver, driver.OpPut, u.Key, u.Cond)
-		if err != nil {
-			fail(nil, context.Cause(ctx))
-		} else {
-			v, err := u.Multipart.Complete(cop.Context(), id, parts)
-			if err == nil {
-				if unanswered {
-					// The write is committed whatever the sweep finds;
-					// what it cannot abort is left to the service's
-					// clean-up, as after a killed process.
-					_, _ = u.sweep(ctx, created, answered, id)
-				}
-				if v == "" {
-					return "", cop.Fail(nil, errors.New("the service returned no ETag for the completed upload"))
-				}
-				return v, nil
-			}
-			kind := u.Kind(err, u.Cond)
-			ue := swept(u.abort(ctx, id, fmt.Errorf("completing the multipart upload: %w", err)))
-			if kind == nil {
-				// No answer that says what the service did: the commit
-				// may have landed, and the abort cannot tell (S3 forgets
-				// an upload once it is completed or aborted alike).
-				ue.Err = fmt.Errorf("completing the multipart upload failed without an answer that says whether it was committed (read the object back): %w", err)
-				ue.Aborted, ue.MayHaveCommitted = false, true
-				kind = driver.ErrOutcomeUnknown
-			}
-			return "", cop.Fail(kind, ue)
-		}
-	}
-	return "", op.Fail(failKind, swept(u.abort(ctx, id, firstErr)))
+	return driver.StreamParts(op, r, opts, driver.Parts{}, &steps{u: u})
 }
 
-// noteSweep adds to ue what the sweep after an unanswered
+// steps are driver.UploadSteps of one multipart upload.
+type steps struct {
+	u  Upload
+	id string // the upload ID Create returned
+
+	mu    sync.Mutex
+	parts []Part
+
+	// created and answered bound when the CreateMultipartUpload was
+	// sent; unanswered reports that it may have begun uploads of the key
+	// that the driver does not know of: a refusal of the one request
+	// sent began nothing; a request without an answer, or more than one,
+	// may have.
+	created, answered time.Time
+	unanswered        bool
+}
+
+func (s *steps) Start(ctx context.Context) error {
+	s.created = time.Now()
+	cctx, sent := countRequests(ctx)
+	id, err := s.u.Multipart.Create(cctx)
+	s.answered = time.Now()
+	s.unanswered = sent() > 1 || err != nil && sent() == 1 && s.u.Kind(err, driver.Condition{}) == nil
+	if err != nil {
+		return fmt.Errorf("starting the multipart upload: %w", err)
+	}
+	s.id = id
+	return nil
+}
+
+func (s *steps) StagePart(ctx context.Context, n int, data []byte) error {
+	etag, sum, err := s.u.Multipart.Part(ctx, s.id, n, data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parts = append(s.parts, Part{Number: n, ETag: etag, Checksum: sum})
+	return nil
+}
+
+func (s *steps) Commit(ctx context.Context, _ int) (driver.Version, error) {
+	slices.SortFunc(s.parts, func(a, b Part) int { return a.Number - b.Number })
+	v, err := s.u.Multipart.Complete(ctx, s.id, s.parts)
+	if err != nil {
+		return "", fmt.Errorf("completing the multipart upload: %w", err)
+	}
+	if s.unanswered {
+		// The write is committed whatever the sweep finds; what it cannot
+		// abort is left to the service's clean-up, as after a killed
+		// process.
+		_, _ = s.u.sweep(ctx, s.created, s.answered, s.id)
+	}
+	return v, nil
+}
+
+func (s *steps) Abort(ctx context.Context, _ bool) driver.Leftover {
+	var lo driver.Leftover
+	if s.id != "" {
+		lo.Upload = "multipart upload " + s.id
+		if err := s.u.Multipart.Abort(ctx, s.id); err != nil {
+			lo.Err = fmt.Errorf("AbortMultipartUpload: %w", err)
+		} else {
+			lo.Aborted = true
+		}
+	}
+	if s.unanswered {
+		aborted, err := s.u.sweep(ctx, s.created, s.answered, s.id)
+		noteSweep(&lo, aborted, err)
+	}
+	return lo
+}
+
+func (s *steps) Kind(err error, commit bool) error {
+	if !commit {
+		return s.u.Kind(err, driver.Condition{})
+	}
+	if kind := s.u.Kind(err, s.u.Cond); kind != nil {
+		return kind
+	}
+	// No answer that says what the service did: the commit may have
+	// landed.
+	return driver.ErrOutcomeUnknown
+}
+
+func (s *steps) PutSingle(ctx context.Context, data []byte) (driver.Version, error) {
+	return s.u.Single(ctx, data)
+}
+
+// noteSweep adds to lo what the sweep after an unanswered
 // CreateMultipartUpload aborted, and why it failed.
-func noteSweep(ue *driver.UploadError, aborted []string, err error) {
+func noteSweep(lo *driver.Leftover, aborted []string, err error) {
 	if len(aborted) > 0 {
 		found := "multipart upload " + strings.Join(aborted, ", ") + " (begun by a CreateMultipartUpload whose answer never came, found by listing the key's uploads)"
-		if ue.Staged {
-			ue.Upload += ", and " + found
+		if lo.Upload != "" {
+			lo.Upload += ", and " + found
 		} else {
-			ue.Staged, ue.Aborted, ue.Upload = true, true, found
+			lo.Upload, lo.Aborted = found, true
 		}
 	}
 	if err != nil {
-		if ue.Upload == "" {
-			ue.Upload = "any multipart upload the CreateMultipartUpload whose answer never came began"
+		if lo.Upload == "" {
+			lo.Upload = "any multipart upload the CreateMultipartUpload whose answer never came began"
 		} else {
-			ue.Upload += ", and any other the CreateMultipartUpload whose answer never came began"
+			lo.Upload += ", and any other the CreateMultipartUpload whose answer never came began"
 		}
-		ue.Staged, ue.Aborted = true, false
-		ue.AbortErr = errors.Join(ue.AbortErr, fmt.Errorf("looking for uploads a CreateMultipartUpload without an answer began: %w", err))
+		lo.Aborted = false
+		lo.Err = errors.Join(lo.Err, fmt.Errorf("looking for uploads a CreateMultipartUpload without an answer began: %w", err))
 	}
 }
 
@@ -414,49 +357,4 @@ func mapErrs(m map[string]error) []error {
 		errs = append(errs, m[id])
 	}
 	return errs
-}
-
-// abort aborts the upload, whatever state ctx is in, and returns the
-// UploadError for cause.
-func (u Upload) abort(ctx context.Context, id string, cause error) *driver.UploadError {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-	defer cancel()
-	aerr := u.Multipart.Abort(actx, id)
-	ue := &driver.UploadError{Err: cause, Staged: true, Aborted: aerr == nil, Upload: "multipart upload " + id}
-	if aerr != nil {
-		ue.AbortErr = fmt.Errorf("AbortMultipartUpload: %w", aerr)
-	}
-	return ue
-}
-
-// partSource cuts a reader into parts, looking one byte ahead so that a
-// part that ends exactly at the end of the body is known to be the last.
-type partSource struct {
-	r     io.Reader
-	carry []byte
-	one   [1]byte
-}
-
-// next fills buf and reports how many bytes it holds and whether it is the
-// body's last part.
-func (s *partSource) next(ctx context.Context, buf []byte) (n int, last bool, err error) {
-	n = copy(buf, s.carry)
-	s.carry = nil
-	m, err := driver.ReadPart(ctx, s.r, buf[n:])
-	n += m
-	if err == io.EOF {
-		return n, true, nil
-	}
-	if err != nil {
-		return n, false, err
-	}
-	k, err := driver.ReadPart(ctx, s.r, s.one[:])
-	if err == io.EOF && k == 0 {
-		return n, true, nil
-	}
-	if err != nil && err != io.EOF {
-		return n, false, err
-	}
-	s.carry = s.one[:k]
-	return n, false, nil
 }
