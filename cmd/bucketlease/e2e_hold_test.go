@@ -152,20 +152,27 @@ func TestHoldWaitSeesRelease(t *testing.T) {
 }
 
 // signalAsTaken runs hold (or put) on a free lease with args (after the
-// URL), sends SIGTERM as soon as it says it acquired the lease, and returns
-// its exit code (-1: still running after exitTimeout), the lease's state
-// then, the process and the prefix's directory. The signal lands as the
-// lease is taken: before or after hold's own handler has taken over the
-// signals from the wait's, whichever a loaded machine makes it. Either way
-// it must end hold. The mutants hold-late-handover,
-// hold-signal-as-taken-lost, put-late-handover and put-signal-as-taken-lost
-// (lab/mutate/mutants.txt) hold the handover back by two seconds, which
-// puts the signal between the two, and lose it there.
+// URL), sends SIGTERM a moment (asTakenDelay) after it says it acquired the
+// lease, and returns its exit code (-1: still running after exitTimeout),
+// the lease's state then, the process and the prefix's directory. The
+// signal lands as the lease is taken: as a rule after hold's own handler
+// has taken the signals over from the wait's, but before it if a loaded
+// machine stalls hold there. Either way it must end hold. The mutants
+// hold-late-handover, hold-signal-as-taken-lost, put-late-handover and
+// put-signal-as-taken-lost (lab/mutate/mutants.txt) stall the handover for
+// two seconds, which puts the signal inside it, and lose the signal there.
+// asTakenDelay is how long signalAsTaken waits after the acquired line:
+// long enough that a hold whose main goroutine a loaded machine delayed
+// after the line was printed has reached the handover (the mutants' two
+// second stall begins there), short enough to land well inside that stall.
+const asTakenDelay = 300 * time.Millisecond
+
 func signalAsTaken(t *testing.T, args ...string) (code int, state string, p *proc, dir string) {
 	t.Helper()
 	u, dir := fileURL(t)
 	p = start(t, nil, append([]string{args[0], u}, args[1:]...)...)
 	p.waitFor(`acquired lease`)
+	time.Sleep(asTakenDelay)
 	p.signal(syscall.SIGTERM)
 	code = p.exitWithin(exitTimeout)
 	return code, showJSONOf(t, u).State, p, dir
