@@ -101,8 +101,9 @@ func tickFile(t *testing.T, path string) int64 {
 // every TTL/30, 100 ms to 1 s), hold exits 124, and a hold waiting with
 // --wait, which saw the lease vanish without a release, takes it only
 // after the first one's command was stopped: never two writers. The
-// negative control is TestDeletedLeaseOldOverlaps (build tag
-// bucketlease_oldlease).
+// mutant hold-no-lease-watch (lab/mutate/mutants.txt) takes both the
+// read-back and the waiter's hold-off away, as before the fix: the waiter
+// then takes the deleted lease while the first command still writes.
 func TestDeletedLeaseStopsCommand(t *testing.T) {
 	deleted, lastA, startB, codeA := deletedLease(t, "6s", nil)
 	if codeA != exitLeaseEnded {
@@ -136,8 +137,9 @@ func sigtermTrapped(t *testing.T, env []string, bound time.Duration) (code int, 
 // TestSigtermGraceThenKill: SIGTERM to hold is passed
 // on to the command; a command that traps it is killed, with everything it
 // started, after --grace; then the lease is released and hold exits with
-// the command's status (137, killed by SIGKILL). The negative control is
-// TestSigtermOldIgnoresGrace (build tag bucketlease_oldlease).
+// the command's status (137, killed by SIGKILL). The mutant
+// hold-term-no-grace only passes SIGTERM on, as before issue 22: the
+// command runs on, and hold with it.
 func TestSigtermGraceThenKill(t *testing.T) {
 	code, state, ticks := sigtermTrapped(t, nil, exitTimeout)
 	if code != 128+int(syscall.SIGKILL) {

@@ -381,9 +381,10 @@ func groupKill(t *testing.T, env []string, flags ...string) (late []time.Time, q
 // TestWatchdogGroupKill: killing hold's whole process group (hold, the
 // watchdog and the command at once) leaves nothing writing past the fence
 // deadline, not even a process that called setsid: on Linux the kernel
-// kills the watchdog's PID namespace with it. The negative control
-// (TestWatchdogGroupKillOldEscapes, build tag bucketlease_oldlease) shows
-// the same scenario finding the writer that escaped before this fix.
+// kills the watchdog's PID namespace with it. The mutant
+// watchdog-shared-group (lab/mutate/mutants.txt) puts the watchdog back in
+// hold's process group with no PID namespace, as before this fix; the
+// writer then escapes, and this test finds it.
 func TestWatchdogGroupKill(t *testing.T) {
 	late, quiet := groupKill(t, nil)
 	if !quiet {
@@ -448,7 +449,8 @@ func TestWatchdogGroupKillUnprivileged(t *testing.T) {
 // TestPIDNamespaceOff pins what --pid-namespace=false is for: in the PID
 // namespace a command cannot signal a process outside it (kill -0 fails);
 // without one it can, and a kill of hold's process group still leaves
-// nothing writing (the watchdog is in a session of its own).
+// nothing writing (the watchdog is in a session of its own; the mutant
+// watchdog-session-shares-group leaves it in hold's process group).
 func TestPIDNamespaceOff(t *testing.T) {
 	outside := exec.Command("sleep", "60")
 	if err := outside.Start(); err != nil {

@@ -325,13 +325,6 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		code, why := interruptCode(waitCtx)
 		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
 	}
-	if oldLateHandover() && waitCtx.Err() != nil && ctx.Err() == nil {
-		// The old order: a signal was looked for before the handover
-		// below, so one that came in between was lost.
-		stopWaiting()
-		return interruptedAsTaken()
-	}
-	pauseBeforeHandover(p)
 	// From here on, signals are ours to handle: registered before
 	// signalContext lets go of them, so none is missed, and only then is
 	// signalContext asked whether one came meanwhile.
@@ -339,7 +332,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	signal.Notify(sigs, holdSignals()...)
 	defer signal.Stop(sigs)
 	stopWaiting()
-	if !oldLateHandover() && signalled(waitCtx) && ctx.Err() == nil {
+	if signalled(waitCtx) && ctx.Err() == nil {
 		return interruptedAsTaken()
 	}
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
@@ -475,7 +468,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 // it was told, on its own monotonic clock. Zero when there is no such
 // lease (none seen, or a suspect one).
 func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
-	if last == nil || last.State != lease.Fresh || oldLeaseWatch() {
+	if last == nil || last.State != lease.Fresh {
 		return time.Time{}
 	}
 	return seen.Add(last.TakeoverAt.Sub(last.Now))
@@ -575,16 +568,6 @@ func signalContext(parent context.Context, sigs ...os.Signal) (context.Context, 
 		default:
 		}
 		cancel(context.Canceled)
-	}
-}
-
-// pauseBeforeHandover holds hold up for testHandoverDelay (0 but in a
-// negative control's build), saying so first, so that a test can send a
-// signal inside the window between taking the lease and the handover.
-func pauseBeforeHandover(p *printer) {
-	if d := testHandoverDelay(); d > 0 {
-		p.note("test-pause", fmt.Sprintf("pausing %v before the signal handover", d), nil)
-		time.Sleep(d)
 	}
 }
 
@@ -699,7 +682,7 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 // is on its way). foreign reports a lease record of another instance (a
 // takeover, or a break), which the lease itself judges at a renewal.
 func notOurs(st lease.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
-	if oldLeaseWatch() || st.Version == before || st.Version == l.Version() {
+	if st.Version == before || st.Version == l.Version() {
 		return "", false
 	}
 	switch {

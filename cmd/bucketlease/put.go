@@ -500,10 +500,6 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 		stopWaiting()
 		return "", nil, explain(rawURL, err)
 	}
-	if oldLateHandover() {
-		stopWaiting() // the old order: no handler until the upload's own
-	}
-	pauseBeforeHandover(p)
 	// A signal now cuts the upload off (it is aborted) and releases:
 	// registered before the wait lets go of the signals, so none is
 	// missed, and one that came as the lease was taken stops the put
@@ -511,7 +507,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	upCtx, stopUp := signalContext(ctx, holdSignals()...)
 	defer stopUp()
 	stopWaiting()
-	if !oldLateHandover() && signalled(waitCtx) && ctx.Err() == nil {
+	if signalled(waitCtx) && ctx.Err() == nil {
 		code, why := interruptCode(waitCtx)
 		return "", nil, releaseAfter(l, rawURL, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
 	}

@@ -179,7 +179,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 			select {
 			case s := <-sigs:
 				ss, _ := s.(syscall.Signal)
-				if status >= 0 || (pid == 0 && oldDropEarlySignal()) {
+				if status >= 0 {
 					p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
 					continue
 				}
@@ -187,10 +187,8 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 					p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
 					continue
 				}
-				if ss == syscall.SIGTERM && termKill == nil && !oldTermNoGrace() {
-					{
-						termKill = time.After(grace)
-					}
+				if ss == syscall.SIGTERM && termKill == nil {
+					termKill = time.After(grace)
 					p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", sigName(s), pid, grace),
 						func(r *record) { r.Signal = sigName(s); r.PID = pid })
 				} else {

@@ -14,9 +14,6 @@ import (
 // reach of a signal to hold's process group, and signals the command's
 // process group as a whole.
 func watchdogModes(bool) []watchdogMode {
-	if oldSharedGroup() { // negative control only
-		return []watchdogMode{{name: "shared-group", words: "in hold's process group", sys: &syscall.SysProcAttr{}}}
-	}
 	return []watchdogMode{{name: "session", words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
 }
 

@@ -36,10 +36,7 @@ func watchdogModes(pidNS bool) []watchdogMode {
 		{name: "session", words: "in its own session (no PID namespace)", sharesGroup: false,
 			sys: &syscall.SysProcAttr{Setsid: true}},
 	}
-	if oldSharedGroup() { // negative control only: the watchdog in hold's process group
-		return []watchdogMode{{name: "shared-group", words: "in hold's process group", sharesGroup: true, sys: &syscall.SysProcAttr{}}}
-	}
-	if !pidNS || noNamespace() { // noNamespace: test only, what a system without PID namespaces gets
+	if !pidNS {
 		return modes[2:]
 	}
 	return modes
