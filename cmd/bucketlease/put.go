@@ -633,13 +633,6 @@ func jsonLine(h putHeader) (string, error) {
 	return string(b) + "\n", nil
 }
 
-// PutStream implements driver.Streamer, so that hold's and put's bounded
-// bucket streams through the driver: no bound on the whole upload, which
-// takes as long as the body does (the fence bounds each part instead).
-func (t *deadlineBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	return driver.PutStream(ctx, t.b, key, r, cond, opts)
-}
-
 // sizeValue is a byte size flag: 5242880, 5MiB, 64M, 1GiB.
 type sizeValue struct{ n *int64 }
 
