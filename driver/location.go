@@ -52,19 +52,7 @@ type Locator func(u *url.URL) (Place, error)
 // sorted, as part of the endpoint, so that two spellings may differ where
 // the driver would see one place, but two places never coincide.
 func (m *Mux) RegisterLocator(scheme string, loc Locator) {
-	if scheme == "" || loc == nil {
-		panic("driver: RegisterLocator with an empty scheme or a nil locator")
-	}
-	scheme = strings.ToLower(scheme)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, dup := m.locators[scheme]; dup {
-		panic("driver: RegisterLocator called twice for scheme " + scheme)
-	}
-	if m.locators == nil {
-		m.locators = make(map[string]Locator)
-	}
-	m.locators[scheme] = loc
+	register(m, &m.locators, "RegisterLocator", scheme, loc, loc == nil)
 }
 
 // RegisterLocator makes loc the Locator of scheme's URLs for ParseURL.
@@ -166,7 +154,9 @@ func displayForm(rawURL string, u *url.URL) string {
 
 // OpenLocation opens the bucket at l with the Opener registered for its
 // scheme. It returns the bucket; the prefix is l.Prefix.
-func OpenLocation(ctx context.Context, l *Location) (Bucket, error) { return defaultMux.OpenLocation(ctx, l) }
+func OpenLocation(ctx context.Context, l *Location) (Bucket, error) {
+	return defaultMux.OpenLocation(ctx, l)
+}
 
 // OpenLocation opens the bucket at l with m's Opener for its scheme and
 // returns it; the prefix is l.Prefix. An Opener whose prefix disagrees

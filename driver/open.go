@@ -33,19 +33,26 @@ type Mux struct {
 // as database/sql.Register does: two drivers claiming one scheme is a
 // programming error.
 func (m *Mux) Register(scheme string, opener Opener) {
-	if scheme == "" || opener == nil {
-		panic("driver: Register with an empty scheme or a nil opener")
+	register(m, &m.openers, "Register", scheme, opener, opener == nil)
+}
+
+// register adds f to m's table under scheme, in lower case, for call
+// (Register, RegisterLocator); it panics on an empty scheme, a nil f or a
+// scheme already there.
+func register[F any](m *Mux, table *map[string]F, call, scheme string, f F, isNil bool) {
+	if scheme == "" || isNil {
+		panic("driver: " + call + " with an empty scheme or a nil function")
 	}
 	scheme = strings.ToLower(scheme)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, dup := m.openers[scheme]; dup {
-		panic("driver: Register called twice for scheme " + scheme)
+	if _, dup := (*table)[scheme]; dup {
+		panic("driver: " + call + " called twice for scheme " + scheme)
 	}
-	if m.openers == nil {
-		m.openers = make(map[string]Opener)
+	if *table == nil {
+		*table = make(map[string]F)
 	}
-	m.openers[scheme] = opener
+	(*table)[scheme] = f
 }
 
 // Schemes returns the registered schemes, sorted.

@@ -104,38 +104,57 @@ type inner struct {
 // of driver makes Check fail (driver.Optional names it, use does not
 // know it) until it is added here.
 func inners() []inner {
-	n := func() *plain { return &plain{m: mem.New(), n: map[string]int{}} }
-	var out []inner
-	p := n()
-	out = append(out, inner{"none", p, p})
-	p = n()
-	out = append(out, inner{"Streamer", struct {
-		driver.Bucket
-		driver.Streamer
-	}{p, streamer{p}}, p})
-	p = n()
-	out = append(out, inner{"Lister", struct {
-		driver.Bucket
-		driver.Lister
-	}{p, lister{p}}, p})
-	p = n()
-	out = append(out, inner{"PendingLister", struct {
-		driver.Bucket
-		driver.PendingLister
-	}{p, pendingLister{p}}, p})
-	p = n()
-	out = append(out, inner{"io.Closer", struct {
-		driver.Bucket
-		io.Closer
-	}{p, closer{p}}, p})
-	p = n()
-	out = append(out, inner{"all", struct {
-		driver.Bucket
-		driver.Streamer
-		driver.Lister
-		driver.PendingLister
-		io.Closer
-	}{p, streamer{p}, lister{p}, pendingLister{p}, closer{p}}, p})
+	type (
+		b  = driver.Bucket
+		s  = driver.Streamer
+		l  = driver.Lister
+		pl = driver.PendingLister
+		c  = io.Closer
+	)
+	build := []struct {
+		name string
+		make func(p *plain) driver.Bucket
+	}{
+		{"none", func(p *plain) driver.Bucket { return p }},
+		{"Streamer", func(p *plain) driver.Bucket {
+			return struct {
+				b
+				s
+			}{p, streamer{p}}
+		}},
+		{"Lister", func(p *plain) driver.Bucket {
+			return struct {
+				b
+				l
+			}{p, lister{p}}
+		}},
+		{"PendingLister", func(p *plain) driver.Bucket {
+			return struct {
+				b
+				pl
+			}{p, pendingLister{p}}
+		}},
+		{"io.Closer", func(p *plain) driver.Bucket {
+			return struct {
+				b
+				c
+			}{p, closer{p}}
+		}},
+		{"all", func(p *plain) driver.Bucket {
+			return struct {
+				b
+				s
+				l
+				pl
+				c
+			}{p, streamer{p}, lister{p}, pendingLister{p}, closer{p}}
+		}},
+	}
+	out := make([]inner, 0, len(build))
+	for _, x := range build {
+		p := &plain{m: mem.New(), n: map[string]int{}}
+		out = append(out, inner{x.name, x.make(p), p})
+	}
 	return out
 }
 
