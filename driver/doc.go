@@ -141,7 +141,12 @@
 // unknown parameter (Params), or anything else it cannot use.
 //
 // A driver registers a URL scheme in its package's init function with
-// Register, as database/sql drivers do, and users open it with Open.
+// Register, as database/sql drivers do, and users open it with Open. It
+// registers a Locator beside it (RegisterLocator), which says from the URL
+// alone which bucket, prefix and endpoint it names: ParseURL parses a URL
+// once into a Location that every layer reads (the driver, the messages,
+// through Location.String, and the CLI's state directory, keyed by
+// Location.Key, so that two spellings of one prefix share it).
 //
 // # Wrapping a Bucket
 //
