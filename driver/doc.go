@@ -169,7 +169,33 @@
 // unknown parameter (Params), or anything else it cannot use.
 //
 // A driver registers a URL scheme in its package's init function with
-// Register, as database/sql drivers do, and users open it with Open.
+// Register, as database/sql drivers do, and users open it with Open. It
+// registers a Locator beside it (RegisterLocator), which says from the URL
+// alone which bucket, prefix and endpoint it names: ParseURL parses a URL
+// once into a Location that every layer reads (the driver, the messages,
+// through Location.String, and the CLI's state directory, keyed by
+// Location.Key, so that two spellings of one prefix share it).
+//
+// # Wrapping a Bucket
+//
+// Streamer, Lister, PendingLister and io.Closer are optional: found at run
+// time by a type assertion, as database/sql finds a driver's optional
+// interfaces, so that Bucket stays four methods. A Bucket that wraps
+// another (to fence its writes, emulate conditions, bound its requests)
+// would hide every one of them it did not forward by hand, and one it
+// forwarded without the inner having it would claim an ability the driver
+// lacks (the lease proves a streamed commit only where there is a
+// Streamer). So a wrapper implements the four methods and overrides only
+// the optional methods it must change, and Wrap composes it with the
+// wrapped bucket: the result has exactly the wrapped bucket's optional
+// interfaces, the wrapper's method where it has one and the wrapped one's
+// otherwise, and a Close that closes the wrapped bucket unless the wrapper
+// says otherwise. gocloud.dev/blob avoids the question by making every
+// method mandatory with an "unimplemented" error, and net/http's
+// ResponseWriter wrappers answer it as Wrap does, with a struct type for
+// each combination (compose); a new optional interface is added to
+// Optional and compose, and the tests of Wrap and of every wrapper in the
+// module (internal/testsupport/wrapcheck) fail until it is.
 //
 // # Exclusion
 //

@@ -23,8 +23,9 @@ type Opener func(ctx context.Context, u *url.URL) (b Bucket, prefix string, err 
 // use; tests build their own. Register and Open use the process-wide Mux
 // that drivers register into from their init functions.
 type Mux struct {
-	mu      sync.RWMutex
-	openers map[string]Opener
+	mu       sync.RWMutex
+	openers  map[string]Opener
+	locators map[string]Locator
 }
 
 // Register makes opener available for URLs with the given scheme. It panics
@@ -32,19 +33,26 @@ type Mux struct {
 // as database/sql.Register does: two drivers claiming one scheme is a
 // programming error.
 func (m *Mux) Register(scheme string, opener Opener) {
-	if scheme == "" || opener == nil {
-		panic("driver: Register with an empty scheme or a nil opener")
+	register(m, &m.openers, "Register", scheme, opener, opener == nil)
+}
+
+// register adds f to m's table under scheme, in lower case, for call
+// (Register, RegisterLocator); it panics on an empty scheme, a nil f or a
+// scheme already there.
+func register[F any](m *Mux, table *map[string]F, call, scheme string, f F, isNil bool) {
+	if scheme == "" || isNil {
+		panic("driver: " + call + " with an empty scheme or a nil function")
 	}
 	scheme = strings.ToLower(scheme)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, dup := m.openers[scheme]; dup {
-		panic("driver: Register called twice for scheme " + scheme)
+	if _, dup := (*table)[scheme]; dup {
+		panic("driver: " + call + " called twice for scheme " + scheme)
 	}
-	if m.openers == nil {
-		m.openers = make(map[string]Opener)
+	if *table == nil {
+		*table = make(map[string]F)
 	}
-	m.openers[scheme] = opener
+	(*table)[scheme] = f
 }
 
 // Schemes returns the registered schemes, sorted.
@@ -65,29 +73,17 @@ var ErrUnknownScheme = errors.New("unknown URL scheme")
 
 // Open opens the bucket named by rawURL with the Opener registered for its
 // scheme and returns it with the URL's key prefix. Errors show the URL with
-// its secrets redacted.
+// its secrets redacted. It is Parse then OpenLocation.
 func (m *Mux) Open(ctx context.Context, rawURL string) (Bucket, string, error) {
-	u, err := url.Parse(rawURL)
+	l, err := m.Parse(rawURL)
 	if err != nil {
-		// url.Parse's error repeats the raw URL; do not pass it on.
-		return nil, "", fmt.Errorf("open %s: not a valid URL", Redact(rawURL))
+		return nil, "", err
 	}
-	if u.Scheme == "" {
-		return nil, "", fmt.Errorf("open %s: the URL has no scheme; use one of %s",
-			Redact(rawURL), strings.Join(m.Schemes(), ", "))
-	}
-	m.mu.RLock()
-	opener := m.openers[strings.ToLower(u.Scheme)]
-	m.mu.RUnlock()
-	if opener == nil {
-		return nil, "", fmt.Errorf("open %s: %w %q; registered schemes: %s",
-			Redact(rawURL), ErrUnknownScheme, u.Scheme, strings.Join(m.Schemes(), ", "))
-	}
-	b, prefix, err := opener(ctx, u)
+	b, err := m.OpenLocation(ctx, l)
 	if err != nil {
-		return nil, "", fmt.Errorf("open %s: %w", Redact(rawURL), err)
+		return nil, "", err
 	}
-	return b, strings.Trim(prefix, "/"), nil
+	return b, l.Prefix, nil
 }
 
 // defaultMux is the registry drivers register into; it is the only global
@@ -193,6 +189,12 @@ func redact(rawURL string, depth int) string {
 		}
 		return "REDACTED"
 	}
+	return redactParsed(*u, depth)
+}
+
+// redactParsed is redact of a URL already parsed; it changes its copy u
+// only.
+func redactParsed(u url.URL, depth int) string {
 	if u.Opaque != "" {
 		// "s3:key:secret@bucket" has no "//": a parser finds no user info
 		// in it, so none of it can be shown.

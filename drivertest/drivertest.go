@@ -283,8 +283,8 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 	if prefix == "" {
 		prefix = "drivertest"
 	}
-	rec := &recorder{Bucket: b}
-	s := &scope{b: rec, raw: b, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
+	rb, rec := recorded(b)
+	s := &scope{b: rb, raw: b, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
 	defer s.cleanup()
 	err := safely(func() error { return c.run(ctx, s) })
 	if sk, ok := err.(skipped); ok {

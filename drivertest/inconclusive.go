@@ -22,6 +22,13 @@ type recorder struct {
 	err error
 }
 
+// recorded returns b through a new recorder, with b's optional
+// interfaces (driver.Wrap), and the recorder.
+func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
+	rec := &recorder{Bucket: b}
+	return driver.Wrap(rec, b), rec
+}
+
 // expected are the errors a conforming service gives the checks, and the
 // cancellations the checks make themselves.
 var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey,
@@ -83,8 +90,8 @@ func (b *recordedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// PutStream streams through driver.PutStream (the driver's Streamer, or
-// the fallback), noting the error.
+// PutStream streams through the driver's Streamer (driver.PutStream),
+// noting the error.
 func (r *recorder) PutStream(ctx context.Context, key string, body io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	v, err := driver.PutStream(ctx, r.Bucket, key, body, cond, opts)
 	if fb, ok := body.(*failingBody); ok && fb.failed(err) {
@@ -95,7 +102,7 @@ func (r *recorder) PutStream(ctx context.Context, key string, body io.Reader, co
 	return v, err
 }
 
-// List lists through driver.List, noting the error.
+// List lists through the driver's Lister (driver.List), noting the error.
 func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
 		for o, err := range driver.List(ctx, r.Bucket, prefix) {
@@ -107,17 +114,13 @@ func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Obj
 	}
 }
 
-// ListPending lists the driver's pending uploads, noting the error; a
-// driver without a PendingLister yields ErrUnsupported.
+// ListPending lists the driver's pending uploads, noting the error. It is
+// called only where the driver is a PendingLister: the scope's bucket is
+// the recorder wrapped with driver.Wrap, which keeps exactly the driver's
+// optional interfaces.
 func (r *recorder) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
-		pl, ok := r.Bucket.(driver.PendingLister)
-		if !ok {
-			yield(driver.Pending{}, &driver.OpError{Op: string(driver.OpList), Key: prefix, Kind: driver.ErrUnsupported,
-				Err: errors.New("the driver cannot list pending uploads")})
-			return
-		}
-		for p, err := range pl.ListPending(ctx, prefix) {
+		for p, err := range r.Bucket.(driver.PendingLister).ListPending(ctx, prefix) {
 			r.note(err)
 			if !yield(p, err) {
 				return

@@ -20,7 +20,14 @@ import (
 // ErrReleased), and cancels one in flight the moment the lease ends. Reads
 // pass through. It refuses a key that starts with "/" and any write to the
 // lease object itself, which only the lease writes.
-func (l *Lease) Bucket() driver.Bucket { return fencedBucket{l} }
+//
+// It has the optional abilities of the bucket the lease was given, no more
+// and no fewer (driver.Wrap): a streamed write (driver.Streamer) under the
+// fence, listing (driver.Lister, driver.PendingLister) with keys relative
+// to the prefix, and a Close (io.Closer) that does nothing, since that
+// bucket is its caller's and the lease uses it until Release: close it
+// there, after Release.
+func (l *Lease) Bucket() driver.Bucket { return driver.Wrap(fencedBucket{l}, l.b) }
 
 type fencedBucket struct{ l *Lease }
 
@@ -143,8 +150,9 @@ func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond dri
 // MayWrite is false, no part and no commit starts after that (the driver
 // calls MayStart before each request), and a request in flight is cancelled
 // the moment the lease ends, after which the driver aborts the upload.
-// Release waits for it to return. Without a driver Streamer it falls back
-// as driver.PutStream does.
+// Release waits for it to return. It is the bucket's only where the
+// lease's bucket is a driver.Streamer (driver.Wrap); driver.PutStream
+// falls back to Put elsewhere.
 func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	var v driver.Version
 	err := f.guard(ctx, "put", key, cond, func(ctx context.Context, full string) error {
@@ -244,13 +252,10 @@ func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condit
 // lease object itself is left out, and so are the scratch keys the lease
 // writes beside it ({prefix}/LEASE.<kind>-probe-<16 hex digits>); a key of
 // the caller's that merely looks like one deeper down (such as
-// sub/LEASE.acquire-probe-0123456789abcdef) is listed. Listing is a read: it passes through the
-// fence.
+// sub/LEASE.acquire-probe-0123456789abcdef) is listed. Listing is a
+// read: it passes through the fence.
 func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	base := ""
-	if f.l.prefix != "" {
-		base = f.l.prefix + "/"
-	}
+	base := f.base()
 	return func(yield func(driver.Object, error) bool) {
 		for o, err := range driver.List(ctx, f.l.b, base+prefix) {
 			if err != nil {
@@ -266,4 +271,34 @@ func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.
 			}
 		}
 	}
+}
+
+// ListPending yields the uploads pending under prefix, relative to the
+// lease's prefix as List's keys are, with their keys relative to it.
+func (f fencedBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	base := f.base()
+	return func(yield func(driver.Pending, error) bool) {
+		for p, err := range f.l.b.(driver.PendingLister).ListPending(ctx, base+prefix) {
+			if err == nil && !strings.HasPrefix(p.Key, base) {
+				continue
+			}
+			p.Key = strings.TrimPrefix(p.Key, base)
+			if !yield(p, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close does nothing: the bucket is the one the lease was given, its
+// caller's to close after Release. It is there so that Lease.Bucket is an
+// io.Closer where that bucket is (driver.Wrap), and closing it is harmless.
+func (f fencedBucket) Close() error { return nil }
+
+// base is the lease's prefix with a slash, or "" for a whole bucket.
+func (f fencedBucket) base() string {
+	if f.l.prefix == "" {
+		return ""
+	}
+	return f.l.prefix + "/"
 }

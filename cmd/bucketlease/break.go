@@ -132,7 +132,7 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	if err != nil {
 		return err
 	}
-	b = withDeadlines(b, timeout, rawURL, "--timeout")
+	b = withDeadlines(b, timeout, displayURL(rawURL), "--timeout")
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
 		return explain(rawURL, err)

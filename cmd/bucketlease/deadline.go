@@ -22,13 +22,18 @@ type deadlineBucket struct {
 	bound string // where d comes from, for the message: "--timeout", "a third of the TTL"
 }
 
-// withDeadlines wraps b so that each request gets at most d; d <= 0
-// returns b itself.
-func withDeadlines(b driver.Bucket, d time.Duration, rawURL, bound string) driver.Bucket {
+// withDeadlines wraps b so that each request gets at most d, naming the
+// URL by display (displayURL's or Location.String's form); d <= 0 returns
+// b itself. The result has b's optional interfaces (driver.Wrap),
+// which it passes through unbounded: a streamed write takes as long as its
+// body does (the fence bounds each part instead), and a listing is bounded
+// by its caller. A driver that cannot stream gets driver.PutStream's one
+// Put, bounded as any Put is.
+func withDeadlines(b driver.Bucket, d time.Duration, display, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
-	return &deadlineBucket{b: b, d: d, url: displayURL(rawURL), bound: bound}
+	return driver.Wrap(&deadlineBucket{b: b, d: d, url: display, bound: bound}, b)
 }
 
 // explainHang names what was waited for when err came from the request's

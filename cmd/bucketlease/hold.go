@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -283,21 +281,28 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 			return err
 		}
 	}
-	if err := fileLeaseNotObject(rawURL); err != nil {
-		return err
-	}
-	b, prefix, err := openURL(ctx, rawURL)
+	// The URL is parsed once: the driver, the messages and the state
+	// directory read loc.
+	loc, err := parseURL(rawURL)
 	if err != nil {
 		return err
 	}
-	b = withDeadlines(b, requestTimeout(f.ttl), rawURL, "a third of the TTL")
+	if err := fileLeaseNotObjectAt(loc); err != nil {
+		return err
+	}
+	b, err := openLocation(ctx, loc)
+	if err != nil {
+		return err
+	}
+	prefix := loc.Prefix
+	b = withDeadlines(b, requestTimeout(f.ttl), loc.String(), "a third of the TTL")
 	tool := "bucketlease hold"
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
 	}
 	opts := &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
 		Logger: logger, OnEvent: p.event, Getenv: e.getenv, Holder: lease.ThisProcess(tool)}
-	opts.StateDir, err = stateDirFor(e, f.stateDir, rawURL)
+	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
 	if err != nil {
 		return usageErrorf("--state-dir: %v", err)
 	}
@@ -318,12 +323,12 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	l, err := acquire(waitCtx, c, b, prefix, f, p)
 	if err != nil {
 		stopWaiting()
-		return explain(rawURL, err)
+		return explainScheme(loc.Scheme, err)
 	}
 	// A signal came as the lease was taken: release it and exit 128+N.
 	interruptedAsTaken := func() error {
 		code, why := interruptCode(waitCtx)
-		return releaseAfter(l, rawURL, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+		return releaseAfter(l, loc, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
 	}
 	// From here on, signals are ours to handle: registered before
 	// signalContext lets go of them, so none is missed, and only then is
@@ -336,7 +341,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		return interruptedAsTaken()
 	}
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s",
-		l.Key(), displayURL(rawURL), l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
+		l.Key(), loc, l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion()),
 		func(r *record) {
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
 		})
@@ -350,7 +355,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
 		stopPut, err := servePut(l)
 		if err != nil {
-			return releaseAfter(l, rawURL, b, prefix, p, err)
+			return releaseAfter(l, loc, b, prefix, p, err)
 		}
 		defer stopPut()
 	}
@@ -366,7 +371,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	}
 	stopWatch()
 	k.stop()
-	return releaseAfter(l, rawURL, b, prefix, p, result)
+	return releaseAfter(l, loc, b, prefix, p, result)
 }
 
 // keeper runs Lease.Keep in the background, and can pause it: hold does
@@ -721,13 +726,13 @@ func endReason(l *lease.Lease, p *printer) string {
 // came to), reports the release only once it happened, and returns the
 // error hold exits with: result, or, when the release failed and the lease
 // had not ended anyway, the release failure (exit 125).
-func releaseAfter(l *lease.Lease, rawURL string, b driver.Bucket, prefix string, p *printer, result error) error {
+func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *printer, result error) error {
 	endedBefore := l.Err()
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.TTL(), 10*time.Second))
 	defer cancel()
 	relErr := l.Release(ctx)
 	if relErr != nil {
-		relErr = explain(rawURL, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
+		relErr = explainScheme(loc.Scheme, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
 		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
 		code, _ := codeOf(result)
 		if code == exitLeaseEnded || errors.Is(result, errInterrupted) {
@@ -781,29 +786,4 @@ func holderText(id string) string {
 		return "an operator (bucketlease break)"
 	}
 	return "instance " + id
-}
-
-// stateDirFor is the state directory hold gives the lease for rawURL: the
-// one --state-dir names (or the default under $XDG_STATE_HOME or
-// ~/.local/state), with a subdirectory per bucket URL, since a lease key
-// names a lease only within its bucket; "" for --state-dir none.
-func stateDirFor(e *env, flagValue, rawURL string) (string, error) {
-	dir := flagValue
-	switch dir {
-	case "none":
-		return "", nil
-	case "":
-		if x := e.getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
-			dir = filepath.Join(x, "bucketlease")
-		} else if h := e.getenv("HOME"); h != "" && filepath.IsAbs(h) {
-			dir = filepath.Join(h, ".local", "state", "bucketlease")
-		} else {
-			return "", nil
-		}
-	}
-	if !filepath.IsAbs(dir) {
-		return "", fmt.Errorf("%q is not an absolute path", dir)
-	}
-	sum := sha256.Sum256([]byte(displayURL(rawURL)))
-	return filepath.Join(dir, hex.EncodeToString(sum[:8])), nil
 }

@@ -159,7 +159,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 		}
 	}
 	cancel()
-	rb := withDeadlines(b, timeout, rawURL, "--timeout")
+	rb := withDeadlines(b, timeout, displayURL(rawURL), "--timeout")
 	for _, p := range found {
 		st, err := lease.Inspect(ctx, rb, p, time.Now())
 		j := listLeaseJSON{Prefix: p}

@@ -91,7 +91,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			}
 			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (%s)…\n", displayURL(rawURL), scratch, removed)
 		}
-		if err := preflight(ctx, withDeadlines(b, *timeout, rawURL, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
+		if err := preflight(ctx, withDeadlines(b, *timeout, displayURL(rawURL), "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
 			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})

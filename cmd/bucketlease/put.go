@@ -467,14 +467,19 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
-	if err := fileLeaseNotObject(rawURL); err != nil {
-		return "", nil, err
-	}
-	b, prefix, err := openURL(ctx, rawURL)
+	loc, err := parseURL(rawURL)
 	if err != nil {
 		return "", nil, err
 	}
-	b = withDeadlines(b, requestTimeout(f.hold.ttl), rawURL, "a third of the TTL")
+	if err := fileLeaseNotObjectAt(loc); err != nil {
+		return "", nil, err
+	}
+	b, err := openLocation(ctx, loc)
+	if err != nil {
+		return "", nil, err
+	}
+	prefix := loc.Prefix
+	b = withDeadlines(b, requestTimeout(f.hold.ttl), loc.String(), "a third of the TTL")
 	w := io.Discard
 	if f.verbose {
 		w = e.stderr
@@ -498,7 +503,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	}
 	if err != nil {
 		stopWaiting()
-		return "", nil, explain(rawURL, err)
+		return "", nil, explainScheme(loc.Scheme, err)
 	}
 	// A signal now cuts the upload off (it is aborted) and releases:
 	// registered before the wait lets go of the signals, so none is
@@ -509,7 +514,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	stopWaiting()
 	if signalled(waitCtx) && ctx.Err() == nil {
 		code, why := interruptCode(waitCtx)
-		return "", nil, releaseAfter(l, rawURL, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
 	}
 	k := &keeper{l: l, parent: ctx}
 	k.start()
@@ -519,12 +524,12 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	// settles a race with another writer.
 	if err := refuseExisting(upCtx, l.Bucket(), h.Key, cond); err != nil {
 		k.stop()
-		return "", nil, releaseAfter(l, rawURL, b, prefix, p, putError(putClass(l, err), explain(rawURL, fmt.Errorf("put %s: %w", h.Key, err))))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(putClass(l, err), explainScheme(loc.Scheme, fmt.Errorf("put %s: %w", h.Key, err))))
 	}
 	checked, body, err := in.open(h.Key)
 	if err != nil {
 		k.stop()
-		return "", nil, releaseAfter(l, rawURL, b, prefix, p, err)
+		return "", nil, releaseAfter(l, loc, b, prefix, p, err)
 	}
 	defer in.close()
 	stopForward := context.AfterFunc(upCtx, func() { in.forward(upCtx) })
@@ -545,10 +550,10 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 			code, why := interruptCode(upCtx)
 			result = withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", h.Key, why, err))
 		default:
-			result = putError(class, explain(rawURL, fmt.Errorf("put %s: %w", h.Key, err)))
+			result = putError(class, explainScheme(loc.Scheme, fmt.Errorf("put %s: %w", h.Key, err)))
 		}
 	}
-	return v, checked, releaseAfter(l, rawURL, b, prefix, p, result)
+	return v, checked, releaseAfter(l, loc, b, prefix, p, result)
 }
 
 // errParentsLease: put URL inside hold names the lease its own hold holds.
@@ -627,13 +632,6 @@ func jsonLine(h putHeader) (string, error) {
 		return "", err
 	}
 	return string(b) + "\n", nil
-}
-
-// PutStream implements driver.Streamer, so that hold's and put's bounded
-// bucket streams through the driver: no bound on the whole upload, which
-// takes as long as the body does (the fence bounds each part instead).
-func (t *deadlineBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	return driver.PutStream(ctx, t.b, key, r, cond, opts)
 }
 
 // sizeValue is a byte size flag: 5242880, 5MiB, 64M, 1GiB.

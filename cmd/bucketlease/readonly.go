@@ -85,11 +85,20 @@ func knownFileQuery(q url.Values) bool {
 // driver; the error names the path and the fix. Other schemes, and a LEASE
 // that is not a directory, give nil.
 func fileLeaseNotObject(rawURL string) error {
-	if schemeOf(rawURL) != "file" {
+	loc, err := driver.ParseURL(rawURL)
+	if err != nil {
+		return nil // the driver says what is wrong with it
+	}
+	return fileLeaseNotObjectAt(loc)
+}
+
+// fileLeaseNotObjectAt is fileLeaseNotObject of a URL already parsed.
+func fileLeaseNotObjectAt(loc *driver.Location) error {
+	if loc.Scheme != "file" {
 		return nil
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
+	u := loc.URL()
+	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return nil // the driver says what is wrong with it
 	}
 	p := filepath.Join(filepath.Clean(u.Path), lease.Key(""))
@@ -110,5 +119,5 @@ func fileLeaseNotObject(rawURL string) error {
 		}
 	}
 	return fmt.Errorf("%s: %w: %s is a directory, not an object (it holds %s): no lease object can be stored there, and it is not a free lease either; the file driver keeps an object as a file, so remove or rename the directory (or use another prefix)",
-		displayURL(rawURL), driver.ErrInvalidKey, p, holds)
+		loc, driver.ErrInvalidKey, p, holds)
 }

@@ -106,7 +106,7 @@ func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.S
 	if err != nil {
 		return lease.Status{}, nil, "", err
 	}
-	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, rawURL, "--timeout"), prefix, time.Now())
+	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, displayURL(rawURL), "--timeout"), prefix, time.Now())
 	if err != nil {
 		return lease.Status{}, nil, "", explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
 	}

@@ -76,11 +76,14 @@ func schemeOf(rawURL string) string {
 // problem (an error wrapping driver.ErrPermission, which every driver maps
 // its service's 401, 403 and authentication errors to), the variables the
 // URL's driver reads.
-func explain(rawURL string, err error) error {
+func explain(rawURL string, err error) error { return explainScheme(schemeOf(rawURL), err) }
+
+// explainScheme is explain for a URL of the scheme already parsed.
+func explainScheme(scheme string, err error) error {
 	if err == nil {
 		return nil
 	}
-	s, ok := lookupScheme(schemeOf(rawURL))
+	s, ok := lookupScheme(scheme)
 	if !ok || s.creds == "" {
 		return err
 	}
@@ -98,6 +101,24 @@ func openURL(ctx context.Context, rawURL string) (driver.Bucket, string, error) 
 		return nil, "", explain(rawURL, err)
 	}
 	return b, prefix, nil
+}
+
+// parseURL parses rawURL once (driver.ParseURL), for hold and put to pass
+// on: the driver, the messages and the state directory all read the one
+// Location.
+func parseURL(rawURL string) (*driver.Location, error) {
+	loc, err := driver.ParseURL(rawURL)
+	if err != nil {
+		return nil, explain(rawURL, err)
+	}
+	return loc, nil
+}
+
+// openLocation opens the bucket at loc (its prefix is loc.Prefix), and
+// says what to do about missing credentials.
+func openLocation(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
+	b, err := driver.OpenLocation(ctx, loc)
+	return b, explainScheme(loc.Scheme, err)
 }
 
 // displayURL returns rawURL as it may be printed: as typed when it holds

@@ -36,7 +36,30 @@ const (
 	EnvAccount          = "AZURE_STORAGE_ACCOUNT"
 )
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for azblob:// URLs: the container and the
+// prefix, on the storage account's blob service (the endpoint parameter,
+// else the account parameter or AZURE_STORAGE_ACCOUNT), or on the account
+// AZURE_STORAGE_CONNECTION_STRING names.
+func Locate(u *url.URL) (driver.Place, error) {
+	p := driver.Place{Bucket: u.Host, Prefix: u.Path}
+	q := u.Query()
+	if cs := os.Getenv(EnvConnectionString); cs != "" {
+		account, _ := connStringAccount(cs)
+		p.Endpoint = "connection string of account " + account
+		return p, nil
+	}
+	endpoint, err := serviceURL(q.Get("account"), q.Get("endpoint"))
+	if err != nil {
+		return driver.Place{}, err
+	}
+	p.Endpoint = driver.CleanEndpoint(endpoint)
+	return p, nil
+}
 
 // accountName is the shape of a storage account name (Azurite's is longer
 // than Azure's 24 characters).

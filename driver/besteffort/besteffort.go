@@ -7,41 +7,44 @@
 // not a race: two writers that read before either writes both pass, and the
 // later write wins. Its Capabilities say so, declaring BestEffort, and the
 // lease logs it at WARN.
+//
+// The wrapped bucket's optional abilities (driver.Streamer, driver.Lister,
+// driver.PendingLister, io.Closer) are kept, no more and no fewer
+// (driver.Wrap): a streamed write is checked as Put is, and listing and
+// closing pass through.
 package besteffort
 
 import (
 	"context"
 	"errors"
 	"io"
-	"iter"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Bucket wraps a bucket, emulating preconditions.
-type Bucket struct {
+// bucket wraps a bucket, emulating preconditions.
+type bucket struct {
 	inner driver.Bucket
 }
 
-// Wrap returns b with every precondition emulated by a read.
-func Wrap(b driver.Bucket) *Bucket { return &Bucket{inner: b} }
-
-// Unwrap returns the wrapped bucket.
-func (b *Bucket) Unwrap() driver.Bucket { return b.inner }
+// Wrap returns b with every precondition emulated by a read. The result
+// implements the optional interfaces b implements, and its Unwrap method
+// returns b.
+func Wrap(b driver.Bucket) driver.Bucket { return driver.Wrap(&bucket{inner: b}, b) }
 
 // Capabilities declares BestEffort exclusion and a (best-effort)
 // conditional Delete.
-func (b *Bucket) Capabilities() driver.Capabilities {
+func (b *bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.BestEffort, ConditionalDelete: true}
 }
 
 // Get reads through.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (b *bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	return b.inner.Get(ctx, key)
 }
 
 // check reads key's current version and tests cond against it.
-func (b *Bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) error {
+func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) error {
 	if cond.Unconditional() {
 		return nil
 	}
@@ -63,7 +66,7 @@ func (b *Bucket) check(ctx context.Context, op *driver.Op, key string, cond driv
 }
 
 // Put checks cond by reading, then writes unconditionally.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b *bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
@@ -75,7 +78,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 }
 
 // Delete checks cond by reading, then deletes unconditionally.
-func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+func (b *bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpDelete, key, cond)
 	if err != nil {
 		return err
@@ -91,7 +94,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 // body through the wrapped bucket unconditionally (driver.PutStream, with
 // its fallback). Like Put, it is best effort: a writer that commits between
 // the last check and the commit is overwritten.
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpPut, key, cond)
 	if err != nil {
 		return "", err
@@ -122,20 +125,4 @@ func copyOpts(o *driver.StreamOptions) driver.StreamOptions {
 		return driver.StreamOptions{}
 	}
 	return *o
-}
-
-// List lists through the wrapped bucket (driver.List).
-func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return driver.List(ctx, b.inner, prefix)
-}
-
-// ListPending lists the wrapped bucket's pending uploads, if it can.
-func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	if pl, ok := b.inner.(driver.PendingLister); ok {
-		return pl.ListPending(ctx, prefix)
-	}
-	return func(yield func(driver.Pending, error) bool) {
-		yield(driver.Pending{}, &driver.OpError{Driver: "besteffort", Op: string(driver.OpList), Key: prefix,
-			Kind: driver.ErrUnsupported, Err: errors.New("the wrapped driver cannot list pending uploads")})
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/wrapcheck"
 )
 
 // Best-effort emulation passes every sequential check of the suite, even on
@@ -41,7 +42,7 @@ func TestReadThenWrite(t *testing.T) {
 	if err := b.Delete(ctx, "k", driver.IfAbsent()); !errors.Is(err, driver.ErrUnsupported) {
 		t.Fatalf("Delete IfAbsent: %v", err)
 	}
-	if b.Unwrap() != counting {
+	if u, ok := b.(interface{ Unwrap() driver.Bucket }); !ok || u.Unwrap() != counting {
 		t.Fatal("Unwrap")
 	}
 }
@@ -51,4 +52,10 @@ func TestReadThenWrite(t *testing.T) {
 // race checks do not apply to best effort).
 func TestConformanceOverAStreamingStore(t *testing.T) {
 	drivertest.Run(t, besteffort.Wrap(mem.New()), drivertest.Options{})
+}
+
+// TestWrapKeepsAbilities: the wrapper has exactly the optional interfaces
+// of the bucket it wraps, each reaching it.
+func TestWrapKeepsAbilities(t *testing.T) {
+	wrapcheck.Check(t, "bucket", func(_ *testing.T, in driver.Bucket) driver.Bucket { return besteffort.Wrap(in) })
 }

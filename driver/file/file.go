@@ -117,7 +117,18 @@ const metaDir = ".bucketlease"
 // the machines sharing a network or FUSE file system.
 const TrustParam = "trust_network_flock"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for file:// URLs: the directory, cleaned
+// (file:///var/b/db1/ and file:///var/b/./db1 are one), as the bucket,
+// with no prefix; trust_network_flock says how far to trust the lock, not
+// which directory it is.
+func Locate(u *url.URL) (driver.Place, error) {
+	return driver.Place{Bucket: filepath.Clean(u.Path)}, nil
+}
 
 // OpenURL is the driver.Opener for file:///abs/dir URLs, which init
 // registers with driver.Register; a custom driver.Mux can register it too.

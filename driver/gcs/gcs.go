@@ -30,7 +30,16 @@ const Scheme = "gs"
 // name is the driver's name in errors.
 const driverName = "gcs"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for gs:// URLs: the bucket, the prefix and
+// the endpoint parameter (empty for Cloud Storage).
+func Locate(u *url.URL) (driver.Place, error) {
+	return driver.Place{Bucket: u.Host, Prefix: u.Path, Endpoint: driver.CleanEndpoint(u.Query().Get("endpoint"))}, nil
+}
 
 // OpenURL is the driver.Opener for gs://BUCKET/PREFIX?endpoint=URL, which
 // init registers with driver.Register; a custom driver.Mux can register it

@@ -27,7 +27,16 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "mem"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for mem:// URLs: the named bucket and the
+// prefix.
+func Locate(u *url.URL) (driver.Place, error) {
+	return driver.Place{Bucket: u.Host, Prefix: u.Path}, nil
+}
 
 // named holds the buckets opened by URL, shared by name within the process.
 var named sync.Map // string -> *Bucket

@@ -22,7 +22,28 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "minio"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for minio:// URLs: the bucket and prefix of
+// the path, on the server the host and the tls parameter name (https
+// unless tls=false); the region says nothing of which bucket it is.
+func Locate(u *url.URL) (driver.Place, error) {
+	scheme := "https"
+	if s := u.Query().Get("tls"); s != "" {
+		secure, err := strconv.ParseBool(s)
+		if err != nil {
+			return driver.Place{}, fmt.Errorf("tls=%q is not true or false", s)
+		}
+		if !secure {
+			scheme = "http"
+		}
+	}
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	return driver.Place{Bucket: bucket, Prefix: prefix, Endpoint: driver.CleanEndpoint(scheme + "://" + u.Host)}, nil
+}
 
 // MaxPutSize is the largest body Put sends. Every Put is one PUT request
 // (multipart is disabled), so that the precondition covers the whole write;

@@ -17,7 +17,21 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "r2"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for r2:// URLs: the bucket and prefix of
+// the path, on the endpoint parameter or else the account's endpoint.
+func Locate(u *url.URL) (driver.Place, error) {
+	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	endpoint := u.Query().Get("endpoint")
+	if endpoint == "" {
+		endpoint = Endpoint(strings.ToLower(u.Host))
+	}
+	return driver.Place{Bucket: bucket, Prefix: prefix, Endpoint: driver.CleanEndpoint(endpoint)}, nil
+}
 
 // Profile is R2's profile for the S3 driver: conditional writes, and no
 // conditional delete (R2 documents no If-Match on DeleteObject), so Delete

@@ -23,7 +23,17 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "s3"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() {
+	driver.Register(Scheme, OpenURL)
+	driver.RegisterLocator(Scheme, Locate)
+}
+
+// Locate is the driver.Locator for s3:// URLs: the bucket, the prefix and
+// the endpoint parameter (empty for AWS); the region and path_style say
+// how to reach the bucket, not which it is.
+func Locate(u *url.URL) (driver.Place, error) {
+	return driver.Place{Bucket: u.Host, Prefix: u.Path, Endpoint: driver.CleanEndpoint(u.Query().Get("endpoint"))}, nil
+}
 
 // ClientOptions say how NewClient builds a client. Credentials are not among
 // them: they always come from the AWS SDK's default chain (environment,

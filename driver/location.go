@@ -1,0 +1,187 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Location is a bucket URL parsed once: what the driver reads (URL), what
+// may be printed (String) and what names the place for good (Key), so that
+// no layer parses the URL again and each agrees on which prefix it names.
+// Build one with ParseURL (or Mux.Parse) and open it with OpenLocation.
+type Location struct {
+	// Scheme is the URL's scheme in lower case.
+	Scheme string
+	// Place is where the URL points, as the scheme's Locator says.
+	Place
+	u       *url.URL // as parsed; URL returns a copy
+	display string
+}
+
+// Place is where a bucket URL points: the location's identity, without
+// how the URL happens to spell it (a trailing slash, a parameter at its
+// default value, the parameters' order) or settings that do not change
+// which objects it names (a region, path-style addressing, TLS
+// verification).
+type Place struct {
+	// Bucket is the bucket, container or directory, as the service names
+	// it.
+	Bucket string
+	// Prefix is the key prefix within the bucket, with no leading or
+	// trailing slash; empty for the whole bucket.
+	Prefix string
+	// Endpoint is the service the bucket is on (a custom S3 endpoint, a
+	// MinIO server, an Azure storage account), in a canonical form; empty
+	// for the scheme's one public service.
+	Endpoint string
+}
+
+// A Locator says, from a URL of its scheme alone, where it points. It
+// must agree with the scheme's Opener on the prefix, and give equal Places
+// for URLs that name the same objects and different ones otherwise. It
+// may refuse a URL its Opener would refuse, but need not.
+type Locator func(u *url.URL) (Place, error)
+
+// RegisterLocator makes loc the Locator of scheme's URLs; drivers call it
+// beside Register. A scheme without one is located generically: the URL's
+// host as the bucket, its path as the prefix, and every query parameter,
+// sorted, as part of the endpoint, so that two spellings may differ where
+// the driver would see one place, but two places never coincide.
+func (m *Mux) RegisterLocator(scheme string, loc Locator) {
+	register(m, &m.locators, "RegisterLocator", scheme, loc, loc == nil)
+}
+
+// RegisterLocator makes loc the Locator of scheme's URLs for ParseURL.
+func RegisterLocator(scheme string, loc Locator) { defaultMux.RegisterLocator(scheme, loc) }
+
+// ParseURL parses rawURL, such as "s3://bucket/backups/db1", once, with
+// the Locator registered for its scheme. Errors show the URL redacted.
+func ParseURL(rawURL string) (*Location, error) { return defaultMux.Parse(rawURL) }
+
+// Parse parses rawURL into a Location, with m's Locator for its scheme.
+// A scheme no driver registered is an error wrapping ErrUnknownScheme.
+func (m *Mux) Parse(rawURL string) (*Location, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error repeats the raw URL; do not pass it on.
+		return nil, fmt.Errorf("open %s: not a valid URL", Redact(rawURL))
+	}
+	l := &Location{Scheme: strings.ToLower(u.Scheme), u: u, display: displayForm(rawURL, u)}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("open %s: the URL has no scheme; use one of %s", l, strings.Join(m.Schemes(), ", "))
+	}
+	m.mu.RLock()
+	opener, locate := m.openers[l.Scheme], m.locators[l.Scheme]
+	m.mu.RUnlock()
+	if opener == nil {
+		return nil, fmt.Errorf("open %s: %w %q; registered schemes: %s",
+			l, ErrUnknownScheme, u.Scheme, strings.Join(m.Schemes(), ", "))
+	}
+	if locate == nil {
+		locate = genericPlace
+	}
+	if l.Place, err = locate(l.URL()); err != nil {
+		return nil, fmt.Errorf("open %s: %w", l, err)
+	}
+	l.Prefix = strings.Trim(l.Prefix, "/")
+	return l, nil
+}
+
+// genericPlace locates a URL of a scheme without a Locator.
+func genericPlace(u *url.URL) (Place, error) {
+	q := u.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var e strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&e, "%q=%q;", k, q[k])
+	}
+	return Place{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"), Endpoint: e.String()}, nil
+}
+
+// CleanEndpoint returns an endpoint URL in a canonical form: scheme and
+// host in lower case, the scheme's default port left out, no trailing
+// slash. What does not parse is returned as it is (the Opener refuses it).
+func CleanEndpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	host = strings.TrimSuffix(strings.TrimSuffix(host, map[string]string{"https": ":443", "http": ":80"}[scheme]), ":")
+	return scheme + "://" + host + strings.TrimRight(path.Clean("/"+u.EscapedPath()), "/")
+}
+
+// URL returns a copy of the parsed URL.
+func (l *Location) URL() *url.URL {
+	u := *l.u
+	if u.User != nil {
+		user := *u.User
+		u.User = &user
+	}
+	return &u
+}
+
+// String returns the URL as it may be printed: as typed when it holds
+// nothing Redact would hide, else redacted.
+func (l *Location) String() string { return l.display }
+
+// Key names the place for good: equal for two spellings of one location,
+// different for two locations. It is made of the scheme, bucket, prefix and
+// endpoint, and holds no secret (a URL carrying one is refused by its
+// driver).
+func (l *Location) Key() string {
+	return fmt.Sprintf("%s %q %q %q", l.Scheme, l.Bucket, l.Prefix, l.Endpoint)
+}
+
+// displayForm is rawURL as it may be printed.
+func displayForm(rawURL string, u *url.URL) string {
+	red := redactParsed(*u, 0)
+	a, errA := url.QueryUnescape(red)
+	b, errB := url.QueryUnescape(rawURL)
+	if errA == nil && errB == nil && a == b {
+		return rawURL
+	}
+	return red
+}
+
+// OpenLocation opens the bucket at l with the Opener registered for its
+// scheme. It returns the bucket; the prefix is l.Prefix.
+func OpenLocation(ctx context.Context, l *Location) (Bucket, error) {
+	return defaultMux.OpenLocation(ctx, l)
+}
+
+// OpenLocation opens the bucket at l with m's Opener for its scheme and
+// returns it; the prefix is l.Prefix. An Opener whose prefix disagrees
+// with the Locator's is an error: the two would name different places.
+func (m *Mux) OpenLocation(ctx context.Context, l *Location) (Bucket, error) {
+	m.mu.RLock()
+	opener, located := m.openers[l.Scheme], m.locators[l.Scheme] != nil
+	m.mu.RUnlock()
+	if opener == nil {
+		return nil, fmt.Errorf("open %s: %w %q; registered schemes: %s",
+			l, ErrUnknownScheme, l.Scheme, strings.Join(m.Schemes(), ", "))
+	}
+	b, prefix, err := opener(ctx, l.URL())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", l, err)
+	}
+	prefix = strings.Trim(prefix, "/")
+	switch {
+	case prefix == l.Prefix:
+	case !located:
+		// The generic Place knows no better than the driver.
+		l.Prefix = prefix
+	default:
+		_ = Close(b)
+		return nil, fmt.Errorf("open %s: the %s driver opens prefix %q where its Locator says %q: a driver bug", l, l.Scheme, prefix, l.Prefix)
+	}
+	return b, nil
+}
