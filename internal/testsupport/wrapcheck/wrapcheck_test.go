@@ -28,7 +28,7 @@ var exempt = map[string]string{
 }
 
 // TestEveryWrapperIsChecked enumerates the Bucket implementations in the
-// module's shipped code (outside internal/, examples/ and package driver,
+// module's shipped code (outside internal/, examples/, lab/ and package driver,
 // whose Wrap has tests of its own): every type with a Capabilities method
 // returning driver.Capabilities or embedding driver.Bucket. Each must be a
 // driver listed above or a wrapper whose package calls Check with its
@@ -47,7 +47,7 @@ func TestEveryWrapperIsChecked(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if rel == "internal" || rel == "examples" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && rel != "." {
+			if rel == "internal" || rel == "examples" || rel == "lab" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && rel != "." {
 				return filepath.SkipDir
 			}
 			return nil
