@@ -193,10 +193,11 @@ func TestNegativeControls(t *testing.T) {
 
 // TestScenarios runs today's lease in the worlds where old defects of it
 // broke invariants: none may break. Until issue 31 each was a negative
-// control that switched the old behaviour on in every worker
-// (internal/oldlease, gone since); now mutants chaos-release-deletes and
-// chaos-adopt-by-id bring the defects back into a scratch copy of the
-// lease, where this test must fail (lab/mutate/mutants.txt, tier slow).
+// control that switched the old behaviour on in every worker (a switch
+// compiled into the lease under a build tag, gone since); now mutants
+// chaos-release-deletes and chaos-adopt-by-id bring the defects back into
+// a scratch copy of the lease, where this test must fail
+// (lab/mutate/mutants.txt, tier slow).
 func TestScenarios(t *testing.T) {
 	s := seed()
 	cases := []struct{ control, driver string }{

@@ -438,10 +438,10 @@ func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
 // was shown to find, each with the world it shows in: a deviation class
 // forced in seeds 1 to seeds, or one campaign seed. Until issue 31 each was
 // a negative control that switched the old behaviour back on in the lease
-// (internal/oldlease, gone since); now TestFixedDefects runs each world on
-// today's lease, where no invariant may break, and a mutant in
-// lab/mutate/mutants.txt brings the defect back into a scratch copy of the
-// lease, where this test must fail. found is the first seed on which the
+// (a switch compiled in under a build tag, gone since); now TestFixedDefects
+// runs each world on today's lease, where no invariant may break, and a
+// mutant in lab/mutate/mutants.txt brings the defect back into a scratch
+// copy of the lease, where this test must fail. found is the first seed on which the
 // old behaviour broke invariant want when it was a switch (the last run of
 // the controls, 2026-12, on 7a1ec1a): with the mutant, the same seed
 // breaks it.
