@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // A Contender tries to take the lease on one prefix for one instance. It
@@ -146,6 +145,384 @@ type attempt struct {
 	deletes []<-chan error
 }
 
+// run is one pass of the algorithm of Acquire (see the package doc). It
+// checks that the contender may stamp a record at all (its wall clock is
+// sane and not stepped back, and no failed acquire of its own blocks the
+// prefix), reads the lease object, and then creates it if the key is free
+// (create), or judges the record it holds (judge). Every write that would
+// establish the lease goes out only once the path is proven on a scratch
+// key (provePath), and is followed by the probes on the lease object
+// itself (probe).
+func (a *attempt) run(ctx context.Context) (*Lease, error) {
+	s := a.c.s
+	if err := checkWall(s.clock.Wall()); err != nil {
+		return nil, err
+	}
+	if err := a.c.checkBlocked(); err != nil {
+		return nil, err
+	}
+	if why := a.c.stamps.clockProblem(s.clock.Mono(), s.clock.Wall(), s.ttl); why != "" {
+		return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
+	}
+	st := a.stamp()
+	// Read first: nothing is written over a record before it has been
+	// read and judged, so that on a path that drops the precondition (a
+	// proxy, a gateway, an old client) a refused acquire writes nothing
+	// over a live holder. Only a free key is written blind, with
+	// If-None-Match: *.
+	cur, curV, err := a.read(ctx)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return a.create(ctx, st)
+	case err != nil:
+		return nil, fmt.Errorf("acquire %s: read the lease object: %w", a.c.key, err)
+	}
+	return a.judge(ctx, st, cur, curV)
+}
+
+// create writes our record, with If-None-Match: *, to the lease object
+// that was free when read, once the path is proven. A refusal shows that
+// someone created the key since the read (and that If-None-Match: * is
+// enforced); after any other error the write may or may not have landed.
+// Either way the object is read again.
+func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
+	if err := a.provePath(ctx); err != nil {
+		return nil, err
+	}
+	st = a.restamp(st)
+	v, err := a.put(ctx, st.rec, driver.IfAbsent())
+	a.dropScratch(ctx)
+	if err == nil {
+		return a.probe(ctx, st, v, false, false, EventAcquired)
+	}
+	ifAbsentProven := errors.Is(err, driver.ErrPrecondition)
+	cur, curV, rerr := a.read(ctx)
+	switch {
+	case errors.Is(rerr, driver.ErrNotExist) && ifAbsentProven:
+		return nil, errContended // deleted since our write was refused
+	case errors.Is(rerr, driver.ErrNotExist):
+		return nil, fmt.Errorf("acquire %s: %w", a.c.key, err)
+	case rerr != nil:
+		return nil, fmt.Errorf("acquire %s: read the lease object: %w", a.c.key, rerr)
+	case cur.err == nil && cur.rec.same(st.rec):
+		// This very write landed; its reply was lost or a retry of it
+		// was refused. Adopt it.
+		return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
+	case ifAbsentProven:
+		return nil, errContended // another instance created it: judge it afresh
+	}
+	// Our write's outcome is unknown and the object holds something else:
+	// judge it as if it had been there when we read.
+	return a.judge(ctx, st, cur, curV)
+}
+
+// judge decides what to do with the lease object read at version curV. A
+// record this contender wrote is taken back (reacquire). A fresh record
+// naming our id that it did not write is another process's (twin). A stale
+// or released record is taken over; a fresh one of another instance holds
+// the lease (ErrHeld). A suspect record, or an object that is not a record,
+// is taken over once seen unchanged for one of our TTLs (suspect).
+func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driver.Version) (*Lease, error) {
+	if cur.err == nil {
+		st.seen = &cur.rec
+	}
+	if cur.err == nil && a.c.owns(cur.rec) {
+		return a.reacquire(ctx, cur.rec, curV)
+	}
+	now := st.wall
+	state := Suspect
+	if cur.err == nil {
+		state = cur.rec.StateAt(now)
+	}
+	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
+		return a.twin(st, cur.rec, curV)
+	}
+	a.c.twin = Watch{}
+	switch state {
+	case Stale, Released:
+		st.previous = &cur.rec
+		st.detail = fmt.Sprintf("took over a %s lease of instance %s", state, cur.rec.InstanceID)
+		return a.takeOver(ctx, st, curV, EventTookOver)
+	case Fresh:
+		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: &cur.rec, State: Fresh,
+			TakeoverAt: cur.rec.RenewedAt.Add(cur.rec.TTL()), Now: now}}
+	}
+	return a.suspect(ctx, st, cur, curV)
+}
+
+// reacquire takes back rec, at version v, which this contender wrote
+// before: an earlier attempt whose reply was lost, or its earlier lease,
+// which must be over first; or, with a state directory, what this
+// instance's previous process left when it died.
+func (a *attempt) reacquire(ctx context.Context, rec Record, v driver.Version) (*Lease, error) {
+	if err := a.c.endHeld(); err != nil {
+		return nil, err
+	}
+	adopted := a.c.journal.predecessors(rec) && !a.c.sent.has(rec)
+	st := a.stamp()
+	st.detail = "re-acquired a lease this contender wrote before"
+	if adopted {
+		st.detail = "adopted the lease this instance's previous process left (its state directory's lock was free, so that process is gone)"
+	}
+	return a.takeOver(ctx, st, v, EventAcquired)
+}
+
+// twin handles a fresh record that names our instance id but that this
+// contender did not write: a restart of this instance (its previous
+// process left the record), or another live process configured with the
+// same id. Such a record is not ours: it is taken over like anyone else's,
+// once it is stale, a TTL after its last renewal by our clock. (Taking it
+// back earlier is not safe: a writer whose monotonic clock stood still
+// while its machine was suspended fences itself by its wall clock alone,
+// which may lag ours by the skew the spec allows, so only the record's own
+// age bounds when it stopped.) A change while we watch it means a live
+// process is renewing it: ErrInstanceInUse.
+func (a *attempt) twin(st stamp, rec Record, v driver.Version) (*Lease, error) {
+	w := &a.c.twin
+	if w.seen && w.version != v {
+		*w = Watch{}
+		return nil, fmt.Errorf("acquire %s: %w: the lease object names instance %s but was not written by this process, and it changed while this process watched it (to version %s, renewed %s): another live process is renewing it. Give each process its own instance id",
+			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
+	}
+	w.observe(v, a.c.s.clock.Mono())
+	return nil, &HeldError{SameID: true, Status: Status{Key: a.c.key, Version: v, Record: &rec, State: Fresh,
+		Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
+		TakeoverAt: rec.RenewedAt.Add(rec.TTL()), Now: st.wall}}
+}
+
+// suspect takes over a suspect record, or an object that is not a record,
+// only after one of our TTLs unchanged, timed from when each read's answer
+// arrived, which is never earlier than when the object was seen.
+func (a *attempt) suspect(ctx context.Context, st stamp, cur readResult, curV driver.Version) (*Lease, error) {
+	now := st.wall
+	a.c.loadWatch()
+	seen := a.c.watch.observe(curV, a.c.s.clock.Mono())
+	a.c.saveWatch()
+	reason := ""
+	var prev *Record
+	if cur.err != nil {
+		reason = cur.err.Error()
+	} else {
+		reason = cur.rec.suspicion(now)
+		prev = &cur.rec
+	}
+	if seen < a.c.s.ttl {
+		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: prev, State: Suspect, Reason: reason,
+			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now}}
+	}
+	st.previous = prev
+	st.detail = fmt.Sprintf("took over a suspect lease unchanged for %v: %s", seen.Round(time.Millisecond), reason)
+	return a.takeOver(ctx, st, curV, EventTookOver)
+}
+
+// takeOver writes our record over version over with If-Match and, in the
+// same round trip, probes If-Match with a made-up version (the made-up write
+// can only land where the real one would too, so it risks nothing more).
+func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, kind EventKind) (*Lease, error) {
+	if err := a.provePath(ctx); err != nil {
+		return nil, err
+	}
+	st = a.restamp(st)
+	type result struct {
+		v   driver.Version
+		err error
+	}
+	fake := make(chan result, 1)
+	go func() {
+		v, err := a.b.Put(ctx, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)))
+		fake <- result{v, err}
+	}()
+	v, err := a.put(ctx, st.rec, driver.IfMatch(over))
+	a.dropScratch(ctx)
+	f := <-fake
+	if f.err == nil {
+		return nil, a.cleanUp(ctx, st, ignoredError(a.c.key, "If-Match on a made-up version"))
+	}
+	if !errors.Is(f.err, driver.ErrPrecondition) {
+		return nil, a.cleanUp(ctx, st, fmt.Errorf("acquire %s: probe If-Match on a made-up version: %w", a.c.key, f.err))
+	}
+	if err != nil {
+		// Refused or unknown: see whether our write landed anyway.
+		cur, curV, rerr := a.read(ctx)
+		switch {
+		case rerr == nil && cur.err == nil && landed(cur.rec, st.rec, curV, over):
+			v = curV
+		case errors.Is(err, driver.ErrPrecondition):
+			return nil, errContended
+		default:
+			return nil, fmt.Errorf("acquire %s: take over: %w", a.c.key, err)
+		}
+	}
+	return a.probe(ctx, st, v, false, true, kind)
+}
+
+// probe checks, after we hold the lease at version v, that the service
+// refuses the preconditions not yet proven (proveLease); if it does not,
+// the clean-up leaves the prefix blocked. It then makes the lease.
+func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsentProven, ifMatchProven bool, kind EventKind) (*Lease, error) {
+	v, failure := a.proveLease(ctx, st.rec.Encode(), v, ifAbsentProven, ifMatchProven)
+	if failure != nil {
+		return nil, a.cleanUp(ctx, st, failure)
+	}
+	l := newLease(a.c, a.b, st, v)
+	a.c.held = l
+	a.c.watch, a.c.twin = Watch{}, Watch{}
+	a.c.saveWatch()
+	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous,
+		Detail: st.detail, Exclusion: l.Exclusion()})
+	return l, nil
+}
+
+// proveLease sends, together, the probes of the preconditions not yet
+// proven on the lease object at version v, where data is our record: a
+// write with If-None-Match: * and one with If-Match on a made-up version
+// must be refused, and one with If-Match on v accepted. It returns the
+// version the lease is at, or why the lease cannot be kept.
+func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version, ifAbsentProven, ifMatchProven bool) (driver.Version, error) {
+	type probe struct {
+		name string
+		cond driver.Condition
+		err  chan error
+	}
+	var probes []probe
+	if !ifAbsentProven {
+		probes = append(probes, probe{"If-None-Match: *", driver.IfAbsent(), make(chan error, 1)})
+	}
+	if !ifMatchProven {
+		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v)), make(chan error, 1)})
+	}
+	// The other side of If-Match: a write with the current version must be
+	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a
+	// quoted current ETag). A takeover has shown it already; otherwise the
+	// same record is written once more, If-Match on the version just
+	// written, beside the probes.
+	type putResult struct {
+		v   driver.Version
+		err error
+	}
+	var first chan putResult
+	if !ifMatchProven {
+		first = make(chan putResult, 1)
+		go func() {
+			v2, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(v))
+			first <- putResult{v2, err}
+		}()
+	}
+	for _, p := range probes {
+		go func() {
+			_, err := a.b.Put(ctx, a.c.key, data, p.cond)
+			p.err <- err
+		}()
+	}
+	var failure error
+	for _, p := range probes {
+		err := <-p.err
+		switch {
+		case failure != nil:
+		case err == nil:
+			failure = ignoredError(a.c.key, p.name)
+		case !errors.Is(err, driver.ErrPrecondition):
+			failure = fmt.Errorf("acquire %s: probe %s: %w", a.c.key, p.name, err)
+		}
+	}
+	if first != nil {
+		r := <-first
+		switch {
+		case failure != nil:
+		case r.err == nil:
+			v = r.v
+		case errors.Is(r.err, driver.ErrPrecondition):
+			failure = fmt.Errorf("acquire %s: %w: the service refused a write with If-Match on the current version %s, so no renewal could ever succeed; the lease does not run where it could not be kept (%w)",
+				a.c.key, ErrPreconditionsIgnored, v, r.err)
+		default:
+			failure = fmt.Errorf("acquire %s: If-Match on the current version: %w", a.c.key, r.err)
+		}
+	}
+	return v, failure
+}
+
+// cleanupTimeout bounds the clean-up after a failed acquire. It runs on its
+// own context, so that a cancelled or expired acquire still cleans up.
+const cleanupTimeout = 10 * time.Second
+
+// cleanUp leaves the prefix safe after an acquire that wrote and then
+// failed, and returns failure with what it left. An acquire fails after
+// writing when the service (or a proxy on this client's path) did not apply
+// a precondition as it should, and then its first write may itself have
+// gone over a live holder's record: that holder may write until it fences,
+// up to two thirds of its TTL after its last renewal. So the clean-up does
+// not mark the record released, which would let a third instance in at
+// once: it re-stamps it as a record that blocks the prefix for a full TTL
+// (the longer of ours and the record read before the first write), which
+// no reader takes over before such a holder has fenced. The contender does
+// not take it back either until it is stale (checkBlocked). A record of
+// anyone else is left alone.
+func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	cur, v, err := a.read(ctx)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return failure
+	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+		return failure // not ours: nothing of ours is left
+	case err == nil:
+		block := cur.rec
+		block.RenewedAt = a.c.stamps.renewed(a.c.s.clock.Wall())
+		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
+		// Not remembered as sent: it is no lease of ours to take back.
+		a.c.blocked = block
+		if _, err = a.b.Put(ctx, a.c.key, block.Encode(), driver.IfMatch(v)); err == nil {
+			return fmt.Errorf("%w; %s, so the lease object was left blocked: it holds a record of instance %s, fresh until %s (ttl %ds), "+
+				"so that nobody takes the prefix before a holder it may have overwritten has fenced itself. Fix the path to the service; after %s, acquire again (or break the lease, once you know that nobody else writes to the prefix)",
+				failure, a.overwrote(st), block.InstanceID, block.RenewedAt.Add(block.TTL()).Format(time.RFC3339), block.TTLSeconds,
+				block.RenewedAt.Add(block.TTL()).Format(time.RFC3339))
+		}
+	}
+	left := st.rec.RenewedAt.Add(st.rec.TTL())
+	return fmt.Errorf("%w; %s, and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
+		"fresh until %s: %w", failure, a.overwrote(st), a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
+}
+
+// blockTTL is how long a failed acquire's clean-up blocks the prefix: the
+// longer of our TTL and that of the record read before the first write.
+func (a *attempt) blockTTL(st stamp) time.Duration {
+	d := a.c.s.ttl
+	if st.seen != nil && st.seen.TTL() > d {
+		d = min(st.seen.TTL(), MaxSaneTTL)
+	}
+	return d
+}
+
+// overwrote says what the attempt's first write may have gone over.
+func (a *attempt) overwrote(st stamp) string {
+	r := st.seen
+	switch {
+	case r == nil:
+		return "this acquire's first write may have gone over a lease another instance created in the same instant (the key was free when read)"
+	case r.TTLSeconds == 0:
+		return fmt.Sprintf("this acquire's first write went over the released lease of instance %s, or over a newer record written in the same instant", r.InstanceID)
+	default:
+		return fmt.Sprintf("this acquire's first write went over the lease of instance %s (renewed %s, ttl %ds), or over a newer record written in the same instant",
+			r.InstanceID, r.RenewedAt.Format(time.RFC3339), r.TTLSeconds)
+	}
+}
+
+// checkBlocked refuses an acquire while a record left by this contender's
+// own failed acquire still blocks the prefix.
+func (c *Contender) checkBlocked() error {
+	if c.blocked.InstanceID == "" {
+		return nil
+	}
+	until := c.blocked.RenewedAt.Add(c.blocked.TTL())
+	if !c.s.clock.Wall().Before(until) {
+		c.blocked = Record{}
+		return nil
+	}
+	return fmt.Errorf("acquire %s: %w: an earlier acquire of this contender failed on a path that did not apply a precondition, and left the prefix blocked until %s; nothing was sent",
+		c.key, ErrPreconditionsIgnored, until.Format(time.RFC3339))
+}
+
 // provePath shows, once per Acquire and before its first write to the
 // lease object, that this client's path to the service applies both
 // preconditions: on a scratch key beside the lease object, a write with
@@ -157,7 +534,7 @@ type attempt struct {
 // first request, a gateway, an old client). If the path ignores a
 // precondition, nothing has been written to the lease object.
 func (a *attempt) provePath(ctx context.Context) error {
-	if a.proven || oldlease.SkipProbe.Load() || oldlease.UnprovenFirstWrite.Load() || oldlease.FirstWriteBeforeProof.Load() {
+	if a.proven {
 		return nil
 	}
 	var ignored string
@@ -239,9 +616,6 @@ func (a *attempt) restamp(st stamp) stamp {
 // owns reports whether the contender provably wrote rec: one of its
 // attempts, or its latest lease, sent exactly this record.
 func (c *Contender) owns(rec Record) bool {
-	if oldlease.AdoptByInstanceID.Load() && rec.InstanceID == c.s.id {
-		return true
-	}
 	return c.sent.has(rec) || (c.held != nil && c.held.sent.has(rec)) || c.journal.predecessors(rec)
 }
 
@@ -250,143 +624,6 @@ func (c *Contender) owns(rec Record) bool {
 func (a *attempt) put(ctx context.Context, rec Record, cond driver.Condition) (driver.Version, error) {
 	a.c.sent.add(rec)
 	return a.b.Put(ctx, a.c.key, rec.Encode(), cond)
-}
-
-func (a *attempt) run(ctx context.Context) (*Lease, error) {
-	key := a.c.key
-	if err := checkWall(a.c.s.clock.Wall()); err != nil {
-		return nil, err
-	}
-	if err := a.c.checkBlocked(); err != nil {
-		return nil, err
-	}
-	if !oldlease.StampThroughClockJump.Load() {
-		if why := a.c.stamps.clockProblem(a.c.s.clock.Mono(), a.c.s.clock.Wall(), a.c.s.ttl); why != "" {
-			return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
-		}
-	}
-	st := a.stamp()
-	var (
-		cur            readResult
-		curV           driver.Version
-		rerr           error
-		ifAbsentProven bool
-	)
-	if oldlease.UnprovenFirstWrite.Load() {
-		// The old order: If-None-Match: * first, before anything has
-		// shown that this path honours it.
-		v, err := a.put(ctx, st.rec, driver.IfAbsent())
-		if err == nil {
-			return a.probe(ctx, st, v, false, false, EventAcquired)
-		}
-		ifAbsentProven = errors.Is(err, driver.ErrPrecondition)
-		cur, curV, rerr = a.read(ctx)
-		if errors.Is(rerr, driver.ErrNotExist) {
-			if ifAbsentProven {
-				return nil, errContended
-			}
-			return nil, fmt.Errorf("acquire %s: %w", key, err)
-		}
-	} else {
-		// Read first: nothing is written over a record before it has
-		// been read and judged, so that on a path that drops the
-		// precondition (a proxy, a gateway, an old client) a refused
-		// acquire writes nothing over a live holder. Only a free key is
-		// written blind, with If-None-Match: *.
-		cur, curV, rerr = a.read(ctx)
-		if errors.Is(rerr, driver.ErrNotExist) {
-			if err := a.provePath(ctx); err != nil {
-				return nil, err
-			}
-			st = a.restamp(st)
-			v, err := a.put(ctx, st.rec, driver.IfAbsent())
-			a.dropScratch(ctx)
-			if err == nil {
-				return a.probe(ctx, st, v, false, false, EventAcquired)
-			}
-			// Refused: someone created the key since we read it, which
-			// also shows that IfAbsent is enforced. Any other error: the
-			// write may or may not have landed.
-			ifAbsentProven = errors.Is(err, driver.ErrPrecondition)
-			cur, curV, rerr = a.read(ctx)
-			switch {
-			case errors.Is(rerr, driver.ErrNotExist) && ifAbsentProven:
-				return nil, errContended // deleted since our write was refused
-			case errors.Is(rerr, driver.ErrNotExist):
-				return nil, fmt.Errorf("acquire %s: %w", key, err)
-			case rerr == nil && cur.err == nil && sameWrite(cur.rec, st.rec):
-				// This very write landed; its reply was lost or a
-				// retry of it was refused. Adopt it.
-				return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
-			case rerr == nil && ifAbsentProven:
-				return nil, errContended // another instance created it: judge it afresh
-			}
-		}
-	}
-	if rerr != nil {
-		return nil, fmt.Errorf("acquire %s: read the lease object: %w", key, rerr)
-	}
-	if cur.err == nil {
-		st.seen = &cur.rec
-	}
-	now := st.wall
-	if oldlease.UnprovenFirstWrite.Load() && cur.err == nil && sameWrite(cur.rec, st.rec) && !oldlease.AdoptByInstanceID.Load() {
-		// This very write landed; its reply was lost or a retry of it
-		// was refused. Adopt it.
-		return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
-	}
-	if cur.err == nil && a.c.owns(cur.rec) {
-		// A record this contender wrote before: an earlier attempt whose
-		// reply was lost, or its earlier lease, which must be over first.
-		if err := a.c.endHeld(); err != nil {
-			return nil, err
-		}
-		adopted := a.c.journal.predecessors(cur.rec) && !a.c.sent.has(cur.rec)
-		st = a.stamp()
-		st.detail = "re-acquired a lease this contender wrote before"
-		if adopted {
-			st.detail = "adopted the lease this instance's previous process left (its state directory's lock was free, so that process is gone)"
-		}
-		return a.takeOver(ctx, st, curV, ifAbsentProven, EventAcquired)
-	}
-	state := Suspect
-	if cur.err == nil {
-		state = cur.rec.StateAt(now)
-	}
-	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
-		return a.twin(st, cur.rec, curV)
-	}
-	a.c.twin = Watch{}
-	switch state {
-	case Stale, Released:
-		st.previous = &cur.rec
-		st.detail = fmt.Sprintf("took over a %s lease of instance %s", state, cur.rec.InstanceID)
-		return a.takeOver(ctx, st, curV, ifAbsentProven, EventTookOver)
-	case Fresh:
-		return nil, &HeldError{Status: Status{Key: key, Version: curV, Record: &cur.rec, State: Fresh,
-			TakeoverAt: cur.rec.RenewedAt.Add(cur.rec.TTL()), Now: now}}
-	}
-	// Suspect: take over only after one of our TTLs unchanged, timed from
-	// when each read's answer arrived, which is never earlier than when
-	// the object was seen.
-	a.c.loadWatch()
-	seen := a.c.watch.observe(curV, a.c.s.clock.Mono())
-	a.c.saveWatch()
-	reason := ""
-	var prev *Record
-	if cur.err != nil {
-		reason = cur.err.Error()
-	} else {
-		reason = cur.rec.suspicion(now)
-		prev = &cur.rec
-	}
-	if seen < a.c.s.ttl {
-		return nil, &HeldError{Status: Status{Key: key, Version: curV, Record: prev, State: Suspect, Reason: reason,
-			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now}}
-	}
-	st.previous = prev
-	st.detail = fmt.Sprintf("took over a suspect lease unchanged for %v: %s", seen.Round(time.Millisecond), reason)
-	return a.takeOver(ctx, st, curV, ifAbsentProven, EventTookOver)
 }
 
 // endHeld ends the contender's earlier lease before a new one replaces it.
@@ -402,29 +639,6 @@ func (c *Contender) endHeld() error {
 	}
 	l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
 	return nil
-}
-
-// twin handles a fresh record that names our instance id but that this
-// contender did not write: a restart of this instance (its previous
-// process left the record), or another live process configured with the
-// same id. Such a record is not ours: it is taken over like anyone else's,
-// once it is stale, a TTL after its last renewal by our clock. (Taking it
-// back earlier is not safe: a writer whose monotonic clock stood still
-// while its machine was suspended fences itself by its wall clock alone,
-// which may lag ours by the skew the spec allows, so only the record's own
-// age bounds when it stopped.) A change while we watch it means a live
-// process is renewing it: ErrInstanceInUse.
-func (a *attempt) twin(st stamp, rec Record, v driver.Version) (*Lease, error) {
-	w := &a.c.twin
-	if w.seen && w.version != v {
-		*w = Watch{}
-		return nil, fmt.Errorf("acquire %s: %w: the lease object names instance %s but was not written by this process, and it changed while this process watched it (to version %s, renewed %s): another live process is renewing it. Give each process its own instance id",
-			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
-	}
-	w.observe(v, a.c.s.clock.Mono())
-	return nil, &HeldError{SameID: true, Status: Status{Key: a.c.key, Version: v, Record: &rec, State: Fresh,
-		Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
-		TakeoverAt: rec.RenewedAt.Add(rec.TTL()), Now: st.wall}}
 }
 
 // readResult is a LEASE object read back: the record, or why it is not one.
@@ -451,244 +665,8 @@ func readLease(ctx context.Context, b driver.Bucket, key string) (readResult, dr
 	return readResult{rec: rec, err: derr}, v, nil
 }
 
-// takeOver writes our record over version over with If-Match and, in the
-// same round trip, probes If-Match with a made-up version (the made-up write
-// can only land where the real one would too, so it risks nothing more).
-func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, ifAbsentProven bool, kind EventKind) (*Lease, error) {
-	if err := a.provePath(ctx); err != nil {
-		return nil, err
-	}
-	st = a.restamp(st)
-	type result struct {
-		v   driver.Version
-		err error
-	}
-	fake := make(chan result, 1)
-	go func() {
-		v, err := a.b.Put(ctx, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)))
-		fake <- result{v, err}
-	}()
-	v, err := a.put(ctx, st.rec, driver.IfMatch(over))
-	a.dropScratch(ctx)
-	f := <-fake
-	if f.err == nil {
-		return nil, a.cleanUp(ctx, st, ignoredError(a.c.key, "If-Match on a made-up version"))
-	}
-	if !errors.Is(f.err, driver.ErrPrecondition) {
-		return nil, a.cleanUp(ctx, st, fmt.Errorf("acquire %s: probe If-Match on a made-up version: %w", a.c.key, f.err))
-	}
-	if err != nil {
-		// Refused or unknown: see whether our write landed anyway.
-		cur, curV, rerr := a.read(ctx)
-		switch {
-		case rerr == nil && cur.err == nil && landed(cur.rec, st.rec, curV, over):
-			v = curV
-		case errors.Is(err, driver.ErrPrecondition):
-			return nil, errContended
-		default:
-			return nil, fmt.Errorf("acquire %s: take over: %w", a.c.key, err)
-		}
-	}
-	return a.probe(ctx, st, v, ifAbsentProven, true, kind)
-}
-
 // landed reports whether the stored record cur, at version curV, is our
 // write of sent over version over: exactly our record, at a new version.
 func landed(cur, sent Record, curV, over driver.Version) bool {
-	if oldlease.EqualRenewedAtIsProof.Load() {
-		return sameWrite(cur, sent)
-	}
 	return cur.same(sent) && curV != over
-}
-
-// sameWrite reports whether cur is exactly the record sent.
-func sameWrite(cur, sent Record) bool {
-	if oldlease.EqualRenewedAtIsProof.Load() {
-		return cur.InstanceID == sent.InstanceID && cur.RenewedAt.Equal(sent.RenewedAt)
-	}
-	return cur.same(sent)
-}
-
-// probe checks, after we hold the lease at version v, that the service
-// refuses the preconditions not yet proven, sending the probes together.
-func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsentProven, ifMatchProven bool, kind EventKind) (*Lease, error) {
-	if oldlease.SkipProbe.Load() {
-		ifAbsentProven, ifMatchProven = true, true
-	}
-	data := st.rec.Encode()
-	type probe struct {
-		name string
-		cond driver.Condition
-		err  chan error
-	}
-	var probes []probe
-	if !ifAbsentProven {
-		probes = append(probes, probe{"If-None-Match: *", driver.IfAbsent(), make(chan error, 1)})
-	}
-	if !ifMatchProven {
-		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v)), make(chan error, 1)})
-	}
-	// The other side of If-Match: a write with the current version must be
-	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a
-	// quoted current ETag). A takeover has shown it already; otherwise the
-	// same record is written once more, If-Match on the version just
-	// written, beside the probes.
-	type putResult struct {
-		v   driver.Version
-		err error
-	}
-	var first chan putResult
-	if !ifMatchProven {
-		first = make(chan putResult, 1)
-		go func() {
-			v2, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(v))
-			first <- putResult{v2, err}
-		}()
-	}
-	for _, p := range probes {
-		go func() {
-			_, err := a.b.Put(ctx, a.c.key, data, p.cond)
-			p.err <- err
-		}()
-	}
-	var failure error
-	for _, p := range probes {
-		err := <-p.err
-		switch {
-		case failure != nil:
-		case err == nil:
-			failure = ignoredError(a.c.key, p.name)
-		case !errors.Is(err, driver.ErrPrecondition):
-			failure = fmt.Errorf("acquire %s: probe %s: %w", a.c.key, p.name, err)
-		}
-	}
-	if first != nil {
-		r := <-first
-		switch {
-		case failure != nil:
-		case r.err == nil:
-			v = r.v
-		case errors.Is(r.err, driver.ErrPrecondition):
-			failure = fmt.Errorf("acquire %s: %w: the service refused a write with If-Match on the current version %s, so no renewal could ever succeed; the lease does not run where it could not be kept (%w)",
-				a.c.key, ErrPreconditionsIgnored, v, r.err)
-		default:
-			failure = fmt.Errorf("acquire %s: If-Match on the current version: %w", a.c.key, r.err)
-		}
-	}
-	if failure != nil {
-		return nil, a.cleanUp(ctx, st, failure)
-	}
-	l := newLease(a.c, a.b, st, v)
-	a.c.held = l
-	a.c.watch, a.c.twin = Watch{}, Watch{}
-	a.c.saveWatch()
-	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous,
-		Detail: st.detail, Exclusion: l.Exclusion()})
-	return l, nil
-}
-
-// cleanupTimeout bounds the clean-up after a failed acquire. It runs on its
-// own context, so that a cancelled or expired acquire still cleans up.
-const cleanupTimeout = 10 * time.Second
-
-// cleanUp leaves the prefix safe after an acquire that wrote and then
-// failed, and returns failure with what it left. An acquire fails after
-// writing when the service (or a proxy on this client's path) did not apply
-// a precondition as it should, and then its first write may itself have
-// gone over a live holder's record: that holder may write until it fences,
-// up to two thirds of its TTL after its last renewal. So the clean-up does
-// not mark the record released, which would let a third instance in at
-// once: it re-stamps it as a record that blocks the prefix for a full TTL
-// (the longer of ours and the record read before the first write), which
-// no reader takes over before such a holder has fenced. The contender does
-// not take it back either until it is stale (checkBlocked). A record of
-// anyone else is left alone.
-func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	if oldlease.UnprovenFirstWrite.Load() {
-		return a.releaseOwn(ctx, st, failure)
-	}
-	cur, v, err := a.read(ctx)
-	switch {
-	case errors.Is(err, driver.ErrNotExist):
-		return failure
-	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
-		return failure // not ours: nothing of ours is left
-	case err == nil:
-		block := cur.rec
-		block.RenewedAt = a.c.stamps.renewed(a.c.s.clock.Wall())
-		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
-		// Not remembered as sent: it is no lease of ours to take back.
-		a.c.blocked = block
-		if _, err = a.b.Put(ctx, a.c.key, block.Encode(), driver.IfMatch(v)); err == nil {
-			return fmt.Errorf("%w; %s, so the lease object was left blocked: it holds a record of instance %s, fresh until %s (ttl %ds), "+
-				"so that nobody takes the prefix before a holder it may have overwritten has fenced itself. Fix the path to the service; after %s, acquire again (or break the lease, once you know that nobody else writes to the prefix)",
-				failure, a.overwrote(st), block.InstanceID, block.RenewedAt.Add(block.TTL()).Format(time.RFC3339), block.TTLSeconds,
-				block.RenewedAt.Add(block.TTL()).Format(time.RFC3339))
-		}
-	}
-	left := st.rec.RenewedAt.Add(st.rec.TTL())
-	return fmt.Errorf("%w; %s, and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
-		"fresh until %s: %w", failure, a.overwrote(st), a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
-}
-
-// blockTTL is how long a failed acquire's clean-up blocks the prefix: the
-// longer of our TTL and that of the record read before the first write.
-func (a *attempt) blockTTL(st stamp) time.Duration {
-	d := a.c.s.ttl
-	if st.seen != nil && st.seen.TTL() > d {
-		d = min(st.seen.TTL(), MaxSaneTTL)
-	}
-	return d
-}
-
-// overwrote says what the attempt's first write may have gone over.
-func (a *attempt) overwrote(st stamp) string {
-	r := st.seen
-	switch {
-	case r == nil:
-		return "this acquire's first write may have gone over a lease another instance created in the same instant (the key was free when read)"
-	case r.TTLSeconds == 0:
-		return fmt.Sprintf("this acquire's first write went over the released lease of instance %s, or over a newer record written in the same instant", r.InstanceID)
-	default:
-		return fmt.Sprintf("this acquire's first write went over the lease of instance %s (renewed %s, ttl %ds), or over a newer record written in the same instant",
-			r.InstanceID, r.RenewedAt.Format(time.RFC3339), r.TTLSeconds)
-	}
-}
-
-// checkBlocked refuses an acquire while a record left by this contender's
-// own failed acquire still blocks the prefix.
-func (c *Contender) checkBlocked() error {
-	if c.blocked.InstanceID == "" {
-		return nil
-	}
-	until := c.blocked.RenewedAt.Add(c.blocked.TTL())
-	if !c.s.clock.Wall().Before(until) {
-		c.blocked = Record{}
-		return nil
-	}
-	return fmt.Errorf("acquire %s: %w: an earlier acquire of this contender failed on a path that did not apply a precondition, and left the prefix blocked until %s; nothing was sent",
-		c.key, ErrPreconditionsIgnored, until.Format(time.RFC3339))
-}
-
-// releaseOwn is the old clean-up, kept for the negative control: it marks
-// a record of ours released.
-func (a *attempt) releaseOwn(ctx context.Context, st stamp, failure error) error {
-	cur, v, err := a.read(ctx)
-	switch {
-	case errors.Is(err, driver.ErrNotExist):
-		return failure
-	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
-		return failure
-	case err == nil:
-		_, err = release(ctx, a.b, a.c.key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall())
-		if err == nil {
-			return failure
-		}
-	}
-	left := st.rec.RenewedAt.Add(st.rec.TTL())
-	return fmt.Errorf("%w; and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
-		"fresh until %s (or until this instance acquires again with the same Contender): %w",
-		failure, a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
 }

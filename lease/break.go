@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // BreakerID is the instance id in the record Break writes, so that a
@@ -97,10 +96,6 @@ func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Versi
 	if err := checkWall(now); err != nil {
 		return err
 	}
-	if oldlease.BreakWithoutRead.Load() {
-		rec := Record{InstanceID: BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
-		return breakBlind(ctx, b, key, v, rec.Encode())
-	}
 	cur, curV, err := readLease(ctx, b, key)
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
@@ -136,26 +131,4 @@ func proveIfMatch(ctx context.Context, b driver.Bucket, key string) error {
 		return fmt.Errorf("%w: the service accepted a write with %s", ErrPreconditionsIgnored, ignored)
 	}
 	return err
-}
-
-// breakBlind is the old Break, kept for the negative control: the real
-// write and the made-up-version probe go out together, both on the lease
-// object.
-func breakBlind(ctx context.Context, b driver.Bucket, key string, v driver.Version, data []byte) error {
-	fake := make(chan error, 1)
-	go func() {
-		_, err := b.Put(ctx, key, data, driver.IfMatch(driver.FakeVersion(v)))
-		fake <- err
-	}()
-	_, err := b.Put(ctx, key, data, driver.IfMatch(v))
-	ferr := <-fake
-	switch {
-	case ferr == nil:
-		return fmt.Errorf("break %s: %w: the service accepted an overwrite with If-Match on a made-up version", key, ErrPreconditionsIgnored)
-	case errors.Is(err, driver.ErrPrecondition):
-		return fmt.Errorf("break %s: the lease changed since version %s was read; nothing was written: %w", key, v, err)
-	case err != nil:
-		return fmt.Errorf("break %s: %w", key, err)
-	}
-	return nil
 }

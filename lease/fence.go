@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // fenceAfter is how long after a renewal was sent the holder may start
@@ -35,7 +33,7 @@ func (l *Lease) fenceProblemLocked() string {
 	if l.s.clock.Mono()-l.sentMono >= limit || wall.Sub(l.sentWall) >= limit {
 		return "no renewal succeeded within two thirds of the TTL"
 	}
-	if back := l.sentWall.Sub(wall); back > l.s.ttl/3 && !oldlease.StampThroughClockJump.Load() {
+	if back := l.sentWall.Sub(wall); back > l.s.ttl/3 {
 		// Stepped back: the wall clock can no longer see a suspension
 		// that the monotonic clock did not count (a restored VM), so
 		// the fence would rest on the monotonic clock alone.
@@ -56,9 +54,6 @@ func (l *Lease) fenceProblemLocked() string {
 // Renew checks it before it stamps; the record already stored was stamped
 // before the clock moved and still tells the truth.
 func (l *Lease) clockProblem(mono time.Duration, wall time.Time) string {
-	if oldlease.StampThroughClockJump.Load() {
-		return ""
-	}
 	l.mu.Lock()
 	behind := (mono - l.sentMono) - wall.Sub(l.sentWall)
 	l.mu.Unlock()

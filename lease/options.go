@@ -11,7 +11,6 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // Options configure a Contender. The zero value (or nil) gives a 30 s TTL, a
@@ -148,8 +147,6 @@ func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error)
 	}
 	switch {
 	case caps.Exclusion == driver.Conditional:
-		return b, nil
-	case caps.Exclusion == driver.BestEffort && oldlease.BestEffortByDeclaration.Load():
 		return b, nil
 	case caps.Exclusion == driver.BestEffort:
 		return nil, fmt.Errorf("acquire %s: %w: its driver declares only best-effort exclusion (read then write)%s; set %s=off to accept that",

@@ -6,8 +6,6 @@ import (
 	"io"
 	"sync"
 	"time"
-
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // Ownership of a record is proven by its content, never by the instance id
@@ -117,9 +115,6 @@ func (s *stamps) clockProblem(mono time.Duration, wall time.Time, ttl time.Durat
 		return fmt.Sprintf("the wall clock reads %v before the latest record this process stamped (it was stepped back), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
 			back.Round(time.Millisecond))
 	}
-	if oldlease.ContenderTrustsItsClock.Load() {
-		return ""
-	}
 	if !s.behind.IsZero() {
 		if back := s.behind.Sub(wall); back > ttl/3 {
 			return fmt.Sprintf("the wall clock reads %v before where it should (it was stepped back or stood still while the monotonic clock ran), more than the third of a TTL that readers' clocks may differ by: records stamped from it would make the lease look older than it is",
@@ -161,7 +156,7 @@ func (s *stamps) renewed(wall time.Time) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := wall.Round(0).UTC()
-	if !t.After(s.last) && !oldlease.EqualRenewedAtIsProof.Load() {
+	if !t.After(s.last) {
 		t = s.last.Add(time.Nanosecond)
 	}
 	s.last = t

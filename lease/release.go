@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // Release ends the lease and marks it released, so that another instance
@@ -34,32 +33,23 @@ import (
 // already lost is left alone. It returns an error only when a record of
 // ours may still be there: the release failed.
 func (l *Lease) Release(ctx context.Context) error {
-	if oldlease.ReleaseWaitsForRenewal.Load() {
-		if err := l.take(context.WithoutCancel(ctx)); err != nil {
-			return err
-		}
-		l.end(ErrReleased, nil, "")
-	} else {
-		l.end(ErrReleased, nil, "")
-		if err := l.take(ctx); err != nil {
-			return fmt.Errorf("release %s: waiting for a renewal in flight: %w", l.key, err)
-		}
+	l.end(ErrReleased, nil, "")
+	if err := l.take(ctx); err != nil {
+		return fmt.Errorf("release %s: waiting for a renewal in flight: %w", l.key, err)
 	}
 	defer l.give()
 	l.mu.Lock()
 	done, v, rec := l.done, l.version, l.rec
 	l.mu.Unlock()
-	if !oldlease.ReleaseDoesNotWait.Load() {
-		if err := l.waitWrites(ctx); err != nil {
-			if errors.Is(done, ErrLost) {
-				return fmt.Errorf("release %s: %w", l.key, err)
-			}
-			err = fmt.Errorf("release %s: not marked released: %w; the record stays until it goes stale at %s, or until Release is called again",
-				l.key, err, rec.RenewedAt.Add(rec.TTL()).Format(time.RFC3339))
-			l.emit(Event{Kind: EventReleaseFailed, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Err: err,
-				Detail: "writes under the lease still in flight; a record of ours is left until it goes stale"})
-			return err
+	if err := l.waitWrites(ctx); err != nil {
+		if errors.Is(done, ErrLost) {
+			return fmt.Errorf("release %s: %w", l.key, err)
 		}
+		err = fmt.Errorf("release %s: not marked released: %w; the record stays until it goes stale at %s, or until Release is called again",
+			l.key, err, rec.RenewedAt.Add(rec.TTL()).Format(time.RFC3339))
+		l.emit(Event{Kind: EventReleaseFailed, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(), Err: err,
+			Detail: "writes under the lease still in flight; a record of ours is left until it goes stale"})
+		return err
 	}
 	if errors.Is(done, ErrLost) {
 		return nil
@@ -78,22 +68,16 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// release marks our record at version v released, with If-Match (or, under
-// the oldlease switch, deletes it where the driver declares a conditional
-// delete). If the record changed, it reads it back: a later record that
+// release marks our record at version v released, with If-Match. If the record changed, it reads it back: a later record that
 // sent holds (a write of ours whose reply was lost) is released in turn;
 // anyone else's is left alone. It returns why nothing was written, or "" if
 // our record is now marked released.
 func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
 	for range 3 {
-		if oldlease.DeleteOnRelease.Load() && b.Capabilities().ConditionalDelete {
-			err = b.Delete(ctx, key, driver.IfMatch(v))
-		} else {
-			rel := rec
-			rel.RenewedAt, rel.TTLSeconds = st.renewed(now), 0
-			sent.add(rel)
-			_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
-		}
+		rel := rec
+		rel.RenewedAt, rel.TTLSeconds = st.renewed(now), 0
+		sent.add(rel)
+		_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
 		if err == nil {
 			return "", nil
 		}
@@ -103,9 +87,6 @@ func release(ctx context.Context, b driver.Bucket, key string, v driver.Version,
 			return "the lease object is gone", nil
 		case rerr != nil:
 			return "", fmt.Errorf("%w (and reading it back failed: %v)", err, rerr)
-		case cur.err == nil && oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == rec.InstanceID && cur.rec.TTLSeconds != 0:
-			v, rec = curV, cur.rec // the old, trusting adoption
-			continue
 		case cur.err != nil:
 			return "the lease object is not a lease record; left alone", nil
 		case !sent.has(cur.rec):

@@ -8,7 +8,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // Renew extends the lease with one conditional write (If-Match on the
@@ -66,33 +65,8 @@ func (l *Lease) Renew(ctx context.Context) error {
 	v, err := l.b.Put(wctx, l.key, rec.Encode(), driver.IfMatch(over))
 	cancel()
 	if err != nil {
-		cur, curV, rerr := readLease(ctx, l.b, l.key)
-		switch {
-		case errors.Is(rerr, driver.ErrNotExist):
-			l.end(ErrLost, nil, "the lease object was removed")
-			return l.Err()
-		case rerr != nil:
-			return fmt.Errorf("renew %s: %w", l.key, err)
-		case cur.err == nil && landed(cur.rec, rec, curV, over):
-			v = curV // this renewal landed; its answer was lost
-		case cur.err == nil && l.sent.has(cur.rec) && curV != over:
-			// An earlier renewal of ours landed after we gave up on it.
-			// Adopt its version; this renewal did not land, so the fence
-			// does not move, and the next attempt will.
-			l.mu.Lock()
-			l.version, l.rec = curV, cur.rec
-			l.mu.Unlock()
-			return fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
-		case cur.err == nil && l.sent.has(cur.rec):
-			return fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
-		case cur.err == nil && l.past.has(cur.rec):
-			// A record of ours that a later one of ours replaced: the
-			// read came from a replica or cache behind the write (an
-			// eventually consistent gateway). Not a takeover; retry,
-			// and fence in time if it persists.
-			return fmt.Errorf("renew %s: read back an older record of this lease (a stale read); retry: %w", l.key, err)
-		default:
-			return l.lose(cur)
+		if v, err = l.readBack(ctx, rec, over, err); err != nil {
+			return err
 		}
 	}
 	l.mu.Lock()
@@ -119,6 +93,41 @@ func (l *Lease) Renew(ctx context.Context) error {
 	return nil
 }
 
+// readBack finds out, after the renewal that sent rec over version over
+// failed with err, what the lease object holds: it returns the version of
+// rec if the renewal landed all the same (its answer was lost), or the
+// error Renew returns.
+func (l *Lease) readBack(ctx context.Context, rec Record, over driver.Version, err error) (driver.Version, error) {
+	cur, curV, rerr := readLease(ctx, l.b, l.key)
+	switch {
+	case errors.Is(rerr, driver.ErrNotExist):
+		l.end(ErrLost, nil, "the lease object was removed")
+		return "", l.Err()
+	case rerr != nil:
+		return "", fmt.Errorf("renew %s: %w", l.key, err)
+	case cur.err == nil && landed(cur.rec, rec, curV, over):
+		return curV, nil // this renewal landed; its answer was lost
+	case cur.err == nil && l.sent.has(cur.rec) && curV != over:
+		// An earlier renewal of ours landed after we gave up on it.
+		// Adopt its version; this renewal did not land, so the fence
+		// does not move, and the next attempt will.
+		l.mu.Lock()
+		l.version, l.rec = curV, cur.rec
+		l.mu.Unlock()
+		return "", fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
+	case cur.err == nil && l.sent.has(cur.rec):
+		return "", fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
+	case cur.err == nil && l.past.has(cur.rec):
+		// A record of ours that a later one of ours replaced: the
+		// read came from a replica or cache behind the write (an
+		// eventually consistent gateway). Not a takeover; retry,
+		// and fence in time if it persists.
+		return "", fmt.Errorf("renew %s: read back an older record of this lease (a stale read); retry: %w", l.key, err)
+	default:
+		return "", l.lose(cur)
+	}
+}
+
 // lose ends the lease because the lease object holds something this lease
 // did not write, and returns the error that says what.
 func (l *Lease) lose(cur readResult) error {
@@ -135,7 +144,7 @@ func (l *Lease) lose(cur readResult) error {
 		detail = "an operator broke the lease (bucketlease break)"
 	case cur.rec.TTLSeconds == 0:
 		detail = "the lease object was marked released"
-	case cur.rec.InstanceID == l.s.id && !oldlease.AdoptByInstanceID.Load():
+	case cur.rec.InstanceID == l.s.id:
 		detail = "the lease object names this instance id but this lease did not write it: another process with the same instance id took it"
 		reason = fmt.Errorf("%w: %w", ErrLost, ErrInstanceInUse)
 	}
@@ -197,7 +206,7 @@ func (l *Lease) checkLost(ctx context.Context) error {
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
 		return l.fencedError()
 	}
-	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || l.past.has(cur.rec) || (oldlease.AdoptByInstanceID.Load() && cur.rec.InstanceID == l.s.id)) {
+	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || l.past.has(cur.rec)) {
 		return l.fencedError()
 	}
 	var prev *Record

@@ -14,39 +14,25 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
-	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // The regression tests of the lease's fixed safety defects (a fenced
 // holder's release removing its successor's lease, an old *Lease released
 // after its Contender acquired again, twins with one instance id): each
-// defect has a scenario that returns what went wrong, run once against the
-// lease as it is (it must find nothing) and once with the old behaviour
-// switched back on through internal/oldlease (it must find the defect), so
-// that each check is shown able to fail.
+// defect has a scenario that returns what went wrong, run against the lease
+// as it is, where it must find nothing. That each check can fail is shown
+// by the mutation test: a mutant in lab/mutate/mutants.txt brings the old
+// defect back into a scratch copy of the lease, and names the test that
+// must then fail (docs/testing.md).
 
-// withOld runs f with an oldlease switch on.
-func withOld(t *testing.T, sw *oldlease.Switch, f func()) {
-	t.Helper()
-	testenv.Negative(t, sw, f)
-}
-
-// checkAndControl runs scenario, which returns what went wrong or "",
-// against the lease as it is, where it must find nothing, and again with
-// sw's old behaviour switched back on, where it must find the defect that
-// old names: the check, and the negative control that shows it can fail.
-func checkAndControl(t *testing.T, scenario func(*testing.T) string, sw *oldlease.Switch, old string) {
+// check runs scenario, which returns what went wrong or "", against the
+// lease as it is, where it must find nothing.
+func check(t *testing.T, scenario func(*testing.T) string) {
 	t.Helper()
 	if bad := scenario(t); bad != "" {
 		t.Fatal(bad)
 	}
-	withOld(t, sw, func() {
-		if scenario(t) == "" {
-			t.Fatal("negative control: " + old + " went unnoticed")
-		}
-	})
 }
 
 // ignoresDeleteCondition is a service that declares a conditional delete
@@ -128,7 +114,7 @@ func errString(err error) string {
 
 func TestFencedHolderReleaseKeepsSuccessorWhereDeleteConditionIsIgnored(t *testing.T) {
 	ignoring := func(t *testing.T) string { return fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}) }
-	checkAndControl(t, ignoring, &oldlease.DeleteOnRelease, "trusting the driver's conditional delete")
+	check(t, ignoring)
 }
 
 // releaseOldAfterReacquire is the release of a stale *Lease: a lease is
@@ -170,7 +156,7 @@ func releaseOldAfterReacquire(t *testing.T) string {
 }
 
 func TestReleasingAnOldFencedLeaseKeepsTheReacquiredOne(t *testing.T) {
-	checkAndControl(t, releaseOldAfterReacquire, &oldlease.AdoptByInstanceID, "the release loop adopting any record with our id")
+	check(t, releaseOldAfterReacquire)
 }
 
 // twins is the scenario of two live processes configured with one instance id,
@@ -243,11 +229,6 @@ func TestTwoLiveProcessesWithOneIDNeverBothWrite(t *testing.T) {
 	if !inUse {
 		t.Fatalf("the second process never learned that another live process uses its id; it saw: %v", errs)
 	}
-	withOld(t, &oldlease.AdoptByInstanceID, func() {
-		if bad, _ := twins(t); bad == "" {
-			t.Fatal("negative control: adopting every record with our id went unnoticed")
-		}
-	})
 }
 
 func TestTwinTakesOverAStalledFirstWhichThenLoses(t *testing.T) {
@@ -294,11 +275,6 @@ func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
 	if acquired || !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), lease.EnvConditional+"=off") {
 		t.Fatalf("a best-effort driver without the switch: %v", err)
 	}
-	withOld(t, &oldlease.BestEffortByDeclaration, func() {
-		if acquired, logged, _ := bestEffortDeclared(t); !acquired || strings.Contains(logged, "WARN") {
-			t.Fatal("negative control: running best-effort silently went unnoticed")
-		}
-	})
 	// With the switch: best-effort, logged at WARN, reported.
 	var log logBuffer
 	o := opts("me", clock.NewFake(t0), nil)
@@ -446,11 +422,6 @@ func TestReleaseDuringAHungRenewalStopsWritingFirst(t *testing.T) {
 	if !hungRenewal(t) {
 		t.Fatal("Release waited for a hung renewal, ignoring its context, with the lease still writable")
 	}
-	withOld(t, &oldlease.ReleaseWaitsForRenewal, func() {
-		if hungRenewal(t) {
-			t.Fatal("negative control: Release waiting for the renewal went unnoticed")
-		}
-	})
 }
 
 // stuckClockRenewal renews with a stuck wall clock through a connection
@@ -480,7 +451,7 @@ func stuckClockRenewal(t *testing.T) string {
 }
 
 func TestStuckClockRenewalThatNeverLandedIsNotASuccess(t *testing.T) {
-	checkAndControl(t, stuckClockRenewal, &oldlease.EqualRenewedAtIsProof, "equal renewed_at taken as proof")
+	check(t, stuckClockRenewal)
 }
 
 func TestRenewAfterTheDeadlineWritesNothing(t *testing.T) {

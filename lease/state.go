@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // A restart adopts its own lease through a state directory
@@ -88,7 +87,7 @@ func (j *journal) lock() bool {
 		j.err = err
 		return false
 	}
-	if err := lockFile(f); err != nil && !oldlease.StateIgnoresLock.Load() {
+	if err := lockFile(f); err != nil {
 		f.Close()
 		j.err = err // held by a live (perhaps stopped) process
 		return false

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver/mem"
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -95,7 +94,7 @@ func stoppedPredecessor(t *testing.T) string {
 }
 
 func TestStoppedPredecessorIsNeverAdopted(t *testing.T) {
-	checkAndControl(t, stoppedPredecessor, &oldlease.StateIgnoresLock, "a state directory read without its lock")
+	check(t, stoppedPredecessor)
 }
 
 // A twin with the same id but its own state directory (another machine)

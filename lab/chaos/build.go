@@ -13,12 +13,10 @@ import (
 
 // BuildWorker builds cmd/chaosworker into dir with go build (with the race
 // detector if race) and returns the binary's path. root is the module's
-// directory. The worker is built with the bucketlease_oldlease tag, so that
-// its negative-control flags can turn old behaviours on; the CLI is built
-// as users build it.
+// directory.
 func BuildWorker(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "chaosworker")
-	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./lab/chaos/cmd/chaosworker", race, "bucketlease_oldlease")...)
+	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./lab/chaos/cmd/chaosworker", race)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -31,7 +29,7 @@ func BuildWorker(ctx context.Context, root, dir string, race bool) (string, erro
 // and returns the binary's path.
 func BuildCLI(ctx context.Context, root, dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "bucketlease")
-	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./cmd/bucketlease", race, "")...)
+	cmd := exec.CommandContext(ctx, "go", buildArgs(bin, "./cmd/bucketlease", race)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -40,13 +38,10 @@ func BuildCLI(ctx context.Context, root, dir string, race bool) (string, error) 
 	return bin, nil
 }
 
-func buildArgs(bin, pkg string, race bool, tags string) []string {
+func buildArgs(bin, pkg string, race bool) []string {
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
-	}
-	if tags != "" {
-		args = append(args, "-tags", tags)
 	}
 	return append(args, pkg)
 }

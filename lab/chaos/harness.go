@@ -24,24 +24,25 @@ const (
 	// ControlSkewBeyond: worker 0's clock runs 0.9 TTL ahead, beyond the
 	// TTL/3 the lease absorbs; it takes over healthy holders.
 	ControlSkewBeyond = "skew-beyond"
-	// ControlProbeDisabled: the s3 driver through a proxy that strips
-	// preconditions (internal/testsupport/stripproxy), with the old acquire
-	// (oldlease.SkipProbe and UnprovenFirstWrite) in every worker.
-	ControlProbeDisabled = "probe-disabled"
 	// ControlFenceDisabled: the workers write through the raw bucket and
 	// ignore MayWrite; the holder of p0 is paused for 1.5 TTL again and
 	// again.
 	ControlFenceDisabled = "fence-disabled"
-	// ControlOldRelease: oldlease.DeleteOnRelease in every worker; the
-	// holder of p0 is paused for 1.5 TTL, then woken and terminated, so
-	// that it releases a lease it no longer holds.
-	ControlOldRelease = "old-release"
-	// ControlOldAdopt: oldlease.AdoptByInstanceID in every worker (any
-	// record naming our id is ours); a second process with the id of the
-	// holder of p0 is started every three TTLs.
-	ControlOldAdopt = "old-adopt"
-	// ControlProbeEnabled is not a negative control but its counterpart:
-	// the stripping proxy with the probe on, where no acquire may succeed.
+	// ControlFencedRelease is not a negative control but a scenario for
+	// today's lease, where no invariant may break: the holder of p0 is
+	// paused for 1.5 TTL, then woken and terminated, so that it releases a
+	// lease it no longer holds. (Mutant chaos-release-deletes brings back
+	// the release that deleted its successor's lease.)
+	ControlFencedRelease = "fenced-release"
+	// ControlTwins is a scenario too: a second process with the id of the
+	// holder of p0 is started every three TTLs. (Mutant
+	// chaos-adopt-by-id brings back the adoption of any record naming our
+	// id.)
+	ControlTwins = "twins"
+	// ControlProbeEnabled is a scenario too: the s3 driver through a
+	// proxy that strips preconditions (internal/testsupport/stripproxy),
+	// where no acquire may succeed. (Mutant chaos-probe-skipped brings
+	// back the acquire without the probe.)
 	ControlProbeEnabled = "probe-enabled"
 	// ControlLieRefusal: every worker's driver reports the first refused
 	// If-None-Match PUT of each LEASE object (the acquire probe's) as a
@@ -58,7 +59,12 @@ const (
 )
 
 // Controls are the negative controls, in the order the tests run them.
-var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlOldRelease, ControlProbeDisabled, ControlOldAdopt, ControlLieRefusal, ControlStreamUnfenced}
+var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlLieRefusal, ControlStreamUnfenced}
+
+// Scenarios are the runs of today's lease under one fault that an old
+// defect of the lease failed (each brought back by a mutant in
+// lab/mutate/mutants.txt), in the order the tests run them.
+var Scenarios = []string{ControlFencedRelease, ControlTwins, ControlProbeEnabled}
 
 // Config describes one chaos run on one driver.
 type Config struct {
@@ -68,7 +74,8 @@ type Config struct {
 	Workers  int           // worker processes, at least 5 (default 5)
 	Leases   int           // prefixes they contend for, at least 2 (default 2)
 	TTL      time.Duration // the lease TTL, whole seconds (default 2s)
-	// Control is one of the Control* constants, or "" for a normal run.
+	// Control is one of the Control* constants (a negative control or a
+	// scenario), or "" for a normal run.
 	Control string
 	// Dir holds the run's logs; it must exist.
 	Dir string
@@ -107,7 +114,7 @@ func (c *Config) defaults() error {
 	case c.Duration <= 0 || c.Duration > 24*time.Hour:
 		return errors.New("chaos: Duration must be between 0 and 24h")
 	}
-	if (c.Control == ControlProbeDisabled || c.Control == ControlProbeEnabled) && c.Driver != "s3-stripped" {
+	if c.Control == ControlProbeEnabled && c.Driver != "s3-stripped" {
 		return fmt.Errorf("chaos: control %s runs on s3-stripped only", c.Control)
 	}
 	return nil

@@ -81,14 +81,14 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 	}
 	var acts []Action
 	switch control {
-	case ControlFenceDisabled, ControlOldRelease, ControlStreamUnfenced:
+	case ControlFenceDisabled, ControlFencedRelease, ControlStreamUnfenced:
 		// Pause whoever holds p0 for 1.5 TTL, long enough to be taken
 		// over, every three TTLs.
 		for at := ttl; at < duration-3*ttl/2 && len(acts) < maxPhaseActs; at += 3 * ttl {
-			acts = append(acts, Action{At: at, Kind: ActPauseHold, Dur: 3 * ttl / 2, Term: control == ControlOldRelease})
+			acts = append(acts, Action{At: at, Kind: ActPauseHold, Dur: 3 * ttl / 2, Term: control == ControlFencedRelease})
 		}
 		return acts
-	case ControlOldAdopt:
+	case ControlTwins:
 		// A twin of the holder of p0, every three TTLs, for two.
 		for at := ttl; at < duration-ttl && len(acts) < maxPhaseActs; at += 3 * ttl {
 			acts = append(acts, Action{At: at, Kind: ActDuplicate, Holder: true, Slot: 0, Dur: 2 * ttl})

@@ -99,12 +99,6 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 	switch r.cfg.Control {
 	case ControlFenceDisabled:
 		args = append(args, "-no-fence")
-	case ControlOldRelease:
-		args = append(args, "-old-release")
-	case ControlProbeDisabled:
-		args = append(args, "-skip-probe")
-	case ControlOldAdopt:
-		args = append(args, "-old-adopt")
 	case ControlLieRefusal:
 		args = append(args, "-lie-refusal")
 	case ControlStreamUnfenced:

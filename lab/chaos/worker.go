@@ -31,10 +31,6 @@ type WorkerConfig struct {
 	// NoFence is a negative control: the worker writes through the raw
 	// bucket, ignoring MayWrite, until it learns that the lease is lost.
 	NoFence bool
-	// OldRelease, SkipProbe and OldAdopt set the internal/oldlease
-	// switches DeleteOnRelease, SkipProbe and AdoptByInstanceID in this
-	// process (negative controls).
-	OldRelease, SkipProbe, OldAdopt bool
 	// LieRefusal is a negative control for the linearizability check:
 	// the driver under the lease reports the first refused
 	// If-None-Match PUT of each LEASE object as a success.
@@ -65,7 +61,7 @@ func (c WorkerConfig) Switches() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.NoFence, "no-fence"}, {c.OldRelease, "old-release"}, {c.SkipProbe, "skip-probe"}, {c.OldAdopt, "old-adopt"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}, {c.CalmStreams, "calm-streams"}} {
+	}{{c.NoFence, "no-fence"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}, {c.CalmStreams, "calm-streams"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -82,9 +78,6 @@ func (c WorkerConfig) Switches() string {
 // If-Match on the version it wrote, and LATEST with If-Match on the version
 // it read (If-None-Match: * when there was none).
 func RunWorker(ctx context.Context, cfg WorkerConfig) error {
-	if err := applyControls(cfg); err != nil {
-		return err
-	}
 	cfg.Log.Log(Entry{Ev: EvStart, Detail: cfg.Switches()})
 	if !cfg.Deadline.IsZero() {
 		var cancel context.CancelFunc

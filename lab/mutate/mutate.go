@@ -30,13 +30,17 @@ var List string
 
 // Mutant is one change to the code that the tests must catch.
 type Mutant struct {
-	ID    string   // short and unique
-	What  string   // one line: the defect the mutant brings back
-	File  string   // the files it may change, relative to the module root: space-separated globs
-	Pkgs  []string // the packages whose tests must catch it
-	Run   string   // the -run pattern, or "" for every test of Pkgs
-	Edits []Edit   // applied in order
-	Line  int      // where its block starts in the list
+	ID   string   // short and unique
+	What string   // one line: the defect the mutant brings back
+	File string   // the files it may change, relative to the module root: space-separated globs
+	Pkgs []string // the packages whose tests must catch it
+	Run  string   // the -run pattern, or "" for every test of Pkgs
+	// Slow marks a mutant of the slow tier (tier: slow): its tests run
+	// real processes against the emulators, for minutes, and the mutation
+	// tool runs it only when asked.
+	Slow  bool
+	Edits []Edit // applied in order
+	Line  int    // where its block starts in the list
 }
 
 // Edit replaces Old, which must occur exactly once in the mutant's files,
@@ -47,7 +51,8 @@ type Edit struct {
 
 // Parse reads a mutant list: blocks of "key: value" lines separated by
 // blank lines, "#" lines being comments. The keys are id, what, file, pkg
-// (space-separated packages), run (optional), and one or more old/new pairs,
+// (space-separated packages), run (optional), tier (optional: slow), and one
+// or more old/new pairs,
 // in whose values \n is a newline, \t a tab and \\ a backslash.
 func Parse(r io.Reader) ([]Mutant, error) {
 	var (
@@ -119,6 +124,11 @@ func Parse(r io.Reader) ([]Mutant, error) {
 			cur.Pkgs = strings.Fields(value)
 		case "run":
 			cur.Run = value
+		case "tier":
+			if value != "slow" {
+				return nil, fmt.Errorf("line %d: tier %q: the only tier to name is slow", line, value)
+			}
+			cur.Slow = true
 		case "old":
 			if old != nil {
 				return nil, fmt.Errorf("line %d: old follows old without a new", line)
@@ -194,6 +204,7 @@ func (e *StaleError) Error() string {
 // Applied is a mutant applied to a tree, and how to undo it.
 type Applied struct {
 	Where    string            // file:line of the first edit
+	Files    []string          // the files it changed, relative to the root, with slashes
 	original map[string][]byte // path -> contents before the mutant
 }
 
@@ -267,6 +278,9 @@ func Apply(root string, m Mutant) (*Applied, error) {
 			_ = a.Restore()
 			return nil, err
 		}
+		rel, _ := filepath.Rel(root, p)
+		a.Files = append(a.Files, filepath.ToSlash(rel))
 	}
+	sort.Strings(a.Files)
 	return a, nil
 }

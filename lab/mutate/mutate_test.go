@@ -47,6 +47,7 @@ id: b
 what: the second
 file: y.go
 pkg: ./y
+tier: slow
 old: 1
 new: 2
 `))
@@ -63,6 +64,9 @@ new: 2
 	if a.Edits[0].Old != "if a {\n\treturn\n}" || a.Edits[1].Old != `c\d` {
 		t.Errorf("escapes: %q", a.Edits)
 	}
+	if a.Slow || !ms[1].Slow {
+		t.Errorf("tiers: a slow %v, b slow %v; want only b", a.Slow, ms[1].Slow)
+	}
 	for name, bad := range map[string]string{
 		"no edit":      "id: a\nwhat: w\nfile: f\npkg: p\n",
 		"old alone":    "id: a\nwhat: w\nfile: f\npkg: p\nold: x\n",
@@ -74,6 +78,7 @@ new: 2
 		"bad run":      "id: a\nwhat: w\nfile: f\npkg: p\nrun: (\nold: x\nnew: y\n",
 		"not a key":    "id: a\nwhatever\n",
 		"missing what": "id: a\nfile: f\npkg: p\nold: x\nnew: y\n",
+		"unknown tier": "id: a\nwhat: w\nfile: f\npkg: p\ntier: fast\nold: x\nnew: y\n",
 	} {
 		if _, err := Parse(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s: parsed without an error", name)
@@ -114,6 +119,9 @@ func TestApply(t *testing.T) {
 	}
 	if a.Where != "p/a.go:3" {
 		t.Errorf("Where = %q", a.Where)
+	}
+	if len(a.Files) != 1 || a.Files[0] != "p/a.go" {
+		t.Errorf("Files = %q", a.Files)
 	}
 	if got := read("p/a.go"); got != "package p\n\nfunc A2() bool { return x <= y }\n" {
 		t.Errorf("mutated: %q", got)

@@ -8,4 +8,7 @@ const (
 	// classSeedsDefault is how many seeds TestRound3ClassesHold runs per
 	// class.
 	classSeedsDefault = 100
+	// fixedSeedsCap: TestFixedDefects runs every seed of each class (0: no
+	// cap).
+	fixedSeedsCap = 0
 )

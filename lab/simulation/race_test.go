@@ -11,4 +11,7 @@ const (
 	// classSeedsDefault is how many seeds TestRound3ClassesHold runs per
 	// class.
 	classSeedsDefault = 30
+	// fixedSeedsCap: TestFixedDefects runs at most this many seeds of a
+	// class (or up to the seed its defect was found on, if later).
+	fixedSeedsCap = 30
 )

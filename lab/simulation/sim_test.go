@@ -14,8 +14,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
-	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 	"github.com/mushroomdb/bucketlease/lab/chaos/register"
 )
 
@@ -391,68 +389,6 @@ func TestNegativeWorkerIgnoresFence(t *testing.T) {
 	negative(t, Config{WorkerIgnoresFence: true, Exclude: round3}, InvExclusion, 40)
 }
 
-// The deviation classes of the world (twins, restarts, stores that
-// ignore a delete condition, odd clocks), each with the old, trusting lease
-// behaviour switched back on (internal/oldlease): the simulator must find
-// a violation, or the class proves nothing.
-
-// withOld runs f with an oldlease switch on.
-func withOld(t *testing.T, sw *oldlease.Switch, f func()) {
-	t.Helper()
-	testenv.Negative(t, sw, f)
-}
-
-// A store that ignores the condition on DELETE, and a release that trusts
-// the driver's declaration of a conditional delete: a fenced holder's
-// release deletes its successor's lease.
-func TestNegativeReleaseTrustsDeleteCondition(t *testing.T) {
-	withOld(t, &oldlease.DeleteOnRelease, func() {
-		negative(t, Config{Force: StoreIgnoresDeleteCondition | ReleaseOldLease}, InvExclusion, 200)
-	})
-}
-
-// Two live processes configured with one id, and a lease that adopts any
-// record naming its id: both write.
-func TestNegativeTwinsAdoptByInstanceID(t *testing.T) {
-	withOld(t, &oldlease.AdoptByInstanceID, func() {
-		negative(t, Config{Force: Twins}, InvExclusion, 100)
-	})
-}
-
-// A restart with the same id while the old process still runs, adopting by
-// id: both write.
-func TestNegativeRestartWhileRunningAdoptsByInstanceID(t *testing.T) {
-	withOld(t, &oldlease.AdoptByInstanceID, func() {
-		negative(t, Config{Force: RestartWhileRunning}, InvExclusion, 300)
-	})
-}
-
-// Re-acquire after a fence, then release the old lease, with the release
-// adopting records by id: the re-acquired lease is released under its
-// holder, and another instance takes it while it still writes.
-func TestNegativeReleaseOldLeaseAdoptsByInstanceID(t *testing.T) {
-	withOld(t, &oldlease.AdoptByInstanceID, func() {
-		negative(t, Config{Force: ReleaseOldLease}, InvExclusion, 300)
-	})
-}
-
-// Release during a hung renewal, waiting for the renewal before it stops
-// writing.
-func TestNegativeReleaseWaitsForHungRenewal(t *testing.T) {
-	withOld(t, &oldlease.ReleaseWaitsForRenewal, func() {
-		negative(t, Config{Force: ReleaseDuringHungRenewal}, InvRelease, 100)
-	})
-}
-
-// Whole-second wall clocks and two processes with one id, with an equal
-// renewed_at taken as proof that a write was ours: one adopts the other's
-// lease, and both write.
-func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
-	withOld(t, &oldlease.EqualRenewedAtIsProof, func() {
-		negative(t, Config{Force: CoarseWallClock | Twins}, InvExclusion, 100)
-	})
-}
-
 // TestCampaignFindings replays the seeds on which campaigns found a bug,
 // in the lease or in the simulator itself, so that none comes back: 231
 // (a same-id record taken back before it was stale, unsafe with a suspended
@@ -468,8 +404,9 @@ func TestNegativeCoarseClockEqualRenewedAtIsProof(t *testing.T) {
 // free, and its first write, If-None-Match: * on the lease object, was
 // delayed while another instance acquired and landed with the header
 // dropped by its path, whose later probes kept it: two holders (fixed by
-// proving the path on a scratch key before that write;
-// TestNegativeFirstWriteBeforeProof replays it against the old order).
+// proving the path on a scratch key before that write; TestFixedDefects
+// replays it, and mutant acquire-first-write-before-proof brings the old
+// order back).
 // 131217, 161103, 194422 and 208086 were the simulator's own error: it
 // dropped If-None-Match from the worker's data writes too, which lets a
 // paused stale writer overwrite LATEST whatever the lease does.
@@ -497,71 +434,125 @@ func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
 	t.Log(r.Violation)
 }
 
-// The third round's classes, each with the lease's old behaviour switched
-// back on: the simulator must find the violation the old behaviour allows.
-
-// A path that drops If-None-Match, and an acquire whose first write is an
-// unproven If-None-Match on the lease object (and whose refused clean-up
-// marks the record released): a live holder's lease is overwritten.
-func TestNegativeUnprovenFirstWrite(t *testing.T) {
-	withOld(t, &oldlease.UnprovenFirstWrite, func() {
-		negative(t, Config{Force: PathDropsIfNoneMatch}, InvExclusion, 200)
-	})
+// fixedDefects are the lease's fixed defects that the simulator found or
+// was shown to find, each with the world it shows in: a deviation class
+// forced in seeds 1 to seeds, or one campaign seed. Until issue 31 each was
+// a negative control that switched the old behaviour back on in the lease
+// (a switch compiled in under a build tag, gone since); now TestFixedDefects
+// runs each world on today's lease, where no invariant may break, and a
+// mutant in lab/mutate/mutants.txt brings the defect back into a scratch
+// copy of the lease, where this test must fail. found is the first seed on which the
+// old behaviour broke invariant want when it was a switch (the last run of
+// the controls, 2026-12, on 7a1ec1a): with the mutant, the same seed
+// breaks it.
+var fixedDefects = []struct {
+	name  string // the defect: the mutant that brings it back is sim-NAME
+	cfg   Config
+	seeds int    // run seeds 1 to seeds of cfg's class, or
+	seed  uint64 // this one seed
+	found uint64
+	want  string
+}{
+	// A store that ignores the condition on DELETE, and a release that
+	// trusts the driver's declaration of a conditional delete: a fenced
+	// holder's release deletes its successor's lease.
+	{name: "release-deletes", cfg: Config{Force: StoreIgnoresDeleteCondition | ReleaseOldLease}, seeds: 200, found: 1, want: InvExclusion},
+	// Two live processes configured with one id, and a lease that adopts
+	// any record naming its id: both write.
+	{name: "twins-adopt-by-id", cfg: Config{Force: Twins}, seeds: 100, found: 1, want: InvExclusion},
+	// A restart with the same id while the old process still runs,
+	// adopting by id: both write.
+	{name: "restart-adopts-by-id", cfg: Config{Force: RestartWhileRunning}, seeds: 300, found: 2, want: InvExclusion},
+	// Re-acquire after a fence, then release the old lease, with the
+	// release adopting records by id: the re-acquired lease is released
+	// under its holder, and another instance takes it while it writes.
+	{name: "release-old-lease-adopts-by-id", cfg: Config{Force: ReleaseOldLease}, seeds: 300, found: 3, want: InvExclusion},
+	// Release during a hung renewal, waiting for the renewal before it
+	// stops writing.
+	{name: "release-waits-for-hung-renewal", cfg: Config{Force: ReleaseDuringHungRenewal}, seeds: 100, found: 1, want: InvRelease},
+	// Whole-second wall clocks and two processes with one id, with an
+	// equal renewed_at taken as proof that a write was ours: one adopts
+	// the other's lease, and both write.
+	{name: "equal-renewed-at-is-proof", cfg: Config{Force: CoarseWallClock | Twins}, seeds: 100, found: 66, want: InvExclusion},
+	// A path that drops If-None-Match, and an acquire whose first write
+	// is an unproven If-None-Match on the lease object (and whose refused
+	// clean-up marks the record released): a live holder's lease is
+	// overwritten.
+	{name: "unproven-first-write", cfg: Config{Force: PathDropsIfNoneMatch}, seeds: 200, found: 4, want: InvExclusion},
+	// Seed 168589 of the third campaign, with an acquire whose first
+	// write to the lease object goes out before the path is proven: the
+	// write, delayed, lands with its header dropped over a lease taken
+	// meanwhile.
+	{name: "first-write-before-proof", seed: 168589, found: 168589, want: InvExclusion},
+	// An operator's Break of a version it looked at earlier, through a
+	// path that drops If-Match, sending its write beside the
+	// made-up-version probe: it overwrites the lease a successor took
+	// meanwhile.
+	{name: "break-without-read", cfg: Config{Force: BreakDropsIfMatch}, seeds: 300, found: 15, want: InvExclusion},
+	// A shutdown during a slow write through Lease.Bucket, with a Release
+	// that does not wait for the writes it cancelled: the write lands
+	// after Release returned, when a successor may hold the lease.
+	{name: "release-does-not-wait", cfg: Config{Force: SlowWriteOutlivesRelease}, seeds: 200, found: 1, want: InvRelease},
+	// The holder's wall clock steps back an hour, and it keeps stamping
+	// renewed_at as its previous stamp plus a nanosecond: readers see the
+	// lease age while it is renewed, and take it over while it writes.
+	{name: "stamp-through-clock-jump", cfg: Config{Force: WallClockBackAnHour}, seeds: 200, found: 1, want: InvExclusion},
+	// Seed 96458 of session 8's campaign: a process started beside the
+	// holder on its machine has stamped nothing yet when the machine's
+	// wall clock steps back an hour. A contender that checks its clock
+	// only against the records it stamped takes the paused holder's
+	// suspect record over with a record stamped an hour in the past,
+	// which another contender takes over at once: two writers.
+	{name: "contender-trusts-its-clock", seed: 96458, found: 96458, want: InvExclusion},
+	// A process restarted beside its still-running (or stopped)
+	// predecessor on one machine, with a state directory whose lock is
+	// not honoured: the restart adopts the predecessor's lease while the
+	// predecessor writes.
+	{name: "state-ignores-lock", cfg: Config{Force: StateDirectory | RestartWhileRunning}, seeds: 300, found: 2, want: InvExclusion},
 }
 
-// Seed 168589 of the third campaign with an acquire whose first write to
-// the lease object goes out before the path is proven: the write, delayed,
-// lands with its header dropped over a lease taken meanwhile.
-func TestNegativeFirstWriteBeforeProof(t *testing.T) {
-	withOld(t, &oldlease.FirstWriteBeforeProof, func() {
-		r := run(t, Config{Seed: 168589})
-		if r.Violation == nil || r.Violation.Invariant != InvExclusion {
-			t.Fatalf("seed 168589 with the first write unproven: %v, want an exclusion violation", r.Violation)
-		}
-	})
-}
-
-// An operator's Break of a version it looked at earlier, through a path
-// that drops If-Match, sending its write beside the made-up-version probe:
-// it overwrites the lease a successor took meanwhile.
-func TestNegativeBreakWithoutRead(t *testing.T) {
-	withOld(t, &oldlease.BreakWithoutRead, func() {
-		negative(t, Config{Force: BreakDropsIfMatch}, InvExclusion, 300)
-	})
-}
-
-// A shutdown during a slow write through Lease.Bucket, with a Release that
-// does not wait for the writes it cancelled: the write lands after Release
-// returned, when a successor may hold the lease.
-func TestNegativeReleaseDoesNotWait(t *testing.T) {
-	withOld(t, &oldlease.ReleaseDoesNotWait, func() {
-		negative(t, Config{Force: SlowWriteOutlivesRelease}, InvRelease, 200)
-	})
-}
-
-// The holder's wall clock steps back an hour, and it keeps stamping
-// renewed_at as its previous stamp plus a nanosecond: readers see the lease
-// age while it is renewed, and take it over while the holder writes.
-func TestNegativeStampThroughClockJump(t *testing.T) {
-	withOld(t, &oldlease.StampThroughClockJump, func() {
-		negative(t, Config{Force: WallClockBackAnHour}, InvExclusion, 200)
-	})
-}
-
-// Seed 96458 of session 8's campaign: a process started beside the holder
-// on its machine has stamped nothing yet when the machine's wall clock
-// steps back an hour. With a contender that checks its clock only against
-// the records it stamped, it takes the paused holder's suspect record over
-// with a record stamped an hour in the past, which another contender takes
-// over at once: two writers.
-func TestNegativeContenderTrustsItsClock(t *testing.T) {
-	withOld(t, &oldlease.ContenderTrustsItsClock, func() {
-		r := run(t, Config{Seed: 96458})
-		if r.Violation == nil || r.Violation.Invariant != InvExclusion {
-			t.Fatalf("seed 96458 with a contender that trusts its clock: %v, want an %s violation", r.Violation, InvExclusion)
-		}
-		t.Log(r.Violation)
-	})
+// TestFixedDefects runs the world of each of the lease's fixed defects
+// (fixedDefects) on today's lease: no invariant may break. Replay a seed
+// of one with go test ./lab/simulation -run 'TestFixedDefects/NAME$'
+// -seed=N -v.
+func TestFixedDefects(t *testing.T) {
+	for _, d := range fixedDefects {
+		t.Run(d.name, func(t *testing.T) {
+			defer func() {
+				if t.Failed() {
+					t.Logf("the old behaviour, when it was a switch, broke %s first on seed %d", d.want, d.found)
+				}
+			}()
+			cfg := d.cfg
+			switch {
+			case *seedFlag >= 0:
+				cfg.Seed, cfg.Trace = uint64(*seedFlag), true
+				r := run(t, cfg)
+				t.Log("\n" + strings.Join(r.Trace, "\n"))
+				if r.Violation != nil {
+					t.Fatalf("seed %d: %v", r.Seed, r.Violation)
+				}
+			case d.seed != 0:
+				cfg.Seed = d.seed
+				if r := run(t, cfg); r.Violation != nil {
+					report(t, cfg, r, t.Name()+"$")
+				}
+			default:
+				n := d.seeds
+				if fixedSeedsCap > 0 {
+					n = min(n, max(int(d.found), fixedSeedsCap))
+				}
+				results := runSeeds(t, 1, n, cfg, 0, 1)
+				for _, r := range results {
+					if r.Violation != nil {
+						report(t, cfg, r, t.Name()+"$")
+						return
+					}
+				}
+				t.Logf("%d seeds: %s", len(results), summary(results))
+			}
+		})
+	}
 }
 
 // TestRound3ClassesHold runs each class of the third round alone, certain in every
@@ -647,15 +638,6 @@ func parseDeviations(t *testing.T, names string) Deviation {
 		d |= 1 << i
 	}
 	return d
-}
-
-// A process restarted beside its still-running (or stopped) predecessor on
-// one machine, with a state directory whose lock is not honoured: the
-// restart adopts the predecessor's lease while the predecessor writes.
-func TestNegativeStateIgnoresLock(t *testing.T) {
-	withOld(t, &oldlease.StateIgnoresLock, func() {
-		negative(t, Config{Force: StateDirectory | RestartWhileRunning}, InvExclusion, 300)
-	})
 }
 
 // The state directory's classes on, with the lock honoured: restarts adopt

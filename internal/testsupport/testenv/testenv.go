@@ -13,8 +13,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/mushroomdb/bucketlease/internal/oldlease"
 )
 
 // Emulator returns the values of vars, which scripts/test exports for the
@@ -72,20 +70,4 @@ func IsolateAWS(t testing.TB) {
 		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
 		t.Setenv(v, "")
 	}
-}
-
-// Negative runs the negative control f with the old behaviour s turned on.
-// The old behaviours exist only in a build with -tags bucketlease_oldlease
-// (which scripts/test uses); without it the control fails the test when the
-// emulators are required (scripts/test) and is logged as not run otherwise.
-func Negative(t testing.TB, s *oldlease.Switch, f func()) {
-	t.Helper()
-	if oldlease.With(s, f) {
-		return
-	}
-	msg := "negative control not run: the old behaviours exist only with -tags bucketlease_oldlease (scripts/test sets it)"
-	if os.Getenv("BUCKETLEASE_REQUIRE_EMULATORS") == "1" {
-		t.Fatal(msg)
-	}
-	t.Log(msg)
 }

@@ -9,8 +9,10 @@
 //	      [--workers 5] [--leases 2] [--control NAME] [--cli=true] [--race] [--dir DIR] [-v]
 //
 // --duration is the total nemesis time, split evenly between the drivers.
-// It exits 1 if any run broke an invariant (or, with --control, if the
-// control went uncaught), and 2 if a run could not be carried out.
+// --control runs a negative control (chaos.Controls) or a scenario
+// (chaos.Scenarios) instead of the nemesis. It exits 1 if any run broke an
+// invariant (or, with a negative control, if the control went uncaught),
+// and 2 if a run could not be carried out.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -36,7 +39,7 @@ func main() {
 	ttl := flag.Duration("ttl", 3*time.Second, "the lease TTL (whole seconds)")
 	workers := flag.Int("workers", 5, "worker processes per run (at least 5)")
 	leases := flag.Int("leases", 2, "prefixes they contend for (at least 2)")
-	control := flag.String("control", "", "run a negative control instead: "+strings.Join(chaos.Controls, ", "))
+	control := flag.String("control", "", "run a negative control instead ("+strings.Join(chaos.Controls, ", ")+"), or a scenario ("+strings.Join(chaos.Scenarios, ", ")+")")
 	dir := flag.String("dir", "", "where the logs go (default: a new temporary directory, kept)")
 	verbose := flag.Bool("v", false, "print every nemesis action")
 	race := flag.Bool("race", false, "build the worker and bucketlease with the race detector; a race report is a violation")
@@ -112,7 +115,7 @@ func main() {
 		s := res.Summary()
 		summaries = append(summaries, s)
 		fmt.Println("chaos summary:", s)
-		if *control == "" {
+		if !slices.Contains(chaos.Controls, *control) {
 			bad += len(res.Check.Violations)
 		} else if len(res.Check.Violations) == 0 {
 			fmt.Printf("chaos %s: control %s was NOT caught\n", name, *control)

@@ -4,7 +4,15 @@
 // mutant in turn, runs the tests that should catch it, and prints what
 // became of each and the score. scripts/mutate runs it.
 //
-//	mutate [-rev HEAD] [-only REGEXP] [-timeout D] [-check] [-keep]
+//	mutate [-rev HEAD] [-only REGEXP] [-touched REV] [-slow] [-timeout D] [-check] [-keep]
+//
+// -only keeps the mutants whose id matches; -touched keeps those that
+// change a file changed between REV and the revision mutated (the fast
+// subset for a change: -touched main). The mutants of the slow tier (tier:
+// slow), whose tests run real processes against the emulators, run only
+// with -slow, with BUCKETLEASE_REQUIRE_EMULATORS=1 so that a missing
+// emulator fails their tests unmutated (reported skipped) instead of
+// letting them pass.
 //
 // Each mutant ends killed (its tests failed; if they also hung, the line
 // says so), timeout (they only hung: counted as caught, and listed), survived (they passed), stale (its snippet no
@@ -33,11 +41,13 @@ import (
 func main() {
 	rev := flag.String("rev", "HEAD", "the git revision to mutate")
 	only := flag.String("only", "", "run only the mutants whose id matches this regexp")
+	touched := flag.String("touched", "", "run only the mutants that change a file changed between this revision and -rev")
+	slow := flag.Bool("slow", false, "run the slow tier too (chaos and emulator tests: start the emulators first)")
 	timeout := flag.Duration("timeout", 0, "per-mutant timeout (default: 3 times its tests' unmutated time plus a minute)")
 	check := flag.Bool("check", false, "only report which mutants apply (no tests run)")
 	keep := flag.Bool("keep", false, "keep the scratch copy")
 	flag.Parse()
-	if err := run(*rev, *only, *timeout, *check, *keep); err != nil {
+	if err := run(*rev, *only, *touched, *slow, *timeout, *check, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(2)
 	}
@@ -52,29 +62,45 @@ type result struct {
 	took   time.Duration
 }
 
-func run(rev, only string, timeout time.Duration, check, keep bool) error {
+func run(rev, only, touched string, slow bool, timeout time.Duration, check, keep bool) error {
 	mutants, err := mutate.Parse(strings.NewReader(mutate.List))
 	if err != nil {
 		return fmt.Errorf("mutants.txt: %w", err)
 	}
+	var re *regexp.Regexp
 	if only != "" {
-		re, err := regexp.Compile(only)
-		if err != nil {
+		if re, err = regexp.Compile(only); err != nil {
 			return err
 		}
-		var sel []mutate.Mutant
-		for _, m := range mutants {
-			if re.MatchString(m.ID) {
-				sel = append(sel, m)
-			}
-		}
-		mutants = sel
 	}
+	var sel []mutate.Mutant
+	slowLeft := 0
+	for _, m := range mutants {
+		switch {
+		case re != nil && !re.MatchString(m.ID):
+		case m.Slow && !slow:
+			slowLeft++
+		default:
+			sel = append(sel, m)
+		}
+	}
+	mutants = sel
 	sha, err := output("git", "rev-parse", "--verify", rev+"^{commit}")
 	if err != nil {
 		return err
 	}
 	sha = strings.TrimSpace(sha)
+	var changed map[string]bool
+	if touched != "" {
+		diff, err := output("git", "diff", "--name-only", touched, sha)
+		if err != nil {
+			return err
+		}
+		changed = map[string]bool{}
+		for _, f := range strings.Fields(diff) {
+			changed[f] = true
+		}
+	}
 	dir, err := os.MkdirTemp("", "bucketlease-mutate-")
 	if err != nil {
 		return err
@@ -88,6 +114,9 @@ func run(rev, only string, timeout time.Duration, check, keep bool) error {
 		return err
 	}
 	fmt.Printf("mutating %s (%d mutants) in %s\n", sha[:12], len(mutants), dir)
+	if slowLeft > 0 {
+		fmt.Printf("(%d mutants of the slow tier left out: -slow runs them)\n", slowLeft)
+	}
 
 	baseline := map[string]time.Duration{} // test command -> unmutated time; absent if it fails
 	tried := map[string]bool{}
@@ -101,6 +130,11 @@ func run(rev, only string, timeout time.Duration, check, keep bool) error {
 			r.status, r.detail = "stale", stale.Error()
 		case err != nil:
 			return err
+		case changed != nil && !touches(a.Files, changed):
+			if err := a.Restore(); err != nil {
+				return err
+			}
+			continue // outside the change: not run, not reported
 		case check:
 			r.status, r.where = "applies", a.Where
 			if err := a.Restore(); err != nil {
@@ -152,6 +186,16 @@ func run(rev, only string, timeout time.Duration, check, keep bool) error {
 	return nil
 }
 
+// touches reports whether any of files is in changed.
+func touches(files []string, changed map[string]bool) bool {
+	for _, f := range files {
+		if changed[f] {
+			return true
+		}
+	}
+	return false
+}
+
 func suffix(r result) string {
 	s := ""
 	if r.took > 0 {
@@ -192,7 +236,7 @@ func report(sha string, results []result) {
 
 // testArgs is the go test command line for m's tests.
 func testArgs(m mutate.Mutant, timeout time.Duration) []string {
-	args := []string{"test", "-count=1", "-vet=off", "-tags", "bucketlease_oldlease"}
+	args := []string{"test", "-count=1", "-vet=off"}
 	if timeout > 0 {
 		args = append(args, "-timeout", timeout.String())
 	}
@@ -210,6 +254,9 @@ func goTest(dir string, m mutate.Mutant, limit time.Duration) (status, detail st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", testArgs(m, limit)...)
 	cmd.Dir = dir
+	if m.Slow {
+		cmd.Env = append(os.Environ(), "BUCKETLEASE_REQUIRE_EMULATORS=1")
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	setGroup(cmd)
