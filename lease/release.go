@@ -68,9 +68,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// release marks our record at version v released, with If-Match. If the record changed, it reads it back: a later record that
-// sent holds (a write of ours whose reply was lost) is released in turn;
-// anyone else's is left alone. It returns why nothing was written, or "" if
+// release marks our record at version v released, with If-Match. If the
+// record changed, it reads it back: a later record that sent holds (a
+// write of ours whose reply was lost) is released in turn; anyone else's
+// is left alone. It returns why nothing was written, or "" if
 // our record is now marked released.
 func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
 	for range 3 {
