@@ -12,7 +12,9 @@ import (
 // UploadSteps are one streamed write's requests on one service: all a
 // driver writes to stream, StreamParts doing the rest (see the package
 // documentation, "Streaming a body"). A value serves one write, so it may
-// keep what Start learnt (an upload ID) for the later steps.
+// keep what Start learnt (an upload ID) for the later steps. It is a
+// driver's own seam, not an optional interface of a Bucket: no wrapper
+// forwards it.
 type UploadSteps interface {
 	// Start begins the upload (S3's CreateMultipartUpload; nothing where
 	// the service needs no call, as for Azure's blocks). StreamParts calls
@@ -65,7 +67,8 @@ type Leftover struct {
 
 // SinglePutter is the optional interface of UploadSteps whose service
 // stores a body of one part more cheaply with one conditional request
-// than with a staged upload (S3's PutObject, Azure's Put Blob).
+// than with a staged upload (S3's PutObject, Azure's Put Blob). It is
+// not an optional interface of a Bucket.
 type SinglePutter interface {
 	// PutSingle stores data, the whole body, under the write's condition
 	// in one request, as the driver's Put does, and returns its version
@@ -75,7 +78,7 @@ type SinglePutter interface {
 
 // Drainer is the optional interface of UploadSteps whose client library
 // sends a part after StagePart has returned (GCS's Writer sends a chunk
-// once it holds it whole).
+// once it holds it whole); it is not an optional interface of a Bucket.
 type Drainer interface {
 	// Drain returns once no request of the upload is in flight. It is
 	// called after the last part, before MayStart is asked for the

@@ -166,12 +166,16 @@ func TestOptionalNamesEveryOptionalInterface(t *testing.T) {
 			for _, spec := range gd.Specs {
 				ts := spec.(*ast.TypeSpec)
 				doc := gd.Doc.Text() + ts.Doc.Text()
-				if _, isIface := ts.Type.(*ast.InterfaceType); isIface && ts.Name.Name != "Bucket" {
-					if !strings.Contains(doc, "optional interface of a Bucket") {
-						t.Errorf("interface %s: say in its documentation whether it is the optional interface of a Bucket", ts.Name.Name)
-					}
-					declared = append(declared, ts.Name.Name)
+				if _, isIface := ts.Type.(*ast.InterfaceType); !isIface || ts.Name.Name == "Bucket" {
+					continue
 				}
+				switch {
+				case strings.Contains(doc, "not an optional interface of a Bucket"):
+					continue // a driver's own seam, such as UploadSteps
+				case !strings.Contains(doc, "optional interface of a Bucket"):
+					t.Errorf("interface %s: say in its documentation whether it is the optional interface of a Bucket", ts.Name.Name)
+				}
+				declared = append(declared, ts.Name.Name)
 			}
 		}
 	}

@@ -46,8 +46,11 @@ func init() {
 // else the account parameter or AZURE_STORAGE_ACCOUNT), or on the account
 // AZURE_STORAGE_CONNECTION_STRING names.
 func Locate(u *url.URL) (driver.Place, error) {
+	q, err := checkURL(u)
+	if err != nil {
+		return driver.Place{}, err
+	}
 	p := driver.Place{Bucket: u.Host, Prefix: u.Path}
-	q := u.Query()
 	if cs := os.Getenv(EnvConnectionString); cs != "" {
 		account, _ := connStringAccount(cs)
 		p.Endpoint = "connection string of account " + account
@@ -69,17 +72,8 @@ var accountName = regexp.MustCompile(`^[a-z0-9]{3,63}$`)
 // which init registers with driver.Register; a custom driver.Mux can
 // register it too.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
-	q, err := driver.Params(u, "account", "endpoint")
+	q, err := checkURL(u)
 	if err != nil {
-		return nil, "", err
-	}
-	if u.User != nil {
-		return nil, "", errors.New("azblob URLs carry no credentials; they come from " + EnvConnectionString + " or the default Azure credential chain")
-	}
-	if u.Host == "" {
-		return nil, "", errors.New("the URL names no container; use azblob://CONTAINER/prefix")
-	}
-	if err := CheckContainerName(u.Host); err != nil {
 		return nil, "", err
 	}
 	c, err := containerClient(u.Host, q.Get("account"), q.Get("endpoint"))
@@ -87,6 +81,24 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 		return nil, "", err
 	}
 	return New(c), strings.Trim(u.Path, "/"), nil
+}
+
+// checkURL refuses an azblob URL that is malformed whatever the
+// environment says (an unknown or repeated parameter, credentials, no or a
+// bad container name), before anything looks at the account, and returns
+// its parameters.
+func checkURL(u *url.URL) (url.Values, error) {
+	q, err := driver.Params(u, "account", "endpoint")
+	if err != nil {
+		return nil, err
+	}
+	if u.User != nil {
+		return nil, errors.New("azblob URLs carry no credentials; they come from " + EnvConnectionString + " or the default Azure credential chain")
+	}
+	if u.Host == "" {
+		return nil, errors.New("the URL names no container; use azblob://CONTAINER/prefix")
+	}
+	return q, CheckContainerName(u.Host)
 }
 
 // containerClient builds the client for one container from the connection
