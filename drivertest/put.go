@@ -77,13 +77,9 @@ var putChecks = []check{
 		expect: "IfMatch with a superseded version returns ErrPrecondition and leaves the object unchanged",
 		run: func(ctx context.Context, s *scope) error {
 			k := s.key("obj")
-			v1, err := seed(ctx, s.b, k, []byte("one"))
+			v1, v2, err := seedOverwritten(ctx, s.b, k)
 			if err != nil {
 				return err
-			}
-			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-			if err != nil {
-				return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
 			}
 			_, err = s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v1))
 			if err := want("Put IfMatch(stale)", err, driver.ErrPrecondition); err != nil {

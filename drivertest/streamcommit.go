@@ -46,13 +46,9 @@ func streamIfAbsentExisting(ctx context.Context, s *scope) error {
 }
 func streamIfMatchStale(ctx context.Context, s *scope) error {
 	k := s.key("obj")
-	v1, err := seed(ctx, s.b, k, []byte("one"))
+	v1, v2, err := seedOverwritten(ctx, s.b, k)
 	if err != nil {
 		return err
-	}
-	v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-	if err != nil {
-		return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
 	}
 	return refusedAtCommit(ctx, s, k, driver.IfMatch(v1), []byte("two"), v2)
 }
