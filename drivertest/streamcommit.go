@@ -36,6 +36,7 @@ func refusedAtCommit(ctx context.Context, s *scope, k string, cond driver.Condit
 	}
 	return s.nonePending(ctx, k)
 }
+
 func streamIfAbsentExisting(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("first"))
@@ -44,6 +45,7 @@ func streamIfAbsentExisting(ctx context.Context, s *scope) error {
 	}
 	return refusedAtCommit(ctx, s, k, driver.IfAbsent(), []byte("first"), v)
 }
+
 func streamIfMatchStale(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v1, v2, err := seedOverwritten(ctx, s.b, k)
@@ -52,6 +54,7 @@ func streamIfMatchStale(ctx context.Context, s *scope) error {
 	}
 	return refusedAtCommit(ctx, s, k, driver.IfMatch(v1), []byte("two"), v2)
 }
+
 func streamRace(ctx context.Context, s *scope) error {
 	st, err := s.streamer()
 	if err != nil {
@@ -61,48 +64,28 @@ func streamRace(ctx context.Context, s *scope) error {
 	const size = driver.MinPartSize + 1<<20 // two parts each
 	k := s.key("contested")
 	var (
-		wg      sync.WaitGroup
-		start   = make(chan struct{})
-		mu      sync.Mutex
-		winners []int
-		unknown []int
-		vers    = map[int]driver.Version{}
-		odd     []string
-
+		mu          sync.Mutex
 		unsupported error
 	)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			v, err := st.PutStream(ctx, k, newBody(uint64(100+i), size), driver.IfAbsent(), streamOpts(nil))
+	r := race(n, func(i int) (driver.Version, error) {
+		v, err := st.PutStream(ctx, k, newBody(uint64(100+i), size), driver.IfAbsent(), streamOpts(nil))
+		if sk := notStreamed(err); sk != nil {
 			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case notStreamed(err) != nil:
-				unsupported = notStreamed(err)
-			case err == nil:
-				winners = append(winners, i)
-				vers[i] = v
-			case errors.Is(err, driver.ErrOutcomeUnknown):
-				unknown = append(unknown, i)
-			case !errors.Is(err, driver.ErrPrecondition):
-				odd = append(odd, outcome(err))
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+			unsupported = sk
+			mu.Unlock()
+		}
+		return v, err
+	})
 	if unsupported != nil {
 		return unsupported
 	}
-	if len(odd) > 0 {
-		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", odd)
+	if len(r.odd) > 0 {
+		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", r.odd)
 	}
-	if len(unknown) > 0 && len(winners) == 0 {
+	winners, vers := r.winners, r.vers
+	if len(r.unknown) > 0 && len(winners) == 0 {
 		// An unknown outcome is the object's to tell.
-		for _, i := range unknown {
+		for _, i := range r.unknown {
 			if holdsBody(ctx, s.b, k, uint64(100+i), size, "") == nil {
 				winners = append(winners, i)
 			}

@@ -303,6 +303,7 @@ func (b *Bucket) install(ctx context.Context, tmp, p string) error {
 	}
 	return err
 }
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
