@@ -290,13 +290,10 @@ type plain struct{ b *mem.Bucket }
 func (p plain) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	return p.b.Get(ctx, key)
 }
-
 func (p plain) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
 	return p.b.Put(ctx, key, data, c)
 }
-
 func (p plain) Delete(ctx context.Context, key string, c driver.Condition) error {
 	return p.b.Delete(ctx, key, c)
 }
-
 func (p plain) Capabilities() driver.Capabilities { return p.b.Capabilities() }

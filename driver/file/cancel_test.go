@@ -35,7 +35,6 @@ func (c *countdown) tick() {
 		c.cancel()
 	}
 }
-
 func (c *countdown) Done() <-chan struct{} { c.tick(); return c.Context.Done() }
 func (c *countdown) Err() error            { c.tick(); return c.Context.Err() }
 
