@@ -63,20 +63,32 @@ func satisfied(cur driver.Version, cond driver.Condition) bool {
 	return true
 }
 
-// Put writes data to key atomically if cond holds.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+// beginWrite starts a Put or PutStream of key under cond: it checks them
+// (driver.Begin), maps key to its file, refuses a bucket whose directory is
+// gone (so that a write never recreates it), and sweeps the staged files of
+// dead writers.
+func (b *Bucket) beginWrite(ctx context.Context, key string, cond driver.Condition) (*driver.Op, string, error) {
 	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpPut, key, cond)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	p, err := b.path(op)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	if kind := b.rootMissing(); kind != nil {
-		return "", op.Fail(kind, nil)
+		return nil, "", op.Fail(kind, nil)
 	}
 	b.sweep()
+	return op, p, nil
+}
+
+// Put writes data to key atomically if cond holds.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	op, p, err := b.beginWrite(ctx, key, cond)
+	if err != nil {
+		return "", err
+	}
 	unlock, err := b.lock(ctx, key)
 	if err != nil {
 		return "", op.Fail(osKind(err), err)
@@ -141,18 +153,10 @@ func newVersion() driver.Version {
 // temporary file is removed before it returns, and the error's
 // *driver.UploadError says whether that succeeded.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpPut, key, cond)
+	op, p, err := b.beginWrite(ctx, key, cond)
 	if err != nil {
 		return "", err
 	}
-	p, err := b.path(op)
-	if err != nil {
-		return "", err
-	}
-	if kind := b.rootMissing(); kind != nil {
-		return "", op.Fail(kind, nil)
-	}
-	b.sweep()
 	v := newVersion()
 	var refusal error // the kind of a failure that is not the file system's
 	s, err := b.stage(ctx, key, func(f *os.File) error {
