@@ -437,6 +437,27 @@ func seed(ctx context.Context, b driver.Bucket, key string, data []byte) (driver
 	return v, nil
 }
 
+// overwrite writes data over key at version v (IfMatch), as a check's
+// setup, and returns the new version.
+func overwrite(ctx context.Context, b driver.Bucket, key string, data []byte, v driver.Version) (driver.Version, error) {
+	nv, err := b.Put(ctx, key, data, driver.IfMatch(v))
+	if err != nil {
+		return "", fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+	}
+	return nv, nil
+}
+
+// seedOverwritten creates key with "one" and overwrites it with "two": it
+// returns the superseded version and the current one.
+func seedOverwritten(ctx context.Context, b driver.Bucket, key string) (old, cur driver.Version, err error) {
+	old, err = seed(ctx, b, key, []byte("one"))
+	if err != nil {
+		return "", "", err
+	}
+	cur, err = overwrite(ctx, b, key, []byte("two"), old)
+	return old, cur, err
+}
+
 func clip(b []byte) string {
 	if len(b) > 40 {
 		return string(b[:40]) + "…"

@@ -47,9 +47,9 @@ var getChecks = []check{
 			}
 			for i, want := range []driver.Version{v1, ""} {
 				if i == 1 {
-					v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+					v2, err := overwrite(ctx, s.b, k, []byte("two"), v1)
 					if err != nil {
-						return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+						return err
 					}
 					want = v2
 				}

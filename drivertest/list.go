@@ -217,9 +217,9 @@ func listReadYourWrite(ctx context.Context, s *scope) error {
 	if err := listed(ctx, l, s.prefix+"/fresh/", map[string]driver.Object{k: {Key: k, Size: 3, Version: v}}); err != nil {
 		return fmt.Errorf("just after Put: %w", err)
 	}
-	v2, err := s.b.Put(ctx, k, []byte("second"), driver.IfMatch(v))
+	v2, err := overwrite(ctx, s.b, k, []byte("second"), v)
 	if err != nil {
-		return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+		return err
 	}
 	if err := listed(ctx, l, s.prefix+"/fresh/", map[string]driver.Object{k: {Key: k, Size: 6, Version: v2}}); err != nil {
 		return fmt.Errorf("just after an overwrite: %w", err)

@@ -77,13 +77,9 @@ var putChecks = []check{
 		expect: "IfMatch with a superseded version returns ErrPrecondition and leaves the object unchanged",
 		run: func(ctx context.Context, s *scope) error {
 			k := s.key("obj")
-			v1, err := seed(ctx, s.b, k, []byte("one"))
+			v1, v2, err := seedOverwritten(ctx, s.b, k)
 			if err != nil {
 				return err
-			}
-			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
-			if err != nil {
-				return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
 			}
 			_, err = s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v1))
 			if err := want("Put IfMatch(stale)", err, driver.ErrPrecondition); err != nil {
@@ -187,47 +183,65 @@ func notStored(what string, err error) error {
 	return nil
 }
 
-func raceIfAbsent(ctx context.Context, s *scope) error {
-	const n = 16
-	k := s.key("contested")
+// raced is what the writers of a race got: those that succeeded, with
+// the versions they got; those whose outcome is unknown; and the errors
+// other than ErrPrecondition, as outcome text.
+type raced struct {
+	winners []int
+	vers    map[int]driver.Version
+	unknown []int
+	odd     []string
+}
+
+// race runs write(0) to write(n-1) at once and sorts their outcomes.
+func race(n int, write func(i int) (driver.Version, error)) raced {
 	var (
-		wg      sync.WaitGroup
-		start   = make(chan struct{})
-		mu      sync.Mutex
-		winners []int
-		unknown []int
-		odd     []string
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		mu    sync.Mutex
+		r     = raced{vers: map[int]driver.Version{}}
 	)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := s.b.Put(ctx, k, []byte("writer "+strconv.Itoa(i)), driver.IfAbsent())
+			v, err := write(i)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
-				winners = append(winners, i)
+				r.winners = append(r.winners, i)
+				r.vers[i] = v
 			case errors.Is(err, driver.ErrOutcomeUnknown):
 				// The contract's answer for a write that may have landed:
 				// the object says whether it did.
-				unknown = append(unknown, i)
+				r.unknown = append(r.unknown, i)
 			case !errors.Is(err, driver.ErrPrecondition):
-				odd = append(odd, outcome(err))
+				r.odd = append(r.odd, outcome(err))
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	if len(odd) > 0 {
-		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", odd)
+	return r
+}
+
+func raceIfAbsent(ctx context.Context, s *scope) error {
+	const n = 16
+	k := s.key("contested")
+	r := race(n, func(i int) (driver.Version, error) {
+		return s.b.Put(ctx, k, []byte("writer "+strconv.Itoa(i)), driver.IfAbsent())
+	})
+	if len(r.odd) > 0 {
+		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", r.odd)
 	}
 	data, _, err := read(ctx, s.b, k)
 	if err != nil {
 		return fmt.Errorf("Get after the race: %s", outcome(err))
 	}
-	for _, i := range unknown {
+	winners := r.winners
+	for _, i := range r.unknown {
 		if string(data) == "writer "+strconv.Itoa(i) {
 			winners = append(winners, i)
 		}

@@ -61,9 +61,9 @@ func versionUnguessable(ctx context.Context, s *scope) error {
 	}
 	seen := []driver.Version{v}
 	for i := 1; i < 5; i++ {
-		nv, err := s.b.Put(ctx, k, []byte{byte('0' + i)}, driver.IfMatch(v))
+		nv, err := overwrite(ctx, s.b, k, []byte{byte('0' + i)}, v)
 		if err != nil {
-			return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+			return err
 		}
 		for _, old := range seen {
 			if nv == old {

@@ -1,0 +1,181 @@
+//go:build unix
+
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// Get opens the object and returns its body and version.
+func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpGet, key, driver.Condition{})
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := b.path(op)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := os.Open(p)
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil && st.IsDir() {
+			f.Close()
+			if derr := strayDir(key, p); derr != nil {
+				return nil, "", op.Fail(driver.ErrInvalidKey, derr)
+			}
+			err = syscall.EISDIR
+		}
+	}
+	if err != nil {
+		kind := b.missing(err)
+		if kind != nil {
+			return nil, "", op.Fail(kind, nil)
+		}
+		return nil, "", op.Fail(osKind(err), err)
+	}
+	st, err := f.Stat()
+	var v driver.Version
+	var skip int64
+	if err == nil {
+		v, skip, _, err = b.versionOf(key, f, st)
+	}
+	if err == nil && skip > 0 {
+		_, err = f.Seek(skip, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, "", op.Fail(osKind(err), err)
+	}
+	return f, v, nil
+}
+
+// current returns the version stored at p for key, or "" if there is none
+// (no file, a directory, or a file where a directory would be), and the
+// entry of key's record that names it, if one does; the caller holds the
+// key's lock.
+func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
+	if st.IsDir() {
+		return "", nil, nil
+	}
+	v, _, e, err := b.versionOf(key, f, st)
+	return v, e, err
+}
+
+// List yields the objects whose keys start with prefix, in lexical order
+// of key: the keys as they are when the iteration starts, each object read
+// (version, size, modification time) as it is yielded; one removed
+// meanwhile is left out. The driver's own directory is never listed.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		op, err := driver.BeginList(ctx, Scheme, prefix)
+		if err != nil {
+			yield(driver.Object{}, err)
+			return
+		}
+		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }
+		if kind := b.rootMissing(); kind != nil {
+			fail(kind, nil)
+			return
+		}
+		// Walk only the directory the prefix's complete segments name.
+		start := b.root
+		if i := strings.LastIndex(prefix, "/"); i >= 0 {
+			start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
+		}
+		var keys []string
+		err = filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					return nil
+				}
+				return err
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			rel, rerr := filepath.Rel(b.root, path)
+			if rerr != nil || rel == "." {
+				return nil
+			}
+			key := filepath.ToSlash(rel)
+			if d.IsDir() {
+				if key == metaDir || !strings.HasPrefix(key+"/", prefix) && !strings.HasPrefix(prefix, key+"/") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() && strings.HasPrefix(key, prefix) {
+				keys = append(keys, key)
+			}
+			return nil
+		})
+		if err != nil {
+			fail(osKind(err), err)
+			return
+		}
+		slices.Sort(keys)
+		for _, key := range keys {
+			if err := ctx.Err(); err != nil {
+				fail(nil, err)
+				return
+			}
+			o, ok, err := b.stat(key)
+			if err != nil {
+				fail(osKind(err), fmt.Errorf("reading %q: %w", key, err))
+				return
+			}
+			if ok && !yield(o, nil) {
+				return
+			}
+		}
+	}
+}
+
+// stat reads key's version, size and modification time; ok is false if it
+// is no longer there.
+func (b *Bucket) stat(key string) (driver.Object, bool, error) {
+	f, err := os.Open(filepath.Join(b.root, filepath.FromSlash(key)))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return driver.Object{}, false, nil
+	}
+	if err != nil {
+		return driver.Object{}, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return driver.Object{}, false, err
+	}
+	if st.IsDir() {
+		return driver.Object{}, false, nil
+	}
+	v, skip, _, err := b.versionOf(key, f, st)
+	if err != nil {
+		return driver.Object{}, false, err
+	}
+	return driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: st.ModTime()}, true, nil
+}

@@ -1,0 +1,318 @@
+//go:build unix
+
+package file
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// lock takes the exclusive flock for key and returns its release.
+func (b *Bucket) lock(ctx context.Context, key string) (func(), error) {
+	sum := sha256.Sum256([]byte(key))
+	return flockPath(ctx, filepath.Join(b.root, metaDir, "locks", hex.EncodeToString(sum[:16])), syscall.LOCK_EX)
+}
+
+// flockPath opens (creating it if needed) the lock file lp, takes the
+// flock how (LOCK_EX or LOCK_SH) on it, and returns its release.
+func flockPath(ctx context.Context, lp string, how int) (func(), error) {
+	f, err := os.OpenFile(lp, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	// flock blocks without a context; a held lock is only ever held for
+	// one small write, so wait in a goroutine and honour ctx meanwhile.
+	done := make(chan error, 1)
+	go func() { done <- syscall.Flock(int(f.Fd()), how) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			err = ctx.Err() // ended while the lock was being taken
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return func() { f.Close() }, nil // closing the descriptor releases the lock
+	case <-ctx.Done():
+		go func() { <-done; f.Close() }()
+		return nil, ctx.Err()
+	}
+}
+
+// satisfied reports whether cond holds for the stored version cur ("" when
+// the key is missing).
+func satisfied(cur driver.Version, cond driver.Condition) bool {
+	if cond.Absent() {
+		return cur == ""
+	}
+	if v, ok := cond.Match(); ok {
+		return cur != "" && cur == v
+	}
+	return true
+}
+
+// beginWrite starts a Put or PutStream of key under cond: it checks them
+// (driver.Begin), maps key to its file, refuses a bucket whose directory is
+// gone (so that a write never recreates it), and sweeps the staged files of
+// dead writers.
+func (b *Bucket) beginWrite(ctx context.Context, key string, cond driver.Condition) (*driver.Op, string, error) {
+	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpPut, key, cond)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := b.path(op)
+	if err != nil {
+		return nil, "", err
+	}
+	if kind := b.rootMissing(); kind != nil {
+		return nil, "", op.Fail(kind, nil)
+	}
+	b.sweep()
+	return op, p, nil
+}
+
+// Put writes data to key atomically if cond holds.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	op, p, err := b.beginWrite(ctx, key, cond)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := b.lock(ctx, key)
+	if err != nil {
+		return "", op.Fail(osKind(err), err)
+	}
+	defer unlock()
+	cur, keep, err := b.current(key, p)
+	if err != nil {
+		return "", op.Fail(osKind(err), err)
+	}
+	if !satisfied(cur, cond) {
+		return "", op.Fail(driver.ErrPrecondition, nil)
+	}
+	if err := b.layoutConflict(key, p); err != nil {
+		return "", op.Fail(driver.ErrInvalidKey, err)
+	}
+	v := newVersion()
+	s, err := b.stage(ctx, key, func(f *os.File) error {
+		// In chunks, so that a cancelled context stops a large write.
+		for rest := data; len(rest) > 0; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n := min(len(rest), writeChunk)
+			if _, err := f.Write(rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	})
+	if err == nil {
+		err = b.commit(ctx, key, s, p, v, keep)
+	}
+	if err != nil {
+		if s != nil {
+			s.discard()
+		}
+		if cerr := b.layoutConflict(key, p); cerr != nil {
+			return "", op.Fail(driver.ErrInvalidKey, cerr)
+		}
+		return "", op.Fail(osKind(err), err)
+	}
+	s.done()
+	return v, nil
+}
+
+// writeChunk is how much Put and PutStream write between two looks at the
+// context.
+const writeChunk = 1 << 20
+
+func newVersion() driver.Version {
+	var rnd [16]byte
+	rand.Read(rnd[:])
+	return driver.Version(hex.EncodeToString(rnd[:]))
+}
+
+// PutStream writes the body read from r to a temporary file in the
+// bucket's own directory (same file system, so the rename is atomic), in
+// parts of opts.Size() bytes with opts.Allow called before each and before
+// the commit, then takes the key's lock and renames the file over the
+// object only if cond holds and ctx has not ended. On any failure the
+// temporary file is removed before it returns, and the error's
+// *driver.UploadError says whether that succeeded.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	op, p, err := b.beginWrite(ctx, key, cond)
+	if err != nil {
+		return "", err
+	}
+	v := newVersion()
+	var refusal error // the kind of a failure that is not the file system's
+	s, err := b.stage(ctx, key, func(f *os.File) error {
+		buf := make([]byte, opts.Size())
+		for no := 1; ; no++ {
+			if err := opts.Allow(); err != nil {
+				return fmt.Errorf("MayStart refused part %d: %w", no, err)
+			}
+			n, rerr := driver.ReadPart(ctx, r, buf)
+			if _, err := f.Write(buf[:n]); err != nil {
+				return err
+			}
+			if rerr == io.EOF {
+				return nil
+			}
+			if rerr != nil {
+				return fmt.Errorf("reading the body: %w", rerr)
+			}
+		}
+	})
+	if err == nil {
+		if aerr := opts.Allow(); aerr != nil {
+			err = fmt.Errorf("MayStart refused the commit: %w", aerr)
+		}
+	}
+	if err == nil {
+		err, refusal = b.commitStaged(ctx, op, s, p, v)
+	}
+	if err == nil {
+		s.done()
+		return v, nil
+	}
+	ue := &driver.UploadError{Err: err}
+	if s != nil {
+		ue.Staged, ue.Upload = true, "temporary file "+s.name
+		if rerr := s.discard(); rerr == nil {
+			ue.Aborted = true
+		} else {
+			ue.AbortErr = rerr
+		}
+	}
+	if refusal == nil {
+		refusal = osKind(err)
+	}
+	return "", op.Fail(refusal, ue)
+}
+
+// commitStaged commits the staged file s as version v of the object at p
+// under the key's lock if op's condition holds; a refusal returns its kind
+// as well.
+func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, s *staged, p string, v driver.Version) (err, kind error) {
+	unlock, err := b.lock(ctx, op.Key)
+	if err != nil {
+		return err, nil
+	}
+	defer unlock()
+	cur, keep, err := b.current(op.Key, p)
+	if err != nil {
+		return err, nil
+	}
+	if !satisfied(cur, op.Cond) {
+		return errors.New("the condition did not hold at the commit"), driver.ErrPrecondition
+	}
+	if err := b.layoutConflict(op.Key, p); err != nil {
+		return err, driver.ErrInvalidKey
+	}
+	if err := b.commit(ctx, op.Key, s, p, v, keep); err != nil {
+		if cerr := b.layoutConflict(op.Key, p); cerr != nil {
+			return cerr, driver.ErrInvalidKey
+		}
+		return err, nil
+	}
+	return nil, nil
+}
+
+// commit makes the staged file s the object at p, with version v; the
+// caller holds key's lock, and keep is the record's entry that names what p
+// holds now, if one does. The record is rewritten first, naming the file at
+// p (keep) and s, and then s is renamed over p: a crash before the rename
+// leaves the old file, which the record still names with its version, and
+// a crash after it the new file with v. Only the rename changes the object.
+func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v driver.Version, keep *entry) error {
+	entries := make([]entry, 0, 2)
+	if keep != nil {
+		entries = append(entries, *keep)
+	}
+	entries = append(entries, entry{v: v, id: s.id})
+	if err := b.writeRecord(key, entries); err != nil {
+		return err
+	}
+	return b.install(ctx, s.name, p)
+}
+
+// stage writes the body (written by body) to a new staged file in the
+// bucket's own directory (see newStaged), syncs it and notes its identity.
+// On an error the staged file is returned too (if it was created), for the
+// caller to discard.
+func (b *Bucket) stage(ctx context.Context, key string, body func(f *os.File) error) (*staged, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := b.newStaged(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	err = body(s.f)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err == nil {
+		var st fs.FileInfo
+		if st, err = s.f.Stat(); err == nil {
+			s.id = identOf(st)
+		}
+	}
+	return s, err
+}
+
+// install renames the staged file tmp over p, unless ctx has ended, and
+// syncs p's directory so the rename survives a crash; the caller holds the
+// key's lock. A Delete that removes an emptied directory between the
+// MkdirAll and the rename is retried. It is the one step that changes the
+// object: once ctx has ended it is not taken.
+func (b *Bucket) install(ctx context.Context, tmp, p string) error {
+	dir := filepath.Dir(p)
+	var err error
+	for attempt := 0; ; attempt++ {
+		// A Delete that prunes emptied directories may remove dir, or a
+		// parent of it, between MkdirAll and Rename, or while MkdirAll
+		// creates it: both then fail with ErrNotExist, and are tried again.
+		err = os.MkdirAll(dir, 0o755)
+		if err == nil {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			err = os.Rename(tmp, p)
+		}
+		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
+			continue
+		}
+		break
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

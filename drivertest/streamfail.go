@@ -1,0 +1,217 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// The streamed-write checks (stream.go) of a write that fails before its
+// commit (its context cancelled, MayStart refusing, its reader failing):
+// it stores nothing and leaves no upload pending.
+
+// cancelingBody yields the body until after bytes, then cancels the
+// write's context and from then on yields one byte per read, as a slow
+// producer does, until the body ends.
+type cancelingBody struct {
+	r      io.Reader
+	after  int64
+	read   int64
+	cancel func()
+	fired  atomic.Bool
+}
+
+func (c *cancelingBody) Read(p []byte) (int, error) {
+	if c.read >= c.after {
+		if !c.fired.Swap(true) {
+			c.cancel()
+		}
+		p = p[:min(len(p), 1)]
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
+func streamCanceledMidBody(ctx context.Context, s *scope) error {
+	st, err := s.streamer()
+	if err != nil {
+		return err
+	}
+	k := s.key("obj")
+	v, err := seed(ctx, s.b, k, []byte("keep"))
+	if err != nil {
+		return err
+	}
+	for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch(v)} {
+		key := k
+		if cond.Absent() {
+			key = s.key("new")
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		// Cancelled while the second part is being read, so that the first
+		// is staged (or in flight) when it happens.
+		b := &cancelingBody{r: newBody(2, 4*driver.MinPartSize), after: driver.MinPartSize + 1<<20, cancel: cancel}
+		_, err := st.PutStream(cctx, key, b, cond, streamOpts(nil))
+		cancel()
+		if sk := notStreamed(err); sk != nil {
+			return sk
+		}
+		if !b.fired.Load() {
+			return fmt.Errorf("setup: PutStream (%s) returned (%s) before reading %d bytes of the body", cond, outcome(err), b.after)
+		}
+		if !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("PutStream (%s) whose context was cancelled mid-body: %s, not context.Canceled", cond, outcome(err))
+		}
+		if cond.Absent() {
+			if err := absent(ctx, s.b, key); err != nil {
+				return fmt.Errorf("after the cancelled PutStream (%s): %w", cond, err)
+			}
+		} else if err := unchanged(ctx, s.b, key, []byte("keep"), v); err != nil {
+			return fmt.Errorf("after the cancelled PutStream (%s): %w", cond, err)
+		}
+		if err := s.nonePending(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errGate is what the MayStart of stream-may-start-refused returns.
+var errGate = errors.New("drivertest: the fence refuses")
+
+func streamMayStartRefused(ctx context.Context, s *scope) error {
+	st, err := s.streamer()
+	if err != nil {
+		return err
+	}
+	// Refused at the second part, then (in a second write) at the commit.
+	for _, allowed := range []int32{1, 3} {
+		k := s.key("obj" + strconv.Itoa(int(allowed)))
+		var calls atomic.Int32
+		gate := func() error {
+			if calls.Add(1) > allowed {
+				return errGate
+			}
+			return nil
+		}
+		_, err := st.PutStream(ctx, k, newBody(4, streamBig), driver.IfAbsent(), streamOpts(gate))
+		if sk := notStreamed(err); sk != nil {
+			return sk
+		}
+		if !errors.Is(err, errGate) {
+			return fmt.Errorf("PutStream whose MayStart refused after %d calls: %s, want an error wrapping MayStart's", allowed, outcome(err))
+		}
+		if c := calls.Load(); c != allowed+1 {
+			return fmt.Errorf("MayStart was called %d times, want %d: nothing is started, and MayStart not asked again, once it refused", c, allowed+1)
+		}
+		if err := absent(ctx, s.b, k); err != nil {
+			return fmt.Errorf("after MayStart refused (after %d calls): %w", allowed, err)
+		}
+		if err := s.nonePending(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errBodyFailed is the error (other than io.ErrUnexpectedEOF) that the
+// body of stream-reader-fails returns.
+var errBodyFailed = errors.New("drivertest: the body's reader failed")
+
+// failingBody yields the body newBody(seed, at) and then fails with err:
+// the read that reaches byte at returns its last bytes together with err
+// (as a reader may), and every read after it returns err alone, as a cut
+// HTTP body, a gzip or a tar reader does.
+type failingBody struct {
+	r    io.Reader
+	at   int64
+	err  error
+	read int64
+}
+
+func (f *failingBody) Read(p []byte) (int, error) {
+	left := f.at - f.read
+	if left <= 0 {
+		return 0, f.err
+	}
+	if int64(len(p)) < left {
+		n, err := f.r.Read(p)
+		f.read += int64(n)
+		return n, err
+	}
+	n, err := io.ReadFull(f.r, p[:left])
+	f.read += int64(n)
+	if err != nil {
+		return n, err
+	}
+	return n, f.err
+}
+
+// failed reports whether err is the failure this body was made to return.
+func (f *failingBody) failed(err error) bool { return errors.Is(err, f.err) }
+
+// streamReaderFails streams bodies whose reader fails, with
+// io.ErrUnexpectedEOF and with another error, mid-part, exactly at a part
+// boundary, and within a body shorter than one part (which most drivers
+// send as one request): the write must fail with an error wrapping the
+// reader's, commit nothing (a new key stays absent, an existing one
+// unchanged, under IfAbsent, IfMatch and no condition alike), and leave
+// no upload pending. It runs through driver.PutStream, so it also checks
+// the fallback of a driver that cannot stream.
+func streamReaderFails(ctx context.Context, s *scope) error {
+	existing := s.key("existing")
+	v, err := seed(ctx, s.b, existing, []byte("keep"))
+	if err != nil {
+		return err
+	}
+	type place struct {
+		name string
+		at   int64
+	}
+	places := []place{
+		{"mid-part (in the second part)", driver.MinPartSize + 1<<20 + 7},
+		{"at a part boundary (the end of the second part)", 2 * driver.MinPartSize},
+		{"within a body shorter than one part", 1<<20 + 3},
+	}
+	conds := []driver.Condition{driver.IfAbsent(), driver.IfMatch(v), {}}
+	i := 0
+	for _, fail := range []error{io.ErrUnexpectedEOF, errBodyFailed} {
+		for _, p := range places {
+			cond := conds[i%len(conds)]
+			i++
+			key := existing
+			if cond.Absent() {
+				key = s.key("new" + strconv.Itoa(i))
+			}
+			body := &failingBody{r: newBody(uint64(10+i), p.at+driver.MinPartSize), at: p.at, err: fail}
+			what := fmt.Sprintf("PutStream (%s) whose reader fails with %q %s", cond, fail, p.name)
+			_, err := driver.PutStream(ctx, s.b, key, body, cond, streamOpts(nil))
+			if sk := notStreamed(err); sk != nil {
+				return sk
+			}
+			if err == nil {
+				return fmt.Errorf("%s succeeded: a truncated body (%d bytes) was committed as whole", what, body.read)
+			}
+			if !errors.Is(err, fail) {
+				return fmt.Errorf("%s: %s, want an error wrapping the reader's", what, outcome(err))
+			}
+			if cond.Absent() {
+				if err := absent(ctx, s.b, key); err != nil {
+					return fmt.Errorf("after the %s: %w", what, err)
+				}
+			} else if err := unchanged(ctx, s.b, key, []byte("keep"), v); err != nil {
+				return fmt.Errorf("after the %s: %w", what, err)
+			}
+			if err := s.nonePending(ctx, key); err != nil {
+				return fmt.Errorf("after the %s: %w", what, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// cleanupTimeout bounds the clean-up after a failed acquire. It runs on its
+// own context, so that a cancelled or expired acquire still cleans up.
+const cleanupTimeout = 10 * time.Second
+
+// cleanUp leaves the prefix safe after an acquire that wrote and then
+// failed, and returns failure with what it left. An acquire fails after
+// writing when the service (or a proxy on this client's path) did not apply
+// a precondition as it should, and then its first write may itself have
+// gone over a live holder's record: that holder may write until it fences,
+// up to two thirds of its TTL after its last renewal. So the clean-up does
+// not mark the record released, which would let a third instance in at
+// once: it re-stamps it as a record that blocks the prefix for a full TTL
+// (the longer of ours and the record read before the first write), which
+// no reader takes over before such a holder has fenced. The contender does
+// not take it back either until it is stale (checkBlocked). A record of
+// anyone else is left alone.
+func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	cur, v, err := a.read(ctx)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return failure
+	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+		return failure // not ours: nothing of ours is left
+	case err == nil:
+		block := cur.rec
+		block.RenewedAt = a.c.stamps.renewed(a.c.s.clock.Wall())
+		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
+		// Not remembered as sent: it is no lease of ours to take back.
+		a.c.blocked = block
+		if _, err = a.b.Put(ctx, a.c.key, block.Encode(), driver.IfMatch(v)); err == nil {
+			return fmt.Errorf("%w; %s, so the lease object was left blocked: it holds a record of instance %s, fresh until %s (ttl %ds), "+
+				"so that nobody takes the prefix before a holder it may have overwritten has fenced itself. Fix the path to the service; after %s, acquire again (or break the lease, once you know that nobody else writes to the prefix)",
+				failure, a.overwrote(st), block.InstanceID, block.RenewedAt.Add(block.TTL()).Format(time.RFC3339), block.TTLSeconds,
+				block.RenewedAt.Add(block.TTL()).Format(time.RFC3339))
+		}
+	}
+	left := st.rec.RenewedAt.Add(st.rec.TTL())
+	return fmt.Errorf("%w; %s, and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
+		"fresh until %s: %w", failure, a.overwrote(st), a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
+}
+
+// blockTTL is how long a failed acquire's clean-up blocks the prefix: the
+// longer of our TTL and that of the record read before the first write.
+func (a *attempt) blockTTL(st stamp) time.Duration {
+	d := a.c.s.ttl
+	if st.seen != nil && st.seen.TTL() > d {
+		d = min(st.seen.TTL(), MaxSaneTTL)
+	}
+	return d
+}
+
+// overwrote says what the attempt's first write may have gone over.
+func (a *attempt) overwrote(st stamp) string {
+	r := st.seen
+	switch {
+	case r == nil:
+		return "this acquire's first write may have gone over a lease another instance created in the same instant (the key was free when read)"
+	case r.TTLSeconds == 0:
+		return fmt.Sprintf("this acquire's first write went over the released lease of instance %s, or over a newer record written in the same instant", r.InstanceID)
+	default:
+		return fmt.Sprintf("this acquire's first write went over the lease of instance %s (renewed %s, ttl %ds), or over a newer record written in the same instant",
+			r.InstanceID, r.RenewedAt.Format(time.RFC3339), r.TTLSeconds)
+	}
+}
+
+// checkBlocked refuses an acquire while a record left by this contender's
+// own failed acquire still blocks the prefix.
+func (c *Contender) checkBlocked() error {
+	if c.blocked.InstanceID == "" {
+		return nil
+	}
+	until := c.blocked.RenewedAt.Add(c.blocked.TTL())
+	if !c.s.clock.Wall().Before(until) {
+		c.blocked = Record{}
+		return nil
+	}
+	return fmt.Errorf("acquire %s: %w: an earlier acquire of this contender failed on a path that did not apply a precondition, and left the prefix blocked until %s; nothing was sent",
+		c.key, ErrPreconditionsIgnored, until.Format(time.RFC3339))
+}

@@ -1,0 +1,131 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// proveLease sends, together, the probes of the preconditions not yet
+// proven on the lease object at version v, where data is our record: a
+// write with If-None-Match: * and one with If-Match on a made-up version
+// must be refused, and one with If-Match on v accepted. It returns the
+// version the lease is at, or why the lease cannot be kept.
+func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version, ifAbsentProven, ifMatchProven bool) (driver.Version, error) {
+	type probe struct {
+		name string
+		cond driver.Condition
+		err  chan error
+	}
+	var probes []probe
+	if !ifAbsentProven {
+		probes = append(probes, probe{"If-None-Match: *", driver.IfAbsent(), make(chan error, 1)})
+	}
+	if !ifMatchProven {
+		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v)), make(chan error, 1)})
+	}
+	// The other side of If-Match: a write with the current version must be
+	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a
+	// quoted current ETag). A takeover has shown it already; otherwise the
+	// same record is written once more, If-Match on the version just
+	// written, beside the probes.
+	type putResult struct {
+		v   driver.Version
+		err error
+	}
+	var first chan putResult
+	if !ifMatchProven {
+		first = make(chan putResult, 1)
+		go func() {
+			v2, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(v))
+			first <- putResult{v2, err}
+		}()
+	}
+	for _, p := range probes {
+		go func() {
+			_, err := a.b.Put(ctx, a.c.key, data, p.cond)
+			p.err <- err
+		}()
+	}
+	var failure error
+	for _, p := range probes {
+		err := <-p.err
+		switch {
+		case failure != nil:
+		case err == nil:
+			failure = ignoredError(a.c.key, p.name)
+		case !errors.Is(err, driver.ErrPrecondition):
+			failure = fmt.Errorf("acquire %s: probe %s: %w", a.c.key, p.name, err)
+		}
+	}
+	if first != nil {
+		r := <-first
+		switch {
+		case failure != nil:
+		case r.err == nil:
+			v = r.v
+		case errors.Is(r.err, driver.ErrPrecondition):
+			failure = fmt.Errorf("acquire %s: %w: the service refused a write with If-Match on the current version %s, so no renewal could ever succeed; the lease does not run where it could not be kept (%w)",
+				a.c.key, ErrPreconditionsIgnored, v, r.err)
+		default:
+			failure = fmt.Errorf("acquire %s: If-Match on the current version: %w", a.c.key, r.err)
+		}
+	}
+	return v, failure
+}
+
+// provePath shows, once per Acquire and before its first write to the
+// lease object, that this client's path to the service applies both
+// preconditions: on a scratch key beside the lease object, a write with
+// If-None-Match: * over the existing key and one with If-Match on a
+// made-up version must both be refused. Reading first keeps an acquire
+// from writing over a record it has not judged; this keeps its first write
+// from going over one created since the read, on a path that drops the
+// header from that write (a proxy that strips it from a new connection's
+// first request, a gateway, an old client). If the path ignores a
+// precondition, nothing has been written to the lease object.
+func (a *attempt) provePath(ctx context.Context) error {
+	if a.proven {
+		return nil
+	}
+	var ignored string
+	var err error
+	a.scratch, ignored, err = proveConditions(ctx, a.b, a.c.key, "acquire", true)
+	switch {
+	case ignored != "":
+		a.dropScratch(ctx)
+		return fmt.Errorf("%w; nothing was written to the lease object", ignoredError(a.c.key, ignored))
+	case err != nil:
+		a.dropScratch(ctx)
+		return fmt.Errorf("acquire %s: prove that the path applies preconditions: %w; nothing was written to the lease object", a.c.key, err)
+	}
+	a.proven = true
+	return nil
+}
+
+// dropScratch starts the delete of the proof's scratch key, once the
+// attempt's first write to the lease object has returned (see
+// proveConditions for why not sooner).
+func (a *attempt) dropScratch(ctx context.Context) {
+	if a.scratch == "" {
+		return
+	}
+	scratch := a.scratch
+	a.scratch = ""
+	done := make(chan error, 1)
+	go func() { done <- deleteScratch(ctx, a.b, scratch) }()
+	a.deletes = append(a.deletes, done)
+}
+
+// settle waits for the scratch keys' deletes; one that failed leaves a
+// harmless key behind (IsScratchKey), which is logged.
+func (a *attempt) settle() {
+	a.dropScratch(context.Background())
+	for _, d := range a.deletes {
+		if err := <-d; err != nil {
+			a.c.s.logger.Warn("bucketlease: could not delete a probe's scratch key; it holds nothing and is safe to delete", "key", a.c.key, "err", err)
+		}
+	}
+}
