@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -123,7 +124,13 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if (len(command) == 0 && slices.Contains(args, "--")) || (len(command) > 0 && command[0] == "") {
 			return usageErrorf("hold: the command after -- is empty (an unset variable, such as -- $CMD?); name a command, or leave out the -- to hold the lease until interrupted")
 		}
-		if err := refuseInProcess("hold", pos[0]); err != nil {
+		// The URL is parsed once: the driver, the messages and the state
+		// directory read loc.
+		loc, err := driver.ParseURL(pos[0])
+		if err != nil {
+			return err
+		}
+		if err := refuseInProcess("hold", loc); err != nil {
 			return err
 		}
 		if f.instanceID == lease.BreakerID {
@@ -132,7 +139,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if len(command) > 0 && !commandSupported {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}
-		return f.remap(hold(ctx, e, f, pos[0], command))
+		return f.remap(hold(ctx, e, f, loc, command))
 	}
 	return func(ctx context.Context, e *env, args []string) error {
 		err := run(ctx, e, args)

@@ -70,7 +70,7 @@ func resolveCommand(name string) (string, error) {
 	}
 }
 
-func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []string) (holdErr error) {
+func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, command []string) (holdErr error) {
 	logger, err := newLogger(e.stderr, f.logLevel, f.json)
 	if err != nil {
 		return err
@@ -97,13 +97,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 			return err
 		}
 	}
-	// The URL is parsed once: the driver, the messages and the state
-	// directory read loc.
-	loc, err := parseURL(rawURL)
-	if err != nil {
-		return err
-	}
-	if err := fileLeaseNotObjectAt(loc); err != nil {
+	if err := fileLeaseNotObject(loc); err != nil {
 		return err
 	}
 	b, err := openLocation(ctx, loc)
@@ -111,7 +105,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 		return err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.ttl), loc.String(), "a third of the TTL")
+	b = withDeadlines(b, requestTimeout(f.ttl), loc, "a third of the TTL")
 	tool := "bucketlease hold"
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
@@ -139,7 +133,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, rawURL string, command []st
 	l, err := acquire(waitCtx, c, b, prefix, f, p)
 	if err != nil {
 		stopWaiting()
-		return explainScheme(loc.Scheme, err)
+		return explain(loc, err)
 	}
 	// A signal came as the lease was taken: release it and exit 128+N.
 	interruptedAsTaken := func() error {

@@ -139,7 +139,7 @@ func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix 
 	defer cancel()
 	relErr := l.Release(ctx)
 	if relErr != nil {
-		relErr = explainScheme(loc.Scheme, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
+		relErr = explain(loc, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
 		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
 		code, _ := codeOf(result)
 		if code == exitLeaseEnded || errors.Is(result, errInterrupted) {

@@ -140,6 +140,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		}
 		oneShot := len(pos) > 0 && strings.Contains(pos[0], "://")
 		rawURL := ""
+		var loc *driver.Location // parsed once, for put URL
 		if oneShot {
 			rawURL, pos = pos[0], pos[1:]
 		}
@@ -176,7 +177,10 @@ func setupPut(fs *flag.FlagSet) runFunc {
 			if err := f.hold.check(fs); err != nil {
 				return err
 			}
-			if err := refuseInProcess("put", rawURL); err != nil {
+			if loc, err = driver.ParseURL(rawURL); err != nil {
+				return err
+			}
+			if err := refuseInProcess("put", loc); err != nil {
 				return err
 			}
 			if f.hold.instanceID == lease.BreakerID {
@@ -208,7 +212,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 			body *checkedReader
 		)
 		if oneShot {
-			v, body, err = putOneShot(ctx, e, f, rawURL, cond, &in)
+			v, body, err = putOneShot(ctx, e, f, loc, cond, &in)
 		} else {
 			v, body, err = putViaHold(ctx, sock, cond, &in)
 		}

@@ -11,18 +11,14 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// putOneShot takes the lease on rawURL, streams the body under it, and
+// putOneShot takes the lease at loc, streams the body under it, and
 // releases it.
-func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHeader, in *putInput) (driver.Version, *checkedReader, error) {
+func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, h putHeader, in *putInput) (driver.Version, *checkedReader, error) {
 	cond, err := h.condition()
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
-	loc, err := parseURL(rawURL)
-	if err != nil {
-		return "", nil, err
-	}
-	if err := fileLeaseNotObjectAt(loc); err != nil {
+	if err := fileLeaseNotObject(loc); err != nil {
 		return "", nil, err
 	}
 	b, err := openLocation(ctx, loc)
@@ -30,7 +26,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 		return "", nil, err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.hold.ttl), loc.String(), "a third of the TTL")
+	b = withDeadlines(b, requestTimeout(f.hold.ttl), loc, "a third of the TTL")
 	w := io.Discard
 	if f.verbose {
 		w = e.stderr
@@ -54,7 +50,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	}
 	if err != nil {
 		stopWaiting()
-		return "", nil, explainScheme(loc.Scheme, err)
+		return "", nil, explain(loc, err)
 	}
 	// A signal now cuts the upload off (it is aborted) and releases:
 	// registered before the wait lets go of the signals, so none is
@@ -75,7 +71,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 	// settles a race with another writer.
 	if err := refuseExisting(upCtx, l.Bucket(), h.Key, cond); err != nil {
 		k.stop()
-		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(putClass(l, err), explainScheme(loc.Scheme, fmt.Errorf("put %s: %w", h.Key, err))))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(putClass(l, err), explain(loc, fmt.Errorf("put %s: %w", h.Key, err))))
 	}
 	checked, body, err := in.open(h.Key)
 	if err != nil {
@@ -101,7 +97,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHe
 			code, why := interruptCode(upCtx)
 			result = withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", h.Key, why, err))
 		default:
-			result = putError(class, explainScheme(loc.Scheme, fmt.Errorf("put %s: %w", h.Key, err)))
+			result = putError(class, explain(loc, fmt.Errorf("put %s: %w", h.Key, err)))
 		}
 	}
 	return v, checked, releaseAfter(l, loc, b, prefix, p, result)

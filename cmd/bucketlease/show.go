@@ -55,10 +55,14 @@ func setupShow(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
+		if err != nil {
+			return err
+		}
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
-		st, b, prefix, err := inspect(ctx, rawURL, *timeout)
+		st, b, prefix, err := inspect(ctx, loc, *timeout)
 		if err != nil {
 			return err
 		}
@@ -66,20 +70,20 @@ func setupShow(fs *flag.FlagSet) runFunc {
 			defer driver.Close(b)
 		}
 		pend := listPending(ctx, b, prefix, *timeout)
-		if b == nil && fileDir(rawURL) != "" {
-			pend = fileStaged(ctx, rawURL, *timeout)
+		if b == nil && fileDir(loc) != "" {
+			pend = fileStaged(ctx, loc, *timeout)
 		}
-		scratch := leftoverScratchKeys(ctx, rawURL, b, prefix, *timeout)
+		scratch := leftoverScratchKeys(ctx, loc, b, prefix, *timeout)
 		if *asJSON {
-			j := statusJSON(rawURL, st)
+			j := statusJSON(loc, st)
 			j.Pending = pend.json()
 			for _, o := range scratch {
 				j.ScratchKeys = append(j.ScratchKeys, scratchKeyJSON{Key: o.Key, Modified: utcOrEmpty(o.ModTime)})
 			}
 			return writeJSON(e.stdout, j)
 		}
-		printStatus(e.stdout, rawURL, st, func(row func(k, v string)) {
-			pend.rows(rawURL, row)
+		printStatus(e.stdout, loc, st, func(row func(k, v string)) {
+			pend.rows(loc, row)
 			scratchRows(scratch, row)
 		})
 		return nil
@@ -90,20 +94,21 @@ func setupShow(fs *flag.FlagSet) runFunc {
 // on file://. It returns the bucket it opened and the prefix, or a nil
 // bucket when a file:// directory without a LEASE was found free without
 // opening the driver.
-func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
-	if err := fileLeaseNotObject(rawURL); err != nil {
+func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
+	if err := fileLeaseNotObject(loc); err != nil {
 		return lease.Status{}, nil, "", err
 	}
-	if free, err := fileLeaseAbsent(rawURL); err != nil || free {
+	if free, err := fileLeaseAbsent(loc); err != nil || free {
 		return freeStatus(), nil, "", err
 	}
-	b, prefix, err := openURL(ctx, rawURL)
+	b, err := openLocation(ctx, loc)
 	if err != nil {
 		return lease.Status{}, nil, "", err
 	}
-	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, displayURL(rawURL), "--timeout"), prefix, time.Now())
+	prefix := loc.Prefix
+	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, loc, "--timeout"), prefix, time.Now())
 	if err != nil {
-		return lease.Status{}, nil, "", explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
+		return lease.Status{}, nil, "", explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}
 	return st, b, prefix, nil
 }
@@ -119,11 +124,11 @@ const maxScratchLooked = 1000
 // maxScratchLooked keys, and says nothing when it cannot list: the lease
 // is what show is for. b is nil for a file:// directory found free without
 // opening the driver, which is read directly.
-func leftoverScratchKeys(ctx context.Context, rawURL string, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
+func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
 	base := strings.TrimPrefix(prefix+"/", "/") + lease.Key("") + "."
 	var found []driver.Object
 	if b == nil {
-		dir := fileDir(rawURL)
+		dir := fileDir(loc)
 		if dir == "" {
 			return nil
 		}

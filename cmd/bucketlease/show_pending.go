@@ -59,17 +59,18 @@ func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout ti
 // that creates nothing (the driver's folder .bucketlease, with its locks
 // and tmp, is there). Without that folder the driver never staged a write
 // there, so nothing is pending.
-func fileStaged(ctx context.Context, rawURL string, timeout time.Duration) pendingUploads {
-	meta := filepath.Join(fileDir(rawURL), ".bucketlease")
+func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration) pendingUploads {
+	meta := filepath.Join(fileDir(loc), ".bucketlease")
 	for _, d := range []string{"locks", "tmp"} {
 		if fi, err := os.Stat(filepath.Join(meta, d)); err != nil || !fi.IsDir() {
 			return pendingUploads{available: true}
 		}
 	}
-	b, prefix, err := openURL(ctx, rawURL)
+	b, err := openLocation(ctx, loc)
 	if err != nil {
 		return pendingUploads{available: true, err: err}
 	}
+	prefix := loc.Prefix
 	defer driver.Close(b)
 	return listPending(ctx, b, prefix, timeout)
 }
@@ -138,14 +139,14 @@ func (p pendingUploads) json() *pendingJSON {
 }
 
 // rows writes the pending uploads for people, as rows of printStatus.
-func (p pendingUploads) rows(rawURL string, row func(k, v string)) {
+func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
 	where := p.under
 	if where == "" {
 		where = "the bucket"
 	}
 	switch {
 	case !p.available:
-		row("pending", fmt.Sprintf("not available on this driver (%s)", schemeOf(rawURL)))
+		row("pending", fmt.Sprintf("not available on this driver (%s)", loc.Scheme))
 	case p.err != nil:
 		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, oneLine(p.err.Error())))
 	case len(p.uploads) == 0 && p.truncated:
@@ -163,7 +164,7 @@ func (p pendingUploads) rows(rawURL string, row func(k, v string)) {
 			n = "1 upload"
 		}
 		why := "a put still running, or one cut off: the service keeps its parts until they are aborted"
-		if schemeOf(rawURL) == "file" {
+		if loc.Scheme == "file" {
 			why = "a put still running, or one killed: the next write removes those whose writer is gone"
 		}
 		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (%s)", n, where, why))

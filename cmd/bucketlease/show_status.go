@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -43,8 +44,8 @@ type scratchKeyJSON struct {
 	Modified string `json:"modified,omitempty"`
 }
 
-func statusJSON(rawURL string, st lease.Status) showJSON {
-	j := showJSON{URL: displayURL(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
+func statusJSON(loc *driver.Location, st lease.Status) showJSON {
+	j := showJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
 		j.AcquiredAt, j.RenewedAt = utc(acquiredSecond(*r)), utcMilli(r.RenewedAt)
@@ -96,7 +97,7 @@ func stateMeaning(st lease.Status) string {
 
 // printStatus prints st for people, then the rows that more adds (show's
 // pending uploads).
-func printStatus(w io.Writer, rawURL string, st lease.Status, more ...func(row func(k, v string))) {
+func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
@@ -105,7 +106,7 @@ func printStatus(w io.Writer, rawURL string, st lease.Status, more ...func(row f
 			m(row)
 		}
 	}()
-	row("lease", st.Key+" on "+displayURL(rawURL))
+	row("lease", st.Key+" on "+loc.String())
 	row("state", st.State.String()+": "+stateMeaning(st))
 	if st.State == lease.Free {
 		return
