@@ -97,10 +97,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 			return err
 		}
 	}
-	if err := fileLeaseNotObject(loc); err != nil {
-		return err
-	}
-	b, err := openLocation(ctx, loc)
+	b, err := openUnder(ctx, loc)
 	if err != nil {
 		return err
 	}

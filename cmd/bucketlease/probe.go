@@ -77,10 +77,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		}
 		// The checks never touch the lease object, but a LEASE that
 		// can never be one makes the prefix unusable for the lease.
-		if err := fileLeaseNotObject(loc); err != nil {
-			return err
-		}
-		b, err := openLocation(ctx, loc)
+		b, err := openUnder(ctx, loc)
 		if err != nil {
 			return err
 		}

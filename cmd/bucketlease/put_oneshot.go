@@ -18,10 +18,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
-	if err := fileLeaseNotObject(loc); err != nil {
-		return "", nil, err
-	}
-	b, err := openLocation(ctx, loc)
+	b, err := openUnder(ctx, loc)
 	if err != nil {
 		return "", nil, err
 	}

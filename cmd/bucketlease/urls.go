@@ -88,6 +88,16 @@ func openLocation(ctx context.Context, loc *driver.Location) (driver.Bucket, err
 	return b, explain(loc, err)
 }
 
+// openUnder opens the bucket at loc for a command that writes under its
+// prefix (hold, put, probe): after fileLeaseNotObject has refused a
+// file:// prefix whose LEASE is a directory, as openLocation does.
+func openUnder(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
+	if err := fileLeaseNotObject(loc); err != nil {
+		return nil, err
+	}
+	return openLocation(ctx, loc)
+}
+
 // displayURL returns rawURL as it may be printed: as typed when it holds
 // nothing driver.Redact would hide, else redacted. A URL the user typed is
 // printed as its Location's String; this is for one built from it (list's
