@@ -73,10 +73,14 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if *version == "" {
-			return usageErrorf("break needs --version V, the version that show prints; run: bucketlease show %s", shellQuote(displayURL(rawURL)))
+		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
+		if err != nil {
+			return err
 		}
-		if err := refuseInProcess("break", rawURL); err != nil {
+		if *version == "" {
+			return usageErrorf("break needs --version V, the version that show prints; run: bucketlease show %s", shellQuote(loc.String()))
+		}
+		if err := refuseInProcess("break", loc); err != nil {
 			return err
 		}
 		if *timeout <= 0 {
@@ -87,10 +91,10 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			confirm = func() error { return askYes(os.Stdin, e.stderr) }
 		}
 		if !*asJSON {
-			return breakLease(ctx, e.stdout, rawURL, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm)
+			return breakLease(ctx, e.stdout, loc, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm)
 		}
 		var out strings.Builder
-		if err := breakLease(ctx, &out, rawURL, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm); err != nil {
+		if err := breakLease(ctx, &out, loc, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm); err != nil {
 			return err // the error object is written by jsonFailure
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -116,36 +120,37 @@ func askYes(r io.Reader, w io.Writer) error {
 // and letting the next holder in at once (overlap).
 type breakHow struct{ force, overlap bool }
 
-// breakLease breaks the lease at rawURL if it is still version v; confirm,
+// breakLease breaks the lease at loc if it is still version v; confirm,
 // if not nil, is asked once the lease is shown and found breakable.
-func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Version, how breakHow, timeout time.Duration, confirm func() error) error {
-	if err := fileLeaseNotObject(rawURL); err != nil {
+func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver.Version, how breakHow, timeout time.Duration, confirm func() error) error {
+	if err := fileLeaseNotObject(loc); err != nil {
 		return err
 	}
-	if free, err := fileLeaseAbsent(rawURL); err != nil {
+	if free, err := fileLeaseAbsent(loc); err != nil {
 		return err
 	} else if free {
 		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", lease.Key(""))
 		return nil
 	}
-	b, prefix, err := openURL(ctx, rawURL)
+	b, err := openLocation(ctx, loc)
 	if err != nil {
 		return err
 	}
-	b = withDeadlines(b, timeout, displayURL(rawURL), "--timeout")
+	prefix := loc.Prefix
+	b = withDeadlines(b, timeout, loc, "--timeout")
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
-		return explain(rawURL, err)
+		return explain(loc, err)
 	}
 	if st.State == lease.Free {
 		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", st.Key)
 		return nil
 	}
 	fmt.Fprintln(w, "The lease object:")
-	printStatus(w, rawURL, st)
+	printStatus(w, loc, st)
 	if !sameVersion(st.Version, v) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
-			st.Key, st.Version, v, shellQuote(displayURL(rawURL)))))
+			st.Key, st.Version, v, shellQuote(loc.String()))))
 	}
 	v = st.Version // as the service spells it, quotes and all
 	if st.State == lease.Fresh && !how.force {
@@ -166,10 +171,10 @@ func breakLease(ctx context.Context, w io.Writer, rawURL string, v driver.Versio
 	err = brk(ctx, b, prefix, v, time.Now())
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
-			st.Key, shellQuote(displayURL(rawURL)))))
+			st.Key, shellQuote(loc.String()))))
 	}
 	if err != nil {
-		return explain(rawURL, fmt.Errorf("break %s: %w", st.Key, err))
+		return explain(loc, fmt.Errorf("break %s: %w", st.Key, err))
 	}
 	fmt.Fprintf(w, "Broke the lease %s (version %s): %s\n", st.Key, v, brokeText(st, how.overlap, time.Now()))
 	return nil

@@ -120,24 +120,34 @@ func TestNoCredentialPrinted(t *testing.T) {
 
 func TestCredentialHint(t *testing.T) {
 	denied := fmt.Errorf("s3: get db1/LEASE: %w: api error AccessDenied", driver.ErrPermission)
-	if err := explain("s3://b/p", denied); !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") || !errors.Is(err, driver.ErrPermission) {
+	if err := explain(mustParse(t, "s3://b/p"), denied); !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") || !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("no hint, or the cause lost: %v", err)
 	}
-	if err := explain("minio://h:1/b/p", denied); !strings.Contains(err.Error(), "MINIO_ROOT_USER") {
+	if err := explain(mustParse(t, "minio://h:1/b/p"), denied); !strings.Contains(err.Error(), "MINIO_ROOT_USER") {
 		t.Errorf("no hint: %v", err)
 	}
 	// An error is classified by what it wraps, not by its words.
 	for _, e := range []error{errString("connection refused"), errString("invalid credentials in the text only")} {
-		if err := explain("s3://b/p", e); strings.Contains(err.Error(), "hint") {
+		if err := explain(mustParse(t, "s3://b/p"), e); strings.Contains(err.Error(), "hint") {
 			t.Errorf("a hint for %q: %v", e, err)
 		}
 	}
-	if err := explain("file:///x", denied); strings.Contains(err.Error(), "hint") {
+	if err := explain(mustParse(t, "file:///x"), denied); strings.Contains(err.Error(), "hint") {
 		t.Errorf("a hint for a driver without credentials: %v", err)
 	}
 }
 
 type errString string
+
+// mustParse is rawURL parsed, as a command parses its URL.
+func mustParse(t testing.TB, rawURL string) *driver.Location {
+	t.Helper()
+	loc, err := driver.ParseURL(rawURL)
+	if err != nil {
+		t.Fatalf("%s: %v", rawURL, err)
+	}
+	return loc
+}
 
 func (e errString) Error() string { return string(e) }
 
@@ -304,7 +314,7 @@ func TestProbeReportFits100Columns(t *testing.T) {
 	if !strings.Contains(out, "verdict:  FAIL, the service ignores write preconditions") {
 		t.Errorf("no verdict:\n%s", out)
 	}
-	j := probeJSON("file:///x", rep)
+	j := probeJSON(mustParse(t, "file:///x"), rep)
 	if len(j.Results) != len(rep.Results) || j.Results[1].Got != rep.Results[1].Got || j.Results[0].Expect != rep.Results[0].Expect {
 		t.Errorf("--json lost a field: %+v", j.Results)
 	}

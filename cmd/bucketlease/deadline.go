@@ -23,17 +23,17 @@ type deadlineBucket struct {
 }
 
 // withDeadlines wraps b so that each request gets at most d, naming the
-// URL by display (displayURL's or Location.String's form); d <= 0 returns
+// URL as loc prints it (redacted); d <= 0 returns
 // b itself. The result has b's optional interfaces (driver.Wrap),
 // which it passes through unbounded: a streamed write takes as long as its
 // body does (the fence bounds each part instead), and a listing is bounded
 // by its caller. A driver that cannot stream gets driver.PutStream's one
 // Put, bounded as any Put is.
-func withDeadlines(b driver.Bucket, d time.Duration, display, bound string) driver.Bucket {
+func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
-	return driver.Wrap(&deadlineBucket{b: b, d: d, url: display, bound: bound}, b)
+	return driver.Wrap(&deadlineBucket{b: b, d: d, url: loc.String(), bound: bound}, b)
 }
 
 // explainHang names what was waited for when err came from the request's

@@ -68,9 +68,13 @@ func setupGet(fs *flag.FlagSet) runFunc {
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %v: must be positive", *timeout)
 		}
+		loc, err := driver.ParseURL(rawURL) // once: openObject reads loc
+		if err != nil {
+			return err
+		}
 		ctx, stop := signalContext(ctx, holdSignals()...)
 		defer stop()
-		rc, v, full, err := openObject(ctx, rawURL, key, *timeout)
+		rc, v, full, err := openObject(ctx, loc, key, *timeout)
 		if err != nil {
 			return err
 		}
@@ -104,17 +108,18 @@ func getFailed(ctx context.Context, key, full string, err error) error {
 
 // openObject opens the URL's bucket and starts reading KEY under its
 // prefix. timeout bounds the wait for the response, not the body.
-func openObject(ctx context.Context, rawURL, key string, timeout time.Duration) (io.ReadCloser, driver.Version, string, error) {
+func openObject(ctx context.Context, loc *driver.Location, key string, timeout time.Duration) (io.ReadCloser, driver.Version, string, error) {
 	if strings.HasPrefix(key, "/") || key == "" {
 		return nil, "", "", usageErrorf("%s: a key is relative to the URL's prefix: not empty, no leading slash", key)
 	}
-	if err := refuseInProcess("get", rawURL); err != nil {
+	if err := refuseInProcess("get", loc); err != nil {
 		return nil, "", "", err
 	}
-	b, prefix, err := openURL(ctx, rawURL)
+	b, err := openLocation(ctx, loc)
 	if err != nil {
 		return nil, "", "", err
 	}
+	prefix := loc.Prefix
 	full := key
 	if p := strings.TrimSuffix(prefix, "/"); p != "" {
 		full = p + "/" + key
@@ -135,12 +140,12 @@ func openObject(ctx context.Context, rawURL, key string, timeout time.Duration) 
 	if err != nil {
 		cancel()
 		if errors.Is(err, driver.ErrNotExist) {
-			return nil, "", "", explain(rawURL, fmt.Errorf("%s: no such object (%s): %w", key, full, err))
+			return nil, "", "", explain(loc, fmt.Errorf("%s: no such object (%s): %w", key, full, err))
 		}
 		if ctx.Err() == nil && rctx.Err() != nil {
-			return nil, "", "", fmt.Errorf("%s: no reply from %s within %v (--timeout) to a read (GET) of %s: %w", key, displayURL(rawURL), timeout, full, err)
+			return nil, "", "", fmt.Errorf("%s: no reply from %s within %v (--timeout) to a read (GET) of %s: %w", key, loc.String(), timeout, full, err)
 		}
-		return nil, "", "", explain(rawURL, fmt.Errorf("%s: %w", key, err))
+		return nil, "", "", explain(loc, fmt.Errorf("%s: %w", key, err))
 	}
 	return &cancelCloser{rc, cancel}, v, full, nil
 }

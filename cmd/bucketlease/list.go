@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,27 +55,32 @@ func setupList(fs *flag.FlagSet) runFunc {
 		if *maxKeys < 1 || *maxKeys > 10_000_000 {
 			return usageErrorf("--max-keys %d: use 1 to 10,000,000", *maxKeys)
 		}
-		if err := refuseInProcess("list", rawURL); err != nil {
-			return err
-		}
-		if _, err := fileLeaseAbsent(rawURL); err != nil { // a directory that is not there
-			return err
-		}
-		b, prefix, err := openURL(ctx, rawURL)
+		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
 		if err != nil {
 			return err
 		}
+		if err := refuseInProcess("list", loc); err != nil {
+			return err
+		}
+		if _, err := fileLeaseAbsent(loc); err != nil { // a directory that is not there
+			return err
+		}
+		b, err := openLocation(ctx, loc)
+		if err != nil {
+			return err
+		}
+		prefix := loc.Prefix
 		defer driver.Close(b)
-		res, err := listLeases(ctx, b, prefix, *maxKeys, *timeout, rawURL)
+		res, err := listLeases(ctx, b, prefix, *maxKeys, *timeout, loc)
 		if err != nil {
-			return explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
+			return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 		}
 		if *asJSON {
 			if err := writeJSON(e.stdout, res); err != nil {
 				return err
 			}
 		} else {
-			printList(e.stdout, rawURL, res)
+			printList(e.stdout, loc, res)
 		}
 		if res.Failed > 0 {
 			return fmt.Errorf("%d of the %d lease objects found could not be read; see their errors above", res.Failed, len(res.Leases))
@@ -116,16 +120,13 @@ func leasePrefix(key string) (string, bool) {
 	return p, ok && p != ""
 }
 
-// leaseURL is the URL of the lease of prefix p under rawURL's prefix, as
-// show and break take it (redacted if rawURL holds secrets).
-func leaseURL(rawURL, p string) string {
+// leaseURL is the URL of the lease of prefix p under loc's prefix, as
+// show and break take it (redacted if loc's URL holds secrets).
+func leaseURL(loc *driver.Location, p string) string {
 	if p == "" {
-		return displayURL(rawURL)
+		return loc.String()
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return displayURL(rawURL)
-	}
+	u := loc.URL()
 	u.Path = strings.TrimRight(u.Path, "/") + "/" + p
 	u.RawPath = ""
 	return displayURL(u.String())
@@ -133,8 +134,8 @@ func leaseURL(rawURL, p string) string {
 
 // listLeases lists the keys under prefix, at most maxKeys of them, and
 // inspects every lease object among them.
-func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, rawURL string) (listJSON, error) {
-	res := listJSON{URL: displayURL(rawURL), Leases: []listLeaseJSON{}}
+func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, loc *driver.Location) (listJSON, error) {
+	res := listJSON{URL: loc.String(), Leases: []listLeaseJSON{}}
 	under := strings.Trim(prefix, "/")
 	if under != "" {
 		under += "/"
@@ -159,7 +160,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 		}
 	}
 	cancel()
-	rb := withDeadlines(b, timeout, displayURL(rawURL), "--timeout")
+	rb := withDeadlines(b, timeout, loc, "--timeout")
 	for _, p := range found {
 		st, err := lease.Inspect(ctx, rb, p, time.Now())
 		j := listLeaseJSON{Prefix: p}
@@ -167,9 +168,9 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 			j.Key, j.Error = lease.Key(p), err.Error()
 			res.Failed++
 		} else {
-			j.showJSON = statusJSON(rawURL, st)
+			j.showJSON = statusJSON(loc, st)
 		}
-		j.URL = leaseURL(rawURL, p)
+		j.URL = leaseURL(loc, p)
 		res.Leases = append(res.Leases, j)
 	}
 	res.Now = time.Now().UTC().Format(time.RFC3339Nano)
@@ -177,9 +178,9 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 }
 
 // printList prints a listing for people: one lease a line.
-func printList(w io.Writer, rawURL string, res listJSON) {
+func printList(w io.Writer, loc *driver.Location, res listJSON) {
 	if len(res.Leases) == 0 {
-		fmt.Fprintf(w, "No lease under %s (%d keys looked at).\n", displayURL(rawURL), res.Keys)
+		fmt.Fprintf(w, "No lease under %s (%d keys looked at).\n", loc.String(), res.Keys)
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "URL\tSTATE\tHOLDER\tRENEWED\tVERSION")

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,30 +68,32 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		if err := refuseInProcess("probe", rawURL); err != nil {
+		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
+		if err != nil {
+			return err
+		}
+		if err := refuseInProcess("probe", loc); err != nil {
 			return err
 		}
 		// The checks never touch the lease object, but a LEASE that
 		// can never be one makes the prefix unusable for the lease.
-		if err := fileLeaseNotObject(rawURL); err != nil {
-			return err
-		}
-		b, prefix, err := openURL(ctx, rawURL)
+		b, err := openUnder(ctx, loc)
 		if err != nil {
 			return err
 		}
+		prefix := loc.Prefix
 		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
-		locks := fileLockDir(rawURL)
+		locks := fileLockDir(loc)
 		locksBefore := countEntries(locks)
 		if !*asJSON {
 			removed := "removed afterwards"
 			if locks != "" {
 				removed += "; their lock files stay, see the end"
 			}
-			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (%s)…\n", displayURL(rawURL), scratch, removed)
+			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (%s)…\n", loc.String(), scratch, removed)
 		}
-		if err := preflight(ctx, withDeadlines(b, *timeout, displayURL(rawURL), "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
-			return explain(rawURL, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", displayURL(rawURL), err))
+		if err := preflight(ctx, withDeadlines(b, *timeout, loc, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
+			return explain(loc, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", loc.String(), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
 		left := leftovers{dir: locks}
@@ -103,8 +104,8 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			printReport(w, rep)
 			left.print(w)
 		}
-		probeJSON := func(rawURL string, rep *drivertest.Report) probeReportJSON {
-			j := probeJSON(rawURL, rep)
+		probeJSON := func(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
+			j := probeJSON(loc, rep)
 			if left.lockFiles > 0 {
 				j.LockFilesLeft, j.LockDir = left.lockFiles, left.dir
 			}
@@ -114,23 +115,23 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		// whatever else could not complete: the verdict is the failure.
 		if bad := erroredChecks(rep); len(bad) > 0 && rep.Observed == rep.Declared {
 			if *asJSON {
-				_ = writeJSON(e.stdout, probeJSON(rawURL, rep))
+				_ = writeJSON(e.stdout, probeJSON(loc, rep))
 			} else {
 				printReport(e.stdout, rep)
 			}
-			return explain(rawURL, fmt.Errorf("verdict: error, inconclusive, not evidence: checks %s could not complete (an operation failed, or they ran out of time with --timeout %v); their errors are shown above; run probe again",
+			return explain(loc, fmt.Errorf("verdict: error, inconclusive, not evidence: checks %s could not complete (an operation failed, or they ran out of time with --timeout %v); their errors are shown above; run probe again",
 				strings.Join(bad, ", "), *timeout))
 		}
 		if *asJSON {
-			if err := writeJSON(e.stdout, probeJSON(rawURL, rep)); err != nil {
+			if err := writeJSON(e.stdout, probeJSON(loc, rep)); err != nil {
 				return err
 			}
 		} else {
 			printReport(e.stdout, rep)
 		}
 		if !rep.OK() {
-			return withCode(exitProbeFailed, explain(rawURL, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
-				displayURL(rawURL), capsText(rep.Declared))))
+			return withCode(exitProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
+				loc.String(), capsText(rep.Declared))))
 		}
 		return nil
 	}
@@ -196,12 +197,12 @@ func (l leftovers) print(w io.Writer) {
 // fileLockDir is where the file driver keeps its lock files for a file://
 // URL (driver/file: dir/.bucketlease/locks, one empty file per key ever
 // written), or "" for another scheme.
-func fileLockDir(rawURL string) string {
-	if schemeOf(rawURL) != "file" {
+func fileLockDir(loc *driver.Location) string {
+	if loc.Scheme != "file" {
 		return ""
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || !filepath.IsAbs(u.Path) {
+	u := loc.URL()
+	if !filepath.IsAbs(u.Path) {
 		return ""
 	}
 	return filepath.Join(filepath.Clean(u.Path), ".bucketlease", "locks")
@@ -330,8 +331,8 @@ type probeResultJSON struct {
 	Errored   bool   `json:"errored,omitempty"`
 }
 
-func probeJSON(rawURL string, rep *drivertest.Report) probeReportJSON {
-	j := probeReportJSON{URL: displayURL(rawURL), OK: rep.OK(),
+func probeJSON(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
+	j := probeReportJSON{URL: loc.String(), OK: rep.OK(),
 		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
 		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}}
 	for _, r := range rep.Results {

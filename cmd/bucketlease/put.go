@@ -1,22 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -148,6 +140,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		}
 		oneShot := len(pos) > 0 && strings.Contains(pos[0], "://")
 		rawURL := ""
+		var loc *driver.Location // parsed once, for put URL
 		if oneShot {
 			rawURL, pos = pos[0], pos[1:]
 		}
@@ -184,7 +177,10 @@ func setupPut(fs *flag.FlagSet) runFunc {
 			if err := f.hold.check(fs); err != nil {
 				return err
 			}
-			if err := refuseInProcess("put", rawURL); err != nil {
+			if loc, err = driver.ParseURL(rawURL); err != nil {
+				return err
+			}
+			if err := refuseInProcess("put", loc); err != nil {
 				return err
 			}
 			if f.hold.instanceID == lease.BreakerID {
@@ -216,7 +212,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 			body *checkedReader
 		)
 		if oneShot {
-			v, body, err = putOneShot(ctx, e, f, rawURL, cond, &in)
+			v, body, err = putOneShot(ctx, e, f, loc, cond, &in)
 		} else {
 			v, body, err = putViaHold(ctx, sock, cond, &in)
 		}
@@ -246,50 +242,6 @@ func checkPutKey(key string) error {
 		return usageErrorf("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); choose another key", key)
 	}
 	return nil
-}
-
-// putInput is where put's body comes from: FILE, stdin, or a producer
-// run after "--", and what it is checked against before the commit.
-type putInput struct {
-	file   string
-	opened *os.File // FILE, opened
-	argv   []string // the producer, or nil
-	path   string   // the producer's program, looked up
-	check  inputCheck
-	stderr io.Writer
-	count  func(io.Reader) io.Reader // the progress's counter
-
-	prod *producer
-}
-
-// open returns the body; for a producer, it starts it.
-func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
-	var r io.Reader = os.Stdin
-	switch {
-	case in.argv != nil:
-		p, err := startProducer(in.path, in.argv, in.stderr)
-		if err != nil {
-			return nil, nil, err
-		}
-		in.prod, r = p, p.out
-	case in.opened != nil:
-		r = in.opened
-	}
-	body := newCheckedReader(r, key, in.prod, in.check)
-	return body, in.count(body), nil
-}
-
-// close stops a producer whose output was not all read (the put failed),
-// and waits for it.
-func (in *putInput) close() { in.prod.stop(5 * time.Second) }
-
-// forward passes the signal that ended ctx (a signalContext) on to the
-// producer.
-func (in *putInput) forward(ctx context.Context) {
-	var sc signalCause
-	if errors.As(context.Cause(ctx), &sc) {
-		in.prod.signal(sc.sig)
-	}
 }
 
 func btoi(b bool) int {
@@ -331,122 +283,6 @@ func (f *putFlags) header(set map[string]bool) (putHeader, error) {
 	return h, nil
 }
 
-// ignorePipeSignal makes a write to a closed stdout an error put reports
-// (exit 9) rather than a death by SIGPIPE, unless SIGPIPE was ignored
-// anyway.
-func ignorePipeSignal() {
-	if !signal.Ignored(syscall.SIGPIPE) {
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	}
-}
-
-// putViaHold streams the body to the hold whose socket is sock and returns
-// what it answered. A signal (SIGINT, SIGTERM, SIGHUP) goes on to the
-// producer, cuts the body off (hold aborts the upload), and put exits
-// 128+N.
-func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (driver.Version, *checkedReader, error) {
-	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		return "", nil, fmt.Errorf("put: cannot reach the hold that started this command (%s=%s): %w", putSocketEnv, sock, err)
-	}
-	defer conn.Close()
-	hdr, err := jsonLine(h)
-	if err != nil {
-		return "", nil, err
-	}
-	if _, err := io.WriteString(conn, putMagic+" "+hdr); err != nil {
-		return "", nil, fmt.Errorf("put: writing to hold: %w", err)
-	}
-	sigCtx, stopSignals := signalContext(ctx, holdSignals()...)
-	defer stopSignals()
-	checked, body, err := in.open(h.Key)
-	if err != nil {
-		return "", nil, err
-	}
-	defer in.close()
-	replies := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(conn).ReadString('\n')
-		replies <- line
-	}()
-	var bodyErr atomic.Value
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		buf := make([]byte, 1<<20)
-		for {
-			n, err := body.Read(buf)
-			if n > 0 {
-				if werr := writeChunk(conn, buf[:n]); werr != nil {
-					return // hold stopped reading: its answer says why
-				}
-			}
-			if err == io.EOF {
-				// The end chunk: only now, after the producer's exit
-				// status and the checks, may hold commit.
-				if writeChunk(conn, nil) == nil {
-					_ = conn.CloseWrite()
-				}
-				return
-			}
-			if err != nil {
-				// No end chunk: hold aborts the upload.
-				bodyErr.Store(err)
-				_ = conn.CloseWrite()
-				return
-			}
-		}
-	}()
-	var line string
-	select {
-	case line = <-replies:
-	case <-sigCtx.Done():
-		in.forward(sigCtx)
-		// Cut the body off without its end chunk: hold aborts the
-		// upload. Its answer still says whether it had committed.
-		_ = conn.CloseWrite()
-		line = <-replies
-		if v, err := parseReply(h.Key, line); err == nil {
-			return v, checked, nil // committed before the signal
-		}
-		code, why := interruptCode(sigCtx)
-		return "", checked, withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
-	}
-	v, err := parseReply(h.Key, line)
-	if err != nil {
-		// The input's own failure was recorded before the body was cut
-		// off, so before hold answered; asked now, before the deferred
-		// close stops a producer that hold's refusal left running.
-		if ierr := inputCode(checked, nil); ierr != nil {
-			return "", checked, ierr
-		}
-		if err, ok := bodyErr.Load().(error); ok {
-			return "", checked, fmt.Errorf("%w; the upload was aborted, nothing was written", err)
-		}
-		return "", checked, err
-	}
-	<-sent // it sent the end chunk: its count and sum are final
-	return v, checked, nil
-}
-
-// parseReply turns hold's answer into put's outcome.
-func parseReply(key, line string) (driver.Version, error) {
-	line = strings.TrimSuffix(line, "\n")
-	if rest, ok := strings.CutPrefix(line, "ok "); ok {
-		v, err := strconv.Unquote(rest)
-		if err != nil {
-			return "", fmt.Errorf("put %s: hold answered %q", key, line)
-		}
-		return driver.Version(v), nil
-	}
-	rest, ok := strings.CutPrefix(line, "error ")
-	if !ok {
-		return "", fmt.Errorf("put %s: hold closed the connection without an answer (it exited, or the lease ended); the upload, if it started, was aborted", key)
-	}
-	class, msg, _ := strings.Cut(rest, " ")
-	return "", putError(class, fmt.Errorf("put %s: %s", key, msg))
-}
-
 // putError gives err the exit code of its class.
 func putError(class string, err error) error {
 	switch class {
@@ -458,180 +294,6 @@ func putError(class string, err error) error {
 		return withCode(exitUsage, err)
 	}
 	return err
-}
-
-// putOneShot takes the lease on rawURL, streams the body under it, and
-// releases it.
-func putOneShot(ctx context.Context, e *env, f *putFlags, rawURL string, h putHeader, in *putInput) (driver.Version, *checkedReader, error) {
-	cond, err := h.condition()
-	if err != nil {
-		return "", nil, usageErrorf("%v", err)
-	}
-	loc, err := parseURL(rawURL)
-	if err != nil {
-		return "", nil, err
-	}
-	if err := fileLeaseNotObjectAt(loc); err != nil {
-		return "", nil, err
-	}
-	b, err := openLocation(ctx, loc)
-	if err != nil {
-		return "", nil, err
-	}
-	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.hold.ttl), loc.String(), "a third of the TTL")
-	w := io.Discard
-	if f.verbose {
-		w = e.stderr
-	}
-	p := &printer{w: w, verbose: f.verbose}
-	p.start()
-	defer p.close(2 * time.Second)
-	logger, err := newLogger(e.stderr, "off", false)
-	if err != nil {
-		return "", nil, err
-	}
-	c, err := lease.NewContender(b, prefix, &lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID,
-		Logger: logger, OnEvent: p.event, Getenv: e.getenv})
-	if err != nil {
-		return "", nil, usageErrorf("%v", err)
-	}
-	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
-	l, err := firstTry(waitCtx, e, c, h.Key, f.hold.wait)
-	if err == nil && l == nil {
-		l, err = acquire(waitCtx, c, b, prefix, &f.hold, p)
-	}
-	if err != nil {
-		stopWaiting()
-		return "", nil, explainScheme(loc.Scheme, err)
-	}
-	// A signal now cuts the upload off (it is aborted) and releases:
-	// registered before the wait lets go of the signals, so none is
-	// missed, and one that came as the lease was taken stops the put
-	// before it uploads anything.
-	upCtx, stopUp := signalContext(ctx, holdSignals()...)
-	defer stopUp()
-	stopWaiting()
-	if signalled(waitCtx) && ctx.Err() == nil {
-		code, why := interruptCode(waitCtx)
-		return "", nil, releaseAfter(l, loc, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
-	}
-	k := &keeper{l: l, parent: ctx}
-	k.start()
-	defer k.stop()
-	// Under --if-absent, a key that exists is refused before the producer
-	// starts or a byte of the body is read; the conditional commit still
-	// settles a race with another writer.
-	if err := refuseExisting(upCtx, l.Bucket(), h.Key, cond); err != nil {
-		k.stop()
-		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(putClass(l, err), explainScheme(loc.Scheme, fmt.Errorf("put %s: %w", h.Key, err))))
-	}
-	checked, body, err := in.open(h.Key)
-	if err != nil {
-		k.stop()
-		return "", nil, releaseAfter(l, loc, b, prefix, p, err)
-	}
-	defer in.close()
-	stopForward := context.AfterFunc(upCtx, func() { in.forward(upCtx) })
-	v, err := putFenced(upCtx, l, h.Key, body, cond, &driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
-	stopForward()
-	k.stop()
-	var result error
-	if err != nil {
-		v = ""
-		class := putClass(l, err)
-		switch {
-		case signalled(upCtx):
-			code, why := interruptCode(upCtx)
-			result = withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", h.Key, why, err))
-		case inputCode(checked, nil) != nil:
-			result = inputCode(checked, nil)
-		case upCtx.Err() != nil && class == putClassError:
-			code, why := interruptCode(upCtx)
-			result = withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", h.Key, why, err))
-		default:
-			result = putError(class, explainScheme(loc.Scheme, fmt.Errorf("put %s: %w", h.Key, err)))
-		}
-	}
-	return v, checked, releaseAfter(l, loc, b, prefix, p, result)
-}
-
-// errParentsLease: put URL inside hold names the lease its own hold holds.
-var errParentsLease = errors.New("the lease is held by the hold that runs this command")
-
-// firstTry makes put URL's first attempt at the lease. If the lease is
-// held by the hold that runs this put (its key and holder are the ones
-// hold put in the command's environment), waiting would wait for put's own
-// parent forever: it refuses at once (exit 2) and says to run "put KEY"
-// through hold. Otherwise, if put is to wait, it says once, on stderr, who
-// holds the lease, and returns nil for acquire to wait.
-func firstTry(ctx context.Context, e *env, c *lease.Contender, key string, wait bool) (*lease.Lease, error) {
-	l, err := c.Acquire(ctx)
-	var held *lease.HeldError
-	if err == nil || !errors.As(err, &held) {
-		return l, nil // taken; or a failure, which acquire retries and explains
-	}
-	parent := e.getenv("BUCKETLEASE_INSTANCE_ID")
-	if parent != "" && held.Holder() == parent && held.Key == e.getenv("BUCKETLEASE_KEY") && !held.SameID {
-		return nil, withCode(exitUsage, fmt.Errorf("put %s: %w (instance %s holds %s): put URL would wait for its own parent forever. Inside hold, run \"bucketlease put %s …\" without the URL: it writes under hold's lease",
-			key, errParentsLease, parent, held.Key, key))
-	}
-	if wait {
-		fmt.Fprintf(e.stderr, "put %s: waiting for the lease: %v\n", key, held)
-	}
-	return nil, nil
-}
-
-// refuseExisting refuses a write under --if-absent to a key that exists,
-// with one read before the body is streamed. A read that is not allowed
-// (write-only credentials) proceeds: the commit's condition decides.
-func refuseExisting(ctx context.Context, b driver.Bucket, key string, cond driver.Condition) error {
-	if cond != driver.IfAbsent() {
-		return nil
-	}
-	rc, v, err := b.Get(ctx, key)
-	switch {
-	case err == nil:
-		rc.Close()
-		return fmt.Errorf("refused, the key %s exists (version %s): %w (--if-absent); nothing was written: put a date in the key, or pass --if-match %s or --overwrite",
-			key, v, driver.ErrPrecondition, v)
-	case errors.Is(err, driver.ErrNotExist), errors.Is(err, driver.ErrPermission):
-		return nil
-	}
-	return fmt.Errorf("reading the key %s before writing it: %w; nothing was written", key, err)
-}
-
-// putFenced streams body into key through l.Bucket. A body that blocks (a
-// pipe whose writer stalls) is cut off at the fence, so that the upload
-// aborts then rather than when the writer goes on.
-func putFenced(ctx context.Context, l *lease.Lease, key string, body io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	fctx, cancel := l.Fence(ctx)
-	defer cancel()
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := io.CopyBuffer(pw, body, make([]byte, 1<<20))
-		pw.CloseWithError(err)
-	}()
-	stop := context.AfterFunc(fctx, func() {
-		why := context.Cause(fctx)
-		if !l.MayWrite() {
-			if why = l.Err(); why == nil {
-				why = lease.ErrFenced
-			}
-		}
-		pr.CloseWithError(fmt.Errorf("the body was cut off: %w", why))
-	})
-	defer stop()
-	defer pr.Close()
-	return driver.PutStream(fctx, l.Bucket(), key, pr, cond, opts)
-}
-
-func jsonLine(h putHeader) (string, error) {
-	b, err := json.Marshal(h)
-	if err != nil {
-		return "", err
-	}
-	return string(b) + "\n", nil
 }
 
 // sizeValue is a byte size flag: 5242880, 5MiB, 64M, 1GiB.
@@ -661,80 +323,4 @@ func (v sizeValue) Set(s string) error {
 	}
 	*v.n = n * mult
 	return nil
-}
-
-// progress reports the bytes read so far and the rate on a terminal.
-type progress struct {
-	n     atomic.Int64
-	done  chan struct{}
-	ended chan struct{}
-	once  atomic.Bool
-}
-
-// startProgress starts reporting on w if it is a terminal; otherwise the
-// progress reports nothing.
-func startProgress(w io.Writer, key string) *progress {
-	p := &progress{done: make(chan struct{}), ended: make(chan struct{})}
-	f, ok := w.(*os.File)
-	if !ok || !isTerminal(f) {
-		close(p.ended)
-		return p
-	}
-	began := time.Now()
-	go func() {
-		defer close(p.ended)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		shown := false
-		for {
-			select {
-			case <-p.done:
-				if shown {
-					fmt.Fprintf(f, "\rput %s: %s in %v\033[K\n", key, byteCount(p.n.Load()), time.Since(began).Round(100*time.Millisecond))
-				}
-				return
-			case <-t.C:
-				n, secs := p.n.Load(), time.Since(began).Seconds()
-				fmt.Fprintf(f, "\rput %s: %s, %s/s\033[K", key, byteCount(n), byteCount(int64(float64(n)/secs)))
-				shown = true
-			}
-		}
-	}()
-	return p
-}
-
-// count returns r counting what is read from it.
-func (p *progress) count(r io.Reader) io.Reader { return &countingReader{r: r, n: &p.n} }
-
-// stop ends the report (its last line says the total) and waits for it.
-func (p *progress) stop() {
-	if p.once.CompareAndSwap(false, true) {
-		close(p.done)
-	}
-	<-p.ended
-}
-
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// byteCount says n bytes for people: 512 B, 12.3 MiB.
-func byteCount(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

@@ -21,23 +21,19 @@ import (
 // without a LEASE file is free; either way nothing is created. It returns
 // true when the lease is known to be free without opening the driver. For
 // other schemes it returns false and no error.
-func fileLeaseAbsent(rawURL string) (bool, error) {
-	if schemeOf(rawURL) != "file" { // anything unusual in the URL is the driver's to judge
+func fileLeaseAbsent(loc *driver.Location) (bool, error) {
+	dir := fileDir(loc)
+	if dir == "" { // anything unusual in the URL is the driver's to judge
 		return false, nil
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
-		return false, nil // the driver says what is wrong with it
-	}
-	dir := filepath.Clean(u.Path)
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return false, fmt.Errorf("%s: no such directory %s: nothing holds a lease there (a typo?)", displayURL(rawURL), dir)
+		return false, fmt.Errorf("%s: no such directory %s: nothing holds a lease there (a typo?)", loc, dir)
 	case err != nil:
-		return false, fmt.Errorf("%s: %w", displayURL(rawURL), err)
+		return false, fmt.Errorf("%s: %w", loc, err)
 	case !fi.IsDir():
-		return false, fmt.Errorf("%s: %s is not a directory", displayURL(rawURL), dir)
+		return false, fmt.Errorf("%s: %s is not a directory", loc, dir)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
 		return true, nil
@@ -47,13 +43,13 @@ func fileLeaseAbsent(rawURL string) (bool, error) {
 
 // fileDir is the directory a file:// URL names, as fileLeaseAbsent reads
 // it, or "" when the URL is not one it would read.
-func fileDir(rawURL string) string {
-	if schemeOf(rawURL) != "file" {
+func fileDir(loc *driver.Location) string {
+	if loc.Scheme != "file" {
 		return ""
 	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
-		return ""
+	u := loc.URL()
+	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
+		return "" // the driver says what is wrong with it
 	}
 	return filepath.Clean(u.Path)
 }
@@ -84,16 +80,7 @@ func knownFileQuery(q url.Values) bool {
 // their own. show, break, hold, put and probe call it before they open the
 // driver; the error names the path and the fix. Other schemes, and a LEASE
 // that is not a directory, give nil.
-func fileLeaseNotObject(rawURL string) error {
-	loc, err := driver.ParseURL(rawURL)
-	if err != nil {
-		return nil // the driver says what is wrong with it
-	}
-	return fileLeaseNotObjectAt(loc)
-}
-
-// fileLeaseNotObjectAt is fileLeaseNotObject of a URL already parsed.
-func fileLeaseNotObjectAt(loc *driver.Location) error {
+func fileLeaseNotObject(loc *driver.Location) error {
 	if loc.Scheme != "file" {
 		return nil
 	}

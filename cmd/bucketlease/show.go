@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -60,10 +55,14 @@ func setupShow(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
+		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
+		if err != nil {
+			return err
+		}
 		if *timeout <= 0 {
 			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
-		st, b, prefix, err := inspect(ctx, rawURL, *timeout)
+		st, b, prefix, err := inspect(ctx, loc, *timeout)
 		if err != nil {
 			return err
 		}
@@ -71,20 +70,20 @@ func setupShow(fs *flag.FlagSet) runFunc {
 			defer driver.Close(b)
 		}
 		pend := listPending(ctx, b, prefix, *timeout)
-		if b == nil && fileDir(rawURL) != "" {
-			pend = fileStaged(ctx, rawURL, *timeout)
+		if b == nil && fileDir(loc) != "" {
+			pend = fileStaged(ctx, loc, *timeout)
 		}
-		scratch := leftoverScratchKeys(ctx, rawURL, b, prefix, *timeout)
+		scratch := leftoverScratchKeys(ctx, loc, b, prefix, *timeout)
 		if *asJSON {
-			j := statusJSON(rawURL, st)
+			j := statusJSON(loc, st)
 			j.Pending = pend.json()
 			for _, o := range scratch {
 				j.ScratchKeys = append(j.ScratchKeys, scratchKeyJSON{Key: o.Key, Modified: utcOrEmpty(o.ModTime)})
 			}
 			return writeJSON(e.stdout, j)
 		}
-		printStatus(e.stdout, rawURL, st, func(row func(k, v string)) {
-			pend.rows(rawURL, row)
+		printStatus(e.stdout, loc, st, func(row func(k, v string)) {
+			pend.rows(loc, row)
 			scratchRows(scratch, row)
 		})
 		return nil
@@ -95,20 +94,21 @@ func setupShow(fs *flag.FlagSet) runFunc {
 // on file://. It returns the bucket it opened and the prefix, or a nil
 // bucket when a file:// directory without a LEASE was found free without
 // opening the driver.
-func inspect(ctx context.Context, rawURL string, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
-	if err := fileLeaseNotObject(rawURL); err != nil {
+func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
+	if err := fileLeaseNotObject(loc); err != nil {
 		return lease.Status{}, nil, "", err
 	}
-	if free, err := fileLeaseAbsent(rawURL); err != nil || free {
+	if free, err := fileLeaseAbsent(loc); err != nil || free {
 		return freeStatus(), nil, "", err
 	}
-	b, prefix, err := openURL(ctx, rawURL)
+	b, err := openLocation(ctx, loc)
 	if err != nil {
 		return lease.Status{}, nil, "", err
 	}
-	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, displayURL(rawURL), "--timeout"), prefix, time.Now())
+	prefix := loc.Prefix
+	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, loc, "--timeout"), prefix, time.Now())
 	if err != nil {
-		return lease.Status{}, nil, "", explain(rawURL, fmt.Errorf("%s: %w", displayURL(rawURL), err))
+		return lease.Status{}, nil, "", explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}
 	return st, b, prefix, nil
 }
@@ -124,11 +124,11 @@ const maxScratchLooked = 1000
 // maxScratchLooked keys, and says nothing when it cannot list: the lease
 // is what show is for. b is nil for a file:// directory found free without
 // opening the driver, which is read directly.
-func leftoverScratchKeys(ctx context.Context, rawURL string, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
+func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
 	base := strings.TrimPrefix(prefix+"/", "/") + lease.Key("") + "."
 	var found []driver.Object
 	if b == nil {
-		dir := fileDir(rawURL)
+		dir := fileDir(loc)
 		if dir == "" {
 			return nil
 		}
@@ -196,336 +196,3 @@ func utcOrEmpty(t time.Time) string {
 	}
 	return utc(t)
 }
-
-// maxPendingShown bounds how many pending uploads show lists.
-const maxPendingShown = 100
-
-// pendingUploads is what show found pending under the prefix: uploads
-// started and neither completed nor aborted (S3 multipart uploads), which
-// the service keeps, and bills, until something aborts them.
-type pendingUploads struct {
-	available bool   // the driver can list them (driver.PendingLister)
-	under     string // the key prefix listed
-	uploads   []driver.Pending
-	truncated bool // more than maxPendingShown, or more than maxPendingScanned looked at
-	err       error
-}
-
-// listPending lists the uploads pending under prefix through b, if its
-// driver can (driver.PendingLister), within timeout. b is nil when the
-// driver was not opened (a free file:// directory: fileStaged lists its
-// staged files).
-//
-// It asks for the uploads under the prefix first. Some services match that
-// prefix against whole keys only (MinIO lists an object's uploads for its
-// exact name and none for a "directory"), so when that finds none it looks
-// at the bucket's uploads, at most maxPendingScanned of them, and keeps
-// those under the prefix.
-func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout time.Duration) pendingUploads {
-	p := pendingUploads{under: strings.TrimPrefix(prefix+"/", "/")}
-	pl, ok := b.(driver.PendingLister)
-	if b == nil || !ok {
-		return p
-	}
-	p.available = true
-	c, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if p.scan(c, pl, p.under, maxPendingShown+1); p.err == nil && p.available && len(p.uploads) == 0 && p.under != "" {
-		p.scan(c, pl, "", maxPendingScanned)
-	}
-	if errors.Is(p.err, context.DeadlineExceeded) && ctx.Err() == nil {
-		p.err = fmt.Errorf("no answer within %v (--timeout): %w", timeout, p.err)
-	}
-	return p
-}
-
-// fileStaged lists the staged files of a free file:// directory, which
-// show found free without opening the driver: it opens the driver only if
-// that creates nothing (the driver's folder .bucketlease, with its locks
-// and tmp, is there). Without that folder the driver never staged a write
-// there, so nothing is pending.
-func fileStaged(ctx context.Context, rawURL string, timeout time.Duration) pendingUploads {
-	meta := filepath.Join(fileDir(rawURL), ".bucketlease")
-	for _, d := range []string{"locks", "tmp"} {
-		if fi, err := os.Stat(filepath.Join(meta, d)); err != nil || !fi.IsDir() {
-			return pendingUploads{available: true}
-		}
-	}
-	b, prefix, err := openURL(ctx, rawURL)
-	if err != nil {
-		return pendingUploads{available: true, err: err}
-	}
-	defer driver.Close(b)
-	return listPending(ctx, b, prefix, timeout)
-}
-
-// maxPendingScanned bounds how many of a bucket's uploads show looks at
-// for those under its prefix.
-const maxPendingScanned = 10_000
-
-// scan lists the pending uploads whose key starts with listPrefix, looking
-// at most at limit of them, and keeps those under p.under.
-func (p *pendingUploads) scan(ctx context.Context, pl driver.PendingLister, listPrefix string, limit int) {
-	seen := 0
-	for u, err := range pl.ListPending(ctx, listPrefix) {
-		switch {
-		case errors.Is(err, driver.ErrUnsupported):
-			p.available = false
-			return
-		case err != nil:
-			p.err = err
-			return
-		case seen == limit:
-			p.truncated = true
-			return
-		}
-		seen++
-		if !strings.HasPrefix(u.Key, p.under) {
-			continue
-		}
-		if len(p.uploads) == maxPendingShown {
-			p.truncated = true
-			return
-		}
-		p.uploads = append(p.uploads, u)
-	}
-}
-
-// pendingJSON is show --json's "pending".
-type pendingJSON struct {
-	// Available is false when the driver cannot list pending uploads.
-	Available bool                `json:"available"`
-	Prefix    string              `json:"prefix"`
-	Uploads   []pendingUploadJSON `json:"uploads"`
-	Truncated bool                `json:"truncated,omitempty"`
-	Error     string              `json:"error,omitempty"`
-}
-
-type pendingUploadJSON struct {
-	Key       string `json:"key"`
-	Upload    string `json:"upload"`
-	Initiated string `json:"initiated,omitempty"`
-}
-
-func (p pendingUploads) json() *pendingJSON {
-	j := &pendingJSON{Available: p.available, Prefix: p.under, Uploads: []pendingUploadJSON{}, Truncated: p.truncated}
-	if p.err != nil {
-		j.Error = p.err.Error()
-	}
-	for _, u := range p.uploads {
-		uj := pendingUploadJSON{Key: u.Key, Upload: u.Upload}
-		if !u.Initiated.IsZero() {
-			uj.Initiated = utc(u.Initiated)
-		}
-		j.Uploads = append(j.Uploads, uj)
-	}
-	return j
-}
-
-// rows writes the pending uploads for people, as rows of printStatus.
-func (p pendingUploads) rows(rawURL string, row func(k, v string)) {
-	where := p.under
-	if where == "" {
-		where = "the bucket"
-	}
-	switch {
-	case !p.available:
-		row("pending", fmt.Sprintf("not available on this driver (%s)", schemeOf(rawURL)))
-	case p.err != nil:
-		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, oneLine(p.err.Error())))
-	case len(p.uploads) == 0 && p.truncated:
-		row("pending", fmt.Sprintf("none under %s among the first %d uploads of the bucket (it has more)", where, maxPendingScanned))
-	case len(p.uploads) == 0:
-		row("pending", fmt.Sprintf("none: no upload under %s was started and left uncompleted", where))
-	default:
-		n := fmt.Sprintf("%d uploads", len(p.uploads))
-		switch {
-		case p.truncated && len(p.uploads) == maxPendingShown:
-			n = fmt.Sprintf("more than %d uploads (the first %d shown)", maxPendingShown, maxPendingShown)
-		case p.truncated:
-			n = fmt.Sprintf("%d uploads (among the first %d of the bucket; it has more)", len(p.uploads), maxPendingScanned)
-		case len(p.uploads) == 1:
-			n = "1 upload"
-		}
-		why := "a put still running, or one cut off: the service keeps its parts until they are aborted"
-		if schemeOf(rawURL) == "file" {
-			why = "a put still running, or one killed: the next write removes those whose writer is gone"
-		}
-		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (%s)", n, where, why))
-		now := time.Now()
-		for _, u := range p.uploads {
-			started := ""
-			if !u.Initiated.IsZero() {
-				started = fmt.Sprintf(", started %s (%s)", ago(now, u.Initiated), utc(u.Initiated))
-			}
-			row("", fmt.Sprintf("%s%s, upload %s", u.Key, started, u.Upload))
-		}
-	}
-}
-
-// showJSON is show's --json output.
-type showJSON struct {
-	URL          string  `json:"url"`
-	Key          string  `json:"key"`
-	State        string  `json:"state"`
-	Holder       string  `json:"holder,omitempty"`
-	Version      string  `json:"version,omitempty"`
-	AcquiredAt   string  `json:"acquired_at,omitempty"`
-	RenewedAt    string  `json:"renewed_at,omitempty"`
-	AcquiredAgoS float64 `json:"acquired_ago_s,omitempty"`
-	RenewedAgoS  float64 `json:"renewed_ago_s,omitempty"`
-	TTLSeconds   *int64  `json:"ttl_s,omitempty"`
-	TakeoverAt   string  `json:"takeover_at,omitempty"`
-	TakeoverInS  float64 `json:"takeover_in_s"`
-	Reason       string  `json:"reason,omitempty"`
-	Now          string  `json:"now"`
-	// Process is what the holder says about itself (host, pid, user,
-	// tool), when its record carries it: informational, never proof.
-	Process *lease.HolderInfo `json:"process,omitempty"`
-	// Pending is what the prefix has pending: uploads started and not
-	// completed, where the driver can list them.
-	Pending *pendingJSON `json:"pending,omitempty"`
-	// ScratchKeys are scratch keys beside the lease object that a probe
-	// left (lease.IsScratchKey): a process that died during one.
-	ScratchKeys []scratchKeyJSON `json:"scratch_keys,omitempty"`
-}
-
-type scratchKeyJSON struct {
-	Key      string `json:"key"`
-	Modified string `json:"modified,omitempty"`
-}
-
-func statusJSON(rawURL string, st lease.Status) showJSON {
-	j := showJSON{URL: displayURL(rawURL), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
-		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
-	if r := st.Record; r != nil {
-		j.AcquiredAt, j.RenewedAt = utc(acquiredSecond(*r)), utcMilli(r.RenewedAt)
-		j.AcquiredAgoS = seconds(st.Now.Sub(acquiredSecond(*r)))
-		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
-		ttl := r.TTLSeconds
-		j.TTLSeconds = &ttl
-		j.Process = r.Holder
-	}
-	if !st.TakeoverAt.IsZero() {
-		j.TakeoverAt = utcMilli(st.TakeoverAt)
-		j.TakeoverInS = max(seconds(st.TakeoverAt.Sub(st.Now)), 0)
-	} else {
-		j.TakeoverInS = -1 // suspect: it depends on a contender's watch
-	}
-	return j
-}
-
-func seconds(d time.Duration) float64 {
-	return float64(d.Round(time.Millisecond)) / float64(time.Second)
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// stateMeaning says what a state means for a contender.
-func stateMeaning(st lease.Status) string {
-	switch st.State {
-	case lease.Free:
-		return "no lease; anyone may take it"
-	case lease.Fresh:
-		if st.Record != nil && st.Record.InstanceID == lease.BreakerID {
-			return "broken by an operator; nobody may take it over until its broken holder's fence has passed"
-		}
-		return "held; nobody may take it over"
-	case lease.Stale:
-		return "not renewed within its TTL; the next contender takes it over"
-	case lease.Released:
-		return "released by its holder; anyone may take it"
-	case lease.Suspect:
-		return st.Reason
-	default:
-		return ""
-	}
-}
-
-// printStatus prints st for people, then the rows that more adds (show's
-// pending uploads).
-func printStatus(w io.Writer, rawURL string, st lease.Status, more ...func(row func(k, v string))) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	defer tw.Flush()
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	defer func() {
-		for _, m := range more {
-			m(row)
-		}
-	}()
-	row("lease", st.Key+" on "+displayURL(rawURL))
-	row("state", st.State.String()+": "+stateMeaning(st))
-	if st.State == lease.Free {
-		return
-	}
-	if r := st.Record; r != nil {
-		row("holder", holderName(r.InstanceID))
-		if h := holderDescription(r.Holder); h != "" {
-			row("process", h)
-		}
-		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, acquiredSecond(*r)), utc(acquiredSecond(*r))))
-		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), utc(r.RenewedAt)))
-		row("ttl", r.TTL().String())
-	} else {
-		row("holder", "unknown: the object is not a lease record")
-	}
-	row("takeover", takeoverText(st))
-	row("version", string(st.Version))
-}
-
-func takeoverText(st lease.Status) string {
-	switch {
-	case st.State == lease.Suspect:
-		return "once a contender has seen this version unchanged for one of its own TTLs"
-	case !st.TakeoverAt.After(st.Now):
-		return "now"
-	case st.Record != nil && st.Record.InstanceID == lease.BreakerID:
-		return fmt.Sprintf("in %v (%s), when the broken holder's last renewal goes stale",
-			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
-	default:
-		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
-			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
-	}
-}
-
-// holderDescription renders what a holder says about itself, such as
-// "pg_dump, pid 4242 on db-7 as backup", or "" when it said nothing. It is
-// the holder's own claim, for people; the lease never trusts it.
-func holderDescription(h *lease.HolderInfo) string {
-	if h == nil {
-		return ""
-	}
-	var parts []string
-	if h.Tool != "" {
-		parts = append(parts, h.Tool)
-	}
-	where := ""
-	if h.PID != 0 {
-		where = fmt.Sprintf("pid %d", h.PID)
-	}
-	if h.Host != "" {
-		where = strings.TrimSpace(where + " on " + h.Host)
-	}
-	if h.User != "" {
-		where = strings.TrimSpace(where + " as " + h.User)
-	}
-	if where != "" {
-		parts = append(parts, where)
-	}
-	return strings.Join(parts, ", ") + " (as the holder says)"
-}
-
-// utcMilli is a time for show --json, to the millisecond like the *_ago_s
-// fields beside it.
-func utcMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
-
-// acquiredSecond is when the record's lease was acquired, to the second:
-// the lease writes acquired_at as the second of the acquire plus a random
-// fraction that names the incarnation, so its fraction is no time at all,
-// and read as one it can put the acquire after the first renewal, or in
-// the future.
-func acquiredSecond(r lease.Record) time.Time { return r.AcquiredAt.Truncate(time.Second) }

@@ -9,10 +9,7 @@ import (
 // stateDirOf is hold's state directory for rawURL under base.
 func stateDirOf(t *testing.T, base, rawURL string) string {
 	t.Helper()
-	loc, err := parseURL(rawURL)
-	if err != nil {
-		t.Fatalf("%s: %v", rawURL, err)
-	}
+	loc := mustParse(t, rawURL)
 	dir, err := stateDirFor(&env{getenv: func(string) string { return "" }}, base, loc)
 	if err != nil {
 		t.Fatalf("%s: %v", rawURL, err)

@@ -63,27 +63,15 @@ func urlHelp() string {
 	return sb.String()
 }
 
-// schemeOf returns rawURL's scheme, lower case, or "".
-func schemeOf(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return ""
-	}
-	return strings.ToLower(u.Scheme)
-}
-
 // explain adds to err what the user can do about it: for a credentials
 // problem (an error wrapping driver.ErrPermission, which every driver maps
 // its service's 401, 403 and authentication errors to), the variables the
-// URL's driver reads.
-func explain(rawURL string, err error) error { return explainScheme(schemeOf(rawURL), err) }
-
-// explainScheme is explain for a URL of the scheme already parsed.
-func explainScheme(scheme string, err error) error {
+// driver of loc's scheme reads.
+func explain(loc *driver.Location, err error) error {
 	if err == nil {
 		return nil
 	}
-	s, ok := lookupScheme(scheme)
+	s, ok := lookupScheme(loc.Scheme)
 	if !ok || s.creds == "" {
 		return err
 	}
@@ -93,36 +81,27 @@ func explainScheme(scheme string, err error) error {
 	return fmt.Errorf("%w\nhint: check the credentials; the %s driver reads %s", err, s.name, s.creds)
 }
 
-// openURL opens the bucket a URL names. Its errors show the URL redacted
-// (driver.Open does that) and say what to do about missing credentials.
-func openURL(ctx context.Context, rawURL string) (driver.Bucket, string, error) {
-	b, prefix, err := driver.Open(ctx, rawURL)
-	if err != nil {
-		return nil, "", explain(rawURL, err)
-	}
-	return b, prefix, nil
-}
-
-// parseURL parses rawURL once (driver.ParseURL), for hold and put to pass
-// on: the driver, the messages and the state directory all read the one
-// Location.
-func parseURL(rawURL string) (*driver.Location, error) {
-	loc, err := driver.ParseURL(rawURL)
-	if err != nil {
-		return nil, explain(rawURL, err)
-	}
-	return loc, nil
-}
-
 // openLocation opens the bucket at loc (its prefix is loc.Prefix), and
 // says what to do about missing credentials.
 func openLocation(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
 	b, err := driver.OpenLocation(ctx, loc)
-	return b, explainScheme(loc.Scheme, err)
+	return b, explain(loc, err)
+}
+
+// openUnder opens the bucket at loc for a command that writes under its
+// prefix (hold, put, probe): after fileLeaseNotObject has refused a
+// file:// prefix whose LEASE is a directory, as openLocation does.
+func openUnder(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
+	if err := fileLeaseNotObject(loc); err != nil {
+		return nil, err
+	}
+	return openLocation(ctx, loc)
 }
 
 // displayURL returns rawURL as it may be printed: as typed when it holds
-// nothing driver.Redact would hide, else redacted.
+// nothing driver.Redact would hide, else redacted. A URL the user typed is
+// printed as its Location's String; this is for one built from it (list's
+// lease URLs).
 func displayURL(rawURL string) string {
 	red := driver.Redact(rawURL)
 	a, errA := url.QueryUnescape(red)
@@ -137,10 +116,10 @@ func displayURL(rawURL string) string {
 // processes: a mem:// bucket lives inside this one process, so no other
 // hold, show or break can see it, and a lease there excludes nobody, while
 // it would still report "exclusion conditional".
-func refuseInProcess(cmd, rawURL string) error {
-	if schemeOf(rawURL) != "mem" {
+func refuseInProcess(cmd string, loc *driver.Location) error {
+	if loc.Scheme != "mem" {
 		return nil
 	}
 	return usageErrorf("%s %s: mem:// is a bucket inside this one process; no other process (another hold, show or break) can see it, so a lease there excludes nobody. Use file:///some/dir for a lease on this machine, or a shared bucket; \"bucketlease demo\" shows the lease in memory",
-		cmd, displayURL(rawURL))
+		cmd, loc)
 }

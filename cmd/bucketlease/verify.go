@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 var verifyCommand = &command{
@@ -65,9 +67,13 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 			return usageErrorf("--timeout %v: must be positive", *timeout)
 		}
 		rawURL, key := pos[0], pos[1]
+		loc, err := driver.ParseURL(rawURL) // once: openObject reads loc
+		if err != nil {
+			return err
+		}
 		ctx, stop := signalContext(ctx, holdSignals()...)
 		defer stop()
-		rc, v, full, err := openObject(ctx, rawURL, key, *timeout)
+		rc, v, full, err := openObject(ctx, loc, key, *timeout)
 		if err != nil {
 			return err
 		}
