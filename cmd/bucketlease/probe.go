@@ -37,7 +37,9 @@ directory, the network, --timeout too short), the verdict is "error": probe
 prints the cause and exits 1, since an error is no evidence about
 preconditions. So does a check that ran out of time, or whose operations
 could not complete (a reset connection, a body cut short, a server error):
-its row says "inconclusive" and shows the error.
+its row says "inconclusive" and shows the error. After such a check, probe
+waits a second and removes what writes it gave up on left under
+{prefix}/bucketlease-probe/ once they landed (where the driver can list).
 
 The verdicts, and the exit code of each:
   conditional                 0  every check passed; the service gives the
@@ -96,6 +98,9 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			return explain(loc, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", loc.String(), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
+		if len(erroredChecks(rep)) > 0 {
+			sweepLate(ctx, b, scratch)
+		}
 		left := leftovers{dir: locks}
 		if locks != "" {
 			left.lockFiles = max(countEntries(locks)-locksBefore, 0)
@@ -171,6 +176,33 @@ func erroredChecks(rep *drivertest.Report) []string {
 		}
 	}
 	return bad
+}
+
+// lateSettle is how long sweepLate waits for writes that checks gave up
+// on to land before it lists what they left.
+const lateSettle = time.Second
+
+// sweepLate removes the scratch keys that writes landing after their
+// check's clean-up left under scratch: a check that ran out of time (or
+// failed) abandoned requests that the service may still apply. It waits
+// lateSettle, lists scratch where the driver can, and deletes what it
+// finds; a write later still than that is beyond any clean-up. An
+// interrupted probe skips it. Errors are ignored: this is best effort,
+// after the verdict.
+func sweepLate(ctx context.Context, b driver.Bucket, scratch string) {
+	ctx, cancel := context.WithTimeout(ctx, lateSettle+30*time.Second)
+	defer cancel()
+	select {
+	case <-time.After(lateSettle):
+	case <-ctx.Done():
+		return
+	}
+	for o, err := range driver.List(ctx, b, scratch+"/") {
+		if err != nil {
+			return
+		}
+		_ = b.Delete(ctx, o.Key, driver.Condition{})
+	}
 }
 
 func capsText(c driver.Capabilities) string {
