@@ -71,9 +71,22 @@ type object struct {
 // versions are unique and reproducible but, like real ETags, say nothing
 // about which comes next.
 type Bucket struct {
+	// Now, if set, is the service's clock: it stamps each object's
+	// modification time and each answer's Date (driver.ReportServiceTime).
+	// Default time.Now. The simulator sets its own model of true time.
+	Now func() time.Time
+
 	mu      sync.Mutex
 	objects map[string]object
 	writes  uint64
+}
+
+// now reads the service's clock.
+func (b *Bucket) now() time.Time {
+	if b.Now != nil {
+		return b.Now().Round(0)
+	}
+	return time.Now().Round(0)
 }
 
 // New returns an empty bucket.
@@ -92,10 +105,13 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	}
 	b.mu.Lock()
 	o, ok := b.objects[key]
+	now := b.now()
 	b.mu.Unlock()
 	if !ok {
+		driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now})
 		return nil, "", op.Fail(driver.ErrNotExist, nil)
 	}
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Modified: o.mod})
 	return io.NopCloser(bytes.NewReader(o.data)), o.version, nil
 }
 
@@ -128,6 +144,8 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Version, error) {
 	if err := op.Context().Err(); err != nil {
 		return "", op.Fail(nil, err)
 	}
+	now := b.now()
+	driver.ReportServiceTime(op.Context(), driver.ServiceTime{Date: now})
 	if !b.check(op.Key, op.Cond) {
 		return "", op.Fail(driver.ErrPrecondition, nil)
 	}
@@ -136,7 +154,7 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Version, error) {
 	}
 	b.writes++
 	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
-	b.objects[op.Key] = object{data: data, version: v, mod: time.Now()}
+	b.objects[op.Key] = object{data: data, version: v, mod: now}
 	return v, nil
 }
 
