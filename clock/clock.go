@@ -214,3 +214,23 @@ func (c *Fake) compact() {
 	c.timers = live
 	sort.Slice(c.timers, func(i, j int) bool { return c.timers[i].seq < c.timers[j].seq })
 }
+
+// Offset is a clock whose wall reading is Clock's plus D, and whose
+// monotonic clock and timers are Clock's: a machine whose wall clock has
+// been wrong by D since before the process started (NTP broken, a wrong
+// time zone set as UTC), which no reading of its own clocks can show.
+// Tests, the simulator and the chaos harness use it; the lease finds such
+// a clock by comparing it with the service's (lease.ErrClock).
+type Offset struct {
+	Clock Clock
+	D     time.Duration
+}
+
+// Wall returns Clock's wall time plus D.
+func (o Offset) Wall() time.Time { return o.Clock.Wall().Add(o.D) }
+
+// Mono returns Clock's monotonic time.
+func (o Offset) Mono() time.Duration { return o.Clock.Mono() }
+
+// AfterFunc is Clock's.
+func (o Offset) AfterFunc(d time.Duration, f func()) func() bool { return o.Clock.AfterFunc(d, f) }

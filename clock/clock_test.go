@@ -132,3 +132,19 @@ func TestFakeClockPanicsOnARunawayTimer(t *testing.T) {
 	}()
 	c.Advance(2 * time.Second)
 }
+
+func TestOffsetMovesOnlyTheWallClock(t *testing.T) {
+	f := NewFake(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC))
+	o := Offset{Clock: f, D: time.Hour}
+	if got, want := o.Wall(), f.Wall().Add(time.Hour); !got.Equal(want) {
+		t.Fatalf("Wall = %v, want %v", got, want)
+	}
+	f.Advance(time.Second)
+	if o.Mono() != f.Mono() {
+		t.Fatalf("Mono = %v, want %v", o.Mono(), f.Mono())
+	}
+	fired := make(chan struct{})
+	o.AfterFunc(time.Second, func() { close(fired) })
+	f.Advance(time.Second)
+	<-fired
+}
