@@ -134,8 +134,8 @@ func TestFakeClockPanicsOnARunawayTimer(t *testing.T) {
 }
 
 func TestOffsetMovesOnlyTheWallClock(t *testing.T) {
-	f := NewFake(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC))
-	o := Offset{Clock: f, D: time.Hour}
+	f := clock.NewFake(time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC))
+	o := clock.Offset{Clock: f, D: time.Hour}
 	if got, want := o.Wall(), f.Wall().Add(time.Hour); !got.Equal(want) {
 		t.Fatalf("Wall = %v, want %v", got, want)
 	}
