@@ -75,6 +75,10 @@ type Bucket struct {
 	// modification time and each answer's Date (driver.ReportServiceTime).
 	// Default time.Now. The simulator sets its own model of true time.
 	Now func() time.Time
+	// Resolution, if set, truncates the times the bucket stamps and
+	// reports to multiples of it, as HTTP dates are truncated to whole
+	// seconds, and is reported with them. Default 0: exact times.
+	Resolution time.Duration
 
 	mu      sync.Mutex
 	objects map[string]object
@@ -83,10 +87,11 @@ type Bucket struct {
 
 // now reads the service's clock.
 func (b *Bucket) now() time.Time {
+	t := time.Now()
 	if b.Now != nil {
-		return b.Now().Round(0)
+		t = b.Now()
 	}
-	return time.Now().Round(0)
+	return t.Round(0).Truncate(b.Resolution)
 }
 
 // New returns an empty bucket.
@@ -108,10 +113,10 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	now := b.now()
 	b.mu.Unlock()
 	if !ok {
-		driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now})
+		driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Resolution: b.Resolution})
 		return nil, "", op.Fail(driver.ErrNotExist, nil)
 	}
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Modified: o.mod})
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Modified: o.mod, Resolution: b.Resolution})
 	return io.NopCloser(bytes.NewReader(o.data)), o.version, nil
 }
 
@@ -145,7 +150,7 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Version, error) {
 		return "", op.Fail(nil, err)
 	}
 	now := b.now()
-	driver.ReportServiceTime(op.Context(), driver.ServiceTime{Date: now})
+	driver.ReportServiceTime(op.Context(), driver.ServiceTime{Date: now, Resolution: b.Resolution})
 	if !b.check(op.Key, op.Cond) {
 		return "", op.Fail(driver.ErrPrecondition, nil)
 	}
