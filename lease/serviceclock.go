@@ -10,12 +10,6 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// serviceMargin is added to the TTL and the service's resolution before a
-// record counts as stale on the service's clock: it absorbs a difference
-// of up to a second between the clocks of the service's own front ends
-// (the one that stamped the record and the one that answered the read).
-const serviceMargin = time.Second
-
 // ServiceClock is what one answer of the service said about its clock,
 // and what that shows of this machine's: the answer's Date, the lease
 // object's modification time for a read, and this machine's wall clock
@@ -122,14 +116,21 @@ func timedCall(ctx context.Context, clk clock.Clock, call func(context.Context) 
 // On the reader's clock alone (svc nil, or no modification time) it is
 // StateAt: renewed_at plus the TTL against now. With the service's clock,
 // a record is stale only when it is stale on both: by the reader's clock,
-// and by the service's, Date − Modified ≥ TTL + Resolution + serviceMargin
-// (so that its true age on the service's clock is over a TTL whatever the
-// rounding). A record whose stamp is more than a third of a TTL (and the
-// resolution) ahead of the service's modification time was stamped by a
-// holder whose clock was wrong: its stamp is not trusted, and it is judged
-// on the service's clock alone (never Suspect for being stamped in the
-// future). A released record, and one whose TTL is over MaxSaneTTL, are
-// judged as StateAt judges them.
+// and by the service's, Date − Modified ≥ TTL + Resolution, so that its
+// true age on the service's clock is over a TTL whatever the rounding of
+// the two times. No further margin is added: the holder stopped writing
+// two thirds of a TTL after it sent the renewal, which the service
+// stamped after it arrived, so the last third of the TTL is the margin
+// for the service's clock (two front ends that differ, a step between two
+// answers) and for the holder's monotonic clock running slow.
+//
+// A record whose stamp is more than a third of a TTL (and the resolution)
+// ahead of the service's modification time was stamped by a holder whose
+// clock was wrong: its stamp is not trusted, and it is judged on the
+// service's clock alone (never Suspect for being stamped in the future).
+// A stamp that far behind needs no rule: the service's clock, the later
+// of the two, decides. A released record, and one whose TTL is over
+// MaxSaneTTL, are judged as StateAt judges them.
 func judgeRecord(r Record, now time.Time, svc *ServiceClock) (State, time.Time) {
 	state := r.StateAt(now)
 	machineAt := r.RenewedAt.Add(r.TTL())
@@ -142,7 +143,7 @@ func judgeRecord(r Record, now time.Time, svc *ServiceClock) (State, time.Time) 
 		}
 		return state, now
 	}
-	need := r.TTL() + svc.Resolution + serviceMargin
+	need := r.TTL() + svc.Resolution
 	age := svc.Date.Sub(svc.Modified)
 	serviceAt := now.Add(need - age)
 	serviceStale := age >= need
