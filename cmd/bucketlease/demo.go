@@ -175,6 +175,7 @@ func runDemo(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	shared.Now = alpha.clock.Wall // the service's clock: simulated time, as both instances' clocks read it
 	beta, err := newInstance(s, shared, "beta")
 	if err != nil {
 		return err

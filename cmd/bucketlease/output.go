@@ -86,6 +86,7 @@ type record struct {
 	State            string `json:"state,omitempty"`
 	TakeoverAt       string `json:"takeover_at,omitempty"`
 	Exclusion        string `json:"exclusion,omitempty"`
+	Clocks           string `json:"clocks,omitempty"` // "service" or "assumed synchronised"
 	TTLSeconds       int64  `json:"ttl_s,omitempty"`
 	PID              int    `json:"pid,omitempty"`
 	Status           *int   `json:"status,omitempty"`

@@ -31,6 +31,17 @@ type showJSON struct {
 	// Pending is what the prefix has pending: uploads started and not
 	// completed, where the driver can list them.
 	Pending *pendingJSON `json:"pending,omitempty"`
+	// Clocks is "service" when the record was judged against the
+	// service's clock too, "assumed synchronised" when the driver reports
+	// no service time.
+	Clocks string `json:"clocks"`
+	// OffsetS is this machine's wall clock minus the service's, in
+	// seconds, within ± OffsetUncertaintyS; StampOffsetS is the record's
+	// renewed_at minus the lease object's modification time on the
+	// service's clock. Absent without service time.
+	OffsetS            *float64 `json:"offset_s,omitempty"`
+	OffsetUncertaintyS *float64 `json:"offset_uncertainty_s,omitempty"`
+	StampOffsetS       *float64 `json:"stamp_offset_s,omitempty"`
 	// ScratchKeys are scratch keys beside the lease object that a probe
 	// left (lease.IsScratchKey): a process that died during one.
 	ScratchKeys []scratchKeyJSON `json:"scratch_keys,omitempty"`
@@ -51,6 +62,15 @@ func statusJSON(loc *driver.Location, st lease.Status) showJSON {
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
 		j.Process = r.Holder
+	}
+	j.Clocks = "assumed synchronised"
+	if svc := st.Service; svc != nil {
+		off, unc := seconds(svc.Offset), seconds(svc.Uncertainty)
+		j.Clocks, j.OffsetS, j.OffsetUncertaintyS = "service", &off, &unc
+	}
+	if so, ok := st.StampOffset(); ok {
+		s := seconds(so)
+		j.StampOffsetS = &s
 	}
 	if !st.TakeoverAt.IsZero() {
 		j.TakeoverAt = utcMilli(st.TakeoverAt)

@@ -46,6 +46,7 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 	row("lease", st.Key+" on "+loc.String())
 	row("state", st.State.String()+": "+stateMeaning(st))
 	if st.State == lease.Free {
+		row("clocks", clocksText(st.Service))
 		return
 	}
 	if r := st.Record; r != nil {
@@ -61,6 +62,20 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 	}
 	row("takeover", takeoverText(st))
 	row("version", string(st.Version))
+	row("clocks", clocksText(st.Service))
+	if so, ok := st.StampOffset(); ok {
+		row("stamp", fmt.Sprintf("renewed_at minus the service's modification time: %+v (the holder's clock's offset, less the time its write took)",
+			so.Round(time.Millisecond)))
+	}
+}
+
+// clocksText says how records are judged: against the service's clock,
+// with this machine's offset from it, or on the machines' clocks alone.
+func clocksText(svc *lease.ServiceClock) string {
+	if svc == nil {
+		return "assumed synchronised: the driver reports no service time, so records are judged on this machine's clock alone"
+	}
+	return "checked against the service's: " + svc.String()
 }
 
 func takeoverText(st lease.Status) string {
