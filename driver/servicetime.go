@@ -32,7 +32,9 @@ type serviceTimeKey struct{}
 // (ReportServiceTime). report may be called from any goroutine, and more
 // than once for one call that made more than one request: the last call
 // is the response the driver returned. report must return quickly and
-// must not call the bucket: a driver may call it under its own locks.
+// must not call the bucket: a driver may call it under its own locks. A
+// nil report hides the service's time from callers further out, as a
+// driver without the capability would.
 //
 // The time comes through the context, as net/http/httptrace's hooks do,
 // rather than through a method of an optional interface, for two reasons.

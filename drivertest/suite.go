@@ -54,6 +54,9 @@ var order = []string{
 	"lease-fenced-release",
 	"lease-lost-reply",
 	"lease-release",
+	"lease-clock-wrong-contender",
+	"lease-clock-holder-fenced",
+	"lease-clock-takeover-in-time",
 	// A write cancelled at each of its steps (obligation 6).
 	"put-canceled-settles",
 	// Streamed writes, where the driver is a driver.Streamer (obligation 13).
@@ -79,7 +82,7 @@ var order = []string{
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, cancelChecks, streamChecks, listChecks, wireChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

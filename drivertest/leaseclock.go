@@ -1,0 +1,171 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// The lease against the service's clock, on the driver under test: a
+// contender whose clock has been an hour off since it started is refused
+// with ErrClock and writes nothing over a live lease; a holder whose clock
+// goes an hour ahead is fenced at its next renewal. The holder runs on this
+// machine's clock, which the suite takes to be right (within a third of a
+// TTL of the service's). A driver that reports no service time is skipped:
+// the capability is optional, and the lease then says "clocks: assumed
+// synchronised".
+
+// shifted is this machine's clock with a wall-clock offset that a check
+// may change while a lease runs on it.
+type shifted struct {
+	clock.System
+	d atomic.Int64
+}
+
+func (c *shifted) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.d.Load())) }
+
+// reportsServiceTime skips the check when a Get of the scope's key
+// reports no service time.
+func reportsServiceTime(ctx context.Context, s *scope) error {
+	k := s.key("clock-probe")
+	if _, err := s.b.Put(ctx, k, []byte("clock"), driver.Condition{}); err != nil {
+		return fmt.Errorf("Put %s: %s", k, outcome(err))
+	}
+	got := false
+	rctx := driver.WithServiceTime(ctx, func(driver.ServiceTime) { got = true })
+	if _, _, err := driver.ReadAll(rctx, s.b, k, 1<<10); err != nil {
+		return fmt.Errorf("Get %s: %s", k, outcome(err))
+	}
+	if !got {
+		return skipped{"the driver reports no service time (driver.ReportServiceTime): the lease assumes the machines' clocks synchronised"}
+	}
+	return nil
+}
+
+// clockOpts are leaseOpts on clock c, with a TTL short enough for the
+// checks that wait one out on the service's clock.
+func clockOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Options {
+	o := leaseOpts(id, c, caps)
+	o.TTL = 6 * time.Second
+	return o
+}
+
+// leaseClockChecks are the checks of this file; suite.go orders them.
+var leaseClockChecks = []check{
+	{
+		applies: declaresExclusion,
+		name:    "lease-clock-wrong-contender",
+		area:    areaPut,
+		expect:  "with a lease held, a contender whose clock is an hour ahead, then one an hour behind, gets ErrClock and writes nothing",
+		run: func(ctx context.Context, s *scope) error {
+			if err := reportsServiceTime(ctx, s); err != nil {
+				return err
+			}
+			s.key("LEASE")
+			holder, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("holder", clock.System{}, s.b.Capabilities()))
+			if err != nil {
+				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
+			}
+			defer holder.Release(context.WithoutCancel(ctx))
+			for _, off := range []time.Duration{time.Hour, -time.Hour} {
+				c := &shifted{}
+				c.d.Store(int64(off))
+				_, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("contender", c, s.b.Capabilities()))
+				if !errors.Is(err, lease.ErrClock) {
+					return fmt.Errorf("a contender %v off: %v, want ErrClock", off, err)
+				}
+				if err := holds(ctx, s.b, s.prefix, "holder"); err != nil {
+					return fmt.Errorf("after the refused contender %v off: %v", off, err)
+				}
+			}
+			if !holder.MayWrite() {
+				return errors.New("the holder may no longer write")
+			}
+			return nil
+		},
+	},
+	{
+		applies: declaresExclusion,
+		name:    "lease-clock-holder-fenced",
+		area:    areaPut,
+		expect:  "a holder (TTL 12s) whose clock runs 6s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
+		run: func(ctx context.Context, s *scope) error {
+			if err := reportsServiceTime(ctx, s); err != nil {
+				return err
+			}
+			s.key("LEASE")
+			c := &shifted{}
+			o := clockOpts("holder", c, s.b.Capabilities())
+			o.TTL = 12 * time.Second // a 6 s step: past a third of it, short of the fence's two thirds
+			holder, err := lease.Acquire(ctx, s.b, s.prefix, o)
+			if err != nil {
+				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
+			}
+			c.d.Store(int64(6 * time.Second))
+			err = holder.Renew(ctx)
+			if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, lease.ErrClock) {
+				return fmt.Errorf("the renewal 6s ahead: %v, want ErrFenced and ErrClock", err)
+			}
+			if holder.MayWrite() {
+				return errors.New("the fenced holder may still write")
+			}
+			o = clockOpts("contender", clock.System{}, s.b.Capabilities())
+			o.TTL = 12 * time.Second
+			var held *lease.HeldError
+			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); !errors.As(err, &held) || held.State != lease.Fresh {
+				return fmt.Errorf("a contender just after the renewal stamped 6s ahead: %v, want the lease held (fresh on the service's clock)", err)
+			}
+			return nil
+		},
+	},
+	{
+		applies: declaresExclusion,
+		name:    "lease-clock-takeover-in-time",
+		area:    areaPut,
+		expect:  "with clocks right, a dead holder's 3s lease is taken over by a contender looking every 200ms no sooner than its TTL and within 1.5 TTL of its last renewal (plus a second for a loaded machine)",
+		run: func(ctx context.Context, s *scope) error {
+			if err := reportsServiceTime(ctx, s); err != nil {
+				return err
+			}
+			s.key("LEASE")
+			o := clockOpts("holder", clock.System{}, s.b.Capabilities())
+			o.TTL = 3 * time.Second
+			sent := time.Now() // before the service stamped the acquire's last write
+			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); err != nil {
+				return fmt.Errorf("the holder's acquire: %v", err)
+			} // and then it dies: no renewal, no release
+			o.InstanceID = "contender"
+			con, err := lease.NewContender(s.b, s.prefix, o)
+			if err != nil {
+				return err
+			}
+			for {
+				l, err := con.Acquire(ctx)
+				took := time.Since(sent)
+				switch {
+				case err == nil:
+					l.Release(context.WithoutCancel(ctx))
+					if took < o.TTL-500*time.Millisecond {
+						return fmt.Errorf("taken over %v after the holder's acquire was sent, before its TTL", took)
+					}
+					return nil
+				case !errors.Is(err, lease.ErrHeld):
+					return fmt.Errorf("the contender: %v", err)
+				case took > o.TTL*3/2+time.Second:
+					return fmt.Errorf("not taken over %v after the holder's acquire was sent (TTL 3s): %v", took, err)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		},
+	},
+}
