@@ -120,12 +120,26 @@ func fresh(what string, t driver.ServiceTime) error {
 	return nil
 }
 
+// writtenBy fails unless get, a Get's report just after the Put whose
+// report is put, states a modification time no later than that Put's Date
+// plus the resolution: the object was written by the time the Put was
+// answered, and nothing has written it since. (A driver that reports the
+// time of the read, or its Date, as the modification time fails here.)
+func writtenBy(what string, put, get driver.ServiceTime) error {
+	if !put.Date.IsZero() && get.Modified.After(put.Date.Add(max(put.Resolution, get.Resolution))) {
+		return fmt.Errorf("the Get reported the object modified at %s, after %s answered at %s (resolution %v), "+
+			"though nothing wrote it since: the modification time is not the write's", get.Modified.UTC().Format(time.RFC3339Nano),
+			what, put.Date.UTC().Format(time.RFC3339Nano), max(put.Resolution, get.Resolution))
+	}
+	return nil
+}
+
 // serviceTimeChecks are the checks of this file; suite.go orders them.
 var serviceTimeChecks = []check{
 	check{
 		name: "service-time",
 		expect: "a driver that reports the service's time (driver.ReportServiceTime) reports, for a Put, a Date near this machine's clock, " +
-			"and for a Get of a fresh write a modification time no later than the Get's Date plus the Resolution and seconds before it; " +
+			"and for a Get of a fresh write a modification time no later than the Put's and the Get's Date plus the Resolution, and seconds before them; " +
 			"a write made just over the Resolution later moves the modification time forward; the Resolution is 0 to 2s",
 		run: func(ctx context.Context, s *scope) error {
 			k := s.key("obj")
@@ -151,6 +165,9 @@ var serviceTimeChecks = []check{
 			if err := fresh("the Get of a write just made", get1.t); err != nil {
 				return err
 			}
+			if err := writtenBy("the Put", put1.t, get1.t); err != nil {
+				return err
+			}
 			if get1.t.Date.Add(get1.t.Resolution + time.Second).Before(put1.t.Date) {
 				return fmt.Errorf("the Get's Date %s is before the Date %s of the Put it followed",
 					get1.t.Date.UTC().Format(time.RFC3339Nano), put1.t.Date.UTC().Format(time.RFC3339Nano))
@@ -166,8 +183,12 @@ var serviceTimeChecks = []check{
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-			if _, err := overwrite(ctx, s.b, k, []byte("two"), v1); err != nil {
-				return err
+			put2, _, err := timedPut(ctx, s.b, k, []byte("two"), driver.IfMatch(v1))
+			if err != nil {
+				return fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
+			}
+			if !put2.reported {
+				return errors.New("the driver reported no service time for the second Put, an IfMatch overwrite that succeeded")
 			}
 			get2, _, err := timedGet(ctx, s.b, k)
 			if err != nil {
@@ -177,6 +198,9 @@ var serviceTimeChecks = []check{
 				return errors.New("the driver reported no service time for the Get of the second write")
 			}
 			if err := fresh("the Get of the second write", get2.t); err != nil {
+				return err
+			}
+			if err := writtenBy("the second Put", put2.t, get2.t); err != nil {
 				return err
 			}
 			if get2.t.Modified.Add(res).Before(get1.t.Modified.Add(pause)) {
