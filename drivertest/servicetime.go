@@ -91,7 +91,7 @@ func plausible(what string, t driver.ServiceTime) error {
 	if t.Resolution < 0 || t.Resolution > maxResolution {
 		return fmt.Errorf("%s reported a Resolution of %v; a service's times are exact (0) or as coarse as %v at most", what, t.Resolution, maxResolution)
 	}
-	if off := t.Date.Sub(time.Now()); off > machineSkew || off < -machineSkew {
+	if off := time.Until(t.Date); off > machineSkew || off < -machineSkew {
 		return fmt.Errorf("%s reported the Date %s, %v from this machine's clock: more than the %v a service's clock may be off", what,
 			t.Date.UTC().Format(time.RFC3339Nano), off.Round(time.Millisecond), machineSkew)
 	}
