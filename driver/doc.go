@@ -134,6 +134,52 @@
 //     holding U+FFFE or U+FFFF, which XML 1.0 cannot carry (S3 lists keys
 //     in XML: ask for encoding-type=url), is refused at Put or listed back
 //     exactly. (list-nonchar-keys)
+//  15. A driver that reports the service's time (optional; see "The
+//     service's time" below) reports it for every Get and Put that got an
+//     answer, a refusal and a missing key included: a Date near the
+//     machine's clock, a Get's modification time no later than its Date
+//     plus the Resolution, moving forward with each write, and a
+//     Resolution from 0 to 2 s. A driver that reports nothing has these
+//     checks skipped, saying so. (service-time, service-time-refused) On
+//     it the lease refuses a contender whose clock is an hour off with
+//     ErrClock, fences a holder whose clock runs ahead at its next
+//     renewal, judges that holder's record by the service's clock, and
+//     still takes a dead holder's lease within 1.5 TTL.
+//     (lease-clock-wrong-contender, lease-clock-holder-fenced,
+//     lease-clock-takeover-in-time)
+//
+// # The service's time
+//
+// The lease judges a record's age on the service's clock where it can,
+// since every party that talks to one service shares that clock whatever
+// its own machine's says. So a driver that can reports, through the
+// call's context, what each answer said of the service's clock
+// (ReportServiceTime, which a caller asks for with WithServiceTime): for
+// every Get and Put that got an answer (success, refusal or missing key)
+// the answer's Date, and for a successful Get the object's modification
+// time, with the Resolution, how much earlier than the true time either
+// may read. It goes through the context rather than an optional interface
+// because it belongs to a response the call already makes, and every
+// wrapper passes its context on (see WithServiceTime). Reporting is
+// optional: a driver that reports nothing leaves the lease on the
+// machine's clock. This module's drivers report:
+//
+//	driver  Date from                          Modified (Get) from            Resolution
+//	s3, r2  the response's Date (SDK metadata,  Last-Modified                  1 s
+//	        or the error's raw response)
+//	minio   the response's Date, recorded by    Last-Modified                  1 s
+//	        the client's transport*
+//	gcs     the response's Date, recorded by    Last-Modified (the Reader's    1 s
+//	        the client's transport*             Attrs.LastModified)
+//	azure   the response's Date (captured       Last-Modified                  1 s
+//	        response, retries included)
+//	file    the machine's clock at the answer   the file's mtime               2 s
+//	        (nothing on a network file system)
+//	mem     Bucket.Now (default time.Now)       the write's Bucket.Now         0
+//
+// * a client the driver made (OpenURL, NewClient); a caller's client
+// reports only if its transport is wrapped with the driver's
+// ServiceTimeTransport. The table is kept in docs/drivers.md too.
 //
 // # Streaming a body
 //

@@ -15,12 +15,16 @@ type ServiceTime struct {
 	// Date is the service's time of the response (HTTP Date), truncated
 	// to Resolution.
 	Date time.Time
-	// Modified is the object's modification time (Last-Modified; GCS's
-	// updated) for a Get, truncated to Resolution; zero for other calls.
+	// Modified is the object's modification time (Last-Modified; a
+	// file's mtime) for a Get, truncated to Resolution; zero for other
+	// calls.
 	Modified time.Time
 	// Resolution is how much earlier than the true time Date and Modified
-	// may read: a second for HTTP dates (S3, R2, MinIO, Azure), a
-	// millisecond for GCS's updated, zero for a clock read exactly (mem).
+	// may read: a second for HTTP dates (S3, R2, MinIO, Azure, and GCS,
+	// whose read response carries Last-Modified but not the object's
+	// millisecond "updated"), two seconds for a file's mtime (FAT's
+	// granularity; see the file driver), zero for a clock read exactly
+	// (mem). The package documentation tabulates what each driver reports.
 	Resolution time.Duration
 }
 

@@ -39,7 +39,12 @@
 // context or a refusing StreamOptions.MayStart stores nothing and leaves no
 // upload pending; and for a driver that lists (driver.Lister), that List
 // pages through more than 1,000 keys in lexical order, takes its prefix as
-// a plain string, returns odd keys as written and sees a write just made.
+// a plain string, returns odd keys as written and sees a write just made;
+// and for a driver that reports the service's time
+// (driver.ReportServiceTime; optional, and skipped with a message where
+// nothing is reported), that it does so for every Get and Put answer, a
+// refusal and a missing key included, with a Date near this machine's
+// clock and a Get's modification time that is the latest write's.
 // Given Options.Transport, a hook that opens the driver with its client's
 // HTTP transport replaced, the suite also watches the wire under the
 // driver's own client library: a write whose reply is lost after it landed

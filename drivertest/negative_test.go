@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -529,7 +530,7 @@ func TestFailuresReportedAtCallersLine(t *testing.T) {
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("the failure is not reported at %s:\n%s", want, out)
 	}
-	for _, inside := range []string{"drivertest.go:", "get.go:", "put.go:", "versions.go:", "delete.go:", "failures.go:", "keys.go:", "lease.go:", "cancel.go:", "stream.go:", "streamcommit.go:", "streamfail.go:", "list.go:", "suite.go:"} {
+	for _, inside := range []string{"drivertest.go:", "get.go:", "put.go:", "versions.go:", "delete.go:", "failures.go:", "keys.go:", "lease.go:", "cancel.go:", "stream.go:", "streamcommit.go:", "streamfail.go:", "list.go:", "suite.go:", "servicetime.go:"} {
 		if strings.Contains(string(out), inside) {
 			t.Errorf("a failure is reported inside drivertest (%s):\n%s", inside, out)
 		}
@@ -545,4 +546,108 @@ func TestWrongCredentialsNotPermission(t *testing.T) {
 	// One that says the key is missing.
 	failed, _ = failedChecks(t, inner, drivertest.Options{WrongCredentials: mem.New()})
 	mustCatch(t, failed, "wrong-credentials", "ErrNotExist")
+}
+
+// skewedTime reports the service's time of the bucket underneath with
+// shift applied: to the modification time a Get reports (modified), or to
+// every Date (date).
+type skewedTime struct {
+	*mem.Bucket
+	modified, date time.Duration
+}
+
+// shifted returns ctx under which the bucket's reports reach ctx's
+// callback shifted.
+func (b skewedTime) shifted(ctx context.Context) context.Context {
+	return driver.WithServiceTime(ctx, func(st driver.ServiceTime) {
+		st.Date = st.Date.Add(b.date)
+		if !st.Modified.IsZero() {
+			st.Modified = st.Modified.Add(b.modified)
+		}
+		driver.ReportServiceTime(ctx, st)
+	})
+}
+
+func (b skewedTime) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	return b.Bucket.Get(b.shifted(ctx), key)
+}
+
+func (b skewedTime) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	return b.Bucket.Put(b.shifted(ctx), key, data, cond)
+}
+
+// TestImplausibleServiceTime: a driver whose Get reports a modification
+// time an hour off its Date, either way, or a Date a day off the machine's
+// clock, fails service-time.
+func TestImplausibleServiceTime(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		modified, date time.Duration
+		want           string
+	}{
+		{"modified an hour early", -time.Hour, 0, "the modification time is not the latest write's"},
+		{"modified an hour late", time.Hour, 0, "after the answer's Date"},
+		{"dates a day off", 0, 24 * time.Hour, "from this machine's clock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failed, _ := failedChecks(t, skewedTime{Bucket: mem.New(), modified: tc.modified, date: tc.date}, drivertest.Options{})
+			mustCatch(t, failed, "service-time", tc.want)
+		})
+	}
+}
+
+// quietOnRefusal reports the service's time for answers that succeeded
+// and nothing for a refusal or a missing key.
+type quietOnRefusal struct{ *mem.Bucket }
+
+func (b quietOnRefusal) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	var st driver.ServiceTime
+	rc, v, err := b.Bucket.Get(driver.WithServiceTime(ctx, func(t driver.ServiceTime) { st = t }), key)
+	if err == nil {
+		driver.ReportServiceTime(ctx, st)
+	}
+	return rc, v, err
+}
+
+func (b quietOnRefusal) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	var st driver.ServiceTime
+	v, err := b.Bucket.Put(driver.WithServiceTime(ctx, func(t driver.ServiceTime) { st = t }), key, data, cond)
+	if err == nil {
+		driver.ReportServiceTime(ctx, st)
+	}
+	return v, err
+}
+
+// quiet returns ctx under which a driver's reports go nowhere.
+func quiet(ctx context.Context) context.Context {
+	return driver.WithServiceTime(ctx, func(driver.ServiceTime) {})
+}
+
+// silent reports no service time at all.
+type silent struct{ *mem.Bucket }
+
+func (b silent) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	return b.Bucket.Get(quiet(ctx), key)
+}
+
+func (b silent) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	return b.Bucket.Put(quiet(ctx), key, data, cond)
+}
+
+// TestServiceTimeOnEveryAnswer: a driver that reports the service's time
+// for successes only fails service-time-refused; one that reports none has
+// both checks skipped, saying so, since reporting is optional.
+func TestServiceTimeOnEveryAnswer(t *testing.T) {
+	failed, _ := failedChecks(t, quietOnRefusal{mem.New()}, drivertest.Options{})
+	mustCatch(t, failed, "service-time-refused", "a Get of a missing key")
+	if got, ok := failed["service-time"]; ok {
+		t.Errorf("service-time failed for a driver that reports every success plausibly: %s", got)
+	}
+
+	_, rep := failedChecks(t, silent{mem.New()}, drivertest.Options{})
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.Name, "service-time") && (!r.Skipped || !strings.Contains(r.Got, "no service time")) {
+			t.Errorf("%s against a driver that reports nothing: %s (%s), want it skipped as no service time", r.Name, r.Status(), r.Got)
+		}
+	}
 }

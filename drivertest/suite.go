@@ -79,10 +79,14 @@ var order = []string{
 	"stream-reader-fails",
 	// Issue 30: keys that XML 1.0 cannot carry list back exactly.
 	"list-nonchar-keys",
+	// Issue 32: the service's time, where the driver reports it
+	// (obligation 15).
+	"service-time",
+	"service-time-refused",
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -22,6 +23,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -251,10 +253,13 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	if err != nil {
 		return nil, "", err
 	}
-	resp, err := b.c.NewBlobClient(key).DownloadStream(op.Context(), nil)
+	var raw *http.Response
+	resp, err := b.c.NewBlobClient(key).DownloadStream(policy.WithCaptureResponse(op.Context(), &raw), nil)
 	if err != nil {
+		reportTime(ctx, raw, nil)
 		return nil, "", b.fail(op, classify(err, op.Cond), err)
 	}
+	reportTime(ctx, raw, resp.LastModified)
 	if resp.ETag == nil || *resp.ETag == "" {
 		resp.Body.Close()
 		return nil, "", op.Fail(nil, errors.New("the response carried no ETag"))
@@ -272,6 +277,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	var raw *http.Response
 	resp, err := b.c.NewBlockBlobClient(key).Upload(policy.WithCaptureResponse(op.Context(), &raw),
 		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(cond)})
+	reportTime(ctx, raw, nil)
 	if err != nil {
 		if v, ok := landed(raw, http.StatusCreated); ok {
 			return v, nil
@@ -282,6 +288,22 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		return "", op.Fail(nil, errors.New("the response carried no ETag"))
 	}
 	return driver.Version(*resp.ETag), nil
+}
+
+// reportTime reports the service's time (driver.ReportServiceTime) that
+// raw, the last response the SDK received for a call (its retries
+// included; policy.WithCaptureResponse), states: its Date header and, for
+// a Get, the blob's Last-Modified (modified). Both are HTTP dates, whole
+// seconds. A call that got no response reports nothing.
+func reportTime(ctx context.Context, raw *http.Response, modified *time.Time) {
+	if raw == nil {
+		return
+	}
+	var mod time.Time
+	if modified != nil {
+		mod = *modified
+	}
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: httpdate.Parse(raw.Header.Get("Date")), Modified: mod, Resolution: time.Second})
 }
 
 // Delete removes the blob if cond holds. An unconditional Delete of a

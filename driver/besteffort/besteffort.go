@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -48,7 +49,7 @@ func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driv
 	if cond.Unconditional() {
 		return nil
 	}
-	rc, cur, err := b.inner.Get(ctx, key)
+	rc, cur, err := b.inner.Get(asPut(ctx), key)
 	exists := err == nil
 	if exists {
 		rc.Close()
@@ -63,6 +64,17 @@ func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driv
 		return op.Fail(driver.ErrPrecondition, nil)
 	}
 	return nil
+}
+
+// asPut returns ctx under which the service time the wrapped bucket
+// reports (driver.WithServiceTime) for check's Get reaches ctx's callback
+// without the object's modification time: the caller made a Put or a
+// Delete, whose report has none.
+func asPut(ctx context.Context) context.Context {
+	return driver.WithServiceTime(ctx, func(t driver.ServiceTime) {
+		t.Modified = time.Time{}
+		driver.ReportServiceTime(ctx, t)
+	})
 }
 
 // Put checks cond by reading, then writes unconditionally.

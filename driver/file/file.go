@@ -98,6 +98,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -172,7 +173,11 @@ type Options struct {
 type Bucket struct {
 	root string
 	caps driver.Capabilities
-	mode fs.FileMode // of every object written: the directory's read and write bits
+	// shared names the network or FUSE file system holding root, or is
+	// "" for a local one; on a shared one the driver reports no service
+	// time (see reportTime).
+	shared string
+	mode   fs.FileMode // of every object written: the directory's read and write bits
 }
 
 // Open returns the bucket kept in dir, creating dir if needed, with the
@@ -206,13 +211,43 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
 	}
-	return &Bucket{root: dir, caps: caps, mode: st.Mode().Perm() & 0o666}, nil
+	return &Bucket{root: dir, caps: caps, shared: fsType, mode: st.Mode().Perm() & 0o666}, nil
 }
 
 // Capabilities declares Conditional exclusion and a conditional Delete,
 // except on a network or FUSE file system not trusted by the user, where
 // it declares NoExclusion with the reason (see the package documentation).
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
+
+// modTimeResolution is the Resolution of the time the driver reports
+// (driver.ServiceTime): how much earlier than the true time a file's
+// modification time may read. Date is the machine's clock read at the
+// answer (time.Now), exact; the modification time is what the file system
+// stamped, and no file system stamps it finer than this driver can trust
+// everywhere: Linux stamps it from the kernel's coarse clock, up to a tick
+// (4 to 10 ms) behind time.Now, in nanosecond fields on ext4, XFS, Btrfs
+// and tmpfs, but ext3 (and ext4 with 128-byte inodes) and HFS+ keep whole
+// seconds and FAT and exFAT two. A file system type does not say which
+// (ext4 may have either inode size), so the driver states the coarsest, two
+// seconds: stating less would let a record on FAT read up to two seconds
+// older than it is, where stating two costs the lease at most two seconds
+// of margin.
+const modTimeResolution = 2 * time.Second
+
+// reportTime reports the service's time (driver.ReportServiceTime) for a
+// Get or Put that got an answer: this machine's clock, read now, as the
+// Date, and for a Get the file's modification time (modified). Every party
+// of a local directory runs on this one machine, so its clock is the
+// service's. On a network or FUSE file system it reports nothing: the
+// server stamps the modification time with its own clock, and each machine
+// sharing the directory has a clock of its own, none of them the
+// service's.
+func (b *Bucket) reportTime(ctx context.Context, modified time.Time) {
+	if b.shared != "" {
+		return
+	}
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: modTimeResolution})
+}
 
 // path maps a key to its file. Begin has checked the key against
 // driver.CheckKey, so it cannot leave the directory; the metadata folder is

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -40,6 +41,9 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	}
 	if err != nil {
 		kind := b.missing(err)
+		if kind == driver.ErrNotExist {
+			b.reportTime(ctx, time.Time{})
+		}
 		if kind != nil {
 			return nil, "", op.Fail(kind, nil)
 		}
@@ -58,6 +62,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		f.Close()
 		return nil, "", op.Fail(osKind(err), err)
 	}
+	b.reportTime(ctx, st.ModTime())
 	return f, v, nil
 }
 

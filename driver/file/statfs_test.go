@@ -138,3 +138,46 @@ func TestSharedFSByName(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceTimeOnlyOnALocalFS: on a local file system a Get reports this
+// machine's clock and the file's modification time; on a network file
+// system (NFS, even trusted) nothing, since its mtime is the server's clock
+// and each machine sharing it has a clock of its own.
+func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
+	real := statfsType
+	t.Cleanup(func() { statfsType = real })
+	for _, tc := range []struct {
+		name   string
+		magic  int64
+		report bool
+	}{{"local", 0xef53, true}, {"NFS", 0x6969, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			statfsType = func(string) (int64, error) { return tc.magic, nil }
+			b, err := OpenWith(t.TempDir(), Options{TrustNetworkFlock: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []driver.ServiceTime
+			ctx := driver.WithServiceTime(t.Context(), func(st driver.ServiceTime) { got = append(got, st) })
+			if _, err := b.Put(ctx, "k", []byte("x"), driver.IfAbsent()); err != nil {
+				t.Fatal(err)
+			}
+			rc, _, err := b.Get(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.Close()
+			st, err := os.Stat(b.root + "/k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case !tc.report && len(got) != 0:
+				t.Errorf("reports on %s: %+v, want none", tc.name, got)
+			case tc.report && (len(got) != 2 || !got[1].Modified.Equal(st.ModTime()) || got[1].Resolution != modTimeResolution):
+				t.Errorf("reports %+v, want the Put's and the Get's, the Get's with the file's mtime %v and a resolution of %v",
+					got, st.ModTime(), modTimeResolution)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -99,6 +100,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		return "", op.Fail(osKind(err), err)
 	}
 	if !satisfied(cur, cond) {
+		b.reportTime(ctx, time.Time{})
 		return "", op.Fail(driver.ErrPrecondition, nil)
 	}
 	if err := b.layoutConflict(key, p); err != nil {
@@ -132,6 +134,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		return "", op.Fail(osKind(err), err)
 	}
 	s.done()
+	b.reportTime(ctx, time.Time{})
 	return v, nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -129,10 +130,11 @@ func newClient(ctx context.Context, endpoint string, creds *auth.Credentials) (*
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 	}
 	tr.MaxIdleConnsPerHost = 100 // as the client library sets it
-	hc := &http.Client{Transport: tr}
+	rt := ServiceTimeTransport(tr)
+	hc := &http.Client{Transport: rt}
 	if creds != nil {
 		var err error
-		hc, err = httptransport.NewClient(&httptransport.Options{BaseRoundTripper: tr, Credentials: creds})
+		hc, err = httptransport.NewClient(&httptransport.Options{BaseRoundTripper: rt, Credentials: creds})
 		if err != nil {
 			return nil, nil, fmt.Errorf("gcs: Application Default Credentials: %w", err)
 		}
@@ -257,10 +259,13 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	if err != nil {
 		return nil, "", err
 	}
-	r, err := b.ctl.Object(key).NewReader(op.Context())
+	var dates httpdate.Capture
+	r, err := b.ctl.Object(key).NewReader(dates.Context(op.Context()))
 	if err != nil {
+		reportTime(ctx, &dates, time.Time{})
 		return nil, "", op.Fail(b.classify(ctx, err, op.Cond), err)
 	}
+	reportTime(ctx, &dates, r.Attrs.LastModified)
 	if r.Attrs.Generation <= 0 {
 		r.Close()
 		return nil, "", op.Fail(nil, errors.New("the read response carried no object generation"))
@@ -281,7 +286,8 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	// The Writer's context must outlive Close, and a cancel aborts the
 	// upload; cancelling once Close returned releases its goroutine.
-	wctx, cancel := context.WithCancel(op.Context())
+	var dates httpdate.Capture
+	wctx, cancel := context.WithCancel(dates.Context(op.Context()))
 	defer cancel()
 	w := obj.NewWriter(wctx)
 	// A chunk larger than the body: the client library reads the whole body
@@ -296,6 +302,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
+	reportTime(ctx, &dates, time.Time{})
 	if err != nil {
 		return "", op.Fail(b.classify(ctx, err, cond), err)
 	}
@@ -305,6 +312,31 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	return version(attrs.Generation), nil
 }
+
+// reportTime reports the service's time (driver.ReportServiceTime): the
+// Date header of the last response the client's transport received under
+// dates (ServiceTimeTransport records it: the client library shows no
+// response header) and, for a Get, the object's modification time as the
+// client library's Reader gives it (Attrs.LastModified), which it parses
+// from the read response's Last-Modified header, on the JSON API's media
+// download as on the XML API; the object's "updated" field, to the
+// millisecond, is not in a read's response. Both are HTTP dates, whole
+// seconds. A Get whose response carries no Last-Modified reports the Date
+// alone. Nothing is reported when the transport recorded no Date: a client
+// passed to New whose transport is not wrapped by ServiceTimeTransport, or
+// a call that got no response.
+func reportTime(ctx context.Context, dates *httpdate.Capture, modified time.Time) {
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: dates.Date(), Modified: modified, Resolution: time.Second})
+}
+
+// ServiceTimeTransport returns rt (http.DefaultTransport if nil) wrapped
+// so that a Bucket whose client sends its requests through it reports the
+// service's time to the caller (driver.WithServiceTime): the Date header of
+// each Get's and Put's response, and a Get's Last-Modified. The clients
+// OpenURL makes have it; for a client passed to New, give it an HTTP
+// client whose transport (under any authentication) is wrapped so
+// (option.WithHTTPClient).
+func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpdate.Transport(rt) }
 
 // object returns the handle of key in h (b.ctl or b.bkt) under the
 // precondition cond stands for: ifGenerationMatch=0 for IfAbsent,

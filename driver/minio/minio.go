@@ -11,11 +11,13 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	miniogo "github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
@@ -117,6 +119,7 @@ func newClient(endpoint string, secure bool, region string) (*miniogo.Client, *h
 	if secure {
 		rt = plainHTTPHint{tr}
 	}
+	rt = ServiceTimeTransport(rt)
 	c, err := miniogo.New(endpoint, &miniogo.Options{Creds: creds, Secure: secure, Region: region, Transport: rt})
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the MinIO client for %s: %w", endpoint, err)
@@ -181,10 +184,15 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	// Client's GetObject would not: its Object sends a HEAD for Stat and
 	// then a GET with If-Match for the body, which fails with 412 if the
 	// object changes in between.
-	body, info, _, err := miniogo.Core{Client: b.client}.GetObject(op.Context(), b.bucket, key, miniogo.GetObjectOptions{})
+	var dates httpdate.Capture
+	body, info, header, err := miniogo.Core{Client: b.client}.GetObject(dates.Context(op.Context()), b.bucket, key, miniogo.GetObjectOptions{})
 	if err != nil {
+		reportTime(ctx, &dates, time.Time{})
 		return nil, "", op.Fail(kind(err, op.Cond), err)
 	}
+	// The header, not info.LastModified, which minio-go replaces with
+	// X-Minio-Source-Mtime (a replication source's clock) where present.
+	reportTime(ctx, &dates, httpdate.Parse(header.Get("Last-Modified")))
 	if info.ETag == "" {
 		body.Close()
 		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
@@ -215,7 +223,9 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if _, err := b.client.GetBucketLocation(ctx, b.bucket); err != nil {
 		return "", op.Fail(kind(err, driver.Condition{}), err)
 	}
-	info, err := b.client.PutObject(op.Context(), b.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+	var dates httpdate.Capture
+	info, err := b.client.PutObject(dates.Context(op.Context()), b.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+	reportTime(ctx, &dates, time.Time{})
 	if err != nil {
 		return "", op.Fail(kind(err, cond), err)
 	}
@@ -224,6 +234,25 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	return driver.Version(info.ETag), nil
 }
+
+// reportTime reports the service's time (driver.ReportServiceTime): the
+// Date of the last response the client's transport received under dates
+// (ServiceTimeTransport records it; minio-go shows no response header of a
+// PutObject or an error) and, for a Get, the object's Last-Modified. Both
+// are HTTP dates, whole seconds. Nothing is reported when the client's
+// transport recorded no Date: a client passed to New whose transport is not
+// wrapped by ServiceTimeTransport, or a call that got no response.
+func reportTime(ctx context.Context, dates *httpdate.Capture, modified time.Time) {
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: dates.Date(), Modified: modified, Resolution: time.Second})
+}
+
+// ServiceTimeTransport returns rt (http.DefaultTransport if nil) wrapped
+// so that a Bucket whose minio-go client sends its requests through it
+// reports the service's time to the caller (driver.WithServiceTime): the
+// Date header of each Get's and Put's response, and a Get's Last-Modified.
+// NewClient and OpenURL wrap the clients they make with it; a client passed
+// to New reports only if its Options.Transport is wrapped so.
+func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpdate.Transport(rt) }
 
 // Delete removes key unconditionally; a missing key is success. Any
 // condition is refused with driver.ErrUnsupported without a request, since

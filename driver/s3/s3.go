@@ -17,6 +17,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -130,8 +131,10 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	}
 	out, err := b.ctl.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
+		reportTime(ctx, nil, err, nil)
 		return nil, "", op.Fail(kind(err, op.Cond), err)
 	}
+	reportTime(ctx, &out.ResultMetadata, nil, out.LastModified)
 	v := driver.Version(aws.ToString(out.ETag))
 	if v == "" {
 		out.Body.Close()
@@ -170,12 +173,14 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 	sent := time.Now()
 	out, err := client.PutObject(op.Context(), in)
 	if err != nil {
+		reportTime(ctx, nil, err, nil)
 		k := kind(err, cond)
 		if op.Attempts() > 1 && (k == driver.ErrPrecondition || k == nil) {
 			return b.settle(ctx, op, k, err, key, data, sent)
 		}
 		return "", op.Fail(k, err)
 	}
+	reportTime(ctx, &out.ResultMetadata, nil, nil)
 	v := driver.Version(aws.ToString(out.ETag))
 	if v == "" {
 		return "", op.Fail(nil, errors.New("the service returned no ETag"))
@@ -238,6 +243,27 @@ func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (driver.
 		}
 	}
 	return rb, nil
+}
+
+// reportTime reports the service's time (driver.ReportServiceTime) that
+// the response to an SDK call stated: the Date header of the last attempt's
+// response, which the SDK keeps in the result's metadata (md) on success
+// and in the error's raw response (err) on failure, and for a Get the
+// object's Last-Modified (modified). Both are HTTP dates, whole seconds. A
+// call that got no response (a network error, a cancelled context) reports
+// nothing.
+func reportTime(ctx context.Context, md *middleware.Metadata, err error, modified *time.Time) {
+	var date time.Time
+	if md != nil {
+		date, _ = awsmiddleware.GetServerTime(*md)
+	}
+	var re *awshttp.ResponseError
+	if err != nil && errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		if t, perr := http.ParseTime(re.Response.Header.Get("Date")); perr == nil {
+			date = t
+		}
+	}
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: date, Modified: aws.ToTime(modified), Resolution: time.Second})
 }
 
 // Delete removes key with one DeleteObject request. A missing key is
