@@ -94,7 +94,7 @@ var leaseClockChecks = []check{
 		applies: declaresExclusion,
 		name:    "lease-clock-holder-fenced",
 		area:    areaPut,
-		expect:  "a holder (TTL 12s) whose clock runs 6s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
+		expect:  "a holder (TTL 15s) whose clock runs 8s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
 		run: func(ctx context.Context, s *scope) error {
 			if err := reportsServiceTime(ctx, s); err != nil {
 				return err
@@ -102,24 +102,24 @@ var leaseClockChecks = []check{
 			s.key("LEASE")
 			c := &shifted{}
 			o := clockOpts("holder", c, s.b.Capabilities())
-			o.TTL = 12 * time.Second // a 6 s step: past a third of it, short of the fence's two thirds
+			o.TTL = 15 * time.Second // an 8 s step: past a third of it (and a 2 s resolution), short of the fence's two thirds
 			holder, err := lease.Acquire(ctx, s.b, s.prefix, o)
 			if err != nil {
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
 			}
-			c.d.Store(int64(6 * time.Second))
+			c.d.Store(int64(8 * time.Second))
 			err = holder.Renew(ctx)
 			if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, lease.ErrClock) {
-				return fmt.Errorf("the renewal 6s ahead: %v, want ErrFenced and ErrClock", err)
+				return fmt.Errorf("the renewal 8s ahead: %v, want ErrFenced and ErrClock", err)
 			}
 			if holder.MayWrite() {
 				return errors.New("the fenced holder may still write")
 			}
 			o = clockOpts("contender", clock.System{}, s.b.Capabilities())
-			o.TTL = 12 * time.Second
+			o.TTL = 15 * time.Second
 			var held *lease.HeldError
 			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); !errors.As(err, &held) || held.State != lease.Fresh {
-				return fmt.Errorf("a contender just after the renewal stamped 6s ahead: %v, want the lease held (fresh on the service's clock)", err)
+				return fmt.Errorf("a contender just after the renewal stamped 8s ahead: %v, want the lease held (fresh on the service's clock)", err)
 			}
 			return nil
 		},

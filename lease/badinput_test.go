@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -48,7 +49,9 @@ func fileBucket(t *testing.T) *countingBucket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &countingBucket{Bucket: b}
+	// Without the service's time: these tests' fake clocks read days
+	// from the real time the file driver reports.
+	return &countingBucket{Bucket: faulty.NoServiceTime(b)}
 }
 
 // takeoverAfter plants data as db1/LEASE in b, then lets a contender try

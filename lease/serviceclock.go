@@ -30,6 +30,8 @@ type ServiceClock struct {
 	// from when the request was sent and when its answer came; the true
 	// offset lies within Offset ± Uncertainty.
 	Offset, Uncertainty time.Duration
+
+	local time.Time // this machine's clock when the answer came
 }
 
 // newServiceClock times t, the service's answer to a request sent at the
@@ -43,7 +45,7 @@ func newServiceClock(t driver.ServiceTime, sent, recv time.Time) *ServiceClock {
 		lo, hi = hi, lo
 	}
 	return &ServiceClock{Date: t.Date, Modified: t.Modified, Resolution: t.Resolution,
-		Offset: lo + (hi-lo)/2, Uncertainty: (hi - lo) / 2}
+		Offset: lo + (hi-lo)/2, Uncertainty: (hi - lo) / 2, local: recv}
 }
 
 // String says how far this machine's clock is from the service's.
@@ -79,7 +81,7 @@ func (c *ServiceClock) offsetProblem(ttl time.Duration) string {
 	if least <= ttl/3 {
 		return ""
 	}
-	local := c.Date.Add(c.Offset)
+	local := c.local
 	return fmt.Sprintf("this machine's clock is %s the service's: it read about %s when the service's answer said %s, more than the third of a TTL (%v) that clocks may differ by; fix the machine's clock (NTP)",
 		describeOffset(c.Offset), local.UTC().Format(time.RFC3339), c.Date.UTC().Format(time.RFC3339), ttl/3)
 }
