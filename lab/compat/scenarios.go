@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -199,6 +200,7 @@ func otherText(others map[string]int, ignored int) string {
 // takeover: a holder stops renewing; after a TTL another instance takes the
 // lease over, and the old holder's next renewal gets ErrLost.
 func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, error) {
+	b = faulty.NoServiceTime(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
 	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
@@ -234,6 +236,7 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 // takes over, then the fenced holder releases. Its release must leave the
 // successor's lease in place: same object, same version, still renewable.
 func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string, error) {
+	b = faulty.NoServiceTime(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
 	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
