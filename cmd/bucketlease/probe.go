@@ -205,6 +205,24 @@ func sweepLate(ctx context.Context, b driver.Bucket, scratch string) {
 	}
 }
 
+// probeClocks says, from the service-time check, whether the lease on
+// this service judges records against the service's clock too, or on the
+// machines' clocks alone.
+func probeClocks(rep *drivertest.Report) string {
+	for _, r := range rep.Results {
+		switch {
+		case r.Name != "service-time":
+		case r.Passed:
+			return "checked against the service's: the driver reports its time, and it is plausible"
+		case r.Skipped:
+			return "assumed synchronised: the driver reports no service time, so the lease judges records on the machines' clocks alone"
+		default:
+			return "the service's time the driver reports is implausible (see service-time): the lease would judge records by it"
+		}
+	}
+	return "not checked"
+}
+
 func capsText(c driver.Capabilities) string {
 	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, yesNo(c.ConditionalDelete))
 }
@@ -282,6 +300,7 @@ func printReport(w io.Writer, rep *drivertest.Report) {
 		}
 	}
 	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
+	fmt.Fprintf(w, "%s\n", wrapText("clocks:   "+probeClocks(rep), reportWidth, "          "))
 	var verdict string
 	switch {
 	case rep.OK():
@@ -340,6 +359,9 @@ type probeReportJSON struct {
 	Declared capsJSON          `json:"declared"`
 	Observed capsJSON          `json:"observed"`
 	Results  []probeResultJSON `json:"results"`
+	// Clocks says whether the lease on this service judges records against
+	// the service's clock too (from the service-time check).
+	Clocks string `json:"clocks"`
 	// LockFilesLeft is how many of the file driver's lock files the probe
 	// added to LockDir (file:// only): the scratch keys were removed, their
 	// lock files stay (the driver never removes one).
@@ -366,7 +388,7 @@ type probeResultJSON struct {
 func probeJSON(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
 	j := probeReportJSON{URL: loc.String(), OK: rep.OK(),
 		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
-		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}}
+		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}, Clocks: probeClocks(rep)}
 	for _, r := range rep.Results {
 		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: r.Status(), Expect: r.Expect, Got: r.Got,
 			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation, Errored: r.Errored})
