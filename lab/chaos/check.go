@@ -80,6 +80,11 @@ const (
 	// the end, except those of a write whose process was killed before it
 	// logged its outcome. Checked where the harness can list them.
 	InvPending = "pending-upload"
+	// InvClock: no process whose wall clock is wrong from its start
+	// (WorkerConfig.ClockOffset, an hour in a normal run: far outside the
+	// envelope, and provable from any answer's date) acquires a lease: the
+	// lease refuses it with ErrClock.
+	InvClock = "clock"
 )
 
 // linearizeTimeout bounds Porcupine's search per LEASE history; a search
@@ -120,7 +125,14 @@ type Check struct {
 	// PreconditionsIgnored counts acquires that failed closed because the
 	// service accepted a probe.
 	PreconditionsIgnored int
-	Takeovers            []time.Duration // one per drill that moved the lease
+	// ClockRefused counts acquires that failed with lease.ErrClock, and
+	// ClockFenced the lease events (a holder fenced) that carried it;
+	// ClockRefusedProcs names the processes refused so, and
+	// ClockOffsetProcs those started with a wall clock wrong from the
+	// start (WorkerConfig.ClockOffset).
+	ClockRefused, ClockFenced           int
+	ClockRefusedProcs, ClockOffsetProcs []string
+	Takeovers                           []time.Duration // one per drill that moved the lease
 	// LeaseOps counts the LEASE requests checked for linearizability;
 	// Unlinearized names the labels whose check did not finish in time.
 	LeaseOps     int
@@ -191,6 +203,8 @@ func CheckRun(res *Result) *Check {
 	releasedAt := map[pk][]int64{}         // when, by process and label
 	exited := map[string]bool{}            // procs that logged their exit
 	scratch := map[string]map[string]int{} // label+key: proc: streams begun and not ended
+	offsetProc := map[string]bool{}        // procs started with a wall clock wrong from the start
+	clockRefused := map[string]bool{}      // procs refused with ErrClock
 	for i := range res.Entries {
 		e := res.Entries[i]
 		k := pk{e.Proc, e.Prefix}
@@ -199,6 +213,11 @@ func CheckRun(res *Result) *Check {
 		}
 		procsOfID[e.ID][e.Proc] = true
 		switch e.Ev {
+		case EvStart:
+			if strings.Contains(" "+e.Detail, " "+ClockOffsetSwitch) && !offsetProc[e.Proc] {
+				offsetProc[e.Proc] = true
+				c.ClockOffsetProcs = append(c.ClockOffsetProcs, e.Proc)
+			}
 		case EvAcquireStart:
 			lastAcq[k] = e.T
 		case EvAcquireOK:
@@ -206,12 +225,24 @@ func CheckRun(res *Result) *Check {
 			epochs[ek{e.Proc, e.Prefix, e.Epoch}] = ep
 			epochList = append(epochList, ep)
 			c.Epochs++
+			if offsetProc[e.Proc] {
+				c.add(Violation{Invariant: InvClock, Label: e.Prefix, At: time.Unix(0, e.T), Procs: []string{e.Proc},
+					From: time.Unix(0, lastAcq[k]), To: time.Unix(0, e.T),
+					Detail: fmt.Sprintf("%s, whose wall clock is wrong from its start, acquired a lease (epoch %d): the lease must refuse it with ErrClock", e.Proc, e.Epoch)})
+			}
 			if e.Kind == "took-over" {
 				c.Transfers++
 			}
 		case EvAcquireFail:
 			if strings.Contains(e.Err, "ignores write preconditions") {
 				c.PreconditionsIgnored++
+			}
+			if e.Clock {
+				c.ClockRefused++
+				if !clockRefused[e.Proc] {
+					clockRefused[e.Proc] = true
+					c.ClockRefusedProcs = append(c.ClockRefusedProcs, e.Proc)
+				}
 			}
 			if e.Err == "held" {
 				refusals = append(refusals, refusal{e, lastAcq[k]})
@@ -254,6 +285,9 @@ func CheckRun(res *Result) *Check {
 		case EvLease:
 			if e.Kind == "lost" {
 				lostEvents = append(lostEvents, e)
+			}
+			if e.Clock {
+				c.ClockFenced++
 			}
 		case EvReleaseStart:
 			released[e.Proc] = true
@@ -917,7 +951,7 @@ func (r *Result) Report(v Violation) string {
 	} else if cfg.CLIBin == "" {
 		b.WriteString(" --cli=false")
 	}
-	fmt.Fprintf(&b, "\n  clock skews by slot: %v\n", r.Skews)
+	fmt.Fprintf(&b, "\n  clock skews by slot: %v; wall clocks wrong from the start, by slot: %v\n", r.Skews, r.ClockOffsets)
 	from, to := v.From.Add(-cfg.TTL), v.To.Add(cfg.TTL/2)
 	if len(r.Schedule) <= 40 {
 		fmt.Fprintf(&b, "  the seed's whole schedule (offsets from the start):\n%s", FormatSchedule(r.Schedule))
@@ -1005,8 +1039,13 @@ func (r *Result) Summary() string {
 	if r.CleanErr != "" {
 		pend += " clean-up errors: " + r.CleanErr
 	}
-	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
+	refusedProcs := "none"
+	if len(c.ClockRefusedProcs) > 0 {
+		refusedProcs = strings.Join(c.ClockRefusedProcs, ",")
+	}
+	clk := fmt.Sprintf("clock-offset-procs=%d refused-clock=%d (procs %s) fenced-clock=%d", len(c.ClockOffsetProcs), c.ClockRefused, refusedProcs, c.ClockFenced)
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s %s violations=%d worst-takeover=%s",
 		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
 		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.StreamedOK, c.Streamed, c.StreamAborted, c.StreamAbortFailed, pend,
-		c.LeaseOps, lin, len(c.Violations), w)
+		c.LeaseOps, lin, clk, len(c.Violations), w)
 }

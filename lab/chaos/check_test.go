@@ -404,3 +404,34 @@ func TestCheckerDrillCLI(t *testing.T) {
 		})
 	}
 }
+
+// A process started with a wall clock wrong from its start: its refusals
+// with ErrClock are counted, and a lease it acquired is a clock violation.
+func TestCheckerClockOffset(t *testing.T) {
+	s := int64(time.Second)
+	refused := []Entry{
+		{T: 1 * s, Proc: "C", ID: "c", Ev: EvStart, Detail: "skew=100ms " + ClockOffsetSwitch + "1h0m0s"},
+		{T: 3 * s, Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+		{T: 3*s + 1, Proc: "C", ID: "c", Ev: EvAcquireFail, Prefix: "p0", Err: "acquire p0/LEASE: the wall clock is not to be trusted: ...", Clock: true},
+		{T: 4 * s, Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+		{T: 4*s + 1, Proc: "C", ID: "c", Ev: EvAcquireFail, Prefix: "p0", Err: "acquire p0/LEASE: the wall clock is not to be trusted: ...", Clock: true},
+	}
+	res := synthetic(refused...)
+	res.Check = CheckRun(res)
+	c := res.Check
+	if got := invariants(c); got != "" {
+		t.Fatalf("a process refused with ErrClock: violations %q, want none", got)
+	}
+	if c.ClockRefused != 2 || strings.Join(c.ClockRefusedProcs, ",") != "C" || strings.Join(c.ClockOffsetProcs, ",") != "C" {
+		t.Fatalf("refused %d by %v, offset procs %v; want 2 by [C], [C]", c.ClockRefused, c.ClockRefusedProcs, c.ClockOffsetProcs)
+	}
+	if sum := res.Summary(); !strings.Contains(sum, "refused-clock=2 (procs C)") {
+		t.Errorf("the summary does not count the refusals: %s", sum)
+	}
+	// The same process acquiring: the lease did not see its clock.
+	held := append(refused[:1:1], Entry{T: 7 * s, Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p1"},
+		Entry{T: 8 * s, Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p1", Epoch: 1, Kind: "acquired"})
+	if got := invariants(CheckRun(synthetic(held...))); got != InvClock {
+		t.Fatalf("a process with a wrong clock acquired: violations %q, want %q", got, InvClock)
+	}
+}

@@ -53,6 +53,9 @@ type Entry struct {
 	Match  string `json:"match,omitempty"`
 	Body   string `json:"body,omitempty"`
 	Status string `json:"status,omitempty"`
+	// Clock: the error (Err) wraps lease.ErrClock, for EvAcquireFail and
+	// EvLease.
+	Clock bool `json:"clock,omitempty"`
 }
 
 // The events a worker logs.
