@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -143,6 +144,9 @@ type attempt struct {
 	// (dropScratch); deletes yield the outcome of the deletes started.
 	scratch string
 	deletes []<-chan error
+	// svc is what the latest read of the lease object said about the
+	// service's clock; nil when the driver reports none.
+	svc *ServiceClock
 }
 
 // run is one pass of the algorithm of Acquire (see the package doc). It
@@ -171,6 +175,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	// over a live holder. Only a free key is written blind, with
 	// If-None-Match: *.
 	cur, curV, err := a.read(ctx)
+	if why := cur.svc.offsetProblem(s.ttl); why != "" {
+		return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
+	}
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return a.create(ctx, st)
@@ -230,12 +237,12 @@ func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driv
 		return a.reacquire(ctx, cur.rec, curV)
 	}
 	now := st.wall
-	state := Suspect
+	state, takeoverAt := Suspect, time.Time{}
 	if cur.err == nil {
-		state = cur.rec.StateAt(now)
+		state, takeoverAt = judgeRecord(cur.rec, now, cur.svc)
 	}
 	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
-		return a.twin(st, cur.rec, curV)
+		return a.twin(st, cur, curV, takeoverAt)
 	}
 	a.c.twin = Watch{}
 	switch state {
@@ -245,7 +252,7 @@ func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driv
 		return a.takeOver(ctx, st, curV, EventTookOver)
 	case Fresh:
 		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: &cur.rec, State: Fresh,
-			TakeoverAt: cur.rec.RenewedAt.Add(cur.rec.TTL()), Now: now}}
+			TakeoverAt: takeoverAt, Now: now, Service: cur.svc}}
 	}
 	return a.suspect(ctx, st, cur, curV)
 }
@@ -277,7 +284,8 @@ func (a *attempt) reacquire(ctx context.Context, rec Record, v driver.Version) (
 // which may lag ours by the skew the spec allows, so only the record's own
 // age bounds when it stopped.) A change while we watch it means a live
 // process is renewing it: ErrInstanceInUse.
-func (a *attempt) twin(st stamp, rec Record, v driver.Version) (*Lease, error) {
+func (a *attempt) twin(st stamp, cur readResult, v driver.Version, takeoverAt time.Time) (*Lease, error) {
+	rec := cur.rec
 	w := &a.c.twin
 	if w.seen && w.version != v {
 		*w = Watch{}
@@ -287,7 +295,7 @@ func (a *attempt) twin(st stamp, rec Record, v driver.Version) (*Lease, error) {
 	w.observe(v, a.c.s.clock.Mono())
 	return nil, &HeldError{SameID: true, Status: Status{Key: a.c.key, Version: v, Record: &rec, State: Fresh,
 		Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
-		TakeoverAt: rec.RenewedAt.Add(rec.TTL()), Now: st.wall}}
+		TakeoverAt: takeoverAt, Now: st.wall, Service: cur.svc}}
 }
 
 // suspect takes over a suspect record, or an object that is not a record,
@@ -308,7 +316,7 @@ func (a *attempt) suspect(ctx context.Context, st stamp, cur readResult, curV dr
 	}
 	if seen < a.c.s.ttl {
 		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: prev, State: Suspect, Reason: reason,
-			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now}}
+			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now, Service: cur.svc}}
 	}
 	st.previous = prev
 	st.detail = fmt.Sprintf("took over a suspect lease unchanged for %v: %s", seen.Round(time.Millisecond), reason)
@@ -365,6 +373,7 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 		return nil, a.cleanUp(ctx, st, failure)
 	}
 	l := newLease(a.c, a.b, st, v)
+	l.svc = a.svc
 	a.c.held = l
 	a.c.watch, a.c.twin = Watch{}, Watch{}
 	a.c.saveWatch()
@@ -437,28 +446,44 @@ func (c *Contender) endHeld() error {
 	return nil
 }
 
-// readResult is a LEASE object read back: the record, or why it is not one.
+// readResult is a LEASE object read back: the record, or why it is not one,
+// and what the answer said about the service's clock.
 type readResult struct {
 	rec Record
-	err error // ErrMalformed or ErrTooLarge: not a record
+	err error         // ErrMalformed or ErrTooLarge: not a record
+	svc *ServiceClock // nil when the driver reported no service time
 }
 
 // read reads the lease object. A missing object is driver.ErrNotExist; an
 // object that is not a valid record is a readResult with err set.
 func (a *attempt) read(ctx context.Context) (readResult, driver.Version, error) {
-	return readLease(ctx, a.b, a.c.key)
+	cur, v, err := readLease(ctx, a.c.s.clock, a.b, a.c.key)
+	if cur.svc != nil {
+		a.svc = cur.svc
+	}
+	return cur, v, err
 }
 
-func readLease(ctx context.Context, b driver.Bucket, key string) (readResult, driver.Version, error) {
-	data, v, err := driver.ReadAll(ctx, b, key, MaxRecordSize)
+// readLease reads the lease object, timed on clk's wall clock. The
+// readResult's svc is set whenever the driver reported the service's time,
+// a missing object (driver.ErrNotExist) included.
+func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (readResult, driver.Version, error) {
+	var (
+		data []byte
+		v    driver.Version
+	)
+	svc, err := timedCall(ctx, clk, func(ctx context.Context) (err error) {
+		data, v, err = driver.ReadAll(ctx, b, key, MaxRecordSize)
+		return err
+	})
 	if errors.Is(err, driver.ErrTooLarge) {
-		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize)}, v, nil
+		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil
 	}
 	if err != nil {
-		return readResult{}, "", err
+		return readResult{svc: svc}, "", err
 	}
 	rec, derr := DecodeRecord(data)
-	return readResult{rec: rec, err: derr}, v, nil
+	return readResult{rec: rec, err: derr, svc: svc}, v, nil
 }
 
 // landed reports whether the stored record cur, at version curV, is our

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -96,7 +97,7 @@ func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Versi
 	if err := checkWall(now); err != nil {
 		return err
 	}
-	cur, curV, err := readLease(ctx, b, key)
+	cur, curV, err := readLease(ctx, clock.System{}, b, key)
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return fmt.Errorf("break %s: the lease object no longer exists; nothing was written: %w", key, driver.ErrPrecondition)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -95,7 +94,7 @@ func TestRequestBudgets(t *testing.T) {
 	}
 
 	t.Run("acquire on an empty prefix, renew, release", func(t *testing.T) {
-		r := &rounds{Bucket: mem.New()}
+		r := &rounds{Bucket: machineClocksOnly()}
 		c := clock.NewFake(t0)
 		l, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil))
 		if err != nil {
@@ -113,7 +112,7 @@ func TestRequestBudgets(t *testing.T) {
 		check(t, "release", r, budget{1, 1})
 	})
 	t.Run("take back our own lease after a restart", func(t *testing.T) {
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		acquire(t, b, "me", c)
 		c.Advance(time.Second) // the restart
@@ -133,7 +132,7 @@ func TestRequestBudgets(t *testing.T) {
 		check(t, "take back", r, budget{8, 5}) // read; scratch key; its two probes; If-Match beside the made-up-version probe; If-None-Match probe beside the scratch delete
 	})
 	t.Run("take over a stale lease", func(t *testing.T) {
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
 		r := &rounds{Bucket: b}
@@ -143,7 +142,7 @@ func TestRequestBudgets(t *testing.T) {
 		check(t, "takeover", r, budget{8, 5})
 	})
 	t.Run("refused by a fresh holder", func(t *testing.T) {
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		acquire(t, b, "holder", c)
 		r := &rounds{Bucket: b}
@@ -153,7 +152,7 @@ func TestRequestBudgets(t *testing.T) {
 		check(t, "refusal", r, budget{1, 1}) // read first: nothing is written over a fresh record
 	})
 	t.Run("negative control: serial requests count as separate rounds", func(t *testing.T) {
-		r := &rounds{Bucket: mem.New()}
+		r := &rounds{Bucket: machineClocksOnly()}
 		for range 3 {
 			r.Put(ctx, "k", nil, driver.Condition{})
 		}

@@ -55,14 +55,37 @@
 //     makes the lease look older than it is, and a contender whose clocks
 //     drifted apart that way since it last read them (a process started
 //     beside a holder, on a machine whose clock then stepped back) refuses
-//     to acquire with ErrClock. A clock that is already wrong when the
-//     process starts is beyond what any reading of its own clocks shows:
-//     keep machines' clocks synchronised.
+//     to acquire with ErrClock.
+//   - A clock that is already wrong when the process starts is found by
+//     comparing it with the service's, where the driver reports the
+//     service's time (every driver in this module does: the Date of each
+//     answer and the object's modification time, which come with the
+//     answers the lease gets anyway, so the request budget is unchanged).
+//     Each acquire and each renewal measures this machine's offset from
+//     the service from when its request was sent and its answer came; an
+//     offset provably beyond a third of a TTL makes Acquire fail with
+//     ErrClock (naming both times) before it writes anything, and fences a
+//     holder at that renewal (ErrFenced and ErrClock).
+//   - A record is stale only when it is stale on both clocks: renewed_at
+//     plus the TTL has passed on the reader's clock, and, on the service's
+//     clock, the answer that read it came at least a TTL (plus the dates'
+//     resolution, a second on HTTP services) after the write that made it
+//     (Date − Modified). So a contender whose clock is wrong cannot find a
+//     live lease stale, and a dead holder's lease is still taken over about
+//     a TTL after its last renewal (within 1.5 TTL), with no wait from when
+//     the contender first saw it. A record whose stamp is more than a third
+//     of a TTL ahead of its modification time was stamped by a wrong clock:
+//     it is judged on the service's clock alone, never by its stamp. Where
+//     the driver reports no service time, records are judged on the
+//     reader's clock alone and the machines' clocks are assumed
+//     synchronised (Lease.ServiceClock and Status.Service are then empty,
+//     and the bucketlease command says "clocks: assumed synchronised").
 //   - Clock skew up to that third of a TTL (10 s at the default 30 s) is
 //     absorbed. A record stamped in the future counts as fresh; one stamped
-//     more than its own TTL ahead, or with a TTL over MaxSaneTTL, or that is
-//     not a record at all, is suspect and is taken over once a contender has
-//     seen it unchanged for one of its own TTLs (Watch).
+//     more than its own TTL ahead (on a service without its time), or with
+//     a TTL over MaxSaneTTL, or that is not a record at all, is suspect and
+//     is taken over once a contender has seen it unchanged for one of its
+//     own TTLs (Watch).
 //   - Every acquire probes the service: the lease is written once more with
 //     If-None-Match: * and once with If-Match on a made-up version, and both
 //     must be refused. If either is accepted, Acquire fails closed with
@@ -103,12 +126,28 @@
 // not current. Proven by every read-back: whether a write whose answer was
 // lost landed (the stored record is exactly the one sent, at a new version).
 //
+// Proven at every acquire and renewal, where the driver reports the
+// service's time: that this machine's wall clock is within a third of a
+// TTL of the service's.
+//
+// Why judging by the service's clock keeps the fence's guarantee: a holder
+// stops writing two thirds of a TTL after it sent its latest renewal, on
+// its own monotonic clock; the service stamped that renewal's modification
+// time no earlier than it received it, so after it was sent. A reader
+// takes over only once the service's clock says more than a TTL has passed
+// since that stamp, a third of a TTL after the holder stopped: that third
+// absorbs a service clock that steps, two front ends of the service that
+// differ, and a holder's monotonic clock that runs slow.
+//
 // Assumed, and not provable from one machine: that the service enforces
-// preconditions on other keys as it does on LEASE; that wall clocks stay
-// within a third of a TTL of each other; that monotonic clocks run at about
-// the same rate; that a driver's Get returns the body and version of one
-// stored object; and, for the file driver, that the directory is on a local
-// file system (flock excludes processes on one machine only).
+// preconditions on other keys as it does on LEASE; that the service's
+// clock does not jump by more than a third of a TTL between two of its
+// answers (where the driver reports it), or that wall clocks stay within a
+// third of a TTL of each other (where it does not); that monotonic clocks
+// run at about the same rate; that a driver's Get returns the body and
+// version of one stored object, and the service's time of that answer; and,
+// for the file driver, that the directory is on a local file system (flock
+// excludes processes on one machine only).
 //
 // Limits of the fence. MayWrite and Bucket are exact on both clocks. Done
 // and the Fence contexts are cancelled by a timer on the monotonic clock

@@ -65,7 +65,11 @@ var (
 	// Contender, even one that has stamped nothing yet, does not acquire
 	// until the clock reads within a third of a TTL of where it should
 	// (caught up, or stepped forward again). A clock already wrong when
-	// the process started cannot be seen this way.
+	// the process started cannot be seen this way; it is seen by comparing
+	// the clock with the service's, where the driver reports the
+	// service's time: an offset provably beyond a third of a TTL makes
+	// Acquire fail with ErrClock, naming both times, and fences a holder
+	// at its next renewal with an error wrapping ErrFenced and ErrClock.
 	ErrClock = errors.New("the wall clock is not to be trusted")
 )
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -139,3 +140,11 @@ func scratchLeft(t *testing.T, b driver.Bucket) int {
 // only there passes the scratch-key proof and meets the probes after the
 // first write.
 func onLease(key string) bool { return key == "db1/LEASE" }
+
+// machineClocksOnly returns an empty mem bucket that reports no service
+// time, like a driver without the capability: the lease judges records on
+// the machines' clocks alone. Tests of that rule use it, because their
+// fake clocks read days away from the real time a mem bucket would report.
+func machineClocksOnly() *mem.Bucket {
+	return &mem.Bucket{Now: func() time.Time { return time.Time{} }}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -32,6 +33,11 @@ type Status struct {
 	// time for a Suspect one, which a contender takes over only after it has
 	// seen it unchanged for one of its own TTLs.
 	TakeoverAt time.Time
+	// Service is what the service's answer said about its clock (this
+	// machine's offset from it, the object's modification time), by which
+	// the record was judged too; nil when the driver reports no service
+	// time, and the record was judged on the reader's clock alone.
+	Service *ServiceClock
 }
 
 // Holder returns the instance id the record names, or "" when there is no
@@ -44,14 +50,17 @@ func (s Status) Holder() string {
 }
 
 // Inspect reads the lease object of prefix in b and classifies it at the
-// wall-clock time now, as a contender would. A missing object is Free; an
-// object that is not a lease record (empty, malformed or larger than
-// MaxRecordSize) is Suspect with Record nil. Any other read failure is an
-// error naming the key.
+// wall-clock time now, as a contender would: on both clocks where the
+// driver reports the service's time (Status.Service, whose offset is this
+// machine's, measured on time.Now around the read), on now alone where it
+// does not. A missing object is Free; an object that is not a lease record
+// (empty, malformed or larger than MaxRecordSize) is Suspect with Record
+// nil. Any other read failure is an error naming the key.
 func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
 	st := Status{Key: key, Now: now}
-	cur, v, err := readLease(ctx, b, key)
+	cur, v, err := readLease(ctx, clock.System{}, b, key)
+	st.Service = cur.svc
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		st.State, st.TakeoverAt = Free, now
@@ -66,14 +75,20 @@ func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time)
 	}
 	rec := cur.rec
 	st.Record = &rec
-	st.State = rec.StateAt(now)
-	switch st.State {
-	case Fresh:
-		st.TakeoverAt = rec.RenewedAt.Add(rec.TTL())
-	case Stale, Released:
-		st.TakeoverAt = now
-	case Suspect:
+	st.State, st.TakeoverAt = judgeRecord(rec, now, cur.svc)
+	if st.State == Suspect {
 		st.Reason = rec.suspicion(now)
 	}
 	return st, nil
+}
+
+// StampOffset returns the record's renewed_at minus the service's
+// modification time of the lease object: how far the clock of the holder
+// that stamped it was from the service's, plus the time its write took to
+// arrive. It is false when there is no record or no service time.
+func (s Status) StampOffset() (time.Duration, bool) {
+	if s.Record == nil || s.Service == nil || s.Service.Modified.IsZero() {
+		return 0, false
+	}
+	return s.Record.RenewedAt.Sub(s.Service.Modified), true
 }

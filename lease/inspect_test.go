@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -49,7 +48,7 @@ func TestInspectStates(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := mem.New()
+			b := machineClocksOnly()
 			var v driver.Version
 			if c.data != nil {
 				v = putRecord(t, b, "p/LEASE", c.data)
@@ -75,7 +74,7 @@ func TestInspectStates(t *testing.T) {
 // TestInspectAgreesWithAcquire: what Inspect calls Fresh, Acquire refuses
 // with the same holder and takeover time.
 func TestInspectAgreesWithAcquire(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	putRecord(t, b, "LEASE", lease.Record{InstanceID: "alpha", AcquiredAt: time.Now().Add(-time.Minute),
 		RenewedAt: time.Now().Add(-5 * time.Second), TTLSeconds: 30}.Encode())
 	st, err := lease.Inspect(context.Background(), b, "", time.Now())
@@ -100,7 +99,7 @@ func (brokenBucket) Get(context.Context, string) (io.ReadCloser, driver.Version,
 }
 
 func TestInspectReadError(t *testing.T) {
-	_, err := lease.Inspect(context.Background(), brokenBucket{mem.New()}, "p", inspectNow)
+	_, err := lease.Inspect(context.Background(), brokenBucket{machineClocksOnly()}, "p", inspectNow)
 	if err == nil || !strings.Contains(err.Error(), "p/LEASE") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("err = %v, want one naming the key and the cause", err)
 	}

@@ -48,6 +48,9 @@ type Lease struct {
 	idle      chan struct{}                     // closed when writes drops to 0 after the lease ended
 	inTurn    bool                              // a renewal or release holds the turn
 	queued    []Event                           // events raised during the turn, reported after it
+	// svc is what the service said about its clock at the latest acquire
+	// or renewal; nil when the driver reports none.
+	svc *ServiceClock
 	// streamProven: this lease has shown that the service applies the
 	// condition at a streamed upload's commit (proveStreamCommit).
 	streamProven bool
@@ -78,6 +81,20 @@ func (l *Lease) TTL() time.Duration { return l.s.ttl }
 // Exclusion reports how strongly this lease keeps a second writer out on
 // its service: Conditional, or BestEffort under EnvConditional=off.
 func (l *Lease) Exclusion() driver.Exclusion { return l.caps.Exclusion }
+
+// ServiceClock returns what the service said about its clock at the
+// lease's latest read or renewal (this machine's offset from it), and
+// false when its driver reports no service time: the lease then judges
+// records on the machines' clocks alone, assumed synchronised to within a
+// third of a TTL ("clocks: assumed synchronised").
+func (l *Lease) ServiceClock() (ServiceClock, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.svc == nil {
+		return ServiceClock{}, false
+	}
+	return *l.svc, true
+}
 
 // Version returns the version of the lease object we last wrote.
 func (l *Lease) Version() driver.Version {

@@ -12,14 +12,13 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 func TestStartTogetherExactlyOneLease(t *testing.T) {
 	for round := range 20 {
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		const n = 16
 		var (
@@ -66,7 +65,7 @@ func TestStartTogetherExactlyOneLease(t *testing.T) {
 }
 
 func TestHolderTakenOverLearnsLost(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	var ev events
 	l, err := lease.Acquire(context.Background(), b, "db1", opts("holder", c, &ev))
@@ -87,7 +86,7 @@ func TestHolderTakenOverLearnsLost(t *testing.T) {
 }
 
 func TestFencedHolderLearnsLostAtNextRenewal(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	holderClock, takerClock := clock.NewFake(t0), clock.NewFake(t0)
 	l := acquire(t, b, "holder", holderClock)
 	holderClock.Advance(ttl)
@@ -103,7 +102,7 @@ func TestFencedHolderLearnsLostAtNextRenewal(t *testing.T) {
 func TestLostReplyAcquireIsOurs(t *testing.T) {
 	for _, asRefusal := range []bool{false, true} {
 		t.Run(fmt.Sprintf("retry-refused=%v", asRefusal), func(t *testing.T) {
-			inner := mem.New()
+			inner := machineClocksOnly()
 			dropped := 0
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
 				if op == "put" && key == "db1/LEASE" && cond.Absent() && dropped == 0 {
@@ -137,7 +136,7 @@ func TestLostReplyAcquireIsOurs(t *testing.T) {
 func TestLostReplyOfTheScratchKeyIsReadBack(t *testing.T) {
 	for _, asRefusal := range []bool{false, true} {
 		t.Run(fmt.Sprintf("retry-refused=%v", asRefusal), func(t *testing.T) {
-			inner := mem.New()
+			inner := machineClocksOnly()
 			var dropped atomic.Int32
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
 				return op == "put" && lease.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
@@ -160,7 +159,7 @@ func TestLostReplyOfTheScratchKeyIsReadBack(t *testing.T) {
 }
 
 func TestLostReplyRenewalIsNotLost(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	drop := false
 	b := &faulty.LostReply{Bucket: inner, Drop: func(op, _ string, cond driver.Condition) bool {
 		_, match := cond.Match()
@@ -185,7 +184,7 @@ func TestLostReplyRenewalIsNotLost(t *testing.T) {
 }
 
 func TestLateRenewalOfOursIsAdoptedNotLost(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	late := &latePut{Bucket: inner}
 	c := clock.NewFake(t0)
 	l := acquire(t, late, "me", c)
@@ -217,7 +216,7 @@ func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := clock.NewFake(t0)
-			l := acquire(t, mem.New(), "me", c)
+			l := acquire(t, machineClocksOnly(), "me", c)
 			tc.step(c, 2*third-time.Nanosecond)
 			if !l.MayWrite() {
 				t.Fatal("fenced before two thirds of the TTL")
@@ -230,7 +229,7 @@ func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
 	}
 	t.Run("wall clock jumps back and forth", func(t *testing.T) {
 		c := clock.NewFake(t0)
-		l := acquire(t, mem.New(), "me", c)
+		l := acquire(t, machineClocksOnly(), "me", c)
 		// A step back within the skew readers absorb neither fences
 		// early nor extends the fence.
 		c.AdvanceWall(-third + time.Second)
@@ -245,13 +244,13 @@ func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
 		// A step back of an hour fences at once: the wall clock can no
 		// longer see a suspension the monotonic clock did not count.
 		c1 := clock.NewFake(t0)
-		l1 := acquire(t, mem.New(), "me", c1)
+		l1 := acquire(t, machineClocksOnly(), "me", c1)
 		c1.AdvanceWall(-time.Hour)
 		if l1.MayWrite() {
 			t.Fatal("a wall clock stepped back an hour did not fence")
 		}
 		c2 := clock.NewFake(t0)
-		l2 := acquire(t, mem.New(), "me", c2)
+		l2 := acquire(t, machineClocksOnly(), "me", c2)
 		c2.AdvanceWall(time.Hour)
 		if l2.MayWrite() {
 			t.Fatal("a wall clock stepped an hour forward did not fence")
@@ -259,7 +258,7 @@ func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
 	})
 	t.Run("renewal moves the deadline", func(t *testing.T) {
 		c := clock.NewFake(t0)
-		l := acquire(t, mem.New(), "me", c)
+		l := acquire(t, machineClocksOnly(), "me", c)
 		c.Advance(third)
 		if err := l.Renew(context.Background()); err != nil {
 			t.Fatal(err)
@@ -279,7 +278,7 @@ func TestMayWriteEndsAtTwoThirdsOfTTL(t *testing.T) {
 // from when it was sent, not when its answer came.
 func TestFenceDeadlineFromSendTime(t *testing.T) {
 	c := clock.NewFake(t0)
-	slow := &faulty.Failing{Bucket: mem.New()}
+	slow := &faulty.Failing{Bucket: machineClocksOnly()}
 	l := acquire(t, slow, "me", c)
 	slow.Before = func(ctx context.Context, op, _ string, cond driver.Condition) error {
 		if _, ok := cond.Match(); ok && op == "put" {
@@ -301,7 +300,7 @@ func TestFenceDeadlineFromSendTime(t *testing.T) {
 func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	c := clock.NewFake(t0)
 	started := make(chan struct{})
-	blocking := &faulty.Failing{Bucket: mem.New()}
+	blocking := &faulty.Failing{Bucket: machineClocksOnly()}
 	l := acquire(t, blocking, "me", c)
 	// inflight is the context of the write in flight, set before started
 	// is closed: the fence cancels it synchronously inside Advance, so its
@@ -350,7 +349,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 // overlap runs a holder that stops renewing and a contender whose wall clock
 // runs skew ahead, and reports the first instant both may write.
 func overlap(t *testing.T, skew time.Duration) (time.Duration, bool) {
-	b := mem.New()
+	b := machineClocksOnly()
 	hc, cc := clock.NewFake(t0), clock.NewFake(t0.Add(skew))
 	h := acquire(t, b, "holder", hc)
 	ct, err := lease.NewContender(b, "db1", opts("contender", cc, nil))
@@ -397,7 +396,7 @@ func TestSkewUpToAThirdOfTTLIsAbsorbed(t *testing.T) {
 }
 
 func TestFutureStampedRecordCountsAsFresh(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, foreign("fast-clock", t0.Add(ttl/2), 30))
 	_, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
@@ -421,7 +420,7 @@ func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
-			b := mem.New()
+			b := machineClocksOnly()
 			c := clock.NewFake(t0)
 			put(t, b, data)
 			var ev events
@@ -449,7 +448,7 @@ func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 		})
 	}
 	t.Run("a change restarts the watch", func(t *testing.T) {
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		put(t, b, "{garbage 1")
 		ct, _ := lease.NewContender(b, "db1", opts("me", c, nil))
@@ -474,7 +473,7 @@ func TestStaleAndReleasedAreTakenOver(t *testing.T) {
 		"released": foreign("gone", t0, 0),
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := mem.New()
+			b := machineClocksOnly()
 			put(t, b, rec)
 			var ev events
 			if _, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), &ev)); err != nil {
@@ -488,7 +487,7 @@ func TestStaleAndReleasedAreTakenOver(t *testing.T) {
 }
 
 func TestRestartTakesOverOwnLeaseOnceStale(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	acquire(t, b, "me", c) // then the process dies
 	c.Advance(time.Second)
@@ -535,7 +534,7 @@ func TestProbeFailsClosed(t *testing.T) {
 		// A path that ignores preconditions on every key is caught on the
 		// scratch key, before anything is written to the lease object.
 		t.Run(tc.name+", every key", func(t *testing.T) {
-			inner := mem.New()
+			inner := machineClocksOnly()
 			if tc.seed != "" {
 				put(t, inner, tc.seed)
 			}
@@ -563,7 +562,7 @@ func TestProbeFailsClosed(t *testing.T) {
 		// prefix is left blocked for a full TTL, not released: nobody else
 		// gets in before such a holder fenced.
 		t.Run(tc.name+", the lease object only", func(t *testing.T) {
-			inner := mem.New()
+			inner := machineClocksOnly()
 			if tc.seed != "" {
 				put(t, inner, tc.seed)
 			}
@@ -587,7 +586,7 @@ func TestProbeFailsClosed(t *testing.T) {
 		})
 	}
 	t.Run("negative control: an honest bucket passes", func(t *testing.T) {
-		if _, err := lease.Acquire(context.Background(), &faulty.Bucket{Bucket: mem.New()}, "db1", opts("me", clock.NewFake(t0), nil)); err != nil {
+		if _, err := lease.Acquire(context.Background(), &faulty.Bucket{Bucket: machineClocksOnly()}, "db1", opts("me", clock.NewFake(t0), nil)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -604,7 +603,7 @@ func TestBestEffortMode(t *testing.T) {
 	}
 	o.Logger = logs.logger()
 	// A service ignoring preconditions is refused conditionally…
-	b := &faulty.Bucket{Bucket: mem.New(), Ignore: faulty.IgnoreIfAbsent | faulty.IgnoreIfMatch}
+	b := &faulty.Bucket{Bucket: machineClocksOnly(), Ignore: faulty.IgnoreIfAbsent | faulty.IgnoreIfMatch}
 	l, err := lease.Acquire(context.Background(), b, "db1", o)
 	if err != nil {
 		t.Fatalf("best-effort acquire: %v", err)
@@ -626,11 +625,11 @@ func TestBestEffortMode(t *testing.T) {
 	}
 	o3 := opts("x", clock.NewFake(t0), nil)
 	o3.Getenv = func(string) string { return "of" }
-	if _, err := lease.Acquire(context.Background(), mem.New(), "db1", o3); err == nil || !strings.Contains(err.Error(), lease.EnvConditional) {
+	if _, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", o3); err == nil || !strings.Contains(err.Error(), lease.EnvConditional) {
 		t.Fatalf("a misspelled switch value: %v, want an error naming the variable", err)
 	}
 	o4 := opts("x", clock.NewFake(t0), nil)
-	l4, err := lease.Acquire(context.Background(), mem.New(), "db1", o4)
+	l4, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", o4)
 	if err != nil || l4.Exclusion() != driver.Conditional {
 		t.Fatalf("default mode: %v, %v", l4, err)
 	}
@@ -639,7 +638,7 @@ func TestBestEffortMode(t *testing.T) {
 func TestReleaseNeverRemovesSuccessor(t *testing.T) {
 	for _, condDelete := range []bool{true, false} {
 		t.Run(fmt.Sprintf("conditional-delete=%v", condDelete), func(t *testing.T) {
-			var b driver.Bucket = mem.New()
+			var b driver.Bucket = machineClocksOnly()
 			if !condDelete {
 				b = faulty.NoConditionalDelete{Bucket: b}
 			}
@@ -661,7 +660,7 @@ func TestReleaseNeverRemovesSuccessor(t *testing.T) {
 func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 	for _, condDelete := range []bool{true, false} {
 		t.Run(fmt.Sprintf("conditional-delete=%v", condDelete), func(t *testing.T) {
-			var b driver.Bucket = mem.New()
+			var b driver.Bucket = machineClocksOnly()
 			if !condDelete {
 				b = faulty.NoConditionalDelete{Bucket: b}
 			}
@@ -693,7 +692,7 @@ func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 func TestKeepRenewsAndStopsCleanly(t *testing.T) {
 	c := clock.NewFake(t0)
 	var ev events
-	l, err := lease.Acquire(context.Background(), mem.New(), "db1", opts("me", c, &ev))
+	l, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", opts("me", c, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -718,7 +717,7 @@ func TestKeepRetriesThenFences(t *testing.T) {
 	c := clock.NewFake(t0)
 	var ev events
 	var failing atomicBool
-	b := &faulty.Failing{Bucket: mem.New(), Before: func(ctx context.Context, op, _ string, _ driver.Condition) error {
+	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(ctx context.Context, op, _ string, _ driver.Condition) error {
 		if failing.get() {
 			return errors.New("503 SlowDown")
 		}
@@ -804,7 +803,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // TestBrokenLeaseWithOurIDIsLost: a released record that keeps our instance
 // id (a break that preserved the id) is not a late renewal of ours.
 func TestBrokenLeaseWithOurIDIsLost(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	l := acquire(t, b, "me", c)
 	rec := l.Record()
@@ -823,13 +822,13 @@ func TestBrokenLeaseWithOurIDIsLost(t *testing.T) {
 func TestWallClockBeyondTheRecordsRange(t *testing.T) {
 	far := time.Date(9999, 12, 31, 23, 59, 50, 0, time.UTC)
 	c := clock.NewFake(far)
-	b := mem.New()
+	b := machineClocksOnly()
 	l := acquire(t, b, "me", c)
 	c.Advance(15 * time.Second) // now in the year 10000, within the fence
 	if err := l.Renew(context.Background()); err == nil || errors.Is(err, lease.ErrLost) || !strings.Contains(err.Error(), "wall clock") {
 		t.Fatalf("renew with the wall clock in year 10000: %v", err)
 	}
-	if _, err := lease.Acquire(context.Background(), mem.New(), "db1", opts("other", c, nil)); err == nil || !strings.Contains(err.Error(), "wall clock") {
+	if _, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", opts("other", c, nil)); err == nil || !strings.Contains(err.Error(), "wall clock") {
 		t.Fatalf("acquire with the wall clock in year 10000: %v", err)
 	}
 	if r, _, ok := readRecord(t, b); !ok || r.InstanceID != "me" {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -32,7 +31,7 @@ func TestHolderReplacedByATwinLearnsInstanceInUse(t *testing.T) {
 		{"another instance", "other", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := mem.New()
+			b := machineClocksOnly()
 			c := clock.NewFake(t0)
 			holder := acquire(t, b, "same", c)
 			c.Advance(ttl / 3)
@@ -69,7 +68,7 @@ func TestHolderReplacedByATwinLearnsInstanceInUse(t *testing.T) {
 func TestStreamedUploadStopsAtTheFence(t *testing.T) {
 	for _, suspend := range []bool{false, true} {
 		ctx := context.Background()
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		l := acquire(t, b, "me", c)
 		body := &onRead{r: bytes.NewReader(make([]byte, 1<<20))}
@@ -114,7 +113,7 @@ func (o *onRead) Read(p []byte) (int, error) {
 // (Mutant acquired-at-not-random.)
 func TestTwinsStartingTogetherOnAStuckClock(t *testing.T) {
 	ctx := context.Background()
-	raw := mem.New()
+	raw := machineClocksOnly()
 	c := clock.NewFake(t0) // never advanced: a stuck clock
 	var first *lease.Lease
 	b := &beforeFirstPut{Bucket: raw, f: func() { first = acquire(t, raw, "same", c) }}
@@ -158,7 +157,7 @@ func (b *beforeFirstPut) Put(ctx context.Context, key string, data []byte, cond 
 // the comparison of the two clocks since the last renewal sees it.)
 func TestHolderWithAStuckWallClockFencesItself(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	l := acquire(t, b, "me", c)
 	var err error

@@ -222,7 +222,7 @@ var readmeBuckets sync.Map // name -> *mem.Bucket, for readme-ignoring://
 // The scheme of a store that accepts every write whatever its condition.
 func init() {
 	driver.Register("readme-ignoring", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
-		b, _ := readmeBuckets.LoadOrStore(u.Host, mem.New())
+		b, _ := readmeBuckets.LoadOrStore(u.Host, machineClocksOnly())
 		return ignoringBucket{b.(*mem.Bucket)}, strings.Trim(u.Path, "/"), nil
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -82,7 +83,7 @@ func release(ctx context.Context, b driver.Bucket, key string, v driver.Version,
 		if err == nil {
 			return "", nil
 		}
-		cur, curV, rerr := readLease(ctx, b, key)
+		cur, curV, rerr := readLease(ctx, clock.System{}, b, key)
 		switch {
 		case errors.Is(rerr, driver.ErrNotExist):
 			return "the lease object is gone", nil

@@ -62,7 +62,11 @@ func (l *Lease) Renew(ctx context.Context) error {
 	// The write ends with the lease: a renewal still in flight at the
 	// fence deadline, or when Release stops the lease, is abandoned.
 	wctx, cancel := l.Fence(ctx)
-	v, err := l.b.Put(wctx, l.key, rec.Encode(), driver.IfMatch(over))
+	var v driver.Version
+	svc, err := timedCall(wctx, l.s.clock, func(ctx context.Context) (err error) {
+		v, err = l.b.Put(ctx, l.key, rec.Encode(), driver.IfMatch(over))
+		return err
+	})
 	cancel()
 	if err != nil {
 		if v, err = l.readBack(ctx, rec, over, err); err != nil {
@@ -76,6 +80,16 @@ func (l *Lease) Renew(ctx context.Context) error {
 		err := l.done
 		l.mu.Unlock()
 		return err
+	}
+	if svc != nil {
+		l.svc = svc
+	}
+	if why := svc.offsetProblem(l.s.ttl); why != "" {
+		// The renewal landed, stamped by a clock the service shows is
+		// wrong: stop writing now, before a reader misjudges it.
+		l.mu.Unlock()
+		l.end(fmt.Errorf("%w: %w", ErrFenced, ErrClock), nil, why)
+		return fmt.Errorf("renew %s: %w: %w: %s", l.key, ErrFenced, ErrClock, why)
 	}
 	if !l.mayWriteLocked() {
 		// The reply came after the fence deadline; work under the lease
@@ -98,7 +112,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // rec if the renewal landed all the same (its answer was lost), or the
 // error Renew returns.
 func (l *Lease) readBack(ctx context.Context, rec Record, over driver.Version, err error) (driver.Version, error) {
-	cur, curV, rerr := readLease(ctx, l.b, l.key)
+	cur, curV, rerr := readLease(ctx, l.s.clock, l.b, l.key)
 	switch {
 	case errors.Is(rerr, driver.ErrNotExist):
 		l.end(ErrLost, nil, "the lease object was removed")
@@ -202,7 +216,7 @@ func (l *Lease) emit(e Event) {
 // lease object so that a holder that was taken over learns so (ErrLost).
 // The lease is still ours only while the object holds a record it wrote.
 func (l *Lease) checkLost(ctx context.Context) error {
-	cur, _, err := readLease(ctx, l.b, l.key)
+	cur, _, err := readLease(ctx, l.s.clock, l.b, l.key)
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
 		return l.fencedError()
 	}

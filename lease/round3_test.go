@@ -13,7 +13,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -29,7 +28,7 @@ type slowData struct {
 }
 
 func newSlowData() *slowData {
-	return &slowData{Bucket: mem.New(), started: make(chan string, 16), gate: make(chan struct{})}
+	return &slowData{Bucket: machineClocksOnly(), started: make(chan string, 16), gate: make(chan struct{})}
 }
 
 func (s *slowData) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
@@ -115,7 +114,7 @@ func TestReleaseWaitsForTheWritesItCancelled(t *testing.T) {
 // waits for no write that was refused.
 func TestWriteAfterReleaseIsRefusedAndNotWaitedFor(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -135,7 +134,7 @@ func TestWriteAfterReleaseIsRefusedAndNotWaitedFor(t *testing.T) {
 // returns instead of deadlocking.
 func TestReleaseFromOnEventDuringARenewal(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	var l *lease.Lease
 	var once sync.Once
@@ -201,7 +200,7 @@ func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, co
 func refusedAcquireOverALiveHolder(t *testing.T, ignoreAll bool) string {
 	t.Helper()
 	ctx := context.Background()
-	inner := mem.New()
+	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	a := acquire(t, inner, "A", c)
 	var path driver.Bucket = &dropFirstIfAbsent{Bucket: inner}
@@ -237,7 +236,7 @@ func TestRefusedAcquireNeverDestroysALiveLease(t *testing.T) {
 func raceOverAFreeKey(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	inner := mem.New()
+	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	var a *lease.Lease
 	path := &dropFirstIfAbsent{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease},
@@ -277,7 +276,7 @@ func TestRefusedAcquireBlocksThePrefixUntilAnOverwrittenHolderFenced(t *testing.
 func firstHeaderDropped(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	inner := mem.New()
+	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	var a *lease.Lease
 	path := &dropFirstIfAbsent{Bucket: inner, before: func() { a = acquire(t, inner, "A", c) }}
@@ -305,7 +304,7 @@ func TestFirstWriteOfAnAcquireCarriesAProvenHeader(t *testing.T) {
 // own blocking record back before it is stale.
 func TestBlockedContenderWaitsOutItsOwnBlock(t *testing.T) {
 	ctx := context.Background()
-	inner := mem.New()
+	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	path := &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease}
 	con, err := lease.NewContender(path, "db1", opts("B", c, nil))
@@ -349,7 +348,7 @@ func (i ignoreIfMatch) Put(ctx context.Context, key string, data []byte, cond dr
 func breakOfAnOldVersion(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	inner := mem.New()
+	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	h := acquire(t, inner, "holder", c)
 	looked := h.Version()
@@ -379,7 +378,7 @@ func TestBreakNeverOverwritesANewerVersion(t *testing.T) {
 func clockSteppedBack(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	hc, rc := clock.NewFake(t0), clock.NewFake(t0)
 	var ev events
 	h, err := lease.Acquire(ctx, b, "db1", opts("holder", hc, &ev))
@@ -418,7 +417,7 @@ func TestHolderWhoseWallClockSteppedBackFencesItself(t *testing.T) {
 // clock that lies: the holder keeps renewing.
 func TestSmallWallClockStepsDoNotFence(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	l, err := lease.Acquire(ctx, b, "db1", opts("holder", c, nil))
 	if err != nil {
@@ -481,7 +480,7 @@ func (s *staleReads) Get(ctx context.Context, key string) (io.ReadCloser, driver
 // a twin: the renewal is retried, not lost.
 func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
 	ctx := context.Background()
-	b := &staleReads{Bucket: mem.New()}
+	b := &staleReads{Bucket: machineClocksOnly()}
 	c := clock.NewFake(t0)
 	l, err := lease.Acquire(ctx, b, "db1", opts("me", c, nil))
 	if err != nil {
@@ -516,7 +515,7 @@ func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
 func steppedBackReacquire(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
 	if err != nil {
@@ -546,7 +545,7 @@ func TestSteppedBackClockDoesNotReacquire(t *testing.T) {
 // lease object already old, and the fence is timed from the later stamp.
 func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
 	c := clock.NewFake(t0)
-	slow := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, _ driver.Condition) error {
+	slow := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, _ driver.Condition) error {
 		if op == "put" && lease.IsScratchKey(key) {
 			c.Advance(5 * time.Second)
 		}
@@ -576,7 +575,7 @@ func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
 func contenderClockSteppedBack(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	hc, nc, rc := clock.NewFake(t0), clock.NewFake(t0), clock.NewFake(t0)
 	if _, err := lease.Acquire(ctx, b, "db1", opts("holder", hc, nil)); err != nil {
 		t.Fatal(err) // the holder then stops renewing (paused)
@@ -633,7 +632,7 @@ func TestContenderClockRefusalHeals(t *testing.T) {
 	} {
 		t.Run(heal.name, func(t *testing.T) {
 			c := clock.NewFake(t0)
-			con, err := lease.NewContender(mem.New(), "db1", opts("a", c, nil))
+			con, err := lease.NewContender(machineClocksOnly(), "db1", opts("a", c, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -665,7 +664,7 @@ func TestContenderClockRefusalHeals(t *testing.T) {
 func TestContenderClockSuspendedOrSlewedAcquires(t *testing.T) {
 	ctx := context.Background()
 	c := clock.NewFake(t0)
-	con, err := lease.NewContender(mem.New(), "db1", opts("a", c, nil))
+	con, err := lease.NewContender(machineClocksOnly(), "db1", opts("a", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -113,7 +112,7 @@ func errString(err error) string {
 }
 
 func TestFencedHolderReleaseKeepsSuccessorWhereDeleteConditionIsIgnored(t *testing.T) {
-	ignoring := func(t *testing.T) string { return fencedThenTakenOver(t, ignoresDeleteCondition{mem.New()}) }
+	ignoring := func(t *testing.T) string { return fencedThenTakenOver(t, ignoresDeleteCondition{machineClocksOnly()}) }
 	check(t, ignoring)
 }
 
@@ -122,7 +121,7 @@ func TestFencedHolderReleaseKeepsSuccessorWhereDeleteConditionIsIgnored(t *testi
 // acquires again, and the old *Lease is released.
 func releaseOldAfterReacquire(t *testing.T) string {
 	t.Helper()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
 	if err != nil {
@@ -165,7 +164,7 @@ func TestReleasingAnOldFencedLeaseKeepsTheReacquiredOne(t *testing.T) {
 // returns what went wrong, and the errors the second process saw.
 func twins(t *testing.T) (bad string, errs []error) {
 	t.Helper()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	type proc struct {
 		con     *lease.Contender
@@ -232,7 +231,7 @@ func TestTwoLiveProcessesWithOneIDNeverBothWrite(t *testing.T) {
 }
 
 func TestTwinTakesOverAStalledFirstWhichThenLoses(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	first := acquire(t, b, "same", c)
 	second, err := lease.NewContender(b, "db1", opts("same", c, nil))
@@ -266,7 +265,7 @@ func bestEffortDeclared(t *testing.T) (acquired bool, logged string, err error) 
 	var log logBuffer
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Logger = log.logger()
-	_, err = lease.Acquire(context.Background(), besteffort.Wrap(mem.New()), "db1", o)
+	_, err = lease.Acquire(context.Background(), besteffort.Wrap(machineClocksOnly()), "db1", o)
 	return err == nil, log.String(), err
 }
 
@@ -280,7 +279,7 @@ func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Logger = log.logger()
 	o.Getenv = func(string) string { return "off" }
-	l, err := lease.Acquire(context.Background(), besteffort.Wrap(mem.New()), "db1", o)
+	l, err := lease.Acquire(context.Background(), besteffort.Wrap(machineClocksOnly()), "db1", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +289,7 @@ func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
 }
 
 func TestFailedProbeCleanUpThatFailsSaysWhatItLeft(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	b := &faulty.Failing{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease},
 		Before: func(ctx context.Context, op, key string, cond driver.Condition) error {
 			if op == "put" && onLease(key) && isMatch(cond) {
@@ -316,7 +315,7 @@ func TestFailedProbeCleanUpThatFailsSaysWhatItLeft(t *testing.T) {
 }
 
 func TestFailedProbeCleansUpAfterTheAcquireContextEnded(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var absent atomic.Int32
@@ -337,7 +336,7 @@ func TestFailedProbeCleansUpAfterTheAcquireContextEnded(t *testing.T) {
 }
 
 func TestFailedProbeCleanUpLeavesAnotherInstancesRecord(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	var other driver.Version
 	var wrote atomic.Bool
@@ -368,7 +367,7 @@ func TestFailedProbeCleanUpLeavesAnotherInstancesRecord(t *testing.T) {
 // reports whether the lease stopped writing and Release returned.
 func hungRenewal(t *testing.T) (stopped bool) {
 	t.Helper()
-	inner := mem.New()
+	inner := machineClocksOnly()
 	entered, unblock := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var armed atomic.Bool
@@ -430,7 +429,7 @@ func TestReleaseDuringAHungRenewalStopsWritingFirst(t *testing.T) {
 func stuckClockRenewal(t *testing.T) string {
 	t.Helper()
 	var reset atomic.Bool
-	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
 		if op == "put" && reset.Load() {
 			return errors.New("connection reset by peer")
 		}
@@ -455,7 +454,7 @@ func TestStuckClockRenewalThatNeverLandedIsNotASuccess(t *testing.T) {
 }
 
 func TestRenewAfterTheDeadlineWritesNothing(t *testing.T) {
-	counted := &faulty.Counting{Bucket: mem.New()}
+	counted := &faulty.Counting{Bucket: machineClocksOnly()}
 	c := clock.NewFake(t0)
 	l := acquire(t, counted, "me", c)
 	c.AdvanceWall(ttl * 2 / 3) // the deadline passed; the fence timer has not fired
@@ -474,7 +473,7 @@ func TestRenewAfterTheDeadlineWritesNothing(t *testing.T) {
 func TestRenewalReplyAfterTheDeadlineFences(t *testing.T) {
 	var c *clock.Fake
 	var armed atomic.Bool
-	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
 		if op == "put" && isMatch(cond) && armed.Load() {
 			c.AdvanceWall(ttl) // the reply takes long; only the wall clock shows it
 		}
@@ -499,7 +498,7 @@ func TestRenewalReplyAfterTheDeadlineFences(t *testing.T) {
 
 func TestWallClockPastTheDeadlineClosesDoneWithinAPoll(t *testing.T) {
 	c := clock.NewFake(t0)
-	l := acquire(t, mem.New(), "me", c)
+	l := acquire(t, machineClocksOnly(), "me", c)
 	c.AdvanceWall(ttl * 2 / 3) // a suspension: monotonic clock frozen
 	if l.MayWrite() {
 		t.Fatal("MayWrite after the wall-clock deadline")
@@ -517,7 +516,7 @@ func TestWallClockPastTheDeadlineClosesDoneWithinAPoll(t *testing.T) {
 
 func TestAcquireFenceIsTimedFromBeforeTheProbes(t *testing.T) {
 	var c *clock.Fake
-	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
 		if op == "get" || cond.Absent() {
 			return nil
 		}
@@ -537,7 +536,7 @@ func TestAcquireFenceIsTimedFromBeforeTheProbes(t *testing.T) {
 }
 
 func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
-	counted := &faulty.Counting{Bucket: ignoresDeleteCondition{mem.New()}}
+	counted := &faulty.Counting{Bucket: ignoresDeleteCondition{machineClocksOnly()}}
 	c := clock.NewFake(t0)
 	h := acquire(t, counted, "holder", c)
 	looked := h.Version()
@@ -571,7 +570,7 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 }
 
 func TestBreakOnAServiceIgnoringIfMatchFailsClosed(t *testing.T) {
-	b := &faulty.Bucket{Bucket: mem.New(), Ignore: faulty.IgnoreIfMatch}
+	b := &faulty.Bucket{Bucket: machineClocksOnly(), Ignore: faulty.IgnoreIfMatch}
 	v := put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
 	if err := lease.Break(context.Background(), b, "db1", v, t0); !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("break on a service that ignores If-Match: %v", err)
@@ -596,7 +595,7 @@ func (declaresNone) Capabilities() driver.Capabilities {
 }
 
 func TestRefusedBucketNamesTheDriversReason(t *testing.T) {
-	_, err := lease.Acquire(context.Background(), declaresNone{mem.New()}, "db1", opts("me", clock.NewFake(t0), nil))
+	_, err := lease.Acquire(context.Background(), declaresNone{machineClocksOnly()}, "db1", opts("me", clock.NewFake(t0), nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), "nfs file system; add ?assert=yes") {
 		t.Fatalf("acquire on a driver that declares no exclusion: %v", err)
 	}
@@ -606,7 +605,7 @@ func TestRefusedBucketNamesTheDriversReason(t *testing.T) {
 // test only.
 
 func TestRenewalWhoseRetryWasRefusedAfterItLandedIsNotLost(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	var drop atomic.Bool
 	b := &faulty.LostReply{Bucket: inner, AsRefusal: true, Drop: func(op, _ string, cond driver.Condition) bool {
 		return drop.Load() && op == "put" && isMatch(cond)
@@ -629,7 +628,7 @@ func TestRenewalWhoseRetryWasRefusedAfterItLandedIsNotLost(t *testing.T) {
 
 func TestAcquireFenceRunsFromWhenTheFirstWriteWasSent(t *testing.T) {
 	var c *clock.Fake
-	b := &faulty.Failing{Bucket: mem.New(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
+	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
 		if op == "put" && cond.Absent() {
 			c.AdvanceMono(3 * time.Second) // the first write spends 3 s on the network
 		}
@@ -644,7 +643,7 @@ func TestAcquireFenceRunsFromWhenTheFirstWriteWasSent(t *testing.T) {
 }
 
 func TestSuspectWatchRestartsWhenTheRecordChanges(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, "not a lease record")
 	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
@@ -670,7 +669,7 @@ func TestSuspectWatchRestartsWhenTheRecordChanges(t *testing.T) {
 }
 
 func TestReleasedEventSaysWhetherAnythingWasReleased(t *testing.T) {
-	b := mem.New()
+	b := machineClocksOnly()
 	var ev events
 	ac, bc := clock.NewFake(t0), clock.NewFake(t0)
 	a, err := lease.Acquire(context.Background(), b, "db1", opts("A", ac, &ev))
@@ -703,7 +702,7 @@ func (r refusesCurrentIfMatch) Put(ctx context.Context, key string, data []byte,
 }
 
 func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {
-	inner := mem.New()
+	inner := machineClocksOnly()
 	_, err := lease.Acquire(context.Background(), refusesCurrentIfMatch{inner}, "db1", opts("me", clock.NewFake(t0), nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), "If-Match on the current version") {
 		t.Fatalf("acquire where no renewal could succeed: %v", err)
@@ -723,7 +722,7 @@ func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {
 // BreakAllowingOverlap the contender takes it at once.
 func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 	for _, skew := range []time.Duration{0, ttl / 3, -ttl / 3} {
-		b := mem.New()
+		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		h := acquire(t, b, "holder", c)
 		c.Advance(ttl / 3)
@@ -756,7 +755,7 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 		}
 	}
 
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	h := acquire(t, b, "holder", c)
 	if err := lease.BreakAllowingOverlap(context.Background(), b, "db1", h.Version(), c.Wall()); err != nil {

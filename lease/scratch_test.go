@@ -7,7 +7,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -36,7 +35,7 @@ func TestIsScratchKey(t *testing.T) {
 // named like one (issue 30, finding 9).
 func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	defer l.Release(ctx)
 	mine := []string{"sub/LEASE.acquire-probe-0123456789abcdef", "a/b/LEASE.stream-probe-fedcba9876543210"}

@@ -12,7 +12,6 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 
 	"github.com/mushroomdb/bucketlease/clock"
-	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -27,7 +26,7 @@ func withState(id, dir string, c clock.Clock, ev *events) *lease.Options {
 // process gone) adopts its lease at once.
 func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
 	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
@@ -71,7 +70,7 @@ func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
 func stoppedPredecessor(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
 	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
@@ -101,7 +100,7 @@ func TestStoppedPredecessorIsNeverAdopted(t *testing.T) {
 // never adopts, even once the first process is gone.
 func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	first, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
 	if err != nil {
@@ -131,7 +130,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 // it died) is not adopted through the state directory.
 func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
 	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
@@ -157,7 +156,7 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 }
 
 func TestStateDirMustBeAbsolute(t *testing.T) {
-	if _, err := lease.NewContender(mem.New(), "db1", withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
+	if _, err := lease.NewContender(machineClocksOnly(), "db1", withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
 		t.Fatal("a relative StateDir was accepted")
 	}
 }
@@ -165,7 +164,7 @@ func TestStateDirMustBeAbsolute(t *testing.T) {
 // The contender's Watch is a value a caller can ask at once.
 func TestWatchOfAContender(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, "not a record")
 	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
@@ -189,7 +188,7 @@ func TestWatchOfAContender(t *testing.T) {
 // that knows only the spec's four fields reads a new record unchanged.
 func TestHolderInfoInTheRecord(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Holder = &lease.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
 	if _, err := lease.Acquire(ctx, b, "db1", o); err != nil {
@@ -235,7 +234,7 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 // each run starts its watch afresh.
 func TestSuspectWatchSurvivesAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, "garbage")
 	dir := t.TempDir()

@@ -44,7 +44,7 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 // may not write, is aborted, leaves no object, and Release waits for it.
 func TestStreamedUploadUnderTheFence(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	l := acquire(t, b, "A", c)
 	part := int64(driver.MinPartSize)
@@ -98,7 +98,7 @@ func TestStreamedUploadUnderTheFence(t *testing.T) {
 // lease commits under its condition, and a second IfAbsent one is refused.
 func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 	ctx := context.Background()
-	b := mem.New()
+	b := machineClocksOnly()
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	body := bytes.Repeat([]byte("x"), 3*driver.MinPartSize+17)
 	v, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader(body), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
@@ -150,9 +150,9 @@ func (c commitIgnoresCondition) PutStream(ctx context.Context, key string, r io.
 func TestStreamedCommitThatIgnoresItsConditionFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	for _, honest := range []bool{true, false} {
-		var b driver.Bucket = mem.New()
+		var b driver.Bucket = machineClocksOnly()
 		if !honest {
-			b = commitIgnoresCondition{mem.New()}
+			b = commitIgnoresCondition{machineClocksOnly()}
 		}
 		l := acquire(t, b, "A", clock.NewFake(t0))
 		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader([]byte("small")), driver.IfAbsent(), nil)
@@ -195,7 +195,7 @@ func (h probeDeleteHangs) Delete(ctx context.Context, key string, cond driver.Co
 // context ended meanwhile) from returning nor Release from completing
 // (issue 30, finding 8).
 func TestStreamProbeCleanupIsBounded(t *testing.T) {
-	b := probeDeleteHangs{Bucket: mem.New(), hung: make(chan struct{}, 1)}
+	b := probeDeleteHangs{Bucket: machineClocksOnly(), hung: make(chan struct{}, 1)}
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -17,7 +17,7 @@ import (
 func TestBucketKeepsAbilities(t *testing.T) {
 	for _, conditional := range []string{"on", "off"} {
 		wrapcheck.Check(t, "fencedBucket", func(t *testing.T, in driver.Bucket) driver.Bucket {
-			o := opts("a", clock.NewFake(t0), nil)
+			o := opts("a", clock.System{}, nil) // the service time the inner mem bucket reports is real time
 			o.Getenv = func(k string) string {
 				if k == lease.EnvConditional {
 					return conditional

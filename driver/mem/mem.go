@@ -73,7 +73,9 @@ type object struct {
 type Bucket struct {
 	// Now, if set, is the service's clock: it stamps each object's
 	// modification time and each answer's Date (driver.ReportServiceTime).
-	// Default time.Now. The simulator sets its own model of true time.
+	// Default time.Now. The simulator sets its own model of true time. A
+	// Now that returns the zero time makes the bucket report no service
+	// time, as a driver without the capability does.
 	Now func() time.Time
 	// Resolution, if set, truncates the times the bucket stamps and
 	// reports to multiples of it, as HTTP dates are truncated to whole
