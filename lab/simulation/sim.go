@@ -131,14 +131,14 @@ func Run(cfg Config) (res Result) {
 	// no later than the drill's start: no lease call is in flight then), a
 	// contender takes over once the record is stale by its own clock,
 	// within TTL + MaxSkew of the renewal's stamp (the clocks' envelope),
-	// and by the service's: D - L >= TTL + Resolution + 1 s, with D and L
-	// truncated to the resolution, which holds once true time reaches
-	// L + TTL + Resolution + 1 s. Both must hold, so the skew term is the
-	// larger of MaxSkew and Resolution + 1 s (at the defaults MaxSkew,
-	// 10 s: the bound is unchanged). Then up to a retry interval until the
-	// contender looks again, and two ticks. The TTL/3 is slack kept from
-	// before the service's rule (a renewal interval).
-	s.res.Bound = cfg.TTL + cfg.TTL/3 + retryInterval(cfg.TTL) + max(cfg.MaxSkew, s.res.Resolution+time.Second) + 2*cfg.Tick
+	// and by the service's (lease's judgeRecord): Date - Modified >= TTL +
+	// Resolution, both truncated to the resolution, which holds once true
+	// time reaches L + TTL + Resolution. Both must hold, so the skew term
+	// is the larger of MaxSkew and the resolution (at the defaults
+	// MaxSkew, 10 s: the bound is unchanged). Then up to a retry interval
+	// until the contender looks again, and two ticks. The TTL/3 is slack
+	// kept from before the service's rule (a renewal interval).
+	s.res.Bound = cfg.TTL + cfg.TTL/3 + retryInterval(cfg.TTL) + max(cfg.MaxSkew, s.res.Resolution) + 2*cfg.Tick
 	defer func() {
 		if p := recover(); p != nil {
 			if _, ok := p.(stop); !ok {
