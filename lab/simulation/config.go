@@ -191,6 +191,9 @@ type Result struct {
 	// wrong from the start (ClockWrongFromStart). ClockFenced counts
 	// renewals that fenced the holder with lease.ErrClock.
 	ClockRefused, WrongClockRefused, ClockFenced int
+	// WrongClock is how far the wall clock of the machine whose clock was
+	// wrong from the start was off (ClockWrongFromStart); 0 when none was.
+	WrongClock time.Duration
 	// Resolution is the resolution of the store's clock in this run: the
 	// times it reports (driver.ServiceTime) are truncated to it.
 	Resolution time.Duration

@@ -177,7 +177,7 @@ func Run(cfg Config) (res Result) {
 		in.offset = s.lo() + time.Duration(s.rng.Int64N(int64(cfg.MaxSkew)+1))
 		in.clk = clock.NewFake(t0.Add(in.offset))
 		if i == wrongAt {
-			in.wrong = wrong
+			in.wrong, s.res.WrongClock = wrong, wrong
 			s.fault("clock-wrong-from-start")
 			s.tracef("%s's machine: its wall clock is wrong by %v from the start (beside its offset in the envelope)", in.name, wrong)
 		}

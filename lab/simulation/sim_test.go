@@ -343,8 +343,8 @@ func fingerprint(r Result) [32]byte {
 	for _, k := range keys {
 		fmt.Fprintf(h, "%s=%d\n", k, r.Faults[k])
 	}
-	fmt.Fprintf(h, "%v %v %d %d %v %d %d %d %v", r.Violation, r.Takeovers, r.Acquisitions, r.Backups, r.SimTime,
-		r.ClockRefused, r.WrongClockRefused, r.ClockFenced, r.Resolution)
+	fmt.Fprintf(h, "%v %v %d %d %v %d %d %d %v %v", r.Violation, r.Takeovers, r.Acquisitions, r.Backups, r.SimTime,
+		r.ClockRefused, r.WrongClockRefused, r.ClockFenced, r.Resolution, r.WrongClock)
 	return [32]byte(h.Sum(nil))
 }
 
@@ -529,6 +529,21 @@ var fixedDefects = []struct {
 	// not honoured: the restart adopts the predecessor's lease while the
 	// predecessor writes.
 	{name: "state-ignores-lock", cfg: Config{Force: StateDirectory | RestartWhileRunning}, seeds: 300, found: 2, want: InvExclusion},
+	// One machine's wall clock wrong from the start by three TTLs to a
+	// day (issue 32), with the old lease: no offset measured against the
+	// service's clock at acquire, and records judged on the reader's
+	// clock alone. A contender ahead takes a live lease over at once (seed
+	// 1: B, 30m24s ahead, takes A's lease at t=250ms: exclusion); one
+	// behind acquires a free key and stamps records that look old.
+	// Measured on 6192588 by removing both rules in a scratch copy:
+	// violations in 21 of the first 21 seeds (20 of 21 with the clock
+	// invariant on, which the acquire's refusal alone restores). The
+	// mutant sim-clock-wrong-from-start brings that back;
+	// sim-acquire-ignores-clock-offset removes the acquire's refusal only,
+	// which the clock invariant catches (seed 1: B holds at t=5m29.75s),
+	// though exclusion then holds on the service's rule and the
+	// renewal's fence (seeds 1 to 1,000 with the invariant off).
+	{name: "clock-wrong-from-start", cfg: Config{Force: ClockWrongFromStart}, seeds: 200, found: 1, want: InvExclusion},
 }
 
 // TestFixedDefects runs the world of each of the lease's fixed defects
@@ -606,6 +621,39 @@ func TestRound3ClassesHold(t *testing.T) {
 			t.Logf("%d seeds, %d %s: %s", len(results), n, c.fault, summary(results))
 		})
 	}
+}
+
+// TestClockWrongFromStart runs the clock-wrong-from-start class alone, in
+// every seed, on today's lease: no violation (the clock invariant among
+// them: the machine whose clock is wrong never holds the lease), and in
+// every seed the lease refused that machine's acquires with ErrClock;
+// over the seeds, clocks ahead and behind, and every resolution of the
+// service's clock, occurred.
+func TestClockWrongFromStart(t *testing.T) {
+	cfg := Config{Force: ClockWrongFromStart}
+	results := runSeeds(t, 1, *classSeeds, cfg, 0, 1)
+	ahead, behind := 0, 0
+	res := map[time.Duration]int{}
+	for _, r := range results {
+		if r.Violation != nil {
+			report(t, cfg, r, "TestClockWrongFromStart$")
+			return
+		}
+		if r.Faults["clock-wrong-from-start"] != 1 || r.WrongClockRefused == 0 {
+			t.Errorf("seed %d: %d machines with a clock wrong from the start, %d acquires refused with ErrClock on one; want 1 and some",
+				r.Seed, r.Faults["clock-wrong-from-start"], r.WrongClockRefused)
+		}
+		res[r.Resolution]++
+		if r.WrongClock > 0 {
+			ahead++
+		} else {
+			behind++
+		}
+	}
+	if ahead == 0 || behind == 0 || len(res) < 3 {
+		t.Errorf("%d seeds: %d clocks ahead, %d behind, resolutions %v: the class does not cover both signs and every resolution", len(results), ahead, behind, res)
+	}
+	t.Logf("%d seeds (%d clocks ahead, %d behind; resolutions %v): %s", len(results), ahead, behind, res, summary(results))
 }
 
 // TestLeaseHistoryLinearizable checks the simulated store's LEASE history,
