@@ -536,8 +536,8 @@ var fixedDefects = []struct {
 	// 1: B, 30m24s ahead, takes A's lease at t=250ms: exclusion); one
 	// behind acquires a free key and stamps records that look old.
 	// Measured on 6192588 by removing both rules in a scratch copy:
-	// violations in 21 of the first 21 seeds (20 of 21 with the clock
-	// invariant on, which the acquire's refusal alone restores). The
+	// violations in each of the first 21 seeds (exclusion or clock; with
+	// the clock invariant off, exclusion in 21 of the first 23). The
 	// mutant sim-clock-wrong-from-start brings that back;
 	// sim-acquire-ignores-clock-offset removes the acquire's refusal only,
 	// which the clock invariant catches (seed 1: B holds at t=5m29.75s),
