@@ -596,14 +596,21 @@ func CheckRun(res *Result) *Check {
 		} else {
 			c.Takeovers = append(c.Takeovers, time.Duration(held(took)-d.Kill.UnixNano()))
 		}
-		stale := d.Kill.Add(ttl + envelope + 100*time.Millisecond).UnixNano()
 		for _, r := range refusals {
+			// The dead holder's last renewal landed before the kill, so
+			// its record is stale by every clock within the envelope once
+			// TTL + envelope has passed, and on the service's clock (the
+			// lease's rule: Date - Modified >= TTL + resolution, both
+			// truncated to the resolution) once serviceAge(TTL, its
+			// resolution) has.
+			after := max(ttl+envelope, serviceAge(ttl, r.e.ServiceRes))
+			stale := d.Kill.Add(after + 100*time.Millisecond).UnixNano()
 			if r.e.Prefix == d.Label && r.e.State == "fresh" && victimID[r.e.Holder] && r.start >= stale && r.e.T <= end.UnixNano() &&
 				!victim[r.e.Proc] {
 				c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: r.e.Time(),
-					Detail: fmt.Sprintf("%s's acquire, begun %s, was refused by the record of %s, killed at %s: it counted as fresh %v after the kill (TTL %v, skew bound %v)",
+					Detail: fmt.Sprintf("%s's acquire, begun %s, was refused by the record of %s, killed at %s: it counted as fresh %v after the kill (TTL %v, skew bound %v, the service's clock's resolution %v)",
 						r.e.Proc, fmtT(r.start), r.e.Holder, d.Kill.UTC().Format("15:04:05.000"),
-						time.Duration(r.start-d.Kill.UnixNano()).Round(time.Millisecond), ttl, envelope),
+						time.Duration(r.start-d.Kill.UnixNano()).Round(time.Millisecond), ttl, envelope, r.e.ServiceRes),
 					Procs: append([]string{r.e.Proc}, d.Procs...), From: d.Kill.Add(-ttl), To: r.e.Time()})
 				break
 			}
@@ -614,6 +621,19 @@ func CheckRun(res *Result) *Check {
 }
 
 func (c *Check) add(v Violation) { c.Violations = append(c.Violations, v) }
+
+// serviceAge is how long after a record's write, in true time, it is
+// certainly stale on the service's clock: the lease requires Date -
+// Modified >= TTL + res of the two times truncated to res, which holds
+// once true time reaches the modification time plus TTL + res rounded up
+// to a multiple of res.
+func serviceAge(ttl, res time.Duration) time.Duration {
+	if res <= 0 {
+		return ttl
+	}
+	need := ttl + res
+	return (need + res - 1) / res * res
+}
 
 // lateCommits: a committed streamed write of epoch E whose commit was asked
 // for after the acquire of the epoch that certainly followed E returned.

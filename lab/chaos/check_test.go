@@ -435,3 +435,39 @@ func TestCheckerClockOffset(t *testing.T) {
 		t.Fatalf("a process with a wrong clock acquired: violations %q, want %q", got, InvClock)
 	}
 }
+
+// A contender refused by a killed holder's record as fresh: excused until
+// the record must be stale by every clock in the envelope (TTL + TTL/3)
+// and on the service's clock (TTL + its resolution, rounded up to it),
+// a violation after.
+func TestCheckerDrillServiceResolution(t *testing.T) {
+	if got := serviceAge(3*time.Second, 2*time.Second); got != 6*time.Second {
+		t.Fatalf("serviceAge(3s, 2s) = %v, want 6s", got)
+	}
+	s := float64(time.Second)
+	at := func(x float64) int64 { return int64(x * s) }
+	kill := time.Unix(10, 0)
+	for _, c := range []struct {
+		name  string
+		begun float64       // seconds after the kill
+		res   time.Duration // the service clock's resolution
+		want  string
+	}{
+		{"5s after, no service clock", 5, 0, InvLiveness},
+		{"5s after, whole 2-second dates", 5, 2 * time.Second, ""},
+		{"6.5s after, whole 2-second dates", 6.5, 2 * time.Second, InvLiveness},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := 10 + c.begun
+			res := synthetic(
+				Entry{T: at(start), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+				Entry{T: at(start + 0.01), Proc: "C", ID: "c", Ev: EvAcquireFail, Prefix: "p0", Err: "held", State: "fresh", Holder: "b", ServiceRes: c.res},
+				Entry{T: at(start + 0.5), Proc: "D", ID: "d", Ev: EvAcquireStart, Prefix: "p0"},
+				Entry{T: at(start + 0.6), Proc: "D", ID: "d", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "took-over"})
+			res.Drills = []Drill{{Label: "p0", Kill: kill, Victims: []string{"b"}, Procs: []string{"B"}, Moved: time.Unix(0, at(start+0.6))}}
+			if got := invariants(CheckRun(res)); got != c.want {
+				t.Fatalf("violations %q, want %q", got, c.want)
+			}
+		})
+	}
+}

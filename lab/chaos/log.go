@@ -56,6 +56,10 @@ type Entry struct {
 	// Clock: the error (Err) wraps lease.ErrClock, for EvAcquireFail and
 	// EvLease.
 	Clock bool `json:"clock,omitempty"`
+	// ServiceRes is the resolution of the service's clock by which a
+	// refusing record was also judged (lease.Status.Service), for an
+	// EvAcquireFail refused as held; 0 when the driver reported none.
+	ServiceRes time.Duration `json:"service_res,omitempty"`
 }
 
 // The events a worker logs.

@@ -259,6 +259,9 @@ func (w *prefixWorker) logAcquireFail(err error) {
 		e.Err = "held"
 		e.State = he.State.String()
 		e.HolderVer = string(he.Version)
+		if he.Service != nil {
+			e.ServiceRes = he.Service.Resolution
+		}
 		if he.Record != nil {
 			e.Holder = he.Record.InstanceID
 			e.HolderRenewed = he.Record.RenewedAt.UnixNano()
