@@ -578,9 +578,25 @@ func CheckRun(res *Result) *Check {
 			}
 			return f.acqEnd
 		}
+		// When an epoch certainly held the lease after the kill: as held
+		// says, or, for hold's whose acquire attempt (which acquired_at
+		// dates) began before the kill, when its command logged it. Since
+		// issue 32 a takeover waits for the service's clock too (TTL plus
+		// its resolution, 2 s on file), so hold's polling attempt may
+		// straddle the kill (file, seed 694360704).
+		kill := d.Kill.UnixNano()
+		heldAfter := func(f *epoch) int64 {
+			if t := held(f); t > kill {
+				return t
+			}
+			if f.kind == "cli" && f.acqEnd > kill {
+				return f.acqEnd
+			}
+			return 0
+		}
 		var took *epoch
 		for _, f := range epochList {
-			if f.label == d.Label && !victim[f.proc] && held(f) > d.Kill.UnixNano() && (took == nil || held(f) < held(took)) {
+			if f.label == d.Label && !victim[f.proc] && heldAfter(f) > 0 && (took == nil || heldAfter(f) < heldAfter(took)) {
 				took = f
 			}
 		}
@@ -588,13 +604,13 @@ func CheckRun(res *Result) *Check {
 		if !d.Moved.IsZero() {
 			end = d.Moved
 		}
-		if took == nil || held(took) > end.UnixNano()+int64(time.Second) {
+		if took == nil || heldAfter(took) > end.UnixNano()+int64(time.Second) {
 			c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: end,
 				Detail: fmt.Sprintf("no live contender held the lease by %s, after its holder %s was killed at %s",
 					end.UTC().Format("15:04:05.000"), strings.Join(d.Procs, ","), d.Kill.UTC().Format("15:04:05.000")),
 				Procs: d.Procs, From: d.Kill.Add(-ttl), To: end})
 		} else {
-			c.Takeovers = append(c.Takeovers, time.Duration(held(took)-d.Kill.UnixNano()))
+			c.Takeovers = append(c.Takeovers, time.Duration(heldAfter(took)-kill))
 		}
 		for _, r := range refusals {
 			// The dead holder's last renewal landed before the kill, so

@@ -382,6 +382,9 @@ func TestCheckerDrillCLI(t *testing.T) {
 		{"hold took it in time, its command logged late", []Entry{
 			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
 			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli"}}, ""},
+		{"hold's attempt began before the kill, its command logged after", []Entry{
+			{T: at(9.5), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli"}}, ""},
 		{"the command found the LEASE object naming another", []Entry{
 			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
 			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli", Detail: "the LEASE object already names x"}}, InvLiveness},
