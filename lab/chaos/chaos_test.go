@@ -110,9 +110,9 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Result {
 }
 
 // TestChaos is the short run on every driver: five processes on two
-// prefixes under the nemesis (four workers, and bucketlease hold --wait
-// running a writer on p0), then one takeover drill, judged from the bucket
-// and the logs. Replay a driver's schedule with
+// prefixes under the nemesis (four workers, two of them with a wall clock
+// an hour wrong, and bucketlease hold --wait running a writer on p0), then
+// one takeover drill, judged from the bucket and the logs. Replay a driver's schedule with
 // go test ./lab/chaos -run 'TestChaos/DRIVER$' -chaos.seed=N (the
 // seed printed, minus the driver's index), or scripts/chaos.
 func TestChaos(t *testing.T) {
@@ -127,6 +127,13 @@ func TestChaos(t *testing.T) {
 			}
 			if c := res.Check; c.Epochs < 2 || c.Writes == 0 {
 				t.Errorf("seed %d: the run did too little to judge (%d leases acquired, %d writes)", res.Config.Seed, c.Epochs, c.Writes)
+			}
+			// Slots 1 and 2 run with a wall clock an hour ahead and an
+			// hour behind (chaos.ClockOffsets): each must have been refused
+			// with ErrClock (and never held: the checker's clock invariant).
+			if c := res.Check; len(c.ClockOffsetProcs) > 0 && len(c.ClockRefusedProcs) < 2 {
+				t.Errorf("seed %d: processes %v ran with a wall clock an hour wrong, but only %v were refused with ErrClock",
+					res.Config.Seed, c.ClockOffsetProcs, c.ClockRefusedProcs)
 			}
 		})
 	}

@@ -80,6 +80,11 @@ const (
 	// the end, except those of a write whose process was killed before it
 	// logged its outcome. Checked where the harness can list them.
 	InvPending = "pending-upload"
+	// InvClock: no process whose wall clock is wrong from its start
+	// (WorkerConfig.ClockOffset, an hour in a normal run: far outside the
+	// envelope, and provable from any answer's date) acquires a lease: the
+	// lease refuses it with ErrClock.
+	InvClock = "clock"
 )
 
 // linearizeTimeout bounds Porcupine's search per LEASE history; a search
@@ -120,7 +125,14 @@ type Check struct {
 	// PreconditionsIgnored counts acquires that failed closed because the
 	// service accepted a probe.
 	PreconditionsIgnored int
-	Takeovers            []time.Duration // one per drill that moved the lease
+	// ClockRefused counts acquires that failed with lease.ErrClock, and
+	// ClockFenced the lease events (a holder fenced) that carried it;
+	// ClockRefusedProcs names the processes refused so, and
+	// ClockOffsetProcs those started with a wall clock wrong from the
+	// start (WorkerConfig.ClockOffset).
+	ClockRefused, ClockFenced           int
+	ClockRefusedProcs, ClockOffsetProcs []string
+	Takeovers                           []time.Duration // one per drill that moved the lease
 	// LeaseOps counts the LEASE requests checked for linearizability;
 	// Unlinearized names the labels whose check did not finish in time.
 	LeaseOps     int
@@ -191,6 +203,8 @@ func CheckRun(res *Result) *Check {
 	releasedAt := map[pk][]int64{}         // when, by process and label
 	exited := map[string]bool{}            // procs that logged their exit
 	scratch := map[string]map[string]int{} // label+key: proc: streams begun and not ended
+	offsetProc := map[string]bool{}        // procs started with a wall clock wrong from the start
+	clockRefused := map[string]bool{}      // procs refused with ErrClock
 	for i := range res.Entries {
 		e := res.Entries[i]
 		k := pk{e.Proc, e.Prefix}
@@ -199,6 +213,11 @@ func CheckRun(res *Result) *Check {
 		}
 		procsOfID[e.ID][e.Proc] = true
 		switch e.Ev {
+		case EvStart:
+			if strings.Contains(" "+e.Detail, " "+ClockOffsetSwitch) && !offsetProc[e.Proc] {
+				offsetProc[e.Proc] = true
+				c.ClockOffsetProcs = append(c.ClockOffsetProcs, e.Proc)
+			}
 		case EvAcquireStart:
 			lastAcq[k] = e.T
 		case EvAcquireOK:
@@ -206,12 +225,24 @@ func CheckRun(res *Result) *Check {
 			epochs[ek{e.Proc, e.Prefix, e.Epoch}] = ep
 			epochList = append(epochList, ep)
 			c.Epochs++
+			if offsetProc[e.Proc] {
+				c.add(Violation{Invariant: InvClock, Label: e.Prefix, At: time.Unix(0, e.T), Procs: []string{e.Proc},
+					From: time.Unix(0, lastAcq[k]), To: time.Unix(0, e.T),
+					Detail: fmt.Sprintf("%s, whose wall clock is wrong from its start, acquired a lease (epoch %d): the lease must refuse it with ErrClock", e.Proc, e.Epoch)})
+			}
 			if e.Kind == "took-over" {
 				c.Transfers++
 			}
 		case EvAcquireFail:
 			if strings.Contains(e.Err, "ignores write preconditions") {
 				c.PreconditionsIgnored++
+			}
+			if e.Clock {
+				c.ClockRefused++
+				if !clockRefused[e.Proc] {
+					clockRefused[e.Proc] = true
+					c.ClockRefusedProcs = append(c.ClockRefusedProcs, e.Proc)
+				}
 			}
 			if e.Err == "held" {
 				refusals = append(refusals, refusal{e, lastAcq[k]})
@@ -254,6 +285,9 @@ func CheckRun(res *Result) *Check {
 		case EvLease:
 			if e.Kind == "lost" {
 				lostEvents = append(lostEvents, e)
+			}
+			if e.Clock {
+				c.ClockFenced++
 			}
 		case EvReleaseStart:
 			released[e.Proc] = true
@@ -544,9 +578,25 @@ func CheckRun(res *Result) *Check {
 			}
 			return f.acqEnd
 		}
+		// When an epoch certainly held the lease after the kill: as held
+		// says, or, for hold's whose acquire attempt (which acquired_at
+		// dates) began before the kill, when its command logged it. Since
+		// issue 32 a takeover waits for the service's clock too (TTL plus
+		// its resolution, 2 s on file), so hold's polling attempt may
+		// straddle the kill (file, seed 694360704).
+		kill := d.Kill.UnixNano()
+		heldAfter := func(f *epoch) int64 {
+			if t := held(f); t > kill {
+				return t
+			}
+			if f.kind == "cli" && f.acqEnd > kill {
+				return f.acqEnd
+			}
+			return 0
+		}
 		var took *epoch
 		for _, f := range epochList {
-			if f.label == d.Label && !victim[f.proc] && held(f) > d.Kill.UnixNano() && (took == nil || held(f) < held(took)) {
+			if f.label == d.Label && !victim[f.proc] && heldAfter(f) > 0 && (took == nil || heldAfter(f) < heldAfter(took)) {
 				took = f
 			}
 		}
@@ -554,22 +604,29 @@ func CheckRun(res *Result) *Check {
 		if !d.Moved.IsZero() {
 			end = d.Moved
 		}
-		if took == nil || held(took) > end.UnixNano()+int64(time.Second) {
+		if took == nil || heldAfter(took) > end.UnixNano()+int64(time.Second) {
 			c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: end,
 				Detail: fmt.Sprintf("no live contender held the lease by %s, after its holder %s was killed at %s",
 					end.UTC().Format("15:04:05.000"), strings.Join(d.Procs, ","), d.Kill.UTC().Format("15:04:05.000")),
 				Procs: d.Procs, From: d.Kill.Add(-ttl), To: end})
 		} else {
-			c.Takeovers = append(c.Takeovers, time.Duration(held(took)-d.Kill.UnixNano()))
+			c.Takeovers = append(c.Takeovers, time.Duration(heldAfter(took)-kill))
 		}
-		stale := d.Kill.Add(ttl + envelope + 100*time.Millisecond).UnixNano()
 		for _, r := range refusals {
+			// The dead holder's last renewal landed before the kill, so
+			// its record is stale by every clock within the envelope once
+			// TTL + envelope has passed, and on the service's clock (the
+			// lease's rule: Date - Modified >= TTL + resolution, both
+			// truncated to the resolution) once serviceAge(TTL, its
+			// resolution) has.
+			after := max(ttl+envelope, serviceAge(ttl, r.e.ServiceRes))
+			stale := d.Kill.Add(after + 100*time.Millisecond).UnixNano()
 			if r.e.Prefix == d.Label && r.e.State == "fresh" && victimID[r.e.Holder] && r.start >= stale && r.e.T <= end.UnixNano() &&
 				!victim[r.e.Proc] {
 				c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: r.e.Time(),
-					Detail: fmt.Sprintf("%s's acquire, begun %s, was refused by the record of %s, killed at %s: it counted as fresh %v after the kill (TTL %v, skew bound %v)",
+					Detail: fmt.Sprintf("%s's acquire, begun %s, was refused by the record of %s, killed at %s: it counted as fresh %v after the kill (TTL %v, skew bound %v, the service's clock's resolution %v)",
 						r.e.Proc, fmtT(r.start), r.e.Holder, d.Kill.UTC().Format("15:04:05.000"),
-						time.Duration(r.start-d.Kill.UnixNano()).Round(time.Millisecond), ttl, envelope),
+						time.Duration(r.start-d.Kill.UnixNano()).Round(time.Millisecond), ttl, envelope, r.e.ServiceRes),
 					Procs: append([]string{r.e.Proc}, d.Procs...), From: d.Kill.Add(-ttl), To: r.e.Time()})
 				break
 			}
@@ -580,6 +637,19 @@ func CheckRun(res *Result) *Check {
 }
 
 func (c *Check) add(v Violation) { c.Violations = append(c.Violations, v) }
+
+// serviceAge is how long after a record's write, in true time, it is
+// certainly stale on the service's clock: the lease requires Date -
+// Modified >= TTL + res of the two times truncated to res, which holds
+// once true time reaches the modification time plus TTL + res rounded up
+// to a multiple of res.
+func serviceAge(ttl, res time.Duration) time.Duration {
+	if res <= 0 {
+		return ttl
+	}
+	need := ttl + res
+	return (need + res - 1) / res * res
+}
 
 // lateCommits: a committed streamed write of epoch E whose commit was asked
 // for after the acquire of the epoch that certainly followed E returned.
@@ -917,7 +987,7 @@ func (r *Result) Report(v Violation) string {
 	} else if cfg.CLIBin == "" {
 		b.WriteString(" --cli=false")
 	}
-	fmt.Fprintf(&b, "\n  clock skews by slot: %v\n", r.Skews)
+	fmt.Fprintf(&b, "\n  clock skews by slot: %v; wall clocks wrong from the start, by slot: %v\n", r.Skews, r.ClockOffsets)
 	from, to := v.From.Add(-cfg.TTL), v.To.Add(cfg.TTL/2)
 	if len(r.Schedule) <= 40 {
 		fmt.Fprintf(&b, "  the seed's whole schedule (offsets from the start):\n%s", FormatSchedule(r.Schedule))
@@ -1005,8 +1075,13 @@ func (r *Result) Summary() string {
 	if r.CleanErr != "" {
 		pend += " clean-up errors: " + r.CleanErr
 	}
-	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s violations=%d worst-takeover=%s",
+	refusedProcs := "none"
+	if len(c.ClockRefusedProcs) > 0 {
+		refusedProcs = strings.Join(c.ClockRefusedProcs, ",")
+	}
+	clk := fmt.Sprintf("clock-offset-procs=%d refused-clock=%d (procs %s) fenced-clock=%d", len(c.ClockOffsetProcs), c.ClockRefused, refusedProcs, c.ClockFenced)
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s %s violations=%d worst-takeover=%s",
 		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
 		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.StreamedOK, c.Streamed, c.StreamAborted, c.StreamAbortFailed, pend,
-		c.LeaseOps, lin, len(c.Violations), w)
+		c.LeaseOps, lin, clk, len(c.Violations), w)
 }

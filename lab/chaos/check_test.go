@@ -382,6 +382,9 @@ func TestCheckerDrillCLI(t *testing.T) {
 		{"hold took it in time, its command logged late", []Entry{
 			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
 			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli"}}, ""},
+		{"hold's attempt began before the kill, its command logged after", []Entry{
+			{T: at(9.5), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli"}}, ""},
 		{"the command found the LEASE object naming another", []Entry{
 			{T: at(12.9), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
 			{T: at(15), Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "cli", Detail: "the LEASE object already names x"}}, InvLiveness},
@@ -400,6 +403,73 @@ func TestCheckerDrillCLI(t *testing.T) {
 			}
 			if c.want == "" && (len(ch.Takeovers) != 1 || ch.Takeovers[0] != 2900*time.Millisecond) {
 				t.Errorf("takeovers %v, want [2.9s]", ch.Takeovers)
+			}
+		})
+	}
+}
+
+// A process started with a wall clock wrong from its start: its refusals
+// with ErrClock are counted, and a lease it acquired is a clock violation.
+func TestCheckerClockOffset(t *testing.T) {
+	s := int64(time.Second)
+	refused := []Entry{
+		{T: 1 * s, Proc: "C", ID: "c", Ev: EvStart, Detail: "skew=100ms " + ClockOffsetSwitch + "1h0m0s"},
+		{T: 3 * s, Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+		{T: 3*s + 1, Proc: "C", ID: "c", Ev: EvAcquireFail, Prefix: "p0", Err: "acquire p0/LEASE: the wall clock is not to be trusted: ...", Clock: true},
+		{T: 4 * s, Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+		{T: 4*s + 1, Proc: "C", ID: "c", Ev: EvAcquireFail, Prefix: "p0", Err: "acquire p0/LEASE: the wall clock is not to be trusted: ...", Clock: true},
+	}
+	res := synthetic(refused...)
+	res.Check = CheckRun(res)
+	c := res.Check
+	if got := invariants(c); got != "" {
+		t.Fatalf("a process refused with ErrClock: violations %q, want none", got)
+	}
+	if c.ClockRefused != 2 || strings.Join(c.ClockRefusedProcs, ",") != "C" || strings.Join(c.ClockOffsetProcs, ",") != "C" {
+		t.Fatalf("refused %d by %v, offset procs %v; want 2 by [C], [C]", c.ClockRefused, c.ClockRefusedProcs, c.ClockOffsetProcs)
+	}
+	if sum := res.Summary(); !strings.Contains(sum, "refused-clock=2 (procs C)") {
+		t.Errorf("the summary does not count the refusals: %s", sum)
+	}
+	// The same process acquiring: the lease did not see its clock.
+	held := append(refused[:1:1], Entry{T: 7 * s, Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p1"},
+		Entry{T: 8 * s, Proc: "C", ID: "c", Ev: EvAcquireOK, Prefix: "p1", Epoch: 1, Kind: "acquired"})
+	if got := invariants(CheckRun(synthetic(held...))); got != InvClock {
+		t.Fatalf("a process with a wrong clock acquired: violations %q, want %q", got, InvClock)
+	}
+}
+
+// A contender refused by a killed holder's record as fresh: excused until
+// the record must be stale by every clock in the envelope (TTL + TTL/3)
+// and on the service's clock (TTL + its resolution, rounded up to it),
+// a violation after.
+func TestCheckerDrillServiceResolution(t *testing.T) {
+	if got := serviceAge(3*time.Second, 2*time.Second); got != 6*time.Second {
+		t.Fatalf("serviceAge(3s, 2s) = %v, want 6s", got)
+	}
+	s := float64(time.Second)
+	at := func(x float64) int64 { return int64(x * s) }
+	kill := time.Unix(10, 0)
+	for _, c := range []struct {
+		name  string
+		begun float64       // seconds after the kill
+		res   time.Duration // the service clock's resolution
+		want  string
+	}{
+		{"5s after, no service clock", 5, 0, InvLiveness},
+		{"5s after, whole 2-second dates", 5, 2 * time.Second, ""},
+		{"6.5s after, whole 2-second dates", 6.5, 2 * time.Second, InvLiveness},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := 10 + c.begun
+			res := synthetic(
+				Entry{T: at(start), Proc: "C", ID: "c", Ev: EvAcquireStart, Prefix: "p0"},
+				Entry{T: at(start + 0.01), Proc: "C", ID: "c", Ev: EvAcquireFail, Prefix: "p0", Err: "held", State: "fresh", Holder: "b", ServiceRes: c.res},
+				Entry{T: at(start + 0.5), Proc: "D", ID: "d", Ev: EvAcquireStart, Prefix: "p0"},
+				Entry{T: at(start + 0.6), Proc: "D", ID: "d", Ev: EvAcquireOK, Prefix: "p0", Epoch: 1, Kind: "took-over"})
+			res.Drills = []Drill{{Label: "p0", Kill: kill, Victims: []string{"b"}, Procs: []string{"B"}, Moved: time.Unix(0, at(start+0.6))}}
+			if got := invariants(CheckRun(res)); got != c.want {
+				t.Fatalf("violations %q, want %q", got, c.want)
 			}
 		})
 	}

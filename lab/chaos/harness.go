@@ -89,6 +89,9 @@ type Config struct {
 	Getenv func(string) string
 	// Progress, if set, gets a line per nemesis action.
 	Progress io.Writer
+	// SaneClocks turns off, in a normal run, the workers whose wall clock
+	// is wrong from the start (ClockOffsets).
+	SaneClocks bool
 }
 
 func (c *Config) defaults() error {
@@ -149,8 +152,11 @@ type Result struct {
 	Drills    []Drill
 	Processes int
 	Skews     []time.Duration
-	Entries   []Entry
-	Objects   []Object
+	// ClockOffsets are the slots' wall clocks wrong from the start
+	// (WorkerConfig.ClockOffset), by slot; zero for a sane clock.
+	ClockOffsets []time.Duration
+	Entries      []Entry
+	Objects      []Object
 	// Races are the race detector's reports found in the processes'
 	// output (binaries built with -race), one per process.
 	Races []string
@@ -203,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer be.close()
 	r := &runner{cfg: cfg, be: be, rng: rand.New(rand.NewPCG(cfg.Seed, 0x1d5))}
 	r.res = &Result{Config: cfg, Schedule: Schedule(cfg.Seed, cfg.Duration, cfg.TTL, cfg.Workers, cfg.Leases, cfg.Control),
-		Skews: Skews(cfg.Seed, cfg.TTL, cfg.Workers, cfg.Control)}
+		Skews: Skews(cfg.Seed, cfg.TTL, cfg.Workers, cfg.Control), ClockOffsets: ClockOffsets(cfg)}
 	defer r.shutdown()
 	if be.upstream != "" {
 		for range cfg.Workers + 1 {
@@ -221,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.start = time.Now()
 	r.res.Start = r.start
 	for i := range cfg.Workers {
-		s := &slot{i: i, skew: r.res.Skews[i], cli: cfg.CLIBin != "" && i == cfg.Workers-1}
+		s := &slot{i: i, skew: r.res.Skews[i], offset: r.res.ClockOffsets[i], cli: cfg.CLIBin != "" && i == cfg.Workers-1}
 		if s.cli {
 			s.skew, r.res.Skews[i] = 0, 0 // hold has no test clock
 		}
@@ -426,7 +432,7 @@ func (r *runner) apply(a Action) {
 		s.proxy.Reset()
 	case ActDuplicate:
 		r.ndup++
-		d, err := r.spawn(fmt.Sprintf("d%d.%d", s.i, r.ndup), s.id, r.dupPx, s.skew)
+		d, err := r.spawn(fmt.Sprintf("d%d.%d", s.i, r.ndup), s.id, r.dupPx, s.skew, s.offset)
 		if err != nil {
 			r.note(a, "failed: %v", err)
 			return

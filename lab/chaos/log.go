@@ -53,6 +53,13 @@ type Entry struct {
 	Match  string `json:"match,omitempty"`
 	Body   string `json:"body,omitempty"`
 	Status string `json:"status,omitempty"`
+	// Clock: the error (Err) wraps lease.ErrClock, for EvAcquireFail and
+	// EvLease.
+	Clock bool `json:"clock,omitempty"`
+	// ServiceRes is the resolution of the service's clock by which a
+	// refusing record was also judged (lease.Status.Service), for an
+	// EvAcquireFail refused as held; 0 when the driver reported none.
+	ServiceRes time.Duration `json:"service_res,omitempty"`
 }
 
 // The events a worker logs.

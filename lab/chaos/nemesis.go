@@ -168,6 +168,23 @@ func Skews(seed uint64, ttl time.Duration, workers int, control string) []time.D
 	return out
 }
 
+// ClockOffsets returns each worker slot's wall clock wrong from the start
+// (WorkerConfig.ClockOffset): in a normal run (no control, not
+// SaneClocks) slot 1's is an hour ahead and slot 2's an hour behind, far
+// outside the skew envelope; the lease must refuse both with ErrClock
+// (the checker's clock invariant). The others, slot 0 (the skew-beyond
+// control's), the last (bucketlease hold's, when it runs) and any beyond,
+// read sane clocks, so that each prefix keeps at least two contenders that
+// may take a drill's victim's lease over.
+func ClockOffsets(cfg Config) []time.Duration {
+	out := make([]time.Duration, cfg.Workers)
+	if cfg.Control != "" || cfg.SaneClocks || cfg.Workers < 5 {
+		return out
+	}
+	out[1], out[2] = time.Hour, -time.Hour
+	return out
+}
+
 // FormatSchedule renders actions one per line.
 func FormatSchedule(acts []Action) string {
 	var b strings.Builder

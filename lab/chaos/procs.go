@@ -61,6 +61,7 @@ type slot struct {
 	gen    int // instance ids given out
 	inc    int // processes started
 	skew   time.Duration
+	offset time.Duration // the wall clock wrong from the start (WorkerConfig.ClockOffset)
 	cur    *proc
 	paused bool
 	down   bool
@@ -85,7 +86,7 @@ func (r *runner) workerEnv(addr string) []string {
 	return append(env, r.be.workerEnv(addr)...)
 }
 
-func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, error) {
+func (r *runner) spawn(name, id string, px *Proxy, skew, offset time.Duration) (*proc, error) {
 	addr := ""
 	if px != nil {
 		addr = px.Addr()
@@ -93,6 +94,9 @@ func (r *runner) spawn(name, id string, px *Proxy, skew time.Duration) (*proc, e
 	logPath := filepath.Join(r.cfg.Dir, name+".jsonl")
 	args := []string{"-proc", name, "-id", id, "-ttl", r.cfg.TTL.String(), "-skew", skew.String(), "-log", logPath,
 		"-max-run", (r.cfg.Duration + 10*r.cfg.TTL + 2*time.Minute).String()}
+	if offset != 0 {
+		args = append(args, "-clock-offset", offset.String())
+	}
 	for i := range r.cfg.Leases {
 		args = append(args, "-url", r.be.workerURL(addr, i))
 	}
@@ -170,7 +174,7 @@ func (r *runner) startSlot(s *slot) error {
 	if s.cli {
 		p, err = r.spawnCLI(name, s.id, s.proxy)
 	} else {
-		p, err = r.spawn(name, s.id, s.proxy, s.skew)
+		p, err = r.spawn(name, s.id, s.proxy, s.skew, s.offset)
 	}
 	if err != nil {
 		return err

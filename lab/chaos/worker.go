@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -28,6 +29,13 @@ type WorkerConfig struct {
 	// Skew moves the wall clock the lease reads (SkewClock); the logs use
 	// the system clock.
 	Skew time.Duration
+	// ClockOffset makes the wall clock the lease reads wrong by this much
+	// from before the worker started, beside Skew (a clock.Offset over the
+	// SkewClock): a machine whose clock is an hour off, say, far outside
+	// the envelope the spec allows, which only the service's clock can
+	// reveal. The lease must refuse it (Acquire fails with lease.ErrClock);
+	// the checker's clock invariant requires that it never holds a lease.
+	ClockOffset time.Duration
 	// NoFence is a negative control: the worker writes through the raw
 	// bucket, ignoring MayWrite, until it learns that the lease is lost.
 	NoFence bool
@@ -58,6 +66,9 @@ func (c WorkerConfig) Switches() string {
 	if c.Skew != 0 {
 		s = append(s, "skew="+c.Skew.String())
 	}
+	if c.ClockOffset != 0 {
+		s = append(s, ClockOffsetSwitch+c.ClockOffset.String())
+	}
 	for _, f := range []struct {
 		on   bool
 		name string
@@ -67,6 +78,20 @@ func (c WorkerConfig) Switches() string {
 		}
 	}
 	return strings.Join(s, " ")
+}
+
+// ClockOffsetSwitch starts the switch of a worker's start line that gives
+// its ClockOffset: "clock-offset=1h0m0s".
+const ClockOffsetSwitch = "clock-offset="
+
+// clock is the clock the worker's lease reads: the system's, its wall
+// moved by Skew and by ClockOffset.
+func (c WorkerConfig) clock() clock.Clock {
+	var clk clock.Clock = SkewClock{Offset: c.Skew}
+	if c.ClockOffset != 0 {
+		clk = clock.Offset{Clock: clk, D: c.ClockOffset}
+	}
+	return clk
 }
 
 // RunWorker runs the worker until ctx is done (SIGTERM), then releases
@@ -163,6 +188,7 @@ func (w *prefixWorker) onEvent(e lease.Event) {
 	en := Entry{Ev: EvLease, Epoch: epoch, Kind: e.Kind.String(), Ver: string(e.Version), Detail: e.Detail}
 	if e.Err != nil {
 		en.Err = e.Err.Error()
+		en.Clock = errors.Is(e.Err, lease.ErrClock)
 	}
 	if e.Previous != nil {
 		en.Holder = e.Previous.InstanceID
@@ -186,7 +212,7 @@ func (w *prefixWorker) run(ctx context.Context) error {
 	lb = recorder{Bucket: lb, key: lease.Key(w.prefix), log: w.log, seq: &w.seq}
 	w.lb = lb
 	c, err := lease.NewContender(lb, w.prefix, &lease.Options{
-		InstanceID: w.cfg.ID, TTL: ttl, Clock: SkewClock{Offset: w.cfg.Skew},
+		InstanceID: w.cfg.ID, TTL: ttl, Clock: w.cfg.clock(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnEvent: w.onEvent,
 	})
@@ -227,11 +253,15 @@ func (w *prefixWorker) run(ctx context.Context) error {
 
 func (w *prefixWorker) logAcquireFail(err error) {
 	e := Entry{Ev: EvAcquireFail, Err: err.Error()}
+	e.Clock = errors.Is(err, lease.ErrClock)
 	var he *lease.HeldError
 	if errors.As(err, &he) {
 		e.Err = "held"
 		e.State = he.State.String()
 		e.HolderVer = string(he.Version)
+		if he.Service != nil {
+			e.ServiceRes = he.Service.Resolution
+		}
 		if he.Record != nil {
 			e.Holder = he.Record.InstanceID
 			e.HolderRenewed = he.Record.RenewedAt.UnixNano()

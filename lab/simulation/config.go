@@ -128,12 +128,23 @@ const (
 	// journal and lock, and twins on two machines have one each. A process
 	// that dies drops its lock at once, as the kernel drops a flock.
 	StateDirectory
+	// ClockWrongFromStart: one machine's wall clock is wrong, from before
+	// its first process started, by a fixed offset far outside the skew
+	// envelope: ahead or behind by three TTLs up to a day (drawn from the
+	// seed). Its drift, jumps and stuck spells stay on, inside an envelope
+	// of width MaxSkew around that offset; every process on the machine
+	// (a restart, one started beside another) reads the same wrong clock.
+	// Nothing the lease stamped or saw before can reveal it: only the
+	// service's clock (driver.ServiceTime) can. The store's clock is true
+	// time. Such a process must never hold the lease (InvClock): Acquire
+	// refuses it with lease.ErrClock.
+	ClockWrongFromStart
 )
 
 // deviationNames are the classes' names, in bit order.
 var deviationNames = []string{"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates",
 	"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "coarse-wall-clock", "stuck-wall-clock",
-	"path-drops-if-none-match", "break-drops-if-match", "slow-write-outlives-release", "wall-clock-back-an-hour", "state-directory"}
+	"path-drops-if-none-match", "break-drops-if-match", "slow-write-outlives-release", "wall-clock-back-an-hour", "state-directory", "clock-wrong-from-start"}
 
 func (c *Config) defaults() {
 	if c.Instances == 0 {
@@ -175,6 +186,17 @@ type Result struct {
 	// Adoptions counts acquires that adopted the lease a dead predecessor
 	// of the same instance left, through the state directory.
 	Adoptions int
+	// ClockRefused counts acquires that failed with lease.ErrClock, and
+	// WrongClockRefused those of them made on a machine whose clock was
+	// wrong from the start (ClockWrongFromStart). ClockFenced counts
+	// renewals that fenced the holder with lease.ErrClock.
+	ClockRefused, WrongClockRefused, ClockFenced int
+	// WrongClock is how far the wall clock of the machine whose clock was
+	// wrong from the start was off (ClockWrongFromStart); 0 when none was.
+	WrongClock time.Duration
+	// Resolution is the resolution of the store's clock in this run: the
+	// times it reports (driver.ServiceTime) are truncated to it.
+	Resolution time.Duration
 	// Backups counts LATEST writes that landed.
 	Backups int
 	// SimTime is the simulated time the run covered.
@@ -206,6 +228,12 @@ const (
 	InvRelease   = "release"    // Release stops writing at once, honours its context, and nothing it cancelled lands after it returns
 	InvHang      = "hang"       // every lease call returns
 	InvPanic     = "panic"
+	// InvClock: a process on a machine whose wall clock is wrong from its
+	// start (ClockWrongFromStart: by at least three TTLs, far more than a
+	// third of a TTL plus the longest round trip the simulated network
+	// makes plus the store's resolution, so the offset is always provable
+	// from one answer) never has MayWrite true: Acquire refuses it.
+	InvClock = "clock"
 	// InvWorld: the simulated world stays one that can exist; no process
 	// on a frozen machine sends a request. A violation is a simulator bug.
 	InvWorld = "world"

@@ -19,13 +19,17 @@ import (
 // inst is one instance: a machine with a clock, running the lease and a
 // backup worker. It keeps its machine (clock) across process restarts.
 type inst struct {
-	s        *sim
-	idx      int
-	name     string
-	id       string
-	inc      int // process incarnation
-	clk      *clock.Fake
-	offset   time.Duration // wall minus true time, inside the skew envelope
+	s      *sim
+	idx    int
+	name   string
+	id     string
+	inc    int // process incarnation
+	clk    *clock.Fake
+	offset time.Duration // wall minus true time, inside the skew envelope
+	// wrong: the machine's wall clock is wrong by this much beside offset,
+	// from before its first process started (ClockWrongFromStart); every
+	// process on the machine reads it through a clock.Offset.
+	wrong    time.Duration
 	wallRate float64
 	monoRate float64
 	monoFrac float64
@@ -102,6 +106,9 @@ func (in *inst) start(id string) {
 	var clk clock.Clock = in.clk
 	if in.coarse {
 		clk = coarseClock{in.clk}
+	}
+	if d := in.machineOwner().wrong; d != 0 {
+		clk = clock.Offset{Clock: clk, D: d}
 	}
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], hash(in.s.cfg.Seed, "|rand|", in.idx, "|", in.inc))
@@ -385,6 +392,24 @@ func (in *inst) gateOpen() bool {
 	return in.lease.MayWrite()
 }
 
+// noteClockError counts an Acquire (renewal false) or a renewal that
+// failed with lease.ErrClock.
+func (in *inst) noteClockError(err error, renewal bool) {
+	if !errors.Is(err, lease.ErrClock) {
+		return
+	}
+	s := in.s
+	switch {
+	case renewal:
+		s.res.ClockFenced++
+	case in.machineOwner().wrong != 0:
+		s.res.ClockRefused++
+		s.res.WrongClockRefused++
+	default:
+		s.res.ClockRefused++
+	}
+}
+
 // noteReleased records when a Release of l returned nil: nothing written
 // through l's fenced bucket may land after that.
 func (in *inst) noteReleased(l *lease.Lease, err error) {
@@ -472,6 +497,7 @@ func (in *inst) acquire() {
 	in.call("acquire", func() { l, err = in.contender.Acquire(context.Background()) })
 	if err != nil {
 		in.retryAt = s.now + retryInterval(s.cfg.TTL)
+		in.noteClockError(err, false)
 		var he *lease.HeldError
 		if errors.As(err, &he) {
 			s.tracef("%s acquire: held by %q (%v)", in, he.Holder(), he.State)
@@ -509,6 +535,7 @@ func (in *inst) renew() {
 		in.retryAt = s.now + retryInterval(s.cfg.TTL)
 	case errors.Is(err, lease.ErrFenced):
 		s.tracef("%s fenced (epoch %d); contends again", in, in.epoch)
+		in.noteClockError(err, true)
 		if s.cfg.WorkerIgnoresFence {
 			// The broken worker keeps writing; it contends again to
 			// learn whether it still holds the lease.

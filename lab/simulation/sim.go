@@ -38,6 +38,7 @@ package simulation
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -117,7 +118,27 @@ func Run(cfg Config) (res Result) {
 		s.history = &history{}
 	}
 	s.res = Result{Seed: cfg.Seed, Faults: map[string]int{}, TTL: cfg.TTL}
-	s.res.Bound = cfg.TTL + cfg.TTL/3 + retryInterval(cfg.TTL) + cfg.MaxSkew + 2*cfg.Tick
+	// The service's clock is true time, read at the instant a request
+	// reaches it, with the resolution of its dates drawn from a hash of the
+	// seed (not from the run's generator, which every earlier seed's world
+	// depends on): whole seconds as HTTP dates are (S3, R2, MinIO, Azure)
+	// in half the runs, milliseconds as GCS's updated in a quarter, exact
+	// in a quarter.
+	s.res.Resolution = [...]time.Duration{time.Second, time.Millisecond, time.Second, 0}[hash(cfg.Seed, "|resolution|")%4]
+	s.store.Now = func() time.Time { return t0.Add(s.now) }
+	s.store.Resolution = s.res.Resolution
+	// The takeover bound. After the holder's last renewal landed (at L,
+	// no later than the drill's start: no lease call is in flight then), a
+	// contender takes over once the record is stale by its own clock,
+	// within TTL + MaxSkew of the renewal's stamp (the clocks' envelope),
+	// and by the service's (lease's judgeRecord): Date - Modified >= TTL +
+	// Resolution, both truncated to the resolution, which holds once true
+	// time reaches L + TTL + Resolution. Both must hold, so the skew term
+	// is the larger of MaxSkew and the resolution (at the defaults
+	// MaxSkew, 10 s: the bound is unchanged). Then up to a retry interval
+	// until the contender looks again, and two ticks. The TTL/3 is slack
+	// kept from before the service's rule (a renewal interval).
+	s.res.Bound = cfg.TTL + cfg.TTL/3 + retryInterval(cfg.TTL) + max(cfg.MaxSkew, s.res.Resolution) + 2*cfg.Tick
 	defer func() {
 		if p := recover(); p != nil {
 			if _, ok := p.(stop); !ok {
@@ -148,12 +169,18 @@ func Run(cfg Config) (res Result) {
 			os.RemoveAll(dir)
 		}()
 	}
+	wrongAt, wrong := s.wrongClock()
 	for i := range cfg.Instances {
 		in := &inst{s: s, idx: i, name: string(rune('A' + i))}
 		in.wallRate = 1 + (s.rng.Float64()*2-1)*0.01
 		in.monoRate = 0.9 + s.rng.Float64()*0.2
 		in.offset = s.lo() + time.Duration(s.rng.Int64N(int64(cfg.MaxSkew)+1))
 		in.clk = clock.NewFake(t0.Add(in.offset))
+		if i == wrongAt {
+			in.wrong, s.res.WrongClock = wrong, wrong
+			s.fault("clock-wrong-from-start")
+			s.tracef("%s's machine: its wall clock is wrong by %v from the start (beside its offset in the envelope)", in.name, wrong)
+		}
 		in.coarse = s.dev&CoarseWallClock != 0 && (i < 2 || s.rng.IntN(2) == 0)
 		if in.coarse {
 			s.fault("coarse-wall-clock")
@@ -212,7 +239,32 @@ func (s *sim) pickDeviations() Deviation {
 	if hash(s.cfg.Seed, "|state-directory|")%3 == 0 {
 		d |= StateDirectory
 	}
+	if hash(s.cfg.Seed, "|clock-wrong-from-start|")%3 == 0 {
+		d |= ClockWrongFromStart
+	}
 	return d
+}
+
+// wrongClock picks, in a run with ClockWrongFromStart, the instance whose
+// machine's wall clock is wrong from the start and by how much: ahead or
+// behind, by three TTLs to a day, log-uniformly (so that minutes, hours
+// and a day are all common). It returns -1 when the class is off or the
+// run has fewer than three instances: at least two instances must read a
+// sane clock, so that a takeover drill that kills one still has a live
+// contender that may take over. The choice is a hash of the seed, so the
+// run's generator, and every other class's world, is unchanged by it.
+func (s *sim) wrongClock() (int, time.Duration) {
+	if s.dev&ClockWrongFromStart == 0 || s.cfg.Instances < 3 {
+		return -1, 0
+	}
+	h := hash(s.cfg.Seed, "|wrong-clock|")
+	lo, hi := math.Log(float64(3*s.cfg.TTL)), math.Log(float64(24*time.Hour))
+	f := float64(h>>11) / (1 << 53)
+	d := time.Duration(math.Exp(lo + f*(hi-lo))).Round(time.Millisecond)
+	if h&1 == 0 {
+		d = -d
+	}
+	return int(hash(s.cfg.Seed, "|wrong-clock-at|") % uint64(s.cfg.Instances)), d
 }
 
 // String names the classes in d.
@@ -322,6 +374,11 @@ func (s *sim) check() {
 			names[i] = fmt.Sprintf("%s (epoch %d)", in, in.epoch)
 		}
 		s.violate(InvExclusion, "instances that may write at once: "+strings.Join(names, ", "), true)
+	}
+	for _, in := range open {
+		if d := in.machineOwner().wrong; d != 0 {
+			s.violate(InvClock, fmt.Sprintf("%s may write (epoch %d), though its wall clock has been wrong by %v since it started", in, in.epoch, d), true)
+		}
 	}
 	s.checkIntegrity()
 }

@@ -27,6 +27,7 @@ var (
 	replayFirst = flag.Uint64("sim.replayfirst", 1, "the first seed TestReplayExact runs")
 	replayN     = flag.Int("sim.replayn", 0, "how many seeds TestReplayExact runs (0: its default)")
 	excludeFlag = flag.String("sim.exclude", "", "TestSimulation: comma-separated deviation classes to leave out (e.g. wall-clock-back-an-hour)")
+	forceFlag   = flag.String("sim.force", "", "TestSimulation: comma-separated deviation classes on in every seed, and no other (e.g. clock-wrong-from-start)")
 	classSeeds  = flag.Int("sim.classseeds", classSeedsDefault, "how many seeds TestRound3ClassesHold runs per class")
 	skewFlag    = flag.Duration("sim.skew", 0, "TestSimulation's clock-skew envelope (default a third of the TTL); beyond TTL/3 violations are expected")
 )
@@ -61,7 +62,7 @@ func report(t *testing.T, cfg Config, r Result, testName string) {
 // TestSimulation runs the lease under faults with skew up to a third of a
 // TTL on a conditional store, and requires every invariant to hold.
 func TestSimulation(t *testing.T) {
-	cfg := Config{MaxSkew: *skewFlag, Exclude: parseDeviations(t, *excludeFlag)}
+	cfg := Config{MaxSkew: *skewFlag, Exclude: parseDeviations(t, *excludeFlag), Force: parseDeviations(t, *forceFlag)}
 	if *seedFlag >= 0 {
 		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
 		r := run(t, cfg)
@@ -81,12 +82,25 @@ func TestSimulation(t *testing.T) {
 	results := runSeeds(t, *firstFlag, *seedsFlag, cfg, 0, 1)
 	for _, r := range results {
 		if r.Violation != nil {
-			report(t, cfg, r, "TestSimulation$")
+			report(t, cfg, r, simTestName())
 			return
 		}
 	}
 	t.Logf("%d seeds: %s", len(results), summary(results))
 	checkCoverage(t, results)
+}
+
+// simTestName is TestSimulation's -run pattern for a replay hint, with
+// the flags that chose its world.
+func simTestName() string {
+	name := "TestSimulation$"
+	if *forceFlag != "" {
+		name += "' -sim.force='" + *forceFlag
+	}
+	if *excludeFlag != "" {
+		name += "' -sim.exclude='" + *excludeFlag
+	}
+	return name
 }
 
 // checkCoverage fails if a fault kind never happened: a simulator that
@@ -105,7 +119,7 @@ func checkCoverage(t *testing.T, results []Result) {
 		"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "stuck-wall-clock",
 		"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates", "coarse-wall-clock",
 		"path-drops-if-none-match", "path-dropped-if-none-match", "break-drops-if-match", "break-path-dropped-if-match",
-		"slow-write-outlives-release", "wall-clock-back-an-hour"} {
+		"slow-write-outlives-release", "wall-clock-back-an-hour", "clock-wrong-from-start"} {
 		if total[k] == 0 {
 			t.Errorf("no %s fault in %d seeds", k, len(results))
 		}
@@ -168,6 +182,7 @@ func summary(results []Result) string {
 		simTime  time.Duration
 		bound    time.Duration
 		worstFor uint64
+		clock    [3]int // acquires refused with ErrClock, of those on a clock wrong from the start, renewals fenced with it
 	)
 	for _, r := range results {
 		for k, n := range r.Faults {
@@ -183,6 +198,9 @@ func summary(results []Result) string {
 			viol++
 		}
 		acq += r.Acquisitions
+		clock[0] += r.ClockRefused
+		clock[1] += r.WrongClockRefused
+		clock[2] += r.ClockFenced
 		backups += r.Backups
 		simTime += r.SimTime
 		bound = r.Bound
@@ -197,6 +215,7 @@ func summary(results []Result) string {
 		len(results), viol, simTime.Round(time.Second), acq, backups)
 	fmt.Fprintf(&sb, "takeover drills %d, worst takeover %v = %.2f TTL (seed %d), bound %v = %.2f TTL\n",
 		drills, worst, float64(worst)/float64(ttl), worstFor, bound, float64(bound)/float64(ttl))
+	fmt.Fprintf(&sb, "ErrClock: acquires refused %d (%d on a clock wrong from the start), renewals fenced %d\n", clock[0], clock[1], clock[2])
 	sb.WriteString("faults injected:")
 	for _, k := range keys {
 		fmt.Fprintf(&sb, " %s=%d", k, faults[k])
@@ -225,7 +244,7 @@ func runCampaign(t *testing.T, cfg Config) {
 		}
 	}
 	if first != nil {
-		report(t, cfg, *first, "TestSimulation$")
+		report(t, cfg, *first, simTestName())
 	}
 }
 
@@ -324,7 +343,8 @@ func fingerprint(r Result) [32]byte {
 	for _, k := range keys {
 		fmt.Fprintf(h, "%s=%d\n", k, r.Faults[k])
 	}
-	fmt.Fprintf(h, "%v %v %d %d %v", r.Violation, r.Takeovers, r.Acquisitions, r.Backups, r.SimTime)
+	fmt.Fprintf(h, "%v %v %d %d %v %d %d %d %v %v", r.Violation, r.Takeovers, r.Acquisitions, r.Backups, r.SimTime,
+		r.ClockRefused, r.WrongClockRefused, r.ClockFenced, r.Resolution, r.WrongClock)
 	return [32]byte(h.Sum(nil))
 }
 
@@ -509,6 +529,21 @@ var fixedDefects = []struct {
 	// not honoured: the restart adopts the predecessor's lease while the
 	// predecessor writes.
 	{name: "state-ignores-lock", cfg: Config{Force: StateDirectory | RestartWhileRunning}, seeds: 300, found: 2, want: InvExclusion},
+	// One machine's wall clock wrong from the start by three TTLs to a
+	// day (issue 32), with the old lease: no offset measured against the
+	// service's clock at acquire, and records judged on the reader's
+	// clock alone. A contender ahead takes a live lease over at once (seed
+	// 1: B, 30m24s ahead, takes A's lease at t=250ms: exclusion); one
+	// behind acquires a free key and stamps records that look old.
+	// Measured on 6192588 by removing both rules in a scratch copy:
+	// violations in each of the first 21 seeds (exclusion or clock; with
+	// the clock invariant off, exclusion in 21 of the first 23). The
+	// mutant sim-clock-wrong-from-start brings that back;
+	// sim-acquire-ignores-clock-offset removes the acquire's refusal only,
+	// which the clock invariant catches (seed 1: B holds at t=5m29.75s),
+	// though exclusion then holds on the service's rule and the
+	// renewal's fence (seeds 1 to 1,000 with the invariant off).
+	{name: "clock-wrong-from-start", cfg: Config{Force: ClockWrongFromStart}, seeds: 200, found: 1, want: InvExclusion},
 }
 
 // TestFixedDefects runs the world of each of the lease's fixed defects
@@ -586,6 +621,39 @@ func TestRound3ClassesHold(t *testing.T) {
 			t.Logf("%d seeds, %d %s: %s", len(results), n, c.fault, summary(results))
 		})
 	}
+}
+
+// TestClockWrongFromStart runs the clock-wrong-from-start class alone, in
+// every seed, on today's lease: no violation (the clock invariant among
+// them: the machine whose clock is wrong never holds the lease), and in
+// every seed the lease refused that machine's acquires with ErrClock;
+// over the seeds, clocks ahead and behind, and every resolution of the
+// service's clock, occurred.
+func TestClockWrongFromStart(t *testing.T) {
+	cfg := Config{Force: ClockWrongFromStart}
+	results := runSeeds(t, 1, *classSeeds, cfg, 0, 1)
+	ahead, behind := 0, 0
+	res := map[time.Duration]int{}
+	for _, r := range results {
+		if r.Violation != nil {
+			report(t, cfg, r, "TestClockWrongFromStart$")
+			return
+		}
+		if r.Faults["clock-wrong-from-start"] != 1 || r.WrongClockRefused == 0 {
+			t.Errorf("seed %d: %d machines with a clock wrong from the start, %d acquires refused with ErrClock on one; want 1 and some",
+				r.Seed, r.Faults["clock-wrong-from-start"], r.WrongClockRefused)
+		}
+		res[r.Resolution]++
+		if r.WrongClock > 0 {
+			ahead++
+		} else {
+			behind++
+		}
+	}
+	if ahead == 0 || behind == 0 || len(res) < 3 {
+		t.Errorf("%d seeds: %d clocks ahead, %d behind, resolutions %v: the class does not cover both signs and every resolution", len(results), ahead, behind, res)
+	}
+	t.Logf("%d seeds (%d clocks ahead, %d behind; resolutions %v): %s", len(results), ahead, behind, res, summary(results))
 }
 
 // TestLeaseHistoryLinearizable checks the simulated store's LEASE history,

@@ -118,14 +118,16 @@ type request struct {
 	out   []byte
 	v     driver.Version
 	err   error
-	inv   time.Duration // when it was served (sent)
-	lcall int64         // its send time on the history's logical clock
+	st    driver.ServiceTime // what the service's answer said of its clock
+	inv   time.Duration      // when it was served (sent)
+	lcall int64              // its send time on the history's logical clock
 }
 
 type reply struct {
 	data []byte
 	v    driver.Version
 	err  error
+	st   driver.ServiceTime // the service's clock, as the answer states it; zero for no answer
 }
 
 // hash mixes the identity of a request into 64 bits.
@@ -199,6 +201,9 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 	// beside the one that cancelled, and the lease's selects between a
 	// free turn and an ended context would choose at random.
 	rep := <-r.reply
+	// What the answer said about the service's clock reaches the caller
+	// as a driver's report does, before the call returns.
+	driver.ReportServiceTime(ctx, rep.st)
 	return rep.data, rep.v, rep.err
 }
 
@@ -415,7 +420,7 @@ func (s *sim) applyEvent(r *request) {
 				in, r.op, r.key, s.now, at), true)
 		}
 	}
-	r.out, r.v, r.err = c.apply(r.op, r.key, r.data, r.eff)
+	r.out, r.v, r.st, r.err = c.apply(r.op, r.key, r.data, r.eff)
 }
 
 // replyEvent: r's answer reaches its client (unless it gave up).
@@ -446,10 +451,14 @@ func (s *sim) replyEvent(r *request) {
 			res = "-> " + r.err.Error()
 		}
 	}
-	out, v, err := r.out, r.v, r.err
+	out, v, err, st := r.out, r.v, r.err, r.st
+	if gave || r.noApply {
+		st = driver.ServiceTime{} // no answer came from the service
+	}
 	switch f := r.f; {
 	case gave:
 	case f == fLostReply:
+		st = driver.ServiceTime{}
 		res += " [reply lost]"
 		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Err: errReplyLost}
 	case f == fLostReplyRefused && !r.noApply:
@@ -459,6 +468,12 @@ func (s *sim) replyEvent(r *request) {
 			kind = nil
 		}
 		out, v, err = nil, "", &driver.OpError{Driver: "sim", Op: r.op, Key: r.key, Cond: r.cond, Kind: kind, Err: errReplyLost}
+		// The client's retry was answered now: a refusal of a write, with
+		// the service's date; a Get's retry is not modelled as answered.
+		st = driver.ServiceTime{}
+		if kind != nil {
+			st = driver.ServiceTime{Date: s.serviceNow(), Resolution: s.store.Resolution}
+		}
 	case f == fDelay:
 		res += fmt.Sprintf(" [delayed %v + %v]", r.applyAt-r.inv, r.replyAt-r.applyAt)
 	}
@@ -475,8 +490,12 @@ func (s *sim) replyEvent(r *request) {
 		}
 		s.tracef("  %s %s %s %s%s %s", who, r.op, displayKey(r.key), condString(r.cond), r.note, res)
 	}
-	r.reply <- reply{out, v, err}
+	r.reply <- reply{out, v, err, st}
 }
+
+// serviceNow is the service's clock now: true time, truncated to its
+// resolution.
+func (s *sim) serviceNow() time.Time { return t0.Add(s.now).Truncate(s.store.Resolution) }
 
 func condString(c driver.Condition) string {
 	if c.Unconditional() {
@@ -487,12 +506,19 @@ func condString(c driver.Condition) string {
 
 // apply performs the request on the store, the one place where the store's
 // state changes, and checks the data invariants on every write that lands.
-func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
+// It returns what the store's answer said of its clock.
+func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, driver.ServiceTime, error) {
+	var st driver.ServiceTime
+	ctx := driver.WithServiceTime(context.Background(), func(t driver.ServiceTime) { st = t })
+	out, v, err := c.applyCtx(ctx, op, key, data, cond)
+	return out, v, st, err
+}
+
+func (c *conn) applyCtx(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
 	s := c.s
 	if s.cfg.Store == IgnoresDataPreconditions && key != leaseKey && !scratch(key) {
 		cond = driver.Condition{}
 	}
-	ctx := context.Background()
 	_, match := cond.Match()
 	missing := false
 	if match && op != "get" {
@@ -512,7 +538,7 @@ func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte
 	}
 	switch op {
 	case "get":
-		return readAll(s, key)
+		return readAllCtx(ctx, s, key)
 	case "put":
 		v, err := s.store.Put(ctx, key, data, cond)
 		if err == nil && key == leaseKey && c.in != nil {
@@ -534,7 +560,13 @@ func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte
 }
 
 func readAll(s *sim, key string) ([]byte, driver.Version, error) {
-	rc, v, err := s.store.Get(context.Background(), key)
+	return readAllCtx(context.Background(), s, key)
+}
+
+// readAllCtx reads key from the store under ctx (which may collect the
+// store's report of its clock).
+func readAllCtx(ctx context.Context, s *sim, key string) ([]byte, driver.Version, error) {
+	rc, v, err := s.store.Get(ctx, key)
 	if err != nil {
 		return nil, "", err
 	}

@@ -44,6 +44,7 @@ func main() {
 	verbose := flag.Bool("v", false, "print every nemesis action")
 	race := flag.Bool("race", false, "build the worker and bucketlease with the race detector; a race report is a violation")
 	cli := flag.Bool("cli", true, "run the last worker slot as bucketlease hold --wait -- chaosworker -child (normal runs only)")
+	wrongClocks := flag.Bool("wrong-clocks", true, "start worker slots 1 and 2 with a wall clock an hour ahead and an hour behind, which the lease must refuse with ErrClock (normal runs only)")
 	flag.Parse()
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano() % 1e9)
@@ -103,7 +104,8 @@ func main() {
 			os.Exit(2)
 		}
 		res, err := chaos.Run(ctx, chaos.Config{Driver: name, Seed: *seed + uint64(i), Duration: per, TTL: *ttl,
-			Workers: *workers, Leases: *leases, Control: *control, Dir: runDir, WorkerBin: bin, CLIBin: cliBin, Progress: progress})
+			Workers: *workers, Leases: *leases, Control: *control, Dir: runDir, WorkerBin: bin, CLIBin: cliBin, Progress: progress,
+			SaneClocks: !*wrongClocks})
 		if err != nil {
 			fmt.Printf("chaos %s: could not run: %v\n", name, err)
 			failed++

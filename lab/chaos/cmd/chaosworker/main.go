@@ -43,6 +43,7 @@ func main() {
 	flag.Var(&us, "url", "a driver URL whose prefix to contend for (repeatable)")
 	flag.DurationVar(&cfg.TTL, "ttl", 2*time.Second, "the lease TTL")
 	flag.DurationVar(&cfg.Skew, "skew", 0, "offset of the wall clock the lease reads")
+	flag.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "test only: the wall clock the lease reads is wrong by this much from the start, beside -skew (clock.Offset): the lease must refuse it with ErrClock")
 	flag.BoolVar(&cfg.NoFence, "no-fence", false, "negative control: write through the raw bucket, ignoring the fence")
 	flag.BoolVar(&cfg.LieRefusal, "lie-refusal", false, "negative control: the driver reports the first refused If-None-Match PUT of each LEASE object as a success")
 	flag.BoolVar(&cfg.StreamUnfenced, "stream-unfenced", false, "negative control: stream every backup's first chunk past the fence, holding its body back until the lease may no longer write")
