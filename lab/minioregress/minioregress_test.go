@@ -220,7 +220,7 @@ func TestWorkerKeysForEveryURLShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := lease.Acquire(ctx, b, prefix, opts("me", clock.NewFake(t0)))
+		l, err := lease.Acquire(ctx, b, prefix, opts("me", clock.System{}))
 		if err != nil {
 			t.Fatalf("prefix %q: %v", prefix, err)
 		}
