@@ -30,9 +30,10 @@ type shifted struct {
 
 func (c *shifted) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.d.Load())) }
 
-// reportsServiceTime skips the check when a Get of the scope's key
-// reports no service time.
-func reportsServiceTime(ctx context.Context, s *scope) error {
+// onServiceClock skips the check when a Get of the scope's key reports no
+// service time, and registers the lease object for the scope's cleanup.
+func onServiceClock(ctx context.Context, s *scope) error {
+	s.key("LEASE")
 	k := s.key("clock-probe")
 	if _, err := s.b.Put(ctx, k, []byte("clock"), driver.Condition{}); err != nil {
 		return fmt.Errorf("Put %s: %s", k, outcome(err))
@@ -64,10 +65,9 @@ var leaseClockChecks = []check{
 		area:    areaPut,
 		expect:  "with a lease held, a contender whose clock is an hour ahead, then one an hour behind, gets ErrClock and writes nothing",
 		run: func(ctx context.Context, s *scope) error {
-			if err := reportsServiceTime(ctx, s); err != nil {
+			if err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
-			s.key("LEASE")
 			holder, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("holder", clock.System{}, s.b.Capabilities()))
 			if err != nil {
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
@@ -96,10 +96,9 @@ var leaseClockChecks = []check{
 		area:    areaPut,
 		expect:  "a holder (TTL 15s) whose clock runs 8s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
 		run: func(ctx context.Context, s *scope) error {
-			if err := reportsServiceTime(ctx, s); err != nil {
+			if err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
-			s.key("LEASE")
 			c := &shifted{}
 			o := clockOpts("holder", c, s.b.Capabilities())
 			o.TTL = 15 * time.Second // an 8 s step: past a third of it (and a 2 s resolution), short of the fence's two thirds
@@ -130,10 +129,9 @@ var leaseClockChecks = []check{
 		area:    areaPut,
 		expect:  "with clocks right, a dead holder's 3s lease is taken over by a contender looking every 200ms no sooner than its TTL and within 1.5 TTL of its last renewal (plus a second for a loaded machine)",
 		run: func(ctx context.Context, s *scope) error {
-			if err := reportsServiceTime(ctx, s); err != nil {
+			if err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
-			s.key("LEASE")
 			o := clockOpts("holder", clock.System{}, s.b.Capabilities())
 			o.TTL = 3 * time.Second
 			sent := time.Now() // before the service stamped the acquire's last write
