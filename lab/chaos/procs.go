@@ -101,6 +101,8 @@ func (r *runner) spawn(name, id string, px *Proxy, skew, offset time.Duration) (
 		args = append(args, "-url", r.be.workerURL(addr, i))
 	}
 	switch r.cfg.Control {
+	case ControlSkewBeyond:
+		args = append(args, "-no-service-time") // else the lease refuses the skewed clock (ErrClock)
 	case ControlFenceDisabled:
 		args = append(args, "-no-fence")
 	case ControlLieRefusal:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -36,6 +37,11 @@ type WorkerConfig struct {
 	// reveal. The lease must refuse it (Acquire fails with lease.ErrClock);
 	// the checker's clock invariant requires that it never holds a lease.
 	ClockOffset time.Duration
+	// NoServiceTime runs the lease on a driver that reports no service
+	// time (faulty.NoServiceTime): it judges records on the machines'
+	// clocks alone, so the skew-beyond control's clock, 0.9 TTL ahead,
+	// is not refused and can show the checker catching two holders.
+	NoServiceTime bool
 	// NoFence is a negative control: the worker writes through the raw
 	// bucket, ignoring MayWrite, until it learns that the lease is lost.
 	NoFence bool
@@ -72,7 +78,7 @@ func (c WorkerConfig) Switches() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{c.NoFence, "no-fence"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}, {c.CalmStreams, "calm-streams"}} {
+	}{{c.NoServiceTime, "no-service-time"}, {c.NoFence, "no-fence"}, {c.LieRefusal, "lie-refusal"}, {c.StreamUnfenced, "stream-unfenced"}, {c.CalmStreams, "calm-streams"}} {
 		if f.on {
 			s = append(s, f.name)
 		}
@@ -208,6 +214,9 @@ func (w *prefixWorker) run(ctx context.Context) error {
 	lb := w.b
 	if w.cfg.LieRefusal {
 		lb = liar{Bucket: lb, key: lease.Key(w.prefix), once: &sync.Once{}}
+	}
+	if w.cfg.NoServiceTime {
+		lb = faulty.NoServiceTime(lb)
 	}
 	lb = recorder{Bucket: lb, key: lease.Key(w.prefix), log: w.log, seq: &w.seq}
 	w.lb = lb

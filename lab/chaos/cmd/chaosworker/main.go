@@ -45,6 +45,7 @@ func main() {
 	flag.DurationVar(&cfg.Skew, "skew", 0, "offset of the wall clock the lease reads")
 	flag.DurationVar(&cfg.ClockOffset, "clock-offset", 0, "test only: the wall clock the lease reads is wrong by this much from the start, beside -skew (clock.Offset): the lease must refuse it with ErrClock")
 	flag.BoolVar(&cfg.NoFence, "no-fence", false, "negative control: write through the raw bucket, ignoring the fence")
+	flag.BoolVar(&cfg.NoServiceTime, "no-service-time", false, "negative control: the lease's driver reports no service time, so records are judged on the machines' clocks alone")
 	flag.BoolVar(&cfg.LieRefusal, "lie-refusal", false, "negative control: the driver reports the first refused If-None-Match PUT of each LEASE object as a success")
 	flag.BoolVar(&cfg.StreamUnfenced, "stream-unfenced", false, "negative control: stream every backup's first chunk past the fence, holding its body back until the lease may no longer write")
 	flag.BoolVar(&cfg.CalmStreams, "calm-streams", false, "stream every eighth backup's first chunk, unpaced (the negative controls)")
