@@ -144,7 +144,8 @@
 //     it the lease refuses a contender whose clock is an hour off with
 //     ErrClock, fences a holder whose clock runs ahead at its next
 //     renewal, judges that holder's record by the service's clock, and
-//     still takes a dead holder's lease within 1.5 TTL.
+//     still takes a dead holder's lease within 1.5 TTL (plus the dates'
+//     resolution).
 //     (lease-clock-wrong-contender, lease-clock-holder-fenced,
 //     lease-clock-takeover-in-time)
 //

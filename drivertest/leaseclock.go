@@ -31,22 +31,26 @@ type shifted struct {
 func (c *shifted) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.d.Load())) }
 
 // onServiceClock skips the check when a Get of the scope's key reports no
-// service time, and registers the lease object for the scope's cleanup.
-func onServiceClock(ctx context.Context, s *scope) error {
+// service time, and registers the lease object for the scope's cleanup. It
+// returns the resolution the driver reported.
+func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	s.key("LEASE")
 	k := s.key("clock-probe")
 	if _, err := s.b.Put(ctx, k, []byte("clock"), driver.Condition{}); err != nil {
-		return fmt.Errorf("Put %s: %s", k, outcome(err))
+		return 0, fmt.Errorf("Put %s: %s", k, outcome(err))
 	}
-	got := false
-	rctx := driver.WithServiceTime(ctx, func(driver.ServiceTime) { got = true })
+	var (
+		got bool
+		res time.Duration
+	)
+	rctx := driver.WithServiceTime(ctx, func(t driver.ServiceTime) { got, res = true, t.Resolution })
 	if _, _, err := driver.ReadAll(rctx, s.b, k, 1<<10); err != nil {
-		return fmt.Errorf("Get %s: %s", k, outcome(err))
+		return 0, fmt.Errorf("Get %s: %s", k, outcome(err))
 	}
 	if !got {
-		return skipped{"the driver reports no service time (driver.ReportServiceTime): the lease assumes the machines' clocks synchronised"}
+		return 0, skipped{"the driver reports no service time (driver.ReportServiceTime): the lease assumes the machines' clocks synchronised"}
 	}
-	return nil
+	return res, nil
 }
 
 // clockOpts are leaseOpts on clock c, with a TTL short enough for the
@@ -65,7 +69,7 @@ var leaseClockChecks = []check{
 		area:    areaPut,
 		expect:  "with a lease held, a contender whose clock is an hour ahead, then one an hour behind, gets ErrClock and writes nothing",
 		run: func(ctx context.Context, s *scope) error {
-			if err := onServiceClock(ctx, s); err != nil {
+			if _, err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
 			holder, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("holder", clock.System{}, s.b.Capabilities()))
@@ -96,7 +100,7 @@ var leaseClockChecks = []check{
 		area:    areaPut,
 		expect:  "a holder (TTL 15s) whose clock runs 8s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
 		run: func(ctx context.Context, s *scope) error {
-			if err := onServiceClock(ctx, s); err != nil {
+			if _, err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
 			c := &shifted{}
@@ -127,9 +131,10 @@ var leaseClockChecks = []check{
 		applies: declaresExclusion,
 		name:    "lease-clock-takeover-in-time",
 		area:    areaPut,
-		expect:  "with clocks right, a dead holder's 3s lease is taken over by a contender looking every 200ms no sooner than its TTL and within 1.5 TTL of its last renewal (plus a second for a loaded machine)",
+		expect:  "with clocks right, a dead holder's 3s lease is taken over by a contender looking every 200ms no sooner than its TTL and within 1.5 TTL of its last renewal, plus the dates' resolution and a second for a loaded machine",
 		run: func(ctx context.Context, s *scope) error {
-			if err := onServiceClock(ctx, s); err != nil {
+			res, err := onServiceClock(ctx, s)
+			if err != nil {
 				return err
 			}
 			o := clockOpts("holder", clock.System{}, s.b.Capabilities())
@@ -155,8 +160,8 @@ var leaseClockChecks = []check{
 					return nil
 				case !errors.Is(err, lease.ErrHeld):
 					return fmt.Errorf("the contender: %v", err)
-				case took > o.TTL*3/2+time.Second:
-					return fmt.Errorf("not taken over %v after the holder's acquire was sent (TTL 3s): %v", took, err)
+				case took > o.TTL*3/2+res+time.Second:
+					return fmt.Errorf("not taken over %v after the holder's acquire was sent (TTL 3s, resolution %v): %v", took, res, err)
 				}
 				select {
 				case <-ctx.Done():

@@ -48,9 +48,14 @@ func newServiceClock(t driver.ServiceTime, sent, recv time.Time) *ServiceClock {
 		Offset: lo + (hi-lo)/2, Uncertainty: (hi - lo) / 2, local: recv}
 }
 
-// String says how far this machine's clock is from the service's.
+// String says how far this machine's clock is from the service's, or
+// that they agree to within the measurement's uncertainty.
 func (c ServiceClock) String() string {
-	return fmt.Sprintf("this machine's clock is %s the service's (±%v)", describeOffset(c.Offset), c.Uncertainty.Round(time.Millisecond))
+	unc := c.Uncertainty.Round(time.Millisecond)
+	if c.Offset <= c.Uncertainty && c.Offset >= -c.Uncertainty {
+		return fmt.Sprintf("this machine's clock agrees with the service's to within %v", unc)
+	}
+	return fmt.Sprintf("this machine's clock is %s the service's, give or take %v", describeOffset(c.Offset), unc)
 }
 
 // describeOffset says "1h0m2s ahead of", "3s behind" or "within 1ms of".

@@ -52,7 +52,9 @@ func TestSDKChecksumLogSilenced(t *testing.T) {
 	}
 	noChecksum := client(func(o *s3sdk.Options) { o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired })
 	old := time.Now().Add(-time.Hour)
-	rec := lease.Record{InstanceID: "old-tool", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30}
+	// Released (ttl_s 0), so that hold takes it at once: MinIO stamps
+	// the object now, and the lease judges its age on that clock too.
+	rec := lease.Record{InstanceID: "old-tool", AcquiredAt: old, RenewedAt: old, TTLSeconds: 0}
 	for _, prefix := range []string{"db1", "db2"} {
 		if _, err := noChecksum.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/LEASE"), Body: bytes.NewReader(rec.Encode())}); err != nil {
 			t.Fatal(err)

@@ -64,8 +64,8 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 	row("version", string(st.Version))
 	row("clocks", clocksText(st.Service))
 	if so, ok := st.StampOffset(); ok {
-		row("stamp", fmt.Sprintf("renewed_at minus the service's modification time: %+v (the holder's clock's offset, less the time its write took)",
-			so.Round(time.Millisecond)))
+		row("stamp", fmt.Sprintf("renewed_at is %v from the service's modification time, to the second: the holder's clock's offset less its write's travel",
+			so.Round(time.Second)))
 	}
 }
 
@@ -73,9 +73,9 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 // with this machine's offset from it, or on the machines' clocks alone.
 func clocksText(svc *lease.ServiceClock) string {
 	if svc == nil {
-		return "assumed synchronised: the driver reports no service time, so records are judged on this machine's clock alone"
+		return "assumed synchronised; the driver reports no service time, so records are judged on this machine's clock alone"
 	}
-	return "checked against the service's: " + svc.String()
+	return "checked against the service's; " + svc.String()
 }
 
 func takeoverText(st lease.Status) string {

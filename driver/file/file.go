@@ -222,7 +222,7 @@ func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 // modTimeResolution is the Resolution of the time the driver reports
 // (driver.ServiceTime): how much earlier than the true time a file's
 // modification time may read. Date is the machine's clock read at the
-// answer (time.Now); the modification time is what the file system
+// answer (time.Now), exact; the modification time is what the file system
 // stamped, and no file system stamps it finer than this driver can trust
 // everywhere: Linux stamps it from the kernel's coarse clock, up to a tick
 // (4 to 10 ms) behind time.Now, in nanosecond fields on ext4, XFS, Btrfs
@@ -246,10 +246,7 @@ func (b *Bucket) reportTime(ctx context.Context, modified time.Time) {
 	if b.shared != "" {
 		return
 	}
-	// Both truncated to the resolution, as HTTP dates are, so that an
-	// offset from this machine's own clock reads as about zero.
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: time.Now().Round(0).Truncate(modTimeResolution),
-		Modified: modified.Truncate(modTimeResolution), Resolution: modTimeResolution})
+	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: modTimeResolution})
 }
 
 // path maps a key to its file. Begin has checked the key against
