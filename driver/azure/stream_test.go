@@ -134,8 +134,9 @@ func TestStreamRoundTrip(t *testing.T) {
 	}
 }
 
-// TestStreamMayStart: MayStart is asked right before each block is staged
-// (so the number of blocks started equals the calls before it) and before
+// TestStreamMayStart: MayStart is asked before each block is staged (so
+// no more blocks have reached the service than calls before it; fewer, on
+// a loaded machine, where a block's request is still on its way) and before
 // the commit, when no block is in flight any more; a refusal stops the
 // upload: nothing more is started, nothing is committed, and the error
 // wraps the refusal and says how many blocks were left uncommitted.
@@ -146,8 +147,8 @@ func TestStreamMayStart(t *testing.T) {
 	opts := *twoAtATime
 	opts.MayStart = func() error {
 		s := rc.snapshot()
-		if calls < 4 && s.blocks != calls {
-			t.Errorf("MayStart call %d: %d blocks started before it; want %d", calls+1, s.blocks, calls)
+		if calls < 4 && s.blocks > calls {
+			t.Errorf("MayStart call %d: %d blocks started before it; want at most %d", calls+1, s.blocks, calls)
 		}
 		if calls == 4 && (s.inFlight != 0 || s.commits != 0 || s.blocks != 4) {
 			t.Errorf("MayStart before the commit: %+v; want the 4 blocks done and no commit yet", s)
