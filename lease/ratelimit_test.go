@@ -46,7 +46,7 @@ func rateLimited(c *clock.Fake, declare bool, inner driver.Bucket) (driver.Bucke
 		inner = machineClocksOnly()
 	}
 	r := &faulty.RateLimit{Bucket: inner, Clock: c, RetryAfter: time.Second, Declare: declare}
-	return r, r
+	return driver.Wrap(r, inner), r
 }
 
 func TestRateLimitedAcquireCreates(t *testing.T) {

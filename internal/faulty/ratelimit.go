@@ -24,7 +24,8 @@ var ErrKeyRateLimited = errors.New("faulty: 429 Too Many Requests: more than one
 // limited. Time is read from Clock's monotonic clock, so that lease tests
 // on a clock.Fake can use it. It declares the interval as its
 // KeyWriteInterval only if Declare is set: a driver that knows the limit,
-// or one that does not.
+// or one that does not. driver.Wrap(r, r.Bucket) keeps the inner bucket's
+// optional interfaces (List, streamed writes), unlimited.
 type RateLimit struct {
 	driver.Bucket
 	Clock      clock.Clock   // nil: clock.System

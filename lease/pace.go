@@ -1,0 +1,113 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// defaultRetryAfter is how long the lease waits before sending a write
+// that the service refused for its rate again, where the service named no
+// time and the driver declares no KeyWriteInterval.
+const defaultRetryAfter = time.Second
+
+// pacer spaces the lease's writes to one key and sends a write again that
+// the service refused for its rate (driver.ErrRateLimited), which was not
+// applied: R2 and Cloud Storage allow about one write per second to one
+// object name, and an acquire writes the lease object (and its scratch
+// key) several times within a second. Where the driver declares a
+// KeyWriteInterval, writes to one key start at least that far apart, on
+// the lease's monotonic clock; writes sent together (the probes) take
+// their turns. A rate-limited write is sent again after the wait the
+// service asked for (driver.RetryAfter), or the declared interval, or a
+// second, and later writes to the key keep that spacing. A rate-limited
+// answer is never taken for a refusal of the write's condition, nor for
+// an unknown outcome. One pacer serves one Acquire and then its Lease.
+type pacer struct {
+	clk   clock.Clock
+	every time.Duration // the driver's KeyWriteInterval
+
+	mu      sync.Mutex
+	next    map[string]time.Duration // no write to the key starts before this (monotonic)
+	learned time.Duration            // the longest wait a rate-limited answer asked for
+}
+
+func newPacer(clk clock.Clock, caps driver.Capabilities) *pacer {
+	return &pacer{clk: clk, every: max(caps.KeyWriteInterval, 0), next: map[string]time.Duration{}}
+}
+
+// turn reserves the next start for a write to key and returns how long to
+// wait for it.
+func (p *pacer) turn(key string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clk.Mono()
+	start := max(now, p.next[key])
+	p.next[key] = start + max(p.every, p.learned)
+	return start - now
+}
+
+// limited notes that the service refused a write to key for its rate, and
+// returns how long to wait before sending it again.
+func (p *pacer) limited(key string, err error) time.Duration {
+	wait, ok := driver.RetryAfter(err)
+	if !ok {
+		wait = p.every
+	}
+	if wait <= 0 {
+		wait = defaultRetryAfter
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.learned = max(p.learned, min(wait, defaultRetryAfter))
+	p.next[key] = max(p.next[key], p.clk.Mono()+wait)
+	return wait
+}
+
+// do runs one write to key (write) in its turn, and again after each
+// rate-limited answer, until it is answered otherwise, ctx ends, or the
+// next attempt could not start before until (a time on the pacer's
+// monotonic clock; 0 for none): then the rate-limited error is returned.
+// A nil pacer runs write once.
+func (p *pacer) do(ctx context.Context, key string, until time.Duration, write func(context.Context) error) error {
+	if p == nil {
+		return write(ctx)
+	}
+	for {
+		wait := p.turn(key)
+		if until != 0 && p.clk.Mono()+wait > until {
+			return fmt.Errorf("the write to %s could not be sent in its turn before the deadline (the service allows one write to a key every %v)", key, p.every)
+		}
+		if err := clock.Sleep(ctx, p.clk, wait); err != nil {
+			return err
+		}
+		err := write(ctx)
+		if !errors.Is(err, driver.ErrRateLimited) {
+			return err
+		}
+		wait = p.limited(key, err)
+		if until != 0 && p.clk.Mono()+wait > until {
+			return fmt.Errorf("%w; not sent again: the service's wait would end after the deadline", err)
+		}
+	}
+}
+
+// put is do for a Put of data to key under cond.
+func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition, until time.Duration) (driver.Version, error) {
+	var v driver.Version
+	err := p.do(ctx, key, until, func(ctx context.Context) (err error) {
+		v, err = b.Put(ctx, key, data, cond)
+		return err
+	})
+	return v, err
+}
+
+// del is do for a Delete of key under cond.
+func (p *pacer) del(ctx context.Context, b driver.Bucket, key string, cond driver.Condition, until time.Duration) error {
+	return p.do(ctx, key, until, func(ctx context.Context) error { return b.Delete(ctx, key, cond) })
+}
