@@ -21,35 +21,56 @@ const defaultRetryAfter = time.Second
 // applied: R2 and Cloud Storage allow about one write per second to one
 // object name, and an acquire writes the lease object (and its scratch
 // key) several times within a second. Where the driver declares a
-// KeyWriteInterval, writes to one key start at least that far apart, on
-// the lease's monotonic clock; writes sent together (the probes) take
-// their turns. A rate-limited write is sent again after the wait the
-// service asked for (driver.RetryAfter), or the declared interval, or a
-// second, and later writes to the key keep that spacing. A rate-limited
-// answer is never taken for a refusal of the write's condition, nor for
-// an unknown outcome. One pacer serves one Acquire and then its Lease.
+// KeyWriteInterval, writes to one key take turns: each starts that long
+// after the previous one's answer came, on the lease's monotonic clock
+// (after its answer, not after it was sent, so that the service, which
+// took the previous write at some moment before answering, sees them at
+// least that far apart however long each took to arrive); writes sent
+// together (the probes) wait for each other. A rate-limited write is sent
+// again after the wait the service asked for (driver.RetryAfter), or the
+// declared interval, or a second, and later writes to the key take turns
+// too. A rate-limited answer is never taken for a refusal of the write's
+// condition, nor for an unknown outcome. One pacer serves one Acquire and
+// then its Lease.
 type pacer struct {
 	clk   clock.Clock
 	every time.Duration // the driver's KeyWriteInterval
 
 	mu      sync.Mutex
+	turns   map[string]chan struct{} // one write to the key at a time, when spaced
 	next    map[string]time.Duration // no write to the key starts before this (monotonic)
-	learned time.Duration            // the longest wait a rate-limited answer asked for
+	learned time.Duration            // spacing learned from rate-limited answers
 }
 
 func newPacer(clk clock.Clock, caps driver.Capabilities) *pacer {
-	return &pacer{clk: clk, every: max(caps.KeyWriteInterval, 0), next: map[string]time.Duration{}}
+	return &pacer{clk: clk, every: max(caps.KeyWriteInterval, 0), turns: map[string]chan struct{}{}, next: map[string]time.Duration{}}
 }
 
-// turn reserves the next start for a write to key and returns how long to
-// wait for it.
-func (p *pacer) turn(key string) time.Duration {
+// gap is the spacing between writes to one key, and the key's turn.
+func (p *pacer) gap(key string) (time.Duration, chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := p.clk.Mono()
-	start := max(now, p.next[key])
-	p.next[key] = start + max(p.every, p.learned)
-	return start - now
+	t, ok := p.turns[key]
+	if !ok {
+		t = make(chan struct{}, 1)
+		p.turns[key] = t
+	}
+	return max(p.every, p.learned), t
+}
+
+// wait returns how long until a write to key may start.
+func (p *pacer) wait(key string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(p.next[key]-p.clk.Mono(), 0)
+}
+
+// answered notes that a write to key was answered now; the next may start
+// d later.
+func (p *pacer) answered(key string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next[key] = max(p.next[key], p.clk.Mono()+d)
 }
 
 // limited notes that the service refused a write to key for its rate, and
@@ -63,9 +84,9 @@ func (p *pacer) limited(key string, err error) time.Duration {
 		wait = defaultRetryAfter
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.learned = max(p.learned, min(wait, defaultRetryAfter))
-	p.next[key] = max(p.next[key], p.clk.Mono()+wait)
+	p.mu.Unlock()
+	p.answered(key, wait)
 	return wait
 }
 
@@ -79,22 +100,39 @@ func (p *pacer) do(ctx context.Context, key string, until time.Duration, write f
 		return write(ctx)
 	}
 	for {
-		wait := p.turn(key)
-		if until != 0 && p.clk.Mono()+wait > until {
-			return fmt.Errorf("the write to %s could not be sent in its turn before the deadline (the service allows one write to a key every %v)", key, p.every)
+		gap, turn := p.gap(key)
+		if gap > 0 {
+			select {
+			case turn <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
-		if err := clock.Sleep(ctx, p.clk, wait); err != nil {
-			return err
+		err := p.attempt(ctx, key, gap, until, write)
+		if gap > 0 {
+			<-turn
 		}
-		err := write(ctx)
 		if !errors.Is(err, driver.ErrRateLimited) {
 			return err
 		}
-		wait = p.limited(key, err)
-		if until != 0 && p.clk.Mono()+wait > until {
+		if wait := p.limited(key, err); until != 0 && p.clk.Mono()+wait > until {
 			return fmt.Errorf("%w; not sent again: the service's wait would end after the deadline", err)
 		}
 	}
+}
+
+// attempt waits for key's next start, sends write and notes its answer.
+func (p *pacer) attempt(ctx context.Context, key string, gap, until time.Duration, write func(context.Context) error) error {
+	wait := p.wait(key)
+	if until != 0 && p.clk.Mono()+wait > until {
+		return fmt.Errorf("the write to %s could not be sent in its turn before the deadline (the service allows one write to a key every %v)", key, gap)
+	}
+	if err := clock.Sleep(ctx, p.clk, wait); err != nil {
+		return err
+	}
+	err := write(ctx)
+	p.answered(key, gap)
+	return err
 }
 
 // put is do for a Put of data to key under cond.
