@@ -107,7 +107,11 @@ func TestRateLimitedAcquireTakesOver(t *testing.T) {
 func TestRateLimitedProbeStillProven(t *testing.T) {
 	c := clock.NewFake(t0)
 	ignoring := &faulty.Bucket{Bucket: machineClocksOnly(), Ignore: faulty.IgnoreIfAbsent, Only: onLease}
-	b, r := rateLimited(c, false, ignoring)
+	// The limit on the lease object alone, so that the scratch proof's
+	// writes teach the acquire no spacing, and the probes sent right after
+	// the first write are refused for their rate.
+	r := &faulty.RateLimit{Bucket: ignoring, Clock: c, RetryAfter: time.Second, Only: onLease}
+	b := driver.Wrap(r, ignoring)
 	stop := running(c)
 	_, err := lease.Acquire(context.Background(), b, "db1", opts("a", c, nil))
 	stop()
