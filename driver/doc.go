@@ -149,6 +149,31 @@
 //     (lease-clock-wrong-contender, lease-clock-holder-fenced,
 //     lease-clock-takeover-in-time)
 //
+// # Rate limits
+//
+// A service that refuses a request for its rate (HTTP 429; Cloud
+// Storage's rateLimitExceeded; S3's SlowDown, with 503; Azure's 503
+// ServerBusy) is reported as ErrRateLimited, in an *OpError whose
+// RetryAfter is the wait the service asked for (its Retry-After header),
+// or 0 where it named none; callers read it with RetryAfter(err), through
+// any wrapping. A rate-limited write was not applied: the service refused
+// it before acting on it. That is what the services document, and an
+// assumption no client can check (a proxy that forwarded the write and
+// then answered 429 would break it), so ErrRateLimited is never reported
+// for a write whose client library sent it more than once with an earlier
+// attempt answered otherwise (that outcome stays unknown), and the s3, r2
+// and gcs drivers do not let their client library send a rate-limited
+// conditional write again: they return ErrRateLimited, and the caller
+// sends the write again itself once the wait has passed. It is never
+// ErrPrecondition: a 429 says nothing of the write's condition.
+//
+// Capabilities.KeyWriteInterval declares a limit the service enforces on
+// writes to one key: R2 and Cloud Storage allow about one write per second
+// to one object name (1 s); the other drivers declare 0. The lease spaces
+// its writes to one key within an acquire by it (its probes would
+// otherwise trip the limit), and retries a rate-limited write after its
+// RetryAfter, or the declared interval, or a second, whatever is declared.
+//
 // # The service's time
 //
 // The lease judges a record's age on the service's clock where it can,

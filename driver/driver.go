@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 )
 
 // Version names one stored version of one object: an ETag on S3, R2, MinIO
@@ -101,6 +102,15 @@ type Capabilities struct {
 	// ?trust_network_flock=true if ..."), and what the user can do. It is
 	// empty otherwise. The lease prints it when it refuses the bucket.
 	Reason string
+	// KeyWriteInterval is the minimum spacing between two writes to one
+	// key that the service enforces, answering a write that comes sooner
+	// with ErrRateLimited: a second on Cloudflare R2 and Google Cloud
+	// Storage (about one write per second to one object name), 0 where
+	// the service declares no such limit. The lease spaces its writes to
+	// one key within an acquire by it, so that its own probes do not trip
+	// the limit; a write refused for its rate is retried whatever is
+	// declared here.
+	KeyWriteInterval time.Duration
 }
 
 // Bucket is one bucket (or container) of an object store. Keys are full

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // The conditions a caller acts on. Drivers report them inside an *OpError
@@ -49,7 +52,55 @@ var (
 	// service would store under another name, or (on the file driver) a key
 	// that is a prefix of a stored key. Nothing was sent.
 	ErrInvalidKey = errors.New("invalid key")
+
+	// ErrRateLimited: the service refused the request for its rate, not
+	// for its content: HTTP 429 (R2, GCS's rateLimitExceeded, Azure), or
+	// S3's SlowDown (503). The request was not applied: a service that
+	// sheds load answers before it acts on the request. That is the
+	// services' documented behaviour (R2 and GCS refuse a second write to
+	// one object name within a second; S3's SlowDown asks the client to
+	// send the request again), and an assumption this package cannot
+	// check: a proxy that answers 429 after forwarding would break it.
+	// The caller may send the request again once the time the service
+	// asked for has passed (RetryAfter), and must not take the answer for
+	// a refusal of the write's condition, which it is not.
+	ErrRateLimited = errors.New("rate limited: the service refused the request for its rate, before applying it")
 )
+
+// RetryAfter returns how long the service asked the caller to wait before
+// sending a rate-limited request again (its Retry-After), and true, where
+// err wraps an *OpError of kind ErrRateLimited that carries one. It
+// returns false for any other error and where the service named no time;
+// the caller then waits Capabilities.KeyWriteInterval, or a second.
+func RetryAfter(err error) (time.Duration, bool) {
+	var oe *OpError
+	if !errors.As(err, &oe) || oe.Kind != ErrRateLimited || oe.RetryAfter <= 0 {
+		return 0, false
+	}
+	return oe.RetryAfter, true
+}
+
+// ParseRetryAfter reads an HTTP Retry-After header, given in seconds or as
+// an HTTP date (then relative to now, the time of the answer), and returns
+// the wait it asks for and true, or false if the header is empty or
+// malformed. A date in the past, or 0 seconds, is a wait of 0 with true.
+func ParseRetryAfter(h string, now time.Time) (time.Duration, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second, true
+	}
+	t, err := http.ParseTime(h)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
 
 // OpError is the error a driver returns from a failed operation. It keeps
 // the classification (Kind, one of the sentinels above or nil when the
@@ -63,6 +114,11 @@ type OpError struct {
 	Cond   Condition // the condition of a put or delete
 	Kind   error     // one of the sentinels above (ErrNotExist, ErrPrecondition, ...) or nil
 	Err    error     // the underlying error, if any
+	// RetryAfter is, for Kind ErrRateLimited, how long the service asked
+	// the caller to wait before sending the request again (its
+	// Retry-After header), or 0 where it named no time. Read it with the
+	// function RetryAfter, which finds it through any wrapping.
+	RetryAfter time.Duration
 }
 
 // Error says what failed, on which key, under which condition, and why.
@@ -83,6 +139,11 @@ func (e *OpError) Error() string {
 	if e.Kind != nil {
 		sb.WriteString(": ")
 		sb.WriteString(e.Kind.Error())
+	}
+	if e.RetryAfter > 0 {
+		sb.WriteString(" (retry after ")
+		sb.WriteString(e.RetryAfter.String())
+		sb.WriteString(")")
 	}
 	if e.Err != nil {
 		sb.WriteString(": ")

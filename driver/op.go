@@ -252,6 +252,19 @@ func (o *Op) Fail(kind, err error) error {
 // operation's request again.
 func (o *Op) Attempts() int { return o.requests() }
 
+// RateLimited returns the *OpError for an operation the service refused
+// for its rate (ErrRateLimited): err is the service's or SDK's error, and
+// retryAfter the wait the service asked for (its Retry-After), or 0 where
+// it named none. It is never turned into ErrOutcomeUnknown: a rate-limited
+// answer says that this attempt was not applied, and a driver that let
+// its client library send the write more than once reports it only when
+// the last attempt was rate-limited too.
+func (o *Op) RateLimited(err error, retryAfter time.Duration) error {
+	e := o.fail(ErrRateLimited, err, false).(*OpError)
+	e.RetryAfter = max(retryAfter, 0)
+	return e
+}
+
 // FailSettled is Fail for a write whose request the client library sent
 // more than once and whose outcome the driver has settled by reading the
 // object back (see SettleRetriedWrite): kind is kept as it is, not turned

@@ -119,7 +119,7 @@ func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	c.journal.lock() // at every attempt, until a dead predecessor's lock is free
-	a := &attempt{c: c, b: b}
+	a := &attempt{c: c, b: b, pace: newPacer(c.s.clock, b.Capabilities())}
 	defer a.settle()
 	for range maxContention {
 		l, err := a.run(ctx)
@@ -147,6 +147,10 @@ type attempt struct {
 	// svc is what the latest read of the lease object said about the
 	// service's clock; nil when the driver reports none.
 	svc *ServiceClock
+	// pace spaces the attempt's writes to one key where the driver
+	// declares a KeyWriteInterval, and sends a rate-limited write again;
+	// the lease it makes keeps it.
+	pace *pacer
 }
 
 // run is one pass of the algorithm of Acquire (see the package doc). It
@@ -197,7 +201,7 @@ func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 		return nil, err
 	}
 	st = a.restamp(st)
-	v, err := a.put(ctx, st.rec, driver.IfAbsent())
+	v, err := a.put(ctx, st, driver.IfAbsent())
 	a.dropScratch(ctx)
 	if err == nil {
 		return a.probe(ctx, st, v, false, false, EventAcquired)
@@ -337,10 +341,10 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 	}
 	fake := make(chan result, 1)
 	go func() {
-		v, err := a.b.Put(ctx, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)))
+		v, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)), a.until(st))
 		fake <- result{v, err}
 	}()
-	v, err := a.put(ctx, st.rec, driver.IfMatch(over))
+	v, err := a.put(ctx, st, driver.IfMatch(over))
 	a.dropScratch(ctx)
 	f := <-fake
 	if f.err == nil {
@@ -368,11 +372,12 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 // refuses the preconditions not yet proven (proveLease); if it does not,
 // the clean-up leaves the prefix blocked. It then makes the lease.
 func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsentProven, ifMatchProven bool, kind EventKind) (*Lease, error) {
-	v, failure := a.proveLease(ctx, st.rec.Encode(), v, ifAbsentProven, ifMatchProven)
+	v, failure := a.proveLease(ctx, st.rec.Encode(), v, ifAbsentProven, ifMatchProven, a.until(st))
 	if failure != nil {
 		return nil, a.cleanUp(ctx, st, failure)
 	}
 	l := newLease(a.c, a.b, st, v)
+	l.pace = a.pace
 	l.svc = a.svc
 	a.c.held = l
 	a.c.watch, a.c.twin = Watch{}, Watch{}
@@ -426,10 +431,16 @@ func (c *Contender) owns(rec Record) bool {
 
 // put sends one write of the attempt's record, remembering it first: its
 // outcome may stay unknown, and a later read must recognise it as ours.
-func (a *attempt) put(ctx context.Context, rec Record, cond driver.Condition) (driver.Version, error) {
-	a.c.sent.add(rec)
-	return a.b.Put(ctx, a.c.key, rec.Encode(), cond)
+// It goes through the attempt's pacer, until st's fence deadline.
+func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (driver.Version, error) {
+	a.c.sent.add(st.rec)
+	return a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
 }
+
+// until is the fence deadline of a lease stamped st, on the monotonic
+// clock: a write of st's record that starts later would make a lease
+// fenced on arrival, so a rate-limited one is not sent again after it.
+func (a *attempt) until(st stamp) time.Duration { return st.mono + a.c.s.ttl*2/3 }
 
 // endHeld ends the contender's earlier lease before a new one replaces it.
 // A lease that may still write is not ended behind its holder's back: that

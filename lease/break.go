@@ -122,9 +122,10 @@ func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Versi
 // proveIfMatch shows that the path to b applies If-Match, on a scratch key
 // beside key, and waits for the scratch key's delete.
 func proveIfMatch(ctx context.Context, b driver.Bucket, key string) error {
-	scratch, ignored, err := proveConditions(ctx, b, key, "break", false)
+	p := newPacer(clock.System{}, b.Capabilities())
+	scratch, ignored, err := proveConditions(ctx, b, p, key, "break", false)
 	if scratch != "" {
-		if derr := deleteScratch(ctx, b, scratch); err == nil && ignored == "" && derr != nil {
+		if derr := deleteScratch(ctx, b, p, scratch); err == nil && ignored == "" && derr != nil {
 			return fmt.Errorf("delete the probe key %s: %w", scratch, derr)
 		}
 	}

@@ -40,7 +40,7 @@ func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
 		// Not remembered as sent: it is no lease of ours to take back.
 		a.c.blocked = block
-		if _, err = a.b.Put(ctx, a.c.key, block.Encode(), driver.IfMatch(v)); err == nil {
+		if _, err = a.pace.put(ctx, a.b, a.c.key, block.Encode(), driver.IfMatch(v), 0); err == nil {
 			return fmt.Errorf("%w; %s, so the lease object was left blocked: it holds a record of instance %s, fresh until %s (ttl %ds), "+
 				"so that nobody takes the prefix before a holder it may have overwritten has fenced itself. Fix the path to the service; after %s, acquire again (or break the lease, once you know that nobody else writes to the prefix)",
 				failure, a.overwrote(st), block.InstanceID, block.RenewedAt.Add(block.TTL()).Format(time.RFC3339), block.TTLSeconds,

@@ -156,6 +156,21 @@
 // may be cancelled up to a second late; writes started through Bucket are
 // refused at once all the same.
 //
+// Rate limits. R2 and Cloud Storage allow about one write per second to
+// one object name and answer a faster one with 429 (driver.ErrRateLimited),
+// which the service refused before applying it. An acquire writes the
+// lease object, and its scratch key, several times within a second: where
+// the driver declares the limit (driver.Capabilities.KeyWriteInterval),
+// these writes take turns, each starting the interval after the previous
+// one's answer came, so an acquire there takes a few seconds more (the
+// requests are the same). A write answered 429 anyway (on any driver) is
+// sent again after the service's Retry-After (or the declared interval,
+// or a second), within the call's context and, for an acquire's writes,
+// before the lease it would make is fenced; a renewal, before the fence
+// deadline. A 429 is never taken for a refusal: the probes' refusals are
+// still proven by 412s, and a renewal or release answered 429 is not a
+// lost lease.
+//
 // Limits of proving the path. Acquire reads first, and writes blind only
 // to a key it has just read as free. Before its first write to the lease
 // object it proves, on a scratch key beside it (IsScratchKey), that the

@@ -216,7 +216,7 @@ func (l *Lease) proveStreamCommit(ctx context.Context) error {
 	// Deleted on a context of its own, bounded by cleanupTimeout, so that
 	// a cancelled caller still leaves nothing behind, and a DELETE that
 	// never answers holds PutStream (and so Release) for no longer.
-	defer func() { _ = deleteScratch(ctx, l.b, scratch) }()
+	defer func() { _ = deleteScratch(ctx, l.b, l.pace, scratch) }()
 	v, err := stream(driver.IfAbsent())
 	if err != nil {
 		return fmt.Errorf("prove the condition of a streamed commit on %s: %w", scratch, err)

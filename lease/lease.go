@@ -23,7 +23,11 @@ type Lease struct {
 	key    string
 	s      *settings
 	caps   driver.Capabilities
-	fence  context.Context
+	// pace spaces the lease's writes to its object and sends a
+	// rate-limited one again (see pacer); the acquire's, so that a
+	// renewal right after the acquire keeps the spacing.
+	pace  *pacer
+	fence context.Context
 	// stopFence ends the lease's fence context with a cause.
 	stopFence context.CancelCauseFunc
 
@@ -58,7 +62,7 @@ type Lease struct {
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
 	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
-		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps}
+		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps, pace: newPacer(c.s.clock, b.Capabilities())}
 	l.sent.journal = c.journal
 	l.sent.add(st.rec)
 	l.past.add(st.rec)

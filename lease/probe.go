@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -12,8 +13,11 @@ import (
 // proven on the lease object at version v, where data is our record: a
 // write with If-None-Match: * and one with If-Match on a made-up version
 // must be refused, and one with If-Match on v accepted. It returns the
-// version the lease is at, or why the lease cannot be kept.
-func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version, ifAbsentProven, ifMatchProven bool) (driver.Version, error) {
+// version the lease is at, or why the lease cannot be kept. The writes go
+// through the attempt's pacer: where the driver declares a
+// KeyWriteInterval they take their turns, and a rate-limited answer is
+// sent again (until the fence deadline, until), never taken for a refusal.
+func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version, ifAbsentProven, ifMatchProven bool, until time.Duration) (driver.Version, error) {
 	type probe struct {
 		name string
 		cond driver.Condition
@@ -39,13 +43,13 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 	if !ifMatchProven {
 		first = make(chan putResult, 1)
 		go func() {
-			v2, err := a.b.Put(ctx, a.c.key, data, driver.IfMatch(v))
+			v2, err := a.pace.put(ctx, a.b, a.c.key, data, driver.IfMatch(v), until)
 			first <- putResult{v2, err}
 		}()
 	}
 	for _, p := range probes {
 		go func() {
-			_, err := a.b.Put(ctx, a.c.key, data, p.cond)
+			_, err := a.pace.put(ctx, a.b, a.c.key, data, p.cond, until)
 			p.err <- err
 		}()
 	}
@@ -92,7 +96,7 @@ func (a *attempt) provePath(ctx context.Context) error {
 	}
 	var ignored string
 	var err error
-	a.scratch, ignored, err = proveConditions(ctx, a.b, a.c.key, "acquire", true)
+	a.scratch, ignored, err = proveConditions(ctx, a.b, a.pace, a.c.key, "acquire", true)
 	switch {
 	case ignored != "":
 		a.dropScratch(ctx)
@@ -115,7 +119,7 @@ func (a *attempt) dropScratch(ctx context.Context) {
 	scratch := a.scratch
 	a.scratch = ""
 	done := make(chan error, 1)
-	go func() { done <- deleteScratch(ctx, a.b, scratch) }()
+	go func() { done <- deleteScratch(ctx, a.b, a.pace, scratch) }()
 	a.deletes = append(a.deletes, done)
 }
 

@@ -55,7 +55,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if errors.Is(done, ErrLost) {
 		return nil
 	}
-	left, err := release(ctx, l.b, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
+	left, err := release(ctx, l.b, l.pace, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
 	ev := Event{Kind: EventReleased, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(),
 		Detail: "marked the lease object released (ttl_s 0); anyone may take it at once"}
 	if left != "" {
@@ -74,12 +74,12 @@ func (l *Lease) Release(ctx context.Context) error {
 // write of ours whose reply was lost) is released in turn; anyone else's
 // is left alone. It returns why nothing was written, or "" if
 // our record is now marked released.
-func release(ctx context.Context, b driver.Bucket, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
+func release(ctx context.Context, b driver.Bucket, p *pacer, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
 	for range 3 {
 		rel := rec
 		rel.RenewedAt, rel.TTLSeconds = st.renewed(now), 0
 		sent.add(rel)
-		_, err = b.Put(ctx, key, rel.Encode(), driver.IfMatch(v))
+		_, err = p.put(ctx, b, key, rel.Encode(), driver.IfMatch(v), 0)
 		if err == nil {
 			return "", nil
 		}

@@ -64,7 +64,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	wctx, cancel := l.Fence(ctx)
 	var v driver.Version
 	svc, err := timedCall(wctx, l.s.clock, func(ctx context.Context) (err error) {
-		v, err = l.b.Put(ctx, l.key, rec.Encode(), driver.IfMatch(over))
+		v, err = l.pace.put(ctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
 		return err
 	})
 	cancel()

@@ -58,7 +58,9 @@ func IsScratchKey(key string) bool {
 // fresh scratch key beside key: it creates the key (If-None-Match: *, on a
 // key that cannot exist), then writes it with If-Match on a made-up version
 // and, if ifAbsent, with If-None-Match: *, together; each must be refused.
-// It returns the scratch key, which the caller deletes (deleteScratch),
+// Its writes go through p (spaced, and sent again when rate-limited; a
+// nil p sends each once), so that a rate-limited probe is never taken for
+// a refused one. It returns the scratch key, which the caller deletes (deleteScratch),
 // or "" if there is nothing to delete. If the path accepted a write it
 // should have refused, ignored names the precondition and the scratch key;
 // err is any other failure.
@@ -69,13 +71,13 @@ func IsScratchKey(key string) bool {
 // same moment fails (403 AccessDenied, "Existing Object is a directory"),
 // so the delete must not race the acquire's first write of the lease object
 // on a fresh prefix.
-func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifAbsent bool) (scratch, ignored string, err error) {
+func proveConditions(ctx context.Context, b driver.Bucket, p *pacer, key, kind string, ifAbsent bool) (scratch, ignored string, err error) {
 	scratch, err = scratchKey(key, kind)
 	if err != nil {
 		return "", "", err
 	}
 	note := []byte("bucketlease " + kind + ": a probe of the path's preconditions; safe to delete")
-	sv, err := b.Put(ctx, scratch, note, driver.IfAbsent())
+	sv, err := p.put(ctx, b, scratch, note, driver.IfAbsent(), 0)
 	if err != nil {
 		// The reply may have been lost, or the client's retry refused,
 		// with the write landed: the key is random, so if it exists, it
@@ -96,11 +98,12 @@ func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifA
 	if ifAbsent {
 		probes = append(probes, probe{"If-None-Match: * over an existing object", driver.IfAbsent()})
 	}
+	pace := p
 	errs := make([]chan error, len(probes))
 	for i, p := range probes {
 		errs[i] = make(chan error, 1)
 		go func() {
-			_, err := b.Put(ctx, scratch, []byte("bucketlease "+kind+": this write must have been refused"), p.cond)
+			_, err := pace.put(ctx, b, scratch, []byte("bucketlease "+kind+": this write must have been refused"), p.cond, 0)
 			errs[i] <- err
 		}()
 	}
@@ -119,10 +122,10 @@ func proveConditions(ctx context.Context, b driver.Bucket, key, kind string, ifA
 
 // deleteScratch deletes a scratch key, on its own context bounded by
 // cleanupTimeout, so that a cancelled caller still leaves nothing behind.
-func deleteScratch(ctx context.Context, b driver.Bucket, scratch string) error {
+func deleteScratch(ctx context.Context, b driver.Bucket, p *pacer, scratch string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	return b.Delete(ctx, scratch, driver.Condition{})
+	return p.del(ctx, b, scratch, driver.Condition{}, 0)
 }
 
 // ownScratch reports whether key is a scratch key of this lease: named as

@@ -373,7 +373,9 @@ var permissionCodes = []bloberror.Code{bloberror.AuthenticationFailed, bloberror
 // has an Azure blob lease) is not a refused condition. Refused conditions
 // are 412 ConditionNotMet (If-Match), 409 BlobAlreadyExists
 // (If-None-Match: * on an existing blob) and, under If-Match, BlobNotFound.
-// A missing container is ErrBucketNotExist; 401, 403 and the
+// 429, and 503 ServerBusy, are ErrRateLimited (the SDK's retry policy
+// has sent the request again first, as it does any 429 or 503). A
+// missing container is ErrBucketNotExist; 401, 403 and the
 // authentication codes, and a credential that could not get a token, are
 // ErrPermission.
 func classify(err error, cond driver.Condition) error {
@@ -387,6 +389,9 @@ func classify(err error, cond driver.Condition) error {
 	case bloberror.HasCode(err, permissionCodes...),
 		errors.As(err, &re) && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
 		return driver.ErrPermission
+	case errors.As(err, &re) && (re.StatusCode == http.StatusTooManyRequests ||
+		re.StatusCode == http.StatusServiceUnavailable && re.ErrorCode == string(bloberror.ServerBusy)):
+		return driver.ErrRateLimited
 	case bloberror.HasCode(err, bloberror.ContainerNotFound):
 		return driver.ErrBucketNotExist
 	case !cond.Unconditional() && bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
@@ -407,6 +412,17 @@ func (b *Bucket) fail(op *driver.Op, kind, err error) error {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		err = &serviceError{re: re, err: err}
+	}
+	if kind == driver.ErrRateLimited {
+		var wait time.Duration
+		if re != nil && re.RawResponse != nil {
+			now, perr := http.ParseTime(re.RawResponse.Header.Get("Date"))
+			if perr != nil {
+				now = time.Now()
+			}
+			wait, _ = driver.ParseRetryAfter(re.RawResponse.Header.Get("Retry-After"), now)
+		}
+		return op.RateLimited(err, wait)
 	}
 	return op.Fail(kind, err)
 }

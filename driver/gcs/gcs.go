@@ -242,10 +242,17 @@ func CheckBucketName(name string) error {
 
 func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
+// KeyWriteInterval is the spacing between writes to one object name that
+// Cloud Storage enforces: about one a second, a faster write being
+// answered with 429 rateLimitExceeded.
+const KeyWriteInterval = time.Second
+
 // Capabilities declares Conditional exclusion and a conditional Delete:
-// Cloud Storage enforces ifGenerationMatch on uploads and deletes.
+// Cloud Storage enforces ifGenerationMatch on uploads and deletes. It
+// declares the limit of one write per second to one object name
+// (KeyWriteInterval).
 func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, KeyWriteInterval: KeyWriteInterval}
 }
 
 func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
@@ -263,7 +270,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	r, err := b.ctl.Object(key).NewReader(dates.Context(op.Context()))
 	if err != nil {
 		reportTime(ctx, &dates, time.Time{})
-		return nil, "", op.Fail(b.classify(ctx, err, op.Cond), err)
+		return nil, "", fail(op, b.classify(ctx, err, op.Cond), err)
 	}
 	reportTime(ctx, &dates, r.Attrs.LastModified)
 	if r.Attrs.Generation <= 0 {
@@ -283,6 +290,9 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	obj, err := b.object(b.ctl, key, cond)
 	if err != nil {
 		return "", op.Fail(driver.ErrPrecondition, err)
+	}
+	if !cond.Unconditional() {
+		obj = obj.Retryer(storage.WithErrorFunc(noRateLimitRetry))
 	}
 	// The Writer's context must outlive Close, and a cancel aborts the
 	// upload; cancelling once Close returned releases its goroutine.
@@ -304,7 +314,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	reportTime(ctx, &dates, time.Time{})
 	if err != nil {
-		return "", op.Fail(b.classify(ctx, err, cond), err)
+		return "", fail(op, b.classify(ctx, err, cond), err)
 	}
 	attrs := w.Attrs()
 	if attrs == nil || attrs.Generation <= 0 {
@@ -380,7 +390,56 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if k == driver.ErrNotExist && cond.Unconditional() {
 		return nil
 	}
-	return op.Fail(k, err)
+	return fail(op, k, err)
+}
+
+// fail is op.Fail, and for a rate-limited answer op.RateLimited with the
+// wait the service asked for (its Retry-After header), where it gave one.
+func fail(op *driver.Op, k, err error) error {
+	if k != driver.ErrRateLimited {
+		return op.Fail(k, err)
+	}
+	var wait time.Duration
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && ge.Header != nil {
+		now, perr := http.ParseTime(ge.Header.Get("Date"))
+		if perr != nil {
+			now = time.Now()
+		}
+		wait, _ = driver.ParseRetryAfter(ge.Header.Get("Retry-After"), now)
+	}
+	return op.RateLimited(err, wait)
+}
+
+// rateLimited reports whether the service refused a request for its
+// rate: HTTP 429, or the reason rateLimitExceeded (or
+// userRateLimitExceeded, which other Google APIs send with 403).
+func rateLimited(ge *googleapi.Error) bool {
+	if ge.Code == http.StatusTooManyRequests {
+		return true
+	}
+	for _, e := range ge.Errors {
+		if e.Reason == "rateLimitExceeded" || e.Reason == "userRateLimitExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+// noRateLimitRetry is the client library's retry rule (storage.ShouldRetry)
+// for a conditional write, but a rate-limited answer, which it returns
+// rather than send the write again: an attempt sent after a rate-limited
+// one may meet a refusal that Op.Fail must call unknown
+// (ErrOutcomeUnknown), although no attempt landed. The caller gets
+// driver.ErrRateLimited, and sends the write again itself. It replaces an
+// error function set on a client passed to New, for conditional writes
+// only.
+func noRateLimitRetry(err error) bool {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && rateLimited(ge) {
+		return false
+	}
+	return storage.ShouldRetry(err)
 }
 
 // classify maps a failed request to the contract's kinds, by the
@@ -398,6 +457,8 @@ func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition)
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
 		switch {
+		case rateLimited(ge):
+			return driver.ErrRateLimited
 		case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
 			return driver.ErrPermission
 		case ge.Code == http.StatusPreconditionFailed && !cond.Unconditional() && conditionNotMet(ge):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -35,8 +36,10 @@ func Locate(u *url.URL) (driver.Place, error) {
 
 // Profile is R2's profile for the S3 driver: conditional writes, and no
 // conditional delete (R2 documents no If-Match on DeleteObject), so Delete
-// refuses IfMatch with driver.ErrUnsupported without sending it.
-var Profile = s3.Profile{Driver: Scheme, ConditionalDelete: false}
+// refuses IfMatch with driver.ErrUnsupported without sending it. R2 allows
+// about one write per second to one object name and answers a faster one
+// with 429, so it declares a KeyWriteInterval of a second.
+var Profile = s3.Profile{Driver: Scheme, ConditionalDelete: false, KeyWriteInterval: time.Second}
 
 // Region is the region R2 expects in request signatures.
 const Region = "auto"

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/r2"
@@ -41,7 +42,7 @@ func TestConformanceMinIO(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	got := r2.New(nil, "b").Capabilities()
-	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false}) {
+	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false, KeyWriteInterval: time.Second}) {
 		t.Errorf("Capabilities() = %+v", got)
 	}
 }

@@ -40,6 +40,11 @@ type Profile struct {
 	// DeleteObject. Where it is false, Delete refuses IfMatch with
 	// driver.ErrUnsupported without sending a request.
 	ConditionalDelete bool
+	// KeyWriteInterval is the spacing between writes to one key the
+	// service enforces (driver.Capabilities.KeyWriteInterval): a second
+	// on R2, 0 on AWS, which answers SlowDown to a request rate per
+	// prefix far above one lease's, and declares no per-key limit.
+	KeyWriteInterval time.Duration
 }
 
 // AWS is the profile of Amazon S3: conditional writes and, since
@@ -96,7 +101,8 @@ func NewWithProfile(client *s3sdk.Client, bucket string, p Profile) *Bucket {
 		p.Driver = Scheme
 	}
 	caps := driver.Capabilities{Exclusion: driver.Conditional,
-		ConditionalDelete: p.ConditionalDelete && (client == nil || IsAWSEndpoint(aws.ToString(client.Options().BaseEndpoint)))}
+		ConditionalDelete: p.ConditionalDelete && (client == nil || IsAWSEndpoint(aws.ToString(client.Options().BaseEndpoint))),
+		KeyWriteInterval:  p.KeyWriteInterval}
 	return &Bucket{client: client, ctl: client, bucket: bucket, profile: p, caps: caps}
 }
 
@@ -132,7 +138,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	out, err := b.ctl.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
 		reportTime(ctx, nil, err, nil)
-		return nil, "", op.Fail(kind(err, op.Cond), err)
+		return nil, "", fail(op, kind(err, op.Cond), err)
 	}
 	reportTime(ctx, &out.ResultMetadata, nil, out.LastModified)
 	v := driver.Version(aws.ToString(out.ETag))
@@ -171,14 +177,23 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 		in.IfNoneMatch = aws.String("*")
 	}
 	sent := time.Now()
-	out, err := client.PutObject(op.Context(), in)
+	var optFns []func(*s3sdk.Options)
+	if !cond.Unconditional() {
+		optFns = append(optFns, returnRateLimits)
+	}
+	out, err := client.PutObject(op.Context(), in, optFns...)
 	if err != nil {
 		reportTime(ctx, nil, err, nil)
 		k := kind(err, cond)
+		if op.Attempts() > 1 && k == driver.ErrRateLimited {
+			// The last attempt was not applied, but an earlier one, which
+			// failed otherwise (a lost reply, a 5xx), may have been.
+			k = nil
+		}
 		if op.Attempts() > 1 && (k == driver.ErrPrecondition || k == nil) {
 			return b.settle(ctx, op, k, err, key, data, sent)
 		}
-		return "", op.Fail(k, err)
+		return "", fail(op, k, err)
 	}
 	reportTime(ctx, &out.ResultMetadata, nil, nil)
 	v := driver.Version(aws.ToString(out.ETag))
@@ -283,7 +298,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		if cond.Unconditional() && k == driver.ErrNotExist {
 			return nil
 		}
-		return op.Fail(k, err)
+		return fail(op, k, err)
 	}
 	return nil
 }
@@ -299,6 +314,62 @@ func kind(err error, cond driver.Condition) error {
 	}
 	code, status := apiError(err)
 	return s3proto.Kind(code, status, cond)
+}
+
+// fail is op.Fail, and for a rate-limited answer op.RateLimited with the
+// wait the service asked for (its Retry-After header), where it gave one.
+func fail(op *driver.Op, k, err error) error {
+	if k != driver.ErrRateLimited {
+		return op.Fail(k, err)
+	}
+	var re *awshttp.ResponseError
+	var wait time.Duration
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		now, perr := http.ParseTime(re.Response.Header.Get("Date"))
+		if perr != nil {
+			now = time.Now()
+		}
+		wait, _ = driver.ParseRetryAfter(re.Response.Header.Get("Retry-After"), now)
+	}
+	return op.RateLimited(err, wait)
+}
+
+// returnRateLimits makes the client's retryer, for one conditional
+// PutObject, return an answer the service refused for its rate rather
+// than send the write again: the SDK retries 429 and SlowDown, and a
+// conditional write sent again after a rate-limited attempt may meet a
+// refusal that Op.Fail must call unknown (ErrOutcomeUnknown) although no
+// attempt landed. The caller gets driver.ErrRateLimited with the
+// service's Retry-After instead, and sends the write again itself.
+func returnRateLimits(o *s3sdk.Options) {
+	if o.Retryer == nil {
+		return
+	}
+	v2, ok := o.Retryer.(aws.RetryerV2)
+	if !ok {
+		v2 = retryerV2{o.Retryer}
+	}
+	o.Retryer = rateLimitsReturned{v2}
+}
+
+// rateLimitsReturned is a retryer that retries what its own does, but a
+// rate-limited answer.
+type rateLimitsReturned struct{ aws.RetryerV2 }
+
+// IsErrorRetryable is false for a rate-limited answer.
+func (r rateLimitsReturned) IsErrorRetryable(err error) bool {
+	if kind(err, driver.Condition{}) == driver.ErrRateLimited {
+		return false
+	}
+	return r.RetryerV2.IsErrorRetryable(err)
+}
+
+// retryerV2 lifts an aws.Retryer to an aws.RetryerV2.
+type retryerV2 struct{ aws.Retryer }
+
+// GetAttemptToken is the Retryer's GetInitialToken.
+func (r retryerV2) GetAttemptToken(context.Context) (func(error) error, error) {
+	return r.GetInitialToken(), nil
 }
 
 // apiError returns the service's error code and HTTP status, if err carries

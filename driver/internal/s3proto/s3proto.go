@@ -66,13 +66,25 @@ func Permission(code string, status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden || permissionCodes[code]
 }
 
+// RateLimited reports whether an S3 error is the service refusing the
+// request for its rate: HTTP 429 (R2 answers a second write to one object
+// name within a second so), or the code SlowDown (AWS S3, with 503), which
+// asks the client to slow down. A 503 with another code (a proxy's, or
+// ServiceUnavailable) is not: it does not say that the request was refused
+// before it was applied.
+func RateLimited(code string, status int) bool {
+	return status == http.StatusTooManyRequests || code == "SlowDown"
+}
+
 // Kind classifies an S3 error for a request under cond: ErrPermission,
-// ErrBucketNotExist, ErrPrecondition, ErrNotExist, or nil for anything else
-// (a network error, a 5xx, an unknown code).
+// ErrRateLimited, ErrBucketNotExist, ErrPrecondition, ErrNotExist, or nil
+// for anything else (a network error, a 5xx, an unknown code).
 func Kind(code string, status int, cond driver.Condition) error {
 	switch {
 	case Permission(code, status):
 		return driver.ErrPermission
+	case RateLimited(code, status):
+		return driver.ErrRateLimited
 	case BucketMissing(code, status):
 		return driver.ErrBucketNotExist
 	case Refused(code, status, cond):

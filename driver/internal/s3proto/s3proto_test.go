@@ -56,7 +56,12 @@ func TestKind(t *testing.T) {
 		{"NoSuchBucket", 404, driver.ErrBucketNotExist},
 		{"PreconditionFailed", 412, driver.ErrPrecondition},
 		{"NoSuchKey", 404, driver.ErrPrecondition},
-		{"SlowDown", 503, nil},
+		{"SlowDown", 503, driver.ErrRateLimited},
+		{"TooManyRequests", 429, driver.ErrRateLimited},
+		{"", 429, driver.ErrRateLimited},
+		{"ServiceUnavailable", 503, nil},
+		{"", 503, nil},
+		{"AccessDenied", 429, driver.ErrPermission},
 	}
 	for _, c := range cases {
 		if got := Kind(c.code, c.status, match); got != c.want {

@@ -1,0 +1,111 @@
+package faulty
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// ErrKeyRateLimited is the service's error inside the driver.ErrRateLimited
+// a RateLimit bucket returns.
+var ErrKeyRateLimited = errors.New("faulty: 429 Too Many Requests: more than one write to this key within the interval")
+
+// RateLimit is a service that allows one write (Put or Delete, accepted or
+// refused for its condition) to one key per Interval, as R2 and Cloud
+// Storage allow about one a second: a write that comes sooner after the
+// key's latest admitted write is refused, before it reaches the inner
+// bucket, with an error wrapping driver.ErrRateLimited that carries
+// RetryAfter (what the service asks the client to wait). Reads are not
+// limited. Time is read from Clock's monotonic clock, so that lease tests
+// on a clock.Fake can use it. It declares the interval as its
+// KeyWriteInterval only if Declare is set: a driver that knows the limit,
+// or one that does not. driver.Wrap(r, r.Bucket) keeps the inner bucket's
+// optional interfaces (List, streamed writes), unlimited.
+type RateLimit struct {
+	driver.Bucket
+	Clock      clock.Clock   // nil: clock.System
+	Interval   time.Duration // 0: a second
+	RetryAfter time.Duration // the Retry-After it gives; 0: none, -1: the time left in the interval
+	Declare    bool          // declare Interval as Capabilities().KeyWriteInterval
+	// Only, if set, limits the rate limit to the keys it reports true for.
+	Only func(key string) bool
+
+	mu      sync.Mutex
+	last    map[string]time.Duration
+	refused atomic.Int64
+}
+
+// Capabilities declares the inner bucket's, with the interval if Declare.
+func (r *RateLimit) Capabilities() driver.Capabilities {
+	c := r.Bucket.Capabilities()
+	if r.Declare {
+		c.KeyWriteInterval = r.interval()
+	}
+	return c
+}
+
+// Refused returns how many writes were refused for their rate.
+func (r *RateLimit) Refused() int64 { return r.refused.Load() }
+
+func (r *RateLimit) interval() time.Duration {
+	if r.Interval > 0 {
+		return r.Interval
+	}
+	return time.Second
+}
+
+// admit decides whether a write to key may reach the service now, and
+// returns the refusal if not.
+func (r *RateLimit) admit(op, key string, cond driver.Condition) error {
+	if r.Only != nil && !r.Only(key) {
+		return nil
+	}
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.System{}
+	}
+	now := clk.Mono()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last == nil {
+		r.last = map[string]time.Duration{}
+	}
+	if last, ok := r.last[key]; ok && now-last < r.interval() {
+		r.refused.Add(1)
+		after := r.RetryAfter
+		if after < 0 {
+			after = r.interval() - (now - last)
+		}
+		return &driver.OpError{Driver: "faulty", Op: op, Key: key, Cond: cond, Kind: driver.ErrRateLimited,
+			Err: ErrKeyRateLimited, RetryAfter: after}
+	}
+	r.last[key] = now
+	return nil
+}
+
+// Put refuses a write that comes too soon, and forwards any other.
+func (r *RateLimit) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := r.admit("put", key, cond); err != nil {
+		return "", err
+	}
+	return r.Bucket.Put(ctx, key, data, cond)
+}
+
+// Delete refuses a delete that comes too soon, and forwards any other.
+func (r *RateLimit) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.admit("delete", key, cond); err != nil {
+		return err
+	}
+	return r.Bucket.Delete(ctx, key, cond)
+}

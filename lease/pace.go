@@ -1,0 +1,151 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// defaultRetryAfter is how long the lease waits before sending a write
+// that the service refused for its rate again, where the service named no
+// time and the driver declares no KeyWriteInterval.
+const defaultRetryAfter = time.Second
+
+// pacer spaces the lease's writes to one key and sends a write again that
+// the service refused for its rate (driver.ErrRateLimited), which was not
+// applied: R2 and Cloud Storage allow about one write per second to one
+// object name, and an acquire writes the lease object (and its scratch
+// key) several times within a second. Where the driver declares a
+// KeyWriteInterval, writes to one key take turns: each starts that long
+// after the previous one's answer came, on the lease's monotonic clock
+// (after its answer, not after it was sent, so that the service, which
+// took the previous write at some moment before answering, sees them at
+// least that far apart however long each took to arrive); writes sent
+// together (the probes) wait for each other. A rate-limited write is sent
+// again after the wait the service asked for (driver.RetryAfter), or the
+// declared interval, or a second, and later writes to the key take turns
+// too. A rate-limited answer is never taken for a refusal of the write's
+// condition, nor for an unknown outcome. One pacer serves one Acquire and
+// then its Lease.
+type pacer struct {
+	clk   clock.Clock
+	every time.Duration // the driver's KeyWriteInterval
+
+	mu      sync.Mutex
+	turns   map[string]chan struct{} // one write to the key at a time, when spaced
+	next    map[string]time.Duration // no write to the key starts before this (monotonic)
+	learned time.Duration            // spacing learned from rate-limited answers
+}
+
+func newPacer(clk clock.Clock, caps driver.Capabilities) *pacer {
+	return &pacer{clk: clk, every: max(caps.KeyWriteInterval, 0), turns: map[string]chan struct{}{}, next: map[string]time.Duration{}}
+}
+
+// gap is the spacing between writes to one key, and the key's turn.
+func (p *pacer) gap(key string) (time.Duration, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.turns[key]
+	if !ok {
+		t = make(chan struct{}, 1)
+		p.turns[key] = t
+	}
+	return max(p.every, p.learned), t
+}
+
+// wait returns how long until a write to key may start.
+func (p *pacer) wait(key string) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(p.next[key]-p.clk.Mono(), 0)
+}
+
+// answered notes that a write to key was answered now; the next may start
+// d later.
+func (p *pacer) answered(key string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.next[key] = max(p.next[key], p.clk.Mono()+d)
+}
+
+// limited notes that the service refused a write to key for its rate, and
+// returns how long to wait before sending it again.
+func (p *pacer) limited(key string, err error) time.Duration {
+	wait, ok := driver.RetryAfter(err)
+	if !ok {
+		wait = p.every
+	}
+	if wait <= 0 {
+		wait = defaultRetryAfter
+	}
+	p.mu.Lock()
+	p.learned = max(p.learned, min(wait, defaultRetryAfter))
+	p.mu.Unlock()
+	p.answered(key, wait)
+	return wait
+}
+
+// do runs one write to key (write) in its turn, and again after each
+// rate-limited answer, until it is answered otherwise, ctx ends, or the
+// next attempt could not start before until (a time on the pacer's
+// monotonic clock; 0 for none): then the rate-limited error is returned.
+// A nil pacer runs write once.
+func (p *pacer) do(ctx context.Context, key string, until time.Duration, write func(context.Context) error) error {
+	if p == nil {
+		return write(ctx)
+	}
+	for {
+		gap, turn := p.gap(key)
+		if gap > 0 {
+			select {
+			case turn <- struct{}{}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := p.attempt(ctx, key, gap, until, write)
+		if gap > 0 {
+			<-turn
+		}
+		if !errors.Is(err, driver.ErrRateLimited) {
+			return err
+		}
+		if wait := p.limited(key, err); until != 0 && p.clk.Mono()+wait > until {
+			return fmt.Errorf("%w; not sent again: the service's wait would end after the deadline", err)
+		}
+	}
+}
+
+// attempt waits for key's next start, sends write and notes its answer.
+func (p *pacer) attempt(ctx context.Context, key string, gap, until time.Duration, write func(context.Context) error) error {
+	wait := p.wait(key)
+	if until != 0 && p.clk.Mono()+wait > until {
+		return fmt.Errorf("the write to %s could not be sent in its turn before the deadline (the service allows one write to a key every %v)", key, gap)
+	}
+	if err := clock.Sleep(ctx, p.clk, wait); err != nil {
+		return err
+	}
+	err := write(ctx)
+	p.answered(key, gap)
+	return err
+}
+
+// put is do for a Put of data to key under cond.
+func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition, until time.Duration) (driver.Version, error) {
+	var v driver.Version
+	err := p.do(ctx, key, until, func(ctx context.Context) (err error) {
+		v, err = b.Put(ctx, key, data, cond)
+		return err
+	})
+	return v, err
+}
+
+// del is do for a Delete of key under cond.
+func (p *pacer) del(ctx context.Context, b driver.Bucket, key string, cond driver.Condition, until time.Duration) error {
+	return p.do(ctx, key, until, func(ctx context.Context) error { return b.Delete(ctx, key, cond) })
+}
