@@ -60,6 +60,31 @@ type Run struct {
 	Verdict   string           `json:"verdict"`
 }
 
+// clocks says how the lease judges a record's age there, from the probe's
+// service-time check: on the service's clock too ("service's"), where the
+// driver reports plausible service times; on the machines' clocks alone
+// ("assumed synchronised") where it reports none; "implausible" where the
+// check failed; else the check's result (NotMeasured where the results
+// predate it).
+func (r Run) clocks() string {
+	for _, c := range r.Checks {
+		if c.Name != "service-time" {
+			continue
+		}
+		switch c.Result {
+		case "PASS":
+			return "service's"
+		case "skip":
+			return "assumed synchronised"
+		case "FAIL":
+			return "implausible"
+		default:
+			return c.Result // not measured, inconclusive
+		}
+	}
+	return NotMeasured
+}
+
 // Caps are a driver's capabilities, declared or observed.
 type Caps struct {
 	Exclusion         string `json:"exclusion"`
@@ -219,6 +244,10 @@ func (t *Table) Markdown() []byte {
 	p("  must stay exactly as it was (same version) and renew.\n\n")
 	p("The scenarios use a fake clock per instance (TTL 30 s, no waiting) and real requests. A run\n")
 	p("where a scenario fails is **not safe**.\n\n")
+	p("**Clocks** is how the lease judges a record's age there (the probe's `service-time` check): on\n")
+	p("the service's clock as well as the reader's (\"service's\"), so that only the service's clock is\n")
+	p("assumed not to jump by a third of a TTL between two answers; or on the machines' clocks alone\n")
+	p("(\"assumed synchronised\"), where the driver reports no service time.\n\n")
 	p("**Declared** is what the driver claims; **Observed** what the probe's checks showed (package\n")
 	p("drivertest lowers the exclusion to `none` on any failed check of a write path, including one\n")
 	p("that could not complete). The verdicts:\n\n")
@@ -238,7 +267,7 @@ func (t *Table) Markdown() []byte {
 	for _, s := range t.Scenarios {
 		p(" %s |", s)
 	}
-	p(" Verdict |\n|---|---|---|---|---|---|---|")
+	p(" Clocks | Verdict |\n|---|---|---|---|---|---|---|---|")
 	for range t.Scenarios {
 		p("---|")
 	}
@@ -249,7 +278,7 @@ func (t *Table) Markdown() []byte {
 			for range t.Scenarios {
 				p(" — |")
 			}
-			p(" **not measured** |\n")
+			p(" — | **not measured** |\n")
 			continue
 		}
 		for _, r := range s.Runs {
@@ -258,7 +287,7 @@ func (t *Table) Markdown() []byte {
 				for range t.Scenarios {
 					p(" — |")
 				}
-				p(" %s |\n", cell(r.Verdict))
+				p(" — | %s |\n", cell(r.Verdict))
 				continue
 			}
 			probe := "OK"
@@ -280,7 +309,7 @@ func (t *Table) Markdown() []byte {
 			for _, name := range t.Scenarios {
 				p(" %s |", r.scenario(name))
 			}
-			p(" %s |\n", cell(r.Verdict))
+			p(" %s | %s |\n", r.clocks(), cell(r.Verdict))
 		}
 	}
 
