@@ -58,11 +58,17 @@ func (p *pacer) gap(key string) (time.Duration, chan struct{}) {
 	return max(p.every, p.learned), t
 }
 
-// wait returns how long until a write to key may start.
+// wait returns how long until a write to key may start: at once for a key
+// not written yet (whatever the clock's origin: a monotonic reading is
+// only ever compared with another of the same clock).
 func (p *pacer) wait(key string) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(p.next[key]-p.clk.Mono(), 0)
+	next, ok := p.next[key]
+	if !ok {
+		return 0
+	}
+	return max(next-p.clk.Mono(), 0)
 }
 
 // answered notes that a write to key was answered now; the next may start
@@ -70,7 +76,11 @@ func (p *pacer) wait(key string) time.Duration {
 func (p *pacer) answered(key string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.next[key] = max(p.next[key], p.clk.Mono()+d)
+	next := p.clk.Mono() + d
+	if prev, ok := p.next[key]; ok {
+		next = max(prev, next)
+	}
+	p.next[key] = next
 }
 
 // limited notes that the service refused a write to key for its rate, and

@@ -159,3 +159,31 @@ func TestRateLimitedRenewAndRelease(t *testing.T) {
 		})
 	}
 }
+
+// shiftedMono is a clock whose monotonic origin lies far in the future, so
+// that its readings are negative: Clock allows any origin.
+type shiftedMono struct{ *clock.Fake }
+
+func (c shiftedMono) Mono() time.Duration { return c.Fake.Mono() - 1000*time.Hour }
+
+// TestPacingOnAClockWithANegativeMonotonicReading: acquire, renewal and
+// release write at once on a clock whose monotonic readings are negative
+// (the system clock inside a testing/synctest bubble reads so, as the
+// simulator found: Break's pacer waited 27 years for a key never written,
+// taking a missing entry for the time 0).
+func TestPacingOnAClockWithANegativeMonotonicReading(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := shiftedMono{clock.NewFake(t0)}
+	l, err := lease.Acquire(ctx, machineClocksOnly(), "db1", opts("a", c, nil))
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	c.Advance(ttl / 3)
+	if err := l.Renew(ctx); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+}

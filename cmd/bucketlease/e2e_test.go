@@ -408,8 +408,7 @@ func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.Condition{})
-	if err != nil {
+	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.Condition{}); err != nil {
 		t.Fatal(err)
 	}
 	// Written when it says it was: the file driver reports the file's
@@ -417,7 +416,7 @@ func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
 	if err := os.Chtimes(filepath.Join(dir, "LEASE"), rec.RenewedAt, rec.RenewedAt); err != nil {
 		t.Fatal(err)
 	}
-	_, v, err = driver.ReadAll(context.Background(), b, "LEASE", 1<<12) // its version moves with its time
+	_, v, err := driver.ReadAll(context.Background(), b, "LEASE", 1<<12) // its version moves with its time
 	if err != nil {
 		t.Fatal(err)
 	}
