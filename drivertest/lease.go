@@ -43,13 +43,14 @@ func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Option
 
 // acquire takes the lease on the scope's prefix through b as instance id on
 // clock c, and registers the lease object for the scope's cleanup. The
-// lease runs without the service's time (faulty.NoServiceTime): these
-// checks move fake clocks a TTL on without waiting one, which the service's
-// clock would rightly refuse; the lease-clock checks run it with the
-// service's time.
+// lease runs without the service's time and without pacing its writes
+// (faulty.OnFakeClocks): these checks move fake clocks a TTL on without
+// waiting one, which the service's clock would rightly refuse, and a wait
+// between writes on a fake clock would never end; the lease-clock checks
+// run it with the service's time, on the system clock.
 func (s *scope) acquire(ctx context.Context, b driver.Bucket, id string, c clock.Clock) (*lease.Lease, error) {
 	s.key("LEASE")
-	return lease.Acquire(ctx, faulty.NoServiceTime(b), s.prefix, leaseOpts(id, c, b.Capabilities()))
+	return lease.Acquire(ctx, faulty.OnFakeClocks(b), s.prefix, leaseOpts(id, c, b.Capabilities()))
 }
 
 // declaresExclusion: the lease checks run only on a driver that declares an
@@ -193,7 +194,7 @@ var leaseChecks = []check{
 			if err := a.Release(ctx); err != nil {
 				return fmt.Errorf("the fenced holder's release: %v", err)
 			}
-			st, err := lease.Inspect(ctx, faulty.NoServiceTime(s.b), s.prefix, bc.Wall())
+			st, err := lease.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, bc.Wall())
 			if err != nil {
 				return fmt.Errorf("inspect: %v", err)
 			}
@@ -245,7 +246,7 @@ var leaseChecks = []check{
 			if l.MayWrite() {
 				return errors.New("a released lease may still write")
 			}
-			if st, err := lease.Inspect(ctx, faulty.NoServiceTime(s.b), s.prefix, c.Wall()); err != nil || st.State != lease.Released {
+			if st, err := lease.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, c.Wall()); err != nil || st.State != lease.Released {
 				return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
 			}
 			next, err := s.acquire(ctx, s.b, "second", c)

@@ -88,6 +88,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`\b((\d+h)?(\d+m)?\d+(\.\d+)?s ago|just now)\b`), "<d> ago"},
 	{regexp.MustCompile(`\bin (\d+h)?(\d+m)?\d+(\.\d+)?s\b`), "in <d>"},
 	{regexp.MustCompile(`"(\w+_(ago|in)_s)": -?[\d.]+`), `"$1": <n>`},
+	{regexp.MustCompile(`"((stamp_)?offset(_uncertainty)?_s)": -?[\d.]+`), `"$1": <n>`},
+	{regexp.MustCompile(`\b(to within|give or take|renewed_at is) -?(\d+h)?(\d+m)?\d+(\.\d+)?m?s\b`), "$1 <d>"},
 	{regexp.MustCompile(`\bto \d+ process(es)?\b`), "to <n> processes"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
 	{regexp.MustCompile(`\b(RequestID|HostID): \w+`), "$1: <id>"},

@@ -108,6 +108,7 @@ func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver
 // reported in the detail (they keep nobody out wrongly, but a service that
 // fails requests under contention is worth knowing about).
 func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (string, error) {
+	b = faulty.OnFakeClocks(b) // the racers' fake clocks never move: no waits between writes on them
 	others := map[string]int{}
 	held, ignored := 0, 0
 	releaseErr := ""
@@ -200,7 +201,7 @@ func otherText(others map[string]int, ignored int) string {
 // takeover: a holder stops renewing; after a TTL another instance takes the
 // lease over, and the old holder's next renewal gets ErrLost.
 func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, error) {
-	b = faulty.NoServiceTime(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
+	b = faulty.OnFakeClocks(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
 	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
@@ -236,7 +237,7 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 // takes over, then the fenced holder releases. Its release must leave the
 // successor's lease in place: same object, same version, still renewable.
 func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string, error) {
-	b = faulty.NoServiceTime(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
+	b = faulty.OnFakeClocks(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
 	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))

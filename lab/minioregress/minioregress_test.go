@@ -48,7 +48,7 @@ func drivers(t *testing.T) map[string]driver.Bucket {
 		}
 		// Without the service's time: these tests move fake clocks a TTL
 		// on without waiting one, which the service's clock would refuse.
-		out[name] = faulty.NoServiceTime(b)
+		out[name] = faulty.OnFakeClocks(b)
 	}
 	return out
 }
