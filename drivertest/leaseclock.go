@@ -53,11 +53,16 @@ func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	return res, nil
 }
 
-// clockOpts are leaseOpts on clock c, with a TTL short enough for the
-// checks that wait one out on the service's clock.
-func clockOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Options {
+// clockOpts are leaseOpts on clock c with a TTL of ttl, or of paced where
+// the driver declares a KeyWriteInterval: there an acquire's writes to the
+// lease object take turns a second apart (about 5 s in all), which must fit
+// in the two thirds of the TTL before its fence.
+func clockOpts(id string, c clock.Clock, caps driver.Capabilities, ttl, paced time.Duration) *lease.Options {
 	o := leaseOpts(id, c, caps)
-	o.TTL = 6 * time.Second
+	o.TTL = ttl
+	if caps.KeyWriteInterval > 0 {
+		o.TTL = paced
+	}
 	return o
 }
 
@@ -72,7 +77,7 @@ var leaseClockChecks = []check{
 			if _, err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
-			holder, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("holder", clock.System{}, s.b.Capabilities()))
+			holder, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("holder", clock.System{}, s.b.Capabilities(), 6*time.Second, 12*time.Second))
 			if err != nil {
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
 			}
@@ -80,7 +85,7 @@ var leaseClockChecks = []check{
 			for _, off := range []time.Duration{time.Hour, -time.Hour} {
 				c := &shifted{}
 				c.d.Store(int64(off))
-				_, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("contender", c, s.b.Capabilities()))
+				_, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("contender", c, s.b.Capabilities(), 6*time.Second, 12*time.Second))
 				if !errors.Is(err, lease.ErrClock) {
 					return fmt.Errorf("a contender %v off: %v, want ErrClock", off, err)
 				}
@@ -98,31 +103,31 @@ var leaseClockChecks = []check{
 		applies: declaresExclusion,
 		name:    "lease-clock-holder-fenced",
 		area:    areaPut,
-		expect:  "a holder (TTL 15s) whose clock runs 8s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
+		expect:  "a holder (TTL 24s) whose clock runs 11s ahead is fenced at its next renewal with ErrFenced and ErrClock, and a contender on a right clock finds its record fresh, judged by the service's clock and not by its stamp",
 		run: func(ctx context.Context, s *scope) error {
 			if _, err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
 			c := &shifted{}
-			o := clockOpts("holder", c, s.b.Capabilities())
-			o.TTL = 15 * time.Second // an 8 s step: past a third of it (and a 2 s resolution), short of the fence's two thirds
+			// An 11 s step: past a third of the TTL (and a 2 s resolution),
+			// short of the fence's two thirds less a paced acquire's 5 s.
+			o := clockOpts("holder", c, s.b.Capabilities(), 24*time.Second, 24*time.Second)
 			holder, err := lease.Acquire(ctx, s.b, s.prefix, o)
 			if err != nil {
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
 			}
-			c.d.Store(int64(8 * time.Second))
+			c.d.Store(int64(11 * time.Second))
 			err = holder.Renew(ctx)
 			if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, lease.ErrClock) {
-				return fmt.Errorf("the renewal 8s ahead: %v, want ErrFenced and ErrClock", err)
+				return fmt.Errorf("the renewal 11s ahead: %v, want ErrFenced and ErrClock", err)
 			}
 			if holder.MayWrite() {
 				return errors.New("the fenced holder may still write")
 			}
-			o = clockOpts("contender", clock.System{}, s.b.Capabilities())
-			o.TTL = 15 * time.Second
+			o = clockOpts("contender", clock.System{}, s.b.Capabilities(), 24*time.Second, 24*time.Second)
 			var held *lease.HeldError
 			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); !errors.As(err, &held) || held.State != lease.Fresh {
-				return fmt.Errorf("a contender just after the renewal stamped 8s ahead: %v, want the lease held (fresh on the service's clock)", err)
+				return fmt.Errorf("a contender just after the renewal stamped 11s ahead: %v, want the lease held (fresh on the service's clock)", err)
 			}
 			return nil
 		},
@@ -131,14 +136,13 @@ var leaseClockChecks = []check{
 		applies: declaresExclusion,
 		name:    "lease-clock-takeover-in-time",
 		area:    areaPut,
-		expect:  "with clocks right, a dead holder's 3s lease is taken over by a contender looking every 200ms no sooner than its TTL and within 1.5 TTL of its last renewal, plus the dates' resolution and a second for a loaded machine",
+		expect:  "with clocks right, a dead holder's lease (TTL 3s, 12s where writes are paced) is taken over by a contender looking every 200ms no sooner than its TTL and within 1.5 TTL of its last renewal, plus the dates' resolution and a second for a loaded machine",
 		run: func(ctx context.Context, s *scope) error {
 			res, err := onServiceClock(ctx, s)
 			if err != nil {
 				return err
 			}
-			o := clockOpts("holder", clock.System{}, s.b.Capabilities())
-			o.TTL = 3 * time.Second
+			o := clockOpts("holder", clock.System{}, s.b.Capabilities(), 3*time.Second, 12*time.Second)
 			sent := time.Now() // before the service stamped the acquire's last write
 			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); err != nil {
 				return fmt.Errorf("the holder's acquire: %v", err)
@@ -161,7 +165,7 @@ var leaseClockChecks = []check{
 				case !errors.Is(err, lease.ErrHeld):
 					return fmt.Errorf("the contender: %v", err)
 				case took > o.TTL*3/2+res+time.Second:
-					return fmt.Errorf("not taken over %v after the holder's acquire was sent (TTL 3s, resolution %v): %v", took, res, err)
+					return fmt.Errorf("not taken over %v after the holder's acquire was sent (TTL %v, resolution %v): %v", took, o.TTL, res, err)
 				}
 				select {
 				case <-ctx.Done():
