@@ -62,6 +62,9 @@ func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPacedTTL(b.Capabilities(), s.ttl, Key(prefix)); err != nil {
+		return nil, err
+	}
 	c := &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s, stamps: &stamps{rand: s.rand}}
 	c.stamps.note(s.clock.Mono(), s.clock.Wall())
 	if s.state != "" {

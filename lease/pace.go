@@ -159,3 +159,26 @@ func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byt
 func (p *pacer) del(ctx context.Context, b driver.Bucket, key string, cond driver.Condition, until time.Duration) error {
 	return p.do(ctx, key, until, func(ctx context.Context) error { return b.Delete(ctx, key, cond) })
 }
+
+// pacedWrites is how many turns of KeyWriteInterval an acquire's writes
+// need within two thirds of its TTL, with room to spare: the lease
+// object's write and its probes (three or four turns), and a retry.
+const pacedWrites = 6
+
+// checkPacedTTL refuses a TTL too short for a service that allows one
+// write per key every KeyWriteInterval: an acquire's writes to the lease
+// object take turns that far apart, and must be done before the lease's
+// fence (two thirds of the TTL), or the acquire fails part-way and leaves
+// the prefix blocked for a TTL. Refused before anything is written.
+func checkPacedTTL(caps driver.Capabilities, ttl time.Duration, key string) error {
+	iv := caps.KeyWriteInterval
+	if iv <= 0 || pacedWrites*iv <= ttl*2/3 {
+		return nil
+	}
+	least := (pacedWrites * iv * 3 / 2).Round(time.Second)
+	if least < pacedWrites*iv*3/2 {
+		least += time.Second
+	}
+	return fmt.Errorf("lease %s: a TTL of %v is too short for this service, which allows one write to a key every %v: an acquire's writes to the lease object take turns that far apart and must end within two thirds of the TTL; use a TTL of at least %v",
+		key, ttl, iv, least)
+}

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,23 @@ func TestPacingOnAClockWithANegativeMonotonicReading(t *testing.T) {
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("release: %v", err)
+	}
+}
+
+// TestTTLTooShortForAPacedService: on a driver that declares one write per
+// key per second, a 3 s TTL (whose acquire could not finish its paced
+// writes before its fence, and would leave the prefix blocked) is refused
+// by NewContender, naming the shortest TTL that works; 9 s is accepted.
+func TestTTLTooShortForAPacedService(t *testing.T) {
+	b := &faulty.RateLimit{Bucket: machineClocksOnly(), Interval: time.Second, Declare: true, Clock: clock.NewFake(t0)}
+	o := opts("a", clock.NewFake(t0), nil)
+	o.TTL = 3 * time.Second
+	_, err := lease.NewContender(b, "db1", o)
+	if err == nil || !strings.Contains(err.Error(), "use a TTL of at least 9s") {
+		t.Fatalf("NewContender with TTL 3s on a paced service: %v", err)
+	}
+	o.TTL = 9 * time.Second
+	if _, err := lease.NewContender(b, "db1", o); err != nil {
+		t.Fatalf("NewContender with TTL 9s: %v", err)
 	}
 }

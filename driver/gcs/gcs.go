@@ -87,7 +87,7 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 		tr.CloseIdleConnections()
 		return nil, "", err
 	}
-	b := &Bucket{bkt: client.Bucket(u.Host), ctl: control.Bucket(u.Host),
+	b := &Bucket{bkt: client.Bucket(u.Host), ctl: control.Bucket(u.Host), emulated: noAuth,
 		owned: []*storage.Client{client, control}, transports: []*http.Transport{tr, ctr}}
 	return b, strings.Trim(u.Path, "/"), nil
 }
@@ -167,8 +167,13 @@ type Bucket struct {
 	// which stays its caller's.
 	owned      []*storage.Client
 	transports []*http.Transport
-	closeOnce  sync.Once
-	closeErr   error
+	// emulated: the URL sends requests to an emulator (an http endpoint,
+	// or STORAGE_EMULATOR_HOST), which is not taken to limit writes per
+	// object name: no KeyWriteInterval is declared (a 429 is still sent
+	// again after its Retry-After).
+	emulated  bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New returns the bucket named name, reached through client. The caller
@@ -250,9 +255,13 @@ const KeyWriteInterval = time.Second
 // Capabilities declares Conditional exclusion and a conditional Delete:
 // Cloud Storage enforces ifGenerationMatch on uploads and deletes. It
 // declares the limit of one write per second to one object name
-// (KeyWriteInterval).
+// (KeyWriteInterval), but for a bucket opened by URL on an emulator.
 func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, KeyWriteInterval: KeyWriteInterval}
+	c := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, KeyWriteInterval: KeyWriteInterval}
+	if b.emulated {
+		c.KeyWriteInterval = 0
+	}
+	return c
 }
 
 func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {

@@ -108,13 +108,27 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 		return nil, "", fmt.Errorf("bucket name %q is not valid: R2 bucket names are lower-case letters, digits and hyphens, with no dots", bucket)
 	}
 	o := ClientOptions(u.Host)
+	p := Profile
 	if e := q.Get("endpoint"); e != "" {
 		o.Endpoint = e
+		if !isR2Endpoint(e) {
+			// Another S3 server (an emulator, a test's MinIO) is not taken to
+			// limit writes per key: a 429 from it is still sent again after
+			// its Retry-After, but writes are not spaced in advance.
+			p.KeyWriteInterval = 0
+		}
 	}
 	// The bucket owns the client it opens: driver.Close closes it.
-	b, err := s3.OpenWithProfile(ctx, o, bucket, Profile)
+	b, err := s3.OpenWithProfile(ctx, o, bucket, p)
 	if err != nil {
 		return nil, "", err
 	}
 	return b, strings.Trim(prefix, "/"), nil
+}
+
+// isR2Endpoint reports whether endpoint is Cloudflare's own
+// (https://….r2.cloudflarestorage.com, any jurisdiction).
+func isR2Endpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	return err == nil && u.Scheme == "https" && strings.HasSuffix(strings.ToLower(u.Hostname()), ".r2.cloudflarestorage.com")
 }

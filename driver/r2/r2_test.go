@@ -161,3 +161,26 @@ func TestWireHeaders(t *testing.T) {
 		t.Error("control: the default S3 profile sent no checksum header; the R2 test above proves nothing")
 	}
 }
+
+// TestKeyWriteIntervalOnlyForR2Itself: a URL on R2's own endpoint (the
+// account's, or a jurisdiction's) declares one write per key per second;
+// one whose endpoint parameter names another S3 server (an emulator, a
+// test's MinIO) declares none.
+func TestKeyWriteIntervalOnlyForR2Itself(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	for u, want := range map[string]time.Duration{
+		"r2://0123456789abcdef0123456789abcdef/bkt/p": time.Second,
+		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=https://0123456789abcdef0123456789abcdef.eu.r2.cloudflarestorage.com": time.Second,
+		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=http://127.0.0.1:9000":                                               0,
+	} {
+		b, _, err := driver.Open(t.Context(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Capabilities().KeyWriteInterval; got != want {
+			t.Errorf("%s: KeyWriteInterval %v, want %v", u, got, want)
+		}
+		driver.Close(b)
+	}
+}
