@@ -169,7 +169,9 @@
 //
 // Capabilities.KeyWriteInterval declares a limit the service enforces on
 // writes to one key: R2 and Cloud Storage allow about one write per second
-// to one object name (1 s); the other drivers declare 0. The lease spaces
+// to one object name (1 s, declared for the real services only: an r2 URL
+// whose endpoint is not Cloudflare's, or a gs URL on an emulator, declares
+// 0); the other drivers declare 0. The lease spaces
 // its writes to one key within an acquire by it (its probes would
 // otherwise trip the limit), and retries a rate-limited write after its
 // RetryAfter, or the declared interval, or a second, whatever is declared.

@@ -163,7 +163,9 @@
 // the driver declares the limit (driver.Capabilities.KeyWriteInterval),
 // these writes take turns, each starting the interval after the previous
 // one's answer came, so an acquire there takes a few seconds more (the
-// requests are the same). A write answered 429 anyway (on any driver) is
+// requests are the same), and a TTL too short for those turns to end
+// before the fence (under nine intervals) is refused by NewContender,
+// before anything is written. A write answered 429 anyway (on any driver) is
 // sent again after the service's Retry-After (or the declared interval,
 // or a second), within the call's context and, for an acquire's writes,
 // before the lease it would make is fenced; a renewal, before the fence
