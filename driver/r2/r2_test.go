@@ -172,7 +172,7 @@ func TestKeyWriteIntervalOnlyForR2Itself(t *testing.T) {
 	for u, want := range map[string]time.Duration{
 		"r2://0123456789abcdef0123456789abcdef/bkt/p": time.Second,
 		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=https://0123456789abcdef0123456789abcdef.eu.r2.cloudflarestorage.com": time.Second,
-		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=http://127.0.0.1:9000":                                               0,
+		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=http://127.0.0.1:9000":                                                0,
 	} {
 		b, _, err := driver.Open(t.Context(), u)
 		if err != nil {
