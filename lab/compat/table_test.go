@@ -106,19 +106,19 @@ func TestMarkdown(t *testing.T) {
 	bad[2] = ScenarioResult{Name: ScenarioFencedRelease, Broken: true, Detail: "removed the successor's lease"}
 	conditional := Caps{Exclusion: "conditional"}
 	runs := []Run{
-		{Driver: "s3", Declared: conditional, Observed: conditional, ProbeOK: true, Checks: pass("a", "b"), Lease: LeaseReleaseRecord, Scenarios: good},
+		{Driver: "s3", Declared: conditional, Observed: conditional, ProbeOK: true, Checks: pass("a", "b", "service-time"), Lease: LeaseReleaseRecord, Scenarios: good},
 		{Driver: "r2", Declared: conditional, Observed: conditional, Checks: []CheckResult{
-			{Name: "a", Result: "FAIL", Got: "key x/a/obj: boom | pipe"}, {Name: "b", Result: "FAIL", Got: "key x/b/obj: boom | pipe"}},
+			{Name: "a", Result: "FAIL", Got: "key x/a/obj: boom | pipe"}, {Name: "b", Result: "FAIL", Got: "key x/b/obj: boom | pipe"}, {Name: "service-time", Result: "skip"}},
 			Lease: LeaseReleaseRecord, Scenarios: bad},
 	}
 	closed := []ScenarioResult{{Name: ScenarioRace, FailedClosed: true, Detail: "refused"}, {Name: ScenarioTakeover, FailedClosed: true}, {Name: ScenarioFencedRelease, FailedClosed: true}}
 	runs = append(runs, Run{Driver: "minio", Declared: conditional, Observed: Caps{Exclusion: "none"}, Checks: []CheckResult{
-		{Name: "a", Result: "FAIL", Got: "second Put IfAbsent: success"}, {Name: "b", Result: "skip"}},
+		{Name: "a", Result: "FAIL", Got: "second Put IfAbsent: success"}, {Name: "b", Result: "skip"}, {Name: "service-time", Result: "skip"}},
 		Lease: LeaseFailsClosed, Scenarios: closed})
 	for i := range runs {
 		runs[i].Verdict = verdict(runs[i])
 	}
-	tab := &Table{Date: "2026-12-01", Command: "scripts/compat", Platform: "go", Checks: []string{"a", "b"}, Scenarios: ScenarioNames(),
+	tab := &Table{Date: "2026-12-01", Command: "scripts/compat", Platform: "go", Checks: []string{"a", "b", "service-time"}, Scenarios: ScenarioNames(),
 		Services: []Service{
 			{ID: "x", Name: "X", Version: "v1", Kind: KindS3, Setup: "built", RawDelete: DeleteIgnored, RawPut: IfMatchPutOK, Runs: runs},
 			{ID: "y", Name: "Y", Version: "v2", Kind: KindS3, Setup: "tried", Error: "did not build here: no | space"},
@@ -126,16 +126,16 @@ func TestMarkdown(t *testing.T) {
 		Hold: "PASS with rclone v0"}
 	md := string(tab.Markdown())
 	for _, want := range []string{
-		"| X | v1 | s3 | conditional, no cond. delete | conditional, no cond. delete | OK | " + LeaseReleaseRecord + " | pass | pass | pass | safe |\n",
-		"| X | v1 | r2 | conditional, no cond. delete | conditional, no cond. delete | FAIL (2) | " + LeaseReleaseRecord + " | pass | pass | **FAIL** | **not safe** (fenced-release: exclusion broken) |\n",
-		"| Y | v2 | — | — | — | — | not measured: did not build here: no \\| space | — | — | — | **not measured** |\n",
-		"| Service | Driver | `a` | `b` |\n",
-		"| X | r2 | **FAIL** | **FAIL** |\n",
+		"| X | v1 | s3 | conditional, no cond. delete | conditional, no cond. delete | OK | " + LeaseReleaseRecord + " | pass | pass | pass | service's | safe |\n",
+		"| X | v1 | r2 | conditional, no cond. delete | conditional, no cond. delete | FAIL (2) | " + LeaseReleaseRecord + " | pass | pass | **FAIL** | assumed synchronised | **not safe** (fenced-release: exclusion broken) |\n",
+		"| Y | v2 | — | — | — | — | not measured: did not build here: no \\| space | — | — | — | — | **not measured** |\n",
+		"| Service | Driver | `a` | `b` | `service-time` |\n",
+		"| X | r2 | **FAIL** | **FAIL** | skip |\n",
 		"- **r2** `a`, `b` FAIL: key x/a/obj: boom | pipe\n",
 		"- **r2** `fenced-release` **FAILED**: removed the successor's lease\n",
 		"Not measured: did not build here: no | space\n",
-		"| X | v1 | minio | conditional, no cond. delete | none, no cond. delete | FAIL (1) | " + LeaseFailsClosed + " | fails closed | fails closed | fails closed | fails closed (the lease refuses to run) |\n",
-		"| X | minio | **FAIL** | skip |\n",
+		"| X | v1 | minio | conditional, no cond. delete | none, no cond. delete | FAIL (1) | " + LeaseFailsClosed + " | fails closed | fails closed | fails closed | assumed synchronised | fails closed (the lease refuses to run) |\n",
+		"| X | minio | **FAIL** | skip | skip |\n",
 		"- **minio** `race-32` failed closed: refused\n",
 		"## A real tool under `bucketlease hold`",
 		"PASS with rclone v0\n",
