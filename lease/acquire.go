@@ -200,10 +200,16 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 // enforced); after any other error the write may or may not have landed.
 // Either way the object is read again.
 func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
+	if err := a.tick(ctx, ""); err != nil {
+		return nil, err
+	}
 	if err := a.provePath(ctx); err != nil {
 		return nil, err
 	}
-	st = a.restamp(st)
+	st, err := a.epoch(a.restamp(st))
+	if err != nil {
+		return nil, err
+	}
 	v, err := a.put(ctx, st, driver.IfAbsent())
 	a.dropScratch(ctx)
 	if err == nil {
@@ -254,7 +260,7 @@ func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driv
 	a.c.twin = Watch{}
 	switch state {
 	case Stale, Released:
-		st.previous = &cur.rec
+		st.previous, st.follows = &cur.rec, &cur.rec
 		st.detail = fmt.Sprintf("took over a %s lease of instance %s", state, cur.rec.InstanceID)
 		return a.takeOver(ctx, st, curV, EventTookOver)
 	case Fresh:
@@ -274,6 +280,7 @@ func (a *attempt) reacquire(ctx context.Context, rec Record, v driver.Version) (
 	}
 	adopted := a.c.journal.predecessors(rec) && !a.c.sent.has(rec)
 	st := a.stamp()
+	st.follows = &rec
 	st.detail = "re-acquired a lease this contender wrote before"
 	if adopted {
 		st.detail = "adopted the lease this instance's previous process left (its state directory's lock was free, so that process is gone)"
@@ -325,7 +332,7 @@ func (a *attempt) suspect(ctx context.Context, st stamp, cur readResult, curV dr
 		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: prev, State: Suspect, Reason: reason,
 			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now, Service: cur.svc}}
 	}
-	st.previous = prev
+	st.previous, st.follows = prev, prev
 	st.detail = fmt.Sprintf("took over a suspect lease unchanged for %v: %s", seen.Round(time.Millisecond), reason)
 	return a.takeOver(ctx, st, curV, EventTookOver)
 }
@@ -334,10 +341,18 @@ func (a *attempt) suspect(ctx context.Context, st stamp, cur readResult, curV dr
 // same round trip, probes If-Match with a made-up version (the made-up write
 // can only land where the real one would too, so it risks nothing more).
 func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, kind EventKind) (*Lease, error) {
+	if !follows(st.follows) {
+		if err := a.tick(ctx, over); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.provePath(ctx); err != nil {
 		return nil, err
 	}
-	st = a.restamp(st)
+	st, err := a.epoch(a.restamp(st))
+	if err != nil {
+		return nil, err
+	}
 	type result struct {
 		v   driver.Version
 		err error
@@ -385,7 +400,7 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 	a.c.held = l
 	a.c.watch, a.c.twin = Watch{}, Watch{}
 	a.c.saveWatch()
-	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Version: v, Time: st.wall, Previous: st.previous,
+	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Epoch: st.rec.Epoch, Version: v, Time: st.wall, Previous: st.previous,
 		Detail: st.detail, Exclusion: l.Exclusion()})
 	return l, nil
 }
@@ -396,6 +411,7 @@ type stamp struct {
 	mono     time.Duration
 	wall     time.Time
 	previous *Record // the record taken over, if any
+	follows  *Record // the record whose epoch the new one follows, if any
 	seen     *Record // the record read before the attempt's first write, if any
 	detail   string
 }

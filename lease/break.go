@@ -79,6 +79,11 @@ func BreakAllowingOverlap(ctx context.Context, b driver.Bucket, prefix string, v
 // breaker's wall-clock time now: see Break.
 func breakRecord(cur readResult, now time.Time, overlap bool) Record {
 	rec := Record{InstanceID: BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
+	if cur.err == nil {
+		// A break is no holder: it keeps the broken record's epoch, so
+		// that the next holder's follows it.
+		rec.Epoch = cur.rec.Epoch
+	}
 	switch {
 	case overlap:
 	case cur.err != nil: // not a record: nothing is known of its writer

@@ -65,7 +65,10 @@ type Event struct {
 	Kind       EventKind
 	Key        string
 	InstanceID string
-	Version    driver.Version
+	// Epoch is the lease's epoch (Lease.Epoch); zero on events of a
+	// lease that has none.
+	Epoch   uint64
+	Version driver.Version
 	// Time is when it happened, by the instance's wall clock.
 	Time time.Time
 	// Previous is the record taken over (TookOver) or the record that

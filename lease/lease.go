@@ -23,6 +23,7 @@ type Lease struct {
 	key    string
 	s      *settings
 	caps   driver.Capabilities
+	epoch  uint64 // the acquire's, which every renewal keeps
 	// pace spaces the lease's writes to its object and sends a
 	// rate-limited one again (see pacer); the acquire's, so that a
 	// renewal right after the acquire keeps the spacing.
@@ -61,7 +62,7 @@ type Lease struct {
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
-	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), rec: st.rec, version: v,
+	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), epoch: st.rec.Epoch, rec: st.rec, version: v,
 		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps, pace: newPacer(c.s.clock, b.Capabilities())}
 	l.sent.journal = c.journal
 	l.sent.add(st.rec)
@@ -81,6 +82,13 @@ func (l *Lease) InstanceID() string { return l.s.id }
 
 // TTL returns the lease's TTL.
 func (l *Lease) TTL() time.Duration { return l.s.ttl }
+
+// Epoch returns the lease's epoch: greater than the epoch of every earlier
+// holder of the prefix, and kept by every renewal (see the package
+// documentation, "Epochs"). Hand it to whatever the holder writes to, so
+// that a write by a holder whose lease has passed on can be told from one
+// in time. It is never zero.
+func (l *Lease) Epoch() uint64 { return l.epoch }
 
 // Exclusion reports how strongly this lease keeps a second writer out on
 // its service: Conditional, or BestEffort under EnvConditional=off.

@@ -68,7 +68,7 @@ func (s *sentRecords) forgetAllBut(r Record) {
 // same reports whether r and o are the same record, field by field.
 func (r Record) same(o Record) bool {
 	return r.InstanceID == o.InstanceID && r.AcquiredAt.Equal(o.AcquiredAt) &&
-		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds
+		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds && r.Epoch == o.Epoch
 }
 
 // stamps makes the times one Contender writes into its records, and

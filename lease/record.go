@@ -45,15 +45,23 @@ func NewInstanceID() string {
 
 // Record is the content of the LEASE object:
 //
-//	{"instance_id":"…","acquired_at":"…","renewed_at":"…","ttl_s":30}
+//	{"instance_id":"…","acquired_at":"…","renewed_at":"…","ttl_s":30,"epoch":1733356800123456}
 //
 // with times in RFC 3339. A TTL of zero marks a released lease, stale to
-// every reader at once.
+// every reader at once. The first four fields are the seed specification's;
+// a reader that knows only them reads the record unchanged.
 type Record struct {
 	InstanceID string    `json:"instance_id"`
 	AcquiredAt time.Time `json:"acquired_at"`
 	RenewedAt  time.Time `json:"renewed_at"`
 	TTLSeconds int64     `json:"ttl_s"`
+	// Epoch orders the prefix's holders: each new holder writes one
+	// greater than every earlier holder's, and its renewals, its release
+	// and a break of its record keep it (see the package documentation,
+	// "Epochs"). Zero in a record without one (a writer of an older
+	// version, or another implementation of the seed specification),
+	// which says nothing about order.
+	Epoch uint64 `json:"epoch,omitempty"`
 	// Holder describes the writer for a person reading the lease (who
 	// holds it, at 3 a.m.); nil when the writer gave nothing. It is
 	// informational only: never trusted for ownership, never compared.
@@ -162,6 +170,7 @@ func DecodeRecord(data []byte) (Record, error) {
 		AcquiredAt *time.Time      `json:"acquired_at"`
 		RenewedAt  *time.Time      `json:"renewed_at"`
 		TTLSeconds *int64          `json:"ttl_s"`
+		Epoch      *uint64         `json:"epoch"`
 		Holder     json.RawMessage `json:"holder"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -191,6 +200,12 @@ func DecodeRecord(data []byte) (Record, error) {
 		}
 	}
 	r = Record{InstanceID: *raw.InstanceID, AcquiredAt: *raw.AcquiredAt, RenewedAt: *raw.RenewedAt, TTLSeconds: *raw.TTLSeconds}
+	if raw.Epoch != nil {
+		if *raw.Epoch > maxEpoch {
+			return Record{}, fmt.Errorf("%w: epoch %d is beyond %d, the largest a JSON reader keeps exactly", ErrMalformed, *raw.Epoch, uint64(maxEpoch))
+		}
+		r.Epoch = *raw.Epoch
+	}
 	// The holder's description is informational: one that does not parse
 	// is dropped, and the record stays a record.
 	var h HolderInfo

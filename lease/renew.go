@@ -202,6 +202,7 @@ func (l *Lease) give() {
 // emit reports e now, or, while a renewal or release holds the turn, as
 // soon as it ends.
 func (l *Lease) emit(e Event) {
+	e.Epoch = l.epoch
 	l.mu.Lock()
 	if l.inTurn {
 		l.queued = append(l.queued, e)

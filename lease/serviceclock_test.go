@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/clock"
@@ -13,24 +15,35 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// serviceWorld is a mem bucket whose clock is true time, and the true
-// time itself: a fake clock that every machine's clock is built on, so
-// that advancing it moves the service and every machine together.
+// serviceWorld is a mem bucket whose clock is true time, inside a
+// testing/synctest bubble whose clock every machine's is built on, so that
+// time moves for the service and every machine together: when every
+// goroutine waits (advance, or an acquire waiting for the service's clock
+// to move on before it takes an epoch from it).
 type serviceWorld struct {
-	truth *clock.Fake
-	b     *mem.Bucket
+	b *mem.Bucket
 }
 
-func newServiceWorld(resolution time.Duration) serviceWorld {
-	truth := clock.NewFake(t0)
-	return serviceWorld{truth: truth, b: &mem.Bucket{Now: truth.Wall, Resolution: resolution}}
+// inWorld runs f in a new world whose service states its time at the
+// given resolution.
+func inWorld(t *testing.T, resolution time.Duration, f func(t *testing.T, w serviceWorld)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		f(t, serviceWorld{b: &mem.Bucket{Now: time.Now, Resolution: resolution}})
+	})
 }
 
 // machine returns the clock of a machine whose wall clock has been off by
 // d since before its process started.
 func (w serviceWorld) machine(d time.Duration) clock.Clock {
-	return clock.Offset{Clock: w.truth, D: d}
+	return clock.Offset{Clock: clock.System{}, D: d}
 }
+
+// advance lets true time pass.
+func (serviceWorld) advance(d time.Duration) { time.Sleep(d) }
+
+// now is true time.
+func (serviceWorld) now() time.Time { return time.Now() }
 
 // TestContenderWithAWrongClockGetsErrClock is the case: a holder
 // on a right clock keeps db1 renewed; a contender whose wall clock has been
@@ -41,30 +54,31 @@ func (w serviceWorld) machine(d time.Duration) clock.Clock {
 func TestContenderWithAWrongClockGetsErrClock(t *testing.T) {
 	for _, off := range []time.Duration{time.Hour, -time.Hour, 24 * time.Hour, -24 * time.Hour, ttl / 2} {
 		t.Run(off.String(), func(t *testing.T) {
-			w := newServiceWorld(time.Second)
-			holder := acquire(t, w.b, "holder", w.machine(0))
-			w.truth.Advance(500 * time.Millisecond)
-			_, v, _ := readRecord(t, w.b)
-			_, err := lease.Acquire(context.Background(), w.b, "db1", opts("contender", w.machine(off), nil))
-			if !errors.Is(err, lease.ErrClock) {
-				t.Fatalf("acquire with a clock %v off: %v, want ErrClock", off, err)
-			}
-			word := "ahead of"
-			if off < 0 {
-				word = "behind"
-			}
-			if !strings.Contains(err.Error(), word+" the service's") {
-				t.Errorf("the error does not say the clock is %s the service's: %v", word, err)
-			}
-			if _, now, _ := readRecord(t, w.b); now != v {
-				t.Errorf("the lease object changed from %s to %s: a refused contender wrote", v, now)
-			}
-			if !holder.MayWrite() {
-				t.Error("the holder may no longer write")
-			}
-			if err := holder.Renew(context.Background()); err != nil {
-				t.Errorf("the holder's renewal after the refusal: %v", err)
-			}
+			inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+				holder := acquire(t, w.b, "holder", w.machine(0))
+				w.advance(500 * time.Millisecond)
+				_, v, _ := readRecord(t, w.b)
+				_, err := lease.Acquire(context.Background(), w.b, "db1", opts("contender", w.machine(off), nil))
+				if !errors.Is(err, lease.ErrClock) {
+					t.Fatalf("acquire with a clock %v off: %v, want ErrClock", off, err)
+				}
+				word := "ahead of"
+				if off < 0 {
+					word = "behind"
+				}
+				if !strings.Contains(err.Error(), word+" the service's") {
+					t.Errorf("the error does not say the clock is %s the service's: %v", word, err)
+				}
+				if _, now, _ := readRecord(t, w.b); now != v {
+					t.Errorf("the lease object changed from %s to %s: a refused contender wrote", v, now)
+				}
+				if !holder.MayWrite() {
+					t.Error("the holder may no longer write")
+				}
+				if err := holder.Renew(context.Background()); err != nil {
+					t.Errorf("the holder's renewal after the refusal: %v", err)
+				}
+			})
 		})
 	}
 }
@@ -72,15 +86,16 @@ func TestContenderWithAWrongClockGetsErrClock(t *testing.T) {
 // TestContenderWithinAThirdOfATTLAcquires: an offset below a third of a
 // TTL is absorbed, as the spec allows, and ServiceClock reports it.
 func TestContenderWithinAThirdOfATTLAcquires(t *testing.T) {
-	w := newServiceWorld(time.Second)
-	l := acquire(t, w.b, "a", w.machine(ttl/3-2*time.Second))
-	sc, ok := l.ServiceClock()
-	if !ok {
-		t.Fatal("ServiceClock: none, on a bucket that reports the service's time")
-	}
-	if d := sc.Offset - (ttl/3 - 2*time.Second); d < -time.Second || d > time.Second {
-		t.Errorf("offset %v (±%v), want about %v", sc.Offset, sc.Uncertainty, ttl/3-2*time.Second)
-	}
+	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+		l := acquire(t, w.b, "a", w.machine(ttl/3-2*time.Second))
+		sc, ok := l.ServiceClock()
+		if !ok {
+			t.Fatal("ServiceClock: none, on a bucket that reports the service's time")
+		}
+		if d := sc.Offset - (ttl/3 - 2*time.Second); d < -time.Second || d > time.Second {
+			t.Errorf("offset %v (±%v), want about %v", sc.Offset, sc.Uncertainty, ttl/3-2*time.Second)
+		}
+	})
 }
 
 // TestHolderWithAWrongClockFromTheStartNeverHolds: a process whose clock
@@ -88,14 +103,15 @@ func TestContenderWithinAThirdOfATTLAcquires(t *testing.T) {
 // before it writes anything.
 func TestHolderWithAWrongClockFromTheStartNeverHolds(t *testing.T) {
 	for _, off := range []time.Duration{time.Hour, -time.Hour} {
-		w := newServiceWorld(time.Second)
-		_, err := lease.Acquire(context.Background(), w.b, "db1", opts("holder", w.machine(off), nil))
-		if !errors.Is(err, lease.ErrClock) {
-			t.Fatalf("acquire on a free prefix with a clock %v off: %v, want ErrClock", off, err)
-		}
-		if _, _, ok := readRecord(t, w.b); ok {
-			t.Fatal("the refused acquire wrote the lease object")
-		}
+		inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+			_, err := lease.Acquire(context.Background(), w.b, "db1", opts("holder", w.machine(off), nil))
+			if !errors.Is(err, lease.ErrClock) {
+				t.Fatalf("acquire on a free prefix with a clock %v off: %v, want ErrClock", off, err)
+			}
+			if _, _, ok := readRecord(t, w.b); ok {
+				t.Fatal("the refused acquire wrote the lease object")
+			}
+		})
 	}
 }
 
@@ -109,47 +125,58 @@ func TestHolderWithAWrongClockFromTheStartNeverHolds(t *testing.T) {
 // resolution and margin) after the renewal on the service's clock, then
 // taken over.
 func TestHolderWhoseClockRunsAheadIsFencedAndNotTakenOverEarly(t *testing.T) {
-	w := newServiceWorld(time.Second)
-	hc := clock.NewFake(t0)
-	holder := acquire(t, w.b, "holder", hc)
-	var err error
-	for i := 1; i <= 4 && err == nil; i++ {
-		w.truth.Advance(ttl / 3)
-		hc.Advance(ttl / 3)
-		hc.AdvanceWall(3 * time.Second)
-		err = holder.Renew(context.Background())
-		if i < 4 && err != nil {
-			t.Fatalf("renewal %d, %v ahead: %v", i, time.Duration(i)*3*time.Second, err)
+	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+		hc := &steppedClock{}
+		holder := acquire(t, w.b, "holder", hc)
+		var err error
+		for i := 1; i <= 4 && err == nil; i++ {
+			w.advance(ttl / 3)
+			hc.step(3 * time.Second)
+			err = holder.Renew(context.Background())
+			if i < 4 && err != nil {
+				t.Fatalf("renewal %d, %v ahead: %v", i, time.Duration(i)*3*time.Second, err)
+			}
 		}
-	}
-	if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, lease.ErrClock) {
-		t.Fatalf("renewal 12 s ahead: %v, want ErrFenced and ErrClock", err)
-	}
-	if holder.MayWrite() {
-		t.Fatal("the holder may still write")
-	}
-	if !errors.Is(holder.Err(), lease.ErrClock) {
-		t.Errorf("Err() = %v, want it to wrap ErrClock", holder.Err())
-	}
-	renewed := w.truth.Wall()
-	c, err := lease.NewContender(w.b, "db1", opts("contender", w.machine(0), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for w.truth.Wall().Sub(renewed) < ttl+time.Second {
-		_, err := c.Acquire(context.Background())
-		var held *lease.HeldError
-		if !errors.As(err, &held) || held.State != lease.Fresh {
-			t.Fatalf("acquire %v after the renewal: %v, want a fresh lease held", w.truth.Wall().Sub(renewed), err)
+		if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, lease.ErrClock) {
+			t.Fatalf("renewal 12 s ahead: %v, want ErrFenced and ErrClock", err)
 		}
-		w.truth.Advance(time.Second)
-	}
-	l, err := c.Acquire(context.Background())
-	if err != nil {
-		t.Fatalf("acquire %v after the fenced holder's last renewal: %v", w.truth.Wall().Sub(renewed), err)
-	}
-	defer l.Release(context.Background())
+		if holder.MayWrite() {
+			t.Fatal("the holder may still write")
+		}
+		if !errors.Is(holder.Err(), lease.ErrClock) {
+			t.Errorf("Err() = %v, want it to wrap ErrClock", holder.Err())
+		}
+		renewed := w.now()
+		c, err := lease.NewContender(w.b, "db1", opts("contender", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w.now().Sub(renewed) < ttl+time.Second {
+			_, err := c.Acquire(context.Background())
+			var held *lease.HeldError
+			if !errors.As(err, &held) || held.State != lease.Fresh {
+				t.Fatalf("acquire %v after the renewal: %v, want a fresh lease held", w.now().Sub(renewed), err)
+			}
+			w.advance(time.Second)
+		}
+		l, err := c.Acquire(context.Background())
+		if err != nil {
+			t.Fatalf("acquire %v after the fenced holder's last renewal: %v", w.now().Sub(renewed), err)
+		}
+		defer l.Release(context.Background())
+	})
 }
+
+// steppedClock is the bubble's clock with its wall clock stepped ahead by
+// step, while a lease runs on it.
+type steppedClock struct {
+	clock.System
+	ahead atomic.Int64
+}
+
+func (c *steppedClock) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.ahead.Load())) }
+
+func (c *steppedClock) step(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // TestRecordStampedByAWrongClockIsJudgedByTheService: a record an hour
 // old by its stamp (written by a holder whose clock was an hour behind:
@@ -160,43 +187,45 @@ func TestHolderWhoseClockRunsAheadIsFencedAndNotTakenOverEarly(t *testing.T) {
 func TestRecordStampedByAWrongClockIsJudgedByTheService(t *testing.T) {
 	for _, off := range []time.Duration{-time.Hour, time.Hour} {
 		t.Run(off.String(), func(t *testing.T) {
-			w := newServiceWorld(time.Second)
-			stamp := t0.Add(off)
-			rec := lease.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
-			if _, err := w.b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfAbsent()); err != nil {
-				t.Fatal(err)
-			}
-			st, err := lease.Inspect(context.Background(), w.b, "db1", w.truth.Wall())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.State != lease.Fresh {
-				t.Errorf("Inspect: %v, want fresh", st.State)
-			}
-			if so, ok := st.StampOffset(); !ok || so != off {
-				t.Errorf("StampOffset = %v, %v; want %v", so, ok, off)
-			}
-			c, err := lease.NewContender(w.b, "db1", opts("contender", w.machine(0), nil))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var held *lease.HeldError
-			if _, err := c.Acquire(context.Background()); !errors.As(err, &held) || held.State != lease.Fresh {
-				t.Fatalf("acquire at once: %v, want a fresh lease held", err)
-			}
-			if want := t0.Add(ttl + time.Second); held.TakeoverAt.Before(want) {
-				t.Errorf("TakeoverAt %v, before %v", held.TakeoverAt, want)
-			}
-			w.truth.Advance(ttl)
-			if _, err := c.Acquire(context.Background()); !errors.As(err, &held) {
-				t.Fatalf("acquire a TTL later: %v, want held (the resolution is a second)", err)
-			}
-			w.truth.Advance(time.Second)
-			l, err := c.Acquire(context.Background())
-			if err != nil {
-				t.Fatalf("acquire a TTL and 1 s later: %v", err)
-			}
-			l.Release(context.Background())
+			inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+				start := w.now()
+				stamp := start.Add(off)
+				rec := lease.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
+				if _, err := w.b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfAbsent()); err != nil {
+					t.Fatal(err)
+				}
+				st, err := lease.Inspect(context.Background(), w.b, "db1", w.now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.State != lease.Fresh {
+					t.Errorf("Inspect: %v, want fresh", st.State)
+				}
+				if so, ok := st.StampOffset(); !ok || so != off {
+					t.Errorf("StampOffset = %v, %v; want %v", so, ok, off)
+				}
+				c, err := lease.NewContender(w.b, "db1", opts("contender", w.machine(0), nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var held *lease.HeldError
+				if _, err := c.Acquire(context.Background()); !errors.As(err, &held) || held.State != lease.Fresh {
+					t.Fatalf("acquire at once: %v, want a fresh lease held", err)
+				}
+				if want := start.Add(ttl + time.Second); held.TakeoverAt.Before(want) {
+					t.Errorf("TakeoverAt %v, before %v", held.TakeoverAt, want)
+				}
+				w.advance(ttl)
+				if _, err := c.Acquire(context.Background()); !errors.As(err, &held) {
+					t.Fatalf("acquire a TTL later: %v, want held (the resolution is a second)", err)
+				}
+				w.advance(time.Second)
+				l, err := c.Acquire(context.Background())
+				if err != nil {
+					t.Fatalf("acquire a TTL and 1 s later: %v", err)
+				}
+				l.Release(context.Background())
+			})
 		})
 	}
 }
@@ -206,33 +235,34 @@ func TestRecordStampedByAWrongClockIsJudgedByTheService(t *testing.T) {
 // renewal (no full wait from when the contender first saw it).
 func TestDeadHoldersLeaseTakenOverWithinOneAndAHalfTTL(t *testing.T) {
 	for _, ttlS := range []int64{3, 30} {
-		w := newServiceWorld(time.Second)
-		o := opts("holder", w.machine(0), nil)
-		o.TTL = time.Duration(ttlS) * time.Second
-		holder, err := lease.Acquire(context.Background(), w.b, "db1", o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := w.truth.Wall()
-		_ = holder // dies: never renews, never releases
-		o = opts("contender", w.machine(0), nil)
-		o.TTL = time.Duration(ttlS) * time.Second
-		c, err := lease.NewContender(w.b, "db1", o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := c.Acquire(context.Background()); err == nil {
-				break
-			} else if !errors.Is(err, lease.ErrHeld) {
+		inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+			o := opts("holder", w.machine(0), nil)
+			o.TTL = time.Duration(ttlS) * time.Second
+			holder, err := lease.Acquire(context.Background(), w.b, "db1", o)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if age := w.truth.Wall().Sub(last); age > o.TTL*3/2 {
-				t.Fatalf("TTL %ds: not taken over %v after the last renewal", ttlS, age)
+			last := w.now()
+			_ = holder // dies: never renews, never releases
+			o = opts("contender", w.machine(0), nil)
+			o.TTL = time.Duration(ttlS) * time.Second
+			c, err := lease.NewContender(w.b, "db1", o)
+			if err != nil {
+				t.Fatal(err)
 			}
-			w.truth.Advance(100 * time.Millisecond)
-		}
-		t.Logf("TTL %ds: taken over %v after the last renewal", ttlS, w.truth.Wall().Sub(last))
+			for {
+				if _, err := c.Acquire(context.Background()); err == nil {
+					break
+				} else if !errors.Is(err, lease.ErrHeld) {
+					t.Fatal(err)
+				}
+				if age := w.now().Sub(last); age > o.TTL*3/2 {
+					t.Fatalf("TTL %ds: not taken over %v after the last renewal", ttlS, age)
+				}
+				w.advance(100 * time.Millisecond)
+			}
+			t.Logf("TTL %ds: taken over %v after the last renewal", ttlS, w.now().Sub(last))
+		})
 	}
 }
 
