@@ -188,6 +188,41 @@
 // drops it from the one write that matters. Run the lease only on paths
 // that apply preconditions to every request.
 //
+// # Epochs
+//
+// Every lease has an epoch (Lease.Epoch), a number in its record that is
+// greater than the epoch of every earlier holder of the prefix: a fencing
+// token that whatever the holder writes to can check. An acquire that
+// replaces a record with an epoch writes one more than it, or the service's
+// clock in microseconds if that is more, under the same compare-and-swap
+// that takes the lease, so two contenders cannot both follow one record.
+// Renewals, the release and a break keep the epoch; a break is no holder.
+//
+// Where the chain is broken (the lease object was deleted by an operator
+// or a sync tool, or holds a record without an epoch or no record at all)
+// the epoch comes from the service's clock alone: the microseconds of its
+// Date plus its resolution. Every epoch written before the acquire read
+// the key was taken from that clock no later than the read's Date plus a
+// resolution, plus one per takeover in between; so the acquire first waits
+// until the service's clock reads one resolution past its read (a second
+// on services whose Date is in whole seconds, two on the file driver,
+// whose mtimes may be that coarse), reading the key again, and takes its
+// epoch from a Date after that. A service whose clock does not move on in
+// that time is refused (ErrClock). This holds as long as the service's
+// clock does not go back. If it goes back by d, an acquire after a delete
+// may take an epoch up to d (in microseconds) smaller than an earlier one;
+// epochs that follow a record are still greater, whatever the clock does.
+// Where the driver reports no service time, the epoch after a break in
+// the chain comes from this machine's clock, and orders holders across a
+// delete only as far as the machines' clocks agree.
+//
+// A record without an epoch (written by an older version, or by another
+// implementation of the seed specification, whose four fields a record
+// still carries unchanged) reads as epoch 0, which orders nothing. The
+// largest epoch is 2⁵³, which JSON readers that parse numbers as doubles
+// keep exactly; a record at it cannot be followed, and an acquire over it
+// fails.
+//
 // # What no lease can stop
 //
 // A stale holder's request that the service has already received
