@@ -151,10 +151,11 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	if _, ok := l.ServiceClock(); ok {
 		clocks, clocksSaid = "service", "clocks checked against the service's"
 	}
-	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s: ttl %v, renewing every %v, exclusion %s, %s",
-		l.Key(), loc, l.InstanceID(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
+	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
+		l.Key(), loc, l.InstanceID(), l.Epoch(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
 		func(r *record) {
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
+			r.Epoch = l.Epoch()
 			r.Clocks = clocks
 		})
 	if l.Exclusion() != driver.Conditional {

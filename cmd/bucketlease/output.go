@@ -88,6 +88,7 @@ type record struct {
 	Exclusion        string `json:"exclusion,omitempty"`
 	Clocks           string `json:"clocks,omitempty"` // "service" or "assumed synchronised"
 	TTLSeconds       int64  `json:"ttl_s,omitempty"`
+	Epoch            uint64 `json:"epoch,omitempty"`
 	PID              int    `json:"pid,omitempty"`
 	Status           *int   `json:"status,omitempty"`
 	Signal           string `json:"signal,omitempty"`

@@ -21,10 +21,13 @@ type showJSON struct {
 	AcquiredAgoS float64 `json:"acquired_ago_s,omitempty"`
 	RenewedAgoS  float64 `json:"renewed_ago_s,omitempty"`
 	TTLSeconds   *int64  `json:"ttl_s,omitempty"`
-	TakeoverAt   string  `json:"takeover_at,omitempty"`
-	TakeoverInS  float64 `json:"takeover_in_s"`
-	Reason       string  `json:"reason,omitempty"`
-	Now          string  `json:"now"`
+	// Epoch is the record's epoch (lease.Record.Epoch); absent for a
+	// record without one.
+	Epoch       uint64  `json:"epoch,omitempty"`
+	TakeoverAt  string  `json:"takeover_at,omitempty"`
+	TakeoverInS float64 `json:"takeover_in_s"`
+	Reason      string  `json:"reason,omitempty"`
+	Now         string  `json:"now"`
 	// Process is what the holder says about itself (host, pid, user,
 	// tool), when its record carries it: informational, never proof.
 	Process *lease.HolderInfo `json:"process,omitempty"`
@@ -61,6 +64,7 @@ func statusJSON(loc *driver.Location, st lease.Status) showJSON {
 		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
+		j.Epoch = r.Epoch
 		j.Process = r.Holder
 	}
 	j.Clocks = "assumed synchronised"

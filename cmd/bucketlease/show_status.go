@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -57,6 +58,7 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, acquiredSecond(*r)), utc(acquiredSecond(*r))))
 		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), utc(r.RenewedAt)))
 		row("ttl", r.TTL().String())
+		row("epoch", epochText(r.Epoch))
 	} else {
 		row("holder", "unknown: the object is not a lease record")
 	}
@@ -67,6 +69,14 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 		row("stamp", fmt.Sprintf("renewed_at is %v from the service's modification time, to the second: the holder's clock's offset less its write's travel",
 			so.Round(time.Second)))
 	}
+}
+
+// epochText is the record's epoch, or why it has none.
+func epochText(e uint64) string {
+	if e == 0 {
+		return "none: written by a version of the lease that keeps no epoch, or by another implementation"
+	}
+	return strconv.FormatUint(e, 10)
 }
 
 // clocksText says how records are judged: against the service's clock,

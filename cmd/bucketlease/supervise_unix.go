@@ -110,7 +110,8 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	subreaper := becomeSubreaper() == nil
 	proc, mode, watchdogExited, err := startWatchdog(pidNS, self, watchdogArgs(ctlFD, repFD, grace, mono, wall, path, argv), &os.ProcAttr{
 		Files: files,
-		Env:   append(os.Environ(), "BUCKETLEASE_KEY="+l.Key(), "BUCKETLEASE_INSTANCE_ID="+l.InstanceID()),
+		Env: append(os.Environ(), "BUCKETLEASE_KEY="+l.Key(), "BUCKETLEASE_INSTANCE_ID="+l.InstanceID(),
+			"BUCKETLEASE_EPOCH="+strconv.FormatUint(l.Epoch(), 10)),
 	})
 	ctlR.Close()
 	repW.Close()
