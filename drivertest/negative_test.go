@@ -299,6 +299,14 @@ type wireBucket struct {
 	flaw   wireFlaw
 }
 
+// Capabilities are the mem bucket's without metadata, which the wire store
+// does not carry.
+func (b *wireBucket) Capabilities() driver.Capabilities {
+	c := b.Bucket.Capabilities()
+	c.Metadata, c.ListMetadata = false, false
+	return c
+}
+
 func (b *wireBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpGet, key, driver.Condition{})
 	if err != nil {
