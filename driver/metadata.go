@@ -201,6 +201,16 @@ func ReportMetadata(ctx context.Context, md Metadata) {
 	report(md)
 }
 
+// MetadataWanted is for drivers: it reports whether a Get under ctx has a
+// WithMetadataReport callback to report to. A driver whose service's read
+// response may lack the metadata, so that reporting it takes a further
+// request (Cloud Storage's JSON API), makes that request only when it is
+// wanted.
+func MetadataWanted(ctx context.Context) bool {
+	report, ok := ctx.Value(metadataReportKey{}).(func(Metadata))
+	return ok && report != nil
+}
+
 // LowerMetadata returns the user metadata of a service's response (an SDK's
 // map, whose keys may come back in the case the service chose, canonical
 // HTTP case on MinIO, as set on Azure) with lowercase keys, and an empty,
