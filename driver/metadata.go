@@ -24,10 +24,11 @@ import (
 //     returns in canonical case; Azure's must be C# identifiers, compared
 //     without case; proxies (nginx by default) drop header names with an
 //     underscore; and so no case, no '-', no '_';
-//   - a value is printable ASCII (0x20 to 0x7e), at most
-//     MaxMetadataValueLen bytes: a header value that no service encodes,
-//     trims or folds (a leading or trailing space is kept by S3 but not
-//     by every proxy, so it is refused too);
+//   - a value is printable ASCII (0x20 to 0x7e), 1 to
+//     MaxMetadataValueLen bytes, without a leading or trailing space: a
+//     header value that no service encodes, trims or folds (HTTP trims
+//     the spaces around a header value, and a client may send an empty
+//     one as no header at all);
 //   - all keys and values together are at most MaxMetadataSize bytes, far
 //     below S3's 2 KiB and Azure's 8 KiB.
 //
@@ -55,7 +56,7 @@ func (m Metadata) Validate() error {
 				ErrInvalidMetadata, clipKey(k), why, MaxMetadataKeyLen)
 		}
 		if why := metadataValueProblem(v); why != "" {
-			return fmt.Errorf("%w: the value of %q %s; a value is at most %d bytes of printable ASCII (0x20 to 0x7e), without a leading or trailing space",
+			return fmt.Errorf("%w: the value of %q %s; a value is 1 to %d bytes of printable ASCII (0x20 to 0x7e), without a leading or trailing space",
 				ErrInvalidMetadata, k, why, MaxMetadataValueLen)
 		}
 	}
@@ -87,6 +88,8 @@ func metadataKeyProblem(k string) string {
 // is "".
 func metadataValueProblem(v string) string {
 	switch {
+	case v == "":
+		return "is empty, which some clients send as no header at all"
 	case len(v) > MaxMetadataValueLen:
 		return fmt.Sprintf("is %d bytes long, more than %d", len(v), MaxMetadataValueLen)
 	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }):
