@@ -148,6 +148,20 @@
 //     resolution).
 //     (lease-clock-wrong-contender, lease-clock-holder-fenced,
 //     lease-clock-takeover-in-time)
+//  16. A driver that declares Capabilities.Metadata stores the metadata of
+//     a write under WithMetadata (Put, PutStream of any length) with the
+//     object in the request that makes it visible, never in a second
+//     request before or after it, so that no reader sees the body without
+//     its metadata; an overwrite replaces the metadata entirely, and a
+//     refused write changes neither. Get reports the object's metadata
+//     (ReportMetadata) from the response that carried the body, with
+//     lowercase keys, an empty map for none. Metadata outside the portable
+//     rule (Metadata.Validate) is ErrInvalidMetadata, with nothing
+//     written (Begin does this). Where it declares ListMetadata, List
+//     fills Object.Metadata; otherwise it leaves it nil. A driver that
+//     does not declare Metadata writes without it and has these checks
+//     skipped, saying so. (metadata-roundtrip, metadata-streamed,
+//     metadata-refused-write, metadata-listed, metadata-invalid)
 //
 // # Rate limits
 //

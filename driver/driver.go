@@ -111,6 +111,22 @@ type Capabilities struct {
 	// the limit; a write refused for its rate is retried whatever is
 	// declared here.
 	KeyWriteInterval time.Duration
+	// Metadata declares that a write (Put, PutStream) under
+	// WithMetadata stores the metadata with the object atomically, in
+	// the request that makes it visible, replacing the old version's, and
+	// that Get reports the object's metadata (ReportMetadata) from the
+	// response that carried its body. The zero value declares nothing: a
+	// driver that does not declare it writes under WithMetadata without
+	// the metadata, so a caller that needs it checks this first.
+	// (metadata-roundtrip, metadata-streamed, metadata-refused-write,
+	// metadata-invalid)
+	Metadata bool
+	// ListMetadata declares that List fills Object.Metadata, where the
+	// service's listing carries it (Cloud Storage, Azure with
+	// include=metadata, mem, file). It is false where that would take a
+	// request per object (S3's ListObjectsV2 returns no user metadata):
+	// such a caller reads each object it needs with Get. (metadata-listed)
+	ListMetadata bool
 }
 
 // Bucket is one bucket (or container) of an object store. Keys are full

@@ -53,6 +53,13 @@ var (
 	// that is a prefix of a stored key. Nothing was sent.
 	ErrInvalidKey = errors.New("invalid key")
 
+	// ErrInvalidMetadata: the metadata of a write (WithMetadata) is
+	// outside the portable rule (see Metadata.Validate). A driver that
+	// declares Capabilities.Metadata refuses such a write before sending
+	// anything (Begin does this), so nothing was written. It is not
+	// ErrInvalidKey: the key may be fine.
+	ErrInvalidMetadata = errors.New("invalid metadata")
+
 	// ErrRateLimited: the service refused the request for its rate, not
 	// for its content: HTTP 429 (R2, GCS's rateLimitExceeded, Azure), or
 	// S3's SlowDown (503). The request was not applied: a service that

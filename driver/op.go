@@ -195,7 +195,10 @@ func (c *sentCount) last() int {
 //   - a Delete under IfAbsent, or under IfMatch where caps does not declare
 //     ConditionalDelete: ErrUnsupported (a condition the service would
 //     ignore is never sent);
-//   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition.
+//   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition;
+//   - a Put under WithMetadata whose metadata breaks the portable rule
+//     (Metadata.Validate), where caps declares Metadata: ErrInvalidMetadata
+//     (a driver that does not declare it writes without the metadata).
 //
 // A Get passes the zero Condition.
 func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
@@ -216,6 +219,11 @@ func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName,
 		}
 		if versionProblem(v) != "" {
 			return o, o.Fail(ErrPrecondition, errors.New(versionProblem(v)))
+		}
+	}
+	if op == OpPut && caps.Metadata {
+		if err := MetadataToWrite(ctx).Validate(); err != nil {
+			return o, o.Fail(nil, fmt.Errorf("%w; nothing was written", err))
 		}
 	}
 	return o, nil

@@ -155,6 +155,14 @@ type Object struct {
 	Size    int64     // in bytes
 	Version Version   // the version a condition would name
 	ModTime time.Time // when the service last wrote it
+	// Metadata is the object's user metadata (see WithMetadata), with
+	// lowercase keys, where the driver declares
+	// Capabilities.ListMetadata: an empty, non-nil Metadata for an object
+	// stored with none. It is nil where the driver does not list
+	// metadata (S3's listing does not carry it; read the object with Get
+	// under WithMetadataReport): nil means "not listed", empty means
+	// "none".
+	Metadata Metadata
 }
 
 // Lister is the optional interface of a Bucket that lists keys.

@@ -44,7 +44,14 @@
 // (driver.ReportServiceTime; optional, and skipped with a message where
 // nothing is reported), that it does so for every Get and Put answer, a
 // refusal and a missing key included, with a Date near this machine's
-// clock and a Get's modification time that is the latest write's.
+// clock and a Get's modification time that is the latest write's; and
+// for a driver that declares metadata (driver.Capabilities.Metadata;
+// skipped with a message otherwise), that a write's metadata
+// (driver.WithMetadata) comes back exactly from Get, replaces the old
+// version's, survives a streamed write of three parts, is never seen
+// apart from its body by a concurrent reader, is left alone by a refused
+// write, is listed where ListMetadata is declared, and is refused, with
+// nothing written, where it breaks driver.Metadata.Validate.
 // Given Options.Transport, a hook that opens the driver with its client's
 // HTTP transport replaced, the suite also watches the wire under the
 // driver's own client library: a write whose reply is lost after it landed

@@ -365,6 +365,8 @@ func outcome(err error) string {
 		return "ErrPermission"
 	case errors.Is(err, driver.ErrInvalidKey):
 		return "ErrInvalidKey: " + err.Error()
+	case errors.Is(err, driver.ErrInvalidMetadata):
+		return "ErrInvalidMetadata: " + err.Error()
 	case errors.Is(err, driver.ErrPrecondition):
 		return "ErrPrecondition"
 	case errors.Is(err, driver.ErrNotExist):

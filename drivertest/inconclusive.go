@@ -31,7 +31,7 @@ func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 
 // expected are the errors a conforming service gives the checks, and the
 // cancellations the checks make themselves.
-var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey,
+var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
 	driver.ErrOutcomeUnknown, driver.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
 
 // note records err if no conforming service would have given it.

@@ -299,6 +299,14 @@ type wireBucket struct {
 	flaw   wireFlaw
 }
 
+// Capabilities are the mem bucket's without metadata, which the wire store
+// does not carry.
+func (b *wireBucket) Capabilities() driver.Capabilities {
+	c := b.Bucket.Capabilities()
+	c.Metadata, c.ListMetadata = false, false
+	return c
+}
+
 func (b *wireBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpGet, key, driver.Condition{})
 	if err != nil {
@@ -530,7 +538,7 @@ func TestFailuresReportedAtCallersLine(t *testing.T) {
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("the failure is not reported at %s:\n%s", want, out)
 	}
-	for _, inside := range []string{"drivertest.go:", "get.go:", "put.go:", "versions.go:", "delete.go:", "failures.go:", "keys.go:", "lease.go:", "cancel.go:", "stream.go:", "streamcommit.go:", "streamfail.go:", "list.go:", "suite.go:", "servicetime.go:"} {
+	for _, inside := range []string{"drivertest.go:", "get.go:", "put.go:", "versions.go:", "delete.go:", "failures.go:", "keys.go:", "lease.go:", "cancel.go:", "stream.go:", "streamcommit.go:", "streamfail.go:", "list.go:", "suite.go:", "servicetime.go:", "metadata.go:"} {
 		if strings.Contains(string(out), inside) {
 			t.Errorf("a failure is reported inside drivertest (%s):\n%s", inside, out)
 		}

@@ -83,10 +83,17 @@ var order = []string{
 	// (obligation 15).
 	"service-time",
 	"service-time-refused",
+	// Issue 33: user metadata, where the driver declares it
+	// (obligation 16).
+	"metadata-roundtrip",
+	"metadata-streamed",
+	"metadata-refused-write",
+	"metadata-listed",
+	"metadata-invalid",
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -224,9 +225,38 @@ func New(c *container.Client) *Bucket { return &Bucket{c: c} }
 
 // Capabilities declares Conditional exclusion and a conditional Delete:
 // Blob Storage enforces If-None-Match and If-Match on Put Blob and
-// Delete Blob.
+// Delete Blob. It declares metadata (x-ms-meta-* on Put Blob and Put
+// Block List, read from the Get Blob response) and ListMetadata (List
+// Blobs with include=metadata).
 func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true, ListMetadata: true}
+}
+
+// toAzure returns md as the SDK's metadata map, nil for none.
+func toAzure(md driver.Metadata) map[string]*string {
+	if len(md) == 0 {
+		return nil
+	}
+	out := make(map[string]*string, len(md))
+	for k, v := range md {
+		out[k] = to.Ptr(v)
+	}
+	return out
+}
+
+// fromAzure returns the SDK's metadata map as driver.Metadata, its keys
+// lowercased (Blob Storage returns them in the case they were set with;
+// the SDK in the case net/http gives the header, "Epoch").
+func fromAzure(m map[string]*string) driver.Metadata {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if v != nil {
+			out[k] = *v
+		} else {
+			out[k] = ""
+		}
+	}
+	return driver.LowerMetadata(out)
 }
 
 // begin starts an operation (driver.Begin), and also refuses a key with a
@@ -264,6 +294,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		resp.Body.Close()
 		return nil, "", op.Fail(nil, errors.New("the response carried no ETag"))
 	}
+	driver.ReportMetadata(ctx, fromAzure(resp.Metadata))
 	return resp.Body, driver.Version(*resp.ETag), nil
 }
 
@@ -276,7 +307,8 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	}
 	var raw *http.Response
 	resp, err := b.c.NewBlockBlobClient(key).Upload(policy.WithCaptureResponse(op.Context(), &raw),
-		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(cond)})
+		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(cond),
+			Metadata: toAzure(driver.MetadataToWrite(ctx))})
 	reportTime(ctx, raw, nil)
 	if err != nil {
 		if v, ok := landed(raw, http.StatusCreated); ok {

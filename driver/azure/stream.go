@@ -115,7 +115,7 @@ func (s *blocks) StagePart(ctx context.Context, n int, data []byte) error {
 }
 
 func (s *blocks) PutSingle(ctx context.Context, data []byte) (driver.Version, error) {
-	return s.b.Put(ctx, s.key, data, s.cond)
+	return s.b.Put(driver.WithMetadata(ctx, driver.MetadataToWrite(s.ctx)), s.key, data, s.cond)
 }
 
 // Commit sends the Put Block List of blocks 1 to n under the condition.
@@ -128,6 +128,7 @@ func (s *blocks) Commit(ctx context.Context, n int) (driver.Version, error) {
 	resp, err := s.bb.CommitBlockList(policy.WithCaptureResponse(ctx, &raw), ids, &blockblob.CommitBlockListOptions{
 		AccessConditions: accessConditions(s.cond),
 		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: to.Ptr("application/octet-stream")},
+		Metadata:         toAzure(driver.MetadataToWrite(s.ctx)),
 	})
 	if err != nil {
 		if v, ok := landed(raw, http.StatusCreated); ok {
@@ -229,7 +230,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 			fail(nil, err)
 			return
 		}
-		o := &container.ListBlobsFlatOptions{MaxResults: to.Ptr(int32(listPage))}
+		o := &container.ListBlobsFlatOptions{MaxResults: to.Ptr(int32(listPage)), Include: container.ListBlobsInclude{Metadata: true}}
 		if prefix != "" {
 			o.Prefix = &prefix
 		}
@@ -256,7 +257,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 					fail(nil, fmt.Errorf("the listing of %q carried no ETag", *item.Name))
 					return
 				}
-				obj := driver.Object{Key: *item.Name, Version: quoted(string(*p.ETag))}
+				obj := driver.Object{Key: *item.Name, Version: quoted(string(*p.ETag)), Metadata: fromAzure(item.Metadata)}
 				if p.ContentLength != nil {
 					obj.Size = *p.ContentLength
 				}

@@ -34,9 +34,13 @@ type bucket struct {
 func Wrap(b driver.Bucket) driver.Bucket { return driver.Wrap(&bucket{inner: b}, b) }
 
 // Capabilities declares BestEffort exclusion and a (best-effort)
-// conditional Delete.
+// conditional Delete, and the wrapped bucket's metadata (Metadata,
+// ListMetadata): writes and reads pass their context, and so the metadata
+// of driver.WithMetadata, through to it.
 func (b *bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.BestEffort, ConditionalDelete: true}
+	in := b.inner.Capabilities()
+	return driver.Capabilities{Exclusion: driver.BestEffort, ConditionalDelete: true,
+		Metadata: in.Metadata, ListMetadata: in.ListMetadata}
 }
 
 // Get reads through.
@@ -69,8 +73,10 @@ func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driv
 // asPut returns ctx under which the service time the wrapped bucket
 // reports (driver.WithServiceTime) for check's Get reaches ctx's callback
 // without the object's modification time: the caller made a Put or a
-// Delete, whose report has none.
+// Delete, whose report has none. The Get's metadata
+// (driver.WithMetadataReport) is not reported.
 func asPut(ctx context.Context) context.Context {
+	ctx = driver.WithMetadataReport(ctx, nil) // the read object's metadata is not the caller's
 	return driver.WithServiceTime(ctx, func(t driver.ServiceTime) {
 		t.Modified = time.Time{}
 		driver.ReportServiceTime(ctx, t)

@@ -68,6 +68,22 @@
 // with driver.ErrInvalidKey, naming the path and saying it is a directory
 // to remove or rename.
 //
+// # Object metadata
+//
+// On Linux, an object's metadata (driver.WithMetadata) is kept in user
+// extended attributes of its file, user.bucketlease.KEY, set on the
+// temporary file before the rename that commits it, so that the object
+// and its metadata appear in one step and an overwrite replaces both; Get
+// and List read them from the file they read. Open probes the file system
+// by setting one on a file in dir/.bucketlease/tmp. Where that fails
+// (tmpfs before Linux 6.6, some FUSE and network file systems, a file
+// system mounted without user_xattr) or on other systems, the bucket does
+// not declare Capabilities.Metadata, and objects written under
+// driver.WithMetadata are not stamped (MetadataUnsupported says why). A
+// file copied in without its extended attributes (cp without
+// --preserve=xattr, most backup tools) reads as an object without
+// metadata.
+//
 // # Shared file systems
 //
 // Locks are advisory and local: flock(2) excludes processes on one
@@ -178,6 +194,10 @@ type Bucket struct {
 	// time (see reportTime).
 	shared string
 	mode   fs.FileMode // of every object written: the directory's read and write bits
+	// noMetadata says why the bucket does not declare metadata (the file
+	// system keeps no user extended attributes, or the system is not
+	// Linux), or is nil where it does.
+	noMetadata error
 }
 
 // Open returns the bucket kept in dir, creating dir if needed, with the
@@ -211,13 +231,29 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
 	}
-	return &Bucket{root: dir, caps: caps, shared: fsType, mode: st.Mode().Perm() & 0o666}, nil
+	b := &Bucket{root: dir, caps: caps, shared: fsType, mode: st.Mode().Perm() & 0o666}
+	if err := probeMetadata(filepath.Join(dir, metaDir, "tmp")); err != nil {
+		b.noMetadata = err
+	} else {
+		b.caps.Metadata, b.caps.ListMetadata = true, true
+	}
+	return b, nil
 }
 
 // Capabilities declares Conditional exclusion and a conditional Delete,
 // except on a network or FUSE file system not trusted by the user, where
 // it declares NoExclusion with the reason (see the package documentation).
+// It declares Metadata and ListMetadata where Open could keep a user
+// extended attribute on a file in the bucket's directory (see "Object
+// metadata" in the package documentation; MetadataUnsupported says why
+// not otherwise).
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
+
+// MetadataUnsupported returns why the bucket does not declare metadata
+// (its file system keeps no user extended attributes, or the system is not
+// Linux), or nil where it does. Objects written under driver.WithMetadata
+// on such a bucket are not stamped.
+func (b *Bucket) MetadataUnsupported() error { return b.noMetadata }
 
 // modTimeResolution is the Resolution of the time the driver reports
 // (driver.ServiceTime): how much earlier than the true time a file's

@@ -58,11 +58,18 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	if err == nil && skip > 0 {
 		_, err = f.Seek(skip, io.SeekStart)
 	}
+	var md driver.Metadata
+	if err == nil && b.caps.Metadata && driver.MetadataWanted(ctx) {
+		md, err = readMetadata(f) // of the file whose body is returned
+	}
 	if err != nil {
 		f.Close()
 		return nil, "", op.Fail(osKind(err), err)
 	}
 	b.reportTime(ctx, st.ModTime())
+	if b.caps.Metadata {
+		driver.ReportMetadata(ctx, md)
+	}
 	return f, v, nil
 }
 
@@ -182,5 +189,11 @@ func (b *Bucket) stat(key string) (driver.Object, bool, error) {
 	if err != nil {
 		return driver.Object{}, false, err
 	}
-	return driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: st.ModTime()}, true, nil
+	o := driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: st.ModTime()}
+	if b.caps.ListMetadata {
+		if o.Metadata, err = readMetadata(f); err != nil {
+			return driver.Object{}, false, err
+		}
+	}
+	return o, true, nil
 }

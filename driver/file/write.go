@@ -266,6 +266,10 @@ func (b *Bucket) stage(ctx context.Context, key string, body func(f *os.File) er
 		return nil, err
 	}
 	err = body(s.f)
+	if md := driver.MetadataToWrite(ctx); err == nil && b.caps.Metadata && len(md) > 0 {
+		// On the staged file, before the rename that commits it.
+		err = setMetadata(s.f, md)
+	}
 	if err == nil {
 		err = ctx.Err()
 	}

@@ -254,10 +254,13 @@ const KeyWriteInterval = time.Second
 
 // Capabilities declares Conditional exclusion and a conditional Delete:
 // Cloud Storage enforces ifGenerationMatch on uploads and deletes. It
+// declares metadata (the object resource's metadata, sent with the upload
+// that creates the generation) and ListMetadata (the listing carries it). It
 // declares the limit of one write per second to one object name
 // (KeyWriteInterval), but for a bucket opened by URL on an emulator.
 func (b *Bucket) Capabilities() driver.Capabilities {
-	c := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, KeyWriteInterval: KeyWriteInterval}
+	c := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, KeyWriteInterval: KeyWriteInterval,
+		Metadata: true, ListMetadata: true}
 	if b.emulated {
 		c.KeyWriteInterval = 0
 	}
@@ -269,24 +272,81 @@ func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond d
 }
 
 // Get reads the object and returns its body and generation, both from the
-// one read response.
+// one read response. Under driver.WithMetadataReport it reports the
+// object's metadata: from the read response's x-goog-meta-* headers where
+// it carries them, and otherwise from the object's attributes read pinned
+// to the generation and metageneration that response named (the client
+// library's JSON-API reads, which this driver's clients use, need not
+// carry the metadata; a generation's metadata changes only with its
+// metageneration). Should that generation be gone by then (overwritten or
+// deleted in between), the object is read again, up to metadataReads
+// times.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
 		return nil, "", err
 	}
-	var dates httpdate.Capture
-	r, err := b.ctl.Object(key).NewReader(dates.Context(op.Context()))
-	if err != nil {
-		reportTime(ctx, &dates, time.Time{})
-		return nil, "", fail(op, b.classify(ctx, err, op.Cond), err)
+	for attempt := 1; ; attempt++ {
+		var dates httpdate.Capture
+		r, err := b.ctl.Object(key).NewReader(dates.Context(op.Context()))
+		if err != nil {
+			reportTime(ctx, &dates, time.Time{})
+			return nil, "", fail(op, b.classify(ctx, err, op.Cond), err)
+		}
+		if r.Attrs.Generation <= 0 {
+			reportTime(ctx, &dates, r.Attrs.LastModified)
+			r.Close()
+			return nil, "", op.Fail(nil, errors.New("the read response carried no object generation"))
+		}
+		if driver.MetadataWanted(ctx) {
+			md, again, err := b.metadata(op, key, r)
+			if err != nil || (again && attempt < metadataReads) {
+				r.Close()
+				if err == nil {
+					continue
+				}
+				reportTime(ctx, &dates, r.Attrs.LastModified)
+				return nil, "", fail(op, b.classify(ctx, err, op.Cond), err)
+			}
+			if again {
+				r.Close()
+				reportTime(ctx, &dates, r.Attrs.LastModified)
+				return nil, "", op.Fail(nil, fmt.Errorf("the object changed %d times between its read and the read of its metadata", attempt))
+			}
+			driver.ReportMetadata(ctx, md)
+		}
+		reportTime(ctx, &dates, r.Attrs.LastModified)
+		return r, version(r.Attrs.Generation), nil
 	}
-	reportTime(ctx, &dates, r.Attrs.LastModified)
-	if r.Attrs.Generation <= 0 {
-		r.Close()
-		return nil, "", op.Fail(nil, errors.New("the read response carried no object generation"))
+}
+
+// metadataReads is how many times Get reads an object whose generation is
+// replaced before its metadata could be read.
+const metadataReads = 3
+
+// metadata returns the user metadata of the object r reads: the read
+// response's, where it carried any, and otherwise the attributes of r's
+// generation and metageneration. again reports that the generation is gone,
+// or its metadata changed, since r's response: read the object again.
+func (b *Bucket) metadata(op *driver.Op, key string, r *storage.Reader) (md driver.Metadata, again bool, err error) {
+	if m := r.Metadata(); len(m) > 0 {
+		return driver.LowerMetadata(m), false, nil
 	}
-	return r, version(r.Attrs.Generation), nil
+	obj := b.ctl.Object(key).Generation(r.Attrs.Generation)
+	if r.Attrs.Metageneration > 0 {
+		obj = obj.If(storage.Conditions{MetagenerationMatch: r.Attrs.Metageneration})
+	}
+	attrs, err := obj.Attrs(op.Context())
+	var ge *googleapi.Error
+	switch {
+	case errors.Is(err, storage.ErrObjectNotExist):
+		return nil, true, nil
+	case errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed:
+		return nil, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("reading the metadata of generation %d: %w", r.Attrs.Generation, err)
+	}
+	return driver.LowerMetadata(attrs.Metadata), false, nil
 }
 
 // Put uploads data in one request if cond holds and returns the new
@@ -317,6 +377,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	// part it received: a torn object (see the package documentation).
 	w.ChunkSize = (len(data)/chunkAlign + 1) * chunkAlign
 	w.ContentType = "application/octet-stream"
+	w.Metadata = driver.MetadataToWrite(ctx)
 	_, err = w.Write(data)
 	if cerr := w.Close(); err == nil {
 		err = cerr

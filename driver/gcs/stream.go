@@ -127,6 +127,9 @@ func (u *upload) Start(ctx context.Context) error {
 	u.w, u.cancel = u.obj.NewWriter(wctx), cancel
 	u.w.ChunkSize = int(u.chunk)
 	u.w.ContentType = "application/octet-stream"
+	// Sent with the request that starts the session, and given to the
+	// object by the final request that makes it visible.
+	u.w.Metadata = driver.MetadataToWrite(u.ctx)
 	return nil
 }
 
@@ -243,7 +246,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 			return
 		}
 		q := &storage.Query{Prefix: prefix, Projection: storage.ProjectionNoACL}
-		if err := q.SetAttrSelection([]string{"Name", "Size", "Generation", "Updated"}); err != nil {
+		if err := q.SetAttrSelection([]string{"Name", "Size", "Generation", "Updated", "Metadata"}); err != nil {
 			fail(nil, err)
 			return
 		}
@@ -262,7 +265,8 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				fail(nil, fmt.Errorf("the listing of %q carried no generation", attrs.Name))
 				return
 			}
-			o := driver.Object{Key: attrs.Name, Size: attrs.Size, Version: version(attrs.Generation), ModTime: attrs.Updated}
+			o := driver.Object{Key: attrs.Name, Size: attrs.Size, Version: version(attrs.Generation), ModTime: attrs.Updated,
+				Metadata: driver.LowerMetadata(attrs.Metadata)}
 			if !yield(o, nil) {
 				return
 			}

@@ -63,6 +63,7 @@ type object struct {
 	data    []byte
 	version driver.Version
 	mod     time.Time
+	meta    driver.Metadata // a copy, never nil
 }
 
 // Bucket is an in-memory bucket. The zero value is an empty bucket ready to
@@ -99,12 +100,15 @@ func (b *Bucket) now() time.Time {
 // New returns an empty bucket.
 func New() *Bucket { return &Bucket{} }
 
-// Capabilities declares Conditional exclusion and a conditional Delete.
+// Capabilities declares Conditional exclusion, a conditional Delete, and
+// metadata: each version keeps a copy of the metadata it was written
+// with (driver.WithMetadata), which Get reports and List lists.
 func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true, ListMetadata: true}
 }
 
-// Get returns a copy of the object's bytes and its version.
+// Get returns a copy of the object's bytes and its version, and reports a
+// copy of its metadata (driver.ReportMetadata).
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
@@ -119,6 +123,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		return nil, "", op.Fail(driver.ErrNotExist, nil)
 	}
 	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Modified: o.mod, Resolution: b.Resolution})
+	driver.ReportMetadata(ctx, o.meta.Clone())
 	return io.NopCloser(bytes.NewReader(o.data)), o.version, nil
 }
 
@@ -161,7 +166,11 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Version, error) {
 	}
 	b.writes++
 	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
-	b.objects[op.Key] = object{data: data, version: v, mod: now}
+	meta := driver.MetadataToWrite(op.Context()).Clone()
+	if meta == nil {
+		meta = driver.Metadata{}
+	}
+	b.objects[op.Key] = object{data: data, version: v, mod: now, meta: meta}
 	return v, nil
 }
 
@@ -223,7 +232,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 		var objs []driver.Object
 		for k, o := range b.objects {
 			if strings.HasPrefix(k, prefix) {
-				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod})
+				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod, Metadata: o.meta.Clone()})
 			}
 		}
 		b.mu.Unlock()

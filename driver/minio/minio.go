@@ -164,10 +164,28 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	return b, strings.Trim(prefix, "/"), nil
 }
 
-// Capabilities declares Conditional exclusion and no conditional Delete:
-// the MinIO server ignores If-Match on DeleteObject.
+// Capabilities declares Conditional exclusion, metadata (x-amz-meta-*
+// headers on the PUT and the CreateMultipartUpload, read from GetObject's
+// response; not ListMetadata, as for S3), and no conditional Delete: the
+// MinIO server ignores If-Match on DeleteObject.
 func (b *Bucket) Capabilities() driver.Capabilities {
-	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false}
+	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false, Metadata: true}
+}
+
+// userMetadata returns the metadata of driver.WithMetadata under ctx as
+// minio-go's PutObjectOptions.UserMetadata, each key with its
+// x-amz-meta- prefix: minio-go sends a bare key that names a standard
+// header ("expires") as that header, and refuses it.
+func userMetadata(ctx context.Context) map[string]string {
+	md := driver.MetadataToWrite(ctx)
+	if len(md) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		out["x-amz-meta-"+k] = v
+	}
+	return out
 }
 
 func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
@@ -197,6 +215,8 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		body.Close()
 		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
+	// minio-go gives the keys in canonical header case ("Epoch").
+	driver.ReportMetadata(ctx, driver.LowerMetadata(info.UserMetadata))
 	return body, driver.Version(info.ETag), nil
 }
 
@@ -210,7 +230,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if len(data) > MaxPutSize {
 		return "", op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
-	opts := miniogo.PutObjectOptions{DisableMultipart: true}
+	opts := miniogo.PutObjectOptions{DisableMultipart: true, UserMetadata: userMetadata(ctx)}
 	if v, match := cond.Match(); match {
 		// SetMatchETag adds the quotes itself.
 		opts.SetMatchETag(unquote(v))

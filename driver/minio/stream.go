@@ -22,7 +22,9 @@ var (
 )
 
 // PutStream stores the body read from r under key if cond holds when it
-// is committed. A body that fits one part (opts.Size()) is one conditional
+// is committed, with the metadata of driver.WithMetadata (on the PUT, or
+// on the CreateMultipartUpload, whose metadata the object gets at its
+// commit). A body that fits one part (opts.Size()) is one conditional
 // PUT (Put); a longer one is a multipart upload through minio-go's Core
 // API, at most opts.Parallel() parts at once, whose CompleteMultipartUpload
 // carries cond as If-None-Match: * or If-Match (minio-go sends the
@@ -33,10 +35,13 @@ var (
 // no answer, or that minio-go retried, the key's pending uploads are swept
 // for the ones it began (see docs/drivers.md).
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	md := driver.MetadataToWrite(ctx)
 	return s3proto.Upload{
 		Caps: b.Capabilities(), Driver: Scheme, Key: key, Cond: cond,
-		Single:    func(ctx context.Context, data []byte) (driver.Version, error) { return b.Put(ctx, key, data, cond) },
-		Multipart: multipart{b: b, key: key, cond: cond},
+		Single: func(ctx context.Context, data []byte) (driver.Version, error) {
+			return b.Put(driver.WithMetadata(ctx, md), key, data, cond)
+		},
+		Multipart: multipart{b: b, key: key, cond: cond, meta: userMetadata(ctx)},
 		Kind:      kind,
 	}.Run(ctx, r, opts)
 }
@@ -46,6 +51,7 @@ type multipart struct {
 	b    *Bucket
 	key  string
 	cond driver.Condition
+	meta map[string]string // UserMetadata of the CreateMultipartUpload
 }
 
 func (m multipart) core() miniogo.Core { return miniogo.Core{Client: m.b.client} }
@@ -56,7 +62,7 @@ func (m multipart) Create(ctx context.Context) (string, error) {
 	if _, err := m.b.client.GetBucketLocation(ctx, m.b.bucket); err != nil {
 		return "", err
 	}
-	id, err := m.core().NewMultipartUpload(ctx, m.b.bucket, m.key, miniogo.PutObjectOptions{})
+	id, err := m.core().NewMultipartUpload(ctx, m.b.bucket, m.key, miniogo.PutObjectOptions{UserMetadata: m.meta})
 	if err == nil && id == "" {
 		err = errors.New("the server returned no upload ID")
 	}

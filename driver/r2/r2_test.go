@@ -42,7 +42,7 @@ func TestConformanceMinIO(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	got := r2.New(nil, "b").Capabilities()
-	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false, KeyWriteInterval: time.Second}) {
+	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false, KeyWriteInterval: time.Second, Metadata: true}) {
 		t.Errorf("Capabilities() = %+v", got)
 	}
 }

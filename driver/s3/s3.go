@@ -102,7 +102,7 @@ func NewWithProfile(client *s3sdk.Client, bucket string, p Profile) *Bucket {
 	}
 	caps := driver.Capabilities{Exclusion: driver.Conditional,
 		ConditionalDelete: p.ConditionalDelete && (client == nil || IsAWSEndpoint(aws.ToString(client.Options().BaseEndpoint))),
-		KeyWriteInterval:  p.KeyWriteInterval}
+		KeyWriteInterval:  p.KeyWriteInterval, Metadata: true}
 	return &Bucket{client: client, ctl: client, bucket: bucket, profile: p, caps: caps}
 }
 
@@ -121,8 +121,11 @@ func IsAWSEndpoint(endpoint string) bool {
 	return strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn")
 }
 
-// Capabilities declares Conditional exclusion, and a conditional Delete if
-// the profile says the service honours one and the client reaches AWS.
+// Capabilities declares Conditional exclusion, metadata (x-amz-meta-*
+// headers on PutObject and CreateMultipartUpload, read from GetObject's
+// response; not ListMetadata: ListObjectsV2 carries no user metadata), and
+// a conditional Delete if the profile says the service honours one and the
+// client reaches AWS.
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
 func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
@@ -146,11 +149,13 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		out.Body.Close()
 		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
+	driver.ReportMetadata(ctx, driver.LowerMetadata(out.Metadata))
 	return out.Body, v, nil
 }
 
 // Put stores data under key with one PutObject request carrying cond as
-// If-None-Match: * or If-Match: ETag, and returns the new ETag.
+// If-None-Match: * or If-Match: ETag, and the metadata of
+// driver.WithMetadata as x-amz-meta-* headers, and returns the new ETag.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	return b.put(ctx, b.ctl, key, data, cond)
 }
@@ -170,6 +175,7 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 		Key:           &key,
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
+		Metadata:      driver.MetadataToWrite(ctx),
 	}
 	if v, match := cond.Match(); match {
 		in.IfMatch = aws.String(string(v))

@@ -125,7 +125,7 @@ func TestRegionFromEnvironment(t *testing.T) {
 
 func TestCapabilities(t *testing.T) {
 	got := s3.New(nil, "b").Capabilities()
-	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}) {
+	if got != (driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true}) {
 		t.Errorf("Capabilities() = %+v", got)
 	}
 }

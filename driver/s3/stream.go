@@ -22,7 +22,9 @@ var (
 )
 
 // PutStream stores the body read from r under key if cond holds when it
-// is committed. A body that fits one part (opts.Size()) is one conditional
+// is committed, with the metadata of driver.WithMetadata (on the
+// PutObject, or on the CreateMultipartUpload, whose metadata the object
+// gets at its CompleteMultipartUpload). A body that fits one part (opts.Size()) is one conditional
 // PutObject (Put); a longer one is a multipart upload of at most
 // opts.Parallel() parts at once, whose CompleteMultipartUpload carries cond
 // as If-None-Match: * or If-Match, so that the condition applies at the
@@ -35,12 +37,13 @@ var (
 // what a killed process leaves is removed by a lifecycle rule with
 // AbortIncompleteMultipartUpload.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	md := driver.MetadataToWrite(ctx)
 	return s3proto.Upload{
 		Caps: b.caps, Driver: b.profile.Driver, Key: key, Cond: cond,
 		Single: func(ctx context.Context, data []byte) (driver.Version, error) {
-			return b.put(ctx, b.client, key, data, cond)
+			return b.put(driver.WithMetadata(ctx, md), b.client, key, data, cond)
 		},
-		Multipart: multipart{b: b, key: key, cond: cond},
+		Multipart: multipart{b: b, key: key, cond: cond, md: md},
 		Kind:      kind,
 	}.Run(ctx, r, opts)
 }
@@ -50,6 +53,7 @@ type multipart struct {
 	b    *Bucket
 	key  string
 	cond driver.Condition
+	md   driver.Metadata // sent with CreateMultipartUpload, stored at the commit
 }
 
 func (m multipart) Create(ctx context.Context) (string, error) {
@@ -57,7 +61,7 @@ func (m multipart) Create(ctx context.Context) (string, error) {
 	// SDK's own transfer manager does: AWS S3 checks each part's checksum
 	// against the one it computed.
 	out, err := m.b.client.CreateMultipartUpload(ctx, &s3sdk.CreateMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key,
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32, Metadata: m.md})
 	if err != nil {
 		return "", err
 	}
