@@ -21,6 +21,11 @@ import (
 // pass through. It refuses a key that starts with "/" and any write to the
 // lease object itself, which only the lease writes.
 //
+// Where the driver keeps metadata, every object it writes (Put and
+// streamed writes) carries the lease's Stamp, its epoch and instance,
+// with any metadata of the caller's (driver.WithMetadata), set in the
+// request that makes the object visible.
+//
 // It has the optional abilities of the bucket the lease was given, no more
 // and no fewer (driver.Wrap): a streamed write (driver.Streamer) under the
 // fence, listing (driver.Lister, driver.PendingLister) with keys relative
@@ -136,9 +141,20 @@ func (l *Lease) waitWrites(ctx context.Context) error {
 	}
 }
 
+// stamped returns ctx under which a write stores the lease's Stamp, with
+// the caller's own metadata (driver.WithMetadata), where the driver keeps
+// metadata.
+func (f fencedBucket) stamped(ctx context.Context) context.Context {
+	if !f.l.caps.Metadata {
+		return ctx
+	}
+	return driver.WithMetadata(ctx, f.l.withStamp(driver.MetadataToWrite(ctx)))
+}
+
+// Put writes under the fence (see Bucket), stamped (Lease.Stamp).
 func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	var v driver.Version
-	err := f.guard(ctx, "put", key, cond, func(ctx context.Context, full string) error {
+	err := f.guard(f.stamped(ctx), "put", key, cond, func(ctx context.Context, full string) error {
 		var err error
 		v, err = f.l.b.Put(ctx, full, data, cond)
 		return err
@@ -150,12 +166,12 @@ func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond dri
 // MayWrite is false, no part and no commit starts after that (the driver
 // calls MayStart before each request), and a request in flight is cancelled
 // the moment the lease ends, after which the driver aborts the upload.
-// Release waits for it to return. It is the bucket's only where the
-// lease's bucket is a driver.Streamer (driver.Wrap); driver.PutStream
-// falls back to Put elsewhere.
+// Release waits for it to return. The object is stamped (Lease.Stamp). It
+// is the bucket's only where the lease's bucket is a driver.Streamer
+// (driver.Wrap); driver.PutStream falls back to Put elsewhere.
 func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	var v driver.Version
-	err := f.guard(ctx, "put", key, cond, func(ctx context.Context, full string) error {
+	err := f.guard(f.stamped(ctx), "put", key, cond, func(ctx context.Context, full string) error {
 		o := driver.StreamOptions{}
 		if opts != nil {
 			o = *opts

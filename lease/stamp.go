@@ -1,0 +1,84 @@
+package lease
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"net/url"
+	"strconv"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// The metadata keys of a Stamp: lowercase letters only, which every
+// service keeps as given (see driver.Metadata).
+const (
+	MetaEpoch    = "bucketleaseepoch"
+	MetaInstance = "bucketleaseinstance"
+)
+
+// Stamp is what Lease.Bucket writes on every object, as its metadata, in
+// the request that makes the object visible: the epoch and the instance of
+// the lease it was written under. A reader that finds an object stamped
+// with an epoch older than that of a lease which had already begun when
+// the object was written knows it for a late write (see the package
+// documentation, "Epochs"). Only drivers that keep metadata
+// (driver.Capabilities.Metadata) carry it; Lease.Stamp says whether the
+// lease's does.
+type Stamp struct {
+	Epoch uint64
+	// Instance is the instance id as metadata carries it: unchanged when
+	// it is printable ASCII of at most 256 bytes without a space at
+	// either end, percent-escaped when that fits, and otherwise
+	// "sha256:" and the first 32 hex digits of its SHA-256
+	// (StampedInstance).
+	Instance string
+}
+
+// Metadata returns the stamp as object metadata.
+func (s Stamp) Metadata() driver.Metadata {
+	return driver.Metadata{MetaEpoch: strconv.FormatUint(s.Epoch, 10), MetaInstance: s.Instance}
+}
+
+// StampOf reads a stamp from an object's metadata. ok is false for an
+// object that carries none (not written through Lease.Bucket, or on a
+// driver that keeps no metadata) or whose epoch is not a number greater
+// than zero: such an object's age is unknown, neither late nor in time.
+func StampOf(md driver.Metadata) (s Stamp, ok bool) {
+	e, err := strconv.ParseUint(md[MetaEpoch], 10, 64)
+	if err != nil || e == 0 || e > maxEpoch {
+		return Stamp{}, false
+	}
+	return Stamp{Epoch: e, Instance: md[MetaInstance]}, true
+}
+
+// StampedInstance returns the instance id id as a Stamp carries it.
+func StampedInstance(id string) string {
+	if (driver.Metadata{MetaInstance: id}).Validate() == nil {
+		return id
+	}
+	if esc := url.PathEscape(id); (driver.Metadata{MetaInstance: esc}).Validate() == nil {
+		return esc
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// Stamp returns the stamp Bucket writes on every object, and whether it
+// writes one: false where the lease's driver keeps no metadata, whose
+// objects a reader cannot tell late from in time.
+func (l *Lease) Stamp() (Stamp, bool) {
+	return Stamp{Epoch: l.epoch, Instance: StampedInstance(l.s.id)}, l.caps.Metadata
+}
+
+// withStamp returns md (a caller's own metadata, nil for none) with the
+// lease's stamp added, which replaces any caller keys of the same names.
+func (l *Lease) withStamp(md driver.Metadata) driver.Metadata {
+	s, _ := l.Stamp()
+	out := maps.Clone(md)
+	if out == nil {
+		out = driver.Metadata{}
+	}
+	maps.Copy(out, s.Metadata())
+	return out
+}
