@@ -160,8 +160,10 @@
 //     written (Begin does this). Where it declares ListMetadata, List
 //     fills Object.Metadata; otherwise it leaves it nil. A driver that
 //     does not declare Metadata writes without it and has these checks
-//     skipped, saying so. (metadata-roundtrip, metadata-streamed,
-//     metadata-refused-write, metadata-listed, metadata-invalid)
+//     skipped, saying so. The lease's fenced bucket stamps every object
+//     it writes with its epoch and instance this way (lease.Stamp).
+//     (metadata-roundtrip, metadata-streamed, metadata-refused-write,
+//     metadata-listed, metadata-invalid, lease-stamps)
 //
 // # Rate limits
 //

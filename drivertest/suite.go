@@ -90,6 +90,7 @@ var order = []string{
 	"metadata-refused-write",
 	"metadata-listed",
 	"metadata-invalid",
+	"lease-stamps",
 }
 
 // checks is the suite in order.
