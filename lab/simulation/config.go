@@ -139,12 +139,20 @@ const (
 	// time. Such a process must never hold the lease (InvClock): Acquire
 	// refuses it with lease.ErrClock.
 	ClockWrongFromStart
+	// LeaseDeletedAfterRelease: an operator or a sync tool deletes the
+	// LEASE object a process released (it is no longer anyone's), so the
+	// next acquire finds the prefix free and the epoch's chain broken: its
+	// epoch must come from the service's clock and still be greater than
+	// the released holder's (InvEpoch), at every resolution of the
+	// store's clock, within one of its ticks.
+	LeaseDeletedAfterRelease
 )
 
 // deviationNames are the classes' names, in bit order.
 var deviationNames = []string{"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates",
 	"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "coarse-wall-clock", "stuck-wall-clock",
-	"path-drops-if-none-match", "break-drops-if-match", "slow-write-outlives-release", "wall-clock-back-an-hour", "state-directory", "clock-wrong-from-start"}
+	"path-drops-if-none-match", "break-drops-if-match", "slow-write-outlives-release", "wall-clock-back-an-hour", "state-directory", "clock-wrong-from-start",
+	"lease-deleted-after-release"}
 
 func (c *Config) defaults() {
 	if c.Instances == 0 {
@@ -234,6 +242,11 @@ const (
 	// makes plus the store's resolution, so the offset is always provable
 	// from one answer) never has MayWrite true: Acquire refuses it.
 	InvClock = "clock"
+	// InvEpoch: every lease Acquire grants has an epoch greater than that
+	// of every lease granted before it, across takeovers, releases,
+	// breaks, restarts and deletes of the LEASE object, and its record
+	// carries it.
+	InvEpoch = "epoch"
 	// InvWorld: the simulated world stays one that can exist; no process
 	// on a frozen machine sends a request. A violation is a simulator bug.
 	InvWorld = "world"

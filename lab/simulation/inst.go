@@ -271,6 +271,9 @@ func (in *inst) chaos() {
 		in.noteReleased(l, err)
 		s.fault("release-and-leave")
 		s.tracef("%s releases (err=%v) and leaves", in, err)
+		if s.dev&LeaseDeletedAfterRelease != 0 {
+			s.deleteReleased(in)
+		}
 		in.exitProcess()
 		in.down, in.restartAt, in.newID = true, s.now+s.randDur(s.cfg.TTL), false
 		in.lease, in.work, in.paused = nil, nil, nil

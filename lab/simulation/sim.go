@@ -73,7 +73,9 @@ type sim struct {
 	done  bool // a violation was found
 	dirty bool // a write to the worker's keys landed since the last integrity check
 
-	epoch          int // lease epochs handed out so far
+	epoch          int             // lease epochs handed out so far
+	leaseEpoch     uint64          // the greatest epoch of a record on the LEASE object so far
+	epochs         map[uint64]bool // the epochs of the records that landed
 	maxLatestEpoch int
 	written        map[string]string         // immutable key -> writer tag
 	leaseWriters   map[driver.Version]writer // LEASE version -> the process whose write made it
@@ -241,6 +243,9 @@ func (s *sim) pickDeviations() Deviation {
 	}
 	if hash(s.cfg.Seed, "|clock-wrong-from-start|")%3 == 0 {
 		d |= ClockWrongFromStart
+	}
+	if hash(s.cfg.Seed, "|lease-deleted-after-release|")%2 == 0 {
+		d |= LeaseDeletedAfterRelease
 	}
 	return d
 }
@@ -477,6 +482,62 @@ func (s *sim) acquired(in *inst) {
 	if took > s.res.Bound {
 		s.violate(InvLiveness, fmt.Sprintf("takeover took %v, over the bound %v", took, s.res.Bound), true)
 	}
+}
+
+// checkEpoch checks InvEpoch on a record in wrote that landed on the
+// LEASE object with the condition it was sent with: the first record of
+// an epoch (a new holder's) must carry an epoch greater than every record
+// that landed before it, so epochs follow the order in which holders took
+// the prefix, across releases, breaks and deletes. A write whose condition
+// a fault dropped on its way is the fault's, not the lease's.
+func (s *sim) checkEpoch(in *inst, data []byte) {
+	if in == nil {
+		return // the operator's Break keeps the epoch it breaks
+	}
+	rec, err := lease.DecodeRecord(data)
+	if err != nil || rec.Epoch == 0 || s.epochs[rec.Epoch] {
+		return
+	}
+	if s.epochs == nil {
+		s.epochs = map[uint64]bool{}
+	}
+	s.epochs[rec.Epoch] = true
+	if rec.Epoch <= s.leaseEpoch {
+		s.violate(InvEpoch, fmt.Sprintf("%s's record of a new holder (%s) has epoch %d, not greater than %d, the epoch of a record before it",
+			in, rec.InstanceID, rec.Epoch, s.leaseEpoch), true)
+	}
+	s.leaseEpoch = rec.Epoch
+}
+
+// deleteReleased deletes the LEASE object, as an operator or a sync tool
+// would, if it still holds the released record of in
+// (LeaseDeletedAfterRelease): with If-Match on the released version, on
+// the operator's path, so that nobody's lease is deleted and the history
+// sees the delete. Not where the store ignores a delete's condition: that
+// delete could remove a live holder's record, which lets the next
+// contender in at once (no lease can stop that).
+func (s *sim) deleteReleased(in *inst) {
+	if s.dev&StoreIgnoresDeleteCondition != 0 {
+		return
+	}
+	data, v, err := readAll(s, leaseKey)
+	if err != nil {
+		return
+	}
+	rec, err := lease.DecodeRecord(data)
+	if err != nil || rec.InstanceID != in.id || rec.TTLSeconds != 0 {
+		return
+	}
+	c := &conn{s: s}
+	a := s.start(nil, "delete", func() error { return c.Delete(context.Background(), leaseKey, driver.IfMatch(v)) })
+	if !s.drive(a.done, s.cfg.hangLimit()) {
+		s.violate(InvHang, fmt.Sprintf("the delete of the released LEASE object did not return within %v", s.cfg.hangLimit()), true)
+	}
+	s.pollAsync()
+	if a.err == nil {
+		s.fault("lease-deleted-after-release")
+	}
+	s.tracef("the released LEASE object of %s (epoch %d) is deleted: %v", in, rec.Epoch, a.err)
 }
 
 // storedRecord reads the LEASE object straight from the store.

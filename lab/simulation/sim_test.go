@@ -119,7 +119,7 @@ func checkCoverage(t *testing.T, results []Result) {
 		"twins", "restart-while-running", "release-old-lease", "release-during-hung-renewal", "stuck-wall-clock",
 		"store-ignores-delete-condition", "store-deletes-missing-ok", "store-if-match-missing-creates", "coarse-wall-clock",
 		"path-drops-if-none-match", "path-dropped-if-none-match", "break-drops-if-match", "break-path-dropped-if-match",
-		"slow-write-outlives-release", "wall-clock-back-an-hour", "clock-wrong-from-start"} {
+		"slow-write-outlives-release", "wall-clock-back-an-hour", "clock-wrong-from-start", "lease-deleted-after-release"} {
 		if total[k] == 0 {
 			t.Errorf("no %s fault in %d seeds", k, len(results))
 		}
@@ -446,10 +446,14 @@ func TestCampaignFindings(t *testing.T) {
 // cancelled its delayed retention delete, which landed after a successor
 // had named the chunk: an integrity violation that no real process could
 // produce. With that world restored the simulator's own check must object.
+// Issue 33 changed seed 573688's course (an acquire of a free key now waits
+// for the service's clock to move on), so the test replays seed 25, the
+// first in which that world shows since (A2 sends a read at t=31.75s while
+// its machine is frozen).
 func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
-	r := run(t, Config{Seed: 573688, siblingsRunWhileFrozen: true})
+	r := run(t, Config{Seed: 25, siblingsRunWhileFrozen: true})
 	if r.Violation == nil || r.Violation.Invariant != InvWorld {
-		t.Fatalf("seed 573688 with siblings running on a frozen machine: %v, want a %s violation", r.Violation, InvWorld)
+		t.Fatalf("seed 25 with siblings running on a frozen machine: %v, want a %s violation", r.Violation, InvWorld)
 	}
 	t.Log(r.Violation)
 }

@@ -421,6 +421,9 @@ func (s *sim) applyEvent(r *request) {
 		}
 	}
 	r.out, r.v, r.st, r.err = c.apply(r.op, r.key, r.data, r.eff)
+	if r.err == nil && r.op == "put" && r.key == leaseKey && r.eff == r.cond {
+		s.checkEpoch(in, r.data)
+	}
 }
 
 // replyEvent: r's answer reaches its client (unless it gave up).
