@@ -209,7 +209,7 @@ func race(ctx context.Context, s *story, a, b *instance) (holder, other *instanc
 	for i, in := range []*instance{a, b} {
 		wg.Go(func() { in.l, errs[i] = in.c.Acquire(ctx) })
 	}
-	wg.Wait()
+	passTimeUntil(&wg, a.clock, b.clock)
 	switch {
 	case errs[0] == nil && errs[1] != nil:
 		holder, other, err = a, b, errs[1]
@@ -222,6 +222,28 @@ func race(ctx context.Context, s *story, a, b *instance) (holder, other *instanc
 		return nil, nil, fmt.Errorf("demo: %s was not refused as expected: %w", other.name, err)
 	}
 	return holder, other, nil
+}
+
+// passTimeUntil lets simulated time pass, a millisecond at a time on every
+// clock, until wg is done: an acquire of a free prefix waits for the
+// service's clock to move on before it takes its epoch from it (see the
+// lease package's "Epochs"), and simulated time moves only when told to.
+func passTimeUntil(wg *sync.WaitGroup, clocks ...*clock.Fake) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(5 * time.Millisecond):
+			for _, c := range clocks {
+				c.Advance(time.Millisecond)
+			}
+		}
+	}
 }
 
 // refused tells the story of an Acquire that found the lease held, and
