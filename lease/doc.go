@@ -216,6 +216,17 @@
 // the chain comes from this machine's clock, and orders holders across a
 // delete only as far as the machines' clocks agree.
 //
+// Hand the epoch to whatever the holder writes to that can compare numbers
+// (a database row updated only where its epoch is not greater; the
+// bucketlease command passes it to its command as BUCKETLEASE_EPOCH).
+// Within the bucket, Lease.Bucket stamps every object it writes, where
+// the driver keeps metadata (driver.Capabilities.Metadata), with the
+// lease's epoch and instance (Stamp), in the request that makes the
+// object visible; StampOf reads it back from a Get's or a listing's
+// metadata, so that a reader can see which holder wrote an object and
+// compare its epoch with the lease's. Lease.Stamp says whether the
+// lease's driver stamps at all.
+//
 // A record without an epoch (written by an older version, or by another
 // implementation of the seed specification, whose four fields a record
 // still carries unchanged) reads as epoch 0, which orders nothing. The
