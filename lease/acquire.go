@@ -150,6 +150,12 @@ type attempt struct {
 	// svc is what the latest read of the lease object said about the
 	// service's clock; nil when the driver reports none.
 	svc *ServiceClock
+	// wrote: a write of the lease object has been sent; after is the
+	// service's clock of the latest answer to it or to a request sent
+	// after it (nil if none came): the lease began no later than that
+	// answer's Date plus its resolution.
+	wrote bool
+	after *ServiceClock
 	// pace spaces the attempt's writes to one key where the driver
 	// declares a KeyWriteInterval, and sends a rate-limited write again;
 	// the lease it makes keeps it.
@@ -397,6 +403,9 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 	l := newLease(a.c, a.b, st, v)
 	l.pace = a.pace
 	l.svc = a.svc
+	if a.after != nil {
+		l.began = a.after.Date.Add(a.after.Resolution)
+	}
 	a.c.held = l
 	a.c.watch, a.c.twin = Watch{}, Watch{}
 	a.c.saveWatch()
@@ -453,7 +462,16 @@ func (c *Contender) owns(rec Record) bool {
 // It goes through the attempt's pacer, until st's fence deadline.
 func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (driver.Version, error) {
 	a.c.sent.add(st.rec)
-	return a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
+	a.wrote = true
+	var v driver.Version
+	svc, err := timedCall(ctx, a.c.s.clock, func(ctx context.Context) (err error) {
+		v, err = a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
+		return err
+	})
+	if svc != nil {
+		a.after = svc
+	}
+	return v, err
 }
 
 // until is the fence deadline of a lease stamped st, on the monotonic
@@ -490,6 +508,9 @@ func (a *attempt) read(ctx context.Context) (readResult, driver.Version, error) 
 	cur, v, err := readLease(ctx, a.c.s.clock, a.b, a.c.key)
 	if cur.svc != nil {
 		a.svc = cur.svc
+		if a.wrote {
+			a.after = cur.svc
+		}
 	}
 	return cur, v, err
 }

@@ -82,7 +82,7 @@ func breakRecord(cur readResult, now time.Time, overlap bool) Record {
 	if cur.err == nil {
 		// A break is no holder: it keeps the broken record's epoch, so
 		// that the next holder's follows it.
-		rec.Epoch = cur.rec.Epoch
+		rec.Epoch, rec.Began, rec.Before = cur.rec.Epoch, cur.rec.Began, cur.rec.Before
 	}
 	switch {
 	case overlap:

@@ -69,6 +69,7 @@ func (a *attempt) epoch(st stamp) (stamp, error) {
 		return st, fmt.Errorf("acquire %s: %w", a.c.key, err)
 	}
 	st.rec.Epoch = e
+	st.rec.Before = before(st.follows, a.svc)
 	return st, nil
 }
 

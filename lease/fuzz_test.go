@@ -3,6 +3,7 @@ package lease_test
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -33,7 +34,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			if !errors.Is(err, lease.ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
-			if r != (lease.Record{}) {
+			if !reflect.DeepEqual(r, lease.Record{}) {
 				t.Fatalf("a refused record came back as %+v", r)
 			}
 			return

@@ -23,7 +23,8 @@ type Lease struct {
 	key    string
 	s      *settings
 	caps   driver.Capabilities
-	epoch  uint64 // the acquire's, which every renewal keeps
+	epoch  uint64    // the acquire's, which every renewal keeps
+	began  time.Time // Record.Began, which renewals write; zero if unknown
 	// pace spaces the lease's writes to its object and sends a
 	// rate-limited one again (see pacer); the acquire's, so that a
 	// renewal right after the acquire keeps the spacing.

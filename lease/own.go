@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -68,7 +69,8 @@ func (s *sentRecords) forgetAllBut(r Record) {
 // same reports whether r and o are the same record, field by field.
 func (r Record) same(o Record) bool {
 	return r.InstanceID == o.InstanceID && r.AcquiredAt.Equal(o.AcquiredAt) &&
-		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds && r.Epoch == o.Epoch
+		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds && r.Epoch == o.Epoch &&
+		r.Began.Equal(o.Began) && slices.EqualFunc(r.Before, o.Before, Era.equal)
 }
 
 // stamps makes the times one Contender writes into its records, and

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -62,6 +63,16 @@ type Record struct {
 	// version, or another implementation of the seed specification),
 	// which says nothing about order.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Began is when this holder's lease began, on the service's clock,
+	// at the latest: the service's time of an answer that came after
+	// the write that took the prefix, plus its resolution. The holder
+	// writes it from its first renewal on; zero before that, and where
+	// the driver reports no service time.
+	Began time.Time `json:"began,omitzero"`
+	// Before remembers the prefix's earlier holders, newest first, at
+	// most MaxBefore of them: each one's epoch and when its lease began
+	// (see Era). A reader judges late writes by them (LateBy).
+	Before []Era `json:"before,omitempty"`
 	// Holder describes the writer for a person reading the lease (who
 	// holds it, at 3 a.m.); nil when the writer gave nothing. It is
 	// informational only: never trusted for ownership, never compared.
@@ -114,6 +125,13 @@ func (r Record) TTL() time.Duration { return time.Duration(r.TTLSeconds) * time.
 func (r Record) Encode() []byte {
 	r.AcquiredAt = r.AcquiredAt.UTC()
 	r.RenewedAt = r.RenewedAt.UTC()
+	if !r.Began.IsZero() {
+		r.Began = r.Began.UTC()
+	}
+	r.Before = slices.Clone(r.Before)
+	for i := range r.Before {
+		r.Before[i].Began = r.Before[i].Began.UTC()
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic("lease: unencodable record: " + err.Error())
@@ -171,6 +189,8 @@ func DecodeRecord(data []byte) (Record, error) {
 		RenewedAt  *time.Time      `json:"renewed_at"`
 		TTLSeconds *int64          `json:"ttl_s"`
 		Epoch      *uint64         `json:"epoch"`
+		Began      *time.Time      `json:"began"`
+		Before     []Era           `json:"before"`
 		Holder     json.RawMessage `json:"holder"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -205,6 +225,17 @@ func DecodeRecord(data []byte) (Record, error) {
 			return Record{}, fmt.Errorf("%w: epoch %d is beyond %d, the largest a JSON reader keeps exactly", ErrMalformed, *raw.Epoch, uint64(maxEpoch))
 		}
 		r.Epoch = *raw.Epoch
+	}
+	// What a record remembers of time and earlier holders orders late
+	// writes only; a part of it that is out of range is dropped, and
+	// the record stays a record.
+	if raw.Began != nil && checkWall(*raw.Began) == nil {
+		r.Began = *raw.Began
+	}
+	for _, e := range raw.Before {
+		if e.Epoch > 0 && e.Epoch <= maxEpoch && checkWall(e.Began) == nil && len(r.Before) < MaxBefore {
+			r.Before = append(r.Before, e)
+		}
 	}
 	// The holder's description is informational: one that does not parse
 	// is dropped, and the record stays a record.

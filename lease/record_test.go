@@ -1,8 +1,10 @@
 package lease_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,7 @@ func TestRecordJSONIsExactlyTheSpec(t *testing.T) {
 		t.Fatalf("record JSON = %s", r.Encode())
 	}
 	back, err := lease.DecodeRecord(r.Encode())
-	if err != nil || back != (lease.Record{InstanceID: "abc", AcquiredAt: t0, RenewedAt: t0.Add(time.Second), TTLSeconds: 30}) {
+	if err != nil || !reflect.DeepEqual(back, lease.Record{InstanceID: "abc", AcquiredAt: t0, RenewedAt: t0.Add(time.Second), TTLSeconds: 30}) {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
@@ -95,5 +97,29 @@ func TestKeyAndInstanceID(t *testing.T) {
 	a, b := lease.NewInstanceID(), lease.NewInstanceID()
 	if len(a) != 32 || a == b || strings.Trim(a, "0123456789abcdef") != "" {
 		t.Fatalf("NewInstanceID: %q %q", a, b)
+	}
+}
+
+// TestRecordWithEpochReadsAsTheSeedSpecsFourFields: a record with an
+// epoch, a beginning and earlier holders round-trips, and a reader that
+// knows only the seed specification's four fields reads them unchanged.
+func TestRecordWithEpochReadsAsTheSeedSpecsFourFields(t *testing.T) {
+	r := lease.Record{InstanceID: "abc", AcquiredAt: t0, RenewedAt: t0.Add(time.Second), TTLSeconds: 30,
+		Epoch: 1796040447993298, Began: t0.Add(2 * time.Second),
+		Before: []lease.Era{{Epoch: 1796040000000000, Began: t0.Add(-time.Hour)}}}
+	back, err := lease.DecodeRecord(r.Encode())
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	var seed struct {
+		InstanceID string    `json:"instance_id"`
+		AcquiredAt time.Time `json:"acquired_at"`
+		RenewedAt  time.Time `json:"renewed_at"`
+		TTLSeconds int64     `json:"ttl_s"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.Encode()))
+	if err := dec.Decode(&seed); err != nil || seed.InstanceID != "abc" || !seed.AcquiredAt.Equal(t0) ||
+		!seed.RenewedAt.Equal(t0.Add(time.Second)) || seed.TTLSeconds != 30 {
+		t.Fatalf("a seed-spec reader: %+v, %v", seed, err)
 	}
 }

@@ -57,6 +57,9 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return fmt.Errorf("%w: %s", ErrFenced, why)
 	}
 	rec.RenewedAt = l.stamps.renewed(wall)
+	if rec.Began.IsZero() {
+		rec.Began = l.began
+	}
 	l.sent.add(rec)
 	l.past.add(rec)
 	// The write ends with the lease: a renewal still in flight at the

@@ -1,0 +1,173 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// MaxBefore is how many earlier holders a record remembers (Record.Before):
+// far more takeovers than fit in the few seconds a late write comes after
+// its writer's lease has passed on.
+const MaxBefore = 8
+
+// Era is one holder's lease as a record remembers it: its epoch, and when
+// it began on the service's clock at the latest. A write of an older epoch
+// that the service stamped at or after Began was made when this holder
+// already held the prefix: a late write.
+type Era struct {
+	Epoch uint64    `json:"epoch"`
+	Began time.Time `json:"began"`
+}
+
+func (e Era) equal(o Era) bool { return e.Epoch == o.Epoch && e.Began.Equal(o.Began) }
+
+// eraOf returns the era of the holder of rec, read in an answer that said
+// svc about the service's clock: its Began, or, while it has not renewed
+// (or where it writes none), the lease object's modification time plus
+// the resolution, which is no earlier than the write that took the
+// prefix. ok is false when neither is known, or rec has no epoch.
+func eraOf(rec Record, svc *ServiceClock) (Era, bool) {
+	switch {
+	case rec.Epoch == 0:
+		return Era{}, false
+	case !rec.Began.IsZero():
+		return Era{Epoch: rec.Epoch, Began: rec.Began}, true
+	case svc != nil && !svc.Modified.IsZero():
+		return Era{Epoch: rec.Epoch, Began: svc.Modified.Add(svc.Resolution)}, true
+	}
+	return Era{}, false
+}
+
+// before returns what a new holder's record remembers of the holders up
+// to prev, read in an answer that said svc: prev's era, then what prev
+// remembered, at most MaxBefore in all.
+func before(prev *Record, svc *ServiceClock) []Era {
+	if !follows(prev) {
+		return nil
+	}
+	var out []Era
+	if e, ok := eraOf(*prev, svc); ok {
+		out = append(out, e)
+	}
+	out = append(out, prev.Before...)
+	return out[:min(len(out), MaxBefore)]
+}
+
+// Eras returns the holders the status knows of, newest first: the
+// current record's, and those it remembers (Record.Before). It is empty
+// for a free prefix, an object that is not a record, and a record without
+// an epoch.
+func (s Status) Eras() []Era {
+	if s.Record == nil {
+		return nil
+	}
+	var out []Era
+	if e, ok := eraOf(*s.Record, s.Service); ok {
+		out = append(out, e)
+	}
+	return append(out, s.Record.Before...)
+}
+
+// LateBy reports whether an object stamped st, last modified at mod on
+// the service's clock (its Last-Modified, a listing's ModTime), was
+// written late: when a holder of a greater epoch had already taken the
+// prefix, by the eras known (Status.Eras). It returns the earliest such
+// holder's era and how long after it began the object was written, at
+// the least. The service stamps mod no earlier than the write reached it,
+// and Began is no earlier than the holder took the prefix, so a write
+// reported late was late; one written in the resolution of the service's
+// clock after a takeover may be reported in time.
+func LateBy(eras []Era, st Stamp, mod time.Time) (after Era, by time.Duration, late bool) {
+	for _, e := range eras {
+		if e.Epoch > st.Epoch && !mod.Before(e.Began) && (!late || e.Began.Before(after.Began)) {
+			after, by, late = e, mod.Sub(e.Began), true
+		}
+	}
+	return after, by, late
+}
+
+// LateWrite is an object written late: by a holder whose lease had
+// already passed to another.
+type LateWrite struct {
+	Key      string    // relative to the prefix
+	Stamp    Stamp     // its writer's epoch and instance
+	Modified time.Time // when the service stamped it
+	After    Era       // the holder that had taken the prefix before it
+	By       time.Duration
+}
+
+// ErrNoEras is returned by LateWrites when the lease object says nothing
+// about its holders' epochs and beginnings: the prefix is free, or its
+// record has no epoch, or the driver reports no service time.
+var ErrNoEras = errors.New("the lease object tells no epochs and beginnings of holders to judge objects by")
+
+// LateWrites lists the objects under prefix in b and yields those written
+// late (LateBy), judged by the eras of the lease object read first, at the
+// reader's wall-clock time now. Objects without a stamp, the lease object
+// and scratch keys are skipped. Where the driver's listing carries no
+// metadata (S3 and its kind), each object's metadata is read with a Get,
+// whose body is closed unread. A failure is yielded once, last, as
+// driver.List does; with no eras to judge by, the error wraps ErrNoEras.
+func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
+	return func(yield func(LateWrite, error) bool) {
+		st, err := Inspect(ctx, b, prefix, now)
+		if err != nil {
+			yield(LateWrite{}, err)
+			return
+		}
+		eras := st.Eras()
+		if len(eras) == 0 {
+			yield(LateWrite{}, fmt.Errorf("late writes under %s: %w", st.Key, ErrNoEras))
+			return
+		}
+		under := strings.TrimRight(prefix, "/")
+		if under != "" {
+			under += "/"
+		}
+		for obj, err := range driver.List(ctx, b, under) {
+			if err != nil {
+				yield(LateWrite{}, err)
+				return
+			}
+			if obj.Key == st.Key || IsScratchKey(obj.Key) {
+				continue
+			}
+			md := obj.Metadata
+			if md == nil {
+				if md, err = metadataOf(ctx, b, obj.Key); errors.Is(err, driver.ErrNotExist) {
+					continue // deleted since it was listed
+				} else if err != nil {
+					yield(LateWrite{}, err)
+					return
+				}
+			}
+			stamp, ok := StampOf(md)
+			if !ok {
+				continue
+			}
+			if after, by, late := LateBy(eras, stamp, obj.ModTime); late {
+				w := LateWrite{Key: strings.TrimPrefix(obj.Key, under), Stamp: stamp, Modified: obj.ModTime, After: after, By: by}
+				if !yield(w, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// metadataOf reads key's metadata with a Get whose body it closes unread.
+func metadataOf(ctx context.Context, b driver.Bucket, key string) (driver.Metadata, error) {
+	var md driver.Metadata
+	rc, _, err := b.Get(driver.WithMetadataReport(ctx, func(m driver.Metadata) { md = m }), key)
+	if err != nil {
+		return nil, err
+	}
+	rc.Close()
+	return md, nil
+}

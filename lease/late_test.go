@@ -1,0 +1,181 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// lateKeys returns the keys LateWrites yields for db1 in b.
+func lateKeys(t *testing.T, b driver.Bucket, now time.Time) []string {
+	t.Helper()
+	var keys []string
+	for w, err := range lease.LateWrites(context.Background(), b, "db1", now) {
+		if err != nil {
+			t.Fatalf("LateWrites: %v", err)
+		}
+		if w.By < 0 {
+			t.Errorf("%s: late by %v", w.Key, w.By)
+		}
+		keys = append(keys, w.Key)
+	}
+	return keys
+}
+
+// sendAs writes key directly to the bucket stamped as l's: the request a
+// holder sent before it paused, which the service receives when it wakes
+// (what no lease can stop, and what the stamp lets a reader see).
+func sendAs(t *testing.T, b driver.Bucket, l *lease.Lease, key string) {
+	t.Helper()
+	st, _ := l.Stamp()
+	if _, err := b.Put(driver.WithMetadata(context.Background(), st.Metadata()), "db1/"+key, []byte(key), driver.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLateWritesFindsWhatAPausedHolderSent: holder A writes in time; it
+// stops renewing (a paused VM), B takes the prefix over and writes; then
+// A's request sent before its pause lands. LateWrites finds that object
+// alone: not A's earlier writes, not one that landed in the same second
+// just before B took over, not B's own. After C takes over from B, the
+// record still remembers B, and a late write of A is judged by B's era.
+func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
+	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+		ctx := context.Background()
+		a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Bucket().Put(ctx, "chunks/1", []byte("in time"), driver.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+		w.advance(ttl / 3)
+		if err := a.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if rec, _, _ := readRecord(t, w.b); rec.Began.IsZero() {
+			t.Fatalf("the renewed record has no began: %+v", rec)
+		}
+		// A pauses; its lease goes stale.
+		w.advance(ttl + 2*time.Second)
+		// A request of A's lands just before B takes over, in the same
+		// second: written in time.
+		sendAs(t, w.b, a, "chunks/edge")
+		b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Bucket().Put(ctx, "chunks/2", []byte("b's"), driver.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+		w.advance(2 * time.Second)
+		sendAs(t, w.b, a, "chunks/late") // A wakes
+		if got := lateKeys(t, w.b, w.now()); !slices.Equal(got, []string{"chunks/late"}) {
+			t.Fatalf("late writes %v, want [chunks/late]", got)
+		}
+		for lw, err := range lease.LateWrites(ctx, w.b, "db1", w.now()) {
+			if err != nil || lw.Stamp.Epoch != a.Epoch() || lw.Stamp.Instance != "a" || lw.After.Epoch != b.Epoch() || lw.By < time.Second {
+				t.Errorf("%+v, %v: want A's stamp, after B's era, by at least a second", lw, err)
+			}
+		}
+
+		// B renews, then dies; A's next late write lands while B's record
+		// is still there, and C takes over after it. The write is judged
+		// by B's era, which C's record remembers.
+		w.advance(ttl / 3)
+		if err := b.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.b.Delete(ctx, "db1/chunks/late", driver.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+		w.advance(ttl + 2*time.Second)
+		sendAs(t, w.b, a, "chunks/later")
+		w.advance(2 * time.Second)
+		c, err := lease.Acquire(ctx, w.b, "db1", opts("c", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release(ctx)
+		rec, _, _ := readRecord(t, w.b)
+		if len(rec.Before) != 2 || rec.Before[0].Epoch != b.Epoch() || rec.Before[1].Epoch != a.Epoch() {
+			t.Fatalf("C's record remembers %+v, want B's era then A's", rec.Before)
+		}
+		got := lateKeys(t, w.b, w.now())
+		if !slices.Equal(got, []string{"chunks/later"}) {
+			t.Fatalf("late writes %v, want [chunks/later]", got)
+		}
+	})
+}
+
+// TestLateWritesWithoutListedMetadata: where the listing carries no
+// metadata (S3), each object's is read with a Get, and the late write is
+// still found.
+func TestLateWritesWithoutListedMetadata(t *testing.T) {
+	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+		ctx := context.Background()
+		b := unlistedMetadata{w.b}
+		a, err := lease.Acquire(ctx, b, "db1", opts("a", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.advance(ttl + 2*time.Second)
+		next, err := lease.Acquire(ctx, b, "db1", opts("b", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer next.Release(ctx)
+		w.advance(2 * time.Second)
+		sendAs(t, w.b, a, "late")
+		if got := lateKeys(t, b, w.now()); !slices.Equal(got, []string{"late"}) {
+			t.Fatalf("late writes %v, want [late]", got)
+		}
+	})
+}
+
+// unlistedMetadata is a mem bucket whose listing carries no metadata, as
+// S3's ListObjectsV2 does not.
+type unlistedMetadata struct{ driver.Bucket }
+
+func (u unlistedMetadata) Capabilities() driver.Capabilities {
+	c := u.Bucket.Capabilities()
+	c.ListMetadata = false
+	return c
+}
+
+func (u unlistedMetadata) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		for o, err := range driver.List(ctx, u.Bucket, prefix) {
+			o.Metadata = nil
+			if !yield(o, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestLateWritesNeedsEras: without the service's time the lease object
+// tells no beginnings, and LateWrites says so rather than report nothing.
+func TestLateWritesNeedsEras(t *testing.T) {
+	ctx := context.Background()
+	b := machineClocksOnly()
+	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.NewFake(t0), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	for _, err := range lease.LateWrites(ctx, b, "db1", t0) {
+		if !errors.Is(err, lease.ErrNoEras) {
+			t.Fatalf("LateWrites without service time: %v, want ErrNoEras", err)
+		}
+		return
+	}
+	t.Fatal("LateWrites yielded nothing, want ErrNoEras")
+}
