@@ -108,11 +108,8 @@ type LateWrite struct {
 var ErrNoEras = errors.New("the lease object tells no epochs and beginnings of holders to judge objects by")
 
 // LateWrites lists the objects under prefix in b and yields those written
-// late (LateBy), judged by the eras of the lease object read first, at the
-// reader's wall-clock time now. Objects without a stamp, the lease object
-// and scratch keys are skipped. Where the driver's listing carries no
-// metadata (S3 and its kind), each object's metadata is read with a Get,
-// whose body is closed unread. A failure is yielded once, last, as
+// late (Status.Late), judged by the eras of the lease object read first,
+// at the reader's wall-clock time now. A failure is yielded once, last, as
 // driver.List does; with no eras to judge by, the error wraps ErrNoEras.
 func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
 	return func(yield func(LateWrite, error) bool) {
@@ -121,44 +118,57 @@ func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Ti
 			yield(LateWrite{}, err)
 			return
 		}
-		eras := st.Eras()
-		if len(eras) == 0 {
+		if len(st.Eras()) == 0 {
 			yield(LateWrite{}, fmt.Errorf("late writes under %s: %w", st.Key, ErrNoEras))
 			return
 		}
-		under := strings.TrimRight(prefix, "/")
-		if under != "" {
-			under += "/"
-		}
-		for obj, err := range driver.List(ctx, b, under) {
+		for obj, err := range driver.List(ctx, b, st.under()) {
 			if err != nil {
 				yield(LateWrite{}, err)
 				return
 			}
-			if obj.Key == st.Key || IsScratchKey(obj.Key) {
-				continue
-			}
-			md := obj.Metadata
-			if md == nil {
-				if md, err = metadataOf(ctx, b, obj.Key); errors.Is(err, driver.ErrNotExist) {
-					continue // deleted since it was listed
-				} else if err != nil {
-					yield(LateWrite{}, err)
-					return
-				}
-			}
-			stamp, ok := StampOf(md)
-			if !ok {
-				continue
-			}
-			if after, by, late := LateBy(eras, stamp, obj.ModTime); late {
-				w := LateWrite{Key: strings.TrimPrefix(obj.Key, under), Stamp: stamp, Modified: obj.ModTime, After: after, By: by}
-				if !yield(w, nil) {
+			w, late, err := st.Late(ctx, b, obj)
+			if err != nil || late {
+				if !yield(w, err) || err != nil {
 					return
 				}
 			}
 		}
 	}
+}
+
+// under is the key prefix of the objects under the lease's prefix.
+func (s Status) under() string { return strings.TrimSuffix(s.Key, Key("")) }
+
+// Late judges one object listed under the status's prefix (its key in
+// the bucket, its modification time on the service's clock): whether its
+// stamp (StampOf) shows it written late, by the eras the status knows
+// (LateBy). The lease object, scratch keys and objects without a stamp
+// are never late. Where the listing carried no metadata (S3 and its kind
+// list none), the object's is read with a Get whose body is closed unread;
+// an object deleted since it was listed is not late.
+func (s Status) Late(ctx context.Context, b driver.Bucket, obj driver.Object) (LateWrite, bool, error) {
+	if obj.Key == s.Key || IsScratchKey(obj.Key) {
+		return LateWrite{}, false, nil
+	}
+	md := obj.Metadata
+	if md == nil {
+		var err error
+		if md, err = metadataOf(ctx, b, obj.Key); errors.Is(err, driver.ErrNotExist) {
+			return LateWrite{}, false, nil
+		} else if err != nil {
+			return LateWrite{}, false, err
+		}
+	}
+	stamp, ok := StampOf(md)
+	if !ok {
+		return LateWrite{}, false, nil
+	}
+	after, by, late := LateBy(s.Eras(), stamp, obj.ModTime)
+	if !late {
+		return LateWrite{}, false, nil
+	}
+	return LateWrite{Key: strings.TrimPrefix(obj.Key, s.under()), Stamp: stamp, Modified: obj.ModTime, After: after, By: by}, true, nil
 }
 
 // metadataOf reads key's metadata with a Get whose body it closes unread.

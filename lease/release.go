@@ -55,6 +55,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	if errors.Is(done, ErrLost) {
 		return nil
 	}
+	if rec.Began.IsZero() {
+		rec.Began = l.began // a lease released before its first renewal
+	}
 	left, err := release(ctx, l.b, l.pace, l.key, v, rec, &l.sent, l.stamps, l.s.clock.Wall())
 	ev := Event{Kind: EventReleased, Key: l.key, InstanceID: l.s.id, Version: v, Time: l.s.clock.Wall(),
 		Detail: "marked the lease object released (ttl_s 0); anyone may take it at once"}

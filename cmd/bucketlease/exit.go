@@ -25,6 +25,9 @@ const (
 	// exitInstanceInUse: hold: another live process holds the lease under
 	// the same instance id; waiting would not help.
 	exitInstanceInUse = 6
+	// exitLate: list --late found objects written after their writer's
+	// lease had passed on.
+	exitLate = 10
 	// exitReleaseFailed: hold: the lease could not be released; it stays
 	// until its TTL runs out.
 	exitReleaseFailed = 125
@@ -39,7 +42,7 @@ const (
 
 // exitCodesHelp documents the exit codes.
 const exitCodesHelp = `Exit codes:
-  (demo, show, list and version exit 0, 1 or 2 only)
+  (demo, show and version exit 0, 1 or 2 only; list also 10)
   0    success (hold: the lease was released after an interrupt or after its command succeeded; put: stored, its version printed;
        get: written in full; verify: the object matches)
   1    an error: the URL, the credentials, the service or the network (put: also reading FILE, or no hold answering;
@@ -56,6 +59,7 @@ const exitCodesHelp = `Exit codes:
   8    put: the input did not match --size or --sha256; the upload was aborted, nothing was written;
        verify: the object does not match --size or --sha256
   9    put: stored, but its version could not be written to stdout (a closed pipe, a full disk); the object exists
+  10   list --late: it found late writes, objects stored after their writer's lease had passed on
   124  hold: the lease was lost, fenced, broken or deleted while held; the command, if any, was stopped; --lost-exit N makes it N;
        put: the lease ended before the commit; the upload was aborted, nothing was written
   125  hold: the lease could not be released (it stays until its TTL runs out); put URL: stored, but the lease could not be released

@@ -16,7 +16,7 @@ import (
 
 var listCommand = &command{
 	name:    "list",
-	args:    "URL [--json] [--max-keys N]",
+	args:    "URL [--late] [--json] [--max-keys N]",
 	summary: "list every lease under a prefix, with its holder, state and version",
 	help: `Lists the keys under the URL's prefix and reads every lease object among
 them ({prefix}/LEASE, and any key ending in /LEASE further down), as
@@ -30,6 +30,13 @@ It looks at --max-keys keys at most and then stops, saying so (with --json,
 to the end. A lease object that cannot be read is listed with its error, and
 list exits 1 after listing the rest.
 
+With --late it lists instead the objects under the URL's own lease that
+were written late: stamped with the epoch of a holder whose lease had
+already passed to another when the service stored them (a process paused
+mid-request that sent it when it woke). It needs a driver that keeps
+metadata and reports the service's time, and a lease taken by this
+version; it exits 10 if it finds any. Restore nothing from them.
+
 Examples:
   bucketlease list file:///var/backups
   bucketlease list 's3://my-bucket/backups?region=eu-west-1' --json | jq -r '.leases[] | select(.state == "fresh") | .prefix'`,
@@ -41,6 +48,7 @@ const listMaxKeys = 10000
 
 func setupList(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	late := fs.Bool("late", false, "list the objects under the URL's lease that a holder wrote after its lease had passed on, instead of the leases")
 	maxKeys := fs.Int("max-keys", listMaxKeys, "look at this many keys at most, then stop and say so; 1 to 10,000,000")
 	timeout := new(time.Duration)
 	durationVar(fs, timeout, "timeout", time.Minute, "give up on the listing, or on a read of one lease, that has not finished after this long")
@@ -71,6 +79,9 @@ func setupList(fs *flag.FlagSet) runFunc {
 		}
 		prefix := loc.Prefix
 		defer driver.Close(b)
+		if *late {
+			return listLate(ctx, e, b, loc, *asJSON, *maxKeys, *timeout)
+		}
 		res, err := listLeases(ctx, b, prefix, *maxKeys, *timeout, loc)
 		if err != nil {
 			return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
