@@ -91,6 +91,8 @@ var volatile = []struct {
 	{regexp.MustCompile(`"((stamp_)?offset(_uncertainty)?_s)": -?[\d.]+`), `"$1": <n>`},
 	{regexp.MustCompile(`\b(to within|give or take|renewed_at is) -?(\d+h)?(\d+m)?\d+(\.\d+)?m?s\b`), "$1 <d>"},
 	{regexp.MustCompile(`\bto \d+ process(es)?\b`), "to <n> processes"},
+	{regexp.MustCompile(`\b\d+s(\s+\d{16})\b`), "<d>$1"}, // list --late's LATE BY, before the epoch after it
+	{regexp.MustCompile(`\b(epoch\s+|"epoch": )?\d{16}\b`), "${1}<n>"},
 	{regexp.MustCompile(`\b(epoch\s+|"epoch": )\d+`), "${1}<n>"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d+`), "127.0.0.1:<port>"},
 	{regexp.MustCompile(`\b(RequestID|HostID): \w+`), "$1: <id>"},
