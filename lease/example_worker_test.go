@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -60,15 +61,22 @@ func backupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 	return err
 }
 
-// retain keeps the newest keep manifests and deletes every other manifest
-// and every chunk that no kept manifest names.
-func retain(ctx context.Context, b driver.Bucket, keep int) error {
+// retain keeps the newest keep manifests written in time and deletes every
+// other manifest and every chunk that no kept manifest names. A manifest
+// that a holder wrote after its lease had passed on (late, by its stamp
+// and the eras of the lease object: Status.Eras) is never kept, so
+// neither are the chunks only it names.
+func retain(ctx context.Context, b driver.Bucket, eras []lease.Era, keep int) error {
 	var manifests, chunks []string
 	for o, err := range driver.List(ctx, b, "") {
 		if err != nil {
 			return err
 		}
 		switch {
+		case strings.HasPrefix(o.Key, "manifests/") && late(eras, o):
+			if err := b.Delete(ctx, o.Key, driver.Condition{}); err != nil {
+				return err
+			}
 		case strings.HasPrefix(o.Key, "manifests/"):
 			manifests = append(manifests, o.Key)
 		case strings.HasPrefix(o.Key, "chunks/"):
@@ -106,6 +114,54 @@ func retain(ctx context.Context, b driver.Bucket, keep int) error {
 	return nil
 }
 
+// late reports whether o, as listed with its metadata, was written by a
+// holder whose lease had passed on (lease.LateBy). Unstamped objects are
+// not late: this worker writes every object under the lease.
+func late(eras []lease.Era, o driver.Object) bool {
+	st, ok := lease.StampOf(o.Metadata)
+	_, _, l := lease.LateBy(eras, st, o.ModTime)
+	return ok && l
+}
+
+// restoreLatest returns the newest restore point written in time: the
+// manifest LATEST names, unless LATEST or that manifest was written late
+// (a stale holder's If-Match on LATEST lands when nobody moved it since it
+// read it), and then the newest manifest that was not. It reads the
+// prefix through b (keys relative to it) and judges by eras
+// (Status.Eras); the chunks it would read are named by their content.
+func restoreLatest(ctx context.Context, b driver.Bucket, eras []lease.Era) (manifest, error) {
+	byName := map[string]driver.Object{}
+	var names []string
+	for o, err := range driver.List(ctx, b, "") {
+		if err != nil {
+			return manifest{}, err
+		}
+		byName[o.Key] = o
+		if strings.HasPrefix(o.Key, "manifests/") && !late(eras, o) {
+			names = append(names, o.Key)
+		}
+	}
+	slices.Sort(names)
+	if l, ok := byName["LATEST"]; ok && !late(eras, l) {
+		data, _, err := driver.ReadAll(ctx, b, "LATEST", 1<<10)
+		if err != nil {
+			return manifest{}, err
+		}
+		if name := string(data); slices.Contains(names, name) {
+			names = append(names, name) // LATEST's, in time: the one to restore
+		}
+	}
+	if len(names) == 0 {
+		return manifest{}, errors.New("no restore point written in time")
+	}
+	data, _, err := driver.ReadAll(ctx, b, names[len(names)-1], 1<<20)
+	if err != nil {
+		return manifest{}, err
+	}
+	var m manifest
+	return m, json.Unmarshal(data, &m)
+}
+
 // Example_backupWorker is a small backup worker under the lease: three
 // backups of two chunks each (one chunk shared by all), streamed through
 // the fenced bucket, then a retention pass that keeps the newest two.
@@ -131,7 +187,12 @@ func Example_backupWorker() {
 			return
 		}
 	}
-	if err := retain(work, b, 2); err != nil {
+	st, err := lease.Inspect(ctx, bucket, "db1", time.Now())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := retain(work, b, st.Eras(), 2); err != nil {
 		fmt.Println("retention:", err)
 		return
 	}

@@ -2,9 +2,13 @@ package lease_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"iter"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,4 +188,79 @@ func TestLateWritesNeedsEras(t *testing.T) {
 		return
 	}
 	t.Fatal("LateWrites yielded nothing, want ErrNoEras")
+}
+
+// TestWorkerNeverRestoresALateWrite: the example worker (example_worker_
+// test.go) backs up days 1 and 2 as holder A; A pauses, B takes the prefix
+// over, and then A's requests of day 3 land: a chunk, a manifest, and
+// LATEST moved to it (its If-Match holds: nobody moved LATEST since A read
+// it). A restore that trusts LATEST would restore A's late day 3; the
+// worker's restore skips it and restores day 2, and its retention removes
+// the late manifest and the chunk only it names.
+func TestWorkerNeverRestoresALateWrite(t *testing.T) {
+	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
+		ctx := context.Background()
+		a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for day := 1; day <= 2; day++ {
+			if err := backupOnce(ctx, a.Bucket(), day, []io.Reader{strings.NewReader("base"), strings.NewReader(fmt.Sprint("day ", day))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, latestV, err := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.advance(ttl + 2*time.Second) // A pauses
+		b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Release(ctx)
+		w.advance(2 * time.Second) // A wakes: its day-3 requests land
+		st, _ := a.Stamp()
+		stamped := driver.WithMetadata(ctx, st.Metadata())
+		m, _ := json.Marshal(manifest{Seq: 3, Chunks: []string{"chunks/base", "chunks/late-day-3"}})
+		for _, put := range []struct {
+			key  string
+			data []byte
+			cond driver.Condition
+		}{
+			{"db1/chunks/late-day-3", []byte("day 3"), driver.IfAbsent()},
+			{"db1/manifests/00000003.json", m, driver.IfAbsent()},
+			{"db1/LATEST", []byte("manifests/00000003.json"), driver.IfMatch(latestV)},
+		} {
+			if _, err := w.b.Put(stamped, put.key, put.data, put.cond); err != nil {
+				t.Fatalf("A's late %s: %v", put.key, err)
+			}
+		}
+		// The control: LATEST, trusted, names the late day 3.
+		if latest, _, _ := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10); string(latest) != "manifests/00000003.json" {
+			t.Fatalf("LATEST names %q; the scenario needs A's late move of it", latest)
+		}
+
+		status, err := lease.Inspect(ctx, w.b, "db1", w.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := restoreLatest(ctx, b.Bucket(), status.Eras())
+		if err != nil || got.Seq != 2 {
+			t.Fatalf("restore: %+v, %v; want day 2, the newest restore point written in time", got, err)
+		}
+		if err := retain(ctx, b.Bucket(), status.Eras(), 2); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"db1/manifests/00000003.json", "db1/chunks/late-day-3"} {
+			if _, _, err := w.b.Get(ctx, key); !errors.Is(err, driver.ErrNotExist) {
+				t.Errorf("retention left A's late %s: %v", key, err)
+			}
+		}
+		for _, key := range []string{"db1/manifests/00000001.json", "db1/manifests/00000002.json"} {
+			if _, _, err := w.b.Get(ctx, key); err != nil {
+				t.Errorf("retention removed %s, written in time: %v", key, err)
+			}
+		}
+	})
 }
