@@ -223,9 +223,23 @@
 // the driver keeps metadata (driver.Capabilities.Metadata), with the
 // lease's epoch and instance (Stamp), in the request that makes the
 // object visible; StampOf reads it back from a Get's or a listing's
-// metadata, so that a reader can see which holder wrote an object and
-// compare its epoch with the lease's. Lease.Stamp says whether the
-// lease's driver stamps at all.
+// metadata. Lease.Stamp says whether the lease's driver stamps at all.
+//
+// A late write is an object stamped with an epoch older than that of a
+// holder who had already taken the prefix when the service stored it: a
+// request its writer sent before a pause, which the service received
+// after the next holder began. To tell one, the record says when its
+// holder began on the service's clock (Began, an answer's Date after the
+// write that took the prefix plus the resolution; written from the first
+// renewal or the release on) and remembers the last MaxBefore holders
+// (Before). Status.Eras lists them; LateBy judges an object by its stamp
+// and its modification time; LateWrites lists the late objects under a
+// prefix (the bucketlease command's list --late). Both times are the
+// service's, so no machine's clock enters the judgement. An object the
+// service stored at or after a later holder's Began was written late; one
+// stored within the resolution of the service's clock after a takeover
+// may be judged in time. Restore and retention code should restore
+// nothing from a late object (see the backup worker example).
 //
 // A record without an epoch (written by an older version, or by another
 // implementation of the seed specification, whose four fields a record
