@@ -163,7 +163,8 @@
 //     skipped, saying so. The lease's fenced bucket stamps every object
 //     it writes with its epoch and instance this way (lease.Stamp).
 //     (metadata-roundtrip, metadata-streamed, metadata-refused-write,
-//     metadata-listed, metadata-invalid, lease-stamps)
+//     metadata-listed, metadata-invalid, lease-stamps; and, on every
+//     driver that reports the service's time, lease-epoch)
 //
 // # Rate limits
 //

@@ -66,8 +66,47 @@ func clockOpts(id string, c clock.Clock, caps driver.Capabilities, ttl, paced ti
 	return o
 }
 
+// leaseEpoch is the check lease-epoch: on the service's clock, a holder
+// after a release, and one after the lease object was deleted (by an
+// operator, a sync tool), each get an epoch greater than the one before,
+// however quickly they follow.
+func leaseEpoch(ctx context.Context, s *scope) error {
+	if _, err := onServiceClock(ctx, s); err != nil {
+		return err
+	}
+	var prev uint64
+	for i, how := range []string{"on a free prefix", "after a release", "after the lease object was deleted"} {
+		if i == 2 {
+			if err := s.b.Delete(ctx, lease.Key(s.prefix), driver.Condition{}); err != nil {
+				return fmt.Errorf("deleting the lease object: %s", outcome(err))
+			}
+		}
+		l, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts(fmt.Sprintf("epoch-%d", i), clock.System{}, s.b.Capabilities(), 6*time.Second, 12*time.Second))
+		if err != nil {
+			return fmt.Errorf("acquire %s: %v", how, err)
+		}
+		e := l.Epoch()
+		if err := l.Release(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("release %s: %v", how, err)
+		}
+		if e <= prev {
+			return fmt.Errorf("the lease %s has epoch %d, not greater than the one before's %d", how, e, prev)
+		}
+		prev = e
+	}
+	return nil
+}
+
 // leaseClockChecks are the checks of this file; suite.go orders them.
 var leaseClockChecks = []check{
+	{
+		applies: declaresExclusion,
+		name:    "lease-epoch",
+		area:    areaPut,
+		expect: "on the service's clock, a lease after a release and one after the lease object was deleted each have an epoch " +
+			"greater than the one before (lease.Lease.Epoch), however quickly they follow",
+		run: leaseEpoch,
+	},
 	{
 		applies: declaresExclusion,
 		name:    "lease-clock-wrong-contender",

@@ -91,6 +91,7 @@ var order = []string{
 	"metadata-listed",
 	"metadata-invalid",
 	"lease-stamps",
+	"lease-epoch",
 }
 
 // checks is the suite in order.
