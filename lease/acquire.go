@@ -201,25 +201,20 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 }
 
 // create writes our record, with If-None-Match: *, to the lease object
-// that was free when read, once the path is proven. A refusal shows that
-// someone created the key since the read (and that If-None-Match: * is
-// enforced); after any other error the write may or may not have landed.
-// Either way the object is read again.
+// that was free when read, once the path is proven: a record without an
+// epoch, which settleEpoch then gives one. A refusal shows that someone
+// created the key since the read (and that If-None-Match: * is enforced);
+// after any other error the write may or may not have landed. Either way
+// the object is read again.
 func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
-	if err := a.tick(ctx, ""); err != nil {
-		return nil, err
-	}
 	if err := a.provePath(ctx); err != nil {
 		return nil, err
 	}
-	st, err := a.epoch(a.restamp(st))
-	if err != nil {
-		return nil, err
-	}
+	st = a.restamp(st)
 	v, err := a.put(ctx, st, driver.IfAbsent())
 	a.dropScratch(ctx)
 	if err == nil {
-		return a.probe(ctx, st, v, false, false, EventAcquired)
+		return a.settleEpoch(ctx, st, v, false)
 	}
 	ifAbsentProven := errors.Is(err, driver.ErrPrecondition)
 	cur, curV, rerr := a.read(ctx)
@@ -233,7 +228,7 @@ func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 	case cur.err == nil && cur.rec.same(st.rec):
 		// This very write landed; its reply was lost or a retry of it
 		// was refused. Adopt it.
-		return a.probe(ctx, st, curV, ifAbsentProven, false, EventAcquired)
+		return a.settleEpoch(ctx, st, curV, ifAbsentProven)
 	case ifAbsentProven:
 		return nil, errContended // another instance created it: judge it afresh
 	}

@@ -73,32 +73,66 @@ func (a *attempt) epoch(st stamp) (stamp, error) {
 	return st, nil
 }
 
+// settleEpoch gives the record that create wrote, at version v and
+// without an epoch, its epoch, before the lease is made: the probes that
+// follow a create write the record once more with If-Match on v (to show
+// that the service accepts the current version), and that write carries
+// it. Every epoch whose record landed before ours was taken from the
+// service's clock no later than that landing (plus a resolution, and one
+// per takeover in between); ours is taken from the service's clock after
+// it has moved on past our write's answer (tick), so it is greater than
+// all of them, however many deletes of the lease object came between, and
+// whatever landed while our write was in flight. An epoch written in the
+// first write, taken from a read before it, would not be: another holder
+// may have come, gone and been deleted while that write was on its way
+// (the simulator found it, seed 19632).
+func (a *attempt) settleEpoch(ctx context.Context, created stamp, v driver.Version, ifAbsentProven bool) (*Lease, error) {
+	if err := a.tick(ctx, v); err != nil {
+		return nil, err
+	}
+	st := created
+	st.follows = &created.rec
+	st, err := a.epoch(a.restamp(st))
+	if err != nil {
+		return nil, err
+	}
+	a.c.sent.add(st.rec)
+	return a.probe(ctx, st, v, ifAbsentProven, false, EventAcquired)
+}
+
 // errClockStill is why an acquire gave up waiting for the service's clock
 // to move on.
 var errClockStill = errors.New("the service's clock did not move on")
 
 // tick waits, before an epoch is taken from the clock alone, until the
 // service's clock reads at least one resolution (and epochTick) past the
-// attempt's latest read, reading the lease object again to learn its
-// time. Every epoch written before that read was taken from the service's
-// clock no later than the read's Date plus one resolution, plus one per
-// takeover in between, so an epoch taken from a Date past it is greater
-// than all of them, however many deletes of the lease object came in
-// between, as long as the service's clock does not go back. An object
-// that changed while it waited (it is no longer at version v, "" for
-// missing) is errContended: it is judged afresh.
+// latest answer the attempt has had (a read, or its own write's), reading
+// the lease object again to learn its time. Every epoch whose record
+// landed before that answer was taken from the service's clock no later
+// than its Date plus one resolution, plus one per takeover in between, so
+// an epoch taken from a Date past it is greater than all of them, however
+// many deletes of the lease object came in between, as long as the
+// service's clock does not go back. Where the object held a record at the
+// read (a takeover), If-Match keeps anything from landing between that
+// read and our write; a create has no such guard, so its epoch is settled
+// after its write (settleEpoch). An object that changed while it waited
+// (it is no longer at version v) is errContended: it is judged afresh.
 //
 // Without the service's time there is nothing to wait for: an epoch
 // that follows no earlier one then comes from this machine's clock, and
 // orders holders across a delete only as far as their clocks agree.
 func (a *attempt) tick(ctx context.Context, v driver.Version) error {
-	if a.svc == nil {
+	last := a.svc
+	if a.after != nil && (last == nil || a.after.Date.After(last.Date)) {
+		last = a.after // the answer to our own write, later than any read
+	}
+	if last == nil {
 		return nil
 	}
-	start := a.svc.Date
-	target := start.Add(max(a.svc.Resolution, epochTick))
+	start := last.Date
+	target := start.Add(max(last.Resolution, epochTick))
 	for range maxTickReads {
-		if err := clock.Sleep(ctx, a.c.s.clock, target.Sub(a.svc.Date)); err != nil {
+		if err := clock.Sleep(ctx, a.c.s.clock, target.Sub(last.Date)); err != nil {
 			return fmt.Errorf("acquire %s: %w", a.c.key, err)
 		}
 		_, curV, err := a.read(ctx)
@@ -109,10 +143,13 @@ func (a *attempt) tick(ctx context.Context, v driver.Version) error {
 		case err != nil:
 			return fmt.Errorf("acquire %s: read the lease object: %w", a.c.key, err)
 		}
-		if !a.svc.Date.Before(target) {
+		if a.svc != nil && a.svc.Date.After(last.Date) {
+			last = a.svc
+		}
+		if !last.Date.Before(target) {
 			return nil
 		}
 	}
 	return fmt.Errorf("acquire %s: %w: %w: it read %s at every one of %d reads over %v; an epoch cannot be taken from it",
-		a.c.key, ErrClock, errClockStill, start.UTC().Format(time.RFC3339Nano), maxTickReads+1, time.Duration(maxTickReads)*max(a.svc.Resolution, epochTick))
+		a.c.key, ErrClock, errClockStill, start.UTC().Format(time.RFC3339Nano), maxTickReads+1, time.Duration(maxTickReads)*max(last.Resolution, epochTick))
 }

@@ -626,17 +626,27 @@ func TestRenewalWhoseRetryWasRefusedAfterItLandedIsNotLost(t *testing.T) {
 	}
 }
 
-func TestAcquireFenceRunsFromWhenTheFirstWriteWasSent(t *testing.T) {
+// TestAcquireFenceRunsFromWhenTheWriteWasSent: every write to the lease
+// object spends 3 s on the network. A create makes the lease with its
+// second write (the one that carries the epoch, beside the probes), sent 3 s
+// in, once the first has landed; the fence runs two thirds of a TTL from
+// when that write was sent, not from when an answer came (at least 6 s in).
+func TestAcquireFenceRunsFromWhenTheWriteWasSent(t *testing.T) {
 	var c *clock.Fake
 	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
-		if op == "put" && cond.Absent() {
-			c.AdvanceMono(3 * time.Second) // the first write spends 3 s on the network
+		if op == "put" && onLease(key) {
+			c.AdvanceMono(3 * time.Second)
 		}
 		return nil
 	}}
 	c = clock.NewFake(t0)
+	start := c.Mono()
 	l := acquire(t, b, "me", c)
-	c.AdvanceMono(ttl*2/3 - 3*time.Second - 3*time.Second) // the probe's If-None-Match took 3 s too
+	c.AdvanceMono(3*time.Second + ttl*2/3 - (c.Mono() - start) - time.Millisecond)
+	if !l.MayWrite() {
+		t.Fatal("fenced before two thirds of a TTL after the write that made the lease was sent")
+	}
+	c.AdvanceMono(time.Millisecond)
 	if l.MayWrite() {
 		t.Fatal("the acquire's fence ran from when a reply arrived, not from when the write was sent")
 	}
