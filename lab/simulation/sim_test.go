@@ -555,6 +555,13 @@ var fixedDefects = []struct {
 	// t=7m30.75s, 1.9 s under the one before). Mutant
 	// sim-epoch-from-machine-clock.
 	{name: "epoch-from-machine-clock", cfg: Config{Force: LeaseDeletedAfterRelease}, seeds: 200, found: 159, want: InvEpoch},
+	// A create that wrote its epoch, taken from its read, in its first
+	// write: A read the free key at t=0.5s and its write was delayed 2.75
+	// s, in which B acquired, released and had its record deleted; A's
+	// record then landed with an epoch under B's. Found by the per-change
+	// run of 50,000 seeds (also 21264, 22638, 24956, 41767). Mutant
+	// sim-epoch-in-first-write.
+	{name: "epoch-in-first-write", seed: 19632, found: 19632, want: InvEpoch},
 }
 
 // TestFixedDefects runs the world of each of the lease's fixed defects
