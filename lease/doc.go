@@ -201,14 +201,22 @@
 // Where the chain is broken (the lease object was deleted by an operator
 // or a sync tool, or holds a record without an epoch or no record at all)
 // the epoch comes from the service's clock alone: the microseconds of its
-// Date plus its resolution. Every epoch written before the acquire read
-// the key was taken from that clock no later than the read's Date plus a
-// resolution, plus one per takeover in between; so the acquire first waits
-// until the service's clock reads one resolution past its read (a second
-// on services whose Date is in whole seconds, two on the file driver,
-// whose mtimes may be that coarse), reading the key again, and takes its
-// epoch from a Date after that. A service whose clock does not move on in
-// that time is refused (ErrClock). This holds as long as the service's
+// Date plus its resolution. Every epoch whose record landed before a given
+// answer of the service was taken from that clock no later than the
+// answer's Date plus a resolution, plus one per takeover in between; so
+// the acquire waits until the service's clock reads one resolution past
+// its latest answer (a second on services whose Date is in whole seconds,
+// two on the file driver, whose mtimes may be that coarse), reading the
+// key again, and takes its epoch from a Date after that. Over a record
+// (one without an epoch, or not a record), If-Match keeps anything from
+// landing between that read and the write, so the wait comes first. On a
+// free key nothing does: another holder may come, go and be deleted while
+// the create's write is on its way. So a create writes its record without
+// an epoch, waits past that write's answer, and writes the record again,
+// with its epoch, If-Match on the version it created (the write that
+// shows the service accepts a current If-Match, which every create makes),
+// before the lease is made. A service whose clock does not move on in that
+// time is refused (ErrClock). This holds as long as the service's
 // clock does not go back. If it goes back by d, an acquire after a delete
 // may take an epoch up to d (in microseconds) smaller than an earlier one;
 // epochs that follow a record are still greater, whatever the clock does.
