@@ -216,7 +216,12 @@
 // with its epoch, If-Match on the version it created (the write that
 // shows the service accepts a current If-Match, which every create makes),
 // before the lease is made. A service whose clock does not move on in that
-// time is refused (ErrClock). This holds as long as the service's
+// time is refused (ErrClock). On a service that creates an object on an
+// If-Match over a missing key (a deviation some S3-compatible servers
+// have, which drivertest's put-if-match-missing catches), a takeover whose
+// record was deleted while its write was in flight lands with an epoch
+// that follows a record that is gone, and may be under one that came and
+// went since. This holds as long as the service's
 // clock does not go back. If it goes back by d, an acquire after a delete
 // may take an epoch up to d (in microseconds) smaller than an earlier one;
 // epochs that follow a record are still greater, whatever the clock does.

@@ -73,9 +73,12 @@ type sim struct {
 	done  bool // a violation was found
 	dirty bool // a write to the worker's keys landed since the last integrity check
 
-	epoch          int             // lease epochs handed out so far
-	leaseEpoch     uint64          // the greatest epoch of a record on the LEASE object so far
-	epochs         map[uint64]bool // the epochs of the records that landed
+	epoch      int             // lease epochs handed out so far
+	leaseEpoch uint64          // the greatest epoch of a record on the LEASE object so far
+	epochs     map[uint64]bool // the epochs of the records that landed
+	// storeDropped: the store ignored the condition of the request it is
+	// applying (StoreIfMatchMissingCreates).
+	storeDropped   bool
 	maxLatestEpoch int
 	written        map[string]string         // immutable key -> writer tag
 	leaseWriters   map[driver.Version]writer // LEASE version -> the process whose write made it
@@ -489,7 +492,10 @@ func (s *sim) acquired(in *inst) {
 // an epoch (a new holder's) must carry an epoch greater than every record
 // that landed before it, so epochs follow the order in which holders took
 // the prefix, across releases, breaks and deletes. A write whose condition
-// a fault dropped on its way is the fault's, not the lease's.
+// a fault dropped on its way, or the store ignored (an If-Match on a
+// deleted record that creates it), is the fault's, not the lease's: the
+// takeover it made followed a record that is gone, and others may have
+// come and gone since (seed 41901 of the per-change run).
 func (s *sim) checkEpoch(in *inst, data []byte) {
 	if in == nil {
 		return // the operator's Break keeps the epoch it breaks

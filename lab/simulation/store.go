@@ -420,8 +420,9 @@ func (s *sim) applyEvent(r *request) {
 				in, r.op, r.key, s.now, at), true)
 		}
 	}
+	s.storeDropped = false
 	r.out, r.v, r.st, r.err = c.apply(r.op, r.key, r.data, r.eff)
-	if r.err == nil && r.op == "put" && r.key == leaseKey && r.eff == r.cond {
+	if r.err == nil && r.op == "put" && r.key == leaseKey && r.eff == r.cond && !s.storeDropped {
 		s.checkEpoch(in, r.data)
 	}
 }
@@ -537,6 +538,7 @@ func (c *conn) applyCtx(ctx context.Context, op, key string, data []byte, cond d
 		return nil, "", nil
 	case op == "put" && match && missing && s.dev&StoreIfMatchMissingCreates != 0:
 		s.fault("store-if-match-missing-created")
+		s.storeDropped = true
 		cond = driver.Condition{}
 	}
 	switch op {
