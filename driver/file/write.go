@@ -297,6 +297,9 @@ func (b *Bucket) install(ctx context.Context, tmp, p string) error {
 		// A Delete that prunes emptied directories may remove dir, or a
 		// parent of it, between MkdirAll and Rename, or while MkdirAll
 		// creates it: both then fail with ErrNotExist, and are tried again.
+		// MkdirAll fails with ErrExist when another writer's Mkdir of dir
+		// won and the prune removed dir before MkdirAll looked at it (seen
+		// once in CI): tried again too.
 		err = os.MkdirAll(dir, 0o755)
 		if err == nil {
 			if err = ctx.Err(); err != nil {
@@ -304,7 +307,7 @@ func (b *Bucket) install(ctx context.Context, tmp, p string) error {
 			}
 			err = os.Rename(tmp, p)
 		}
-		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
+		if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)) && attempt < 10 {
 			continue
 		}
 		break
