@@ -137,7 +137,6 @@ func (a *attempt) tick(ctx context.Context, v driver.Version) error {
 		}
 		_, curV, err := a.read(ctx)
 		switch {
-		case errors.Is(err, driver.ErrNotExist) && v == "":
 		case errors.Is(err, driver.ErrNotExist), err == nil && curV != v:
 			return errContended
 		case err != nil:
