@@ -24,6 +24,7 @@ type Lease struct {
 	s      *settings
 	caps   driver.Capabilities
 	epoch  uint64    // the acquire's, which every renewal keeps
+	stamp  Stamp     // what Bucket writes on every object, made once
 	began  time.Time // Record.Began, which renewals write; zero if unknown
 	// pace spaces the lease's writes to its object and sends a
 	// rate-limited one again (see pacer); the acquire's, so that a
@@ -63,7 +64,8 @@ type Lease struct {
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
-	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), epoch: st.rec.Epoch, rec: st.rec, version: v,
+	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), epoch: st.rec.Epoch,
+		stamp: Stamp{Epoch: st.rec.Epoch, Instance: StampedInstance(c.s.id)}, rec: st.rec, version: v,
 		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps, pace: newPacer(c.s.clock, b.Capabilities())}
 	l.sent.journal = c.journal
 	l.sent.add(st.rec)
