@@ -80,6 +80,17 @@ const (
 	// the end, except those of a write whose process was killed before it
 	// logged its outcome. Checked where the harness can list them.
 	InvPending = "pending-upload"
+	// InvStamp: every object a worker wrote under a lease (through
+	// Lease.Bucket, or as hold's command from BUCKETLEASE_EPOCH) carries
+	// its writer's stamp: its lease's epoch and its instance id. Checked
+	// where the driver keeps metadata (Result.Stamps).
+	InvStamp = "stamp"
+	// InvLateWrite: the readers' late check (lease.LateBy, by the eras of
+	// every record the run's leases wrote to the LEASE object and of the
+	// one left at the end) finds every object that certainly landed after
+	// a later epoch began, and flags none that certainly landed before
+	// the epoch it is flagged after began. See lateWrites.
+	InvLateWrite = "late-write"
 	// InvClock: no process whose wall clock is wrong from its start
 	// (WorkerConfig.ClockOffset, an hour in a normal run: far outside the
 	// envelope, and provable from any answer's date) acquires a lease: the
@@ -152,6 +163,12 @@ type Check struct {
 	// listed.
 	PendingKilled, PendingReported int
 	PendingListed                  bool
+	// Stamped counts the objects that carry a stamp (lease.StampOf);
+	// LateFlagged those the readers' late check flags, LateCertain those
+	// the logs prove landed after a later epoch began (lateWrites). Late
+	// sums them up for the summary, or says why they were not judged.
+	Stamped, LateFlagged, LateCertain int
+	Late                              string
 }
 
 type epoch struct {
@@ -159,6 +176,7 @@ type epoch struct {
 	n                int
 	acqStart, acqEnd int64
 	kind, detail     string
+	lease            uint64 // the lease's own epoch (Lease.Epoch); 0 if not logged
 }
 
 type write struct {
@@ -221,7 +239,7 @@ func CheckRun(res *Result) *Check {
 		case EvAcquireStart:
 			lastAcq[k] = e.T
 		case EvAcquireOK:
-			ep := &epoch{label: e.Prefix, proc: e.Proc, id: e.ID, n: e.Epoch, acqStart: lastAcq[k], acqEnd: e.T, kind: e.Kind, detail: e.Detail}
+			ep := &epoch{label: e.Prefix, proc: e.Proc, id: e.ID, n: e.Epoch, acqStart: lastAcq[k], acqEnd: e.T, kind: e.Kind, detail: e.Detail, lease: e.LeaseEpoch}
 			epochs[ek{e.Proc, e.Prefix, e.Epoch}] = ep
 			epochList = append(epochList, ep)
 			c.Epochs++
@@ -481,6 +499,7 @@ func CheckRun(res *Result) *Check {
 	c.overwritten(res.Objects, epochs, startedBy, ttl)
 	c.sealedChunks(res.Objects, objs, ttl)
 	c.pending(res, startedBy, scratch, exited, ttl)
+	c.lateWrites(res, epochs, startedBy)
 
 	// Lost replies: told ErrLost, yet the LEASE object still held our record.
 	for _, e := range lostReads {
@@ -1080,8 +1099,8 @@ func (r *Result) Summary() string {
 		refusedProcs = strings.Join(c.ClockRefusedProcs, ",")
 	}
 	clk := fmt.Sprintf("clock-offset-procs=%d refused-clock=%d (procs %s) fenced-clock=%d", len(c.ClockOffsetProcs), c.ClockRefused, refusedProcs, c.ClockFenced)
-	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s %s violations=%d worst-takeover=%s",
+	return fmt.Sprintf("driver=%s seed=%d%s ran=%v ttl=%v workers=%d leases=%d processes=%d actions[%s] epochs=%d transfers=%d writes-ok=%d writes-sent=%d refused-by-fence=%d streamed-ok=%d streamed-sent=%d streamed-aborted=%d streamed-abort-failed=%d %s lease-ops-linearized=%d%s %s %s violations=%d worst-takeover=%s",
 		r.Config.Driver, r.Config.Seed, ctl, r.End.Sub(r.Start).Round(time.Second), r.Config.TTL, r.Config.Workers, r.Config.Leases,
 		r.Processes, strings.Join(ks, " "), c.Epochs, c.Transfers, c.Writes, c.WritesSent, c.Refused, c.StreamedOK, c.Streamed, c.StreamAborted, c.StreamAbortFailed, pend,
-		c.LeaseOps, lin, clk, len(c.Violations), w)
+		c.LeaseOps, lin, clk, c.Late, len(c.Violations), w)
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // A synthetic run: two processes on p0; A acquires, then B takes over.
@@ -470,6 +473,74 @@ func TestCheckerDrillServiceResolution(t *testing.T) {
 			res.Drills = []Drill{{Label: "p0", Kill: kill, Victims: []string{"b"}, Procs: []string{"B"}, Moved: time.Unix(0, at(start+0.6))}}
 			if got := invariants(CheckRun(res)); got != c.want {
 				t.Fatalf("violations %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// The late check judged against the logs: A holds lease epoch 10 from 2 s,
+// B takes over with epoch 11 (its acquire begun at 5 s, returned at 6 s),
+// on a service whose clock reads in whole seconds.
+func TestCheckerLateWrites(t *testing.T) {
+	sec := func(f float64) time.Time { return time.Unix(0, int64(f*float64(time.Second))) }
+	stamp := func(e uint64, id string) driver.Metadata {
+		return lease.Stamp{Epoch: e, Instance: lease.StampedInstance(id)}.Metadata()
+	}
+	era11 := []lease.Era{{Epoch: 11, Began: sec(6.5)}}
+	key := "p0/chunks/A.e1.b1/0"
+	obj := func(md driver.Metadata, stored float64) Object {
+		return Object{Label: "p0", Key: key, Name: "chunks/A.e1.b1/0", Version: "v1", Modified: sec(stored), Listed: sec(stored),
+			Body: []byte("chunk proc=A epoch=1 tag=A.e1.b1 j=0"), Metadata: md}
+	}
+	cases := []struct {
+		name      string
+		start     float64 // A's write: began, returned
+		end       float64
+		o         Object
+		leaseEras []lease.Era // what the LEASE object left at the end tells
+		callEras  []lease.Era // what a record written during the run told
+		want      string
+		certain   int
+		flagged   int
+	}{
+		{"stored a resolution after B's acquire returned, and flagged", 5.5, 8, obj(stamp(10, "a"), 8), era11, nil, "", 1, 1},
+		{"the eras come from a record written during the run", 5.5, 8, obj(stamp(10, "a"), 8), nil, era11, "", 1, 1},
+		{"stored late, but no record tells of B's era: missed", 5.5, 8, obj(stamp(10, "a"), 8), nil, nil, InvLateWrite, 1, 0},
+		{"stored within the resolution of the takeover: either way", 5.5, 6.8, obj(stamp(10, "a"), 6.7), era11, nil, "", 0, 1},
+		{"returned before B began, yet flagged by a wrong era: a false alarm", 3, 4, obj(stamp(10, "a"), 3.9), []lease.Era{{Epoch: 11, Began: sec(3)}}, nil, InvLateWrite, 0, 1},
+		{"in time and not flagged", 3, 4, obj(stamp(10, "a"), 3.9), era11, nil, "", 0, 0},
+		{"stamped with another lease's epoch", 3, 4, obj(stamp(11, "a"), 3.9), era11, nil, InvStamp, 0, 0},
+		{"stamped with another instance", 3, 4, obj(stamp(10, "b"), 3.9), era11, nil, InvStamp, 0, 0},
+		{"not stamped", 3, 4, obj(nil, 3.9), era11, nil, InvStamp, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			extra := logWrite("A", 1, key, "If-None-Match: *", c.start, c.end, true, false, "v1")
+			if c.callEras != nil {
+				extra = append(extra, Entry{T: int64(7 * time.Second), Proc: "B", ID: "b", Ev: EvLeaseCall, Prefix: "p0", Op: "put", Eras: c.callEras})
+			}
+			res := synthetic(extra...)
+			for i := range res.Entries {
+				if e := &res.Entries[i]; e.Ev == EvAcquireOK {
+					e.LeaseEpoch = map[string]uint64{"A": 10, "B": 11}[e.Proc]
+				}
+			}
+			res.Stamps = true
+			res.Objects = []Object{c.o}
+			rec := lease.Record{InstanceID: "b", Epoch: 12}
+			if c.leaseEras != nil {
+				rec.Before = c.leaseEras
+			}
+			res.Leases = map[string]lease.Status{"p0": {Record: &rec, Service: &lease.ServiceClock{Resolution: time.Second}}}
+			ch := CheckRun(res)
+			if got := invariants(ch); got != c.want {
+				t.Errorf("violations %q, want %q", got, c.want)
+				for _, v := range ch.Violations {
+					t.Log(v.Detail)
+				}
+			}
+			if ch.LateCertain != c.certain || ch.LateFlagged != c.flagged {
+				t.Errorf("late-certain %d, late-flagged %d; want %d, %d", ch.LateCertain, ch.LateFlagged, c.certain, c.flagged)
 			}
 		})
 	}

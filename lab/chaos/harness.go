@@ -169,7 +169,14 @@ type Result struct {
 	Cleaned   int
 	Left      int
 	CleanErr  string
-	Check     *Check
+	// Stamps says whether the driver keeps object metadata
+	// (driver.Capabilities.Metadata), so that every object written under
+	// a lease carries its stamp. Leases are the LEASE objects read after
+	// the run, by label: the eras their records tell of, and the
+	// resolution of the service's clock their answers gave.
+	Stamps bool
+	Leases map[string]lease.Status
+	Check  *Check
 }
 
 type event struct {
@@ -271,6 +278,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("listing the bucket: %w", err)
 	}
 	r.res.Objects = objs
+	if err := r.inspectLeases(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
 	if err := r.listPending(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("listing the pending uploads: %w", err)
 	}
@@ -582,6 +592,30 @@ type Object struct {
 	Modified time.Time
 	Body     []byte // its first 64 KiB
 	Size     int64  // its length, from the driver's List; -1 if unknown
+	// Listed is its modification time as the driver's List gives it
+	// (driver.Object.ModTime; zero if unknown), which a reader's late
+	// check judges by; Metadata is what the driver returned with it (its
+	// stamp, lease.StampOf).
+	Listed   time.Time
+	Metadata driver.Metadata
+}
+
+// inspectLeases reads each label's LEASE object after the run, for the
+// eras its record tells of (lease.Status.Eras) and the service clock's
+// resolution, and notes whether the driver keeps the stamps.
+func (r *runner) inspectLeases(ctx context.Context) error {
+	r.res.Leases = map[string]lease.Status{}
+	for i, b := range r.be.directs {
+		r.res.Stamps = b.Capabilities().Metadata
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		st, err := lease.Inspect(lctx, b, r.be.prefixes[i], time.Now())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("reading the LEASE object of %s: %w", Label(i), err)
+		}
+		r.res.Leases[Label(i)] = st
+	}
+	return nil
 }
 
 func (r *runner) listAll(ctx context.Context) ([]Object, error) {
@@ -595,20 +629,21 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 		}
 		// The sizes, from the driver's own List: a streamed chunk must
 		// be whole.
-		sizes := map[string]int64{}
+		listed := map[string]driver.Object{}
 		lp := ""
 		if p := r.be.prefixes[i]; p != "" {
 			lp = p + "/"
 		}
 		for o, err := range driver.List(lctx, r.be.directs[i], lp) {
 			if err != nil {
-				sizes = nil
+				listed = nil
 				break
 			}
-			sizes[o.Key] = o.Size
+			listed[o.Key] = o
 		}
 		for _, k := range keys {
-			data, v, err := readHead(lctx, r.be.directs[i], k.key)
+			var md driver.Metadata
+			data, v, err := readHead(driver.WithMetadataReport(lctx, func(m driver.Metadata) { md = m }), r.be.directs[i], k.key)
 			if errors.Is(err, driver.ErrNotExist) {
 				continue
 			}
@@ -620,12 +655,15 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 			if p := r.be.prefixes[i]; p != "" {
 				name = strings.TrimPrefix(k.key, p+"/")
 			}
-			size, ok := sizes[k.key]
+			lo, ok := listed[k.key]
 			if !ok {
-				size = -1
+				lo.Size = -1
+			}
+			if lo.Metadata != nil {
+				md = lo.Metadata
 			}
 			out = append(out, Object{Label: Label(i), Key: k.key, Name: name, Version: normVersion(string(v)),
-				Modified: k.modified, Body: data, Size: size})
+				Modified: k.modified, Body: data, Size: lo.Size, Listed: lo.ModTime, Metadata: md})
 		}
 		cancel()
 	}

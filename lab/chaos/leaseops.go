@@ -73,6 +73,9 @@ func (r recorder) call(op string, cond driver.Condition, body []byte) int64 {
 	e := Entry{Ev: EvLeaseCall, Seq: n, Op: op, Key: r.key, Match: kind, Ver: ver}
 	if body != nil {
 		e.Body = digest(body)
+		if rec, err := lease.DecodeRecord(body); err == nil && op == register.Put {
+			e.Eras = lease.Status{Record: &rec}.Eras()
+		}
 	}
 	r.log(e)
 	return n

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // Entry is one line of a worker's log: a JSON object per line, appended
@@ -60,6 +62,14 @@ type Entry struct {
 	// refusing record was also judged (lease.Status.Service), for an
 	// EvAcquireFail refused as held; 0 when the driver reported none.
 	ServiceRes time.Duration `json:"service_res,omitempty"`
+	// LeaseEpoch is the lease's own epoch (lease.Lease.Epoch), for
+	// EvAcquireOK; for hold's command, BUCKETLEASE_EPOCH.
+	LeaseEpoch uint64 `json:"lease_epoch,omitempty"`
+	// Eras are the holders a record written to the LEASE object tells
+	// of (its own era once it says when it began, then Record.Before),
+	// for an EvLeaseCall that puts a record: what a reader of that
+	// record judges late writes by.
+	Eras []lease.Era `json:"eras,omitempty"`
 }
 
 // The events a worker logs.

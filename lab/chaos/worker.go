@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,7 +251,7 @@ func (w *prefixWorker) run(ctx context.Context) error {
 		w.mu.Unlock()
 		last = l
 		w.log(Entry{Ev: EvAcquireOK, Epoch: epoch, Ver: string(l.Version()), Kind: kind, Detail: detail,
-			HolderRenewed: l.Record().RenewedAt.UnixNano()})
+			HolderRenewed: l.Record().RenewedAt.UnixNano(), LeaseEpoch: l.Epoch()})
 		w.hold(ctx, l, epoch)
 		if errors.Is(l.Err(), lease.ErrLost) {
 			w.lostRead(l, epoch)
@@ -290,8 +291,10 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 	if w.cfg.NoFence {
 		// The broken worker: raw bucket (through the recorder, which
 		// passes data writes on), no fence, and it carries on until it
-		// learns the lease is lost.
-		wb, wctx, keepCtx = w.lb, ctx, ctx
+		// learns the lease is lost. Its writes carry the lease's stamp,
+		// as a stale holder's requests through the fenced bucket do, so
+		// that the late check (late-write) sees them.
+		wb, wctx, keepCtx = w.lb, stamped(ctx, l), ctx
 	}
 	w.cur, w.holdCtx = l, ctx
 	kept := make(chan error, 1)
@@ -443,7 +446,7 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 		// The control: past the fence, with the rest of the body held
 		// back until the lease may no longer write.
 		l := w.cur
-		b, ctx, wkey, timeout = w.lb, w.holdCtx, key, 20*w.cfg.TTL
+		b, ctx, wkey, timeout = w.lb, stamped(w.holdCtx, l), key, 20*w.cfg.TTL
 		pad.until = func() bool { return !l.MayWrite() }
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
@@ -457,6 +460,16 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 	}
 	w.log(e)
 	return v, err
+}
+
+// stamped returns ctx carrying l's stamp as the metadata of every write
+// made with it (driver.WithMetadata): what the lease's fenced bucket would
+// have written on the objects of a write sent past it.
+func stamped(ctx context.Context, l *lease.Lease) context.Context {
+	if st, ok := l.Stamp(); ok {
+		return driver.WithMetadata(ctx, st.Metadata())
+	}
+	return ctx
 }
 
 // padding reads as n newlines, produced evenly over pace from start: a
@@ -581,7 +594,9 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // so it writes through the raw bucket until SIGTERM, and hold (and its
 // watchdog) must stop it in time. It logs its start as the acquisition of
 // epoch 1, dated by the LEASE object's acquired_at when that names hold's
-// instance (BUCKETLEASE_INSTANCE_ID), and otherwise by its own start.
+// instance (BUCKETLEASE_INSTANCE_ID), and otherwise by its own start, with
+// the lease's epoch hold handed it (BUCKETLEASE_EPOCH), which it stamps on
+// every object it writes, as docs/cli.md tells a command to.
 func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	if len(cfg.URLs) != 1 {
 		return errors.New("the child writes under one lease")
@@ -604,6 +619,11 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	start := time.Now()
 	cfg.Log.Log(Entry{Ev: EvStart, Detail: "child of bucketlease hold"})
 	e := Entry{Ev: EvAcquireOK, Epoch: 1, Kind: "cli"}
+	if n, err := strconv.ParseUint(os.Getenv("BUCKETLEASE_EPOCH"), 10, 64); err == nil && n > 0 {
+		e.LeaseEpoch = n
+		st := lease.Stamp{Epoch: n, Instance: lease.StampedInstance(cfg.ID)}
+		ctx = driver.WithMetadata(ctx, st.Metadata())
+	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.TTL)
 	data, v, err := driver.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize)
 	cancel()
