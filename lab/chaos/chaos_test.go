@@ -181,6 +181,20 @@ func TestNegativeControls(t *testing.T) {
 				missed = append(missed, seed)
 				t.Logf("control %s on %s, seed %d: no violation in this run (%d of %d)", c.control, c.driver, seed, try+1, tries)
 			}
+			// No control breaks the stamps or the readers' late check:
+			// a stale holder's late writes are what that check is for.
+			// The fence-disabled control's holder, woken 3 TTL after its
+			// pause, writes late by more than the service clock's
+			// resolution, so the check must have found some.
+			for _, v := range res.Check.Violations {
+				if v.Invariant == chaos.InvLateWrite || v.Invariant == chaos.InvStamp {
+					t.Errorf("control %s on %s: the stamps or the late check failed:\n%s", c.control, c.driver, res.Report(v))
+				}
+			}
+			if c.control == chaos.ControlFenceDisabled && res.Check.LateCertain == 0 {
+				t.Errorf("control %s on %s, seed %d: no object landed certainly late (%s), so the late check was not put to the test",
+					c.control, c.driver, res.Config.Seed, res.Check.Late)
+			}
 			vs := res.Check.Violations
 			if len(vs) == 0 {
 				t.Fatalf("control %s on %s, seeds %v: the checker found no violation", c.control, c.driver, missed)

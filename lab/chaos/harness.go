@@ -25,8 +25,10 @@ const (
 	// TTL/3 the lease absorbs; it takes over healthy holders.
 	ControlSkewBeyond = "skew-beyond"
 	// ControlFenceDisabled: the workers write through the raw bucket and
-	// ignore MayWrite; the holder of p0 is paused for 1.5 TTL again and
-	// again.
+	// ignore MayWrite; the holder of p0 is paused for 3 TTL again and
+	// again. Its writes still carry its lease's stamp, so that those it
+	// sends on waking, after it was taken over, are late writes the
+	// readers' check must find.
 	ControlFenceDisabled = "fence-disabled"
 	// ControlFencedRelease is not a negative control but a scenario for
 	// today's lease, where no invariant may break: the holder of p0 is

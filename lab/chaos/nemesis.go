@@ -81,7 +81,19 @@ func Schedule(seed uint64, duration, ttl time.Duration, workers, leases int, con
 	}
 	var acts []Action
 	switch control {
-	case ControlFenceDisabled, ControlFencedRelease, ControlStreamUnfenced:
+	case ControlFenceDisabled:
+		// Pause whoever holds p0 for 3 TTL, every four, from the
+		// second TTL on (a first acquire waits up to a resolution of the
+		// service's clock to settle its epoch). That is long enough for
+		// it to wake well after it was taken over (a takeover waits TTL
+		// plus that resolution after the last renewal), so that what it
+		// writes unfenced on waking lands late by more than the
+		// resolution, which the late check must find (late-write).
+		for at := 2 * ttl; at < duration-3*ttl && len(acts) < maxPhaseActs; at += 4 * ttl {
+			acts = append(acts, Action{At: at, Kind: ActPauseHold, Dur: 3 * ttl})
+		}
+		return acts
+	case ControlFencedRelease, ControlStreamUnfenced:
 		// Pause whoever holds p0 for 1.5 TTL, long enough to be taken
 		// over, every three TTLs.
 		for at := ttl; at < duration-3*ttl/2 && len(acts) < maxPhaseActs; at += 3 * ttl {
