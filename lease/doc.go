@@ -252,7 +252,7 @@
 // service stored at or after a later holder's Began was written late; one
 // stored within the resolution of the service's clock after a takeover
 // may be judged in time. Restore and retention code should restore
-// nothing from a late object (see the backup worker example).
+// nothing from a late object (see examples/backupworker).
 //
 // A record without an epoch (written by an older version, or by another
 // implementation of the seed specification, whose four fields a record

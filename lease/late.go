@@ -141,7 +141,8 @@ func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Ti
 func (s Status) under() string { return strings.TrimSuffix(s.Key, Key("")) }
 
 // Late judges one object listed under the status's prefix (its key in
-// the bucket, its modification time on the service's clock): whether its
+// b, which may be the whole bucket or a view of the prefix such as
+// Lease.Bucket; its modification time on the service's clock): whether its
 // stamp (StampOf) shows it written late, by the eras the status knows
 // (LateBy). The lease object, scratch keys and objects without a stamp
 // are never late. Where the listing carried no metadata (S3 and its kind

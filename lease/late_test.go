@@ -14,6 +14,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -190,8 +191,8 @@ func TestLateWritesNeedsEras(t *testing.T) {
 	t.Fatal("LateWrites yielded nothing, want ErrNoEras")
 }
 
-// TestWorkerNeverRestoresALateWrite: the example worker (example_worker_
-// test.go) backs up days 1 and 2 as holder A; A pauses, B takes the prefix
+// TestWorkerNeverRestoresALateWrite: the example worker
+// (examples/backupworker) backs up days 1 and 2 as holder A; A pauses, B takes the prefix
 // over, and then A's requests of day 3 land: a chunk, a manifest, and
 // LATEST moved to it (its If-Match holds: nobody moved LATEST since A read
 // it). A restore that trusts LATEST would restore A's late day 3; the
@@ -205,7 +206,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		for day := 1; day <= 2; day++ {
-			if err := backupOnce(ctx, a.Bucket(), day, []io.Reader{strings.NewReader("base"), strings.NewReader(fmt.Sprint("day ", day))}); err != nil {
+			if err := backupworker.BackupOnce(ctx, a.Bucket(), day, []io.Reader{strings.NewReader("base"), strings.NewReader(fmt.Sprint("day ", day))}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -222,7 +223,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 		w.advance(2 * time.Second) // A wakes: its day-3 requests land
 		st, _ := a.Stamp()
 		stamped := driver.WithMetadata(ctx, st.Metadata())
-		m, _ := json.Marshal(manifest{Seq: 3, Chunks: []string{"chunks/base", "chunks/late-day-3"}})
+		m, _ := json.Marshal(backupworker.Manifest{Seq: 3, Chunks: []string{"chunks/base", "chunks/late-day-3"}})
 		for _, put := range []struct {
 			key  string
 			data []byte
@@ -245,11 +246,11 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := restoreLatest(ctx, b.Bucket(), status.Eras())
+		got, err := backupworker.RestoreLatest(ctx, b.Bucket(), status)
 		if err != nil || got.Seq != 2 {
 			t.Fatalf("restore: %+v, %v; want day 2, the newest restore point written in time", got, err)
 		}
-		if err := retain(ctx, b.Bucket(), status.Eras(), 2); err != nil {
+		if err := backupworker.Retain(ctx, b.Bucket(), status, 2); err != nil {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"db1/manifests/00000003.json", "db1/chunks/late-day-3"} {
