@@ -28,6 +28,10 @@ const (
 	// exitLate: list --late found objects written after their writer's
 	// lease had passed on.
 	exitLate = 10
+	// exitStoredLate: put stored the object, but the service's answer
+	// came after the lease was fenced, so it may have landed after
+	// another holder took the prefix over: a late write.
+	exitStoredLate = 11
 	// exitReleaseFailed: hold: the lease could not be released; it stays
 	// until its TTL runs out.
 	exitReleaseFailed = 125
@@ -60,6 +64,8 @@ const exitCodesHelp = `Exit codes:
        verify: the object does not match --size or --sha256
   9    put: stored, but its version could not be written to stdout (a closed pipe, a full disk); the object exists
   10   list --late: it found late writes, objects stored after their writer's lease had passed on
+  11   put: stored (its version printed), but the service answered only after the lease was fenced (put was paused, or its
+       request held up): it may have landed after another holder took over, a late write; list --late tells
   124  hold: the lease was lost, fenced, broken or deleted while held; the command, if any, was stopped; --lost-exit N makes it N;
        put: the lease ended before the commit; the upload was aborted, nothing was written
   125  hold: the lease could not be released (it stays until its TTL runs out); put URL: stored, but the lease could not be released

@@ -61,17 +61,7 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 	bucketName := srv.NewBucket(t)
 	ctx := context.Background()
 	p := &parked{path: "/" + bucketName + "/db1/chunks/late", release: make(chan struct{}), sent: make(chan error, 1)}
-	tr, err := miniogo.DefaultTransport(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.base = minio.ServiceTimeTransport(tr)
-	client, err := miniogo.New(srv.Addr, &miniogo.Options{Creds: credentials.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
-		Region: miniotest.Region, Transport: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := minio.New(client, bucketName)
+	b := minioBucket(t, srv, bucketName, func(rt http.RoundTripper) http.RoundTripper { p.base = rt; return p })
 	acquire := func(id string) *lease.Lease {
 		l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: 3 * time.Second, InstanceID: id,
 			Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
@@ -112,4 +102,25 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 		t.Fatalf("list --late: exit %d\n%s%s\nwant chunks/late by host-a alone, exit %d", code, out, errOut, exitLate)
 	}
 	t.Logf("list --late:\n%s", out)
+}
+
+// minioBucket opens bucketName on srv through the minio driver, with the
+// service's clock reported (minio.ServiceTimeTransport) over transport
+// base, or minio-go's default one when base is nil.
+func minioBucket(t *testing.T, srv miniotest.Server, bucketName string, base ...func(http.RoundTripper) http.RoundTripper) driver.Bucket {
+	t.Helper()
+	tr, err := miniogo.DefaultTransport(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rt http.RoundTripper = minio.ServiceTimeTransport(tr)
+	for _, wrap := range base {
+		rt = wrap(rt)
+	}
+	client, err := miniogo.New(srv.Addr, &miniogo.Options{Creds: credentials.NewStaticV4(srv.AccessKey, srv.SecretKey, ""),
+		Region: miniotest.Region, Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return minio.New(client, bucketName)
 }

@@ -78,9 +78,13 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	defer in.close()
 	stopForward := context.AfterFunc(upCtx, func() { in.forward(upCtx) })
 	v, err := putFenced(upCtx, l, h.Key, body, cond, &driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
+	late := err == nil && !l.MayWrite()
 	stopForward()
 	k.stop()
 	var result error
+	if late {
+		result = storedLate(h.Key, v)
+	}
 	if err != nil {
 		v = ""
 		class := putClass(l, err)
@@ -98,6 +102,16 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 		}
 	}
 	return v, checked, releaseAfter(l, loc, b, prefix, p, result)
+}
+
+// storedLate is put's outcome when the service answered its commit only
+// after the lease was fenced: the write was sent in time, but nothing
+// shows when it landed, which may have been after another holder took the
+// prefix over.
+func storedLate(key string, v driver.Version) error {
+	return withCode(exitStoredLate, fmt.Errorf("put %s: stored (version %s), but the service answered only after the lease was fenced (%w): "+
+		"put was paused or its request held up, so the object may have landed after another holder took the prefix over, a late write; "+
+		"bucketlease list --late names it if it did, and a restore must not trust it then", key, v, lease.ErrFenced))
 }
 
 // errParentsLease: put URL inside hold names the lease its own hold holds.

@@ -180,6 +180,10 @@ func (s *putServer) serve(conn *net.UnixConn) {
 		writeReply(conn, putClass(s.l, err), err.Error())
 		return
 	}
+	if !s.l.MayWrite() {
+		fmt.Fprintf(conn, "late %s\n", strconv.Quote(string(v))) // stored, answered after the fence: storedLate
+		return
+	}
 	fmt.Fprintf(conn, "ok %s\n", strconv.Quote(string(v)))
 }
 

@@ -80,13 +80,16 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 		// upload. Its answer still says whether it had committed.
 		_ = conn.CloseWrite()
 		line = <-replies
-		if v, err := parseReply(h.Key, line); err == nil {
-			return v, checked, nil // committed before the signal
+		if v, err := parseReply(h.Key, line); v != "" {
+			return v, checked, err // committed before the signal (late, if hold says so)
 		}
 		code, why := interruptCode(sigCtx)
 		return "", checked, withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
 	}
 	v, err := parseReply(h.Key, line)
+	if v != "" {
+		return v, checked, err // stored; err says if it was late
+	}
 	if err != nil {
 		// The input's own failure was recorded before the body was cut
 		// off, so before hold answered; asked now, before the deferred
@@ -106,12 +109,17 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 // parseReply turns hold's answer into put's outcome.
 func parseReply(key, line string) (driver.Version, error) {
 	line = strings.TrimSuffix(line, "\n")
-	if rest, ok := strings.CutPrefix(line, "ok "); ok {
-		v, err := strconv.Unquote(rest)
-		if err != nil {
-			return "", fmt.Errorf("put %s: hold answered %q", key, line)
+	for _, outcome := range []string{"ok ", "late "} {
+		if rest, ok := strings.CutPrefix(line, outcome); ok {
+			v, err := strconv.Unquote(rest)
+			if err != nil {
+				return "", fmt.Errorf("put %s: hold answered %q", key, line)
+			}
+			if outcome == "late " {
+				return driver.Version(v), storedLate(key, driver.Version(v))
+			}
+			return driver.Version(v), nil
 		}
-		return driver.Version(v), nil
 	}
 	rest, ok := strings.CutPrefix(line, "error ")
 	if !ok {
