@@ -79,6 +79,11 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	stopForward := context.AfterFunc(upCtx, func() { in.forward(upCtx) })
 	v, err := putFenced(upCtx, l, h.Key, body, cond, &driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
 	late := err == nil && !l.MayWrite()
+	if err != nil && putClass(l, err) == putClassFenced {
+		if sv, ok := storedAnyway(ctx, l, h.Key); ok {
+			v, err, late = sv, nil, true
+		}
+	}
 	stopForward()
 	k.stop()
 	var result error
@@ -102,6 +107,28 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 		}
 	}
 	return v, checked, releaseAfter(l, loc, b, prefix, p, result)
+}
+
+// storedAnyway reports whether key holds an object stamped by l, and its
+// version: a write the fence cut off while its last request was on the
+// way, which the service stored all the same (a put woken from a pause
+// learns of its fence before it reads the answer waiting for it). Where
+// the driver keeps no stamps it cannot tell, and says no.
+func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Version, bool) {
+	want, ok := l.Stamp()
+	if !ok {
+		return "", false
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	var md driver.Metadata
+	rc, v, err := l.Bucket().Get(driver.WithMetadataReport(rctx, func(m driver.Metadata) { md = m }), key)
+	if err != nil {
+		return "", false
+	}
+	rc.Close()
+	got, ok := lease.StampOf(md)
+	return v, ok && got == want
 }
 
 // storedLate is put's outcome when the service answered its commit only

@@ -176,11 +176,15 @@ func (s *putServer) serve(conn *net.UnixConn) {
 	}
 	v, err := driver.PutStream(fctx, s.l.Bucket(), h.Key, &chunkReader{r: br}, cond,
 		&driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
-	if err != nil {
+	late := err == nil && !s.l.MayWrite()
+	if err != nil && putClass(s.l, err) == putClassFenced {
+		v, late = storedAnyway(s.ctx, s.l, h.Key)
+	}
+	if err != nil && !late {
 		writeReply(conn, putClass(s.l, err), err.Error())
 		return
 	}
-	if !s.l.MayWrite() {
+	if late {
 		fmt.Fprintf(conn, "late %s\n", strconv.Quote(string(v))) // stored, answered after the fence: storedLate
 		return
 	}
