@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,18 +28,18 @@ import (
 // back, from the moment a client sends a request line starting with
 // marker, everything that client sends on that connection until release
 // is called: a congested path that delivers a request after its sender
-// froze. held is closed when it begins to hold, answered when the server's
-// first bytes after the release come back.
+// froze. held is closed when it holds a whole request, answered when the
+// server's first bytes after the release come back.
 type slowPath struct {
 	ln       net.Listener
 	upstream string
 	marker   []byte
 
-	once, answeredOnce sync.Once
-	held               chan struct{}
-	released           chan struct{}
-	answered           chan struct{}
-	wg                 sync.WaitGroup
+	once, wholeOnce, answeredOnce sync.Once
+	held                          chan struct{}
+	released                      chan struct{}
+	answered                      chan struct{}
+	wg                            sync.WaitGroup
 }
 
 func startSlowPath(t *testing.T, upstream, marker string) *slowPath {
@@ -66,6 +67,23 @@ func startSlowPath(t *testing.T, upstream, marker string) *slowPath {
 		p.wg.Wait()
 	})
 	return p
+}
+
+// whole reports whether req holds a whole HTTP request with a
+// Content-Length body: what the sender has sent before it waits for the
+// answer.
+func whole(req []byte) bool {
+	head, body, ok := bytes.Cut(req, []byte("\r\n\r\n"))
+	if !ok {
+		return false
+	}
+	for _, line := range strings.Split(string(head), "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.EqualFold(k, "Content-Length") {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			return err == nil && len(body) >= n
+		}
+	}
+	return false
 }
 
 func (p *slowPath) release() {
@@ -114,7 +132,6 @@ func (p *slowPath) serve(c net.Conn) {
 			if !holding && bytes.Contains(buf[:n], p.marker) {
 				p.once.Do(func() {
 					holding = true
-					close(p.held)
 					go func() {
 						<-p.released
 						mu.Lock()
@@ -127,6 +144,9 @@ func (p *slowPath) serve(c net.Conn) {
 			}
 			if holding {
 				held = append(held, buf[:n]...)
+				if whole(held) {
+					p.wholeOnce.Do(func() { close(p.held) })
+				}
 				mu.Unlock()
 			} else {
 				mu.Unlock()
