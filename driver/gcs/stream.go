@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"iter"
 	"net/http"
+	"time"
 
 	"cloud.google.com/go/auth"
 	"cloud.google.com/go/storage"
@@ -84,7 +86,13 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 // library does not expose the session's URI, so the session cannot be
 // deleted: Cloud Storage discards it, with the chunks it received, when it
 // expires a week after it started. The *driver.UploadError in the error
-// says whether a session had been started. r is read in the caller's
+// says whether a session had been started.
+//
+// Once finalised, the object is checked against what was sent: its length,
+// and its CRC32C. One that differs (a service that appended a chunk the
+// client library sent again after its reply was lost, as fake-gcs-server
+// does) is removed, that generation only, and PutStream fails: the write
+// leaves the whole body or nothing. r is read in the caller's
 // goroutine, between checks of ctx: a Read that blocks holds PutStream
 // until it returns.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
@@ -114,9 +122,13 @@ type upload struct {
 	wop     *driver.Op // counts the Writer's requests
 	w       *storage.Writer
 	cancel  context.CancelFunc
-	written int64 // bytes handed to w
-	closed  bool  // w.Close was called
-	final   bool  // w.Close failed: the final request may have been sent
+	written int64  // bytes handed to w
+	sum     uint32 // their CRC32C
+	closed  bool   // w.Close was called
+	final   bool   // w.Close failed: the final request may have been sent
+	// wrong says what became of an object the service finalised with
+	// other bytes than were sent (Commit); "" if none was.
+	wrong string
 }
 
 // Start makes the Writer, which sends nothing until it holds a chunk or is
@@ -142,6 +154,7 @@ func (u *upload) StagePart(_ context.Context, _ int, piece []byte) error {
 		return err
 	}
 	u.written += int64(len(piece))
+	u.sum = crc32.Update(u.sum, castagnoli, piece)
 	return nil
 }
 
@@ -170,11 +183,49 @@ func (u *upload) Commit(context.Context, int) (driver.Version, error) {
 		}
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	if attrs := u.w.Attrs(); attrs != nil && attrs.Generation > 0 {
-		return version(attrs.Generation), nil
+	attrs := u.w.Attrs()
+	if attrs == nil || attrs.Generation <= 0 {
+		return "", nil // no generation, which StreamParts reports
 	}
-	return "", nil // no generation, which StreamParts reports
+	if err := u.verify(attrs); err != nil {
+		return "", err
+	}
+	return version(attrs.Generation), nil
 }
+
+// verify checks that the object the service finalised holds what was
+// sent: its length, and its CRC32C where the service gave one. A service
+// that appends a chunk the client library sent again after its reply was
+// lost (fake-gcs-server does; Cloud Storage keeps bytes at the offset the
+// request names) finalises a longer object, which the write's caller must
+// never take for its own. Such an object is removed, that generation only,
+// and the write fails, whole or absent; if the removal fails too, the
+// error says the object is there and wrong.
+func (u *upload) verify(attrs *storage.ObjectAttrs) error {
+	if attrs.Size == u.written && (attrs.CRC32C == 0 || attrs.CRC32C == u.sum) {
+		return nil
+	}
+	what := fmt.Errorf("the service finalised generation %d with %d bytes (CRC32C %08x) where %d bytes (CRC32C %08x) were sent: %w",
+		attrs.Generation, attrs.Size, attrs.CRC32C, u.written, u.sum, errWrongObject)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(u.ctx), removeTimeout)
+	defer cancel()
+	if err := u.b.bkt.Object(u.key).If(storage.Conditions{GenerationMatch: attrs.Generation}).Delete(dctx); err != nil &&
+		!errors.Is(err, storage.ErrObjectNotExist) {
+		u.wrong = fmt.Sprintf("that object could not be removed (%v): it is there and wrong; delete generation %d by hand", err, attrs.Generation)
+		return what
+	}
+	u.wrong = "that object was removed: nothing is left"
+	return what
+}
+
+// errWrongObject: the service finalised an object that differs from the
+// body sent (verify).
+var errWrongObject = errors.New("the stored object is not the body that was sent")
+
+// removeTimeout bounds verify's removal of a wrong object.
+const removeTimeout = 30 * time.Second
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // resumable reports whether the write is a resumable upload: the client
 // library starts a session once a whole chunk has been handed over, and
@@ -191,6 +242,8 @@ func (u *upload) Abort(context.Context, bool) driver.Leftover {
 		_ = u.w.Close()
 	}
 	switch {
+	case u.wrong != "":
+		return driver.Leftover{Upload: u.wrong}
 	case !u.resumable():
 		return driver.Leftover{}
 	case u.final:
@@ -217,12 +270,18 @@ const (
 // request of a short body that the client library sent more than once and
 // that was refused may be refused because an earlier attempt landed, so
 // that too is unknown.
-func (u *upload) Kind(err error, _ bool) error {
+func (u *upload) Kind(err error, commit bool) error {
+	if errors.Is(err, errWrongObject) {
+		return nil // the service answered: what it stored, and what became of it, is known
+	}
 	kind := u.b.classify(u.ctx, err, u.cond)
+	var ge *googleapi.Error
+	if commit && u.resumable() && kind != driver.ErrBucketNotExist && errors.As(err, &ge) && ge.Code == http.StatusNotFound {
+		return driver.ErrOutcomeUnknown // the session is gone: perhaps finalised by an attempt whose reply was lost
+	}
 	if kind == driver.ErrNotExist {
 		return nil
 	}
-	var ge *googleapi.Error
 	if kind == driver.ErrPrecondition && (u.resumable() && !(errors.As(err, &ge) && ge.Code == http.StatusPreconditionFailed) ||
 		!u.resumable() && u.wop.Attempts() > 1) {
 		return driver.ErrOutcomeUnknown

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -79,5 +83,65 @@ func TestPutNeverTorn(t *testing.T) {
 		case !bytes.Equal(got, big):
 			t.Errorf("a Put (%s) cancelled mid-body (%v) left a torn object of %d bytes, the body was %d", cond, err, len(got), len(big))
 		}
+	}
+}
+
+// lostChunkReply plays a network that loses the reply to the first chunk
+// of a resumable upload: the chunk reaches the service, which stores it,
+// and the client sees its connection reset, so the client library sends
+// the chunk again.
+type lostChunkReply struct {
+	mu     sync.Mutex
+	n, nth int
+}
+
+func (l *lostChunkReply) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("upload_id") == "" || r.Header.Get("Content-Range") == "" {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	l.mu.Lock()
+	l.n++
+	lost := l.n == l.nth && err == nil
+	l.mu.Unlock()
+	if lost {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
+	return resp, err
+}
+
+// TestStreamResentChunkIsNotKept: a streamed write whose first chunk's
+// reply was lost, so that the client library sent the chunk again, leaves
+// either nothing or the body it was given. fake-gcs-server appends a
+// resent chunk to what it holds (Cloud Storage keeps the bytes at their
+// offset), and finalises the longer object: the driver compares what was
+// stored with what it sent, and removes an object that differs.
+func TestStreamResentChunkIsNotKept(t *testing.T) {
+	endpoint := emulator(t)
+	name := newBucket(t, endpoint)
+	plain := gcs.New(client(t, endpoint, nil), name)
+	for nth := 1; nth <= 4; nth++ {
+		t.Run(fmt.Sprint("request ", nth), func(t *testing.T) {
+			key := fmt.Sprint("resent-", nth)
+			b := gcs.New(client(t, endpoint, &lostChunkReply{nth: nth}), name)
+			want := body(3*driver.MinPartSize+17, 7)
+			v, err := driver.PutStream(t.Context(), b, key, unknownLength(want), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
+			got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20)
+			switch {
+			case errors.Is(rerr, driver.ErrNotExist):
+				if err == nil {
+					t.Fatalf("the streamed write returned version %s, but no object is there", v)
+				}
+				t.Logf("the write failed (%v) and left nothing", err)
+			case rerr != nil:
+				t.Fatal(rerr)
+			case !bytes.Equal(got, want):
+				t.Fatalf("a streamed write whose chunk was sent twice left %d bytes, the body was %d (write: %v, %v)", len(got), len(want), v, err)
+			case err != nil && !errors.Is(err, driver.ErrOutcomeUnknown):
+				t.Fatalf("the write failed (%v), but left the whole body, and did not say that it may have landed", err)
+			}
+		})
 	}
 }
