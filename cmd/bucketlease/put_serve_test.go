@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -126,5 +129,66 @@ func TestPutNoCredentialPrinted(t *testing.T) {
 		if strings.Contains(out+errOut, "hunter2secret") {
 			t.Errorf("put %s printed the secret:\n%s%s", u, out, errOut)
 		}
+	}
+}
+
+// answerAfterFence is a bucket whose Put of key stores the object and
+// then, before it answers, lets the lease's clock pass its fence: a hold
+// paused, or a reply held up, while the write was on the way.
+type answerAfterFence struct {
+	driver.Bucket
+	key string
+	clk *clock.Fake
+	ttl time.Duration
+}
+
+func (a answerAfterFence) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	v, err := a.Bucket.Put(ctx, key, data, cond)
+	if key == a.key {
+		a.clk.Advance(a.ttl)
+	}
+	return v, err
+}
+
+// TestPutServeLateAnswer: a write through hold whose answer came only
+// after the lease was fenced is answered "late" with its version, and put
+// exits 11 (stored, perhaps late), never 0.
+func TestPutServeLateAnswer(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Now())
+	const ttl = 30 * time.Second
+	b := answerAfterFence{Bucket: mem.New(), key: "db1/chunks/late", clk: clk, ttl: ttl}
+	// The fake clock moves a millisecond at a time while the lease is
+	// taken (an acquire waits for the clock to move on past its answers),
+	// and stands still after.
+	taken := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-taken:
+				return
+			case <-time.After(time.Millisecond):
+				clk.Advance(time.Millisecond)
+			}
+		}
+	}()
+	l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: ttl, Clock: clk, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	close(taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	stop, err := servePut(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	reply := putOnce(t, os.Getenv(putSocketEnv), putHeader{Key: "chunks/late", Cond: "if-absent"}, []string{"sent in time"}, true)
+	if !strings.HasPrefix(reply, "late ") {
+		t.Fatalf("hold answered %q; want late and the version", reply)
+	}
+	v, err := parseReply("chunks/late", reply)
+	if code, _ := codeOf(err); v == "" || code != exitStoredLate {
+		t.Fatalf("put's outcome: version %q, %v (exit %d); want the version and exit %d", v, err, code, exitStoredLate)
 	}
 }
