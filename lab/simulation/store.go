@@ -422,8 +422,8 @@ func (s *sim) applyEvent(r *request) {
 	}
 	s.storeDropped = false
 	r.out, r.v, r.st, r.err = c.apply(r.op, r.key, r.data, r.eff)
-	if r.err == nil && r.op == "put" && r.key == leaseKey && r.eff == r.cond && !s.storeDropped {
-		s.checkEpoch(in, r.data)
+	if r.err == nil && r.op == "put" && r.key == leaseKey {
+		s.checkEpoch(in, r.data, r.eff != r.cond || s.storeDropped)
 	}
 }
 
