@@ -78,12 +78,8 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	defer in.close()
 	stopForward := context.AfterFunc(upCtx, func() { in.forward(upCtx) })
 	v, err := putFenced(upCtx, l, h.Key, body, cond, &driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
-	late := err == nil && !l.MayWrite()
-	if err != nil && putClass(l, err) == putClassFenced {
-		if sv, ok := storedAnyway(ctx, l, h.Key); ok {
-			v, err, late = sv, nil, true
-		}
-	}
+	var late bool
+	v, late, err = fencedOutcome(ctx, l, h.Key, v, err)
 	stopForward()
 	k.stop()
 	var result error
@@ -107,6 +103,25 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 		}
 	}
 	return v, checked, releaseAfter(l, loc, b, prefix, p, result)
+}
+
+// fencedOutcome settles what a write of key through l's fenced bucket did,
+// from its result v, err. late reports, with err nil, an object stored
+// but perhaps late (storedLate): the service answered only after the
+// lease was fenced, or the fence cut the write off while its last request
+// was on the way and the key holds an object with l's stamp all the same.
+// Otherwise it returns v and err as they were. put URL and put inside hold
+// (putServer) both settle their writes with it.
+func fencedOutcome(ctx context.Context, l *lease.Lease, key string, v driver.Version, err error) (driver.Version, bool, error) {
+	if err == nil {
+		return v, !l.MayWrite(), nil
+	}
+	if putClass(l, err) == putClassFenced {
+		if sv, ok := storedAnyway(ctx, l, key); ok {
+			return sv, true, nil
+		}
+	}
+	return v, false, err
 }
 
 // storedAnyway reports whether key holds an object stamped by l, and its

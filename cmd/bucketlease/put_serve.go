@@ -176,11 +176,8 @@ func (s *putServer) serve(conn *net.UnixConn) {
 	}
 	v, err := driver.PutStream(fctx, s.l.Bucket(), h.Key, &chunkReader{r: br}, cond,
 		&driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
-	late := err == nil && !s.l.MayWrite()
-	if err != nil && putClass(s.l, err) == putClassFenced {
-		v, late = storedAnyway(s.ctx, s.l, h.Key)
-	}
-	if err != nil && !late {
+	v, late, err := fencedOutcome(s.ctx, s.l, h.Key, v, err)
+	if err != nil {
 		writeReply(conn, putClass(s.l, err), err.Error())
 		return
 	}

@@ -80,15 +80,19 @@ func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) err
 		if err != nil {
 			return err
 		}
-		switch late, err := isLate(ctx, b, st, o); {
-		case err != nil:
-			return err
-		case strings.HasPrefix(o.Key, "manifests/") && late:
-			if err := b.Delete(ctx, o.Key, driver.Condition{}); err != nil {
-				return err
-			}
+		switch {
 		case strings.HasPrefix(o.Key, "manifests/"):
-			manifests = append(manifests, o.Key)
+			late, err := isLate(ctx, b, st, o)
+			switch {
+			case err != nil:
+				return err
+			case late:
+				if err := b.Delete(ctx, o.Key, driver.Condition{}); err != nil {
+					return err
+				}
+			default:
+				manifests = append(manifests, o.Key)
+			}
 		case strings.HasPrefix(o.Key, "chunks/"):
 			chunks = append(chunks, o.Key)
 		}
@@ -124,11 +128,10 @@ func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) err
 // had passed on. Status.Late reads the object's stamp from the listing, or
 // with a Get where the service lists no metadata (the S3 family): judging
 // by the listing alone would find nothing late there. Unstamped objects
-// are not late: this worker writes every object under the lease.
+// are not late: this worker writes every object under the lease. Only
+// manifests and LATEST are judged; a chunk is named by its content and
+// judged by the manifests that name it.
 func isLate(ctx context.Context, b driver.Bucket, st lease.Status, o driver.Object) (bool, error) {
-	if !strings.HasPrefix(o.Key, "manifests/") && o.Key != "LATEST" {
-		return false, nil // chunks: named by their content, judged by the manifests that name them
-	}
 	_, late, err := st.Late(ctx, b, o)
 	return late, err
 }
@@ -141,24 +144,27 @@ func isLate(ctx context.Context, b driver.Bucket, st lease.Status, o driver.Obje
 // object's status; the chunks it would read are named by their content.
 func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manifest, error) {
 	var names []string
-	var latest *driver.Object
+	latest := false // LATEST is there, written in time
 	for o, err := range driver.List(ctx, b, "") {
 		if err != nil {
 			return Manifest{}, err
+		}
+		if !strings.HasPrefix(o.Key, "manifests/") && o.Key != "LATEST" {
+			continue
 		}
 		late, err := isLate(ctx, b, st, o)
 		switch {
 		case err != nil:
 			return Manifest{}, err
 		case late:
-		case strings.HasPrefix(o.Key, "manifests/"):
-			names = append(names, o.Key)
 		case o.Key == "LATEST":
-			latest = &o
+			latest = true
+		default:
+			names = append(names, o.Key)
 		}
 	}
 	slices.Sort(names)
-	if latest != nil {
+	if latest {
 		data, _, err := driver.ReadAll(ctx, b, "LATEST", 1<<10)
 		if err != nil {
 			return Manifest{}, err
