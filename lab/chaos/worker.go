@@ -596,7 +596,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // epoch 1, dated by the LEASE object's acquired_at when that names hold's
 // instance (BUCKETLEASE_INSTANCE_ID), and otherwise by its own start, with
 // the lease's epoch hold handed it (BUCKETLEASE_EPOCH), which it stamps on
-// every object it writes, as docs/cli.md tells a command to.
+// every object it writes, the stamp "bucketlease put" inside hold writes.
 func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	if len(cfg.URLs) != 1 {
 		return errors.New("the child writes under one lease")
