@@ -104,8 +104,15 @@ func tickFile(t *testing.T, path string) int64 {
 // mutant hold-no-lease-watch (lab/mutate/mutants.txt) takes both the
 // read-back and the waiter's hold-off away, as before the fix: the waiter
 // then takes the deleted lease while the first command still writes.
+//
+// The TTL is 20 s so that the first hold's next renewal, which would also
+// find the object gone, is 6.7 s after the deletion. The waiter's create
+// takes a poll and a tick of the service's clock (about 2 s on file), so
+// without the read-back it starts well before that renewal. With a 6 s
+// TTL the renewal came first, 0.2 s before the waiter, and the mutant
+// survived (session 17's mutation run).
 func TestDeletedLeaseStopsCommand(t *testing.T) {
-	deleted, lastA, startB, codeA := deletedLease(t, "6s", nil)
+	deleted, lastA, startB, codeA := deletedLease(t, "20s", nil)
 	if codeA != exitLeaseEnded {
 		t.Errorf("the first hold exited %d, want %d", codeA, exitLeaseEnded)
 	}
