@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
+	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 )
 
 // Failures: a cancelled context, a missing bucket, refused credentials, a

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
+	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 

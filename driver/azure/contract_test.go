@@ -18,7 +18,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/drivertest"
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
+	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 )
 
 // containerClient returns a client for container name on Azurite through

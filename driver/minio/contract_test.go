@@ -11,8 +11,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
 )
 
 // client returns a minio-go client for addr with the given keys and

@@ -16,9 +16,9 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
 )
 
 // options returns the MinIO conformance options: a bucket that does not

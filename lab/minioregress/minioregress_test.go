@@ -14,7 +14,7 @@ import (
 	_ "github.com/mushroomdb/bucketlease/driver/minio"
 	_ "github.com/mushroomdb/bucketlease/driver/r2"
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
-	"github.com/mushroomdb/bucketlease/internal/faulty"
+	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
 )

@@ -497,7 +497,7 @@ var fixedDefects = []struct {
 	// Whole-second wall clocks and two processes with one id, with an
 	// equal renewed_at taken as proof that a write was ours: one adopts
 	// the other's lease, and both write.
-	{name: "equal-renewed-at-is-proof", cfg: Config{Force: CoarseWallClock | Twins}, seeds: 100, found: 66, want: InvExclusion},
+	{name: "equal-renewed-at-is-proof", cfg: Config{Force: CoarseWallClock | Twins}, seeds: 300, found: 198, want: InvExclusion},
 	// A path that drops If-None-Match, and an acquire whose first write
 	// is an unproven If-None-Match on the lease object (and whose refused
 	// clean-up marks the record released): a live holder's lease is

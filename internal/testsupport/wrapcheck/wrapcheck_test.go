@@ -25,6 +25,14 @@ var drivers = []string{
 var exempt = map[string]string{
 	"cmd/bucketlease.network": "the demo's simulated network, which it cuts: a forwarded ability would reach the bucket through the cut",
 	"drivertest.armedBucket":  "drops the reply of one Put on the wire; only a lease's acquire and renewals use it",
+	// drivertest's fault injectors act on the four methods: a stream or a
+	// listing forwarded past one would reach the bucket without its fault.
+	"drivertest/faulty.Bucket":              "ignores or lies about a Put's condition",
+	"drivertest/faulty.Failing":             "fails the requests it is told to",
+	"drivertest/faulty.Counting":            "counts the four methods' requests; a forwarded ability would go uncounted",
+	"drivertest/faulty.LostReply":           "loses the reply of a Put it lets through",
+	"drivertest/faulty.NoConditionalDelete": "drops a Delete's condition",
+	"drivertest/faulty.RateLimit":           "refuses writes to one key closer than its interval",
 }
 
 // TestEveryWrapperIsChecked enumerates the Bucket implementations in the

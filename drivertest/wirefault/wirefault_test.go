@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mushroomdb/bucketlease/internal/wirefault"
+	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 )
 
 // The scenarios that put this transport under each driver's client library
