@@ -318,6 +318,22 @@ func ReadPart(ctx context.Context, r io.Reader, buf []byte) (int, error) {
 // error ReadPart waits through (as bufio does).
 const maxEmptyReads = 100
 
+// Listing is the iterator a driver's List or ListPending returns: it
+// starts the listing with BeginList and, if that fails, yields its error
+// alone; otherwise it runs list, which yields the listing's entries and
+// builds each error with op.Fail.
+func Listing[T any](ctx context.Context, driverName, prefix string, list func(op *Op, yield func(T, error) bool)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		op, err := BeginList(ctx, driverName, prefix)
+		if err != nil {
+			var zero T
+			yield(zero, err)
+			return
+		}
+		list(op, yield)
+	}
+}
+
 // BeginList starts a List (or ListPending) of prefix, as Begin starts the
 // other operations: it returns the error to yield at once if ctx has ended
 // or the prefix could match no valid key (longer than MaxKeyLen, not

@@ -66,14 +66,9 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 	overlap := fs.Bool("allow-overlap", false, "let another instance take the lease at once: a broken holder that is alive may still write for up to 2/3 of its TTL after its last renewal, at the same time as the next holder")
 	yes := fs.Bool("yes", false, "on a terminal, break without asking for confirmation (without a terminal break never asks: --version is the confirmation)")
 	asJSON := fs.Bool("json", false, "print one JSON object: what was done, or the refusal or error with its exit code and class")
-	timeout := new(time.Duration)
-	durationVar(fs, timeout, "timeout", defaultTimeout, "give up on a request the service has not answered after this long")
+	timeout := timeoutFlag(fs, defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
-		rawURL, err := oneURL(fs, args)
-		if err != nil {
-			return err
-		}
-		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
+		loc, err := oneLocation(fs, args)
 		if err != nil {
 			return err
 		}
@@ -82,9 +77,6 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		}
 		if err := refuseInProcess("break", loc); err != nil {
 			return err
-		}
-		if *timeout <= 0 {
-			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
 		var confirm func() error
 		if !*yes && isTerminal(os.Stdin) {

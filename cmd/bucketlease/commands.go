@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // env is what a command may touch of the process, so that tests can run
@@ -248,22 +250,23 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// oneURL parses args and checks that they hold exactly one URL.
-func oneURL(fs *flag.FlagSet, args []string) (string, error) {
+// oneLocation parses args, checks that they hold exactly one URL, and
+// parses that URL: once, for everything the command does after.
+func oneLocation(fs *flag.FlagSet, args []string) (*driver.Location, error) {
 	pos, after, err := parseArgs(fs, args)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if len(after) > 0 {
-		return "", usageErrorf("%s takes no command after --; only hold runs one", fs.Name())
+		return nil, usageErrorf("%s takes no command after --; only hold runs one", fs.Name())
 	}
 	switch len(pos) {
 	case 0:
-		return "", usageErrorf("%s needs a URL, such as file:///var/backups/db1 or s3://bucket/prefix", fs.Name())
+		return nil, usageErrorf("%s needs a URL, such as file:///var/backups/db1 or s3://bucket/prefix", fs.Name())
 	case 1:
-		return pos[0], nil
+		return driver.ParseURL(pos[0])
 	default:
-		return "", usageErrorf("%s takes one URL, got %d arguments", fs.Name(), len(pos))
+		return nil, usageErrorf("%s takes one URL, got %d arguments", fs.Name(), len(pos))
 	}
 }
 
@@ -271,6 +274,31 @@ func oneURL(fs *flag.FlagSet, args []string) (string, error) {
 // "--ttl 30" gets "add a unit" rather than the flag package's "parse
 // error".
 type durationValue struct{ d *time.Duration }
+
+// timeoutFlag declares the --timeout flag of a command that talks to the
+// service: a duration that must be positive, refused as a usage error
+// (exit 2) otherwise.
+func timeoutFlag(fs *flag.FlagSet, value time.Duration, usage string) *time.Duration {
+	d := value
+	fs.Var(positiveDuration{durationValue{&d}}, "timeout", usage)
+	return &d
+}
+
+// positiveDuration is a durationValue that refuses zero and negative
+// durations.
+type positiveDuration struct{ durationValue }
+
+func (v positiveDuration) Set(s string) error {
+	var d time.Duration
+	if err := (durationValue{&d}).Set(s); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return errors.New("it must be positive, such as 30s or 2m")
+	}
+	*v.d = d
+	return nil
+}
 
 // durationVar declares a duration flag with a helpful parse error.
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {

@@ -48,8 +48,7 @@ Examples:
 
 func setupGet(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
-	timeout := new(time.Duration)
-	durationVar(fs, timeout, "timeout", defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
+	timeout := timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, after, err := parseArgs(fs, args)
 		if err != nil {
@@ -65,23 +64,13 @@ func setupGet(fs *flag.FlagSet) runFunc {
 		if len(pos) == 3 {
 			file = pos[2]
 		}
-		if *timeout <= 0 {
-			return usageErrorf("--timeout %v: must be positive", *timeout)
-		}
-		loc, err := driver.ParseURL(rawURL) // once: openObject reads loc
-		if err != nil {
-			return err
-		}
 		ctx, stop := signalContext(ctx, holdSignals()...)
 		defer stop()
-		rc, v, full, err := openObject(ctx, loc, key, *timeout)
+		rc, v, full, err := openObject(ctx, "get", rawURL, key, *timeout, *version)
 		if err != nil {
 			return err
 		}
 		defer rc.Close()
-		if *version != "" && string(v) != *version {
-			return withCode(exitRefused, fmt.Errorf("get %s: the object's version is %s, not --version %s; nothing was written", key, v, *version))
-		}
 		h := sha256.New()
 		var n int64
 		if file == "-" {
@@ -106,13 +95,19 @@ func getFailed(ctx context.Context, key, full string, err error) error {
 	return fmt.Errorf("get %s (%s): %w", key, full, err)
 }
 
-// openObject opens the URL's bucket and starts reading KEY under its
-// prefix. timeout bounds the wait for the response, not the body.
-func openObject(ctx context.Context, loc *driver.Location, key string, timeout time.Duration) (io.ReadCloser, driver.Version, string, error) {
+// openObject opens the bucket of rawURL (parsed here, once) and starts
+// reading KEY under its prefix, for cmd (get or verify). timeout bounds
+// the wait for the response, not the body. With want set, an object of
+// another version is refused (exit 4) before a byte of it is read.
+func openObject(ctx context.Context, cmd, rawURL, key string, timeout time.Duration, want string) (io.ReadCloser, driver.Version, string, error) {
+	loc, err := driver.ParseURL(rawURL)
+	if err != nil {
+		return nil, "", "", err
+	}
 	if strings.HasPrefix(key, "/") || key == "" {
 		return nil, "", "", usageErrorf("%s: a key is relative to the URL's prefix: not empty, no leading slash", key)
 	}
-	if err := refuseInProcess("get", loc); err != nil {
+	if err := refuseInProcess(cmd, loc); err != nil {
 		return nil, "", "", err
 	}
 	b, err := openLocation(ctx, loc)
@@ -146,6 +141,11 @@ func openObject(ctx context.Context, loc *driver.Location, key string, timeout t
 			return nil, "", "", fmt.Errorf("%s: no reply from %s within %v (--timeout) to a read (GET) of %s: %w", key, loc.String(), timeout, full, err)
 		}
 		return nil, "", "", explain(loc, fmt.Errorf("%s: %w", key, err))
+	}
+	if want != "" && string(v) != want {
+		rc.Close()
+		cancel()
+		return nil, "", "", withCode(exitRefused, fmt.Errorf("%s %s: the object's version is %s, not --version %s; its body was not read, and nothing was written", cmd, key, v, want))
 	}
 	return &cancelCloser{rc, cancel}, v, full, nil
 }

@@ -50,22 +50,14 @@ func setupList(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	late := fs.Bool("late", false, "list the objects under the URL's lease that a holder wrote after its lease had passed on, instead of the leases")
 	maxKeys := fs.Int("max-keys", listMaxKeys, "look at this many keys at most, then stop and say so; 1 to 10,000,000")
-	timeout := new(time.Duration)
-	durationVar(fs, timeout, "timeout", time.Minute, "give up on the listing, or on a read of one lease, that has not finished after this long")
+	timeout := timeoutFlag(fs, time.Minute, "give up on the listing, or on a read of one lease, that has not finished after this long")
 	return func(ctx context.Context, e *env, args []string) error {
-		rawURL, err := oneURL(fs, args)
+		loc, err := oneLocation(fs, args)
 		if err != nil {
 			return err
-		}
-		if *timeout <= 0 {
-			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
 		if *maxKeys < 1 || *maxKeys > 10_000_000 {
 			return usageErrorf("--max-keys %d: use 1 to 10,000,000", *maxKeys)
-		}
-		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
-		if err != nil {
-			return err
 		}
 		if err := refuseInProcess("list", loc); err != nil {
 			return err

@@ -63,14 +63,9 @@ Examples:
 
 func setupProbe(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
-	timeout := new(time.Duration)
-	durationVar(fs, timeout, "timeout", time.Minute, "bound on each check")
+	timeout := timeoutFlag(fs, time.Minute, "bound on each check")
 	return func(ctx context.Context, e *env, args []string) error {
-		rawURL, err := oneURL(fs, args)
-		if err != nil {
-			return err
-		}
-		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
+		loc, err := oneLocation(fs, args)
 		if err != nil {
 			return err
 		}

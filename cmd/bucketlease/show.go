@@ -48,19 +48,11 @@ Examples:
 
 func setupShow(fs *flag.FlagSet) runFunc {
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	timeout := new(time.Duration)
-	durationVar(fs, timeout, "timeout", defaultTimeout, "give up on a request the service has not answered after this long")
+	timeout := timeoutFlag(fs, defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
-		rawURL, err := oneURL(fs, args)
+		loc, err := oneLocation(fs, args)
 		if err != nil {
 			return err
-		}
-		loc, err := driver.ParseURL(rawURL) // once: everything below reads loc
-		if err != nil {
-			return err
-		}
-		if *timeout <= 0 {
-			return usageErrorf("--timeout %v: it must be positive", *timeout)
 		}
 		st, b, prefix, err := inspect(ctx, loc, *timeout)
 		if err != nil {

@@ -7,9 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
-
-	"github.com/mushroomdb/bucketlease/driver"
 )
 
 var verifyCommand = &command{
@@ -39,8 +36,7 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 	sum := fs.String("sha256", "", "the SHA-256 the object must have (64 hex digits)")
 	fs.Var(sizeValue{&size}, "size", "the size in bytes the object must have")
 	version := fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
-	timeout := new(time.Duration)
-	durationVar(fs, timeout, "timeout", defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
+	timeout := timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, after, err := parseArgs(fs, args)
 		if err != nil {
@@ -63,24 +59,14 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 				return usageErrorf("%v", err)
 			}
 		}
-		if *timeout <= 0 {
-			return usageErrorf("--timeout %v: must be positive", *timeout)
-		}
 		rawURL, key := pos[0], pos[1]
-		loc, err := driver.ParseURL(rawURL) // once: openObject reads loc
-		if err != nil {
-			return err
-		}
 		ctx, stop := signalContext(ctx, holdSignals()...)
 		defer stop()
-		rc, v, full, err := openObject(ctx, loc, key, *timeout)
+		rc, v, full, err := openObject(ctx, "verify", rawURL, key, *timeout, *version)
 		if err != nil {
 			return err
 		}
 		defer rc.Close()
-		if *version != "" && string(v) != *version {
-			return withCode(exitRefused, fmt.Errorf("verify %s: the object's version is %s, not --version %s", key, v, *version))
-		}
 		h := sha256.New()
 		n, err := io.Copy(h, rc)
 		if err != nil {

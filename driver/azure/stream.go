@@ -220,16 +220,8 @@ func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause err
 // time. A missing container is ErrBucketNotExist; refused credentials are
 // ErrPermission.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return func(yield func(driver.Object, error) bool) {
-		fail := func(kind, err error) {
-			err = shorten(err)
-			yield(driver.Object{}, &driver.OpError{Driver: driverName, Op: string(driver.OpList), Key: prefix,
-				Kind: kind, Err: driver.WithContext(ctx, err)})
-		}
-		if err := ctx.Err(); err != nil {
-			fail(nil, err)
-			return
-		}
+	return driver.Listing(ctx, driverName, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
+		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, shorten(err))) }
 		o := &container.ListBlobsFlatOptions{MaxResults: to.Ptr(int32(listPage)), Include: container.ListBlobsInclude{Metadata: true}}
 		if prefix != "" {
 			o.Prefix = &prefix
@@ -269,7 +261,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				}
 			}
 		}
-	}
+	})
 }
 
 // shorten puts a service error behind its one-line message (status and

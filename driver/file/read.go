@@ -102,12 +102,7 @@ func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
 // (version, size, modification time) as it is yielded; one removed
 // meanwhile is left out. The driver's own directory is never listed.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return func(yield func(driver.Object, error) bool) {
-		op, err := driver.BeginList(ctx, Scheme, prefix)
-		if err != nil {
-			yield(driver.Object{}, err)
-			return
-		}
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }
 		if kind := b.rootMissing(); kind != nil {
 			fail(kind, nil)
@@ -119,7 +114,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 			start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
 		}
 		var keys []string
-		err = filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(start, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 					return nil
@@ -164,7 +159,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				return
 			}
 		}
-	}
+	})
 }
 
 // stat reads key's version, size and modification time; ok is false if it

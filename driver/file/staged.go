@@ -161,12 +161,7 @@ func locked(p string) (bool, error) {
 // version of the driver) has an empty Key and is listed only for the empty
 // prefix. It removes nothing.
 func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		op, err := driver.BeginList(ctx, Scheme, prefix)
-		if err != nil {
-			yield(driver.Pending{}, err)
-			return
-		}
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Pending, error) bool) {
 		if kind := b.rootMissing(); kind != nil {
 			yield(driver.Pending{}, op.Fail(kind, nil))
 			return
@@ -227,5 +222,5 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 				return
 			}
 		}
-	}
+	})
 }

@@ -295,15 +295,8 @@ func (u *upload) Kind(err error, commit bool) error {
 // the time it was last updated. A missing bucket is ErrBucketNotExist;
 // refused credentials are ErrPermission.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return func(yield func(driver.Object, error) bool) {
-		fail := func(kind, err error) {
-			yield(driver.Object{}, &driver.OpError{Driver: driverName, Op: string(driver.OpList), Key: prefix,
-				Kind: kind, Err: driver.WithContext(ctx, err)})
-		}
-		if err := ctx.Err(); err != nil {
-			fail(nil, err)
-			return
-		}
+	return driver.Listing(ctx, driverName, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
+		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }
 		q := &storage.Query{Prefix: prefix, Projection: storage.ProjectionNoACL}
 		if err := q.SetAttrSelection([]string{"Name", "Size", "Generation", "Updated", "Metadata"}); err != nil {
 			fail(nil, err)
@@ -330,7 +323,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				return
 			}
 		}
-	}
+	})
 }
 
 // listKind classifies a failed listing: a missing bucket (the client

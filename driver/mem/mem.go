@@ -222,12 +222,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 // List yields the objects whose keys start with prefix, in lexical order,
 // as they are when the iteration starts.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return func(yield func(driver.Object, error) bool) {
-		op, err := driver.BeginList(ctx, Scheme, prefix)
-		if err != nil {
-			yield(driver.Object{}, err)
-			return
-		}
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		b.mu.Lock()
 		var objs []driver.Object
 		for k, o := range b.objects {
@@ -246,7 +241,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				return
 			}
 		}
-	}
+	})
 }
 
 // Delete removes key if cond holds.

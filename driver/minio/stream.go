@@ -139,12 +139,7 @@ func (m multipart) HasParts(ctx context.Context, upload string) (bool, error) {
 // ETags without quotes, as Get returns them. Stopping early cancels the
 // listing and waits for minio-go's goroutine to end.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return func(yield func(driver.Object, error) bool) {
-		op, err := driver.BeginList(ctx, Scheme, prefix)
-		if err != nil {
-			yield(driver.Object{}, err)
-			return
-		}
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		lctx, cancel := context.WithCancel(op.Context())
 		ch := b.client.ListObjects(lctx, b.bucket, miniogo.ListObjectsOptions{Prefix: prefix, Recursive: true})
 		defer func() {
@@ -165,19 +160,14 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 		if err := ctx.Err(); err != nil {
 			yield(driver.Object{}, op.Fail(nil, err))
 		}
-	}
+	})
 }
 
 // ListPending yields the multipart uploads under prefix that are neither
 // completed nor aborted. The MinIO server lists only the uploads of the key
 // the prefix names exactly.
 func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		op, err := driver.BeginList(ctx, Scheme, prefix)
-		if err != nil {
-			yield(driver.Pending{}, err)
-			return
-		}
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Pending, error) bool) {
 		keyMarker, idMarker := "", ""
 		for {
 			res, err := miniogo.Core{Client: b.client}.ListMultipartUploads(op.Context(), b.bucket, prefix, keyMarker, idMarker, "", 1000)
@@ -195,5 +185,5 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 			}
 			keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
 		}
-	}
+	})
 }

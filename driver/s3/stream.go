@@ -130,12 +130,7 @@ func (m multipart) HasParts(ctx context.Context, upload string) (bool, error) {
 // (lexical) order, one ListObjectsV2 page at a time as the caller
 // iterates. Versions are ETags, quoted as Get returns them.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return func(yield func(driver.Object, error) bool) {
-		op, err := driver.BeginList(ctx, b.profile.Driver, prefix)
-		if err != nil {
-			yield(driver.Object{}, err)
-			return
-		}
+	return driver.Listing(ctx, b.profile.Driver, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		pages := s3sdk.NewListObjectsV2Paginator(b.client, &s3sdk.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &prefix})
 		for pages.HasMorePages() {
 			page, err := pages.NextPage(op.Context())
@@ -151,18 +146,13 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				}
 			}
 		}
-	}
+	})
 }
 
 // ListPending yields the multipart uploads under prefix that are neither
 // completed nor aborted (ListMultipartUploads, paged).
 func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		op, err := driver.BeginList(ctx, b.profile.Driver, prefix)
-		if err != nil {
-			yield(driver.Pending{}, err)
-			return
-		}
+	return driver.Listing(ctx, b.profile.Driver, prefix, func(op *driver.Op, yield func(driver.Pending, error) bool) {
 		in := &s3sdk.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix}
 		for {
 			out, err := b.client.ListMultipartUploads(op.Context(), in)
@@ -181,5 +171,5 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 			}
 			in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
 		}
-	}
+	})
 }
