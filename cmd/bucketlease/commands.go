@@ -250,15 +250,25 @@ func wantsJSON(args []string) bool {
 	return false
 }
 
-// oneLocation parses args, checks that they hold exactly one URL, and
-// parses that URL: once, for everything the command does after.
-func oneLocation(fs *flag.FlagSet, args []string) (*driver.Location, error) {
+// parseNoCommand is parseArgs for a command that runs no command of its
+// own: words after "--" are a usage error.
+func parseNoCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 	pos, after, err := parseArgs(fs, args)
 	if err != nil {
 		return nil, err
 	}
 	if len(after) > 0 {
-		return nil, usageErrorf("%s takes no command after --; only hold runs one", fs.Name())
+		return nil, usageErrorf("%s takes no command after --; only hold and put run one", fs.Name())
+	}
+	return pos, nil
+}
+
+// oneLocation parses args, checks that they hold exactly one URL, and
+// parses that URL: once, for everything the command does after.
+func oneLocation(fs *flag.FlagSet, args []string) (*driver.Location, error) {
+	pos, err := parseNoCommand(fs, args)
+	if err != nil {
+		return nil, err
 	}
 	switch len(pos) {
 	case 0:

@@ -50,12 +50,9 @@ func setupGet(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
 	timeout := timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
 	return func(ctx context.Context, e *env, args []string) error {
-		pos, after, err := parseArgs(fs, args)
+		pos, err := parseNoCommand(fs, args)
 		if err != nil {
 			return err
-		}
-		if len(after) > 0 {
-			return usageErrorf("get takes no command after --")
 		}
 		if len(pos) < 2 || len(pos) > 3 {
 			return usageErrorf("get takes URL KEY [FILE|-]; got %d arguments", len(pos))

@@ -38,12 +38,9 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 	version := fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
 	timeout := timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
 	return func(ctx context.Context, e *env, args []string) error {
-		pos, after, err := parseArgs(fs, args)
+		pos, err := parseNoCommand(fs, args)
 		if err != nil {
 			return err
-		}
-		if len(after) > 0 {
-			return usageErrorf("verify takes no command after --")
 		}
 		if len(pos) != 2 {
 			return usageErrorf("verify takes URL KEY and --sha256 HEX or --size N; got %d arguments", len(pos))
