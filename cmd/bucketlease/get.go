@@ -61,35 +61,48 @@ func setupGet(fs *flag.FlagSet) runFunc {
 		if len(pos) == 3 {
 			file = pos[2]
 		}
-		ctx, stop := signalContext(ctx, holdSignals()...)
-		defer stop()
-		rc, v, full, err := openObject(ctx, "get", rawURL, key, *timeout, *version)
+		n, sum, v, err := readWhole(ctx, "get", rawURL, key, *timeout, *version, func(r io.Reader) (int64, error) {
+			if file == "-" {
+				return io.Copy(e.stdout, r)
+			}
+			return writeAtomically(file, r)
+		})
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
-		h := sha256.New()
-		var n int64
-		if file == "-" {
-			n, err = io.Copy(io.MultiWriter(e.stdout, h), rc)
-			if err != nil {
-				return getFailed(ctx, key, full, err)
-			}
-		} else if n, err = writeAtomically(file, io.TeeReader(rc, h)); err != nil {
-			return getFailed(ctx, key, full, err)
-		}
-		fmt.Fprintf(e.stderr, "get %s: %d bytes, sha256 %s, version %s\n", key, n, hex.EncodeToString(h.Sum(nil)), v)
+		fmt.Fprintf(e.stderr, "get %s: %d bytes, sha256 %s, version %s\n", key, n, sum, v)
 		return nil
 	}
 }
 
-// getFailed says what a read that failed midway left behind.
-func getFailed(ctx context.Context, key, full string, err error) error {
+// readWhole reads KEY at rawURL to its end through consume, under a
+// context that hold's signals cancel, and returns how many bytes consume
+// took, their SHA-256 in hex, and the object's version. An object of
+// another version than want (if set) is refused before it is read.
+func readWhole(ctx context.Context, cmd, rawURL, key string, timeout time.Duration, want string, consume func(io.Reader) (int64, error)) (int64, string, driver.Version, error) {
+	ctx, stop := signalContext(ctx, holdSignals()...)
+	defer stop()
+	rc, v, full, err := openObject(ctx, cmd, rawURL, key, timeout, want)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := consume(io.TeeReader(rc, h))
+	if err != nil {
+		return n, "", v, readFailed(ctx, cmd, key, full, err)
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), v, nil
+}
+
+// readFailed says what a read by cmd (get or verify) that failed midway
+// left behind.
+func readFailed(ctx context.Context, cmd, key, full string, err error) error {
 	if signalled(ctx) {
 		code, why := interruptCode(ctx)
-		return withCode(code, fmt.Errorf("get %s: %s: %w", key, why, err))
+		return withCode(code, fmt.Errorf("%s %s: %s: %w", cmd, key, why, err))
 	}
-	return fmt.Errorf("get %s (%s): %w", key, full, err)
+	return fmt.Errorf("%s %s (%s): %w", cmd, key, full, err)
 }
 
 // openObject opens the bucket of rawURL (parsed here, once) and starts

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -57,19 +55,12 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 			}
 		}
 		rawURL, key := pos[0], pos[1]
-		ctx, stop := signalContext(ctx, holdSignals()...)
-		defer stop()
-		rc, v, full, err := openObject(ctx, "verify", rawURL, key, *timeout, *version)
+		n, got, v, err := readWhole(ctx, "verify", rawURL, key, *timeout, *version, func(r io.Reader) (int64, error) {
+			return io.Copy(io.Discard, r)
+		})
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
-		h := sha256.New()
-		n, err := io.Copy(h, rc)
-		if err != nil {
-			return getFailed(ctx, key, full, err)
-		}
-		got := hex.EncodeToString(h.Sum(nil))
 		if set["size"] && n != size {
 			return withCode(exitMismatch, fmt.Errorf("verify %s: the object is %d bytes, not --size %d: %w (version %s, sha256 %s)", key, n, size, errInputMismatch, v, got))
 		}
