@@ -199,14 +199,62 @@ func (s *scope) cleanup() {
 	}
 }
 
+// lateSettle is how long the sweep of late writes waits for the writes
+// that checks gave up on to land.
+const lateSettle = time.Second
+
+// lateWrites are the scopes of the checks of one run that could not
+// complete: a check that ran out of time, or whose operation failed,
+// abandoned requests that the service may still apply after its clean-up.
+type lateWrites struct{ scopes []*scope }
+
+func (l *lateWrites) add(s *scope) { l.scopes = append(l.scopes, s) }
+
+// sweep removes what those writes left, once, at the end of the run: it
+// waits lateSettle (an interrupted run, ctx ended, skips it), then removes
+// each scope's keys and, where the driver lists, every key under the
+// scope's own prefix (its run id and check name: nothing else writes
+// there), such as a lease's probe objects. A write later still than that
+// is beyond any clean-up. Errors are ignored: the results are settled.
+func (l *lateWrites) sweep(ctx context.Context) {
+	if len(l.scopes) == 0 {
+		return
+	}
+	select {
+	case <-time.After(lateSettle):
+	case <-ctx.Done():
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, s := range l.scopes {
+		s.mu.Lock()
+		keys := slices.Clone(s.keys)
+		s.mu.Unlock()
+		for o, err := range driver.List(ctx, s.raw, s.prefix+"/") {
+			if err != nil {
+				break
+			}
+			keys = append(keys, o.Key)
+		}
+		for _, k := range keys {
+			_ = s.raw.Delete(ctx, k, driver.Condition{})
+		}
+	}
+}
+
 // Check runs the suite against b and returns the report. It never panics on
 // a misbehaving driver; each check's failure is described in its Result.
+// Each check removes what it wrote; if one could not complete, Check waits
+// a second at the end and removes what its abandoned writes left since.
 func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 	rep := &Report{Declared: b.Capabilities()}
 	rep.Observed = rep.Declared
+	var late lateWrites
 	for _, c := range checks {
-		rep.Results = append(rep.Results, runCheck(ctx, b, opts, c, rep))
+		rep.Results = append(rep.Results, runCheck(ctx, b, opts, c, rep, &late))
 	}
+	late.sweep(ctx)
 	return rep
 }
 
@@ -218,10 +266,12 @@ func Run(t *testing.T, b driver.Bucket, opts Options) {
 	t.Helper()
 	rep := &Report{Declared: b.Capabilities()}
 	rep.Observed = rep.Declared
+	var late lateWrites
+	defer late.sweep(t.Context())
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			t.Helper()
-			res := runCheck(t.Context(), b, opts, c, rep)
+			res := runCheck(t.Context(), b, opts, c, rep, &late)
 			switch {
 			case res.Skipped:
 				t.Skip(res.Got)
@@ -259,7 +309,7 @@ func Names() []string {
 	return names
 }
 
-func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *Report) Result {
+func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *Report, late *lateWrites) Result {
 	res := Result{Name: c.name, Expect: c.expect}
 	if c.applies != nil && !c.applies(rep.Declared) {
 		res.Skipped = true
@@ -310,6 +360,7 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 			opErr = ctx.Err()
 		}
 		res.Got += fmt.Sprintf(" [inconclusive: an operation could not complete: %v]", opErr)
+		late.add(s)
 	}
 	switch {
 	case res.Errored:

@@ -93,9 +93,6 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			return explain(loc, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", loc.String(), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
-		if len(erroredChecks(rep)) > 0 {
-			sweepLate(ctx, b, scratch)
-		}
 		left := leftovers{dir: locks}
 		if locks != "" {
 			left.lockFiles = max(countEntries(locks)-locksBefore, 0)
@@ -171,33 +168,6 @@ func erroredChecks(rep *drivertest.Report) []string {
 		}
 	}
 	return bad
-}
-
-// lateSettle is how long sweepLate waits for writes that checks gave up
-// on to land before it lists what they left.
-const lateSettle = time.Second
-
-// sweepLate removes the scratch keys that writes landing after their
-// check's clean-up left under scratch: a check that ran out of time (or
-// failed) abandoned requests that the service may still apply. It waits
-// lateSettle, lists scratch where the driver can, and deletes what it
-// finds; a write later still than that is beyond any clean-up. An
-// interrupted probe skips it. Errors are ignored: this is best effort,
-// after the verdict.
-func sweepLate(ctx context.Context, b driver.Bucket, scratch string) {
-	ctx, cancel := context.WithTimeout(ctx, lateSettle+30*time.Second)
-	defer cancel()
-	select {
-	case <-time.After(lateSettle):
-	case <-ctx.Done():
-		return
-	}
-	for o, err := range driver.List(ctx, b, scratch+"/") {
-		if err != nil {
-			return
-		}
-		_ = b.Delete(ctx, o.Key, driver.Condition{})
-	}
 }
 
 // probeClocks says, from the service-time check, whether the lease on
