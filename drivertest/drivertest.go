@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -164,84 +162,6 @@ const (
 	areaPut                // precondition enforcement on Put
 	areaDelete             // precondition enforcement on Delete
 )
-
-// scope is one check's view of the bucket: its own keys, removed afterwards.
-type scope struct {
-	b      driver.Bucket // the driver under test, through a recorder
-	raw    driver.Bucket // the driver under test itself, for its optional interfaces
-	opts   Options
-	prefix string
-	mu     sync.Mutex
-	keys   []string
-	// closers close the buckets the check opened (Options.Transport).
-	closers []func()
-}
-
-// key returns a scratch key for this check and remembers it for cleanup.
-func (s *scope) key(name string) string {
-	k := s.prefix + "/" + name
-	s.mu.Lock()
-	if !slices.Contains(s.keys, k) {
-		s.keys = append(s.keys, k)
-	}
-	s.mu.Unlock()
-	return k
-}
-
-func (s *scope) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, k := range s.keys {
-		_ = s.b.Delete(ctx, k, driver.Condition{})
-	}
-	for _, c := range s.closers {
-		c()
-	}
-}
-
-// lateSettle is how long the sweep of late writes waits for the writes
-// that checks gave up on to land.
-const lateSettle = time.Second
-
-// lateWrites are the scopes of the checks of one run that could not
-// complete: a check that ran out of time, or whose operation failed,
-// abandoned requests that the service may still apply after its clean-up.
-type lateWrites struct{ scopes []*scope }
-
-func (l *lateWrites) add(s *scope) { l.scopes = append(l.scopes, s) }
-
-// sweep removes what those writes left, once, at the end of the run: it
-// waits lateSettle (an interrupted run, ctx ended, skips it), then removes
-// each scope's keys and, where the driver lists, every key under the
-// scope's own prefix (its run id and check name: nothing else writes
-// there), such as a lease's probe objects. A write later still than that
-// is beyond any clean-up. Errors are ignored: the results are settled.
-func (l *lateWrites) sweep(ctx context.Context) {
-	if len(l.scopes) == 0 {
-		return
-	}
-	select {
-	case <-time.After(lateSettle):
-	case <-ctx.Done():
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, s := range l.scopes {
-		s.mu.Lock()
-		keys := slices.Clone(s.keys)
-		s.mu.Unlock()
-		for o, err := range driver.List(ctx, s.raw, s.prefix+"/") {
-			if err != nil {
-				break
-			}
-			keys = append(keys, o.Key)
-		}
-		for _, k := range keys {
-			_ = s.raw.Delete(ctx, k, driver.Condition{})
-		}
-	}
-}
 
 // Check runs the suite against b and returns the report. It never panics on
 // a misbehaving driver; each check's failure is described in its Result.

@@ -10,9 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // The checks of user metadata (driver.WithMetadata), obligation 16 of the
@@ -450,66 +448,4 @@ var metadataChecks = []check{
 			"(lease.Stamp), and the next holder's a greater epoch",
 		run: leaseStamps,
 	},
-}
-
-// leaseStamps is the check lease-stamps: every object written through
-// Lease.Bucket carries its lease's stamp (lease.Stamp), and the next
-// holder's objects carry a greater epoch.
-func leaseStamps(ctx context.Context, s *scope) error {
-	if err := s.declaresMetadata(); err != nil {
-		return err
-	}
-	c := clock.NewFake(leaseStart)
-	stampOf := func(key string) (lease.Stamp, error) {
-		_, _, md, reported, err := getMeta(ctx, s.b, key)
-		switch {
-		case err != nil:
-			return lease.Stamp{}, fmt.Errorf("Get of %s: %s", key, outcome(err))
-		case !reported:
-			return lease.Stamp{}, fmt.Errorf("Get of %s reported no metadata", key)
-		}
-		st, ok := lease.StampOf(md)
-		if !ok {
-			return st, fmt.Errorf("%s, written through Lease.Bucket, carries no stamp: its metadata is %v", key, md)
-		}
-		return st, nil
-	}
-	var prev uint64
-	for i, id := range []string{"stamper-1", "stamper-2"} {
-		l, err := s.acquire(ctx, s.b, id, c)
-		if err != nil {
-			return fmt.Errorf("acquire as %s: %v", id, err)
-		}
-		want, _ := l.Stamp()
-		put, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
-		s.key(put)
-		s.key(streamed)
-		if _, err := l.Bucket().Put(ctx, put, []byte("stamped"), driver.Condition{}); err != nil {
-			l.Release(ctx)
-			return fmt.Errorf("Put through Lease.Bucket: %s", outcome(err))
-		}
-		_, err = driver.PutStream(ctx, l.Bucket(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
-		l.Release(ctx)
-		if err != nil && !errors.Is(err, driver.ErrUnsupported) {
-			return fmt.Errorf("streamed write through Lease.Bucket: %s", outcome(err))
-		}
-		keys := []string{put}
-		if err == nil {
-			keys = append(keys, streamed)
-		}
-		for _, k := range keys {
-			got, err := stampOf(s.prefix + "/" + k)
-			if err != nil {
-				return err
-			}
-			if got != want {
-				return fmt.Errorf("%s carries the stamp %+v, the lease's is %+v", k, got, want)
-			}
-		}
-		if want.Epoch <= prev {
-			return fmt.Errorf("the lease after a release has epoch %d, not greater than the one before's %d", want.Epoch, prev)
-		}
-		prev = want.Epoch
-	}
-	return nil
 }

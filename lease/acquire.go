@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -28,32 +27,6 @@ type Contender struct {
 	// the contender does not acquire before it is stale.
 	blocked Record
 	journal *journal // the state directory's lock and notes, if any
-}
-
-// Watch is what a contender has seen of a suspect foreign lease across
-// attempts: which version, and since when on its own monotonic clock. A
-// suspect record seen unchanged for one of the contender's TTLs is taken
-// over.
-type Watch struct {
-	version driver.Version
-	since   time.Duration
-	seen    bool
-}
-
-// Version returns the suspect version being watched, or "".
-func (w Watch) Version() driver.Version { return w.version }
-
-// Since returns when, on the contender's monotonic clock, the watched
-// version was first seen, and whether one is being watched.
-func (w Watch) Since() (time.Duration, bool) { return w.since, w.seen }
-
-// observe records that version v is suspect at monotonic time now and
-// returns how long it has been seen unchanged.
-func (w *Watch) observe(v driver.Version, now time.Duration) time.Duration {
-	if !w.seen || w.version != v {
-		*w = Watch{version: v, since: now, seen: true}
-	}
-	return now - w.since
 }
 
 // NewContender returns a contender for the lease on prefix in b.
@@ -489,14 +462,6 @@ func (c *Contender) endHeld() error {
 	return nil
 }
 
-// readResult is a LEASE object read back: the record, or why it is not one,
-// and what the answer said about the service's clock.
-type readResult struct {
-	rec Record
-	err error         // ErrMalformed or ErrTooLarge: not a record
-	svc *ServiceClock // nil when the driver reported no service time
-}
-
 // read reads the lease object. A missing object is driver.ErrNotExist; an
 // object that is not a valid record is a readResult with err set.
 func (a *attempt) read(ctx context.Context) (readResult, driver.Version, error) {
@@ -508,32 +473,4 @@ func (a *attempt) read(ctx context.Context) (readResult, driver.Version, error) 
 		}
 	}
 	return cur, v, err
-}
-
-// readLease reads the lease object, timed on clk's wall clock. The
-// readResult's svc is set whenever the driver reported the service's time,
-// a missing object (driver.ErrNotExist) included.
-func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (readResult, driver.Version, error) {
-	var (
-		data []byte
-		v    driver.Version
-	)
-	svc, err := timedCall(ctx, clk, func(ctx context.Context) (err error) {
-		data, v, err = driver.ReadAll(ctx, b, key, MaxRecordSize)
-		return err
-	})
-	if errors.Is(err, driver.ErrTooLarge) {
-		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil
-	}
-	if err != nil {
-		return readResult{svc: svc}, "", err
-	}
-	rec, derr := DecodeRecord(data)
-	return readResult{rec: rec, err: derr, svc: svc}, v, nil
-}
-
-// landed reports whether the stored record cur, at version curV, is our
-// write of sent over version over: exactly our record, at a new version.
-func landed(cur, sent Record, curV, over driver.Version) bool {
-	return cur.same(sent) && curV != over
 }

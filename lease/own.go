@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // Ownership of a record is proven by its content, never by the instance id
@@ -178,4 +180,10 @@ func (s *stamps) acquired(wall time.Time) time.Time {
 	}
 	frac := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(time.Second))
 	return wall.Round(0).UTC().Truncate(time.Second).Add(frac)
+}
+
+// landed reports whether the stored record cur, at version curV, is our
+// write of sent over version over: exactly our record, at a new version.
+func landed(cur, sent Record, curV, over driver.Version) bool {
+	return cur.same(sent) && curV != over
 }

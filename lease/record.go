@@ -2,6 +2,7 @@ package lease
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // MaxSaneTTL is the longest TTL a lease record is trusted with. A record
@@ -307,4 +311,34 @@ func (r Record) suspicion(now time.Time) string {
 		return fmt.Sprintf("its ttl_s %d is over the %v limit", r.TTLSeconds, MaxSaneTTL)
 	}
 	return fmt.Sprintf("it is stamped %v in the future, more than its own TTL", r.RenewedAt.Sub(now).Round(time.Second))
+}
+
+// readResult is a LEASE object read back: the record, or why it is not one,
+// and what the answer said about the service's clock.
+type readResult struct {
+	rec Record
+	err error         // ErrMalformed or ErrTooLarge: not a record
+	svc *ServiceClock // nil when the driver reported no service time
+}
+
+// readLease reads the lease object, timed on clk's wall clock. The
+// readResult's svc is set whenever the driver reported the service's time,
+// a missing object (driver.ErrNotExist) included.
+func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (readResult, driver.Version, error) {
+	var (
+		data []byte
+		v    driver.Version
+	)
+	svc, err := timedCall(ctx, clk, func(ctx context.Context) (err error) {
+		data, v, err = driver.ReadAll(ctx, b, key, MaxRecordSize)
+		return err
+	})
+	if errors.Is(err, driver.ErrTooLarge) {
+		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil
+	}
+	if err != nil {
+		return readResult{svc: svc}, "", err
+	}
+	rec, derr := DecodeRecord(data)
+	return readResult{rec: rec, err: derr, svc: svc}, v, nil
 }

@@ -62,8 +62,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	}
 	l.sent.add(rec)
 	l.past.add(rec)
-	// The write ends with the lease: a renewal still in flight at the
-	// fence deadline, or when Release stops the lease, is abandoned.
+	// In flight at the fence deadline, or at Release, the write is abandoned.
 	wctx, cancel := l.Fence(ctx)
 	var v driver.Version
 	svc, err := timedCall(wctx, l.s.clock, func(ctx context.Context) (err error) {
@@ -88,17 +87,15 @@ func (l *Lease) Renew(ctx context.Context) error {
 		l.svc = svc
 	}
 	if why := svc.offsetProblem(l.s.ttl); why != "" {
-		// The renewal landed, stamped by a clock the service shows is
-		// wrong: stop writing now, before a reader misjudges it.
+		// Landed, stamped by a clock the service shows is wrong: stop now.
 		l.mu.Unlock()
 		l.end(fmt.Errorf("%w: %w", ErrFenced, ErrClock), nil, why)
 		return fmt.Errorf("renew %s: %w: %w: %s", l.key, ErrFenced, ErrClock, why)
 	}
 	if !l.mayWriteLocked() {
-		// The reply came after the fence deadline; work under the lease
-		// has been told to stop (or is being told now), so the lease
-		// stays fenced. Its record is ours: acquiring again with the same
-		// Contender takes it back at once.
+		// The reply came after the fence deadline: work has been told to
+		// stop, so the lease stays fenced (its record is ours: the same
+		// Contender takes it back at once).
 		l.mu.Unlock()
 		l.end(ErrFenced, nil, "the renewal's reply came after the fence deadline")
 		return ErrFenced
