@@ -31,7 +31,8 @@ const putExitCodesHelp = `Exit codes:
   9    stored (size, SHA-256 and version on stderr), but the version could not be written to stdout
   11   stored (its version printed), but the service answered only after the lease was fenced (put was paused, or its request
        held up): the object may have landed after another holder took over, a late write; bucketlease list --late tells
-  124  the lease was fenced, lost or released before the object was committed: the upload was aborted, nothing was written
+  124  the lease was fenced, lost or released before the object was committed: the upload was aborted, and the key held
+       nothing of this lease's when put read it back (a request already on its way may still land: bucketlease list --late)
   125  put URL: the object was stored (its version printed) but the lease could not be released
   126  put -- COMMAND: the producer cannot be run; nothing was written
   127  put -- COMMAND: the producer was not found; nothing was written

@@ -110,7 +110,9 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 // but perhaps late (storedLate): the service answered only after the
 // lease was fenced, or the fence cut the write off while its last request
 // was on the way and the key holds an object with l's stamp all the same.
-// Otherwise it returns v and err as they were. put URL and put inside hold
+// A write the fence cut off that left nothing there yet returns its error,
+// saying that a request still on its way may land later. Otherwise it
+// returns v and err as they were. put URL and put inside hold
 // (putServer) both settle their writes with it.
 func fencedOutcome(ctx context.Context, l *lease.Lease, key string, v driver.Version, err error) (driver.Version, bool, error) {
 	if err == nil {
@@ -120,6 +122,9 @@ func fencedOutcome(ctx context.Context, l *lease.Lease, key string, v driver.Ver
 		if sv, ok := storedAnyway(ctx, l, key); ok {
 			return sv, true, nil
 		}
+		// The read-back proves nothing of a request still on its way.
+		err = fmt.Errorf("%w; the upload was aborted and %s held nothing of this lease's when put read it back, "+
+			"but a request already on its way (a write held up in the network) may still land: bucketlease list --late names it if it does", err, key)
 	}
 	return v, false, err
 }

@@ -183,7 +183,7 @@ func TestPutOneShotWait(t *testing.T) {
 // TestPutFencedMidUpload: put URL streams from a fifo whose writer stalls
 // after 6 MiB (one 5 MiB part staged); put is stopped past its fence
 // (TTL 3s: the fence is at 2s) and continued: the stalled read is cut
-// off, the upload aborted, put exits 124, and no object and nothing
+// off, the upload aborted, put exits 124 saying what it read back, and no object and nothing
 // staged is left, although the writer still holds the fifo open.
 func TestPutFencedMidUpload(t *testing.T) {
 	u, dir := fileURL(t)
@@ -213,6 +213,12 @@ func TestPutFencedMidUpload(t *testing.T) {
 	}
 	if !strings.Contains(p.errOutput(), "abort") {
 		t.Errorf("put does not say the upload was aborted:\n%s", p.errOutput())
+	}
+	// It cannot know that no request of its own is still on the way: it
+	// says what it saw, and where a late landing would show (mutant
+	// put-fenced-claims-nothing-written).
+	if !strings.Contains(p.errOutput(), "when put read it back") || !strings.Contains(p.errOutput(), "list --late") {
+		t.Errorf("put's 124 claims more than it knows (no read-back, no list --late):\n%s", p.errOutput())
 	}
 	if _, _, ok := readObject(t, dir, "chunks/f"); ok {
 		t.Error("a fenced put left an object")
