@@ -58,6 +58,15 @@ type Config struct {
 	// History records every request that reached the LEASE object;
 	// Result.LeaseOps returns them, for register.Check.
 	History bool
+	// NoServiceTime makes the store's answers say nothing of its clock,
+	// as a third party's driver that reports no service time: the lease
+	// then judges records, and floors epochs, on the machines' clocks
+	// alone. A clock wrong from the start (ClockWrongFromStart) cannot be
+	// seen that way, and an epoch after a deleted LEASE
+	// (LeaseDeletedAfterRelease) may be up to the clocks' skew below an
+	// earlier one (lease/doc.go, "Epochs"): a run with it leaves both
+	// classes out.
+	NoServiceTime bool
 
 	// siblingsRunWhileFrozen restores the simulator's old world, in which
 	// a process started beside another on its machine (restart-while-

@@ -157,6 +157,9 @@ func Run(cfg Config) (res Result) {
 		res = s.res
 	}()
 	s.dev = s.pickDeviations() &^ cfg.Exclude
+	if cfg.NoServiceTime { // what only the service's clock can show (Config.NoServiceTime)
+		s.dev &^= ClockWrongFromStart | LeaseDeletedAfterRelease
+	}
 	if cfg.Force != 0 {
 		s.dev = cfg.Force
 	}

@@ -494,6 +494,9 @@ func (s *sim) replyEvent(r *request) {
 		}
 		s.tracef("  %s %s %s %s%s %s", who, r.op, displayKey(r.key), condString(r.cond), r.note, res)
 	}
+	if s.cfg.NoServiceTime {
+		st = driver.ServiceTime{}
+	}
 	r.reply <- reply{out, v, err, st}
 }
 
