@@ -47,8 +47,7 @@ Examples:
 }
 
 func setupGet(fs *flag.FlagSet) runFunc {
-	version := fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
-	timeout := timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
+	version, timeout := readFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, err := parseNoCommand(fs, args)
 		if err != nil {
@@ -73,6 +72,14 @@ func setupGet(fs *flag.FlagSet) runFunc {
 		fmt.Fprintf(e.stderr, "get %s: %d bytes, sha256 %s, version %s\n", key, n, sum, v)
 		return nil
 	}
+}
+
+// readFlags declares the flags of the commands that read an object (get
+// and verify): --version and --timeout.
+func readFlags(fs *flag.FlagSet) (version *string, timeout *time.Duration) {
+	version = fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
+	timeout = timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
+	return version, timeout
 }
 
 // readWhole reads KEY at rawURL to its end through consume, under a

@@ -33,8 +33,7 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 	var size int64
 	sum := fs.String("sha256", "", "the SHA-256 the object must have (64 hex digits)")
 	fs.Var(sizeValue{&size}, "size", "the size in bytes the object must have")
-	version := fs.String("version", "", "refuse (exit 4) unless the object's version is this one")
-	timeout := timeoutFlag(fs, defaultTimeout, "give up if the service has not answered the read within this long (the body then streams as long as it takes)")
+	version, timeout := readFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, err := parseNoCommand(fs, args)
 		if err != nil {
