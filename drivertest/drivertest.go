@@ -165,8 +165,9 @@ const (
 
 // Check runs the suite against b and returns the report. It never panics on
 // a misbehaving driver; each check's failure is described in its Result.
-// Each check removes what it wrote; if one could not complete, Check waits
-// a second at the end and removes what its abandoned writes left since.
+// Each check removes what it wrote; if one did not pass (it may have given
+// up on a write), Check waits a second at the end and removes what such
+// writes left since.
 func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 	rep := &Report{Declared: b.Capabilities()}
 	rep.Observed = rep.Declared
@@ -280,6 +281,8 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 			opErr = ctx.Err()
 		}
 		res.Got += fmt.Sprintf(" [inconclusive: an operation could not complete: %v]", opErr)
+	}
+	if !res.Passed {
 		late.add(s)
 	}
 	switch {

@@ -47,9 +47,13 @@ func (s *scope) cleanup() {
 // that checks gave up on to land.
 const lateSettle = time.Second
 
-// lateWrites are the scopes of the checks of one run that could not
-// complete: a check that ran out of time, or whose operation failed,
+// lateWrites are the scopes of the checks of one run that did not pass: a
+// check that ran out of time, or whose operation failed or was cut off,
 // abandoned requests that the service may still apply after its clean-up.
+// Every failed check counts, not only those marked Errored: a failure
+// whose cause the recorder did not see (a check's own deadline, say) may
+// have abandoned one too, and probe swept after those before this moved
+// here.
 type lateWrites struct{ scopes []*scope }
 
 func (l *lateWrites) add(s *scope) { l.scopes = append(l.scopes, s) }
