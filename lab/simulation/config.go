@@ -216,6 +216,10 @@ type Result struct {
 	Resolution time.Duration
 	// Backups counts LATEST writes that landed.
 	Backups int
+	// ServiceTimes counts the store's answers that told their caller the
+	// store's clock (a driver.ServiceTime with a Date); none with
+	// Config.NoServiceTime.
+	ServiceTimes int
 	// SimTime is the simulated time the run covered.
 	SimTime time.Duration
 	Trace   []string

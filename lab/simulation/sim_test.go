@@ -686,6 +686,50 @@ func TestClockWrongFromStart(t *testing.T) {
 	t.Logf("%d seeds (%d clocks ahead, %d behind; resolutions %v): %s", len(results), ahead, behind, res, summary(results))
 }
 
+// TestNoServiceTime runs seeds with Config.NoServiceTime and again without
+// it: with it no answer tells the lease the store's clock, the two classes
+// only that clock can show (clock-wrong-from-start,
+// lease-deleted-after-release) are left out, and no invariant breaks;
+// without it every seed's answers carry the store's clock, and both
+// classes occur in some of the same seeds.
+func TestNoServiceTime(t *testing.T) {
+	const seeds = 60
+	blind := Config{NoServiceTime: true}
+	classes := []string{"clock-wrong-from-start", "lease-deleted-after-release"}
+	seen := map[string]int{}
+	for _, r := range runSeeds(t, 1, seeds, blind, 0, 1) {
+		if r.Violation != nil {
+			report(t, blind, r, "TestNoServiceTime$")
+			return
+		}
+		if r.ServiceTimes != 0 {
+			t.Errorf("seed %d with NoServiceTime: %d answers told the store's clock, want none", r.Seed, r.ServiceTimes)
+		}
+		for _, c := range classes {
+			seen[c] += r.Faults[c]
+		}
+	}
+	for _, c := range classes {
+		if seen[c] != 0 {
+			t.Errorf("with NoServiceTime, %d %s faults in %d seeds, want none", seen[c], c, seeds)
+		}
+	}
+	clear(seen)
+	for _, r := range runSeeds(t, 1, seeds, Config{}, 0, seeds) {
+		if r.ServiceTimes == 0 {
+			t.Errorf("seed %d without NoServiceTime: no answer told the store's clock", r.Seed)
+		}
+		for _, c := range classes {
+			seen[c] += r.Faults[c]
+		}
+	}
+	for _, c := range classes {
+		if seen[c] == 0 {
+			t.Errorf("without NoServiceTime, no %s in %d seeds: the check above proves nothing", c, seeds)
+		}
+	}
+}
+
 // TestLeaseHistoryLinearizable checks the simulated store's LEASE history,
 // as its clients saw it (a reply the fault model withholds or falsifies
 // counts as unknown), for linearizability against a compare-and-swap

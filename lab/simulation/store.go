@@ -497,6 +497,9 @@ func (s *sim) replyEvent(r *request) {
 	if s.cfg.NoServiceTime {
 		st = driver.ServiceTime{}
 	}
+	if !st.Date.IsZero() {
+		s.res.ServiceTimes++
+	}
 	r.reply <- reply{out, v, err, st}
 }
 
