@@ -133,7 +133,9 @@
 //     list-prefix-of-key, list-odd-keys, list-read-your-write) A key
 //     holding U+FFFE or U+FFFF, which XML 1.0 cannot carry (S3 lists keys
 //     in XML: ask for encoding-type=url), is refused at Put or listed back
-//     exactly. (list-nonchar-keys)
+//     exactly. (list-nonchar-keys) A prefix that no valid key can start
+//     with (see BeginList) yields ErrInvalidKey alone, from List and
+//     ListPending, and is never sent. (list-invalid-prefix)
 //  15. A driver that reports the service's time (optional; see "The
 //     service's time" below) reports it for every Get and Put that got an
 //     answer, a refusal and a missing key included: a Date near the

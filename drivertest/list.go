@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -259,6 +260,52 @@ func listNoncharKeys(ctx context.Context, s *scope) error {
 	return listed(ctx, l, s.prefix+"/nonchar/", want)
 }
 
+// listInvalidPrefix lists prefixes that no valid key can start with: a
+// driver that sent them would list the wrong keys, or none, and a caller
+// could not tell that from an empty prefix.
+func listInvalidPrefix(ctx context.Context, s *scope) error {
+	l, err := s.lister(ctx)
+	if err != nil {
+		return err
+	}
+	pl, pending := s.b.(driver.PendingLister)
+	_, rawPending := s.raw.(driver.PendingLister)
+	for _, p := range []struct{ why, tail string }{
+		{"a control character", "ctl\x01"},
+		{"a backslash", "back\\slash"},
+		{"U+FFFF", "nonchar\uffff"},
+		{"bad UTF-8", "utf8\xff"},
+		{"more bytes than a key may have", strings.Repeat("p", driver.MaxKeyLen)},
+	} {
+		prefix := s.prefix + "/" + p.tail
+		if err := refusedListing("List", p.why, l.List(ctx, prefix)); err != nil {
+			return err
+		}
+		if pending && rawPending {
+			if err := refusedListing("ListPending", p.why, pl.ListPending(ctx, prefix)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// refusedListing fails unless seq yields exactly one pair, whose error is
+// ErrInvalidKey.
+func refusedListing[T any](op, why string, seq iter.Seq2[T, error]) error {
+	n := 0
+	for _, err := range seq {
+		n++
+		if n == 1 && !errors.Is(err, driver.ErrInvalidKey) {
+			return fmt.Errorf("%s of a prefix holding %s: %s, want ErrInvalidKey", op, why, outcome(err))
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("%s of a prefix holding %s yielded %d pairs, want one error (ErrInvalidKey)", op, why, n)
+	}
+	return nil
+}
+
 // listChecks are the checks of this file; suite.go orders them.
 var listChecks = []check{
 	check{
@@ -280,6 +327,11 @@ var listChecks = []check{
 		name:   "list-read-your-write",
 		expect: "a key written just before is listed with its version; an overwrite shows the new version, a Delete removes it",
 		run:    listReadYourWrite,
+	},
+	check{
+		name:   "list-invalid-prefix",
+		expect: "List (and ListPending) of a prefix no valid key can start with (a control character, a backslash, U+FFFF, bad UTF-8, too long) yields one error, ErrInvalidKey, and nothing else",
+		run:    listInvalidPrefix,
 	},
 	check{
 		name:   "list-nonchar-keys",

@@ -92,6 +92,9 @@ var order = []string{
 	"metadata-invalid",
 	"lease-stamps",
 	"lease-epoch",
+	// Session 19: a listing of a prefix no key can start with is refused
+	// (obligation 14).
+	"list-invalid-prefix",
 }
 
 // checks is the suite in order.
