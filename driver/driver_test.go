@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -127,6 +128,52 @@ func TestOpErrorChain(t *testing.T) {
 	want := "s3: put p/LEASE (If-None-Match: *): precondition failed: 412 PreconditionFailed"
 	if err.Error() != want {
 		t.Errorf("message %q, want %q", err.Error(), want)
+	}
+}
+
+// TestOpErrorQuotesAnUnprintableKey: a key refused for a control character
+// or bad UTF-8 is quoted in the message, so that it cannot reach a terminal
+// or a log raw (an escape sequence in a typed URL, say); a printable key,
+// spaces and unicode included, is written as it is.
+func TestOpErrorQuotesAnUnprintableKey(t *testing.T) {
+	ctx := context.Background()
+	for key, want := range map[string]string{
+		"p/\x1b[2Jwiped": `"p/\x1b[2Jwiped"`,
+		"p/bad\xff":      `"p/bad\xff"`,
+		"p/new\nline":    `"p/new\nline"`,
+		"p/a b/ü":        "p/a b/ü",
+	} {
+		_, err := mem.New().Put(ctx, key, []byte("x"), driver.IfAbsent())
+		if key == "p/a b/ü" {
+			err = &driver.OpError{Driver: "mem", Op: "put", Key: key, Cond: driver.IfAbsent(), Kind: driver.ErrPrecondition}
+		}
+		if err == nil {
+			t.Fatalf("Put %q: success, want ErrInvalidKey", key)
+		}
+		if !strings.HasPrefix(err.Error(), "mem: put "+want+" (If-None-Match: *): ") {
+			t.Errorf("Put %q: %q, want it to name the key as %s", key, err, want)
+		}
+	}
+}
+
+// TestParseRefusesAnInvalidPrefix: a URL whose prefix no valid key can
+// start with fails at Parse with ErrInvalidKey, naming the prefix quoted,
+// rather than at the first request under it; a prefix with spaces, unicode
+// and a trailing slash is fine.
+func TestParseRefusesAnInvalidPrefix(t *testing.T) {
+	for _, raw := range []string{"mem://b/a%1B%5B2J", "mem://b/a//c", "mem://b/a/./c", "mem://b/a/%FF", "mem://b/a%5Cc"} {
+		_, err := driver.ParseURL(raw)
+		if !errors.Is(err, driver.ErrInvalidKey) {
+			t.Errorf("ParseURL(%q): %v, want ErrInvalidKey", raw, err)
+			continue
+		}
+		if strings.ContainsFunc(err.Error(), func(r rune) bool { return r < 0x20 || r == utf8.RuneError }) {
+			t.Errorf("ParseURL(%q): %q carries the prefix raw", raw, err)
+		}
+	}
+	l, err := driver.ParseURL("mem://b/backups/db%201/%C3%BC/")
+	if err != nil || l.Prefix != "backups/db 1/ü" {
+		t.Errorf("ParseURL of a valid prefix: %v, %v", l, err)
 	}
 }
 

@@ -128,6 +128,16 @@ type OpError struct {
 	RetryAfter time.Duration
 }
 
+// printableKey is key as written where every rune of it prints as itself,
+// and quoted (strconv.Quote) otherwise: a key refused for a control
+// character or bad UTF-8 must not reach a terminal or a log raw.
+func printableKey(key string) string {
+	if q := strconv.Quote(key); q[1:len(q)-1] != key {
+		return q
+	}
+	return key
+}
+
 // Error says what failed, on which key, under which condition, and why.
 func (e *OpError) Error() string {
 	var sb strings.Builder
@@ -137,7 +147,7 @@ func (e *OpError) Error() string {
 	}
 	sb.WriteString(e.Op)
 	sb.WriteString(" ")
-	sb.WriteString(e.Key)
+	sb.WriteString(printableKey(e.Key))
 	if !e.Cond.Unconditional() {
 		sb.WriteString(" (")
 		sb.WriteString(e.Cond.String())

@@ -63,7 +63,10 @@ func RegisterLocator(scheme string, loc Locator) { defaultMux.RegisterLocator(sc
 func ParseURL(rawURL string) (*Location, error) { return defaultMux.Parse(rawURL) }
 
 // Parse parses rawURL into a Location, with m's Locator for its scheme.
-// A scheme no driver registered is an error wrapping ErrUnknownScheme.
+// A scheme no driver registered is an error wrapping ErrUnknownScheme; a
+// prefix that is not itself a valid key (CheckKey: a control character, a
+// double slash, a "." segment), under which every key would be refused,
+// is an error wrapping ErrInvalidKey.
 func (m *Mux) Parse(rawURL string) (*Location, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -88,6 +91,12 @@ func (m *Mux) Parse(rawURL string) (*Location, error) {
 		return nil, fmt.Errorf("open %s: %w", l, err)
 	}
 	l.Prefix = strings.Trim(l.Prefix, "/")
+	if l.Prefix != "" {
+		// Every key under the prefix would be refused: say so now, once.
+		if err := CheckKey(l.Prefix); err != nil {
+			return nil, fmt.Errorf("open %s: the URL's prefix is not a valid key prefix: %w", l, err)
+		}
+	}
 	return l, nil
 }
 

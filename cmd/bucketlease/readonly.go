@@ -29,11 +29,11 @@ func fileLeaseAbsent(loc *driver.Location) (bool, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return false, fmt.Errorf("%s: no such directory %s: nothing holds a lease there (a typo?)", loc, dir)
+		return false, fmt.Errorf("%s: no such directory %q: nothing holds a lease there (a typo?)", loc, dir)
 	case err != nil:
 		return false, fmt.Errorf("%s: %w", loc, err)
 	case !fi.IsDir():
-		return false, fmt.Errorf("%s: %s is not a directory", loc, dir)
+		return false, fmt.Errorf("%s: %q is not a directory", loc, dir)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
 		return true, nil
