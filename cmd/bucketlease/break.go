@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -230,8 +231,14 @@ func shellQuote(s string) string {
 			break
 		}
 	}
-	if safe {
+	switch {
+	case safe:
 		return s
+	case strings.ContainsAny(s, "\n\t") || terminalSafe(s) != s:
+		// ANSI-C quoting (bash, zsh, ksh): nothing in s reaches the
+		// terminal raw, and the line still pastes as one word.
+		q := strconv.Quote(s)
+		return "$'" + strings.ReplaceAll(q[1:len(q)-1], "'", `\'`) + "'"
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -67,7 +67,7 @@ func run(ctx context.Context, e *env, args []string) int {
 	err := dispatch(ctx, e, args)
 	code, show := codeOf(err)
 	if show {
-		fmt.Fprintf(e.stderr, "bucketlease: %v\n", err)
+		fmt.Fprintf(e.stderr, "bucketlease: %s\n", terminalSafe(err.Error()))
 	}
 	return code
 }

@@ -192,5 +192,5 @@ func holderText(id string) string {
 	if id == lease.BreakerID {
 		return "an operator (bucketlease break)"
 	}
-	return "instance " + id
+	return "instance " + terminalSafe(id)
 }

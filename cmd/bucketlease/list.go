@@ -196,9 +196,12 @@ func printList(w io.Writer, loc *driver.Location, res listJSON) {
 			if holder == "" {
 				holder = "-"
 			}
-			if l.RenewedAt != "" {
+			switch {
+			case l.RenewedAt != "" && l.RenewedAgoS < 0:
+				renewed = fmt.Sprintf("in %.0fs (stamped in the future)", -l.RenewedAgoS)
+			case l.RenewedAt != "":
 				renewed = fmt.Sprintf("%.0fs ago", l.RenewedAgoS)
-			} else {
+			default:
 				renewed = "-"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shellQuote(l.URL), l.State, holderName(holder), renewed, l.Version)

@@ -96,7 +96,7 @@ func printLate(w io.Writer, loc *driver.Location, res lateJSON) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "KEY\tWRITTEN BY\tEPOCH\tMODIFIED\tLATE BY\tAFTER EPOCH")
 		for _, l := range res.Late {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", l.Key, holderName(l.Instance), l.Epoch, l.Modified,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", terminalSafe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
 				(time.Duration(l.LateByS * float64(time.Second))).Round(time.Second), l.AfterEpoch)
 		}
 		tw.Flush()

@@ -38,7 +38,7 @@ func stateMeaning(st lease.Status) string {
 func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, terminalSafe(v)) }
 	defer func() {
 		for _, m := range more {
 			m(row)
