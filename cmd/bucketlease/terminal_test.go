@@ -13,9 +13,9 @@ import (
 func TestTerminalSafe(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain text, ü and 日本":     "plain text, ü and 日本",
-		"two\nlines\tand a tab":     "two\nlines\tand a tab",
-		"esc\x1b[2Jbell\a":          `esc\x1b[2Jbell\a`,
-		"bidi \u202eexe.txt":        `bidi \u202eexe.txt`,
+		"two\nlines\tand a tab":    "two\nlines\tand a tab",
+		"esc\x1b[2Jbell\a":         `esc\x1b[2Jbell\a`,
+		"bidi \u202eexe.txt":       `bidi \u202eexe.txt`,
 		"bad \xff byte, c1 \u0085": `bad \xff byte, c1 \u0085`,
 	} {
 		if got := terminalSafe(in); got != want {
