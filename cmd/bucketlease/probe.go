@@ -260,7 +260,7 @@ func printReport(w io.Writer, rep *drivertest.Report) {
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%-*s  %s\n", nameW, r.Name, r.Status()) // a name is a short word
 		fmt.Fprintf(w, "%s\n", wrapText("    "+oneLine(r.Expect), reportWidth, "    "))
-		if got := oneLine(r.Got); got != "" && got != "as expected" {
+		if got := terminalSafe(oneLine(r.Got)); got != "" && got != "as expected" { // the service's own words
 			fmt.Fprintf(w, "%s\n", wrapText("    got: "+got, reportWidth, "         "))
 		}
 	}

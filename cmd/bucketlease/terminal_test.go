@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
 func TestTerminalSafe(t *testing.T) {
@@ -72,5 +74,15 @@ func TestHostileRecordNeverReachesTheTerminal(t *testing.T) {
 		if !strings.Contains(all, escaped) {
 			t.Errorf("%s (exit %d) does not name the holder as %s:\n%s", args[0], code, escaped, all)
 		}
+	}
+}
+
+// TestProbeReportEscapesTheServicesWords: a check's "got:" line quotes the
+// service's own error text, which a hostile endpoint chooses.
+func TestProbeReportEscapesTheServicesWords(t *testing.T) {
+	var out strings.Builder
+	printReport(&out, &drivertest.Report{Results: []drivertest.Result{{Name: "get-missing", Got: "500: \x1b]0;pwned\a"}}})
+	if strings.ContainsAny(out.String(), "\x1b\a") || !strings.Contains(out.String(), `got: 500: \x1b]0;pwned\a`) {
+		t.Errorf("the report prints the service's text raw:\n%q", out.String())
 	}
 }
