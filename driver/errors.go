@@ -128,9 +128,10 @@ type OpError struct {
 	RetryAfter time.Duration
 }
 
-// printableKey is key as written where every rune of it prints as itself,
-// and quoted (strconv.Quote) otherwise: a key refused for a control
-// character or bad UTF-8 must not reach a terminal or a log raw.
+// printableKey is key as written where strconv.Quote would leave it as it
+// is, and quoted otherwise: a key refused for a control character or bad
+// UTF-8 must not reach a terminal or a log raw. A key holding a double
+// quote is quoted too, which keeps where it ends plain.
 func printableKey(key string) string {
 	if q := strconv.Quote(key); q[1:len(q)-1] != key {
 		return q

@@ -234,7 +234,7 @@ func shellQuote(s string) string {
 	switch {
 	case safe:
 		return s
-	case strings.ContainsAny(s, "\n\t") || terminalSafe(s) != s:
+	case strings.ContainsAny(s, "\n\t") || !printsAsItself(s):
 		// ANSI-C quoting (bash, zsh, ksh): nothing in s reaches the
 		// terminal raw, and the line still pastes as one word.
 		q := strconv.Quote(s)

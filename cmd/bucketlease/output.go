@@ -250,7 +250,7 @@ func holderName(id string) string {
 // sequence in it would act on the operator's terminal, and a bidi control
 // would make a key read as another.
 func terminalSafe(s string) string {
-	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
+	if printsAsItself(s) {
 		return s
 	}
 	var b strings.Builder
@@ -268,6 +268,11 @@ func terminalSafe(s string) string {
 		s = s[n:]
 	}
 	return b.String()
+}
+
+// printsAsItself reports whether terminalSafe leaves s as it is.
+func printsAsItself(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unsafeRune)
 }
 
 // unsafeRune reports whether r does not print as itself on a terminal.
