@@ -97,8 +97,13 @@ func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
 	c.journal.lock() // at every attempt, until a dead predecessor's lock is free
 	a := &attempt{c: c, b: b, pace: newPacer(c.s.clock, b.Capabilities())}
 	defer a.settle()
+	actx, unshield := a.shield.on(ctx)
+	defer unshield()
 	for range maxContention {
-		l, err := a.run(ctx)
+		l, err := a.run(actx)
+		if ctx.Err() != nil {
+			return a.interrupted(ctx, l, err)
+		}
 		if !errors.Is(err, errContended) {
 			return l, err
 		}
@@ -123,6 +128,11 @@ type attempt struct {
 	// svc is what the latest read of the lease object said about the
 	// service's clock; nil when the driver reports none.
 	svc *ServiceClock
+	// shield keeps the attempt going past its caller's cancellation once
+	// it has written the lease object (interrupt.go).
+	shield shield
+	// cleaned: cleanUp has run; what it left is said in its error.
+	cleaned bool
 	// wrote: a write of the lease object has been sent; after is the
 	// service's clock of the latest answer to it or to a request sent
 	// after it (nil if none came): the lease began no later than that
@@ -331,6 +341,9 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 		v   driver.Version
 		err error
 	}
+	if err := a.shield.write(); err != nil {
+		return nil, err
+	}
 	fake := make(chan result, 1)
 	go func() {
 		v, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)), a.until(st))
@@ -429,6 +442,9 @@ func (c *Contender) owns(rec Record) bool {
 // outcome may stay unknown, and a later read must recognise it as ours.
 // It goes through the attempt's pacer, until st's fence deadline.
 func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (driver.Version, error) {
+	if err := a.shield.write(); err != nil {
+		return "", err
+	}
 	a.c.sent.add(st.rec)
 	a.wrote = true
 	var v driver.Version

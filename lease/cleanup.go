@@ -26,6 +26,7 @@ const cleanupTimeout = 10 * time.Second
 // not take it back either until it is stale (checkBlocked). A record of
 // anyone else is left alone.
 func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
+	a.cleaned = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	cur, v, err := a.read(ctx)

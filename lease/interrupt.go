@@ -1,0 +1,124 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// A shield lets an acquire that its caller interrupts (its context ends)
+// after the acquire's first write of the lease object run to its end, its
+// probes and epoch included, for up to cleanupTimeout more, so that it
+// knows what it wrote and can release it. Cut off in the middle instead,
+// it would leave a fresh record that nobody renews or releases, locking
+// every other writer out for a whole TTL. Before that first write, the
+// caller's context ends the acquire at once.
+type shield struct {
+	mu          sync.Mutex
+	wrote       bool // the attempt has started a write of the lease object
+	interrupted bool // the caller's context has ended
+	stopTimer   func() bool
+}
+
+// on returns the context the attempt runs on, and a function to call when
+// the attempt is over.
+func (s *shield) on(ctx context.Context) (context.Context, func()) {
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.interrupted = true
+		if !s.wrote {
+			cancel(context.Cause(ctx))
+			return
+		}
+		t := time.AfterFunc(cleanupTimeout, func() { cancel(context.Cause(ctx)) })
+		s.stopTimer = t.Stop
+	})
+	return sctx, func() {
+		stop()
+		s.mu.Lock()
+		if s.stopTimer != nil {
+			s.stopTimer()
+		}
+		s.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// write is called before each write of the lease object: it refuses the
+// attempt's first one once the caller's context has ended.
+func (s *shield) write() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interrupted && !s.wrote {
+		return errShielded
+	}
+	s.wrote = true
+	return nil
+}
+
+// errShielded is what a first write refused by write returns; Acquire
+// reports the caller's context's error instead.
+var errShielded = errors.New("the acquire was interrupted before its first write")
+
+// interrupted is what Acquire returns when its caller's context ended
+// during the attempt, which returned l and err: nothing is held either way.
+// A lease the attempt made is released at once; a record of ours that an
+// attempt cut off after its first write left behind is marked released
+// (abandon); a record that cleanUp left to block the prefix stays, as its
+// error says.
+func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease, error) {
+	cause := fmt.Errorf("acquire %s: %w", a.c.key, context.Cause(ctx))
+	if l != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if rerr := l.Release(rctx); rerr != nil {
+			return nil, fmt.Errorf("%w; the lease had been taken (version %s), and releasing it failed, so it stays fresh until %s: %w",
+				cause, l.Version(), l.Record().RenewedAt.Add(l.Record().TTL()).Format(time.RFC3339), rerr)
+		}
+		return nil, fmt.Errorf("%w; the lease had been taken (version %s), and is now released", cause, l.Version())
+	}
+	switch {
+	case err == nil || errors.Is(err, errShielded):
+		return nil, cause
+	case !a.wrote:
+		return nil, fmt.Errorf("%w (%w)", cause, err)
+	case a.cleaned:
+		return nil, fmt.Errorf("%w; %w", cause, err)
+	}
+	return nil, a.abandon(ctx, fmt.Errorf("%w (%w)", cause, err))
+}
+
+// abandon undoes an attempt cut off after it wrote the lease object. On a
+// context of its own, bounded by cleanupTimeout, it reads the object back
+// and marks a record of ours released, as Release does (If-Match on the
+// version read). It returns cause with what it left.
+func (a *attempt) abandon(ctx context.Context, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	key := a.c.key
+	cur, v, err := a.read(ctx)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return fmt.Errorf("%w; no lease of this acquire is left at %s", cause, key)
+	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+		return fmt.Errorf("%w; the lease object holds no record of this acquire, so no lease of it is left", cause)
+	case err == nil && cur.rec.TTLSeconds == 0:
+		return fmt.Errorf("%w; the lease object holds a released record of this acquire, so no lease of it is left", cause)
+	case err == nil:
+		var left string
+		if left, err = release(ctx, a.b, a.pace, key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall()); err == nil {
+			if left != "" {
+				return fmt.Errorf("%w; %s, so no lease of this acquire is left", cause, left)
+			}
+			return fmt.Errorf("%w; the lease object had been written, and is now marked released", cause)
+		}
+	}
+	return fmt.Errorf("%w; the lease object may hold a record of instance %s, fresh for up to %s, since marking it released failed: %w",
+		cause, a.c.s.id, a.c.s.ttl, err)
+}

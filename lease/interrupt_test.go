@@ -1,0 +1,73 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// cancelAfterLeaseWrite is a bucket that cancels the acquire's context the
+// moment a write of the lease object has landed: a Ctrl-C between the
+// acquire's first write and its end.
+type cancelAfterLeaseWrite struct {
+	*mem.Bucket
+	cancel context.CancelFunc
+	cond   func(driver.Condition) bool
+}
+
+func (b cancelAfterLeaseWrite) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	v, err := b.Bucket.Put(ctx, key, data, cond)
+	if err == nil && key == "db1/LEASE" && b.cond(cond) {
+		b.cancel()
+	}
+	return v, err
+}
+
+// TestInterruptedAcquireLeavesNoLease: an acquire whose context ends after
+// its write of the lease object landed (a create, and a takeover of a
+// released record) returns an error that says so, and leaves the lease
+// object released, never a fresh record that nobody renews or releases.
+func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before string // the lease object before the acquire, or "" for none
+		cond   func(driver.Condition) bool
+	}{
+		{"create", "", driver.Condition.Absent},
+		{"takeover", foreign("old", time.Now().Add(-time.Minute), 0), func(c driver.Condition) bool { _, ok := c.Match(); return ok }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &mem.Bucket{}
+			if tc.before != "" {
+				put(t, b, tc.before)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ev := &events{}
+			_, err := lease.Acquire(ctx, cancelAfterLeaseWrite{b, cancel, tc.cond}, "db1", opts("a", clock.System{}, ev))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("acquire: %v, want context.Canceled", err)
+			}
+			rec, _, ok := readRecord(t, b)
+			if ok && rec.InstanceID == "a" && rec.TTLSeconds != 0 {
+				t.Fatalf("the interrupted acquire left a fresh record of its own: %+v (acquire said %v)", rec, err)
+			}
+			if !contains(err.Error(), "is now released") && !contains(err.Error(), "is now marked released") && !contains(err.Error(), "no lease of") {
+				t.Errorf("the error does not say what was left: %v", err)
+			}
+			st, ierr := lease.Inspect(context.Background(), b, "db1", time.Now())
+			if ierr != nil || (st.State != lease.Free && st.State != lease.Released) {
+				t.Errorf("after the interrupted acquire the lease is %v (%v), want free or released", st.State, ierr)
+			}
+			if _, err := lease.Acquire(context.Background(), b, "db1", opts("b", clock.System{}, nil)); err != nil {
+				t.Errorf("another instance could not take the lease at once: %v", err)
+			}
+		})
+	}
+}
