@@ -35,6 +35,9 @@ func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, er
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLeaseKey(Key(prefix)); err != nil {
+		return nil, err
+	}
 	if err := checkPacedTTL(b.Capabilities(), s.ttl, Key(prefix)); err != nil {
 		return nil, err
 	}
@@ -88,7 +91,9 @@ const maxContention = 3
 // It returns a *HeldError (errors.Is(err, ErrHeld)) when another instance
 // holds the lease, and an error wrapping ErrPreconditionsIgnored, leaving
 // no lease of ours behind, when the service accepts a write it should have
-// refused.
+// refused. When ctx ends after the attempt has written the lease object,
+// Acquire finishes the attempt (for up to ten seconds more) and releases
+// what it made before it returns ctx's error, saying so.
 func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
 	b, err := c.s.bucketFor(c.bucket, c.key)
 	if err != nil {

@@ -96,6 +96,9 @@ func breakRecord(cur readResult, now time.Time, overlap bool) Record {
 
 func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time, overlap bool) error {
 	key := Key(prefix)
+	if err := checkLeaseKey(key); err != nil {
+		return err
+	}
 	if v == "" {
 		return fmt.Errorf("break %s: no version given: break only a version you have looked at", key)
 	}

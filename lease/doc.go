@@ -154,7 +154,18 @@
 // that also looks at the wall clock at least once a second, so after a
 // suspension (monotonic clock frozen, wall clock past the deadline) they
 // may be cancelled up to a second late; writes started through Bucket are
-// refused at once all the same.
+// refused at once all the same. A write through Bucket that the fence
+// cancels in flight may still land: its error wraps
+// driver.ErrOutcomeUnknown (and the fence's cause), never a bare
+// context.Canceled; read the object back and judge it (Status.Late).
+//
+// Interrupted acquires. Before its first write of the lease object, an
+// Acquire whose context ends returns at once. After it, the acquire runs
+// on for up to ten seconds, to learn what it wrote, and then releases it:
+// the error wraps the context's and says that the lease was taken and
+// released, or that nothing of it is left. It never leaves a fresh record
+// that nobody renews (unless the service stops answering, which the error
+// then says).
 //
 // Rate limits. R2 and Cloud Storage allow about one write per second to
 // one object name and answer a faster one with 429 (driver.ErrRateLimited),

@@ -105,11 +105,22 @@ func (e *HeldError) Error() string {
 	}
 	r := e.Record
 	if e.SameID {
-		return fmt.Sprintf("lease %s names this instance id (%s) but this process did not write it: a restart of this instance, or another live process with the same id (renewed %v ago, ttl %ds); it can be taken over in %v if it stays unchanged",
-			e.Key, r.InstanceID, e.Now.Sub(r.RenewedAt).Round(time.Second), r.TTLSeconds, wait)
+		return fmt.Sprintf("lease %s names this instance id (%s) but this process did not write it: a restart of this instance, or another live process with the same id (%s, ttl %ds); it can be taken over in %v if it stays unchanged",
+			e.Key, r.InstanceID, renewedText(e.Now, r.RenewedAt), r.TTLSeconds, wait)
 	}
-	return fmt.Sprintf("lease %s is held by instance %s (renewed %v ago, ttl %ds); it can be taken over in %v if its holder stops renewing",
-		e.Key, r.InstanceID, e.Now.Sub(r.RenewedAt).Round(time.Second), r.TTLSeconds, wait)
+	return fmt.Sprintf("lease %s is held by instance %s (%s, ttl %ds); it can be taken over in %v if its holder stops renewing",
+		e.Key, r.InstanceID, renewedText(e.Now, r.RenewedAt), r.TTLSeconds, wait)
+}
+
+// renewedText says when a record was renewed, seen at now: "renewed 5s
+// ago", or for a record stamped ahead of now (a writer whose clock is
+// ahead) "stamped 5s in the future".
+func renewedText(now, renewed time.Time) string {
+	age := now.Sub(renewed).Round(time.Second)
+	if age < 0 {
+		return fmt.Sprintf("stamped %v in the future", -age)
+	}
+	return fmt.Sprintf("renewed %v ago", age)
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

@@ -16,7 +16,9 @@ const (
 	// record of our own (a restart, or a reply that was lost).
 	EventAcquired EventKind = iota + 1
 	// EventTookOver: the lease was taken over from a stale, released or suspect
-	// record of another instance; Event.Previous names it.
+	// record of another instance; Event.Previous names it. It is logged at
+	// INFO over a released record (every run after the first), at WARN
+	// otherwise.
 	EventTookOver
 	// EventRenewed: a renewal succeeded.
 	EventRenewed
@@ -84,12 +86,19 @@ type Event struct {
 	Exclusion driver.Exclusion
 }
 
-// level is the log level of each kind of event.
-func (k EventKind) level() slog.Level {
-	switch k {
+// level is the log level of an event. Taking over a record its holder
+// released is every run's ordinary acquire (INFO); taking over one whose
+// holder stopped renewing, or a suspect one, is a WARN.
+func (e Event) level() slog.Level {
+	switch e.Kind {
 	case EventRenewed:
 		return slog.LevelDebug
-	case EventRenewalFailed, EventTookOver:
+	case EventTookOver:
+		if e.Previous != nil && e.Previous.TTLSeconds == 0 {
+			return slog.LevelInfo
+		}
+		return slog.LevelWarn
+	case EventRenewalFailed:
 		return slog.LevelWarn
 	case EventFenced, EventLost, EventReleaseFailed:
 		return slog.LevelError
@@ -117,7 +126,7 @@ func (o *settings) emit(e Event) {
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("error", e.Err.Error()))
 	}
-	o.logger.LogAttrs(context.Background(), e.Kind.level(), "lease "+e.Kind.String(), attrs...)
+	o.logger.LogAttrs(context.Background(), e.level(), "lease "+e.Kind.String(), attrs...)
 	if o.onEvent != nil {
 		o.onEvent(e)
 	}

@@ -74,11 +74,37 @@ func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Con
 	}
 	defer finish()
 	err = do(fctx, full)
-	if err != nil && ctx.Err() == nil && fctx.Err() != nil {
-		return &driver.OpError{Driver: "lease", Op: op, Key: full, Cond: cond,
-			Err: fmt.Errorf("cancelled in flight: %w (%w)", context.Cause(fctx), err)}
+	if err != nil && ctx.Err() == nil && fctx.Err() != nil && !answered(err) {
+		return cutOff(op, full, cond, context.Cause(fctx), err)
 	}
 	return err
+}
+
+// answered reports whether err settles a write's outcome although the
+// fence cut its context: the service answered it (a refusal), or nothing
+// was sent (the fence refused to start a part or the commit).
+func answered(err error) bool {
+	for _, known := range []error{driver.ErrPrecondition, driver.ErrPermission, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
+		driver.ErrUnsupported, driver.ErrRateLimited, driver.ErrBucketNotExist, driver.ErrNotExist} {
+		if errors.Is(err, known) {
+			return true
+		}
+	}
+	return !errors.Is(err, driver.ErrOutcomeUnknown) && (errors.Is(err, ErrFenced) || errors.Is(err, ErrLost) || errors.Is(err, ErrReleased))
+}
+
+// cutOff is the error of a write that the fence cancelled in flight: its
+// request may have reached the service, and the object may be stored, so it
+// is ErrOutcomeUnknown, never a bare cancellation (which a caller would
+// read as "not written"). The driver's error stays in the chain unless it
+// is only the cancellation.
+func cutOff(op, key string, cond driver.Condition, why, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		err = errors.New(err.Error()) // its words, not its meaning
+	}
+	return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond, Kind: driver.ErrOutcomeUnknown,
+		Err: fmt.Errorf("cancelled in flight when the lease ended (%w); the request may have reached the service, so the object may be stored: "+
+			"read it back, and do not restore from it if Status.Late finds it late: %w", why, err)}
 }
 
 // startWrite admits one write under the lease, or refuses it once MayWrite

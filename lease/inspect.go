@@ -58,6 +58,9 @@ func (s Status) Holder() string {
 // nil. Any other read failure is an error naming the key.
 func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
+	if err := checkLeaseKey(key); err != nil {
+		return Status{}, err
+	}
 	st := Status{Key: key, Now: now}
 	cur, v, err := readLease(ctx, clock.System{}, b, key)
 	st.Service = cur.svc

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -21,7 +22,19 @@ type cancelAfterLeaseWrite struct {
 	cond   func(driver.Condition) bool
 }
 
+// Get and Put honour their context, as every driver that sends requests
+// does (mem alone does not).
+func (b cancelAfterLeaseWrite) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	return b.Bucket.Get(ctx, key)
+}
+
 func (b cancelAfterLeaseWrite) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	v, err := b.Bucket.Put(ctx, key, data, cond)
 	if err == nil && key == "db1/LEASE" && b.cond(cond) {
 		b.cancel()
@@ -69,5 +82,42 @@ func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
 				t.Errorf("another instance could not take the lease at once: %v", err)
 			}
 		})
+	}
+}
+
+// landsAfterCancel is a bucket whose Put of db1/LATEST waits until its
+// context ends and then lands anyway: a request already on the wire when
+// the fence cut it.
+type landsAfterCancel struct{ *mem.Bucket }
+
+func (b landsAfterCancel) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	if key != "db1/LATEST" {
+		return b.Bucket.Put(ctx, key, data, cond)
+	}
+	<-ctx.Done()
+	if _, err := b.Bucket.Put(context.Background(), key, data, cond); err != nil {
+		return "", err
+	}
+	return "", &driver.OpError{Driver: "test", Op: "put", Key: key, Err: ctx.Err()}
+}
+
+// TestFencedWriteInFlightIsOutcomeUnknown: a write through Lease.Bucket
+// that the fence cancels in flight may have landed, so its error wraps
+// driver.ErrOutcomeUnknown and the fence's cause, and never matches
+// context.Canceled, which a caller would read as "not written".
+func TestFencedWriteInFlightIsOutcomeUnknown(t *testing.T) {
+	b := landsAfterCancel{machineClocksOnly()}
+	o := opts("a", clock.System{}, nil)
+	o.TTL = 3 * time.Second
+	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Bucket().Put(context.Background(), "LATEST", []byte("pointer"), driver.Condition{})
+	if !errors.Is(err, driver.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFenced) || errors.Is(err, context.Canceled) {
+		t.Fatalf("a write the fence cancelled in flight returned %v; want ErrOutcomeUnknown and ErrFenced, not context.Canceled", err)
+	}
+	if _, _, err := b.Get(context.Background(), "db1/LATEST"); err != nil {
+		t.Fatalf("the write landed, yet: %v", err)
 	}
 }

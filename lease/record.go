@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -111,8 +112,8 @@ func (h *HolderInfo) check() error {
 		return nil
 	}
 	for name, v := range map[string]string{"host": h.Host, "user": h.User, "tool": h.Tool} {
-		if len(v) > 256 || !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return fmt.Errorf("lease: Options.Holder.%s %q must be at most 256 bytes of text without control characters", name, v)
+		if len(v) > 256 || !printsAsItself(v) {
+			return fmt.Errorf("lease: Options.Holder.%s %q must be at most 256 bytes of text that prints as itself (no control or bidi characters)", name, v)
 		}
 	}
 	return nil
@@ -160,11 +161,29 @@ func checkInstanceID(id string) error {
 		return fmt.Errorf("lease: instance id of %d bytes is too long; at most 256", len(id))
 	case !utf8.ValidString(id):
 		return errors.New("lease: instance id is not UTF-8 text, so the LEASE record could not carry it unchanged")
+	case !printsAsItself(id):
+		return fmt.Errorf("lease: instance id %q holds a character that does not print as itself (a control character, a bidi override, …), so that messages naming it could not show it", id)
 	}
-	for _, c := range id {
-		if c < 0x20 || c == 0x7f {
-			return fmt.Errorf("lease: instance id %q contains a control character", id)
-		}
+	return nil
+}
+
+// printsAsItself reports whether s is UTF-8 text whose every character
+// prints as itself (strconv.IsPrint): no control character, no format
+// character such as a bidi override, nothing a terminal would act on.
+func printsAsItself(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
+}
+
+// checkLeaseKey refuses a lease object's key that breaks the portable key
+// rule (driver.CheckKey) or does not print as itself: the lease names its
+// key in every message, and a key read back from them must be the key.
+func checkLeaseKey(key string) error {
+	if err := driver.CheckKey(key); err != nil {
+		return fmt.Errorf("lease %s: the prefix makes an invalid lease key: %w", strconv.Quote(key), err)
+	}
+	if !printsAsItself(key) {
+		return fmt.Errorf("lease %s: %w: the prefix holds a character that does not print as itself (a bidi override, …), which would make every message naming the lease misleading",
+			strconv.Quote(key), driver.ErrInvalidKey)
 	}
 	return nil
 }
@@ -175,8 +194,9 @@ var ErrMalformed = errors.New("malformed lease record")
 
 // DecodeRecord parses a LEASE object. Unknown fields, from a newer writer,
 // are ignored; anything else amiss (empty, too large, not UTF-8, not JSON, a
-// missing or mistyped field, an empty instance id, a negative TTL) is an
-// error wrapping ErrMalformed. It never panics.
+// missing or mistyped field, an empty instance id or one that does not
+// print as itself, a negative TTL) is an error wrapping ErrMalformed. It
+// never panics.
 func DecodeRecord(data []byte) (Record, error) {
 	var r Record
 	switch {
@@ -207,6 +227,8 @@ func DecodeRecord(data []byte) (Record, error) {
 	switch {
 	case raw.InstanceID == nil || *raw.InstanceID == "":
 		return r, fmt.Errorf("%w: no instance_id", ErrMalformed)
+	case !printsAsItself(*raw.InstanceID):
+		return r, fmt.Errorf("%w: instance_id %s holds a character that does not print as itself", ErrMalformed, strconv.Quote(*raw.InstanceID))
 	case raw.AcquiredAt == nil:
 		return r, fmt.Errorf("%w: no acquired_at", ErrMalformed)
 	case raw.RenewedAt == nil:
