@@ -85,9 +85,9 @@ func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease,
 	}
 	switch {
 	case err == nil || errors.Is(err, errShielded):
-		return nil, cause
+		return nil, fmt.Errorf("%w; nothing was written", cause)
 	case !a.wrote:
-		return nil, fmt.Errorf("%w (%w)", cause, err)
+		return nil, fmt.Errorf("%w; nothing was written (%w)", cause, err)
 	case a.cleaned:
 		return nil, fmt.Errorf("%w; %w", cause, err)
 	}

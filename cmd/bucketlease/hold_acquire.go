@@ -33,7 +33,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 						st.Key, holderText(last.Holder()), utc(gate)), func(r *record) { r.Key, r.Holder, r.TakeoverAt = st.Key, last.Holder(), utc(gate) })
 				}
 				if err := sleep(ctx, min(time.Until(gate)+10*time.Millisecond, waitPoll(f.ttl))); err != nil {
-					return nil, stoppedWaiting(ctx, last)
+					return nil, stoppedWaiting(ctx, last, nil)
 				}
 				continue
 			}
@@ -44,7 +44,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		case err == nil:
 			return l, nil
 		case ctx.Err() != nil:
-			return nil, stoppedWaiting(ctx, last)
+			return nil, stoppedWaiting(ctx, last, err)
 		case errors.Is(err, lease.ErrInstanceInUse):
 			//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 			return nil, withCode(exitInstanceInUse, fmt.Errorf("%w\nAnother live process holds this lease under the same instance id (%s). Give each process its own --instance-id; waiting would not help.",
@@ -68,7 +68,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 			return nil, err
 		}
 		if err := sleep(ctx, retryDelay(held, failures, f.ttl)); err != nil {
-			return nil, stoppedWaiting(ctx, last)
+			return nil, stoppedWaiting(ctx, last, nil)
 		}
 	}
 }
@@ -114,8 +114,17 @@ func retryDelay(held *lease.HeldError, failures int, ttl time.Duration) time.Dur
 }
 
 // stoppedWaiting is the error for a wait that a signal or --wait-timeout
-// ended.
-func stoppedWaiting(ctx context.Context, last *lease.HeldError) error {
+// ended. acquireErr is the error of the acquire it cut short, if any:
+// that acquire finished on its own and released anything it had written,
+// and its error says which.
+func stoppedWaiting(ctx context.Context, last *lease.HeldError, acquireErr error) error {
+	if acquireErr != nil && !errors.Is(acquireErr, lease.ErrHeld) {
+		code, why := interruptCode(ctx)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
+			code, why = exitHeld, "--wait-timeout passed"
+		}
+		return withCode(code, interrupted{fmt.Errorf("%s during an acquire: %w", why, acquireErr)})
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
 		if last != nil {
 			return withCode(exitHeld, fmt.Errorf("--wait-timeout passed before the lease could be taken: %w", last))
