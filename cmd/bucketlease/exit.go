@@ -71,7 +71,7 @@ const exitCodesHelp = `Exit codes:
   125  hold: the lease could not be released (it stays until its TTL runs out); put URL: stored, but the lease could not be released
   126  hold: the command could not be started (not executable); put -- COMMAND: the producer cannot be run, nothing was written
   127  hold: the command was not found; put -- COMMAND: the producer was not found, nothing was written
-  128+N  hold --wait, put, get, verify: stopped by signal N (130 SIGINT, 143 SIGTERM); put: the upload was aborted, nothing was written
+  128+N  hold, put, get, verify: stopped by signal N (130 SIGINT, 143 SIGTERM); an acquire it stopped released what it wrote; put: the upload was aborted, nothing was written
   other  hold -- COMMAND: the command's own exit status (128+N if it was killed by signal N)
 `
 
