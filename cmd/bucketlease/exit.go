@@ -51,7 +51,8 @@ const exitCodesHelp = `Exit codes:
        get: written in full; verify: the object matches)
   1    an error: the URL, the credentials, the service or the network (put: also reading FILE, or no hold answering;
        get, verify: also no such key)
-  2    a usage error: unknown command or flag, missing argument (put: also the key LEASE, a scratch key, --concurrency 0)
+  2    a usage error: unknown command or flag, missing argument (put: also the key LEASE, a scratch key, sub/LEASE
+       without --overwrite-lease-object, --concurrency 0)
   3    hold, put URL: another instance holds the lease (without --wait); -E N makes it N (hold)
   4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force), or on a terminal the answer was not yes;
        put: refused, the key exists (--if-absent) or has another version than --if-match names; nothing was written;
