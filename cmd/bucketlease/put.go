@@ -26,7 +26,10 @@ const putExitCodesHelp = `Exit codes:
        --overwrite-lease-object, --concurrency below 1)
   3    put URL: another instance holds the lease (without --wait, or --wait-timeout passed)
   4    refused: the key exists (--if-absent, the default) or has another version than --if-match names; nothing was written
-  6    put URL: another live process holds the lease under the same --instance-id
+  5    put URL: the service ignores write preconditions, so the lease refuses to run on it; nothing was written
+  6    put URL: a fresh lease names this --instance-id but this process did not write it: another live process holds it
+       under the same id, or (without --wait) this instance's previous process died and left it; with --wait, the record
+       was seen renewed: another live process holds it, waiting would not help
   7    put -- COMMAND: the producer exited non-zero or was killed by a signal; the upload was aborted, nothing was written
   8    the input did not match --size or --sha256; the upload was aborted, nothing was written
   9    stored (size, SHA-256 and version on stderr), but the version could not be written to stdout
