@@ -38,9 +38,10 @@ then writes a record that keeps the renewed_at and ttl_s of the record it
 broke, so the lease stays fresh until the broken record would have gone
 stale, a TTL after its last renewal, or, where the driver reports the
 service's time, until a TTL (and the service clock's resolution) after the
-service stored the break, whichever is later (break prints when): by then
-the broken holder has stopped writing (two thirds of a TTL after its last renewal, its
-fence), even for a contender whose clock runs up to a third of a TTL ahead.
+service stored the break, whichever is later (break reads its record back
+and prints when): by then the broken holder has stopped writing (two thirds
+of a TTL after its last renewal, its fence), even for a contender whose
+clock runs up to a third of a TTL ahead.
 "hold --wait" waits until then and takes it over. A suspect lease stays
 suspect (a contender waits one of its own TTLs); an object that is not a
 lease record is blocked for the default TTL (30s).
