@@ -36,9 +36,12 @@ over at once. A fresh lease (renewed less than its TTL ago) has a live
 holder, probably: break refuses it (exit 4) unless you pass --force, and
 then writes a record that keeps the renewed_at and ttl_s of the record it
 broke, so the lease stays fresh until the broken record would have gone
-stale, a TTL after its last renewal (break prints when): by then the broken
-holder has stopped writing (two thirds of a TTL after its last renewal, its
-fence), even for a contender whose clock runs up to a third of a TTL ahead.
+stale, a TTL after its last renewal, or, where the driver reports the
+service's time, until a TTL (and the service clock's resolution) after the
+service stored the break, whichever is later (break reads its record back
+and prints when): by then the broken holder has stopped writing (two thirds
+of a TTL after its last renewal, its fence), even for a contender whose
+clock runs up to a third of a TTL ahead.
 "hold --wait" waits until then and takes it over. A suspect lease stays
 suspect (a contender waits one of its own TTLs); an object that is not a
 lease record is blocked for the default TTL (30s).
@@ -169,13 +172,22 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 	if err != nil {
 		return explain(loc, fmt.Errorf("break %s: %w", st.Key, err))
 	}
-	fmt.Fprintf(w, "Broke the lease %s (version %s): %s\n", st.Key, v, brokeText(st, how.overlap, time.Now()))
+	// The break's record, read back, is judged by the lease's own rules:
+	// the moment a waiter takes it over, which depends on when the
+	// service stored it, not only on what it says.
+	after, aerr := lease.Inspect(ctx, b, prefix, time.Now())
+	if aerr != nil || after.Record == nil || after.Record.InstanceID != lease.BreakerID {
+		after = lease.Status{}
+	}
+	fmt.Fprintf(w, "Broke the lease %s (version %s): %s\n", st.Key, v, brokeText(st, after, how.overlap, time.Now()))
 	return nil
 }
 
 // brokeText says what break wrote over st and when another instance may
-// take the lease: lease.Break's record, judged at now.
-func brokeText(st lease.Status, overlap bool, now time.Time) string {
+// take the lease: lease.Break's record, judged at now, as after (the
+// lease object read back after the break, if it still holds the break's
+// record; else the zero Status) says.
+func brokeText(st, after lease.Status, overlap bool, now time.Time) string {
 	switch {
 	case overlap && st.State == lease.Fresh:
 		until := st.Record.RenewedAt.Add(st.Record.TTL() * 2 / 3)
@@ -188,14 +200,32 @@ func brokeText(st lease.Status, overlap bool, now time.Time) string {
 	case overlap || st.State == lease.Stale || st.State == lease.Released:
 		return "overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now."
 	case st.State == lease.Fresh:
-		free := st.Record.RenewedAt.Add(st.Record.TTL())
-		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when the broken record would have gone stale: its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once.",
-			lease.BreakerID, utc(free), fromNow(now, free))
+		return brokeFreshText(st, after, now)
 	case st.Record != nil: // suspect
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s that keeps its renewed_at and ttl_s, so it stays suspect: a contender takes it over once it has seen it unchanged for one of its own TTLs", lease.BreakerID)
+	case after.State == lease.Fresh: // not a lease record
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it from %s (%s) on, when that record goes stale",
+			lease.BreakerID, lease.DefaultTTL, utc(after.TakeoverAt), fromNow(now, after.TakeoverAt))
 	default: // not a lease record
-		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it once that has passed", lease.BreakerID, lease.DefaultTTL)
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it once that has passed (bucketlease show says when)", lease.BreakerID, lease.DefaultTTL)
 	}
+}
+
+// brokeFreshText is brokeText for a fresh record st, broken without
+// --allow-overlap. The break's record keeps st's renewed_at and ttl_s, but
+// where the driver reports the service's time a contender also waits a TTL
+// (and the clock's resolution) after the service stored it, so it goes
+// stale at the later of the two: after.TakeoverAt, read back. Without
+// that, the broken record's own stale time is a lower bound.
+func brokeFreshText(st, after lease.Status, now time.Time) string {
+	const stops = "its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once."
+	if after.State == lease.Fresh {
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when a waiter takes it over (a TTL after the broken holder's last renewal, or after the service stored the break, whichever is later): %s",
+			lease.BreakerID, utc(after.TakeoverAt), fromNow(now, after.TakeoverAt), stops)
+	}
+	free := st.Record.RenewedAt.Add(st.Record.TTL())
+	return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s) at the earliest, when the broken record would have gone stale, and up to a TTL after the break where the service's clock is checked (it could not be read back: bucketlease show says when): %s",
+		lease.BreakerID, utc(free), fromNow(now, free), stops)
 }
 
 // fromNow renders how long after now t comes, for people: "in 12s", or

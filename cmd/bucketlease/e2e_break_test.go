@@ -98,7 +98,7 @@ func breakWhileWaiting(t *testing.T, env []string, u string) (writes []write, br
 		t.Fatalf("break --force: exit %d: %s", code, errOut)
 	}
 	if out, _, _ := runCLI(t, env, "show", u); !strings.Contains(out, "fresh: broken by an operator; nobody may take it over until its broken holder's fence has passed") ||
-		!strings.Contains(out, "when the broken holder's last renewal goes stale") {
+		!strings.Contains(out, "when the break's record goes stale") {
 		t.Errorf("show after break --force does not say the lease is broken and until when it is blocked:\n%s", out)
 	}
 	b.waitFor(`waiting\s+lease \S*LEASE was broken by an operator \(bucketlease break\).* free only at`)

@@ -20,10 +20,13 @@ const (
 	// looked at it or is still fresh, or (on a terminal) not confirmed.
 	exitRefused = 4
 	// exitProbeFailed: probe found that the service does not give the
-	// exclusion its driver declares.
+	// exclusion its driver declares; hold, put URL: the lease found that
+	// the service ignores write preconditions.
 	exitProbeFailed = 5
-	// exitInstanceInUse: hold: another live process holds the lease under
-	// the same instance id; waiting would not help.
+	// exitInstanceInUse: hold, put URL: a fresh lease names this instance
+	// id but this process did not write it: another live process with the
+	// same id, or (seen once, without --wait) this instance's previous
+	// process that died; with --wait, seen renewed: waiting would not help.
 	exitInstanceInUse = 6
 	// exitLate: list --late found objects written after their writer's
 	// lease had passed on.
@@ -51,14 +54,17 @@ const exitCodesHelp = `Exit codes:
        get: written in full; verify: the object matches)
   1    an error: the URL, the credentials, the service or the network (put: also reading FILE, or no hold answering;
        get, verify: also no such key)
-  2    a usage error: unknown command or flag, missing argument (put: also the key LEASE, a scratch key, --concurrency 0)
+  2    a usage error: unknown command or flag, missing argument (put: also the key LEASE, a scratch key, sub/LEASE
+       without --overwrite-lease-object, --concurrency 0)
   3    hold, put URL: another instance holds the lease (without --wait); -E N makes it N (hold)
   4    break: refused, because the lease changed since you looked at it, or it is fresh (see --force), or on a terminal the answer was not yes;
        put: refused, the key exists (--if-absent) or has another version than --if-match names; nothing was written;
        get, verify: the object's version is not --version's; nothing was written
   5    probe: the service does not give the exclusion its driver declares;
-       hold: the service ignores write preconditions, so the lease refuses to run on it
-  6    hold, put URL: another live process holds the lease under the same --instance-id (--wait does not wait for it)
+       hold, put URL: the service ignores write preconditions, so the lease refuses to run on it
+  6    hold, put URL: a fresh lease names this --instance-id but this process did not write it: another live process
+       holds it under the same id, or (without --wait) this instance's previous process died and left it; with
+       --wait, the record was seen renewed: another live process holds it, waiting would not help
   7    put -- COMMAND: the producer exited non-zero or was killed by a signal; the upload was aborted, nothing was written
   8    put: the input did not match --size or --sha256; the upload was aborted, nothing was written;
        verify: the object does not match --size or --sha256

@@ -25,9 +25,10 @@ If another instance holds the lease, hold names it, says when the lease could
 be taken over, and exits 3; with --wait it keeps trying (as one instance, with
 one id), looks again every few seconds and takes the lease as soon as it is
 released or stale. A lease that names this --instance-id but that this
-process did not write is held too (another process with the same id, or a
-restart of this one); with --wait, hold exits 6 as soon as it sees that
-other process renew it: give each process its own id.
+process did not write (another process with the same id, or a restart of
+this one) makes hold exit 6 at once, saying both; with --wait, hold takes it
+over once it is stale, and exits 6 as soon as it sees another process renew
+it: give each process its own id.
 
 With a COMMAND after "--", hold looks the command up first (exit 127 or 126
 without touching the lease), then runs it only while the lease is held. The

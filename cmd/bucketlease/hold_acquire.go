@@ -53,6 +53,9 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 			return nil, withCode(exitProbeFailed, err)
 		case errors.As(err, &held):
 			failures = 0
+			if !f.wait && held.SameID {
+				return nil, sameIDError(held, c.InstanceID())
+			}
 			if !f.wait {
 				//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 				return nil, withCode(exitHeld, fmt.Errorf("%w\nRun with --wait to take it over when it is free.", err))
@@ -71,6 +74,17 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 			return nil, stoppedWaiting(ctx, last, nil)
 		}
 	}
+}
+
+// sameIDError is the error for a fresh record that names this instance
+// id but that this process did not write, seen once, without --wait: it
+// cannot yet tell another live process with the same id from this
+// instance's previous process that died, so it says both; --wait tells
+// them apart (exit 6 when the record is renewed, a takeover once stale).
+func sameIDError(held *lease.HeldError, id string) error {
+	//lint:ignore ST1005 the line after the error is a sentence for people, as printed
+	return withCode(exitInstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
+		held, terminalSafe(id), utc(held.TakeoverAt)))
 }
 
 // vanishedGate is when a waiter that last saw the fresh lease last (at

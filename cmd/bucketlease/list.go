@@ -113,14 +113,43 @@ type listLeaseJSON struct {
 	Error string `json:"error,omitempty"`
 }
 
-// leasePrefix returns the lease prefix whose lease object key is, and
-// whether key is a lease object's at all.
-func leasePrefix(key string) (string, bool) {
-	if key == lease.Key("") {
-		return "", true
+// leaseKeyKind is what a key is to the lease of the prefix it sits in.
+type leaseKeyKind int
+
+const (
+	notLeaseKey     leaseKeyKind = iota
+	leaseObjectKey               // {p}/LEASE: the lease object of prefix p
+	leaseScratchKey              // {p}/LEASE.<kind>-probe-<16 hex digits>: a scratch key of p's lease
+)
+
+// leaseKeyOf says whether key is named as a lease's own key, under any
+// prefix: the lease object, or a scratch key beside it, by its last
+// segment alone, as the lease names them (lease.Key, lease.IsScratchKey);
+// and the prefix of that lease (key without its last segment, "" at the
+// top). It is the one rule of what a nested lease is: put refuses such a
+// key (checkPutKey), list reads every lease object it names
+// (leasePrefix), show lists the scratch keys beside its lease.
+func leaseKeyOf(key string) (string, leaseKeyKind) {
+	prefix, name := "", key
+	if i := strings.LastIndex(key, "/"); i >= 0 {
+		prefix, name = key[:i], key[i+1:]
 	}
-	p, ok := strings.CutSuffix(key, "/"+lease.Key(""))
-	return p, ok && p != ""
+	switch {
+	case name == lease.Key(""):
+		return prefix, leaseObjectKey
+	case lease.IsScratchKey(name):
+		return prefix, leaseScratchKey
+	}
+	return "", notLeaseKey
+}
+
+// leasePrefix returns the lease prefix whose lease object key is, and
+// whether key is a lease object's at all: named as one (leaseKeyOf), and
+// the very key the lease of its prefix reads ("/LEASE" and "a//LEASE" are
+// not: lease.Key drops the trailing slashes of a prefix).
+func leasePrefix(key string) (string, bool) {
+	p, kind := leaseKeyOf(key)
+	return p, kind == leaseObjectKey && lease.Key(p) == key
 }
 
 // leaseURL is the URL of the lease of prefix p under loc's prefix, as

@@ -191,7 +191,7 @@ func (p *printer) held(h *lease.HeldError, waiting bool) {
 	if h.State == lease.Fresh && h.Holder() == lease.BreakerID {
 		// A break of a fresh lease (lease.Break): free once the broken
 		// holder must have stopped.
-		r.Message = fmt.Sprintf("lease %s was broken by an operator (bucketlease break) while its holder was live; that holder may still be writing until its fence, so the lease is free only at %s, a TTL after its last renewal",
+		r.Message = fmt.Sprintf("lease %s was broken by an operator (bucketlease break) while its holder was live; that holder may still be writing until its fence, so the lease is free only at %s, when the break's record goes stale",
 			h.Key, utc(h.TakeoverAt))
 	}
 	if waiting {

@@ -22,10 +22,14 @@ const exitPutRefused = exitRefused
 const putExitCodesHelp = `Exit codes:
   0    stored: the version it created is printed on stdout (and the size and SHA-256 on stderr)
   1    an error: the URL, the credentials, the service, the network, reading FILE, or no hold to talk to
-  2    a usage error (also the key LEASE, a scratch key of the lease, --concurrency below 1)
+  2    a usage error (also the key LEASE, a scratch key of the lease, either under a prefix further down without
+       --overwrite-lease-object, --concurrency below 1)
   3    put URL: another instance holds the lease (without --wait, or --wait-timeout passed)
   4    refused: the key exists (--if-absent, the default) or has another version than --if-match names; nothing was written
-  6    put URL: another live process holds the lease under the same --instance-id
+  5    put URL: the service ignores write preconditions, so the lease refuses to run on it; nothing was written
+  6    put URL: a fresh lease names this --instance-id but this process did not write it: another live process holds it
+       under the same id, or (without --wait) this instance's previous process died and left it; with --wait, the record
+       was seen renewed: another live process holds it, waiting would not help
   7    put -- COMMAND: the producer exited non-zero or was killed by a signal; the upload was aborted, nothing was written
   8    the input did not match --size or --sha256; the upload was aborted, nothing was written
   9    stored (size, SHA-256 and version on stderr), but the version could not be written to stdout
@@ -80,7 +84,10 @@ The object is written only if it is absent (--if-absent, the default: a
 restore point is never overwritten; a key that exists is refused with one
 read before the body is read), or if its version is --if-match's, or
 unconditionally with --overwrite. The key LEASE and the lease's scratch keys
-are refused (exit 2). Progress (bytes so far and the rate) goes to stderr a
+are refused (exit 2), and so is a key named as one under any prefix further
+down (sub/LEASE, sub/LEASE.acquire-probe-…), which hold, show and list read
+as the lease of URL/sub: writing it would replace or forge that lease,
+whoever holds it. --overwrite-lease-object lets put write such a nested key. Progress (bytes so far and the rate) goes to stderr a
 few times a second when stderr is a terminal, and nowhere otherwise; -v
 reports put URL's lease events too.
 
@@ -97,6 +104,7 @@ type putFlags struct {
 	ifAbsent    bool
 	ifMatch     string
 	overwrite   bool
+	leaseObject bool // --overwrite-lease-object: a key named as a nested lease's own
 	partSize    int64
 	concurrency int
 	verbose     bool
@@ -110,6 +118,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.BoolVar(&f.ifAbsent, "if-absent", false, "write only if KEY does not exist (If-None-Match: *); the default")
 	fs.StringVar(&f.ifMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "write whatever is there")
+	fs.BoolVar(&f.leaseObject, "overwrite-lease-object", false, "allow a KEY named as the lease object or a scratch key of a prefix further down (sub/LEASE), which replaces or forges that prefix's lease whoever holds it")
 	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB; default 16MiB); memory is part size × concurrency")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 4)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
@@ -151,7 +160,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 			return usageErrorf("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(oneShot))
 		}
 		cond.Key = pos[0]
-		if err := checkPutKey(cond.Key); err != nil {
+		if err := checkPutKey(cond.Key, f.leaseObject); err != nil {
 			return err
 		}
 		in.file = "-"
@@ -235,16 +244,28 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	}
 }
 
-// checkPutKey refuses, as a usage error, a key that put must never write:
-// the lease object, and the scratch keys the lease writes beside it.
-func checkPutKey(key string) error {
+// checkPutKey refuses, as a usage error, a key that a lease reads as its
+// own (leaseKeyOf): the lease object of the URL's prefix and the scratch
+// keys beside it always, and those of a prefix further down, such as
+// sub/LEASE, which hold, show and list read as the lease of URL/sub,
+// unless allowed (--overwrite-lease-object).
+func checkPutKey(key string, allowed bool) error {
+	p, kind := leaseKeyOf(key)
 	switch {
-	case key == "LEASE":
-		return usageErrorf("put %s: that is the lease object itself, which only the lease writes; choose another key", key)
-	case lease.IsScratchKey(key):
-		return usageErrorf("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); choose another key", key)
+	case kind == notLeaseKey:
+		return nil
+	case p == "" && kind == leaseObjectKey:
+		return usageErrorf("put %s: that is the lease object itself, which only the lease writes; nothing was written: choose another key", key)
+	case p == "":
+		return usageErrorf("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); nothing was written: choose another key", key)
+	case allowed:
+		return nil
+	case kind == leaseObjectKey:
+		return usageErrorf("put %s: that key is the lease object of the prefix %s below this one: hold, show and list read it as that prefix's lease, so writing it would replace or forge the lease whoever holds it; nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write that lease object",
+			key, p)
 	}
-	return nil
+	return usageErrorf("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
+		key, p)
 }
 
 func btoi(b bool) int {

@@ -132,7 +132,7 @@ func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Buc
 		for range maxScratchLooked / 100 {
 			entries, err := f.ReadDir(100)
 			for _, d := range entries {
-				if name := d.Name(); strings.HasPrefix(name, base) && lease.IsScratchKey(name) && d.Type().IsRegular() {
+				if name := d.Name(); strings.HasPrefix(name, base) && isScratchBeside(name, "") && d.Type().IsRegular() {
 					o := driver.Object{Key: name}
 					if fi, err := d.Info(); err == nil {
 						o.ModTime = fi.ModTime()
@@ -155,11 +155,18 @@ func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Buc
 			break
 		}
 		n++
-		if lease.IsScratchKey(o.Key) {
+		if isScratchBeside(o.Key, prefix) {
 			found = append(found, o)
 		}
 	}
 	return found
+}
+
+// isScratchBeside reports whether key is a scratch key of the lease on
+// prefix (leaseKeyOf), not one of a lease further down.
+func isScratchBeside(key, prefix string) bool {
+	p, kind := leaseKeyOf(key)
+	return kind == leaseScratchKey && lease.Key(p) == lease.Key(prefix)
 }
 
 // scratchRows writes the leftover scratch keys as rows of printStatus.

@@ -95,7 +95,7 @@ func takeoverText(st lease.Status) string {
 	case !st.TakeoverAt.After(st.Now):
 		return "now"
 	case st.Record != nil && st.Record.InstanceID == lease.BreakerID:
-		return fmt.Sprintf("in %v (%s), when the broken holder's last renewal goes stale",
+		return fmt.Sprintf("in %v (%s), when the break's record goes stale (a TTL after the broken holder's last renewal, or after the service stored the break, whichever is later)",
 			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
 	default:
 		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
