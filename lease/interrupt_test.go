@@ -38,6 +38,9 @@ func (b cancelAfterLeaseWrite) Put(ctx context.Context, key string, data []byte,
 	v, err := b.Bucket.Put(ctx, key, data, cond)
 	if err == nil && key == "db1/LEASE" && b.cond(cond) {
 		b.cancel()
+		// Let the cancellation reach whatever watches the context before
+		// the acquire's next request, as it would over a network.
+		time.Sleep(50 * time.Millisecond)
 	}
 	return v, err
 }
