@@ -20,7 +20,10 @@ const BreakerID = "bucketlease-break"
 // holder must stop. It never lets a contender in while the broken holder
 // may still be writing: the record it writes names BreakerID, so the holder
 // learns that it lost the lease at its next renewal, and it stays fresh to
-// every reader for exactly as long as the broken record would have:
+// every reader for at least as long as the broken record would have
+// (longer where the driver reports the service's time: a reader also
+// waits a TTL, plus the clock's resolution, after the service stored the
+// break's record):
 //
 //   - over a fresh record it keeps that record's renewed_at and ttl_s. The
 //     holder stops writing two thirds of its TTL after it sent its last
