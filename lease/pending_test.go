@@ -138,7 +138,6 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	nested := leftStaged(t, dir, "nested", "db2/sub/x.sql", time.Now())
 	suspect := leftStaged(t, dir, "suspect", "db4/x.sql", ago)
 
-
 	for prefix, want := range map[string]map[string]bool{
 		"db1": {"db1/after.sql": false, "db1/before.sql": true},
 		"db2": {"db2/sub/x.sql": false},
