@@ -20,6 +20,9 @@ type PendingOptions struct {
 	DryRun bool
 	// Now is the time to judge by; the zero time means time.Now().
 	Now time.Time
+	// Timeout, if positive, bounds the listing and each abort; the
+	// lease reads are bounded by the bucket's own (a caller wraps it).
+	Timeout time.Duration
 }
 
 // PendingOutcome is what RemovePending did with one pending upload.
@@ -103,7 +106,9 @@ func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o Pendin
 	if !ok {
 		return r, fmt.Errorf("remove pending uploads under %q: %w: the driver cannot list pending uploads", r.Prefix, driver.ErrUnsupported)
 	}
-	uploads, truncated, err := listUnder(ctx, pl, r.Prefix)
+	lctx, cancel := bounded(ctx, o.Timeout)
+	uploads, truncated, err := listUnder(lctx, pl, r.Prefix)
+	cancel()
 	r.Truncated = truncated
 	if err != nil {
 		return r, fmt.Errorf("remove pending uploads under %q: listing them: %w", r.Prefix, err)
@@ -117,7 +122,9 @@ func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o Pendin
 	for _, u := range uploads {
 		out := j.judge(ctx, u, o.OlderThan)
 		if out.Removed && !o.DryRun {
-			out.remove(ctx)
+			actx, cancel := bounded(ctx, o.Timeout)
+			out.remove(actx)
+			cancel()
 		}
 		if out.Err != nil {
 			errs = append(errs, out.Err)
@@ -173,4 +180,12 @@ func scanPending(ctx context.Context, pl driver.PendingLister, listPrefix, under
 		}
 	}
 	return out, false, nil
+}
+
+// bounded returns ctx bounded by d, or ctx itself where d is not positive.
+func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }
