@@ -43,6 +43,7 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan time.Duration) PendingOutcome {
 	out := PendingOutcome{Pending: u}
 	var free []string
+	held := ""
 	for _, p := range enclosing(u.Key) {
 		v := j.lease(ctx, p)
 		if v.err != nil {
@@ -51,8 +52,8 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 		}
 		may, why := mayRemove(v.st, u)
 		if !may {
-			out.Why = "kept: " + why
-			return out
+			held = why
+			break
 		}
 		free = append(free, why)
 	}
@@ -68,6 +69,8 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 	switch {
 	case age < olderThan:
 		out.Why = fmt.Sprintf("kept: started %v ago, less than %v", age.Round(time.Second), olderThan)
+	case held != "":
+		out.Why = "kept: " + held
 	case u.Abort == nil:
 		out.Why = "kept: the driver has no call that aborts it"
 	default:
