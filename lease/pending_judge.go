@@ -55,7 +55,12 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 			held = why
 			break
 		}
-		free = append(free, why)
+		if v.st.State != Free {
+			free = append(free, why)
+		}
+	}
+	if len(free) == 0 {
+		free = append(free, "no lease covers its key")
 	}
 	if u.Initiated.IsZero() {
 		out.Why = "kept: the service does not say when it was started, so its age is unknown"
@@ -65,9 +70,9 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 	if j.svc != nil {
 		now = now.Add(-j.svc.Offset) // the service's clock, as Initiated is
 	}
-	age := now.Sub(u.Initiated)
+	age := max(now.Sub(u.Initiated), 0) // a start a moment ahead is the clocks' resolution
 	switch {
-	case age < olderThan:
+	case olderThan > 0 && age < olderThan:
 		out.Why = fmt.Sprintf("kept: started %v ago, less than %v", age.Round(time.Second), olderThan)
 	case held != "":
 		out.Why = "kept: " + held
