@@ -92,7 +92,8 @@ const maxPendingScanned = 10_000
 // by age alone. The error joins every failure (the listing, a lease that
 // could not be read, an abort), each naming its key; the report holds
 // what was done all the same. Without a driver.PendingLister the error
-// wraps driver.ErrUnsupported.
+// wraps driver.ErrUnsupported. b is the bucket as opened, not a Lease's
+// Bucket, whose keys are relative to its prefix.
 func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
 	prefix = strings.Trim(prefix, "/")
 	r := PendingReport{Prefix: prefix}
