@@ -81,8 +81,9 @@ const maxPendingScanned = 10_000
 //     than one TTL before the current holder's lease began (Record.Began,
 //     or AcquiredAt before the first renewal): an earlier holder's, whose
 //     fence closed it before the current one took over. An upload a
-//     Fresh holder started since, of any age, and any upload under a
-//     Suspect lease object are kept;
+//     Fresh holder started since, of any age, every upload under a fresh
+//     record of Break (the broken holder may write until it goes stale),
+//     and any upload under a Suspect lease object are kept;
 //   - the driver can abort it (Pending.Abort); the file driver refuses a
 //     staged file whose process still runs, and such a file is kept.
 //

@@ -99,6 +99,13 @@ func mayRemove(st Status, u driver.Pending) (bool, string) {
 		if st.Record == nil {
 			break
 		}
+		if st.Record.InstanceID == BreakerID {
+			// A fresh break record: the broken holder may write until its
+			// fence, before the record goes stale, and the record's
+			// AcquiredAt is the break's, not that holder's.
+			return false, fmt.Sprintf("%s was broken by an operator and stays fresh until %s: the broken holder may still commit it until then",
+				st.Key, st.TakeoverAt.UTC().Format(time.RFC3339))
+		}
 		began, ttl := st.Record.Began, st.Record.TTL()
 		if began.IsZero() {
 			began = st.Record.AcquiredAt

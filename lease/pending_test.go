@@ -100,8 +100,8 @@ func mapsEqual(a, b map[string]bool) bool {
 // TestRemovePendingKeepsLiveHolders: an upload a live holder may still
 // commit stays, of any age asked for: one started after the prefix's
 // fresh lease began, one under a nested prefix's fresh lease, one under a
-// lease object no reader can judge, and a staged file whose writer still
-// runs (the file driver refuses it). One started long before the live
+// lease object no reader can judge, one under a fresh record of Break, and
+// a staged file whose writer still runs (the file driver refuses it). One started long before the live
 // holder's lease began (an earlier holder's) goes.
 func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	dir := t.TempDir()
@@ -120,6 +120,14 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	if _, err := b.Put(ctx, "db4/LEASE", []byte("not a lease"), driver.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
+	broken, err := lease.Acquire(ctx, b, "db5", &lease.Options{InstanceID: "broken", TTL: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer broken.Release(context.WithoutCancel(ctx))
+	if st, err := lease.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now()) != nil {
+		t.Fatalf("breaking db5: %v", err)
+	}
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	writing := make(chan error, 1)
@@ -137,12 +145,14 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	before := leftStaged(t, dir, "before", "db1/before.sql", ago)
 	nested := leftStaged(t, dir, "nested", "db2/sub/x.sql", time.Now())
 	suspect := leftStaged(t, dir, "suspect", "db4/x.sql", ago)
+	brokenHolder := leftStaged(t, dir, "broken", "db5/x.sql", time.Now())
 
 	for prefix, want := range map[string]map[string]bool{
 		"db1": {"db1/after.sql": false, "db1/before.sql": true},
 		"db2": {"db2/sub/x.sql": false},
 		"db3": {"db3/live.sql": false},
 		"db4": {"db4/x.sql": false},
+		"db5": {"db5/x.sql": false},
 	} {
 		r, err := lease.RemovePending(ctx, b, prefix, lease.PendingOptions{})
 		if err != nil || !mapsEqual(outcomes(r), want) {
@@ -154,8 +164,9 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 			}
 		}
 	}
-	if !exists(after) || exists(before) || !exists(nested) || !exists(suspect) {
-		t.Errorf("left: after %v, before %v, nested %v, suspect %v", exists(after), exists(before), exists(nested), exists(suspect))
+	if !exists(after) || exists(before) || !exists(nested) || !exists(suspect) || !exists(brokenHolder) {
+		t.Errorf("left: after %v, before %v, nested %v, suspect %v, broken %v",
+			exists(after), exists(before), exists(nested), exists(suspect), exists(brokenHolder))
 	}
 	pw.CloseWithError(errors.New("the test ends the write"))
 	if err := <-writing; err == nil {
