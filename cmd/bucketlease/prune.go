@@ -30,7 +30,9 @@ them as show does, and aborts each one that:
     upload was started more than one TTL before the current holder's lease
     began (an earlier holder's, fenced before this one took over). An
     upload a live holder started since, however old, is kept, and so is
-    every upload under a lease object that is not a lease record;
+    every upload under a fresh record of "break --force" (the broken
+    holder may write until it goes stale) or under a lease object that is
+    not a lease record;
   - the driver can abort (on file://, a staged file whose process still
     runs is kept).
 
