@@ -254,7 +254,8 @@
 // largest part, a most parts, pieces for a client library that buffers a
 // part itself); SinglePutter sends a body of one part as one request,
 // Drainer waits for a part the client library sends on its own, and
-// PendingLister lists what a failed write could have left.
+// PendingLister lists what a failed write could have left, each with its
+// Abort where the service has a call for it (lease.RemovePending uses it).
 //
 // A driver's URL opener is exported (OpenURL in each of this module's
 // drivers), so that a custom Mux can host it, and refuses, with the rule in

@@ -263,6 +263,15 @@ type Pending struct {
 	Key       string    // the key it would be committed under
 	Upload    string    // the service's name for it (an S3 upload ID)
 	Initiated time.Time // when it was started, if the service says
+	// Abort removes the upload (S3's AbortMultipartUpload, the file
+	// driver's staged file), so that it can never be committed; nil where
+	// the driver has no call for it. It returns nil when the upload is
+	// gone already (completed or aborted), and an error naming the key
+	// and the upload otherwise. It decides nothing about whose the upload
+	// is: lease.RemovePending asks the lease first. The file driver's
+	// refuses a staged file whose writer is still running (it holds its
+	// lock).
+	Abort func(ctx context.Context) error
 }
 
 // PendingLister is the optional interface of a Bucket whose service can

@@ -49,7 +49,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "Usage: bucketlease COMMAND"},
-		{[]string{"frobnicate"}, `unknown command "frobnicate"; the commands are demo, hold, put, get, verify, show, list, probe, break, version`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"; the commands are demo, hold, put, get, verify, show, list, probe, break, prune, version`},
 		{[]string{"show"}, "show needs a URL"},
 		{[]string{"show", "mem://a/p", "mem://b/p"}, "show takes one URL"},
 		{[]string{"show", "mem://a/p", "--bogus"}, "flag provided but not defined: -bogus"},

@@ -50,7 +50,7 @@ func (c *command) newFlagSet(out io.Writer) (*flag.FlagSet, runFunc) {
 
 // commands returns the subcommands in the order help lists them.
 func commands() []*command {
-	return []*command{demoCommand, holdCommand, putCommand, getCommand, verifyCommand, showCommand, listCommand, probeCommand, breakCommand, versionCommand}
+	return []*command{demoCommand, holdCommand, putCommand, getCommand, verifyCommand, showCommand, listCommand, probeCommand, breakCommand, pruneCommand, versionCommand}
 }
 
 func findCommand(name string) *command {

@@ -49,7 +49,7 @@ const (
 
 // exitCodesHelp documents the exit codes.
 const exitCodesHelp = `Exit codes:
-  (demo, show and version exit 0, 1 or 2 only; list also 10)
+  (demo, show, prune and version exit 0, 1 or 2 only; list also 10)
   0    success (hold: the lease was released after an interrupt or after its command succeeded; put: stored, its version printed;
        get: written in full; verify: the object matches)
   1    an error: the URL, the credentials, the service or the network (put: also reading FILE, or no hold answering;

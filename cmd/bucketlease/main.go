@@ -7,6 +7,7 @@
 //	bucketlease show URL                   who holds the lease, and since when
 //	bucketlease probe URL                  does the service give the exclusion?
 //	bucketlease break URL --version V      free a stuck lease, if unchanged
+//	bucketlease prune URL --older-than D   remove a dead writer's pending uploads
 //	bucketlease version                    the module version and VCS revision
 //
 // hold runs its command under a watchdog, a second process of this binary

@@ -389,7 +389,7 @@ func jsonFailure(w io.Writer, command string, err error) error {
 // The commands whose --json covers their failures and refusals too (hold
 // reports its own, as its exit event).
 func init() {
-	for _, c := range []*command{showCommand, breakCommand, probeCommand, listCommand} {
+	for _, c := range []*command{showCommand, breakCommand, probeCommand, listCommand, pruneCommand} {
 		setup := c.setup
 		c.setup = func(fs *flag.FlagSet) runFunc {
 			run := setup(fs)

@@ -163,9 +163,9 @@ func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
 		case len(p.uploads) == 1:
 			n = "1 upload"
 		}
-		why := "a put still running, or one cut off: the service keeps its parts until they are aborted"
+		why := "a put still running, or one cut off: the service keeps its parts until they are aborted; bucketlease prune removes those no live holder may still commit"
 		if loc.Scheme == "file" {
-			why = "a put still running, or one killed: the next write removes those whose writer is gone"
+			why = "a put still running, or one killed: the next write, or bucketlease prune, removes those whose writer is gone"
 		}
 		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (%s)", n, where, why))
 		now := time.Now()

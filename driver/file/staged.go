@@ -200,6 +200,7 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 					u.Initiated = fi.ModTime()
 				}
 			}
+			u.Abort = b.abortFunc(u.Key, p)
 			if !strings.HasPrefix(u.Key, prefix) || u.Key == "" && prefix != "" {
 				continue
 			}

@@ -176,7 +176,8 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 				return
 			}
 			for _, u := range res.Uploads {
-				if !yield(driver.Pending{Key: u.Key, Upload: u.UploadID, Initiated: u.Initiated}, nil) {
+				p := driver.Pending{Key: u.Key, Upload: u.UploadID, Initiated: u.Initiated, Abort: b.abortFunc(u.Key, u.UploadID)}
+				if !yield(p, nil) {
 					return
 				}
 			}

@@ -162,6 +162,7 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 			}
 			for _, u := range out.Uploads {
 				p := driver.Pending{Key: aws.ToString(u.Key), Upload: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)}
+				p.Abort = b.abortFunc(p.Key, p.Upload)
 				if !yield(p, nil) {
 					return
 				}

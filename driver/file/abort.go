@@ -1,0 +1,67 @@
+//go:build unix
+
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// abortFunc is the Abort of the staged file p (of key) that ListPending
+// yields: abortStaged.
+func (b *Bucket) abortFunc(key, p string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := b.abortStaged(ctx, p); err != nil {
+			var kind error
+			if errors.Is(err, errStagedLive) {
+				kind = driver.ErrPrecondition
+			}
+			return &driver.OpError{Driver: Scheme, Op: string(driver.OpDelete), Key: key, Kind: kind,
+				Err: fmt.Errorf("removing the staged file %s: %w", p, err)}
+		}
+		return nil
+	}
+}
+
+// errStagedLive is why abortStaged leaves a staged file whose writer is
+// still running.
+var errStagedLive = errors.New("a process holds its lock: its writer is still writing it, and may still commit it")
+
+// abortStaged removes the staged file p and its note if no process holds
+// a lock on it (its writer is gone), as sweep does, under the staging
+// directory's lock taken exclusively, so that a file just created and not
+// yet locked by its writer is never mistaken for a dead writer's. A file
+// already gone is a success; one whose writer holds its lock is
+// errStagedLive, and is left as it is.
+func (b *Bucket) abortStaged(ctx context.Context, p string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	unlock, err := flockPath(ctx, filepath.Join(b.root, metaDir, stageLock), syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	live, err := locked(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		os.Remove(p + keySuffix)
+		return nil
+	case err != nil:
+		return err
+	case live:
+		return errStagedLive
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	os.Remove(p + keySuffix)
+	return nil
+}

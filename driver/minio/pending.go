@@ -1,0 +1,24 @@
+package minio
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// abortFunc is the Abort of the pending upload id of key that ListPending
+// yields: AbortMultipartUpload, with an upload already gone (completed or
+// aborted) a success.
+func (b *Bucket) abortFunc(key, id string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		op, err := b.begin(ctx, driver.OpDelete, key, driver.Condition{})
+		if err != nil {
+			return err
+		}
+		if err := (multipart{b: b, key: key}).Abort(op.Context(), id); err != nil {
+			return op.Fail(kind(err, driver.Condition{}), fmt.Errorf("aborting the pending upload %s: %w", id, err))
+		}
+		return nil
+	}
+}
