@@ -135,7 +135,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		in := putInput{stderr: e.stderr, check: inputCheck{size: f.size, hasSize: set["size"]}}
+		in := putInput{stderr: e.stderr, self: e.self, check: inputCheck{size: f.size, hasSize: set["size"]}}
 		if set["sha256"] {
 			if in.check.sha256, err = parseSHA256(f.sha256); err != nil {
 				return usageErrorf("%v", err)
