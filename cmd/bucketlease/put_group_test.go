@@ -86,8 +86,12 @@ func TestPutStopsProducersTree(t *testing.T) {
 			}
 			if tc.inHold {
 				p.waitFor(`^put exited 0$`)
-			} else if code := p.wait(); code != tc.code {
-				t.Errorf("put exit %d, want %d:\n%s", code, tc.code, p.output())
+			} else {
+				// The moment put exits, not when its stderr closes (the
+				// watchdog, or a survivor, may hold it).
+				for end := time.Now().Add(exitTimeout); alive(p.cmd.Process.Pid) && time.Now().Before(end); {
+					time.Sleep(5 * time.Millisecond)
+				}
 			}
 			if left := survivors(0, prod, child); len(left) > 0 {
 				t.Errorf("pids %v (of producer %d, grandchild %d) still running after put exited %v after it started", left, prod, child, time.Since(began).Round(time.Millisecond))
@@ -95,6 +99,8 @@ func TestPutStopsProducersTree(t *testing.T) {
 			if tc.inHold {
 				p.signal(syscall.SIGTERM)
 				p.wait()
+			} else if code := p.wait(); code != tc.code {
+				t.Errorf("put exit %d, want %d:\n%s", code, tc.code, p.output())
 			}
 		})
 	}

@@ -237,22 +237,29 @@ func (p *producer) stop(grace time.Duration) {
 		default:
 			p.send("stop %d", int64(grace))
 		}
-		t := time.NewTimer(grace + 10*time.Second) // the watchdog's reaping takes at most 5 s
-		defer t.Stop()
-		select {
-		case <-p.gone:
-		case <-t.C:
-			p.ctl.Close() // the watchdog kills everything when its control pipe closes
-			_ = p.proc.Kill()
-			<-p.gone
-		}
-		p.ctl.Close()
-		p.mu.Lock()
-		clean, pid := p.clean, p.pid
-		p.mu.Unlock()
-		if !clean {
-			// The watchdog died: what it supervised is put's now.
-			killOrphans(pid, p.subreaper)
-		}
+		p.awaitGone(grace)
 	})
+}
+
+// awaitGone waits until the watchdog has exited: after it saw nothing left
+// running, at most grace after its SIGTERM and 5 s of reaping. One that
+// does not exit in time is killed, and what it supervised with it.
+func (p *producer) awaitGone(grace time.Duration) {
+	t := time.NewTimer(grace + 10*time.Second)
+	defer t.Stop()
+	select {
+	case <-p.gone:
+	case <-t.C:
+		p.ctl.Close() // the watchdog kills everything when its control pipe closes
+		_ = p.proc.Kill()
+		<-p.gone
+	}
+	p.ctl.Close()
+	p.mu.Lock()
+	clean, pid := p.clean, p.pid
+	p.mu.Unlock()
+	if !clean {
+		// The watchdog died: what it supervised is put's now.
+		killOrphans(pid, p.subreaper)
+	}
 }
