@@ -102,6 +102,7 @@ type putFlags struct {
 	verbose     bool
 	sha256      string
 	size        int64
+	pidNS       bool      // put -- COMMAND: the producer in a PID namespace where allowed
 	hold        holdFlags // put URL's lease: ttl, instance id, wait
 }
 
@@ -114,6 +115,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 4)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
 	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
+	fs.BoolVar(&f.pidNS, "pid-namespace", true, "put -- COMMAND, on Linux: run the producer in a new PID namespace where allowed, as hold runs its command; false runs it without one (so that it can signal processes outside), as where none is allowed")
 	fs.BoolVar(&f.verbose, "v", false, "put URL: also report the lease's events on stderr")
 	fs.BoolVar(&f.verbose, "verbose", false, "put URL: also report the lease's events on stderr")
 	durationVar(fs, &f.hold.ttl, "ttl", lease.DefaultTTL, "put URL: the lease's TTL; a whole number of seconds, 1s to 1h")
@@ -135,7 +137,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		in := putInput{stderr: e.stderr, self: e.self, check: inputCheck{size: f.size, hasSize: set["size"]}}
+		in := putInput{stderr: e.stderr, self: e.self, pidNS: f.pidNS, check: inputCheck{size: f.size, hasSize: set["size"]}}
 		if set["sha256"] {
 			if in.check.sha256, err = parseSHA256(f.sha256); err != nil {
 				return usageErrorf("%v", err)

@@ -28,7 +28,7 @@ type producer struct {
 
 // startProducer starts argv (argv[0] found at path) with put's stdin and
 // stderr, its stdout a pipe to put.
-func startProducer(_, path string, argv []string, stderr io.Writer) (*producer, error) {
+func startProducer(_, path string, argv []string, stderr io.Writer, _ bool) (*producer, error) {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args = argv
 	cmd.Stdin = os.Stdin

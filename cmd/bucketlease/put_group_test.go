@@ -3,7 +3,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,11 +43,30 @@ func survivors(bound time.Duration, pids ...int) []int {
 	return left
 }
 
+// noNS is the flag that runs put's producer without a PID namespace, as
+// where none is allowed: the watchdog in a session of its own, a child
+// subreaper.
+var noNS = []string{"--pid-namespace=false"}
+
+// checkNamespace fails if flags hold noNS and yet pid runs in another PID
+// namespace than the test's.
+func checkNamespace(t *testing.T, pid int, flags []string) {
+	t.Helper()
+	if !slices.Contains(flags, noNS[0]) {
+		return
+	}
+	mine, err1 := os.Readlink("/proc/self/ns/pid")
+	its, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	if err1 != nil || err2 != nil || mine != its {
+		t.Errorf("with %s the producer (pid %d) is in PID namespace %s (%v), not the test's %s (%v)", noNS[0], pid, its, err2, mine, err1)
+	}
+}
+
 // TestPutStopsProducersTree: put URL KEY -- PRODUCER leaves nothing of its
 // producer running once it has exited, whichever way it ends: the producer
 // succeeds or fails, the input or the commit is refused, put gets
 // SIGTERM, SIGINT or SIGHUP, the producer ignores SIGTERM (SIGKILL after
-// the grace), or put is inside hold. Each producer starts a grandchild
+// the grace), or put is inside hold; with a PID namespace and without. Each producer starts a grandchild
 // that would sleep for 300 s. Before the fix put signalled and waited for
 // its direct child only, and the grandchild outlived it.
 func TestPutStopsProducersTree(t *testing.T) {
@@ -65,6 +88,8 @@ func TestPutStopsProducersTree(t *testing.T) {
 		{name: "SIGHUP", body: `exec sleep 300`, sig: syscall.SIGHUP, code: 128 + int(syscall.SIGHUP)},
 		{name: "SIGTERM ignored", pre: "trap '' TERM\n", body: `for i in $(seq 300); do sleep 1; done`, sig: syscall.SIGTERM, code: 128 + int(syscall.SIGTERM)},
 		{name: "inside hold", body: `echo data`, inHold: true},
+		{name: "exits 0, no PID namespace", flags: noNS, body: `echo data`, code: 0},
+		{name: "SIGTERM ignored, no PID namespace", flags: noNS, pre: "trap '' TERM\n", body: `for i in $(seq 300); do sleep 1; done`, sig: syscall.SIGTERM, code: 128 + int(syscall.SIGTERM)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, _ := fileURL(t)
@@ -81,6 +106,7 @@ func TestPutStopsProducersTree(t *testing.T) {
 			began := time.Now()
 			p := start(t, env, args...)
 			prod, child := pidFrom(t, prodPID), pidFrom(t, childPID)
+			checkNamespace(t, prod, tc.flags)
 			if tc.sig != 0 {
 				p.signal(tc.sig)
 			}
@@ -113,16 +139,22 @@ func TestPutStopsProducersTree(t *testing.T) {
 // everything once put's end of its control pipe closes. Before the fix
 // both ran on.
 func TestPutKilledStopsProducersTree(t *testing.T) {
-	u, _ := fileURL(t)
-	work := t.TempDir()
-	prodPID, childPID := filepath.Join(work, "producer"), filepath.Join(work, "grandchild")
-	p := start(t, []string{"PPIDF=" + prodPID, "GPID=" + childPID}, "put", u, "k", "--", "sh", "-c", leaveChild+`exec sleep 300`)
-	prod, child := pidFrom(t, prodPID), pidFrom(t, childPID)
-	p.signal(syscall.SIGKILL)
-	if left := survivors(10*time.Second, prod, child); len(left) > 0 {
-		t.Errorf("pids %v (of producer %d, grandchild %d) still running 10s after put was killed", left, prod, child)
-	}
-	if code := p.wait(); code != -1 {
-		t.Errorf("put exit %d after SIGKILL, want -1 (killed)", code)
+	for _, flags := range [][]string{nil, noNS} {
+		t.Run(strings.Join(append([]string{"flags"}, flags...), " "), func(t *testing.T) {
+			u, _ := fileURL(t)
+			work := t.TempDir()
+			prodPID, childPID := filepath.Join(work, "producer"), filepath.Join(work, "grandchild")
+			args := append(append([]string{"put", u, "k"}, flags...), "--", "sh", "-c", leaveChild+`exec sleep 300`)
+			p := start(t, []string{"PPIDF=" + prodPID, "GPID=" + childPID}, args...)
+			prod, child := pidFrom(t, prodPID), pidFrom(t, childPID)
+			checkNamespace(t, prod, flags)
+			p.signal(syscall.SIGKILL)
+			if left := survivors(10*time.Second, prod, child); len(left) > 0 {
+				t.Errorf("pids %v (of producer %d, grandchild %d) still running 10s after put was killed", left, prod, child)
+			}
+			if code := p.wait(); code != -1 {
+				t.Errorf("put exit %d after SIGKILL, want -1 (killed)", code)
+			}
+		})
 	}
 }

@@ -58,7 +58,9 @@ func (o *once) close() { o.o.Do(func() { close(o.c) }) }
 // startProducer starts argv (argv[0] found at path) under the watchdog
 // (self, this program; "" for os.Executable), with put's stdin and stderr,
 // its stdout a pipe to put, and returns once the watchdog has started it.
-func startProducer(self, path string, argv []string, stderr io.Writer) (*producer, error) {
+// With pidNS false, the watchdog runs without a PID namespace, as where
+// none is allowed.
+func startProducer(self, path string, argv []string, stderr io.Writer, pidNS bool) (*producer, error) {
 	if self == "" {
 		var err error
 		if self, err = os.Executable(); err != nil {
@@ -78,7 +80,7 @@ func startProducer(self, path string, argv []string, stderr io.Writer) (*produce
 	}
 	subreaper := becomeSubreaper() == nil
 	args := watchdogArgs(3, 4, producerGrace, math.MaxInt64, math.MaxInt64, path, argv)
-	proc, mode, reaped, err := startWatchdog(true, self, args, &os.ProcAttr{
+	proc, mode, reaped, err := startWatchdog(pidNS, self, args, &os.ProcAttr{
 		Files: []*os.File{os.Stdin, ends[0][1], errFile, ends[1][0], ends[2][1]},
 		Env:   os.Environ(),
 	})

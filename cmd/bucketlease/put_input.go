@@ -20,6 +20,7 @@ type putInput struct {
 	argv   []string // the producer, or nil
 	path   string   // the producer's program, looked up
 	self   string   // this program, which runs the producer's watchdog ("": os.Executable)
+	pidNS  bool     // the producer in a PID namespace where allowed
 	check  inputCheck
 	stderr io.Writer
 	count  func(io.Reader) io.Reader // the progress's counter
@@ -32,7 +33,7 @@ func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
 	var r io.Reader = os.Stdin
 	switch {
 	case in.argv != nil:
-		p, err := startProducer(in.self, in.path, in.argv, in.stderr)
+		p, err := startProducer(in.self, in.path, in.argv, in.stderr, in.pidNS)
 		if err != nil {
 			return nil, nil, err
 		}
