@@ -55,7 +55,11 @@ put's) and commits only once it has exited with status 0: a producer that
 exits non-zero or is killed aborts the upload (exit 7), one that cannot be
 found or run is refused before anything is taken or written (127, 126).
 SIGINT, SIGTERM and SIGHUP to put go on to the producer; put aborts and exits
-128+N. Use this form for backups: a pipe's end cannot tell a producer that
+128+N. The producer runs as hold runs its command, under the watchdog (in a
+new PID namespace on Linux where allowed; --pid-namespace=false runs it
+without one): however put ends, the producer and everything it started get
+SIGTERM, SIGKILL 5s later, and put exits only once none is left; if put is
+killed, the watchdog kills them all. Use this form for backups: a pipe's end cannot tell a producer that
 finished from one that died, so "pg_dump db1 | bucketlease put ..." commits
 whatever a failed pg_dump wrote, unless --size or --sha256 says what to
 expect. --size and --sha256 check the input (of any form) before the commit;
