@@ -41,19 +41,19 @@ type producer struct {
 	startErr error  // the watchdog could not start it
 	clean    bool   // the watchdog saw nothing left running
 
-	started, exited *once // reported, or the reports ended
+	started, exited *latch // reported, or the reports ended
 	gone            chan struct{}
 	stopOnce        sync.Once
 }
 
-// once is a channel closed at most once.
-type once struct {
+// latch is a channel closed at most once.
+type latch struct {
 	c chan struct{}
 	o sync.Once
 }
 
-func newOnce() *once   { return &once{c: make(chan struct{})} }
-func (o *once) close() { o.o.Do(func() { close(o.c) }) }
+func newLatch() *latch  { return &latch{c: make(chan struct{})} }
+func (o *latch) close() { o.o.Do(func() { close(o.c) }) }
 
 // startProducer starts argv (argv[0] found at path) under the watchdog
 // (self, this program; "" for os.Executable), with put's stdin and stderr,
@@ -95,7 +95,7 @@ func startProducer(self, path string, argv []string, stderr io.Writer, pidNS boo
 		return nil, fmt.Errorf("put: starting the producer's watchdog (%s): %w; nothing was written", self, err)
 	}
 	p := &producer{name: argv[0], out: ends[0][0], proc: proc, mode: mode, subreaper: subreaper, ctl: ends[1][1],
-		started: newOnce(), exited: newOnce(), gone: make(chan struct{})}
+		started: newLatch(), exited: newLatch(), gone: make(chan struct{})}
 	go p.readReports(ends[2][0], reaped)
 	<-p.started.c
 	p.mu.Lock()
