@@ -59,7 +59,11 @@ put's) and commits only once it has exited with status 0: a producer that
 exits non-zero or is killed aborts the upload (exit 7), one that cannot be
 found or run is refused before anything is taken or written (127, 126).
 SIGINT, SIGTERM and SIGHUP to put go on to the producer; put aborts and exits
-128+N. Use this form for backups: a pipe's end cannot tell a producer that
+128+N. The producer runs as hold runs its command, under the watchdog (in a
+new PID namespace on Linux where allowed; --pid-namespace=false runs it
+without one): however put ends, the producer and everything it started get
+SIGTERM, SIGKILL 5s later, and put exits only once none is left; if put is
+killed, the watchdog kills them all. Use this form for backups: a pipe's end cannot tell a producer that
 finished from one that died, so "pg_dump db1 | bucketlease put ..." commits
 whatever a failed pg_dump wrote, unless --size or --sha256 says what to
 expect. --size and --sha256 check the input (of any form) before the commit;
@@ -110,6 +114,7 @@ type putFlags struct {
 	verbose     bool
 	sha256      string
 	size        int64
+	pidNS       bool      // put -- COMMAND: the producer in a PID namespace where allowed
 	hold        holdFlags // put URL's lease: ttl, instance id, wait
 }
 
@@ -123,6 +128,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 4)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
 	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
+	fs.BoolVar(&f.pidNS, "pid-namespace", true, "put -- COMMAND, on Linux: run the producer in a new PID namespace where allowed, as hold runs its command; false runs it without one (so that it can signal processes outside), as where none is allowed")
 	fs.BoolVar(&f.verbose, "v", false, "put URL: also report the lease's events on stderr")
 	fs.BoolVar(&f.verbose, "verbose", false, "put URL: also report the lease's events on stderr")
 	durationVar(fs, &f.hold.ttl, "ttl", lease.DefaultTTL, "put URL: the lease's TTL; a whole number of seconds, 1s to 1h")
@@ -144,7 +150,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		in := putInput{stderr: e.stderr, check: inputCheck{size: f.size, hasSize: set["size"]}}
+		in := putInput{stderr: e.stderr, self: e.self, pidNS: f.pidNS, check: inputCheck{size: f.size, hasSize: set["size"]}}
 		if set["sha256"] {
 			if in.check.sha256, err = parseSHA256(f.sha256); err != nil {
 				return usageErrorf("%v", err)

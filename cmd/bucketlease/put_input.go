@@ -19,6 +19,8 @@ type putInput struct {
 	opened *os.File // FILE, opened
 	argv   []string // the producer, or nil
 	path   string   // the producer's program, looked up
+	self   string   // this program, which runs the producer's watchdog ("": os.Executable)
+	pidNS  bool     // the producer in a PID namespace where allowed
 	check  inputCheck
 	stderr io.Writer
 	count  func(io.Reader) io.Reader // the progress's counter
@@ -31,7 +33,7 @@ func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
 	var r io.Reader = os.Stdin
 	switch {
 	case in.argv != nil:
-		p, err := startProducer(in.path, in.argv, in.stderr)
+		p, err := startProducer(in.self, in.path, in.argv, in.stderr, in.pidNS)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -45,7 +47,7 @@ func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
 
 // close stops a producer whose output was not all read (the put failed),
 // and waits for it.
-func (in *putInput) close() { in.prod.stop(5 * time.Second) }
+func (in *putInput) close() { in.prod.stop(producerGrace) }
 
 // forward passes the signal that ended ctx (a signalContext) on to the
 // producer.

@@ -8,11 +8,9 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -55,16 +53,6 @@ func parseSHA256(s string) (string, error) {
 	return s, nil
 }
 
-// producer is put's COMMAND: its stdout is the body.
-type producer struct {
-	name string
-	cmd  *exec.Cmd
-	out  io.ReadCloser
-
-	waitOnce sync.Once
-	waitErr  error
-}
-
 // lookProducer finds the producer before anything is taken or written,
 // and maps one that cannot run to the shell's codes, as hold does.
 func lookProducer(name string) (string, error) {
@@ -78,85 +66,9 @@ func lookProducer(name string) (string, error) {
 	return "", withCode(126, fmt.Errorf("put: the producer %q cannot be run: %w; nothing was written", name, err))
 }
 
-// startProducer starts argv (argv[0] found at path) with put's stdin and
-// stderr, its stdout a pipe to put.
-func startProducer(path string, argv []string, stderr io.Writer) (*producer, error) {
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args = argv
-	cmd.Stdin = os.Stdin
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			code = 127
-		}
-		return nil, withCode(code, fmt.Errorf("put: the producer %q could not be started: %w; nothing was written", argv[0], err))
-	}
-	return &producer{name: argv[0], cmd: cmd, out: out}, nil
-}
-
-// wait waits for the producer once, and says how it ended: nil for exit
-// status 0, else an error wrapping errProducerFailed.
-func (p *producer) wait() error {
-	p.waitOnce.Do(func() {
-		err := p.cmd.Wait()
-		if err == nil {
-			return
-		}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				p.waitErr = fmt.Errorf("%w: %q was killed by signal %s", errProducerFailed, p.name, sigName(ws.Signal()))
-				return
-			}
-			p.waitErr = fmt.Errorf("%w: %q exited with status %d", errProducerFailed, p.name, ee.ExitCode())
-			return
-		}
-		p.waitErr = fmt.Errorf("%w: waiting for %q: %v", errProducerFailed, p.name, err)
-	})
-	return p.waitErr
-}
-
-// signal passes a signal put received on to the producer.
-func (p *producer) signal(s os.Signal) {
-	if p != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(s)
-	}
-}
-
-// stop ends a producer whose output is no longer wanted (the upload failed
-// or was refused): it closes put's end of its stdout (a writer then gets
-// SIGPIPE), sends SIGTERM, and SIGKILL if it has not exited within grace;
-// it returns once the producer has been waited for.
-func (p *producer) stop(grace time.Duration) {
-	if p == nil {
-		return
-	}
-	p.out.Close()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = p.wait()
-	}()
-	select {
-	case <-done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
-}
+// producerGrace is how long put gives its producer, and what it started,
+// between SIGTERM and SIGKILL when it stops them.
+const producerGrace = 5 * time.Second
 
 // checkedReader is put's body: it counts and hashes what it passes on,
 // and at the end of its input, before it says io.EOF (and so before the
@@ -206,7 +118,7 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 	case err != nil:
 		if c.prod != nil {
 			// The pipe from the producer failed: say how the producer ended.
-			c.prod.stop(5 * time.Second)
+			c.prod.stop(producerGrace)
 			if perr := c.prod.wait(); perr != nil {
 				return n, c.setFail(fmt.Errorf("put %s: %w; the upload was aborted, nothing was written", c.key, perr))
 			}

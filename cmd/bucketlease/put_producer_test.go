@@ -154,6 +154,12 @@ func TestPutProducerSucceeds(t *testing.T) {
 	}
 }
 
+// selfPID is shell that prints the shell's own pid as the machine sees it:
+// under put, where the producer may run in a PID namespace of its own, $$
+// is its pid there. /proc/self, opened by the shell itself, is the
+// host's; where there is no /proc there is no namespace either.
+const selfPID = `{ read p _ < /proc/self/stat; } 2>/dev/null || p=$$; echo $p`
+
 // TestPutSignalGoesToProducer: SIGINT or SIGTERM to put URL -- COMMAND
 // mid-stream goes on to the producer (here a sleep that would run for
 // 100 s), the upload is aborted, nothing is committed, and put exits 130
@@ -165,7 +171,7 @@ func TestPutSignalGoesToProducer(t *testing.T) {
 			work := t.TempDir()
 			mark, pidFile := filepath.Join(work, "wrote"), filepath.Join(work, "pid")
 			p := start(t, []string{"MARK=" + mark, "PIDF=" + pidFile}, "put", u, "k", "--part-size", "5MiB", "--", "sh", "-c",
-				`echo $$ > "$PIDF"; head -c 6000000 /dev/urandom; : > "$MARK"; exec sleep 100`)
+				selfPID+` > "$PIDF"; head -c 6000000 /dev/urandom; : > "$MARK"; exec sleep 100`)
 			for i := 0; ; i++ {
 				if _, err := os.Stat(mark); err == nil {
 					break
