@@ -66,7 +66,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		f.Close()
 		return nil, "", op.Fail(osKind(err), err)
 	}
-	b.reportTime(ctx, st.ModTime())
+	b.reportTime(ctx, dateOf(st))
 	if b.caps.Metadata {
 		driver.ReportMetadata(ctx, md)
 	}
@@ -162,6 +162,27 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 	})
 }
 
+// dateOf is the time the driver states an object was written (Get's
+// ServiceTime.Modified, List's ModTime), read from its file's FileInfo st:
+// the later of the file's modification time and its status change time.
+// The modification time is when the staged file was last written, which
+// may be long before the rename that made it the object (a writer stopped
+// or slowed between the two), and a late write dated by it reads as made
+// in time. The change time is stamped by the rename itself on Linux (ext4,
+// XFS, Btrfs, tmpfs) and the BSDs, and again by the chmod commit makes
+// right after the rename everywhere, so it is never earlier than the
+// moment the object became visible, give or take the kernel clock's tick.
+// Anything that changes the file later (an edit, a chmod, a restore from a
+// backup) moves the date later, never earlier. Where the system's
+// FileInfo carries no change time, the modification time is all there is.
+func dateOf(st fs.FileInfo) time.Time {
+	mod := st.ModTime()
+	if changed, ok := changeTime(st); ok && changed.After(mod) {
+		return changed
+	}
+	return mod
+}
+
 // stat reads key's version, size and modification time; ok is false if it
 // is no longer there.
 func (b *Bucket) stat(key string) (driver.Object, bool, error) {
@@ -184,7 +205,7 @@ func (b *Bucket) stat(key string) (driver.Object, bool, error) {
 	if err != nil {
 		return driver.Object{}, false, err
 	}
-	o := driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: st.ModTime()}
+	o := driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: dateOf(st)}
 	if b.caps.ListMetadata {
 		if o.Metadata, err = readMetadata(f); err != nil {
 			return driver.Object{}, false, err

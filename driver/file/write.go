@@ -250,7 +250,16 @@ func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v 
 	if err := b.writeRecord(key, entries); err != nil {
 		return err
 	}
-	return b.install(ctx, s.name, p)
+	if err := b.install(ctx, s.name, p); err != nil {
+		return err
+	}
+	// Stamp the file's change time after the rename, which dateOf reads:
+	// the rename stamps it on Linux and the BSDs, and this chmod (to the
+	// mode the file has) does on any system. The object is committed
+	// already, so a failure here fails nothing; the change time it leaves
+	// is the rename's, or the staging's where the rename stamps none.
+	_ = s.f.Chmod(b.mode)
+	return nil
 }
 
 // stage writes the body (written by body) to a new staged file in the
