@@ -19,7 +19,7 @@ import (
 // cgroup): a lock is held for one small write, a few milliseconds, so a
 // holder seen stopped for this long stays stopped until someone resumes
 // or ends it.
-const stoppedGrace = time.Second
+const stoppedGrace = 200 * time.Millisecond
 
 // lockWaitMax bounds any wait for a lock, for holders whose state cannot
 // be read (systems without /proc/locks) or that are not stopped but do not
@@ -47,7 +47,13 @@ type LockedError struct {
 	Path    string // the lock file
 	Holders []LockHolder
 	Waited  time.Duration
+	// Err is the context's error when the caller's context ended the wait
+	// while a holder was stopped, nil when the driver gave up.
+	Err error
 }
+
+// Unwrap returns the context's error that ended the wait, if one did.
+func (e *LockedError) Unwrap() error { return e.Err }
 
 func (e *LockedError) Error() string {
 	what := "the file driver's lock on key " + fmt.Sprintf("%q", e.Key)
@@ -103,7 +109,9 @@ func (b *Bucket) LockHolders(key string) ([]LockHolder, error) {
 // the lock in errors. It tries without blocking, pausing up to lockPoll
 // between tries, so that no thread stays blocked in flock(2) for a wait
 // given up, and gives up with a *LockedError once a holder has been seen
-// stopped for stoppedGrace, or after lockWaitMax whatever the holders.
+// stopped for stoppedGrace, or after lockWaitMax whatever the holders; a
+// wait that ctx ends while a holder is stopped returns a *LockedError
+// too, wrapping ctx's error.
 func flockPath(ctx context.Context, lp, key string, how int) (func(), error) {
 	f, err := os.OpenFile(lp, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -143,7 +151,15 @@ func flockPath(ctx context.Context, lp, key string, how int) (func(), error) {
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():
+			// Named, if a holder is stopped: a caller that bounds each
+			// request more tightly than stoppedGrace learns why too.
+			holders := heldBy(f)
 			f.Close()
+			for _, h := range holders {
+				if h.Stopped {
+					return nil, &LockedError{Key: key, Path: lp, Holders: holders, Waited: time.Since(start), Err: ctx.Err()}
+				}
+			}
 			return nil, ctx.Err()
 		}
 	}
