@@ -32,7 +32,7 @@ type lockHolderJSON struct {
 func lockJSON(hs []lockHolder) []lockHolderJSON {
 	var out []lockHolderJSON
 	for _, h := range hs {
-		out = append(out, lockHolderJSON{Pid: h.Pid, Stopped: h.Stopped})
+		out = append(out, lockHolderJSON(h))
 	}
 	return out
 }

@@ -68,6 +68,29 @@
 // with driver.ErrInvalidKey, naming the path and saying it is a directory
 // to remove or rename.
 //
+// # A stopped writer
+//
+// A write holds its key's lock for its commit only (reading the current
+// version, rewriting the record, the rename, their syncs: milliseconds);
+// the body is staged before. A process stopped inside that window
+// (SIGSTOP, Ctrl-Z, a debugger, a frozen cgroup) keeps the lock until it
+// is resumed or ends, and no other process may write the key meanwhile:
+// taking the lock from it would let it, once resumed, rename its staged
+// file over whatever was written since, and nothing in a file system can
+// refuse that rename. So the driver does not take it; it makes the wait
+// short and says why. A write that finds the lock held tries again every
+// few milliseconds, reads the lock's holders (on Linux, from /proc/locks
+// and /proc/PID/stat), and gives up with a *LockedError once a holder has
+// been stopped for a fifth of a second, or when its context ends while
+// one is (the error then wraps the context's), or after 30 seconds
+// whatever the holders: the error names the key, the lock file and the
+// process, and says to resume it (kill -CONT PID) or end it. Nothing was
+// written. LockHolders names the holders for bucketlease show. Outside
+// Linux the holders cannot be read: a wait ends at the context's end or
+// after 30 seconds, with an error that says which lock file to look up
+// (lsof, fuser). A lease whose holder is stopped that way is taken over
+// once the holder is resumed or ended, and its TTL has passed.
+//
 // # An object's date
 //
 // A Get's modification time (driver.ServiceTime.Modified) and a listing's

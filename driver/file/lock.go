@@ -31,7 +31,7 @@ const lockPoll = 20 * time.Millisecond
 
 // LockHolder is a process that holds one of the file driver's locks.
 type LockHolder struct {
-	Pid int
+	Pid int // the process's id, in the reader's pid namespace
 	// Stopped: the process is stopped (its state is T or t: SIGSTOP,
 	// Ctrl-Z, a debugger, a frozen cgroup), so it will not let go of the
 	// lock until someone resumes it (kill -CONT PID) or ends it.
