@@ -95,18 +95,18 @@
 //
 // A Get's modification time (driver.ServiceTime.Modified) and a listing's
 // ModTime, which lease.LateBy and bucketlease list --late judge late
-// writes by, are the later of the file's modification time and its status
-// change time: the moment the rename made the object visible, or later,
-// never earlier. The modification time alone is when the staged file was
+// writes by, are, for a file the driver wrote (one its record names), the
+// later of the file's modification time and its status change time: the
+// moment the rename made the object visible, or later, never earlier. The modification time alone is when the staged file was
 // last written, which a writer stopped or slowed before its rename leaves
 // long behind the commit. The rename stamps the change time on Linux and
 // the BSDs, and the commit changes the file's mode to the mode it has
 // right after the rename, which stamps it on any system (where a system's
 // rename stamps none, a writer stopped between the two leaves the staging's
-// time for that while). Anything that changes the file afterwards (an
-// edit, a chmod, a restore from a backup, which preserves modification
-// times but not change times) dates it later: a restored object reads as
-// written at the restore.
+// time for that while). A chmod afterwards dates it later. A file no
+// record names (copied in, edited or re-dated by hand, restored from a
+// backup, written by an earlier version of the driver) is dated by its
+// modification time alone, which whoever put it there chose.
 //
 // # Object metadata
 //

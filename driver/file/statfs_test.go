@@ -175,9 +175,9 @@ func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
 			switch {
 			case !tc.report && len(got) != 0:
 				t.Errorf("reports on %s: %+v, want none", tc.name, got)
-			case tc.report && (len(got) != 2 || !got[1].Modified.Equal(dateOf(st)) || got[1].Resolution != modTimeResolution):
+			case tc.report && (len(got) != 2 || !got[1].Modified.Equal(dateOf(st, true)) || got[1].Resolution != modTimeResolution):
 				t.Errorf("reports %+v, want the Put's and the Get's, the Get's with the object's date %v and a resolution of %v",
-					got, dateOf(st), modTimeResolution)
+					got, dateOf(st, true), modTimeResolution)
 			}
 		})
 	}
