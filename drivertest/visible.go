@@ -117,6 +117,12 @@ func heldCommit(ctx context.Context, s *scope) error {
 	if err := visibleAfter("the Get", get.t.Modified, seen.t.Date, res, hold); err != nil {
 		return err
 	}
+	return listedAfter(ctx, s, k, seen.t.Date, res, hold)
+}
+
+// listedAfter is visibleAfter for the ModTime a listing states of key,
+// where the driver lists.
+func listedAfter(ctx context.Context, s *scope, k string, takeover time.Time, res, hold time.Duration) error {
 	if _, ok := s.raw.(driver.Lister); !ok {
 		return nil
 	}
@@ -125,7 +131,7 @@ func heldCommit(ctx context.Context, s *scope) error {
 			return fmt.Errorf("List of the streamed write's key: %s", outcome(err))
 		}
 		if o.Key == k {
-			return visibleAfter("the listing", o.ModTime, seen.t.Date, res, hold)
+			return visibleAfter("the listing", o.ModTime, takeover, res, hold)
 		}
 	}
 	return fmt.Errorf("List of %q did not list the streamed write", k)
