@@ -220,8 +220,8 @@
 //	        the client's transport*             Attrs.LastModified)
 //	azure   the response's Date (captured       Last-Modified                  1 s
 //	        response, retries included)
-//	file    the machine's clock at the answer   the file's mtime               2 s
-//	        (nothing on a network file system)
+//	file    the machine's clock at the answer   the later of the file's mtime  2 s
+//	        (nothing on a network file system)  and ctime (the commit's rename)
 //	mem     Bucket.Now (default time.Now)       the write's Bucket.Now         0
 //
 // * a client the driver made (OpenURL, NewClient); a caller's client

@@ -95,10 +95,13 @@ var order = []string{
 	// Session 19: a listing of a prefix no key can start with is refused
 	// (obligation 14).
 	"list-invalid-prefix",
+	// A streamed write whose commit is held past another holder's write
+	// is dated no earlier than its commit (obligation 15).
+	"stream-dated-at-commit",
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

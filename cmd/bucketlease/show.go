@@ -66,15 +66,18 @@ func setupShow(fs *flag.FlagSet) runFunc {
 			pend = fileStaged(ctx, loc, *timeout)
 		}
 		scratch := leftoverScratchKeys(ctx, loc, b, prefix, *timeout)
+		locked := lockHolders(b, st.Key)
 		if *asJSON {
 			j := statusJSON(loc, st)
 			j.Pending = pend.json()
 			for _, o := range scratch {
 				j.ScratchKeys = append(j.ScratchKeys, scratchKeyJSON{Key: o.Key, Modified: utcOrEmpty(o.ModTime)})
 			}
+			j.LockHolders = lockJSON(locked)
 			return writeJSON(e.stdout, j)
 		}
 		printStatus(e.stdout, loc, st, func(row func(k, v string)) {
+			lockRows(st.Key, locked, row)
 			pend.rows(loc, row)
 			scratchRows(scratch, row)
 		})

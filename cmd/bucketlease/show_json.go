@@ -48,6 +48,10 @@ type showJSON struct {
 	// ScratchKeys are scratch keys beside the lease object that a probe
 	// left (lease.IsScratchKey): a process that died during one.
 	ScratchKeys []scratchKeyJSON `json:"scratch_keys,omitempty"`
+	// LockHolders are the processes holding the file driver's lock on
+	// the lease object (file:// on Linux): one writing it now, or one
+	// stopped while it did, which blocks every write of it.
+	LockHolders []lockHolderJSON `json:"lock_holders,omitempty"`
 }
 
 type scratchKeyJSON struct {

@@ -68,6 +68,46 @@
 // with driver.ErrInvalidKey, naming the path and saying it is a directory
 // to remove or rename.
 //
+// # A stopped writer
+//
+// A write holds its key's lock for its commit only (reading the current
+// version, rewriting the record, the rename, their syncs: milliseconds);
+// the body is staged before. A process stopped inside that window
+// (SIGSTOP, Ctrl-Z, a debugger, a frozen cgroup) keeps the lock until it
+// is resumed or ends, and no other process may write the key meanwhile:
+// taking the lock from it would let it, once resumed, rename its staged
+// file over whatever was written since, and nothing in a file system can
+// refuse that rename. So the driver does not take it; it makes the wait
+// short and says why. A write that finds the lock held tries again every
+// few milliseconds, reads the lock's holders (on Linux, from /proc/locks
+// and /proc/PID/stat), and gives up with a *LockedError once a holder has
+// been stopped for a fifth of a second, or when its context ends while
+// one is (the error then wraps the context's), or after 30 seconds
+// whatever the holders: the error names the key, the lock file and the
+// process, and says to resume it (kill -CONT PID) or end it. Nothing was
+// written. LockHolders names the holders for bucketlease show. Outside
+// Linux the holders cannot be read: a wait ends at the context's end or
+// after 30 seconds, with an error that says which lock file to look up
+// (lsof, fuser). A lease whose holder is stopped that way is taken over
+// once the holder is resumed or ended, and its TTL has passed.
+//
+// # An object's date
+//
+// A Get's modification time (driver.ServiceTime.Modified) and a listing's
+// ModTime, which lease.LateBy and bucketlease list --late judge late
+// writes by, are, for a file the driver wrote (one its record names), the
+// later of the file's modification time and its status change time: the
+// moment the rename made the object visible, or later, never earlier. The modification time alone is when the staged file was
+// last written, which a writer stopped or slowed before its rename leaves
+// long behind the commit. The rename stamps the change time on Linux and
+// the BSDs, and the commit changes the file's mode to the mode it has
+// right after the rename, which stamps it on any system (where a system's
+// rename stamps none, a writer stopped between the two leaves the staging's
+// time for that while). A chmod afterwards dates it later. A file no
+// record names (copied in, edited or re-dated by hand, restored from a
+// backup, written by an earlier version of the driver) is dated by its
+// modification time alone, which whoever put it there chose.
+//
 // # Object metadata
 //
 // On Linux, an object's metadata (driver.WithMetadata) is kept in user

@@ -52,8 +52,9 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	st, err := f.Stat()
 	var v driver.Version
 	var skip int64
+	var named *entry
 	if err == nil {
-		v, skip, _, err = b.versionOf(key, f, st)
+		v, skip, named, err = b.versionOf(key, f, st)
 	}
 	if err == nil && skip > 0 {
 		_, err = f.Seek(skip, io.SeekStart)
@@ -66,7 +67,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		f.Close()
 		return nil, "", op.Fail(osKind(err), err)
 	}
-	b.reportTime(ctx, st.ModTime())
+	b.reportTime(ctx, dateOf(st, named != nil))
 	if b.caps.Metadata {
 		driver.ReportMetadata(ctx, md)
 	}
@@ -162,6 +163,32 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 	})
 }
 
+// dateOf is the time the driver states an object was written (Get's
+// ServiceTime.Modified, List's ModTime), read from its file's FileInfo st;
+// committed says a record names the file (versionOf): the driver wrote it.
+// Such a file is dated by the later of its modification time and its
+// status change time. The modification time alone is when the staged
+// file was last written, which may be long before the rename that made it
+// the object (a writer stopped or slowed between the two), and a late
+// write dated by it reads as made in time. The change time is stamped by
+// the rename itself on Linux (ext4, XFS, Btrfs, tmpfs) and the BSDs, and
+// again by the chmod commit makes right after the rename everywhere, so it
+// is never earlier than the moment the object became visible, give or
+// take the kernel clock's tick. A file no record names (copied in, edited
+// or re-dated by hand, restored from a backup, written by an earlier
+// version of the driver) is dated by its modification time, which
+// whoever put it there chose: the driver did not see it become visible.
+func dateOf(st fs.FileInfo, committed bool) time.Time {
+	mod := st.ModTime()
+	if !committed {
+		return mod
+	}
+	if changed, ok := changeTime(st); ok && changed.After(mod) {
+		return changed
+	}
+	return mod
+}
+
 // stat reads key's version, size and modification time; ok is false if it
 // is no longer there.
 func (b *Bucket) stat(key string) (driver.Object, bool, error) {
@@ -180,11 +207,11 @@ func (b *Bucket) stat(key string) (driver.Object, bool, error) {
 	if st.IsDir() {
 		return driver.Object{}, false, nil
 	}
-	v, skip, _, err := b.versionOf(key, f, st)
+	v, skip, named, err := b.versionOf(key, f, st)
 	if err != nil {
 		return driver.Object{}, false, err
 	}
-	o := driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: st.ModTime()}
+	o := driver.Object{Key: key, Size: st.Size() - skip, Version: v, ModTime: dateOf(st, named != nil)}
 	if b.caps.ListMetadata {
 		if o.Metadata, err = readMetadata(f); err != nil {
 			return driver.Object{}, false, err

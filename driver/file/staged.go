@@ -43,7 +43,7 @@ type staged struct {
 // staged file that is created and not yet locked.
 func (b *Bucket) newStaged(ctx context.Context, key string) (*staged, error) {
 	dir := filepath.Join(b.root, metaDir, "tmp")
-	unlock, err := flockPath(ctx, filepath.Join(b.root, metaDir, stageLock), syscall.LOCK_SH)
+	unlock, err := flockPath(ctx, filepath.Join(b.root, metaDir, stageLock), "", syscall.LOCK_SH)
 	if err != nil {
 		return nil, err
 	}

@@ -140,7 +140,8 @@ func TestSharedFSByName(t *testing.T) {
 }
 
 // TestServiceTimeOnlyOnALocalFS: on a local file system a Get reports this
-// machine's clock and the file's modification time; on a network file
+// machine's clock and the object's date (dateOf: the file's change time,
+// stamped at the commit); on a network file
 // system (NFS, even trusted) nothing, since its mtime is the server's clock
 // and each machine sharing it has a clock of its own.
 func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
@@ -174,9 +175,9 @@ func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
 			switch {
 			case !tc.report && len(got) != 0:
 				t.Errorf("reports on %s: %+v, want none", tc.name, got)
-			case tc.report && (len(got) != 2 || !got[1].Modified.Equal(st.ModTime()) || got[1].Resolution != modTimeResolution):
-				t.Errorf("reports %+v, want the Put's and the Get's, the Get's with the file's mtime %v and a resolution of %v",
-					got, st.ModTime(), modTimeResolution)
+			case tc.report && (len(got) != 2 || !got[1].Modified.Equal(dateOf(st, true)) || got[1].Resolution != modTimeResolution):
+				t.Errorf("reports %+v, want the Put's and the Get's, the Get's with the object's date %v and a resolution of %v",
+					got, dateOf(st, true), modTimeResolution)
 			}
 		})
 	}

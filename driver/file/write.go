@@ -5,7 +5,6 @@ package file
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,44 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
-
-// lock takes the exclusive flock for key and returns its release.
-func (b *Bucket) lock(ctx context.Context, key string) (func(), error) {
-	sum := sha256.Sum256([]byte(key))
-	return flockPath(ctx, filepath.Join(b.root, metaDir, "locks", hex.EncodeToString(sum[:16])), syscall.LOCK_EX)
-}
-
-// flockPath opens (creating it if needed) the lock file lp, takes the
-// flock how (LOCK_EX or LOCK_SH) on it, and returns its release.
-func flockPath(ctx context.Context, lp string, how int) (func(), error) {
-	f, err := os.OpenFile(lp, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	// flock blocks without a context; a held lock is only ever held for
-	// one small write, so wait in a goroutine and honour ctx meanwhile.
-	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), how) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			err = ctx.Err() // ended while the lock was being taken
-		}
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return func() { f.Close() }, nil // closing the descriptor releases the lock
-	case <-ctx.Done():
-		go func() { <-done; f.Close() }()
-		return nil, ctx.Err()
-	}
-}
 
 // satisfied reports whether cond holds for the stored version cur ("" when
 // the key is missing).
@@ -90,22 +55,8 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	if err != nil {
 		return "", err
 	}
-	unlock, err := b.lock(ctx, key)
-	if err != nil {
-		return "", op.Fail(osKind(err), err)
-	}
-	defer unlock()
-	cur, keep, err := b.current(key, p)
-	if err != nil {
-		return "", op.Fail(osKind(err), err)
-	}
-	if !satisfied(cur, cond) {
-		b.reportTime(ctx, time.Time{})
-		return "", op.Fail(driver.ErrPrecondition, nil)
-	}
-	if err := b.layoutConflict(key, p); err != nil {
-		return "", op.Fail(driver.ErrInvalidKey, err)
-	}
+	// Staged before the key's lock is taken, so that the lock is held
+	// only for the commit (see lock.go).
 	v := newVersion()
 	s, err := b.stage(ctx, key, func(f *os.File) error {
 		// In chunks, so that a cancelled context stops a large write.
@@ -121,17 +72,22 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 		}
 		return nil
 	})
+	var kind error
 	if err == nil {
-		err = b.commit(ctx, key, s, p, v, keep)
+		err, kind = b.commitStaged(ctx, op, s, p, v)
 	}
 	if err != nil {
 		if s != nil {
 			s.discard()
 		}
-		if cerr := b.layoutConflict(key, p); cerr != nil {
-			return "", op.Fail(driver.ErrInvalidKey, cerr)
+		if kind == nil {
+			kind = osKind(err)
 		}
-		return "", op.Fail(osKind(err), err)
+		if errors.Is(kind, driver.ErrPrecondition) {
+			b.reportTime(ctx, time.Time{})
+			return "", op.Fail(kind, nil)
+		}
+		return "", op.Fail(kind, err)
 	}
 	s.done()
 	b.reportTime(ctx, time.Time{})
@@ -250,7 +206,16 @@ func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v 
 	if err := b.writeRecord(key, entries); err != nil {
 		return err
 	}
-	return b.install(ctx, s.name, p)
+	if err := b.install(ctx, s.name, p); err != nil {
+		return err
+	}
+	// Stamp the file's change time after the rename, which dateOf reads:
+	// the rename stamps it on Linux and the BSDs, and this chmod (to the
+	// mode the file has) does on any system. The object is committed
+	// already, so a failure here fails nothing; the change time it leaves
+	// is the rename's, or the staging's where the rename stamps none.
+	_ = s.f.Chmod(b.mode)
+	return nil
 }
 
 // stage writes the body (written by body) to a new staged file in the

@@ -1,0 +1,19 @@
+//go:build darwin || freebsd || netbsd
+
+package file
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+)
+
+// changeTime returns the file's status change time (st_ctimespec), and
+// false where the FileInfo does not carry it.
+func changeTime(st fs.FileInfo) (time.Time, bool) {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(sys.Ctimespec.Unix()), true
+}

@@ -1,0 +1,163 @@
+package drivertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// The date of a held commit: obligation 15 of the driver package's
+// documentation, for a streamed write whose commit is held back. A reader
+// that judges late writes (lease.LateBy, bucketlease list --late) trusts
+// an object's modification time to be no earlier than the moment the
+// object became visible: a writer held between staging its body and the
+// commit while another holder takes over must not read as having written
+// before the takeover.
+
+// maxHolds bounds how many times the check holds a streamed write: a
+// driver asks MayStart after the body's end before its last part (if it
+// reads ahead) and before the commit, so two at most; one more is
+// tolerated.
+const maxHolds = 3
+
+// eofWatch is a body that records when its reader has returned io.EOF.
+type eofWatch struct {
+	r     io.Reader
+	ended atomic.Bool
+}
+
+func (w *eofWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err == io.EOF {
+		w.ended.Store(true)
+	}
+	return n, err
+}
+
+// heldCommit streams a body of three parts to a new key and holds every
+// MayStart asked after the body's end (the commit's, and the last part's
+// in a driver that reads ahead) for more than twice the service's
+// Resolution, then writes another key (the takeover) and notes the Date
+// its Put reported. Once the streamed write returns, its Get's
+// modification time, and its listing's where the driver lists, must not
+// read earlier than that Date, allowing the Resolution: the object became
+// visible after the takeover's answer. A driver that dates an object by
+// when its body was staged fails here.
+func heldCommit(ctx context.Context, s *scope) error {
+	st, err := s.streamer()
+	if err != nil {
+		return err
+	}
+	k, other := s.key("held"), s.key("takeover")
+	first, _, err := timedPut(ctx, s.b, other, []byte("before"), driver.Condition{})
+	if err != nil {
+		return fmt.Errorf("setup: Put of another key: %s", outcome(err))
+	}
+	if !first.reported {
+		return skipped{noServiceTime}
+	}
+	hold := 2*first.t.Resolution + 500*time.Millisecond
+	src := &eofWatch{r: newBody(9, streamBig)}
+	var (
+		mu    sync.Mutex
+		holds int
+		seen  timed
+	)
+	gate := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !src.ended.Load() || holds >= maxHolds {
+			return nil
+		}
+		holds++
+		select {
+		case <-time.After(hold):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t, _, err := timedPut(ctx, s.b, other, fmt.Appendf(nil, "takeover %d", holds), driver.Condition{})
+		if err != nil {
+			return fmt.Errorf("the takeover's Put, made while the commit is held: %s", outcome(err))
+		}
+		if !t.reported {
+			return errors.New("the driver reported no service time for the takeover's Put, though it did for an earlier one")
+		}
+		seen = t
+		return nil
+	}
+	v, err := st.PutStream(ctx, k, src, driver.IfAbsent(), streamOpts(gate))
+	if sk := notStreamed(err); sk != nil {
+		return sk
+	}
+	if err != nil {
+		return fmt.Errorf("PutStream IfAbsent of %d bytes, its commit held %v: %s", streamBig, hold, outcome(err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if holds == 0 {
+		return errors.New("the driver never asked MayStart after the body's end: it must ask before the commit (driver.StreamOptions)")
+	}
+	get, gv, err := timedGet(ctx, s.b, k)
+	if err != nil {
+		return fmt.Errorf("Get of the streamed write: %s", outcome(err))
+	}
+	if gv != v {
+		return fmt.Errorf("PutStream returned version %q, but Get returns %q", v, gv)
+	}
+	if !get.reported || get.t.Modified.IsZero() {
+		return errors.New("the driver reported no modification time for the Get of a streamed write, though it reports the service's time")
+	}
+	res := max(get.t.Resolution, seen.t.Resolution)
+	if err := visibleAfter("the Get", get.t.Modified, seen.t.Date, res, hold); err != nil {
+		return err
+	}
+	return listedAfter(ctx, s, k, seen.t.Date, res, hold)
+}
+
+// listedAfter is visibleAfter for the ModTime a listing states of key,
+// where the driver lists.
+func listedAfter(ctx context.Context, s *scope, k string, takeover time.Time, res, hold time.Duration) error {
+	if _, ok := s.raw.(driver.Lister); !ok {
+		return nil
+	}
+	for o, err := range driver.List(ctx, s.b, k) {
+		if err != nil {
+			return fmt.Errorf("List of the streamed write's key: %s", outcome(err))
+		}
+		if o.Key == k {
+			return visibleAfter("the listing", o.ModTime, takeover, res, hold)
+		}
+	}
+	return fmt.Errorf("List of %q did not list the streamed write", k)
+}
+
+// visibleAfter fails unless mod, what a read stated as the held write's
+// modification time, is no earlier than takeover, the Date of an answer
+// given before the write became visible, allowing the resolution res.
+func visibleAfter(what string, mod, takeover time.Time, res, hold time.Duration) error {
+	if !mod.Add(res).Before(takeover) {
+		return nil
+	}
+	return fmt.Errorf("%s dates the streamed write %s, %v before the takeover's Put was answered (%s, resolution %v), "+
+		"though its commit was held %v past that answer: the driver dates an object by when its body was staged, "+
+		"not by the commit that made it visible, so a late write reads as made in time",
+		what, mod.UTC().Format(time.RFC3339Nano), takeover.Sub(mod).Round(time.Millisecond),
+		takeover.UTC().Format(time.RFC3339Nano), res, hold)
+}
+
+// visibleChecks are the checks of this file; suite.go orders them.
+var visibleChecks = []check{
+	check{
+		name: "stream-dated-at-commit",
+		expect: "a driver that reports the service's time dates a streamed write (Get's modification time, List's ModTime) " +
+			"no earlier than the moment its commit made it visible: a commit held past another key's write reads as " +
+			"modified no earlier than that write's Date, allowing the Resolution",
+		run: heldCommit,
+	},
+}
