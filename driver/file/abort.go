@@ -44,7 +44,7 @@ func (b *Bucket) abortStaged(ctx context.Context, p string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	unlock, err := flockPath(ctx, filepath.Join(b.root, metaDir, stageLock), syscall.LOCK_EX)
+	unlock, err := flockPath(ctx, filepath.Join(b.root, metaDir, stageLock), "", syscall.LOCK_EX)
 	if err != nil {
 		return err
 	}
