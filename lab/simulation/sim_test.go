@@ -472,9 +472,7 @@ func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
 // copy of the lease, where this test must fail. found is the first seed on which the
 // old behaviour broke invariant want when it was a switch (the last run of
 // the controls, 2026-12, on 7a1ec1a), or, where epochs changed the seeds'
-// courses, the first the mutant breaks today. Two entries are regressions
-// only, whose defects the simulator no longer reaches (their comments say
-// which mutant of lease's is their control).
+// courses, the first the mutant breaks today.
 var fixedDefects = []struct {
 	name  string // the defect: the mutant that brings it back is sim-NAME (but see above)
 	cfg   Config
@@ -532,16 +530,21 @@ var fixedDefects = []struct {
 	// renewed_at as its previous stamp plus a nanosecond: readers see the
 	// lease age while it is renewed, and take it over while it writes.
 	{name: "stamp-through-clock-jump", cfg: Config{Force: WallClockBackAnHour}, seeds: 200, found: 1, want: InvExclusion},
-	// Seed 96458 of session 8's campaign: a process started beside the
-	// holder on its machine has stamped nothing yet when the machine's
+	// A process started beside the holder on its machine (seed 96458 of
+	// session 8's campaign) has stamped nothing yet when the machine's
 	// wall clock steps back an hour. A contender that checks its clock
-	// only against the records it stamped takes the paused holder's
-	// suspect record over with a record stamped an hour in the past,
-	// which another contender takes over at once: two writers. Since
-	// issue 33 the simulator no longer reaches it either, with or without
-	// the service's time; lease's mutant contender-trusts-its-clock is
-	// the negative control.
-	{name: "contender-trusts-its-clock", seed: 96458, found: 96458, want: InvExclusion},
+	// only against the records it stamped takes over with a record
+	// stamped an hour in the past, which another contender takes over at
+	// once: two writers. In the simulator's own world a sibling makes its
+	// first attempt in the tick it starts, and every attempt's stamp
+	// counts as stamped, so the step is always seen against that stamp;
+	// and the store's time refuses a clock an hour off. So the world is
+	// the one where the check is all there is: no service time, and a
+	// sibling whose first Acquire comes a TTL after it made its Contender
+	// (siblingContendsLate). The mutant's campaign there broke exclusion
+	// first on seed 444 (13 of 12,357 seeds).
+	{name: "contender-trusts-its-clock", cfg: Config{Force: WallClockBackAnHour | RestartWhileRunning, NoServiceTime: true, siblingContendsLate: true},
+		seed: 444, found: 444, want: InvExclusion},
 	// A process restarted beside its still-running (or stopped)
 	// predecessor on one machine, with a state directory whose lock is
 	// not honoured: the restart adopts the predecessor's lease while the
