@@ -27,6 +27,7 @@ var (
 	replayFirst = flag.Uint64("sim.replayfirst", 1, "the first seed TestReplayExact runs")
 	replayN     = flag.Int("sim.replayn", 0, "how many seeds TestReplayExact runs (0: its default)")
 	excludeFlag = flag.String("sim.exclude", "", "TestSimulation: comma-separated deviation classes to leave out (e.g. wall-clock-back-an-hour)")
+	sibLate     = flag.Bool("sim.siblinglate", false, "TestSimulation: a process started beside another makes its first Acquire a TTL later (Config.siblingContendsLate)")
 	noSvcTime   = flag.Bool("sim.noservicetime", false, "TestSimulation: the store reports no service time (Config.NoServiceTime)")
 	forceFlag   = flag.String("sim.force", "", "TestSimulation: comma-separated deviation classes on in every seed, and no other (e.g. clock-wrong-from-start)")
 	classSeeds  = flag.Int("sim.classseeds", classSeedsDefault, "how many seeds TestRound3ClassesHold runs per class")
@@ -64,6 +65,7 @@ func report(t *testing.T, cfg Config, r Result, testName string) {
 // TTL on a conditional store, and requires every invariant to hold.
 func TestSimulation(t *testing.T) {
 	cfg := Config{MaxSkew: *skewFlag, Exclude: parseDeviations(t, *excludeFlag), Force: parseDeviations(t, *forceFlag), NoServiceTime: *noSvcTime}
+	cfg.siblingContendsLate = *sibLate
 	if *seedFlag >= 0 {
 		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
 		r := run(t, cfg)
@@ -103,6 +105,9 @@ func simTestName() string {
 	}
 	if *noSvcTime {
 		name += "' -sim.noservicetime='true"
+	}
+	if *sibLate {
+		name += "' -sim.siblinglate='true"
 	}
 	return name
 }
