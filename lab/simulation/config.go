@@ -73,6 +73,11 @@ type Config struct {
 	// running) went on running while that machine was frozen, with its
 	// monotonic clock standing still: the negative control of InvWorld.
 	siblingsRunWhileFrozen bool
+	// siblingContendsLate: a process started beside another on its
+	// machine (restart-while-running) makes its first Acquire a TTL
+	// after it started, not at once: it read its clocks when it made its
+	// Contender, and has stamped nothing since.
+	siblingContendsLate bool
 }
 
 // Deviation is a class of what real services, machines and operators do

@@ -305,6 +305,9 @@ func (in *inst) restartWhileRunning() {
 	s.fault("restart-while-running")
 	nw := &inst{s: s, idx: len(s.insts), name: fmt.Sprintf("%s%d", in.name, s.extra+1), clk: in.clk, machine: in, coarse: in.coarse}
 	nw.start(in.id)
+	if s.cfg.siblingContendsLate {
+		nw.retryAt = s.now + s.cfg.TTL
+	}
 	s.insts = append(s.insts, nw)
 	exit := s.randDur(2 * s.cfg.TTL)
 	in.exitAt = s.now + exit

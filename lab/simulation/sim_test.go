@@ -27,6 +27,7 @@ var (
 	replayFirst = flag.Uint64("sim.replayfirst", 1, "the first seed TestReplayExact runs")
 	replayN     = flag.Int("sim.replayn", 0, "how many seeds TestReplayExact runs (0: its default)")
 	excludeFlag = flag.String("sim.exclude", "", "TestSimulation: comma-separated deviation classes to leave out (e.g. wall-clock-back-an-hour)")
+	sibLate     = flag.Bool("sim.siblinglate", false, "TestSimulation: a process started beside another makes its first Acquire a TTL later (Config.siblingContendsLate)")
 	noSvcTime   = flag.Bool("sim.noservicetime", false, "TestSimulation: the store reports no service time (Config.NoServiceTime)")
 	forceFlag   = flag.String("sim.force", "", "TestSimulation: comma-separated deviation classes on in every seed, and no other (e.g. clock-wrong-from-start)")
 	classSeeds  = flag.Int("sim.classseeds", classSeedsDefault, "how many seeds TestRound3ClassesHold runs per class")
@@ -64,6 +65,7 @@ func report(t *testing.T, cfg Config, r Result, testName string) {
 // TTL on a conditional store, and requires every invariant to hold.
 func TestSimulation(t *testing.T) {
 	cfg := Config{MaxSkew: *skewFlag, Exclude: parseDeviations(t, *excludeFlag), Force: parseDeviations(t, *forceFlag), NoServiceTime: *noSvcTime}
+	cfg.siblingContendsLate = *sibLate
 	if *seedFlag >= 0 {
 		cfg.Seed, cfg.Trace = uint64(*seedFlag), true
 		r := run(t, cfg)
@@ -103,6 +105,9 @@ func simTestName() string {
 	}
 	if *noSvcTime {
 		name += "' -sim.noservicetime='true"
+	}
+	if *sibLate {
+		name += "' -sim.siblinglate='true"
 	}
 	return name
 }
@@ -472,9 +477,7 @@ func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
 // copy of the lease, where this test must fail. found is the first seed on which the
 // old behaviour broke invariant want when it was a switch (the last run of
 // the controls, 2026-12, on 7a1ec1a), or, where epochs changed the seeds'
-// courses, the first the mutant breaks today. Two entries are regressions
-// only, whose defects the simulator no longer reaches (their comments say
-// which mutant of lease's is their control).
+// courses, the first the mutant breaks today.
 var fixedDefects = []struct {
 	name  string // the defect: the mutant that brings it back is sim-NAME (but see above)
 	cfg   Config
@@ -509,14 +512,16 @@ var fixedDefects = []struct {
 	// clean-up marks the record released): a live holder's lease is
 	// overwritten.
 	{name: "unproven-first-write", cfg: Config{Force: PathDropsIfNoneMatch}, seeds: 200, found: 4, want: InvExclusion},
-	// Seed 168589 of the third campaign, with an acquire whose first
-	// write to the lease object goes out before the path is proven: the
-	// write, delayed, lands with its header dropped over a lease taken
-	// meanwhile. Since issue 33 the simulator no longer reaches this
-	// defect (lab/mutate/mutants.txt says how far it was looked for): the
-	// seed stays as a regression, and lease's own mutant
-	// first-write-before-proof is the negative control.
-	{name: "first-write-before-proof", seed: 168589, found: 168589, want: InvExclusion},
+	// An acquire whose first write to the lease object goes out before
+	// the path is proven: the write, delayed, lands with its header
+	// dropped over a lease created meanwhile (found as seed 168589 of the
+	// third campaign). Since issue 33 that seed takes another course, and
+	// the class alone reaches a free key too seldom (30,000 seeds
+	// clean); with LEASE deleted after each release the key is free
+	// often, and the mutant's campaign broke exclusion on seeds 10877 and
+	// 11061 of 13,465 (B's create, sent at t=3m32s and delayed 6 s, lands
+	// over the lease C created at t=3m27s; B holds at t=3m38.25s).
+	{name: "first-write-before-proof", cfg: Config{Force: PathDropsIfNoneMatch | LeaseDeletedAfterRelease}, seed: 10877, found: 10877, want: InvExclusion},
 	// An operator's Break of a version it looked at earlier, through a
 	// path that drops If-Match, sending its write beside the
 	// made-up-version probe: it overwrites the lease a successor took
@@ -530,16 +535,21 @@ var fixedDefects = []struct {
 	// renewed_at as its previous stamp plus a nanosecond: readers see the
 	// lease age while it is renewed, and take it over while it writes.
 	{name: "stamp-through-clock-jump", cfg: Config{Force: WallClockBackAnHour}, seeds: 200, found: 1, want: InvExclusion},
-	// Seed 96458 of session 8's campaign: a process started beside the
-	// holder on its machine has stamped nothing yet when the machine's
+	// A process started beside the holder on its machine (seed 96458 of
+	// session 8's campaign) has stamped nothing yet when the machine's
 	// wall clock steps back an hour. A contender that checks its clock
-	// only against the records it stamped takes the paused holder's
-	// suspect record over with a record stamped an hour in the past,
-	// which another contender takes over at once: two writers. Since
-	// issue 33 the simulator no longer reaches it either, with or without
-	// the service's time; lease's mutant contender-trusts-its-clock is
-	// the negative control.
-	{name: "contender-trusts-its-clock", seed: 96458, found: 96458, want: InvExclusion},
+	// only against the records it stamped takes over with a record
+	// stamped an hour in the past, which another contender takes over at
+	// once: two writers. In the simulator's own world a sibling makes its
+	// first attempt in the tick it starts, and every attempt's stamp
+	// counts as stamped, so the step is always seen against that stamp;
+	// and the store's time refuses a clock an hour off. So the world is
+	// the one where the check is all there is: no service time, and a
+	// sibling whose first Acquire comes a TTL after it made its Contender
+	// (siblingContendsLate). The mutant's campaign there broke exclusion
+	// first on seed 444 (13 of 12,357 seeds).
+	{name: "contender-trusts-its-clock", cfg: Config{Force: WallClockBackAnHour | RestartWhileRunning, NoServiceTime: true, siblingContendsLate: true},
+		seed: 444, found: 444, want: InvExclusion},
 	// A process restarted beside its still-running (or stopped)
 	// predecessor on one machine, with a state directory whose lock is
 	// not honoured: the restart adopts the predecessor's lease while the
