@@ -149,7 +149,10 @@
 //     still takes a dead holder's lease within 1.5 TTL (plus the dates'
 //     resolution).
 //     (lease-clock-wrong-contender, lease-clock-holder-fenced,
-//     lease-clock-takeover-in-time)
+//     lease-clock-takeover-in-time) An object's modification time is never
+//     earlier than the moment it became visible, less the Resolution,
+//     however long its streamed write was held between its last part and
+//     its commit. (stream-dated-at-commit)
 //  16. A driver that declares Capabilities.Metadata stores the metadata of
 //     a write under WithMetadata (Put, PutStream of any length) with the
 //     object in the request that makes it visible, never in a second
