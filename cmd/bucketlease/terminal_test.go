@@ -48,8 +48,9 @@ func TestShellQuotePastes(t *testing.T) {
 
 // TestHostileRecordNeverReachesTheTerminal: a LEASE record whose instance
 // id holds an escape sequence (one that retitles the terminal), a bell and
-// a bidi override, written by whoever can write to the bucket, is printed
-// escaped by show, list and hold, never raw.
+// a bidi override, written by whoever can write to the bucket, is not a
+// lease record (lease.DecodeRecord refuses it): show, list and hold read it
+// as suspect, and name its id, where they do, escaped, never raw.
 func TestHostileRecordNeverReachesTheTerminal(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "db")
@@ -71,9 +72,20 @@ func TestHostileRecordNeverReachesTheTerminal(t *testing.T) {
 		if strings.ContainsAny(all, "\x1b\a\u202e") {
 			t.Errorf("%s (exit %d) printed the record's instance id raw:\n%q", args[0], code, all)
 		}
-		if !strings.Contains(all, escaped) {
-			t.Errorf("%s (exit %d) does not name the holder as %s:\n%s", args[0], code, escaped, all)
+		if !strings.Contains(all, "suspect") {
+			t.Errorf("%s (exit %d) does not read the record as suspect:\n%s", args[0], code, all)
 		}
+		if args[0] != "list" && !strings.Contains(all, escaped) {
+			t.Errorf("%s (exit %d) does not name the record's id as %s:\n%s", args[0], code, escaped, all)
+		}
+	}
+}
+
+// TestHolderNameEscapes: a holder's id is printed escaped, whatever the
+// lease lets through.
+func TestHolderNameEscapes(t *testing.T) {
+	if got, want := holderName("x\x1b]0;pwned\ay\u202etxt.exe"), `x\x1b]0;pwned\ay\u202etxt.exe`; got != want {
+		t.Errorf("holderName = %q, want %q", got, want)
 	}
 }
 
