@@ -97,7 +97,11 @@ func (b landsAfterCancel) Put(ctx context.Context, key string, data []byte, cond
 	if key != "db1/LATEST" {
 		return b.Bucket.Put(ctx, key, data, cond)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		return "", errors.New("the fence never cancelled the write")
+	}
 	if _, err := b.Bucket.Put(context.Background(), key, data, cond); err != nil {
 		return "", err
 	}
