@@ -38,7 +38,11 @@ func (h *heldInNetwork) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	<-req.Context().Done()
+	select {
+	case <-req.Context().Done():
+	case <-time.After(time.Minute):
+		return nil, errors.New("the fence never cancelled the request")
+	}
 	late := req.Clone(context.Background())
 	late.Body = io.NopCloser(bytes.NewReader(body))
 	go func() {
