@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,10 @@ type heldInNetwork struct {
 	path   string
 	land   chan struct{}
 	landed chan error
+	gaveUp atomic.Bool
 }
+
+var errNeverCancelled = errors.New("the fence never cancelled the request")
 
 func (h *heldInNetwork) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodPut || req.URL.Path != h.path {
@@ -38,10 +42,14 @@ func (h *heldInNetwork) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.gaveUp.Load() {
+		return nil, errNeverCancelled // the client's retries of it
+	}
 	select {
 	case <-req.Context().Done():
-	case <-time.After(time.Minute):
-		return nil, errors.New("the fence never cancelled the request")
+	case <-time.After(20 * time.Second):
+		h.gaveUp.Store(true)
+		return nil, errNeverCancelled
 	}
 	late := req.Clone(context.Background())
 	late.Body = io.NopCloser(bytes.NewReader(body))
