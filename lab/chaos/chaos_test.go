@@ -167,8 +167,14 @@ func TestNegativeControls(t *testing.T) {
 			// renewal, which a 12 s run missed in 3 of 8 runs on 2 loaded
 			// cores (2026-12-04, on af3cd35 and on issue 30's merge alike).
 			tries, duration := 1, 12*time.Second
-			if c.control == chaos.ControlSkewBeyond {
+			switch c.control {
+			case chaos.ControlSkewBeyond:
 				tries, duration = 3, 24*time.Second
+			case chaos.ControlStreamUnfenced:
+				// A run streams about eight chunks, and only those
+				// whose holder is paused mid-upload can commit late:
+				// on loaded cores one run now and then commits none.
+				tries = 2
 			}
 			var res *chaos.Result
 			var missed []uint64
