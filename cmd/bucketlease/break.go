@@ -18,7 +18,7 @@ import (
 
 var breakCommand = &command{
 	name:    "break",
-	args:    "URL --version V [--force] [--allow-overlap] [--yes] [--json]",
+	args:    "URL --version V [--force] [--allow-overlap] [--kill-stopped-lock-holder] [--yes] [--json]",
 	summary: "end a stuck lease, only if it is still the version you looked at",
 	help: `Ends the lease on the URL's prefix ({prefix}/LEASE), whoever holds it, but
 only if the lease object still has version V (from "bucketlease show"): it
@@ -52,6 +52,16 @@ still write for up to two thirds of its TTL after its last renewal, at the
 same time as the next holder. Use it only for a holder known to be dead
 (its machine is off).
 
+On file://, a process stopped (SIGSTOP, Ctrl-Z, a debugger, a frozen
+cgroup) while it holds the file driver's lock on LEASE, for the few
+milliseconds of a write, keeps everyone out, break too, until it is
+resumed or ended: break fails naming it. --kill-stopped-lock-holder ends
+such a process with SIGKILL, once the lease is shown and confirmed, waits
+until it is gone and then breaks. A stopped process acts on no other
+signal until it is resumed, and then finishes its write first; SIGKILL
+ends it before it writes anything more. It ends only a process that is
+stopped and holds that lock, never a running one.
+
 On a terminal (stdin is one), break shows the lease object and asks before
 it writes: only "yes" breaks it; any other answer exits 4 and writes
 nothing. --yes skips the question. Without a terminal (a script, cron) it
@@ -69,6 +79,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 	force := fs.Bool("force", false, "break a fresh lease too; nobody may take it over until its holder's fence has passed (when the broken record would have gone stale)")
 	overlap := fs.Bool("allow-overlap", false, "let another instance take the lease at once: a broken holder that is alive may still write for up to 2/3 of its TTL after its last renewal, at the same time as the next holder")
 	yes := fs.Bool("yes", false, "on a terminal, break without asking for confirmation (without a terminal break never asks: --version is the confirmation)")
+	killStopped := fs.Bool("kill-stopped-lock-holder", false, "file:// only: end (SIGKILL) a process stopped while it holds the file driver's lock on LEASE, which keeps every writer out until it is resumed or ended")
 	asJSON := fs.Bool("json", false, "print one JSON object: what was done, or the refusal or error with its exit code and class")
 	timeout := timeoutFlag(fs, defaultTimeout, "give up on a request the service has not answered after this long")
 	return func(ctx context.Context, e *env, args []string) error {
@@ -82,15 +93,19 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		if err := refuseInProcess("break", loc); err != nil {
 			return err
 		}
+		if *killStopped && loc.Scheme != "file" {
+			return usageErrorf("--kill-stopped-lock-holder is for file:// only: no other driver's lock is held by a process on this machine")
+		}
+		how := breakHow{force: *force, overlap: *overlap, killStopped: *killStopped}
 		var confirm func() error
 		if !*yes && isTerminal(os.Stdin) {
 			confirm = func() error { return askYes(os.Stdin, e.stderr) }
 		}
 		if !*asJSON {
-			return breakLease(ctx, e.stdout, loc, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm)
+			return breakLease(ctx, e.stdout, loc, driver.Version(*version), how, *timeout, confirm)
 		}
 		var out strings.Builder
-		if err := breakLease(ctx, &out, loc, driver.Version(*version), breakHow{force: *force, overlap: *overlap}, *timeout, confirm); err != nil {
+		if err := breakLease(ctx, &out, loc, driver.Version(*version), how, *timeout, confirm); err != nil {
 			return err // the error object is written by jsonFailure
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -113,8 +128,9 @@ func askYes(r io.Reader, w io.Writer) error {
 }
 
 // breakHow is what the operator allowed: breaking a fresh lease (force),
-// and letting the next holder in at once (overlap).
-type breakHow struct{ force, overlap bool }
+// letting the next holder in at once (overlap), and ending a process
+// stopped while it holds the file driver's lock on LEASE (killStopped).
+type breakHow struct{ force, overlap, killStopped bool }
 
 // breakLease breaks the lease at loc if it is still version v; confirm,
 // if not nil, is asked once the lease is shown and found breakable.
@@ -128,12 +144,12 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", lease.Key(""))
 		return nil
 	}
-	b, err := openLocation(ctx, loc)
+	raw, err := openLocation(ctx, loc)
 	if err != nil {
 		return err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, timeout, loc, "--timeout")
+	b := withDeadlines(raw, timeout, loc, "--timeout")
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
 		return explain(loc, err)
@@ -160,11 +176,19 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 			return err
 		}
 	}
+	if how.killStopped {
+		if err := endStoppedLockHolders(ctx, w, raw, st.Key); err != nil {
+			return explain(loc, err)
+		}
+	}
 	brk := lease.Break
 	if how.overlap {
 		brk = lease.BreakAllowingOverlap
 	}
 	err = brk(ctx, b, prefix, v, time.Now())
+	if !how.killStopped {
+		err = withKillStoppedHint(err)
+	}
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
 			st.Key, shellQuote(loc.String()))))

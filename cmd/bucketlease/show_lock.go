@@ -15,7 +15,7 @@ func lockRows(key string, hs []lockHolder, row func(k, v string)) {
 		if h.Stopped {
 			row("lock", fmt.Sprintf("the file driver's lock on %s is held by process %d, which is stopped "+
 				"(SIGSTOP, Ctrl-Z, a debugger or a frozen cgroup): no one can write %s, take it over or break it until "+
-				"it is resumed (kill -CONT %d) or ended (kill %d)", key, h.Pid, key, h.Pid, h.Pid))
+				"it is resumed (kill -CONT %d) or ended (kill -KILL %d, or break --kill-stopped-lock-holder)", key, h.Pid, key, h.Pid, h.Pid))
 			continue
 		}
 		row("lock", fmt.Sprintf("the file driver's lock on %s is held by process %d, writing it now", key, h.Pid))

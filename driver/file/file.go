@@ -84,7 +84,8 @@
 // been stopped for a fifth of a second, or when its context ends while
 // one is (the error then wraps the context's), or after 30 seconds
 // whatever the holders: the error names the key, the lock file and the
-// process, and says to resume it (kill -CONT PID) or end it. Nothing was
+// process, and says to resume it (kill -CONT PID) or end it (kill -KILL
+// PID: it acts on no other signal while stopped). Nothing was
 // written. LockHolders names the holders for bucketlease show. Outside
 // Linux the holders cannot be read: a wait ends at the context's end or
 // after 30 seconds, with an error that says which lock file to look up

@@ -63,7 +63,7 @@ func (e *LockedError) Error() string {
 	for _, h := range e.Holders {
 		if h.Stopped {
 			return fmt.Sprintf("%s (%s) is held by process %d, which is stopped (SIGSTOP, Ctrl-Z, a debugger or a frozen cgroup), "+
-				"and nothing can write the key until it lets go: resume it (kill -CONT %d) or end it (kill %d), then try again",
+				"and nothing can write the key until it lets go: resume it (kill -CONT %d) or end it (kill -KILL %d: a stopped process ignores every other signal until it is resumed, and then finishes its write first), then try again",
 				what, e.Path, h.Pid, h.Pid, h.Pid)
 		}
 	}
