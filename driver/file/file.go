@@ -8,140 +8,30 @@
 //
 // opens the directory /abs/dir (created if missing) as a bucket whose key
 // prefix is empty, so the lease lives at /abs/dir/LEASE. The URL must name
-// an absolute path and takes one query parameter, trust_network_flock (see
-// below).
+// an absolute path and takes one query parameter, trust_network_flock.
 //
-// Each object is one file at dir/KEY holding exactly the bytes written, so
-// that a file the driver wrote is the file its writer gave it (psql < KEY
-// reads no stray line). Its version is kept beside it, in a record per key
-// under dir/.bucketlease/versions, which names the version of the data file
-// by the file's identity (device, inode, size and modification time). A write goes to a
-// temporary file that is synced, then, under an exclusive flock(2) on a lock
-// file for that key, the key's record is rewritten to name both the current
-// file's version and the new file's, and the temporary file is renamed over
-// the object: one rename commits the write. A reader therefore sees the old
-// object or the new one, never a torn one, and a crash at any point leaves
-// the old file with its old version or the new file with its new version:
-// the new file's identity is in the record before its bytes can be at
-// dir/KEY, and the old file's stays there until the next write. The version
-// is 16 random bytes, new on every write even when the bytes are the same.
+// Each object is one file at dir/KEY holding exactly the bytes written.
+// Its version, 16 random bytes new on every write, is kept beside it under
+// dir/.bucketlease, with the locks and the staged writes. A write is staged
+// in a temporary file, synced, and committed by one rename under an
+// exclusive flock(2) on the key's lock file, held for the commit only, so a
+// reader sees the old object or the new one, never a torn one. A process
+// stopped while it holds that lock is never overtaken: a write that waits
+// for it fails within a fifth of a second with a [LockedError] naming the
+// process. A file's date is the later of its mtime and its ctime, so an
+// object is dated no earlier than the moment it became visible; on Linux,
+// metadata is kept in user extended attributes.
 //
-// A file at dir/KEY that no record names (copied in or edited by a person,
-// or written by hand) reads as an object whose version derives from its
-// identity, so a condition naming a version read before the change never
-// holds, and IfAbsent on it is refused. A file written by an earlier version
-// of this driver, which began with a "bucketlease-object v1 VERSION" line,
-// reads as the bytes after that line, with that version; the next write of
-// the key stores it in the layout above.
+// flock(2) excludes processes on one machine only: on a network or FUSE
+// file system the bucket declares driver.NoExclusion, so the lease refuses
+// it, unless trust_network_flock=true ([Options].TrustNetworkFlock) says
+// the mount's locks do exclude across machines.
 //
-// Locks, records and temporary files live under dir/.bucketlease, which is
-// not a valid key. Lock files (empty, one per key ever written) are never removed:
-// unlinking one that another process is about to lock would give the two
-// processes two different locks. The lease's scratch keys have random
-// names, so every acquire that writes adds one lock file (and Break and a
-// lease's first streamed write one each): remove dir/.bucketlease/locks/*
-// only while no process uses the directory. A key's record goes with the
-// key when it is deleted. Objects are created with the read and
-// write bits of the bucket directory (a 0755 directory gives 0644 objects,
-// 0750 gives 0640), so whoever may read the directory may read the lease.
-//
-// # Staged writes
-//
-// A write in progress is a temporary file dir/.bucketlease/tmp/put-*,
-// beside a put-*.key file naming its key and process, and its writer holds
-// an exclusive flock(2) on it until it is renamed or removed. A writer that
-// dies (SIGKILL, a crash) leaves it, unlocked: the next Put or PutStream on
-// the bucket, from any process, removes every staged file no process has
-// locked, and never one a live writer is writing. ListPending (the
-// driver.PendingLister that bucketlease show uses) lists the staged files,
-// live or left by a dead writer.
-//
-// Keys follow driver.CheckKey. A key's segments before the last are
-// directories, so a key cannot be stored while it is a prefix of a stored
-// key ("db1" while "db1/LEASE" exists), nor under a stored key ("db1/LEASE"
-// while "db1" exists): Put refuses both with driver.ErrInvalidKey, saying
-// which key is in the way. A Get or an unconditional Delete of such a key
-// finds no object (driver.ErrNotExist, success), and once the other key is
-// deleted (Delete removes the directories it leaves empty) the key can be
-// written. A key whose file is a directory holding no stored key (an empty
-// directory made by hand, say) is neither: Get, Put and Delete of it fail
-// with driver.ErrInvalidKey, naming the path and saying it is a directory
-// to remove or rename.
-//
-// # A stopped writer
-//
-// A write holds its key's lock for its commit only (reading the current
-// version, rewriting the record, the rename, their syncs: milliseconds);
-// the body is staged before. A process stopped inside that window
-// (SIGSTOP, Ctrl-Z, a debugger, a frozen cgroup) keeps the lock until it
-// is resumed or ends, and no other process may write the key meanwhile:
-// taking the lock from it would let it, once resumed, rename its staged
-// file over whatever was written since, and nothing in a file system can
-// refuse that rename. So the driver does not take it; it makes the wait
-// short and says why. A write that finds the lock held tries again every
-// few milliseconds, reads the lock's holders (on Linux, from /proc/locks
-// and /proc/PID/stat), and gives up with a *LockedError once a holder has
-// been stopped for a fifth of a second, or when its context ends while
-// one is (the error then wraps the context's), or after 30 seconds
-// whatever the holders: the error names the key, the lock file and the
-// process, and says to resume it (kill -CONT PID) or end it (kill -KILL
-// PID: it acts on no other signal while stopped). Nothing was
-// written. LockHolders names the holders for bucketlease show. Outside
-// Linux the holders cannot be read: a wait ends at the context's end or
-// after 30 seconds, with an error that says which lock file to look up
-// (lsof, fuser). A lease whose holder is stopped that way is taken over
-// once the holder is resumed or ended, and its TTL has passed.
-//
-// # An object's date
-//
-// A Get's modification time (driver.ServiceTime.Modified) and a listing's
-// ModTime, which lease.LateBy and bucketlease list --late judge late
-// writes by, are, for a file the driver wrote (one its record names), the
-// later of the file's modification time and its status change time: the
-// moment the rename made the object visible, or later, never earlier. The modification time alone is when the staged file was
-// last written, which a writer stopped or slowed before its rename leaves
-// long behind the commit. The rename stamps the change time on Linux and
-// the BSDs, and the commit changes the file's mode to the mode it has
-// right after the rename, which stamps it on any system (where a system's
-// rename stamps none, a writer stopped between the two leaves the staging's
-// time for that while). A chmod afterwards dates it later. A file no
-// record names (copied in, edited or re-dated by hand, restored from a
-// backup, written by an earlier version of the driver) is dated by its
-// modification time alone, which whoever put it there chose.
-//
-// # Object metadata
-//
-// On Linux, an object's metadata (driver.WithMetadata) is kept in user
-// extended attributes of its file, user.bucketlease.KEY, set on the
-// temporary file before the rename that commits it, so that the object
-// and its metadata appear in one step and an overwrite replaces both; Get
-// and List read them from the file they read. Open probes the file system
-// by setting one on a file in dir/.bucketlease/tmp. Where that fails
-// (tmpfs before Linux 6.6, some FUSE and network file systems, a file
-// system mounted without user_xattr) or on other systems, the bucket does
-// not declare Capabilities.Metadata, and objects written under
-// driver.WithMetadata are not stamped (MetadataUnsupported says why). A
-// file copied in without its extended attributes (cp without
-// --preserve=xattr, most backup tools) reads as an object without
-// metadata.
-//
-// # Shared file systems
-//
-// Locks are advisory and local: flock(2) excludes processes on one
-// machine, but on a network or FUSE file system (NFS, SMB/CIFS, 9p, Ceph,
-// Lustre, and bucket mounts such as s3fs, gcsfuse or rclone mount) two
-// machines may get no exclusion at all, and no probe from one machine can
-// see it. On Linux, macOS and FreeBSD, Open reads the directory's file
-// system type with statfs(2); on such a file system the bucket declares
-// driver.NoExclusion, with a Capabilities.Reason naming the file system and
-// the parameter below, so the lease refuses it. A user who knows that
-// flock(2) does exclude across the machines that share it (an NFSv4 mount with working locks, say) asserts so with
-//
-//	file:///abs/dir?trust_network_flock=true
-//
-// (Options.TrustNetworkFlock in the Go API), and the bucket declares
-// Conditional exclusion again. On other systems the file system type is not
-// checked.
+// docs/drivers.md ("How file:// keeps objects", "What file:// promises
+// under SIGSTOP") has the details: the version records, files copied in
+// by hand, staged writes and their clean-up, keys that are prefixes of
+// keys, the lock files, a stopped writer, dates, metadata and shared file
+// systems.
 package file
 
 import (
