@@ -48,8 +48,8 @@ func (l *lateLander) List(ctx context.Context, prefix string) iter.Seq2[driver.O
 // nothing behind, because it sweeps what the checks that could not
 // complete left, a second after the last check. The mutant
 // drivertest-no-late-sweep (lab/mutate/mutants.txt) takes the sweep away:
-// the late write's object stays, as it did in probe's scratch prefix
-// before probe swept (TestProbeErrorsMinIO, issue 31).
+// the late write's object stays in probe's scratch prefix
+// (TestProbeErrorsMinIO).
 func TestLateWriteIsSwept(t *testing.T) {
 	m := mem.New()
 	b := &lateLander{Bucket: m, lateBy: 300 * time.Millisecond, landed: make(chan struct{})}

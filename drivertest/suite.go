@@ -92,7 +92,7 @@ var order = []string{
 	"metadata-invalid",
 	"lease-stamps",
 	"lease-epoch",
-	// Session 19: a listing of a prefix no key can start with is refused
+	// A listing of a prefix no key can start with is refused
 	// (obligation 14).
 	"list-invalid-prefix",
 	// A streamed write whose commit is held past another holder's write

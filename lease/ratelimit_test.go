@@ -13,7 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// Issue 32, part 5: a service that allows one write per second to one key
+// A service that allows one write per second to one key
 // (R2, Cloud Storage) must not turn the acquire's own closely spaced
 // writes into a wrong verdict: a refused probe, a lost lease, an
 // ErrPreconditionsIgnored, a blocked prefix.

@@ -49,8 +49,7 @@ func (s *slowData) Delete(ctx context.Context, key string, cond driver.Condition
 	return s.Bucket.Delete(context.Background(), key, cond)
 }
 
-// releaseBeforeItsWritesReturn is finding 1 of the third safety round: the
-// old holder's retention delete is in flight when it releases. It returns
+// releaseBeforeItsWritesReturn: the old holder's retention delete is in flight when it releases. It returns
 // what went wrong, or "".
 func releaseBeforeItsWritesReturn(t *testing.T) string {
 	t.Helper()
@@ -130,7 +129,7 @@ func TestWriteAfterReleaseIsRefusedAndNotWaitedFor(t *testing.T) {
 	}
 }
 
-// Finding 5: Release called from an OnEvent callback during a renewal
+// Release called from an OnEvent callback during a renewal
 // returns instead of deadlocking.
 func TestReleaseFromOnEventDuringARenewal(t *testing.T) {
 	ctx := context.Background()
@@ -193,7 +192,7 @@ func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, co
 	return d.Bucket.Put(ctx, key, data, cond)
 }
 
-// refusedAcquireOverALiveHolder is finding 2: holder A is fresh; B's path
+// refusedAcquireOverALiveHolder: holder A is fresh; B's path
 // drops If-None-Match on its first write (every write, for the
 // steady-state case); then a third instance C tries. It returns what went
 // wrong, or "".
@@ -266,8 +265,8 @@ func TestRefusedAcquireBlocksThePrefixUntilAnOverwrittenHolderFenced(t *testing.
 	check(t, raceOverAFreeKey)
 }
 
-// firstHeaderDropped is what the third simulation campaign found (seeds
-// 131217, 161103, 168589, 194422, 208086): B reads the key free, A acquires
+// firstHeaderDropped is the simulator's seeds 131217, 161103, 168589,
+// 194422 and 208086: B reads the key free, A acquires
 // in the instant before B's first write, and B's path drops If-None-Match
 // from that first write only, so its later probes pass. Proving the path
 // on a scratch key first makes that first write the scratch key's, and
@@ -342,7 +341,7 @@ func (i ignoreIfMatch) Put(ctx context.Context, key string, data []byte, cond dr
 	return i.Bucket.Put(ctx, key, data, cond)
 }
 
-// breakOfAnOldVersion is finding 3: an operator breaks the version they
+// breakOfAnOldVersion: an operator breaks the version they
 // looked at, after the holder renewed, on a path that drops If-Match. It
 // returns what went wrong, or "".
 func breakOfAnOldVersion(t *testing.T) string {
@@ -372,7 +371,7 @@ func TestBreakNeverOverwritesANewerVersion(t *testing.T) {
 	check(t, breakOfAnOldVersion)
 }
 
-// clockSteppedBack is finding 4: the holder's wall clock is stepped back
+// clockSteppedBack: the holder's wall clock is stepped back
 // by an hour (NTP correcting it, a VM restored) while it holds the lease,
 // and it keeps renewing. It returns what went wrong, or "".
 func clockSteppedBack(t *testing.T) string {
@@ -476,7 +475,7 @@ func (s *staleReads) Get(ctx context.Context, key string) (io.ReadCloser, driver
 	return io.NopCloser(bytes.NewReader(old)), driver.Version(fmt.Sprintf("%x", sha256.Sum256(old))[:16]), nil
 }
 
-// Finding 5: a read that lags the renewal before it is not a takeover by
+// A read that lags the renewal before it is not a takeover by
 // a twin: the renewal is retried, not lost.
 func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
 	ctx := context.Background()
@@ -508,7 +507,7 @@ func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
 	}
 }
 
-// steppedBackReacquire is the simulator's finding on the clock fence: a
+// steppedBackReacquire, on the clock fence: a
 // holder fenced by its stepped-back clock must not take its own record
 // straight back with the same Contender and stamp from that clock. It
 // returns what went wrong, or "".
@@ -566,7 +565,7 @@ func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
 	}
 }
 
-// contenderClockSteppedBack is seed 96458 of session 8's campaign: a
+// contenderClockSteppedBack is the simulator's seed 96458: a
 // process started beside a holder, on the same machine, has stamped no
 // record yet when the machine's wall clock steps back an hour. The
 // holder's record now looks stamped an hour in the future (suspect); once

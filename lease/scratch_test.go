@@ -32,7 +32,7 @@ func TestIsScratchKey(t *testing.T) {
 
 // Lease.Bucket's List leaves out the lease's own scratch keys, those
 // beside its LEASE, and lists a caller's key deeper down that is merely
-// named like one (issue 30, finding 9).
+// named like one.
 func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()

@@ -192,8 +192,7 @@ func (h probeDeleteHangs) Delete(ctx context.Context, key string, cond driver.Co
 
 // The clean-up of the streamed-commit probe is bounded: a DELETE of the
 // probe key that never answers keeps neither the streamed write (whose
-// context ended meanwhile) from returning nor Release from completing
-// (issue 30, finding 8).
+// context ended meanwhile) from returning nor Release from completing.
 func TestStreamProbeCleanupIsBounded(t *testing.T) {
 	b := probeDeleteHangs{Bucket: machineClocksOnly(), hung: make(chan struct{}, 1)}
 	l := acquire(t, b, "A", clock.NewFake(t0))

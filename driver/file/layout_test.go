@@ -44,8 +44,8 @@ func listed(t *testing.T, b *file.Bucket, key string) driver.Object {
 // TestObjectsAreByteExactOnDisk: the file at dir/KEY holds exactly the
 // bytes written, by Put and by PutStream, whatever they are (a body that
 // begins like the header earlier versions wrote included), and Get and List
-// agree with it (finding 5 of issue 30: every file began with a
-// "bucketlease-object v1 VERSION" line).
+// agree with it (no file begins with a "bucketlease-object v1 VERSION"
+// line, as the earlier layout's did).
 func TestObjectsAreByteExactOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	b, err := file.Open(dir)
@@ -107,7 +107,7 @@ func TestObjectsAreByteExactOnDisk(t *testing.T) {
 
 func head(b []byte) []byte { return b[:min(len(b), 40)] }
 
-// legacyObject is what the driver wrote before issue 30: a header line
+// legacyObject is what earlier versions of the driver wrote: a header line
 // with the version, then the body.
 func legacyObject(v string, body string) []byte {
 	return []byte("bucketlease-object v1 " + v + "\n" + body)

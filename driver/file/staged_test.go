@@ -126,7 +126,7 @@ func pending(t *testing.T, b *file.Bucket, prefix string) []driver.Pending {
 	return ps
 }
 
-// TestKilledWritersStagedFileIsSwept (finding 6 of issue 30): a process
+// TestKilledWritersStagedFileIsSwept: a process
 // killed by SIGKILL in the middle of a streamed write leaves its staged
 // file; ListPending shows it, with its key, as left by a process that is
 // gone; and the next write, from another process, removes it.

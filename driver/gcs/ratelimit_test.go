@@ -13,7 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/gcs"
 )
 
-// TestRateLimitedClassified (issue 32, part 5): Cloud Storage's answer to
+// TestRateLimitedClassified: Cloud Storage's answer to
 // a second write to one object name within a second, 429
 // rateLimitExceeded, is driver.ErrRateLimited with its Retry-After; the
 // client library does not send the conditional write again (a refusal of

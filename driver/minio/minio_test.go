@@ -219,7 +219,7 @@ func TestGetIsOneResponse(t *testing.T) {
 }
 
 // A minio:// URL without tls=false to a server that speaks plain HTTP:
-// the error says to add tls=false (issue 30, finding 9).
+// the error says to add tls=false.
 func TestTLSToPlainHTTPSaysTLSFalse(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "plain HTTP only", http.StatusBadRequest)

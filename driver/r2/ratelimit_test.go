@@ -14,7 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// TestLeaseBehindARateLimitMinIO (issue 32, part 5): the lease on MinIO
+// TestLeaseBehindARateLimitMinIO: the lease on MinIO
 // behind a proxy that answers a second write to one key within a second
 // with 429 and Retry-After: 1, as R2 does. Through the R2 driver, which
 // declares the limit, the acquire spaces its writes to each key and no

@@ -160,7 +160,7 @@ func TestAliasingKeysRefused(t *testing.T) {
 // PutObject whose reply was lost; the retry is refused because the first
 // attempt landed. That is never ErrPrecondition: the driver reads the
 // object back, finds the write's bytes, and reports success with the
-// object's version (issue 30, finding 4; it was ErrOutcomeUnknown before).
+// object's version, not ErrOutcomeUnknown.
 func TestRetriedWriteThatLanded(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)

@@ -45,7 +45,7 @@ func rateLimitingServer(t *testing.T, status int, code, retryAfter string) (*s3s
 	return c, &n
 }
 
-// TestRateLimitedClassified (issue 32, part 5): a 429 (R2) and a 503
+// TestRateLimitedClassified: a 429 (R2) and a 503
 // SlowDown (AWS) are driver.ErrRateLimited, with the Retry-After the
 // service gave; a conditional Put that was rate-limited is returned at
 // once, not sent again by the SDK (whose later refusal would have to be

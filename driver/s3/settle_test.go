@@ -17,8 +17,7 @@ import (
 // SDK sends the write again and meets a refusal that may be of its own
 // first attempt. The driver reads the object back and settles it: the old
 // object, last modified before the write began, is unchanged, so the
-// refusal stands (ErrPrecondition), never ErrOutcomeUnknown (issue 30,
-// finding 4).
+// refusal stands (ErrPrecondition), never ErrOutcomeUnknown.
 func TestRetriedRefusalIsSettled(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)

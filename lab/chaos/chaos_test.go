@@ -165,7 +165,7 @@ func TestNegativeControls(t *testing.T) {
 			// caught only when the healthy holder writes in the third of a
 			// TTL between worker 0's early takeover and its own next
 			// renewal, which a 12 s run missed in 3 of 8 runs on 2 loaded
-			// cores (2026-12-04, on af3cd35 and on issue 30's merge alike).
+			// cores (measured on af3cd35).
 			tries, duration := 1, 12*time.Second
 			switch c.control {
 			case chaos.ControlSkewBeyond:
@@ -218,12 +218,10 @@ func TestNegativeControls(t *testing.T) {
 	}
 }
 
-// TestScenarios runs today's lease in the worlds where old defects of it
-// broke invariants: none may break. Until issue 31 each was a negative
-// control that switched the old behaviour on in every worker (a switch
-// compiled into the lease under a build tag, gone since); now mutants
-// chaos-release-deletes and chaos-adopt-by-id bring the defects back into
-// a scratch copy of the lease, where this test must fail
+// TestScenarios runs the present lease in the worlds where old defects of
+// it broke invariants: none may break. Mutants chaos-release-deletes and
+// chaos-adopt-by-id bring the defects back into a scratch copy of the
+// lease, where this test must fail
 // (lab/mutate/mutants.txt, tier slow).
 func TestScenarios(t *testing.T) {
 	s := seed()
@@ -253,8 +251,7 @@ func TestScenarios(t *testing.T) {
 // TestProbeFailsClosedOnTheWire: behind the stripping proxy, with the
 // probe on, no worker ever holds a lease, and every acquire fails closed.
 // (Mutant chaos-probe-skipped brings back the acquire without the probe,
-// which "acquired" through it; it was the probe-disabled negative
-// control until issue 31.)
+// which "acquired" through it.)
 func TestProbeFailsClosedOnTheWire(t *testing.T) {
 	needs(t, "s3-stripped")
 	t.Parallel()

@@ -599,8 +599,8 @@ func CheckRun(res *Result) *Check {
 		}
 		// When an epoch certainly held the lease after the kill: as held
 		// says, or, for hold's whose acquire attempt (which acquired_at
-		// dates) began before the kill, when its command logged it. Since
-		// issue 32 a takeover waits for the service's clock too (TTL plus
+		// dates) began before the kill, when its command logged it. A
+		// takeover waits for the service's clock too (TTL plus
 		// its resolution, 2 s on file), so hold's polling attempt may
 		// straddle the kill (file, seed 694360704).
 		kill := d.Kill.UnixNano()

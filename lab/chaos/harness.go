@@ -31,7 +31,7 @@ const (
 	// readers' check must find.
 	ControlFenceDisabled = "fence-disabled"
 	// ControlFencedRelease is not a negative control but a scenario for
-	// today's lease, where no invariant may break: the holder of p0 is
+	// the present lease, where no invariant may break: the holder of p0 is
 	// paused for 1.5 TTL, then woken and terminated, so that it releases a
 	// lease it no longer holds. (Mutant chaos-release-deletes brings back
 	// the release that deleted its successor's lease.)
@@ -63,7 +63,7 @@ const (
 // Controls are the negative controls, in the order the tests run them.
 var Controls = []string{ControlSkewBeyond, ControlFenceDisabled, ControlLieRefusal, ControlStreamUnfenced}
 
-// Scenarios are the runs of today's lease under one fault that an old
+// Scenarios are the runs of the present lease under one fault that an old
 // defect of the lease failed (each brought back by a mutant in
 // lab/mutate/mutants.txt), in the order the tests run them.
 var Scenarios = []string{ControlFencedRelease, ControlTwins, ControlProbeEnabled}

@@ -119,8 +119,8 @@ const (
 	// from every PUT or only from the first PUT of each Acquire. The
 	// worker's writes keep theirs: a path that drops the condition of a
 	// data write lets any late writer overwrite, lease or no lease, and
-	// the lease cannot see it (seed 208086 of the third campaign was
-	// that: a paused stale holder's LATEST write, sent on such a path).
+	// the lease cannot see it (campaign seed 208086 shows that: a paused
+	// stale holder's LATEST write, sent on such a path).
 	PathDropsIfNoneMatch
 	// BreakDropsIfMatch: an operator, having looked at the lease when its
 	// holder was dead, calls lease.Break on that version later, through a

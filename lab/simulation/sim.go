@@ -217,9 +217,9 @@ func Run(cfg Config) (res Result) {
 
 const storeDeviations = StoreIgnoresDeleteCondition | StoreDeletesMissingOK | StoreIfMatchMissingCreates
 
-// round3 are the classes of the third safety round: a path that drops
-// If-None-Match, a Break through a path that drops If-Match, a slow write
-// that outlives Release, and a wall clock stepped back by an hour.
+// round3 are four classes of faults on the path and the clock: a path that
+// drops If-None-Match, a Break through a path that drops If-Match, a slow
+// write that outlives Release, and a wall clock stepped back by an hour.
 const round3 = PathDropsIfNoneMatch | BreakDropsIfMatch | SlowWriteOutlivesRelease | WallClockBackAnHour
 
 // pickDeviations chooses, from the seed, which deviation classes are on in
@@ -502,8 +502,8 @@ func (s *sim) acquired(in *inst) {
 // (faulted) is not judged, but its epoch counts as seen and becomes the
 // one later holders must exceed: its holder's next records (the probes'
 // rewrite, renewals) carry the same epoch and are not a new holder's
-// (seeds 97803 and 270597 of the 2026-12-06 campaign, judged before as a
-// new holder at the rewrite).
+// (campaign seeds 97803 and 270597 check that the rewrite is not judged as
+// a new holder).
 func (s *sim) checkEpoch(in *inst, data []byte, faulted bool) {
 	if in == nil {
 		return // the operator's Break keeps the epoch it breaks

@@ -423,21 +423,20 @@ func TestNegativeWorkerIgnoresFence(t *testing.T) {
 // (a same-id record taken back before it was stale, unsafe with a suspended
 // writer), 13930 and 300021 (a takeover drill that cut off the wrong one of
 // two processes with one id: the stored version was written by the other,
-// whose renewal's reply was lost). Those findings were made by the
-// simulator before it replayed exactly, which ran every seed differently;
-// the seeds stay as three more seeds of today's simulator. 13930 is a
-// finding of today's too: with wall-clock-back-an-hour, a holder fenced by
+// whose renewal's reply was lost); the simulator that found those did not
+// replay exactly, so here they are three more seeds of the present one.
+// 13930 also finds: with wall-clock-back-an-hour, a holder fenced by
 // its clock stepping back re-acquires its own record at once and stamps
 // renewed_at from the stepped-back clock, so readers take over while it
-// writes. 168589 is the third campaign's finding: an acquire read the key
+// writes. 168589: an acquire read the key
 // free, and its first write, If-None-Match: * on the lease object, was
 // delayed while another instance acquired and landed with the header
-// dropped by its path, whose later probes kept it: two holders (fixed by
-// proving the path on a scratch key before that write; TestFixedDefects
-// replays it, and mutant acquire-first-write-before-proof brings the old
+// dropped by its path, whose later probes kept it: two holders (the lease
+// proves the path on a scratch key before that write; TestFixedDefects
+// replays it, and mutant acquire-first-write-before-proof brings the other
 // order back).
-// 131217, 161103, 194422 and 208086 were the simulator's own error: it
-// dropped If-None-Match from the worker's data writes too, which lets a
+// 131217, 161103, 194422 and 208086 found an error of the simulator's own:
+// dropping If-None-Match from the worker's data writes too, which lets a
 // paused stale writer overwrite LATEST whatever the lease does.
 func TestCampaignFindings(t *testing.T) {
 	for _, seed := range []uint64{231, 13930, 300021, 131217, 161103, 168589, 194422, 208086, 573688, 96458} {
@@ -448,17 +447,17 @@ func TestCampaignFindings(t *testing.T) {
 	}
 }
 
-// Seed 573688 of the fourth campaign ran in a world that cannot exist: a
+// Seed 573688 of a campaign ran in a world that cannot exist: a
 // process started beside another on its machine went on running while the
 // old one's pause froze the machine, so its monotonic clock stood still
 // for 38 s while it held the lease. Its fence (timed on that clock) never
 // cancelled its delayed retention delete, which landed after a successor
 // had named the chunk: an integrity violation that no real process could
 // produce. With that world restored the simulator's own check must object.
-// Issue 33 changed seed 573688's course (an acquire of a free key now waits
-// for the service's clock to move on), so the test replays seed 25, the
-// first in which that world shows since (A2 sends a read at t=31.75s while
-// its machine is frozen).
+// Seed 573688 takes another course on the present lease (an acquire of a
+// free key waits for the service's clock to move on), so the test replays
+// seed 25, the first in which that world shows (A2 sends a read at
+// t=31.75s while its machine is frozen).
 func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
 	r := run(t, Config{Seed: 25, siblingsRunWhileFrozen: true})
 	if r.Violation == nil || r.Violation.Invariant != InvWorld {
@@ -469,15 +468,13 @@ func TestNegativeSiblingRunsWhileFrozen(t *testing.T) {
 
 // fixedDefects are the lease's fixed defects that the simulator found or
 // was shown to find, each with the world it shows in: a deviation class
-// forced in seeds 1 to seeds, or one campaign seed. Until issue 31 each was
-// a negative control that switched the old behaviour back on in the lease
-// (a switch compiled in under a build tag, gone since); now TestFixedDefects
-// runs each world on today's lease, where no invariant may break, and a
+// forced in seeds 1 to seeds, or one campaign seed. TestFixedDefects runs
+// each world on the present lease, where no invariant may break, and a
 // mutant in lab/mutate/mutants.txt brings the defect back into a scratch
-// copy of the lease, where this test must fail. found is the first seed on which the
-// old behaviour broke invariant want when it was a switch (the last run of
-// the controls, 2026-12, on 7a1ec1a), or, where epochs changed the seeds'
-// courses, the first the mutant breaks today.
+// copy of the lease, where this test must fail. found is the first seed on
+// which the defect broke invariant want (measured on 7a1ec1a with the
+// defect switched on in the lease), or, where epochs changed the seeds'
+// courses, the first the mutant breaks.
 var fixedDefects = []struct {
 	name  string // the defect: the mutant that brings it back is sim-NAME (but see above)
 	cfg   Config
@@ -514,8 +511,8 @@ var fixedDefects = []struct {
 	{name: "unproven-first-write", cfg: Config{Force: PathDropsIfNoneMatch}, seeds: 200, found: 4, want: InvExclusion},
 	// An acquire whose first write to the lease object goes out before
 	// the path is proven: the write, delayed, lands with its header
-	// dropped over a lease created meanwhile (found as seed 168589 of the
-	// third campaign). Since issue 33 that seed takes another course, and
+	// dropped over a lease created meanwhile (found as campaign seed
+	// 168589). On the present lease that seed takes another course, and
 	// the class alone reaches a free key too seldom (30,000 seeds
 	// clean); with LEASE deleted after each release the key is free
 	// often, and the mutant's campaign broke exclusion on seeds 10877 and
@@ -535,8 +532,8 @@ var fixedDefects = []struct {
 	// renewed_at as its previous stamp plus a nanosecond: readers see the
 	// lease age while it is renewed, and take it over while it writes.
 	{name: "stamp-through-clock-jump", cfg: Config{Force: WallClockBackAnHour}, seeds: 200, found: 1, want: InvExclusion},
-	// A process started beside the holder on its machine (seed 96458 of
-	// session 8's campaign) has stamped nothing yet when the machine's
+	// A process started beside the holder on its machine (campaign seed
+	// 96458) has stamped nothing yet when the machine's
 	// wall clock steps back an hour. A contender that checks its clock
 	// only against the records it stamped takes over with a record
 	// stamped an hour in the past, which another contender takes over at
@@ -556,7 +553,7 @@ var fixedDefects = []struct {
 	// predecessor writes.
 	{name: "state-ignores-lock", cfg: Config{Force: StateDirectory | RestartWhileRunning}, seeds: 300, found: 2, want: InvExclusion},
 	// One machine's wall clock wrong from the start by three TTLs to a
-	// day (issue 32), with the old lease: no offset measured against the
+	// day, with the defect: no offset measured against the
 	// service's clock at acquire, and records judged on the reader's
 	// clock alone. A contender ahead takes a live lease over at once (seed
 	// 1: B, 30m24s ahead, takes A's lease at t=250ms: exclusion); one
@@ -587,7 +584,7 @@ var fixedDefects = []struct {
 }
 
 // TestFixedDefects runs the world of each of the lease's fixed defects
-// (fixedDefects) on today's lease: no invariant may break. Replay a seed
+// (fixedDefects) on the present lease: no invariant may break. Replay a seed
 // of one with go test ./lab/simulation -run 'TestFixedDefects/NAME$'
 // -seed=N -v.
 func TestFixedDefects(t *testing.T) {
@@ -630,8 +627,8 @@ func TestFixedDefects(t *testing.T) {
 	}
 }
 
-// TestRound3ClassesHold runs each class of the third round alone, certain in every
-// seed, on today's lease: no violation, and the class's fault happened.
+// TestRound3ClassesHold runs each class of round3 alone, certain in every
+// seed, on the present lease: no violation, and the class's fault happened.
 func TestRound3ClassesHold(t *testing.T) {
 	for _, c := range []struct {
 		dev   Deviation
@@ -664,7 +661,7 @@ func TestRound3ClassesHold(t *testing.T) {
 }
 
 // TestClockWrongFromStart runs the clock-wrong-from-start class alone, in
-// every seed, on today's lease: no violation (the clock invariant among
+// every seed, on the present lease: no violation (the clock invariant among
 // them: the machine whose clock is wrong never holds the lease), and in
 // every seed the lease refused that machine's acquires with ErrClock;
 // over the seeds, clocks ahead and behind, and every resolution of the

@@ -214,7 +214,7 @@ func TestUploadAbortsAndSays(t *testing.T) {
 		// The commit landed and its answer was lost: nothing says what
 		// happened, so the outcome is unknown, never "aborted, nothing
 		// written".
-		// Nor does the abort sent after it say so (issue 30, finding 9).
+		// Nor does the abort sent after it say so.
 		{"the commit's answer is lost", &fakeMP{lost: true}, nil, driver.ErrOutcomeUnknown, false, "may have been committed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -413,7 +413,7 @@ func TestUploadSweepThatFailsSaysSo(t *testing.T) {
 // TestUploadSweepFindsACreateThatLandsLate: a CreateMultipartUpload that
 // the client gave up on in flight lands after the sweep's first listing
 // (it was seen 1.8 s late): the sweep lists the key again before Run
-// returns, finds the upload and aborts it (issue 30, finding 9).
+// returns, finds the upload and aborts it.
 func TestUploadSweepFindsACreateThatLandsLate(t *testing.T) {
 	defer s3proto.ShortenSweepLate(time.Second)()
 	began := time.Now()
