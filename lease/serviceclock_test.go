@@ -45,12 +45,12 @@ func (serviceWorld) advance(d time.Duration) { time.Sleep(d) }
 // now is true time.
 func (serviceWorld) now() time.Time { return time.Now() }
 
-// TestContenderWithAWrongClockGetsErrClock is the case: a holder
-// on a right clock keeps db1 renewed; a contender whose wall clock has been
-// an hour ahead (or behind) since it started calls Acquire. Before the
-// service clock it took over the live lease (an hour ahead, the record
-// looked stale), so both MayWrite were true. Now it gets ErrClock naming
-// the offset, writes nothing, and the holder keeps writing.
+// TestContenderWithAWrongClockGetsErrClock: a holder on a right clock
+// keeps db1 renewed; a contender whose wall clock has been an hour ahead
+// (or behind) since it started calls Acquire. Judged on its own clock
+// alone it would take over the live lease (an hour ahead, the record looks
+// stale), and both MayWrite would be true. It gets ErrClock naming the
+// offset, writes nothing, and the holder keeps writing.
 func TestContenderWithAWrongClockGetsErrClock(t *testing.T) {
 	for _, off := range []time.Duration{time.Hour, -time.Hour, 24 * time.Hour, -24 * time.Hour, ttl / 2} {
 		t.Run(off.String(), func(t *testing.T) {
