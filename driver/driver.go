@@ -167,8 +167,8 @@ type Bucket interface {
 // A made-up version must also be one the object will not reach. That holds
 // for ETags (content hashes) and GCS generations (microsecond timestamps),
 // whose every digit it changes; a driver whose versions are small counters
-// must scramble them, as the mem driver does. This is obligation 5 of the
-// package documentation, and drivertest's version-unguessable check fails
+// must scramble them, as the mem driver does. This is obligation 5 in
+// docs/drivers.md, and drivertest's version-unguessable check fails
 // first, naming the rule, for a driver that breaks it.
 func FakeVersion(v Version) Version {
 	if v == "" {

@@ -24,7 +24,7 @@ type ServiceTime struct {
 	// whose read response carries Last-Modified but not the object's
 	// millisecond "updated"), two seconds for a file's mtime (FAT's
 	// granularity; see the file driver), zero for a clock read exactly
-	// (mem). The package documentation tabulates what each driver reports.
+	// (mem). docs/drivers.md ("The service's time") tabulates what each driver reports.
 	Resolution time.Duration
 }
 

@@ -18,7 +18,7 @@ import "io"
 // Lease.Bucket, besteffort, the CLI's deadlines, drivertest's recorder) is
 // built with Wrap, so that an optional interface added here reaches each of
 // them at once instead of being dropped by whichever forwards by hand: see
-// the package documentation.
+// "Wrapping a Bucket" in docs/drivers.md.
 func Wrap(outer, inner Bucket) Bucket {
 	base := &wrapped{Bucket: outer, inner: inner, close: func() error { return Close(inner) }}
 	if c, ok := outer.(io.Closer); ok {

@@ -8,7 +8,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The declaration and Get: obligations 1 and 2 of the driver package's documentation.
+// The declaration and Get: obligations 1 and 2 in docs/drivers.md.
 
 // getChecks are the checks of this file; suite.go orders them.
 var getChecks = []check{

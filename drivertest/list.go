@@ -12,8 +12,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The checks of listing (driver.Lister), obligation 14 of the driver
-// package's documentation.
+// The checks of listing (driver.Lister), obligation 14 in
+// docs/drivers.md.
 
 // lister returns s.b as a Lister, or skipped if the driver under test is
 // not one.

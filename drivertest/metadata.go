@@ -13,8 +13,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The checks of user metadata (driver.WithMetadata), obligation 16 of the
-// driver package's documentation. A driver declares the capability
+// The checks of user metadata (driver.WithMetadata), obligation 16 in
+// docs/drivers.md. A driver declares the capability
 // (driver.Capabilities.Metadata, ListMetadata); one that does not has
 // these checks skipped, saying so, and the lease stores its stamps
 // nowhere on it.

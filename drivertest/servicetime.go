@@ -11,7 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The service's time: obligation 15 of the driver package's documentation.
+// The service's time: obligation 15 in docs/drivers.md.
 // Reporting it is optional, so a driver that reports nothing has these
 // checks skipped, with a message saying so; one that reports must report
 // plausible times for every Get and Put that got an answer.

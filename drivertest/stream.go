@@ -14,8 +14,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The checks of streamed writes (driver.Streamer), obligation 13 of the
-// driver package's documentation. Bodies are a few parts of
+// The checks of streamed writes (driver.Streamer), obligation 13 in
+// docs/drivers.md. Bodies are a few parts of
 // driver.MinPartSize, so that every driver's multipart path runs while the
 // checks stay small.
 

@@ -150,7 +150,7 @@ type attempt struct {
 	pace *pacer
 }
 
-// run is one pass of the algorithm of Acquire (see the package doc). It
+// run is one pass of the algorithm of Acquire (see docs/promises.md, "How it keeps them"). It
 // checks that the contender may stamp a record at all (its wall clock is
 // sane and not stepped back, and no failed acquire of its own blocks the
 // prefix), reads the lease object, and then creates it if the key is free

@@ -21,7 +21,7 @@ import (
 )
 
 // MaxSaneTTL is the longest TTL a lease record is trusted with. A record
-// with a longer one is suspect: see the package documentation.
+// with a longer one is suspect: see docs/promises.md, "How it keeps them".
 const MaxSaneTTL = time.Hour
 
 // MaxRecordSize bounds how much of a LEASE object is read. A larger object
@@ -63,7 +63,7 @@ type Record struct {
 	TTLSeconds int64     `json:"ttl_s"`
 	// Epoch orders the prefix's holders: each new holder writes one
 	// greater than every earlier holder's, and its renewals, its release
-	// and a break of its record keep it (see the package documentation,
+	// and a break of its record keep it (see docs/promises.md,
 	// "Epochs"). Zero in a record without one (a writer of an older
 	// version, or another implementation of the seed specification),
 	// which says nothing about order.

@@ -173,10 +173,10 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 
 // Capabilities declares Conditional exclusion and a conditional Delete,
 // except on a network or FUSE file system not trusted by the user, where
-// it declares NoExclusion with the reason (see the package documentation).
+// it declares NoExclusion with the reason (see docs/drivers.md, "How file:// keeps objects").
 // It declares Metadata and ListMetadata where Open could keep a user
 // extended attribute on a file in the bucket's directory (see "Object
-// metadata" in the package documentation; MetadataUnsupported says why
+// metadata" under "How file:// keeps objects" in docs/drivers.md; MetadataUnsupported says why
 // not otherwise).
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 

@@ -154,7 +154,7 @@ func locked(p string) (bool, error) {
 }
 
 // ListPending yields the staged files (writes in progress, or left by a
-// writer that died: see the package documentation) whose key starts with
+// writer that died: see docs/drivers.md, "Staged writes") whose key starts with
 // prefix, in the order of their names. Upload names the file, its writer's
 // process id and whether that writer is still writing; Initiated is when
 // the file was created. A staged file without a note (left by an earlier

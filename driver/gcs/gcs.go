@@ -217,7 +217,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	// resumable upload. With ChunkSize 0 it would stream the body into the
 	// request instead, and when that source fails (a cancelled context) it
 	// still closes the multipart body properly, so the service stores the
-	// part it received: a torn object (see the package documentation).
+	// part it received: a torn object (see docs/drivers.md, "One request per write, and retries").
 	w.ChunkSize = (len(data)/chunkAlign + 1) * chunkAlign
 	w.ContentType = "application/octet-stream"
 	w.Metadata = driver.MetadataToWrite(ctx)

@@ -64,7 +64,7 @@ type Config struct {
 	// alone. A clock wrong from the start (ClockWrongFromStart) cannot be
 	// seen that way, and an epoch after a deleted LEASE
 	// (LeaseDeletedAfterRelease) may be up to the clocks' skew below an
-	// earlier one (lease/doc.go, "Epochs"): a run with it leaves both
+	// earlier one (docs/promises.md, "Epochs"): a run with it leaves both
 	// classes out.
 	NoServiceTime bool
 
