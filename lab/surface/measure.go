@@ -51,6 +51,19 @@ type Package struct {
 	Over        []Sized `json:"funcs_over_list,omitempty"`
 	LongestFile Sized   `json:"longest_file"`
 	FilesOver   int     `json:"files_over"`
+
+	seen map[string]bool // exported identifiers counted, by kind and name
+}
+
+// export counts the identifier of kind named name, unless a file for
+// another system declared it already, and reports whether it was new.
+func (p *Package) export(kind, name string) bool {
+	if p.seen[kind+" "+name] {
+		return false
+	}
+	p.seen[kind+" "+name] = true
+	p.ByKind[kind]++
+	return true
 }
 
 // Kinds of exported identifier, as Package.ByKind names them.
@@ -79,7 +92,7 @@ func measure(dir, path string, lim Limits) (*Package, error) {
 		return nil, err
 	}
 	sort.Strings(names)
-	p := &Package{Path: path, ByKind: map[string]int{}, Methods: map[string]int{}}
+	p := &Package{Path: path, ByKind: map[string]int{}, Methods: map[string]int{}, seen: map[string]bool{}}
 	fset := token.NewFileSet()
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
@@ -176,16 +189,16 @@ func importName(f *ast.File, path string) string {
 
 func (p *Package) funcDecl(fset *token.FileSet, d *ast.FuncDecl, ctxName string, lim Limits) {
 	name := d.Name.Name
-	exported := ast.IsExported(name)
+	exported := false
 	if d.Recv != nil && len(d.Recv.List) == 1 {
 		recv := typeName(d.Recv.List[0].Type)
 		name = recv + "." + name
-		if exported = exported && ast.IsExported(recv); exported {
-			p.ByKind[kindMethod]++
+		if ast.IsExported(d.Name.Name) && ast.IsExported(recv) && p.export(kindMethod, name) {
+			exported = true
 			p.Methods[recv]++
 		}
-	} else if exported {
-		p.ByKind[kindFunc]++
+	} else if ast.IsExported(name) && p.export(kindFunc, name) {
+		exported = true
 		if strings.HasPrefix(name, "Register") {
 			p.Registers = append(p.Registers, name)
 		}
@@ -248,22 +261,8 @@ func (p *Package) genDecl(d *ast.GenDecl) {
 	for _, s := range d.Specs {
 		switch s := s.(type) {
 		case *ast.TypeSpec:
-			if !ast.IsExported(s.Name.Name) {
-				continue
-			}
-			p.ByKind[kindType]++
-			switch t := s.Type.(type) {
-			case *ast.StructType:
-				p.ByKind[kindField] += exportedFields(t)
-			case *ast.InterfaceType:
-				for _, m := range t.Methods.List {
-					for _, n := range m.Names { // an embedded interface has none
-						if ast.IsExported(n.Name) {
-							p.ByKind[kindIface]++
-							p.Methods[s.Name.Name]++
-						}
-					}
-				}
+			if ast.IsExported(s.Name.Name) && p.export(kindType, s.Name.Name) {
+				p.typeSpec(s)
 			}
 		case *ast.ValueSpec:
 			kind := kindVar
@@ -272,21 +271,38 @@ func (p *Package) genDecl(d *ast.GenDecl) {
 			}
 			for _, n := range s.Names {
 				if ast.IsExported(n.Name) {
-					p.ByKind[kind]++
+					p.export(kind, n.Name)
 				}
 			}
 		}
 	}
 }
 
-// exportedFields counts st's exported fields, an embedded field by its
-// type's name, and those of the struct types written out in them.
-func exportedFields(st *ast.StructType) int {
-	n := 0
+// typeSpec counts an exported struct's exported fields, and the methods an
+// exported interface declares (not those it embeds).
+func (p *Package) typeSpec(s *ast.TypeSpec) {
+	switch t := s.Type.(type) {
+	case *ast.StructType:
+		p.fields(s.Name.Name, t)
+	case *ast.InterfaceType:
+		for _, m := range t.Methods.List {
+			for _, n := range m.Names { // an embedded interface has none
+				if ast.IsExported(n.Name) && p.export(kindIface, s.Name.Name+"."+n.Name) {
+					p.Methods[s.Name.Name]++
+				}
+			}
+		}
+	}
+}
+
+// fields counts st's exported fields, an embedded field by its type's name,
+// and those of the struct types written out in them; in is the name of the
+// type (or field) st is.
+func (p *Package) fields(in string, st *ast.StructType) {
 	for _, f := range st.Fields.List {
 		if len(f.Names) == 0 {
-			if ast.IsExported(typeName(f.Type)) {
-				n++
+			if name := typeName(f.Type); ast.IsExported(name) {
+				p.export(kindField, in+"."+name)
 			}
 			continue
 		}
@@ -294,11 +310,10 @@ func exportedFields(st *ast.StructType) int {
 			if !ast.IsExported(name.Name) {
 				continue
 			}
-			n++
+			p.export(kindField, in+"."+name.Name)
 			if inner, ok := f.Type.(*ast.StructType); ok {
-				n += exportedFields(inner)
+				p.fields(in+"."+name.Name, inner)
 			}
 		}
 	}
-	return n
 }
