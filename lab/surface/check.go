@@ -14,12 +14,13 @@ type target struct {
 	max     int
 	missing string // a package named but not measured
 	detail  string
+	skip    string // why the target is not judged
 }
 
-func (t target) met() bool { return t.missing == "" && t.got <= t.max }
+func (t target) met() bool { return t.skip != "" || t.missing == "" && t.got <= t.max }
 
 // targets lists what -check judges; a target on a package list that is empty
-// (the user's, by default) is left out.
+// (the user's, by default) is skipped.
 func targets(r *Report, o Options) []target {
 	byDir := map[string]*Package{}
 	for _, p := range r.Packages {
@@ -28,6 +29,7 @@ func targets(r *Report, o Options) []target {
 	var ts []target
 	exports := func(what string, dirs []string, max int) {
 		if len(dirs) == 0 {
+			ts = append(ts, target{what: what + " exports", max: max, skip: "no package named"})
 			return
 		}
 		t := target{what: what + " exports (" + strings.Join(dirs, ", ") + ")", max: max}
@@ -100,6 +102,10 @@ func judge(r *Report, o Options, w io.Writer) int {
 	unmet := 0
 	for _, t := range targets(r, o) {
 		verdict := "ok"
+		if t.skip != "" {
+			fmt.Fprintf(w, "%-7s  %s (at most %d): %s\n", "skipped", t.what, t.max, t.skip)
+			continue
+		}
 		if !t.met() {
 			verdict = "NOT MET"
 			unmet++

@@ -162,3 +162,26 @@ func shippedLines(t *testing.T, root string, exclude []string) int {
 	}
 	return n
 }
+
+// TestJudge: each target at its limit is met and one past it is not; a
+// package named but not measured fails, and no user's package is skipped.
+func TestJudge(t *testing.T) {
+	o := Options{Author: []string{"driver"}, Lease: "lease", CLI: "cmd/x", Limits: Limits{FuncLines: maxFuncLines, FileLines: maxFileLines}}
+	r := &Report{}
+	r.add(&Package{Dir: "lease", Name: "lease", Exports: maxLeaseExports, Methods: map[string]int{leaseType: maxLeaseMethods}, DocLines: maxDocLines}, false)
+	r.add(&Package{Dir: "driver", Name: "driver", Exports: maxAuthorExports + 1, Registers: []string{"Register"}}, true)
+	r.add(&Package{Dir: "cmd/x", Name: "main", Lines: maxCLILines, Files: maxCLIFiles}, false)
+	r.Totals.Lines = shippedBaseline + 1
+	var out bytes.Buffer
+	if n := judge(r, o, &out); n != 2 {
+		t.Errorf("%d targets not met, want 2 (the author's exports, shipped lines):\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "skipped  the user's exports") {
+		t.Errorf("no user's package, yet its target is not skipped:\n%s", out.String())
+	}
+	o.User = []string{"user"}
+	out.Reset()
+	if n := judge(r, o, &out); n != 3 || !strings.Contains(out.String(), "package user not measured") {
+		t.Errorf("%d targets not met, want 3 (user's package not measured):\n%s", n, out.String())
+	}
+}
