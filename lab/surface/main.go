@@ -302,11 +302,18 @@ func table(r *Report, o Options, w io.Writer) {
 	fmt.Fprintf(tw, "total (%d packages)\t%d\t\t\t\t%d\t%d\t%d\t\t%d\t\t%d\n",
 		t.Packages, t.Exports, t.Files, t.Lines, t.Code, t.FuncsOver, t.FilesOver)
 	tw.Flush()
-	fmt.Fprintf(w, "\ncontext data channels (%d): %s\n", len(r.Contexts), strings.Join(r.Contexts, ", "))
+	fmt.Fprintf(w, "\ncontext data channels (%d): %s\n", len(r.Contexts), names(r.Contexts))
 	if len(r.InternalContexts) > 0 {
 		fmt.Fprintf(w, "  in internal packages, not judged: %s\n", strings.Join(r.InternalContexts, ", "))
 	}
-	fmt.Fprintf(w, "Register functions in %s (%d): %s\n", strings.Join(o.Author, ", "), len(r.Registers), strings.Join(r.Registers, ", "))
+	fmt.Fprintf(w, "Register functions in %s (%d): %s\n", strings.Join(o.Author, ", "), len(r.Registers), names(r.Registers))
+}
+
+func names(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
 }
 
 // mostMethods names the exported type with the most methods, and their
