@@ -35,7 +35,7 @@
 //   - the exported top-level Register… functions of the driver author's
 //     package (-author).
 //
-// The targets -check judges (issue 41), constants below:
+// The targets -check judges, constants below:
 //
 //   - the user's package (-user; none by default): at most 50 exports;
 //   - the driver author's package (-author, driver): at most 90;
