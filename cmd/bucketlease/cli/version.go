@@ -19,7 +19,9 @@ toolchain recorded it: the tag for a binary installed with
 build from a checkout, a pseudo-version naming the commit, or "(devel)" when
 the build recorded no VCS information. Then the VCS revision, its time and
 whether the tree had uncommitted changes, when the build recorded them.
-"bucketlease --version" does the same.
+A binary built by another module's main package (a driver of its own, run
+through cli.Main) names that module, and then the version of bucketlease
+it was built with. "bucketlease --version" does the same.
 
 Examples:
   bucketlease version
@@ -51,6 +53,10 @@ func versionText() string {
 		v = "(devel)"
 	}
 	parts := []string{"module " + bi.Main.Path}
+	if d := libraryDep(bi); d != "" {
+		// A command of another module, with a driver of its own.
+		parts = append(parts, d)
+	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
 		settings[s.Key] = s.Value
@@ -66,4 +72,28 @@ func versionText() string {
 	}
 	parts = append(parts, bi.GoVersion)
 	return fmt.Sprintf("bucketlease %s (%s)", v, strings.Join(parts, ", "))
+}
+
+// modulePath is this module's path.
+const modulePath = "github.com/mushroomdb/bucketlease"
+
+// libraryDep says which version of this module a binary whose main module
+// is another one (a command built with cli.Main and a driver of its own)
+// was built with, and where a replace took it from; "" when the main module
+// is this one.
+func libraryDep(bi *debug.BuildInfo) string {
+	if bi.Main.Path == modulePath {
+		return ""
+	}
+	for _, d := range bi.Deps {
+		if d.Path != modulePath {
+			continue
+		}
+		s := "with " + d.Path + " " + d.Version
+		if r := d.Replace; r != nil {
+			s += " => " + strings.TrimSpace(r.Path+" "+r.Version)
+		}
+		return s
+	}
+	return ""
 }

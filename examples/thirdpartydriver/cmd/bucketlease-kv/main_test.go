@@ -65,6 +65,13 @@ func TestCommandWithTheKVDriver(t *testing.T) {
 		}
 	}
 
+	// version names this module, and the bucketlease it was built with.
+	stdout, stderr, code = run("", "version")
+	want("version", code, 0, stdout, stderr)
+	if !strings.Contains(stdout, "module example.com/thirdpartydriver, with github.com/mushroomdb/bucketlease ") {
+		t.Errorf("version printed %q, want this module and bucketlease's version", stdout)
+	}
+
 	stdout, stderr, code = run("", "probe", url)
 	want("probe", code, 0, stdout, stderr)
 	if !strings.Contains(stdout, "verdict:  OK") {
