@@ -23,8 +23,8 @@ var drivers = []string{
 // why: each intercepts every request, so that an ability forwarded past it
 // would bypass what it does, and what uses it needs the four methods only.
 var exempt = map[string]string{
-	"cmd/bucketlease.network": "the demo's simulated network, which it cuts: a forwarded ability would reach the bucket through the cut",
-	"drivertest.armedBucket":  "drops the reply of one Put on the wire; only a lease's acquire and renewals use it",
+	"cmd/bucketlease/cli.network": "the demo's simulated network, which it cuts: a forwarded ability would reach the bucket through the cut",
+	"drivertest.armedBucket":      "drops the reply of one Put on the wire; only a lease's acquire and renewals use it",
 	// drivertest's fault injectors act on the four methods: a stream or a
 	// listing forwarded past one would reach the bucket without its fault.
 	"drivertest/faulty.Bucket":              "ignores or lies about a Put's condition",
@@ -71,7 +71,7 @@ func TestEveryWrapperIsChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"driver/besteffort.bucket", "lease.fencedBucket", "cmd/bucketlease.deadlineBucket"} {
+	for _, want := range []string{"driver/besteffort.bucket", "lease.fencedBucket", "cmd/bucketlease/cli.deadlineBucket"} {
 		if _, ok := found[want]; !ok {
 			t.Errorf("the enumeration did not find %s: it is broken, or the wrapper moved", want)
 		}

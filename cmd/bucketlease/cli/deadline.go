@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+)
+
+// deadlineBucket bounds every request to a bucket: a service that accepts
+// a connection and never answers (a dead proxy, a black-holed route) ends
+// in an error that names the URL (redacted) and the request, instead of a
+// hang. A Get's bound covers reading its body too.
+type deadlineBucket struct {
+	b     driver.Bucket
+	d     time.Duration
+	url   string // as it may be printed
+	bound string // where d comes from, for the message: "--timeout", "a third of the TTL"
+}
+
+// withDeadlines wraps b so that each request gets at most d, naming the
+// URL as loc prints it (redacted); d <= 0 returns
+// b itself. The result has b's optional interfaces (driver.Wrap),
+// which it passes through unbounded: a streamed write takes as long as its
+// body does (the fence bounds each part instead), and a listing is bounded
+// by its caller. A driver that cannot stream gets driver.PutStream's one
+// Put, bounded as any Put is.
+func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
+	if d <= 0 {
+		return b
+	}
+	return driver.Wrap(&deadlineBucket{b: b, d: d, url: loc.String(), bound: bound}, b)
+}
+
+// explainHang names what was waited for when err came from the request's
+// own deadline rather than the caller's.
+func (t *deadlineBucket) explainHang(ctx, rctx context.Context, what string, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("no reply from %s within %v (%s) to %s: the service, or something on the way, did not answer; check the endpoint and the network: %w",
+		t.url, t.d, t.bound, what, err)
+}
+
+// Get implements driver.Bucket.
+func (t *deadlineBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.d)
+	rc, v, err := t.b.Get(rctx, key)
+	if err != nil {
+		err = t.explainHang(ctx, rctx, "a read (GET) of "+key, err)
+		cancel()
+		return nil, "", err
+	}
+	return &cancelOnClose{ReadCloser: rc, cancel: cancel}, v, nil
+}
+
+// Put implements driver.Bucket.
+func (t *deadlineBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.d)
+	defer cancel()
+	v, err := t.b.Put(rctx, key, data, cond)
+	return v, t.explainHang(ctx, rctx, "a write (PUT) of "+key, err)
+}
+
+// Delete implements driver.Bucket.
+func (t *deadlineBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	rctx, cancel := context.WithTimeout(ctx, t.d)
+	defer cancel()
+	return t.explainHang(ctx, rctx, "a DELETE of "+key, t.b.Delete(rctx, key, cond))
+}
+
+// Capabilities implements driver.Bucket.
+func (t *deadlineBucket) Capabilities() driver.Capabilities { return t.b.Capabilities() }
+
+// cancelOnClose ends a Get's deadline once its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.once.Do(c.cancel)
+	return err
+}
+
+// requestTimeout is the bound on each of hold's requests: a third of the
+// TTL. A renewal that takes longer has missed its turn anyway (the next is
+// due), and the fence, two thirds of a TTL after the last renewal, leaves
+// room for two such attempts.
+func requestTimeout(ttl time.Duration) time.Duration { return ttl / 3 }
+
+// defaultTimeout is show's and break's default --timeout.
+const defaultTimeout = 30 * time.Second

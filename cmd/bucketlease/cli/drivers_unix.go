@@ -1,0 +1,5 @@
+//go:build unix
+
+package cli
+
+import _ "github.com/mushroomdb/bucketlease/driver/file"

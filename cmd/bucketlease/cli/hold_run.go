@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// holdSignals are the signals that release the lease, or that hold passes
+// on to the command; one ignored when hold started stays ignored.
+func holdSignals() []os.Signal {
+	var out []os.Signal
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sigQuit} {
+		if !signal.Ignored(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// openEvents returns where events go, and how to close it.
+func openEvents(e *env, dest string) (io.Writer, func(), error) {
+	switch {
+	case dest == "" || dest == "stderr" || dest == "-":
+		return e.stderr, func() {}, nil
+	case strings.HasPrefix(dest, "fd:"):
+		n, err := strconv.Atoi(strings.TrimPrefix(dest, "fd:"))
+		if err != nil || n < 1 {
+			return nil, nil, usageErrorf("--events %q: fd:N takes a file descriptor number, such as fd:3", dest)
+		}
+		f := os.NewFile(uintptr(n), "events")
+		if _, err := f.Stat(); err != nil {
+			return nil, nil, usageErrorf("--events %q: file descriptor %d is not open: %v", dest, n, err)
+		}
+		return f, func() {}, nil
+	default:
+		f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--events %q: %w", dest, err)
+		}
+		return f, func() { f.Close() }, nil
+	}
+}
+
+// resolveCommand finds the command before the lease is taken, and maps a
+// command that cannot run to the shell's codes.
+func resolveCommand(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "", withCode(127, fmt.Errorf("command %q not found: %w; the lease was not taken", name, err))
+	default:
+		return "", withCode(126, fmt.Errorf("command %q cannot be run: %w; the lease was not taken", name, err))
+	}
+}
+
+func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, command []string) (holdErr error) {
+	logger, err := newLogger(e.stderr, f.logLevel, f.json)
+	if err != nil {
+		return err
+	}
+	w, closeEvents, err := openEvents(e, f.events)
+	if err != nil {
+		return err
+	}
+	defer closeEvents()
+	// A closed pipe on our own output must not kill the supervision.
+	if !signal.Ignored(syscall.SIGPIPE) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}
+	p := &printer{w: w, json: f.json, verbose: f.verbose}
+	p.start()
+	defer p.close(2 * time.Second)
+	if f.json { // every outcome, refusals included, ends with one event
+		f.reported = true
+		defer func() { p.exit(f.remap(holdErr)) }()
+	}
+	var path string
+	if len(command) > 0 {
+		if path, err = resolveCommand(command[0]); err != nil {
+			return err
+		}
+	}
+	b, err := openUnder(ctx, loc)
+	if err != nil {
+		return err
+	}
+	prefix := loc.Prefix
+	b = withDeadlines(b, requestTimeout(f.ttl), loc, "a third of the TTL")
+	tool := "bucketlease hold"
+	if len(command) > 0 {
+		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
+	}
+	opts := &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
+		Logger: logger, OnEvent: p.event, Getenv: e.getenv, Holder: lease.ThisProcess(tool)}
+	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
+	if err != nil {
+		return usageErrorf("--state-dir: %v", err)
+	}
+	c, err := lease.NewContender(b, prefix, opts)
+	if err != nil && f.stateDir == "" && opts.StateDir != "" {
+		// The default state directory could not be made (a read-only
+		// home, say): run without it, as before it existed.
+		p.note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
+		opts.StateDir = ""
+		c, err = lease.NewContender(b, prefix, opts)
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	defer c.Close()
+	// Until the lease is held, a signal stops the attempt.
+	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
+	l, err := acquire(waitCtx, c, b, prefix, f, p)
+	if err != nil {
+		stopWaiting()
+		return explain(loc, err)
+	}
+	// A signal came as the lease was taken: release it and exit 128+N.
+	interruptedAsTaken := func() error {
+		code, why := interruptCode(waitCtx)
+		return releaseAfter(l, loc, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+	}
+	// From here on, signals are ours to handle: registered before
+	// signalContext lets go of them, so none is missed, and only then is
+	// signalContext asked whether one came meanwhile.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, holdSignals()...)
+	defer signal.Stop(sigs)
+	stopWaiting()
+	if signalled(waitCtx) && ctx.Err() == nil {
+		return interruptedAsTaken()
+	}
+	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
+	if _, ok := l.ServiceClock(); ok {
+		clocks, clocksSaid = "service", "clocks checked against the service's"
+	}
+	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
+		l.Key(), loc, l.InstanceID(), l.Epoch(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
+		func(r *record) {
+			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
+			r.Epoch = l.Epoch()
+			r.Clocks = clocks
+		})
+	if l.Exclusion() != driver.Conditional {
+		// Said whatever --log-level is: the lease's own WARN goes to a log
+		// that is off by default.
+		p.note("warning", fmt.Sprintf("exclusion is %s (%s=off): each step is a read then an unconditional write, so two instances that start together may both proceed",
+			l.Exclusion(), lease.EnvConditional), func(r *record) { r.Exclusion = l.Exclusion().String() })
+	}
+
+	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
+		stopPut, err := servePut(l)
+		if err != nil {
+			return releaseAfter(l, loc, b, prefix, p, err)
+		}
+		defer stopPut()
+	}
+	k := &keeper{l: l, parent: ctx}
+	k.start()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	gone := watchLease(watchCtx, l, b, prefix, f.watchEvery)
+	var result error
+	if len(command) == 0 {
+		result = holdUntilSignal(l, sigs, gone, p)
+	} else {
+		result = superviseCommand(e, l, k, path, command, sigs, gone, f.grace, f.pidNS, p)
+	}
+	stopWatch()
+	k.stop()
+	return releaseAfter(l, loc, b, prefix, p, result)
+}
+
+// keeper runs Lease.Keep in the background, and can pause it: hold does
+// not renew the lease while its command is stopped.
+type keeper struct {
+	l      *lease.Lease
+	parent context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (k *keeper) start() {
+	if k.cancel != nil || k.l.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(k.parent)
+	done := make(chan struct{})
+	k.cancel, k.done = cancel, done
+	go func() {
+		defer close(done)
+		_ = k.l.Keep(ctx)
+	}()
+}
+
+func (k *keeper) stop() {
+	if k.cancel == nil {
+		return
+	}
+	k.cancel()
+	<-k.done
+	k.cancel, k.done = nil, nil
+}

@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// holdUntilSignal holds the lease until a signal or until it ends.
+func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *printer) error {
+	select {
+	case s := <-sigs:
+		p.note("signal", fmt.Sprintf("received %s; releasing the lease", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+		return nil
+	case <-l.Done():
+		return leaseEnded(l, p)
+	case why := <-gone:
+		p.note("lease-gone", why+"; another instance may take the lease at once", func(r *record) { r.Key = l.Key() })
+		return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), why))
+	}
+}
+
+// leaseWatchInterval is how often hold reads its lease object back between
+// renewals by default: a thirtieth of the TTL, from 100 ms to 1 s (one
+// small GET a second at the default TTL).
+func leaseWatchInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/30, 100*time.Millisecond), time.Second)
+}
+
+// watchLease reads the lease object every interval (never, if interval is
+// 0) while ctx lasts, and sends on the channel it returns, once, why the
+// lease is no longer this holder's: the object is gone or names another
+// instance (or is no lease record at all). Nothing of bucketlease deletes a
+// held lease, and nothing but a takeover or break replaces it; a tool that
+// deleted it (a sync with --delete, a clean-up) has let the next contender
+// in at once, without waiting for this holder's fence. A read that fails is
+// no evidence and is ignored: the renewals handle the service's errors.
+func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, interval time.Duration) <-chan string {
+	out := make(chan string, 1)
+	if interval <= 0 {
+		return out
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.Done():
+				return
+			case <-t.C:
+			}
+			before := l.Version()
+			rctx, cancel := context.WithTimeout(ctx, max(interval, l.TTL()/10))
+			st, err := lease.Inspect(rctx, b, prefix, time.Now())
+			cancel()
+			if err != nil || ctx.Err() != nil {
+				continue
+			}
+			if !l.MayWrite() { // fenced or ended meanwhile: that is what hold reports
+				return
+			}
+			switch why, foreign := notOurs(st, l, before); {
+			case foreign:
+				// A takeover or a break: a renewal now lets the lease
+				// learn it lost (ErrLost, or broken), and hold stops the
+				// command as for any lost lease, without waiting for the
+				// next renewal.
+				rctx, cancel := l.Fence(ctx)
+				_ = l.Renew(rctx)
+				cancel()
+				if l.Err() != nil {
+					return
+				}
+			case why != "":
+				out <- why
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// notOurs says why st, read back while holding l, shows a lease object
+// that is gone or is no lease record, or "" if it may still be l's: its
+// version is one l wrote, or it names l's instance (a renewal whose reply
+// is on its way). foreign reports a lease record of another instance (a
+// takeover, or a break), which the lease itself judges at a renewal.
+func notOurs(st lease.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
+	if st.Version == before || st.Version == l.Version() {
+		return "", false
+	}
+	switch {
+	case st.Record != nil && st.Record.InstanceID != l.InstanceID():
+		return "", true
+	case st.State == lease.Free:
+		return fmt.Sprintf("its lease object %s was deleted by something other than bucketlease (a sync tool with --delete, a clean-up)", st.Key), false
+	case st.Record == nil:
+		return fmt.Sprintf("its lease object %s was replaced by something that is not a lease record (%s)", st.Key, st.Reason), false
+	}
+	return "", false
+}
+
+// leaseEnded is the error for a lease that was fenced, lost or broken
+// while held.
+func leaseEnded(l *lease.Lease, p *printer) error {
+	return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), endReason(l, p)))
+}
+
+// endReason says why the lease ended, in words.
+func endReason(l *lease.Lease, p *printer) string {
+	err := l.Err()
+	switch {
+	case p.broken.Load():
+		return "it was broken by an operator (bucketlease break)"
+	case errors.Is(err, lease.ErrInstanceInUse):
+		return err.Error() + "; give each process its own --instance-id"
+	case err == nil:
+		return "it is held"
+	default:
+		return err.Error()
+	}
+}
+
+// releaseAfter releases the lease after result (what hold or its command
+// came to), reports the release only once it happened, and returns the
+// error hold exits with: result, or, when the release failed and the lease
+// had not ended anyway, the release failure (exit 125).
+func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *printer, result error) error {
+	endedBefore := l.Err()
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.TTL(), 10*time.Second))
+	defer cancel()
+	relErr := l.Release(ctx)
+	if relErr != nil {
+		relErr = explain(loc, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
+		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
+		code, _ := codeOf(result)
+		if code == exitLeaseEnded || errors.Is(result, errInterrupted) {
+			return errors.Join(result, relErr)
+		}
+		if result != nil {
+			if ee := (*exitErr)(nil); errors.As(result, &ee) && ee.err == nil {
+				relErr = fmt.Errorf("%w (the command %s)", relErr, exitText(ee.code))
+			} else {
+				relErr = fmt.Errorf("%w; before that: %v", relErr, result)
+			}
+		}
+		return withCode(exitReleaseFailed, relErr)
+	}
+	if errors.Is(endedBefore, lease.ErrLost) {
+		return result // lost: there was nothing of ours to release
+	}
+	// Say "released" only if the lease object now says so.
+	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	switch {
+	case err != nil:
+		p.note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *record) { r.Key = l.Key() })
+	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released:
+		p.note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *record) { r.Key = l.Key() })
+	case st.State == lease.Free:
+		// Release never deletes the lease object: something else did,
+		// and there was nothing of ours left to release.
+		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
+			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
+	case st.Record == nil:
+		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is no longer a lease record (%s); left alone", l.Key(), st.Reason),
+			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
+	default:
+		p.note("not-released", fmt.Sprintf("did not release lease %s: it is %s, held by %s, no longer ours", l.Key(), st.State, holderText(st.Holder())),
+			func(r *record) { r.Key, r.Holder, r.State = l.Key(), st.Holder(), st.State.String() })
+	}
+	return result
+}
+
+// exitText describes a command's exit code.
+func exitText(code int) string {
+	if code > 128 && code < 128+65 {
+		return fmt.Sprintf("was killed by signal %s", sigName(syscall.Signal(code-128)))
+	}
+	return fmt.Sprintf("exited with status %d", code)
+}
+
+// holderText names a holder for people, saying who break is.
+func holderText(id string) string {
+	if id == lease.BreakerID {
+		return "an operator (bucketlease break)"
+	}
+	return "instance " + terminalSafe(id)
+}

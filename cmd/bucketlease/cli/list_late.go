@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// lateJSON is list --late's --json output.
+type lateJSON struct {
+	URL string `json:"url"`
+	// Keys is how many objects were looked at; Truncated, that the
+	// listing stopped at --max-keys.
+	Keys      int             `json:"keys"`
+	Truncated bool            `json:"truncated"`
+	Late      []lateWriteJSON `json:"late"`
+	Now       string          `json:"now"`
+}
+
+// lateWriteJSON is one late write (lease.LateWrite).
+type lateWriteJSON struct {
+	Key        string  `json:"key"`
+	Instance   string  `json:"instance"`
+	Epoch      uint64  `json:"epoch"`
+	Modified   string  `json:"modified"`
+	AfterEpoch uint64  `json:"after_epoch"`
+	AfterBegan string  `json:"after_began"`
+	LateByS    float64 `json:"late_by_s"`
+}
+
+// listLate lists the objects under loc's prefix that a holder wrote after
+// its lease had passed to another (lease.Status.Late), looking at maxKeys
+// objects at most, and exits exitLate if it found any.
+func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
+	rb := withDeadlines(b, timeout, loc, "--timeout")
+	st, err := lease.Inspect(ctx, rb, loc.Prefix, time.Now())
+	if err != nil {
+		return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
+	}
+	if len(st.Eras()) == 0 {
+		return fmt.Errorf("%s: %w (state %s): late writes can be told only under a lease held by this version, on a driver that reports the service's time",
+			loc.String(), lease.ErrNoEras, st.State)
+	}
+	res := lateJSON{URL: loc.String(), Late: []lateWriteJSON{}}
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	under := strings.TrimSuffix(st.Key, lease.Key(""))
+	for obj, err := range driver.List(lctx, b, under) {
+		if err == nil && res.Keys == maxKeys {
+			res.Truncated = true
+			break
+		}
+		var w lease.LateWrite
+		late := false
+		if err == nil {
+			res.Keys++
+			w, late, err = st.Late(lctx, b, obj)
+		}
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			return fmt.Errorf("%s: looking for late writes did not finish within --timeout %v (after %d objects): %w", loc.String(), timeout, res.Keys, err)
+		case err != nil:
+			return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
+		case late:
+			res.Late = append(res.Late, lateWriteJSON{Key: w.Key, Instance: w.Stamp.Instance, Epoch: w.Stamp.Epoch,
+				Modified: utc(w.Modified), AfterEpoch: w.After.Epoch, AfterBegan: utc(w.After.Began), LateByS: seconds(w.By)})
+		}
+	}
+	res.Now = time.Now().UTC().Format(time.RFC3339Nano)
+	if asJSON {
+		if err := writeJSON(e.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printLate(e.stdout, loc, res)
+	}
+	if len(res.Late) > 0 {
+		return withCode(exitLate, fmt.Errorf("%d late write(s) under %s, by a holder whose lease had passed on: restore nothing from them",
+			len(res.Late), loc.String()))
+	}
+	return nil
+}
+
+// printLate prints list --late's findings for people.
+func printLate(w io.Writer, loc *driver.Location, res lateJSON) {
+	if len(res.Late) == 0 {
+		fmt.Fprintf(w, "No late write under %s (%d objects looked at).\n", loc.String(), res.Keys)
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tWRITTEN BY\tEPOCH\tMODIFIED\tLATE BY\tAFTER EPOCH")
+		for _, l := range res.Late {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", terminalSafe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
+				(time.Duration(l.LateByS * float64(time.Second))).Round(time.Second), l.AfterEpoch)
+		}
+		tw.Flush()
+	}
+	if res.Truncated {
+		fmt.Fprintf(w, "Stopped after %d objects (--max-keys): there may be more further on.\n", res.Keys)
+	}
+}

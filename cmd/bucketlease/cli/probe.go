@@ -1,0 +1,362 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/drivertest"
+)
+
+var probeCommand = &command{
+	name:    "probe",
+	args:    "URL [--json] [--timeout D]",
+	summary: "test whether the service gives the exclusion its driver declares",
+	help: `Runs the conformance suite of package drivertest against the service, on
+scratch keys under {prefix}/bucketlease-probe/ that are removed afterwards (the
+lease object itself is not touched): every precondition the lease relies on
+(If-None-Match: *, If-Match with a stale, a made-up and a missing version, on
+small and 17 MiB bodies), concurrent writers, conditional delete, and the
+lease's own scenarios. It prints each check and whether it passed, what a
+conforming service does, and what this one did if not that; then the
+exclusion the driver declares and the one the service really gives. On
+file:// the file driver's empty lock files for the scratch keys stay in
+{dir}/.bucketlease/locks (it never removes one); probe says how many.
+
+Before the checks, probe reads and writes one scratch key: if the service
+cannot be used at all (wrong credentials, a missing bucket, a read-only
+directory, the network, --timeout too short), the verdict is "error": probe
+prints the cause and exits 1, since an error is no evidence about
+preconditions. So does a check that ran out of time, or whose operations
+could not complete (a reset connection, a body cut short, a server error):
+its row says "inconclusive" and shows the error. After such a check, probe
+waits a second and removes what writes it gave up on left under
+{prefix}/bucketlease-probe/ once they landed (where the driver can list).
+
+The verdicts, and the exit code of each:
+  conditional                 0  every check passed; the service gives the
+                                 exclusion its driver declares
+  ignores preconditions       5  a write that should have been refused was
+                                 accepted: the lease refuses to run here
+  does not behave as declared 5  another check failed with no error
+  error, inconclusive         1  an operation failed; the error is shown; run
+                                 probe again (unless another check showed the
+                                 service ignores preconditions: then 5)
+
+A service that ignores preconditions cannot keep a
+second writer out: the lease refuses to run on it (set
+` + envConditional + `=off to run best-effort instead).
+
+Examples:
+  bucketlease probe file:///var/backups/db1
+  bucketlease probe 's3://my-bucket/backups?region=eu-west-1&endpoint=https://s3.example.com' --json`,
+	setup: setupProbe,
+}
+
+func setupProbe(fs *flag.FlagSet) runFunc {
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	timeout := timeoutFlag(fs, time.Minute, "bound on each check")
+	return func(ctx context.Context, e *env, args []string) error {
+		loc, err := oneLocation(fs, args)
+		if err != nil {
+			return err
+		}
+		if err := refuseInProcess("probe", loc); err != nil {
+			return err
+		}
+		// The checks never touch the lease object, but a LEASE that
+		// can never be one makes the prefix unusable for the lease.
+		b, err := openUnder(ctx, loc)
+		if err != nil {
+			return err
+		}
+		prefix := loc.Prefix
+		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
+		locks := fileLockDir(loc)
+		locksBefore := countEntries(locks)
+		if !*asJSON {
+			removed := "removed afterwards"
+			if locks != "" {
+				removed += "; their lock files stay, see the end"
+			}
+			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (%s)…\n", loc.String(), scratch, removed)
+		}
+		if err := preflight(ctx, withDeadlines(b, *timeout, loc, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
+			return explain(loc, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", loc.String(), err))
+		}
+		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
+		left := leftovers{dir: locks}
+		if locks != "" {
+			left.lockFiles = max(countEntries(locks)-locksBefore, 0)
+		}
+		printReport := func(w io.Writer, rep *drivertest.Report) {
+			printReport(w, rep)
+			left.print(w)
+		}
+		probeJSON := func(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
+			j := probeJSON(loc, rep)
+			if left.lockFiles > 0 {
+				j.LockFilesLeft, j.LockDir = left.lockFiles, left.dir
+			}
+			return j
+		}
+		// A write accepted that should have been refused is evidence,
+		// whatever else could not complete: the verdict is the failure.
+		if bad := erroredChecks(rep); len(bad) > 0 && rep.Observed == rep.Declared {
+			if *asJSON {
+				_ = writeJSON(e.stdout, probeJSON(loc, rep))
+			} else {
+				printReport(e.stdout, rep)
+			}
+			return explain(loc, fmt.Errorf("verdict: error, inconclusive, not evidence: checks %s could not complete (an operation failed, or they ran out of time with --timeout %v); their errors are shown above; run probe again",
+				strings.Join(bad, ", "), *timeout))
+		}
+		if *asJSON {
+			if err := writeJSON(e.stdout, probeJSON(loc, rep)); err != nil {
+				return err
+			}
+		} else {
+			printReport(e.stdout, rep)
+		}
+		if !rep.OK() {
+			return withCode(exitProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
+				loc.String(), capsText(rep.Declared))))
+		}
+		return nil
+	}
+}
+
+// preflight reads and writes key once and removes it, through b, whose
+// every request is bounded (withDeadlines: a request that times out says
+// the URL, the request and the bound): a service that cannot be used at
+// all gives an error here, before any check could mistake it for a service
+// that ignores preconditions. ctx gets no deadline of its own, which would
+// end with the request's and hide which request got no answer.
+func preflight(ctx context.Context, b driver.Bucket, key string) error {
+	rc, _, err := b.Get(ctx, key)
+	switch {
+	case err == nil:
+		rc.Close()
+	case !errors.Is(err, driver.ErrNotExist):
+		return fmt.Errorf("its first request, a read (GET) of the scratch key %s: %w", key, err)
+	}
+	if _, err := b.Put(ctx, key, []byte("bucketlease probe\n"), driver.Condition{}); err != nil {
+		return fmt.Errorf("writing the scratch key %s: %w", key, err)
+	}
+	if err := b.Delete(context.WithoutCancel(ctx), key, driver.Condition{}); err != nil {
+		return fmt.Errorf("removing the scratch key %s: %w", key, err)
+	}
+	return nil
+}
+
+// erroredChecks names the failed checks that could not complete (drivertest
+// marks them Errored) or ran out of time: their failure says nothing about
+// the service's preconditions.
+func erroredChecks(rep *drivertest.Report) []string {
+	bad := rep.Inconclusive()
+	for _, r := range rep.Results {
+		if !r.Passed && !r.Skipped && !r.Errored && (strings.Contains(r.Got, context.DeadlineExceeded.Error()) || strings.Contains(r.Got, context.Canceled.Error())) {
+			bad = append(bad, r.Name)
+		}
+	}
+	return bad
+}
+
+// probeClocks says, from the service-time check, whether the lease on
+// this service judges records against the service's clock too, or on the
+// machines' clocks alone.
+func probeClocks(rep *drivertest.Report) string {
+	for _, r := range rep.Results {
+		switch {
+		case r.Name != "service-time":
+		case r.Passed:
+			return "checked against the service's: the driver reports its time, and it is plausible"
+		case r.Skipped:
+			return "assumed synchronised: the driver reports no service time, so the lease judges records on the machines' clocks alone"
+		default:
+			return "the service's time the driver reports is implausible (see service-time): the lease would judge records by it"
+		}
+	}
+	return "not checked"
+}
+
+func capsText(c driver.Capabilities) string {
+	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, yesNo(c.ConditionalDelete))
+}
+
+// leftovers is what a probe leaves behind on purpose: on file://, the
+// file driver's lock files, one per key ever written (its scratch keys
+// here), which the driver never removes.
+type leftovers struct {
+	dir       string // the lock directory; "" for other drivers
+	lockFiles int    // how many lock files the probe added there
+}
+
+func (l leftovers) print(w io.Writer) {
+	if l.lockFiles == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nleft behind: %d empty lock files in %s\n%s\n", l.lockFiles, l.dir,
+		wrapText("  the file driver's, one per scratch key written. The scratch keys were removed; their lock files stay because the driver never removes one (unlinking a lock file that another process is about to lock would give the two processes two different locks). They hold nothing.",
+			reportWidth, "  "))
+}
+
+// fileLockDir is where the file driver keeps its lock files for a file://
+// URL (driver/file: dir/.bucketlease/locks, one empty file per key ever
+// written), or "" for another scheme.
+func fileLockDir(loc *driver.Location) string {
+	if loc.Scheme != "file" {
+		return ""
+	}
+	u := loc.URL()
+	if !filepath.IsAbs(u.Path) {
+		return ""
+	}
+	return filepath.Join(filepath.Clean(u.Path), ".bucketlease", "locks")
+}
+
+// countEntries counts the entries of dir (0 if it cannot be read), reading
+// it in batches, up to a bound.
+func countEntries(dir string) int {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	for range 10_000 { // 10 million entries at most
+		names, err := f.Readdirnames(1024)
+		n += len(names)
+		if err != nil || len(names) == 0 {
+			break
+		}
+	}
+	return n
+}
+
+// reportWidth is the width probe's report keeps to: it reads in a
+// terminal of 100 columns, and each check's detail is wrapped below it.
+const reportWidth = 100
+
+// printReport prints the report for people: one line per check with its
+// name and result, what a conforming service does below it, and, when this
+// one did something else, what it did; then the verdict. Every line fits
+// in reportWidth columns (--json has the same report whole).
+func printReport(w io.Writer, rep *drivertest.Report) {
+	nameW := len("CHECK")
+	for _, r := range rep.Results {
+		nameW = max(nameW, min(len(r.Name), reportWidth/2))
+	}
+	fmt.Fprintf(w, "%-*s  %s\n", nameW, "CHECK", "RESULT")
+	fmt.Fprintf(w, "%s\n", wrapText("  (below each: what a conforming service does; \"got:\" what this one did, when not that)", reportWidth, ""))
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%-*s  %s\n", nameW, r.Name, r.Status()) // a name is a short word
+		fmt.Fprintf(w, "%s\n", wrapText("    "+oneLine(r.Expect), reportWidth, "    "))
+		if got := terminalSafe(oneLine(r.Got)); got != "" && got != "as expected" { // the service's own words
+			fmt.Fprintf(w, "%s\n", wrapText("    got: "+got, reportWidth, "         "))
+		}
+	}
+	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
+	fmt.Fprintf(w, "%s\n", wrapText("clocks:   "+probeClocks(rep), reportWidth, "          "))
+	var verdict string
+	switch {
+	case rep.OK():
+		verdict = fmt.Sprintf("verdict:  OK, the service gives the exclusion its driver declares (%s)", rep.Observed.Exclusion)
+	case rep.Observed.Exclusion == driver.NoExclusion:
+		verdict = "verdict:  FAIL, the service ignores write preconditions: it cannot keep a second writer out, and the lease refuses to run on it"
+	default:
+		verdict = "verdict:  FAIL, the service does not behave as its driver declares; see the failed checks"
+	}
+	fmt.Fprintf(w, "%s\n", wrapText(verdict, reportWidth, "          "))
+}
+
+// wrapText breaks s (whose own indentation, and spacing, is kept) into lines of at most
+// width columns at spaces, starting each line after the first with indent;
+// a word longer than a line (a key, a URL) is cut where the line ends.
+func wrapText(s string, width int, indent string) string {
+	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
+	var lines []string
+	line := lead
+	empty := true // line holds no word yet
+	// Split, not Fields: an empty word keeps a double space.
+	for _, word := range strings.Split(strings.TrimLeft(s, " "), " ") {
+		if word == "" && empty {
+			continue
+		}
+		for {
+			sep := " "
+			if empty {
+				sep = ""
+			}
+			if utf8.RuneCountInString(line)+len(sep)+utf8.RuneCountInString(word) <= width {
+				line += sep + word
+				empty = false
+				break
+			}
+			if !empty {
+				lines = append(lines, line)
+				line, empty = indent, true
+				continue
+			}
+			// A word alone longer than the line: cut it.
+			room := max(width-utf8.RuneCountInString(line), 1)
+			r := []rune(word)
+			lines = append(lines, line+string(r[:room]))
+			line, word = indent, string(r[room:])
+		}
+	}
+	return strings.Join(append(lines, line), "\n")
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+type probeReportJSON struct {
+	URL      string            `json:"url"`
+	OK       bool              `json:"ok"`
+	Declared capsJSON          `json:"declared"`
+	Observed capsJSON          `json:"observed"`
+	Results  []probeResultJSON `json:"results"`
+	// Clocks says whether the lease on this service judges records against
+	// the service's clock too (from the service-time check).
+	Clocks string `json:"clocks"`
+	// LockFilesLeft is how many of the file driver's lock files the probe
+	// added to LockDir (file:// only): the scratch keys were removed, their
+	// lock files stay (the driver never removes one).
+	LockFilesLeft int    `json:"lock_files_left,omitempty"`
+	LockDir       string `json:"lock_dir,omitempty"`
+}
+
+type capsJSON struct {
+	Exclusion         string `json:"exclusion"`
+	ConditionalDelete bool   `json:"conditional_delete"`
+}
+
+type probeResultJSON struct {
+	Name      string `json:"name"`
+	Result    string `json:"result"` // PASS, FAIL, inconclusive, skip, known deviation
+	Expect    string `json:"expect"`
+	Got       string `json:"got"`
+	Passed    bool   `json:"passed"`
+	Skipped   bool   `json:"skipped,omitempty"`
+	Deviation string `json:"deviation,omitempty"`
+	Errored   bool   `json:"errored,omitempty"`
+}
+
+func probeJSON(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
+	j := probeReportJSON{URL: loc.String(), OK: rep.OK(),
+		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
+		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}, Clocks: probeClocks(rep)}
+	for _, r := range rep.Results {
+		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: r.Status(), Expect: r.Expect, Got: r.Got,
+			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation, Errored: r.Errored})
+	}
+	return j
+}

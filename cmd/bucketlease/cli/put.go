@@ -1,0 +1,356 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// exitPutRefused: put: the write's condition did not hold (the key exists,
+// or has another version than --if-match names); nothing was written.
+const exitPutRefused = exitRefused
+
+// putExitCodesHelp documents put's exit codes.
+const putExitCodesHelp = `Exit codes:
+  0    stored: the version it created is printed on stdout (and the size and SHA-256 on stderr)
+  1    an error: the URL, the credentials, the service, the network, reading FILE, or no hold to talk to
+  2    a usage error (also the key LEASE, a scratch key of the lease, either under a prefix further down without
+       --overwrite-lease-object, --concurrency below 1)
+  3    put URL: another instance holds the lease (without --wait, or --wait-timeout passed)
+  4    refused: the key exists (--if-absent, the default) or has another version than --if-match names; nothing was written
+  5    put URL: the service ignores write preconditions, so the lease refuses to run on it; nothing was written
+  6    put URL: a fresh lease names this --instance-id but this process did not write it: another live process holds it
+       under the same id, or (without --wait) this instance's previous process died and left it; with --wait, the record
+       was seen renewed: another live process holds it, waiting would not help
+  7    put -- COMMAND: the producer exited non-zero or was killed by a signal; the upload was aborted, nothing was written
+  8    the input did not match --size or --sha256; the upload was aborted, nothing was written
+  9    stored (size, SHA-256 and version on stderr), but the version could not be written to stdout
+  11   stored (its version printed), but the service answered only after the lease was fenced (put was paused, or its request
+       held up): the object may have landed after another holder took over, a late write; bucketlease list --late tells
+  124  the lease was fenced, lost or released before the object was committed: the upload was aborted, and the key held
+       nothing of this lease's when put read it back (a request already on its way may still land: bucketlease list --late)
+  125  put URL: the object was stored (its version printed) but the lease could not be released
+  126  put -- COMMAND: the producer cannot be run; nothing was written
+  127  put -- COMMAND: the producer was not found; nothing was written
+  128+N  stopped by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP; the signal goes on to the producer): the upload was aborted, nothing was written
+`
+
+var putCommand = &command{
+	name:    "put",
+	args:    "[URL] KEY [FILE|-] [FLAGS] [-- COMMAND [ARGS...]]",
+	summary: "stream a producer's output, FILE or stdin into an object under the lease (inside hold, or taking it)",
+	help: `Streams the output of COMMAND (after --), or FILE, or stdin (for - or no FILE)
+into the object KEY under the lease's prefix ({prefix}/KEY), in parts, and
+prints the version it created on stdout, and the size and SHA-256 of what it
+stored on stderr. The write is fenced: no part and no commit starts once the
+lease may no longer write, a part in flight is cancelled at the fence, and a
+cut-off upload is aborted, so nothing of it is left and no object appears.
+
+With "-- COMMAND", put runs the producer itself (its stdin and stderr are
+put's) and commits only once it has exited with status 0: a producer that
+exits non-zero or is killed aborts the upload (exit 7), one that cannot be
+found or run is refused before anything is taken or written (127, 126).
+SIGINT, SIGTERM and SIGHUP to put go on to the producer; put aborts and exits
+128+N. The producer runs as hold runs its command, under the watchdog (in a
+new PID namespace on Linux where allowed; --pid-namespace=false runs it
+without one): however put ends, the producer and everything it started get
+SIGTERM, SIGKILL 5s later, and put exits only once none is left; if put is
+killed, the watchdog kills them all. Use this form for backups: a pipe's end cannot tell a producer that
+finished from one that died, so "pg_dump db1 | bucketlease put ..." commits
+whatever a failed pg_dump wrote, unless --size or --sha256 says what to
+expect. --size and --sha256 check the input (of any form) before the commit;
+a mismatch aborts (exit 8).
+
+Inside "bucketlease hold URL -- COMMAND", the command (or anything it starts)
+runs "bucketlease put KEY [FILE|-] [-- PRODUCER]": put talks to its hold over
+the Unix socket hold names in $BUCKETLEASE_PUT_SOCKET (in a private directory
+that hold removes at exit) and the upload runs under hold's own lease.
+Release waits for it. If the lease ends mid-upload, hold aborts the upload and
+its watchdog stops the command as usual.
+
+With a URL first ("://" in the first argument), put takes the lease itself
+(as hold does, with --wait, --ttl and --instance-id), streams, releases and
+exits: "bucketlease put URL KEY [FILE|-]". Inside hold this takes a lease of
+its own, so give it another prefix than hold's: put URL on the prefix of the
+hold that runs it is refused at once (exit 2), since it would wait for its own
+parent. A put --wait that finds the lease held says once, on stderr, who
+holds it.
+
+The object is written only if it is absent (--if-absent, the default: a
+restore point is never overwritten; a key that exists is refused with one
+read before the body is read), or if its version is --if-match's, or
+unconditionally with --overwrite. The key LEASE and the lease's scratch keys
+are refused (exit 2), and so is a key named as one under any prefix further
+down (sub/LEASE, sub/LEASE.acquire-probe-…), which hold, show and list read
+as the lease of URL/sub: writing it would replace or forge that lease,
+whoever holds it. --overwrite-lease-object lets put write such a nested key. Progress (bytes so far and the rate) goes to stderr a
+few times a second when stderr is a terminal, and nowhere otherwise; -v
+reports put URL's lease events too.
+
+` + putExitCodesHelp + `
+Examples:
+  bucketlease put 's3://my-bucket/backups/db1?region=eu-west-1' dumps/db1.sql --wait -- pg_dump db1
+  bucketlease hold file:///var/backups/db1 --wait -- bucketlease put dumps/db1.sql -- pg_dump db1
+  bucketlease put file:///var/backups/db1 dumps/db1.sql db1.sql --sha256 "$(sha256sum < db1.sql | cut -c1-64)"
+  bucketlease put file:///var/backups/db1 manifest.json manifest.json --if-match "$VERSION"`,
+	setup: setupPut,
+}
+
+type putFlags struct {
+	ifAbsent    bool
+	ifMatch     string
+	overwrite   bool
+	leaseObject bool // --overwrite-lease-object: a key named as a nested lease's own
+	partSize    int64
+	concurrency int
+	verbose     bool
+	sha256      string
+	size        int64
+	pidNS       bool      // put -- COMMAND: the producer in a PID namespace where allowed
+	hold        holdFlags // put URL's lease: ttl, instance id, wait
+}
+
+func setupPut(fs *flag.FlagSet) runFunc {
+	f := &putFlags{}
+	fs.BoolVar(&f.ifAbsent, "if-absent", false, "write only if KEY does not exist (If-None-Match: *); the default")
+	fs.StringVar(&f.ifMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
+	fs.BoolVar(&f.overwrite, "overwrite", false, "write whatever is there")
+	fs.BoolVar(&f.leaseObject, "overwrite-lease-object", false, "allow a KEY named as the lease object or a scratch key of a prefix further down (sub/LEASE), which replaces or forges that prefix's lease whoever holds it")
+	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB; default 16MiB); memory is part size × concurrency")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 4)")
+	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
+	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
+	fs.BoolVar(&f.pidNS, "pid-namespace", true, "put -- COMMAND, on Linux: run the producer in a new PID namespace where allowed, as hold runs its command; false runs it without one (so that it can signal processes outside), as where none is allowed")
+	fs.BoolVar(&f.verbose, "v", false, "put URL: also report the lease's events on stderr")
+	fs.BoolVar(&f.verbose, "verbose", false, "put URL: also report the lease's events on stderr")
+	durationVar(fs, &f.hold.ttl, "ttl", lease.DefaultTTL, "put URL: the lease's TTL; a whole number of seconds, 1s to 1h")
+	fs.StringVar(&f.hold.instanceID, "instance-id", "", "put URL: this instance's id in the LEASE object (default: random)")
+	fs.BoolVar(&f.hold.wait, "wait", false, "put URL: if the lease is held, keep trying until it can be taken")
+	durationVar(fs, &f.hold.waitTimeout, "wait-timeout", 0, "put URL: with --wait, give up (exit 3) after this long; 0 waits until interrupted")
+	return func(ctx context.Context, e *env, args []string) error {
+		pos, after, err := parseArgs(fs, args)
+		if err != nil {
+			return err
+		}
+		hasCommand := slices.Contains(args, "--")
+		if hasCommand && len(after) == 0 {
+			return usageErrorf("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
+		}
+		set := map[string]bool{}
+		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+		cond, err := f.header(set)
+		if err != nil {
+			return err
+		}
+		in := putInput{stderr: e.stderr, self: e.self, pidNS: f.pidNS, check: inputCheck{size: f.size, hasSize: set["size"]}}
+		if set["sha256"] {
+			if in.check.sha256, err = parseSHA256(f.sha256); err != nil {
+				return usageErrorf("%v", err)
+			}
+		}
+		oneShot := len(pos) > 0 && strings.Contains(pos[0], "://")
+		rawURL := ""
+		var loc *driver.Location // parsed once, for put URL
+		if oneShot {
+			rawURL, pos = pos[0], pos[1:]
+		}
+		if len(pos) < 1 || len(pos) > 2 {
+			return usageErrorf("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(oneShot))
+		}
+		cond.Key = pos[0]
+		if err := checkPutKey(cond.Key, f.leaseObject); err != nil {
+			return err
+		}
+		in.file = "-"
+		if len(pos) == 2 {
+			in.file = pos[1]
+		}
+		if hasCommand {
+			if len(pos) == 2 && in.file != "-" {
+				return usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", cond.Key, in.file)
+			}
+			in.argv = after
+		}
+		sock := e.getenv(putSocketEnv)
+		if !oneShot {
+			if sock == "" {
+				return usageErrorf("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
+					cond.Key, putSocketEnv, cond.Key)
+			}
+			for _, n := range []string{"ttl", "instance-id", "wait", "wait-timeout", "v", "verbose"} {
+				if set[n] {
+					return usageErrorf("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
+				}
+			}
+		} else {
+			f.hold.conflict, f.hold.lost = exitHeld, exitLeaseEnded
+			if err := f.hold.check(fs); err != nil {
+				return err
+			}
+			if loc, err = driver.ParseURL(rawURL); err != nil {
+				return err
+			}
+			if err := refuseInProcess("put", loc); err != nil {
+				return err
+			}
+			if f.hold.instanceID == lease.BreakerID {
+				return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", lease.BreakerID)
+			}
+		}
+		if in.argv != nil {
+			// Before the lease is taken and anything is written: a
+			// mistyped producer is refused at once.
+			if in.path, err = lookProducer(in.argv[0]); err != nil {
+				return err
+			}
+		} else if in.file != "-" {
+			// FILE is opened now, so that a missing one is an error
+			// before the lease is taken.
+			fh, err := os.Open(in.file)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			in.opened = fh
+		}
+		ignorePipeSignal()
+		prog := startProgress(e.stderr, cond.Key)
+		defer prog.stop()
+		in.count = prog.count
+		var (
+			v    driver.Version
+			body *checkedReader
+		)
+		if oneShot {
+			v, body, err = putOneShot(ctx, e, f, loc, cond, &in)
+		} else {
+			v, body, err = putViaHold(ctx, sock, cond, &in)
+		}
+		prog.stop()
+		if v == "" {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.n, body.sum(), v)
+		if _, werr := fmt.Fprintln(e.stdout, v); werr != nil {
+			lost := withCode(exitVersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
+			if err != nil {
+				return errors.Join(err, lost) // 125: the lease, too
+			}
+			return lost
+		}
+		return err
+	}
+}
+
+// checkPutKey refuses, as a usage error, a key that a lease reads as its
+// own (leaseKeyOf): the lease object of the URL's prefix and the scratch
+// keys beside it always, and those of a prefix further down, such as
+// sub/LEASE, which hold, show and list read as the lease of URL/sub,
+// unless allowed (--overwrite-lease-object).
+func checkPutKey(key string, allowed bool) error {
+	p, kind := leaseKeyOf(key)
+	switch {
+	case kind == notLeaseKey:
+		return nil
+	case p == "" && kind == leaseObjectKey:
+		return usageErrorf("put %s: that is the lease object itself, which only the lease writes; nothing was written: choose another key", key)
+	case p == "":
+		return usageErrorf("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); nothing was written: choose another key", key)
+	case allowed:
+		return nil
+	case kind == leaseObjectKey:
+		return usageErrorf("put %s: that key is the lease object of the prefix %s below this one: hold, show and list read it as that prefix's lease, so writing it would replace or forge the lease whoever holds it; nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write that lease object",
+			key, p)
+	}
+	return usageErrorf("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
+		key, p)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// header checks the condition flags and returns the header they ask for.
+func (f *putFlags) header(set map[string]bool) (putHeader, error) {
+	n := 0
+	for _, c := range []string{"if-absent", "if-match", "overwrite"} {
+		if set[c] {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return putHeader{}, usageErrorf("put: --if-absent, --if-match and --overwrite exclude each other")
+	case set["if-match"] && f.ifMatch == "":
+		return putHeader{}, usageErrorf("put: --if-match needs a version, as a previous put printed it")
+	case f.partSize < 0 || (f.partSize > 0 && f.partSize < driver.MinPartSize):
+		return putHeader{}, usageErrorf("--part-size %d: a part is at least 5MiB (%d bytes)", f.partSize, driver.MinPartSize)
+	case f.partSize > 5<<30:
+		return putHeader{}, usageErrorf("--part-size %d: a part is at most 5GiB", f.partSize)
+	case set["concurrency"] && (f.concurrency < 1 || f.concurrency > 256):
+		return putHeader{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
+	case f.concurrency > 256:
+		return putHeader{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
+	}
+	h := putHeader{Cond: "if-absent", PartSize: f.partSize, Concurrency: f.concurrency}
+	switch {
+	case set["if-match"]:
+		h.Cond, h.Version = "if-match", f.ifMatch
+	case f.overwrite:
+		h.Cond = "overwrite"
+	}
+	return h, nil
+}
+
+// putError gives err the exit code of its class.
+func putError(class string, err error) error {
+	switch class {
+	case putClassPrecondition:
+		return withCode(exitPutRefused, err)
+	case putClassFenced:
+		return withCode(exitLeaseEnded, err)
+	case putClassUsage:
+		return withCode(exitUsage, err)
+	}
+	return err
+}
+
+// sizeValue is a byte size flag: 5242880, 5MiB, 64M, 1GiB.
+type sizeValue struct{ n *int64 }
+
+func (v sizeValue) String() string {
+	if v.n == nil || *v.n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(*v.n, 10)
+}
+
+func (v sizeValue) Set(s string) error {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = rest, u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return fmt.Errorf("%q is not a size: write bytes or a number with KiB, MiB or GiB, such as 16MiB", s)
+	}
+	*v.n = n * mult
+	return nil
+}

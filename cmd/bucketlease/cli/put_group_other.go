@@ -1,0 +1,107 @@
+//go:build !unix
+
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// producer is put's COMMAND: its stdout is the body. There is no watchdog
+// for this system: put runs the producer as its direct child, and signals
+// and waits for only that process.
+type producer struct {
+	name string
+	cmd  *exec.Cmd
+	out  io.ReadCloser
+
+	waitOnce sync.Once
+	waitErr  error
+}
+
+// startProducer starts argv (argv[0] found at path) with put's stdin and
+// stderr, its stdout a pipe to put.
+func startProducer(_, path string, argv []string, stderr io.Writer, _ bool) (*producer, error) {
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args = argv
+	cmd.Stdin = os.Stdin
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		return nil, withCode(code, fmt.Errorf("put: the producer %q could not be started: %w; nothing was written", argv[0], err))
+	}
+	return &producer{name: argv[0], cmd: cmd, out: out}, nil
+}
+
+// wait waits for the producer once, and says how it ended: nil for exit
+// status 0, else an error wrapping errProducerFailed.
+func (p *producer) wait() error {
+	p.waitOnce.Do(func() {
+		err := p.cmd.Wait()
+		if err == nil {
+			return
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.waitErr = fmt.Errorf("%w: %q was killed by signal %s", errProducerFailed, p.name, sigName(ws.Signal()))
+				return
+			}
+			p.waitErr = fmt.Errorf("%w: %q exited with status %d", errProducerFailed, p.name, ee.ExitCode())
+			return
+		}
+		p.waitErr = fmt.Errorf("%w: waiting for %q: %v", errProducerFailed, p.name, err)
+	})
+	return p.waitErr
+}
+
+// signal passes a signal put received on to the producer.
+func (p *producer) signal(s os.Signal) {
+	if p != nil && p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(s)
+	}
+}
+
+// stop ends a producer whose output is no longer wanted (the upload failed
+// or was refused): it closes put's end of its stdout (a writer then gets
+// SIGPIPE), sends SIGTERM, and SIGKILL if it has not exited within grace;
+// it returns once the producer has been waited for.
+func (p *producer) stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
+	p.out.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = p.wait()
+	}()
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}

@@ -1,0 +1,267 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// producer is put's COMMAND, run as hold runs its command: under the
+// watchdog (watchdog.go), a second process of this binary, in a new PID
+// namespace where the system allows one (the kernel kills the namespace
+// as a whole when the watchdog dies, and the watchdog dies with put),
+// else in a session of its own with the watchdog as its child subreaper
+// (it kills everything once put's end of its control pipe closes). The
+// producer's stdout is a pipe to put. The watchdog holds that pipe too,
+// so the body ends only once the producer has exited and whatever it left
+// running is gone. The watchdog has no deadline here: the lease fences
+// the upload, not the producer.
+type producer struct {
+	name      string
+	out       io.ReadCloser // put's end of the producer's stdout
+	proc      *os.Process   // the watchdog
+	mode      watchdogMode
+	subreaper bool // the watchdog's orphans come to put
+	ctl       *os.File
+
+	ctlMu sync.Mutex // one message at a time on ctl
+
+	mu       sync.Mutex
+	pid      int    // the producer's pid, once started
+	status   int    // its exit code, 128+N for signal N
+	desc     string // how it ended ("exited with status 1"), once it has
+	startErr error  // the watchdog could not start it
+	clean    bool   // the watchdog saw nothing left running
+
+	started, exited *latch // reported, or the reports ended
+	gone            chan struct{}
+	stopOnce        sync.Once
+}
+
+// latch is a channel closed at most once.
+type latch struct {
+	c chan struct{}
+	o sync.Once
+}
+
+func newLatch() *latch  { return &latch{c: make(chan struct{})} }
+func (o *latch) close() { o.o.Do(func() { close(o.c) }) }
+
+// startProducer starts argv (argv[0] found at path) under the watchdog
+// (self, this program; "" for os.Executable), with put's stdin and stderr,
+// its stdout a pipe to put, and returns once the watchdog has started it.
+// With pidNS false, the watchdog runs without a PID namespace, as where
+// none is allowed.
+func startProducer(self, path string, argv []string, stderr io.Writer, pidNS bool) (*producer, error) {
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("put: cannot find this program to run the producer's watchdog: %w; nothing was written", err)
+		}
+	}
+	// out, control, report: put keeps the first end of out, the second of
+	// control, the first of report.
+	ends, err := pipes(3)
+	if err != nil {
+		return nil, err
+	}
+	errFile, errDone, err := fileFor(stderr)
+	if err != nil {
+		closeAll(ends)
+		return nil, err
+	}
+	subreaper := becomeSubreaper() == nil
+	args := watchdogArgs(3, 4, producerGrace, math.MaxInt64, math.MaxInt64, path, argv)
+	proc, mode, reaped, err := startWatchdog(pidNS, self, args, &os.ProcAttr{
+		Files: []*os.File{os.Stdin, ends[0][1], errFile, ends[1][0], ends[2][1]},
+		Env:   os.Environ(),
+	})
+	ends[0][1].Close()
+	ends[1][0].Close()
+	ends[2][1].Close()
+	errDone()
+	if err != nil {
+		ends[0][0].Close()
+		ends[1][1].Close()
+		ends[2][0].Close()
+		return nil, fmt.Errorf("put: starting the producer's watchdog (%s): %w; nothing was written", self, err)
+	}
+	p := &producer{name: argv[0], out: ends[0][0], proc: proc, mode: mode, subreaper: subreaper, ctl: ends[1][1],
+		started: newLatch(), exited: newLatch(), gone: make(chan struct{})}
+	go p.readReports(ends[2][0], reaped)
+	<-p.started.c
+	p.mu.Lock()
+	serr := p.startErr
+	p.mu.Unlock()
+	if serr != nil {
+		p.stop(0)
+		return nil, serr
+	}
+	return p, nil
+}
+
+// pipes opens n pipes, or none.
+func pipes(n int) ([][2]*os.File, error) {
+	var ends [][2]*os.File
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(ends)
+			return nil, err
+		}
+		ends = append(ends, [2]*os.File{r, w})
+	}
+	return ends, nil
+}
+
+func closeAll(ends [][2]*os.File) {
+	for _, e := range ends {
+		e[0].Close()
+		e[1].Close()
+	}
+}
+
+// fileFor returns w as a file for a child process: w itself if it is one,
+// else a pipe copied to w. done closes put's end, once the child has it.
+func fileFor(w io.Writer) (f *os.File, done func(), err error) {
+	if f, ok := w.(*os.File); ok {
+		return f, func() {}, nil
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		defer r.Close()
+		_, _ = io.Copy(w, r)
+	}()
+	return pw, func() { pw.Close() }, nil
+}
+
+// readReports reads the watchdog's reports until it has exited (reaped
+// closes once it is waited for), then closes gone.
+func (p *producer) readReports(r *os.File, reaped <-chan struct{}) {
+	defer func() {
+		r.Close()
+		<-reaped
+		p.started.close()
+		p.exited.close()
+		close(p.gone)
+	}()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rep, ok := parseReport(sc.Text())
+		if !ok {
+			continue
+		}
+		f := rep.fields
+		arg := func(i int) string {
+			if i < len(f) {
+				return f[i]
+			}
+			return ""
+		}
+		p.mu.Lock()
+		switch f[0] {
+		case "started":
+			p.pid, _ = strconv.Atoi(arg(1))
+			p.started.close()
+		case "start-failed":
+			code, _ := strconv.Atoi(arg(1))
+			p.startErr = withCode(code, fmt.Errorf("put: the producer %q could not be started: %s; nothing was written", p.name, arg(2)))
+			p.started.close()
+		case "exited":
+			p.status, _ = strconv.Atoi(arg(1))
+			p.desc = arg(2)
+			p.exited.close()
+		case "clean":
+			p.clean = true
+		}
+		p.mu.Unlock()
+	}
+}
+
+// send writes one message to the watchdog; one that fails finds it gone.
+func (p *producer) send(format string, args ...any) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	_, _ = fmt.Fprintf(p.ctl, format+"\n", args...)
+}
+
+// wait waits for the producer to exit, and says how it ended: nil for exit
+// status 0, else an error wrapping errProducerFailed.
+func (p *producer) wait() error {
+	<-p.exited.c
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.desc == "":
+		return fmt.Errorf("%w: the watchdog (pid %d) of %q died before it reported how %q ended", errProducerFailed, p.proc.Pid, p.name, p.name)
+	case p.status != 0:
+		return fmt.Errorf("%w: %q %s", errProducerFailed, p.name, p.desc)
+	}
+	return nil
+}
+
+// signal passes a signal put received on to the producer, unless the
+// terminal sent it to the producer too (it is in put's process group, in a
+// PID namespace of its own).
+func (p *producer) signal(s os.Signal) {
+	ss, ok := s.(syscall.Signal)
+	if p == nil || !ok || terminalDelivers(ss, p.mode.sharesGroup) {
+		return
+	}
+	p.send("signal %d", int(ss))
+}
+
+// stop ends the producer and everything it started, on every way out of
+// put: it closes put's end of the producer's stdout (a writer then gets
+// SIGPIPE), and has the watchdog send SIGTERM to every process left,
+// SIGKILL to those still running after grace; it returns once the watchdog
+// has seen nothing left running and exited. A watchdog that does not
+// exit in time is killed, and what it left with it.
+func (p *producer) stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
+	p.stopOnce.Do(func() {
+		p.out.Close()
+		select {
+		case <-p.gone:
+		default:
+			p.send("stop %d", int64(grace))
+		}
+		p.awaitGone(grace)
+	})
+}
+
+// awaitGone waits until the watchdog has exited: after it saw nothing left
+// running, at most grace after its SIGTERM and 5 s of reaping. One that
+// does not exit in time is killed, and what it supervised with it.
+func (p *producer) awaitGone(grace time.Duration) {
+	t := time.NewTimer(grace + 10*time.Second)
+	defer t.Stop()
+	select {
+	case <-p.gone:
+	case <-t.C:
+		p.ctl.Close() // the watchdog kills everything when its control pipe closes
+		_ = p.proc.Kill()
+		<-p.gone
+	}
+	p.ctl.Close()
+	p.mu.Lock()
+	clean, pid := p.clean, p.pid
+	p.mu.Unlock()
+	if !clean {
+		// The watchdog died: what it supervised is put's now.
+		killOrphans(pid, p.subreaper)
+	}
+}

@@ -1,0 +1,194 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// putOnce sends one upload to the socket: the header, the chunks, the end
+// chunk if end, and returns hold's answer.
+func putOnce(t *testing.T, sock string, h putHeader, chunks []string, end bool) string {
+	t.Helper()
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	line, err := jsonLine(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte(putMagic + " " + line)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if err := writeChunk(conn, []byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if end {
+		if err := writeChunk(conn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = conn.CloseWrite()
+	reply, _ := bufio.NewReader(conn).ReadString('\n')
+	return reply
+}
+
+// TestPutServe: hold's side of the protocol. A body that ends without its
+// end chunk (a client killed mid-body) is aborted, never stored truncated;
+// a complete one is stored under the lease's prefix and answered "ok";
+// the same key again is a precondition refusal; a bad header is a usage
+// error; stopping removes the socket's directory and the variable.
+func TestPutServe(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	c, err := lease.NewContender(b, "db1", &lease.Options{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	stop, err := servePut(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := os.Getenv(putSocketEnv)
+	if st, err := os.Stat(filepath.Dir(sock)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("the socket's directory: %v, %v; want 0700", st, err)
+	}
+	h := putHeader{Key: "chunks/1", Cond: "if-absent"}
+	if r := putOnce(t, sock, h, []string{"half of "}, false); !strings.HasPrefix(r, "error error ") || !strings.Contains(r, "went away") {
+		t.Errorf("a truncated body: %q", r)
+	}
+	if _, _, err := b.Get(ctx, "db1/chunks/1"); err == nil {
+		t.Fatal("a truncated body was stored")
+	}
+	if r := putOnce(t, sock, h, []string{"all ", "of it"}, true); !strings.HasPrefix(r, "ok ") {
+		t.Fatalf("a complete body: %q", r)
+	}
+	rc, _, err := b.Get(ctx, "db1/chunks/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	_, _ = bufio.NewReader(rc).WriteTo(&sb)
+	rc.Close()
+	if sb.String() != "all of it" {
+		t.Errorf("stored %q", sb.String())
+	}
+	if r := putOnce(t, sock, h, []string{"again"}, true); !strings.HasPrefix(r, "error precondition ") {
+		t.Errorf("the same key again: %q", r)
+	}
+	if r := putOnce(t, sock, putHeader{Key: "chunks/2", Cond: "if-match"}, nil, true); !strings.HasPrefix(r, "error usage ") {
+		t.Errorf("if-match without a version: %q", r)
+	}
+	if r := putOnce(t, sock, putHeader{Key: "LEASE", Cond: "overwrite"}, []string{"x"}, true); !strings.HasPrefix(r, "error ") {
+		t.Errorf("a write to the lease object itself: %q", r)
+	}
+	stop()
+	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
+		t.Errorf("the socket's directory is still there: %v", err)
+	}
+	if v, ok := os.LookupEnv(putSocketEnv); ok {
+		t.Errorf("%s=%s is still set", putSocketEnv, v)
+	}
+}
+
+// TestPutNoCredentialPrinted: put URL redacts the URL as the other
+// commands do.
+func TestPutNoCredentialPrinted(t *testing.T) {
+	for _, u := range []string{
+		"ftp://user:hunter2secret@host/p",
+		"s3://bucket/p?region=us-east-1&secret_key=hunter2secret",
+		"file://user:hunter2secret@elsewhere/tmp/x",
+		"mem://b/p?token=hunter2secret",
+	} {
+		out, errOut, code := runInProcess(t, "put", u, "k", "/dev/null")
+		if code == 0 {
+			t.Errorf("put %s: exit 0, want an error", u)
+		}
+		if strings.Contains(out+errOut, "hunter2secret") {
+			t.Errorf("put %s printed the secret:\n%s%s", u, out, errOut)
+		}
+	}
+}
+
+// answerAfterFence is a bucket whose Put of key stores the object and
+// then, before it answers, lets the lease's clock pass its fence: a hold
+// paused, or a reply held up, while the write was on the way.
+type answerAfterFence struct {
+	driver.Bucket
+	key string
+	clk *clock.Fake
+	ttl time.Duration
+}
+
+func (a answerAfterFence) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	v, err := a.Bucket.Put(ctx, key, data, cond)
+	if key == a.key {
+		a.clk.Advance(a.ttl)
+	}
+	return v, err
+}
+
+// TestPutServeLateAnswer: a write through hold whose answer came only
+// after the lease was fenced is answered "late" with its version, and put
+// exits 11 (stored, perhaps late), never 0.
+func TestPutServeLateAnswer(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Now())
+	const ttl = 30 * time.Second
+	b := answerAfterFence{Bucket: mem.New(), key: "db1/chunks/late", clk: clk, ttl: ttl}
+	// The fake clock moves a millisecond at a time while the lease is
+	// taken (an acquire waits for the clock to move on past its answers),
+	// and stands still after.
+	taken := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-taken:
+				return
+			case <-time.After(time.Millisecond):
+				clk.Advance(time.Millisecond)
+			}
+		}
+	}()
+	l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: ttl, Clock: clk, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	close(taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	stop, err := servePut(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	reply := putOnce(t, os.Getenv(putSocketEnv), putHeader{Key: "chunks/late", Cond: "if-absent"}, []string{"sent in time"}, true)
+	if !strings.HasPrefix(reply, "late ") {
+		t.Fatalf("hold answered %q; want late and the version", reply)
+	}
+	v, err := parseReply("chunks/late", reply)
+	if code, _ := codeOf(err); v == "" || code != exitStoredLate {
+		t.Fatalf("put's outcome: version %q, %v (exit %d); want the version and exit %d", v, err, code, exitStoredLate)
+	}
+}

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
+)
+
+// fileLeaseAbsent looks at a file:// URL before show or break open it (the
+// file driver creates the directory and its metadata folder when it opens
+// one): a directory that does not exist is an error, and a directory
+// without a LEASE file is free; either way nothing is created. It returns
+// true when the lease is known to be free without opening the driver. For
+// other schemes it returns false and no error.
+func fileLeaseAbsent(loc *driver.Location) (bool, error) {
+	dir := fileDir(loc)
+	if dir == "" { // anything unusual in the URL is the driver's to judge
+		return false, nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("%s: no such directory %q: nothing holds a lease there (a typo?)", loc, dir)
+	case err != nil:
+		return false, fmt.Errorf("%s: %w", loc, err)
+	case !fi.IsDir():
+		return false, fmt.Errorf("%s: %q is not a directory", loc, dir)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	return false, nil
+}
+
+// fileDir is the directory a file:// URL names, as fileLeaseAbsent reads
+// it, or "" when the URL is not one it would read.
+func fileDir(loc *driver.Location) string {
+	if loc.Scheme != "file" {
+		return ""
+	}
+	u := loc.URL()
+	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
+		return "" // the driver says what is wrong with it
+	}
+	return filepath.Clean(u.Path)
+}
+
+// freeStatus is the status of a prefix without a lease object.
+func freeStatus() lease.Status {
+	now := time.Now()
+	return lease.Status{Key: lease.Key(""), State: lease.Free, Now: now, TakeoverAt: now}
+}
+
+// knownFileQuery reports whether q holds only parameters the file driver
+// knows (driver/file: trust_network_flock), so that show and break may
+// look without opening the driver; anything else is left to the driver to
+// refuse, as hold does.
+func knownFileQuery(q url.Values) bool {
+	for k := range q {
+		if k != "trust_network_flock" {
+			return false
+		}
+	}
+	return true
+}
+
+// fileLeaseNotObject refuses a file:// URL whose {prefix}/LEASE is a
+// directory, empty or not: no lease object can be stored there (the file
+// driver keeps an object as a file), and one holding files would otherwise
+// read as no lease at all, "free", since its files are keys LEASE/… of
+// their own. show, break, hold, put and probe call it before they open the
+// driver; the error names the path and the fix. Other schemes, and a LEASE
+// that is not a directory, give nil.
+func fileLeaseNotObject(loc *driver.Location) error {
+	if loc.Scheme != "file" {
+		return nil
+	}
+	u := loc.URL()
+	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
+		return nil // the driver says what is wrong with it
+	}
+	p := filepath.Join(filepath.Clean(u.Path), lease.Key(""))
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	holds := "nothing"
+	if f, err := os.Open(p); err == nil {
+		names, _ := f.Readdirnames(3) // a few, to say what is in it; bounded
+		f.Close()
+		slices.Sort(names)
+		switch {
+		case len(names) > 2:
+			holds = fmt.Sprintf("%s, %s and more", names[0], names[1])
+		case len(names) > 0:
+			holds = strings.Join(names, " and ")
+		}
+	}
+	return fmt.Errorf("%s: %w: %s is a directory, not an object (it holds %s): no lease object can be stored there, and it is not a free lease either; the file driver keeps an object as a file, so remove or rename the directory (or use another prefix)",
+		loc, driver.ErrInvalidKey, p, holds)
+}

@@ -1,0 +1,52 @@
+//go:build unix && !linux
+
+package cli
+
+import (
+	"errors"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// watchdogModes are the ways hold tries to start the watchdog. There is no
+// PID namespace here: the watchdog runs in a session of its own, out of
+// reach of a signal to hold's process group, and signals the command's
+// process group as a whole.
+func watchdogModes(bool) []watchdogMode {
+	return []watchdogMode{{name: "session", words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
+}
+
+// hostPID is nsPid: there are no PID namespaces here.
+func hostPID(nsPid int) int { return nsPid }
+
+// becomeSubreaper is not available here: processes that leave the
+// command's process group escape the watchdog.
+func becomeSubreaper() error {
+	return errors.New("no child subreaper on this system")
+}
+
+// commandAttr starts the command in its own process group, which the
+// watchdog signals as a whole.
+func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// descendants is not known here beyond the command's process group.
+func descendants(int) []int { return nil }
+
+// signalTree sends sig to the command's process group and reports how many
+// groups (0 or 1) it reached.
+func signalTree(cmdPid int, sig syscall.Signal) int {
+	if cmdPid > 0 && syscall.Kill(-cmdPid, sig) == nil {
+		return 1
+	}
+	return 0
+}
+
+// monoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
+func monoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
+	}
+	return ts.Nano()
+}

@@ -1,0 +1,236 @@
+//go:build linux
+
+package cli
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// watchdogModes are the ways hold tries to start the watchdog, best first.
+// The first two make the watchdog the init of a new PID namespace that the
+// command and everything it starts live in: when the watchdog dies, for
+// whatever reason (SIGKILL to it, to hold's process group, or hold's death
+// through PR_SET_PDEATHSIG), the kernel kills every process in the
+// namespace, and none can leave it. A PID namespace needs CAP_SYS_ADMIN;
+// an unprivileged user gets one inside a new user namespace that maps only
+// its own uid and gid. Where neither is allowed, the watchdog runs in a
+// session of its own, out of reach of a signal to hold's process group, as
+// a child subreaper that finds every descendant.
+//
+// With pidNS false (hold --pid-namespace=false), only the last is tried.
+func watchdogModes(pidNS bool) []watchdogMode {
+	uid, gid := os.Getuid(), os.Getgid()
+	modes := []watchdogMode{
+		{name: "pid-namespace", words: "in a new PID namespace", sharesGroup: true,
+			sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}},
+		{name: "user-pid-namespace", words: "in a new user and PID namespace", sharesGroup: true,
+			sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL,
+				UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+				GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+				GidMappingsEnableSetgroups: false}},
+		{name: "session", words: "in its own session (no PID namespace)", sharesGroup: false,
+			sys: &syscall.SysProcAttr{Setsid: true}},
+	}
+	if !pidNS {
+		return modes[2:]
+	}
+	return modes
+}
+
+// inPIDNamespace reports whether this process is the init of a PID
+// namespace: the watchdog, started by hold in one.
+func inPIDNamespace() bool { return os.Getpid() == 1 }
+
+// becomeSubreaper makes orphaned descendants of this process its children
+// rather than init's, so that none can escape the watchdog.
+func becomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// commandAttr is how the watchdog starts the command: in the watchdog's own
+// process group (hold's, in a PID namespace, so that the terminal's job
+// control reaches it), and killed by the kernel if the watchdog dies.
+func commandAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// descendants returns the live processes below root, from /proc.
+func descendants(root int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue
+		}
+		children[ppid] = append(children[ppid], pid)
+	}
+	var out []int
+	queue := []int{root}
+	seen := map[int]bool{root: true}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
+}
+
+// signalTree sends sig to every live descendant of this process (in a PID
+// namespace: to every process in it but this one), and reports how many
+// processes it reached.
+func signalTree(cmdPid int, sig syscall.Signal) int {
+	if inPIDNamespace() {
+		return signalNamespace(sig)
+	}
+	n := 0
+	for _, p := range descendants(os.Getpid()) {
+		if syscall.Kill(p, sig) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// signalNamespace sends sig to every other process in this PID namespace,
+// which kill(-1) does for its init, and returns how many live ones there
+// were. /proc is the host's (its pids are not ours), so they are counted by
+// their namespace.
+func signalNamespace(sig syscall.Signal) int {
+	n, err := countNamespace()
+	if err != nil { // cannot count: kill(-1) still reaches them all
+		if syscall.Kill(-1, 0) != nil {
+			return 0
+		}
+		n = 1
+	}
+	if n > 0 && sig != 0 {
+		_ = syscall.Kill(-1, sig)
+	}
+	return n
+}
+
+// countNamespace counts the live processes, other than this one, in this
+// process's PID namespace.
+func countNamespace() (int, error) {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		return 0, err
+	}
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return 0, err
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if name == self || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + name + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		if st := procStat(name); st != "" && st != "Z" && st != "X" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// procStat returns the state letter of /proc/NAME/stat, or "".
+func procStat(name string) string {
+	b, err := os.ReadFile("/proc/" + name + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || len(s) < i+3 {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+// hostPID returns the pid, as the rest of the machine sees it, of this
+// process's child nsPid in this PID namespace; outside one, nsPid itself.
+// It is what hold reports, so that an operator can find the command.
+func hostPID(nsPid int) int {
+	if !inPIDNamespace() {
+		return nsPid
+	}
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		return nsPid
+	}
+	// A child is listed under the thread that started it.
+	tasks, err := os.ReadDir("/proc/" + self + "/task")
+	if err != nil {
+		return nsPid
+	}
+	var children []string
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + self + "/task/" + t.Name() + "/children")
+		if err == nil {
+			children = append(children, strings.Fields(string(b))...)
+		}
+	}
+	for _, c := range children {
+		st, err := os.ReadFile("/proc/" + c + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "NSpid:" && f[len(f)-1] == strconv.Itoa(nsPid) {
+				if h, err := strconv.Atoi(c); err == nil {
+					return h
+				}
+			}
+		}
+	}
+	return nsPid
+}
+
+// monoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
+func monoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
+	}
+	return ts.Nano()
+}

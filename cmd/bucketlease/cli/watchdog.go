@@ -1,0 +1,341 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// watchdogName is the hidden subcommand that hold runs as its watchdog. It
+// is not listed in the help: only hold starts it.
+const watchdogName = "__watchdog"
+
+// The watchdog is a second process between hold and its command:
+//
+//	hold ── watchdog ── COMMAND ── what it starts …
+//
+// It starts the command and does nothing but enforce the deadline hold
+// keeps extending (the lease's fence deadline, a little early): when the
+// deadline passes, or when hold disappears (its end of the control pipe
+// closes), it stops and kills the command and every process below it. On
+// Linux it is a child subreaper, so a process that double-forks or leaves
+// the process group is still its descendant. It ignores the terminal's
+// stop and interrupt signals, so that Ctrl-Z, which stops hold and the
+// command, does not stop it.
+//
+// Hold talks to it over a pipe, one line per message:
+//
+//	deadline MONO WALL   kill everything once CLOCK_MONOTONIC reaches MONO
+//	                     or the wall clock WALL (both in ns)
+//	signal N             pass signal N on to the command (and SIGCONT if it
+//	                     is stopped)
+//	stop GRACE           the lease ended: SIGTERM to every process, SIGKILL
+//	                     after GRACE ns (or at the deadline, if sooner)
+//	kill [REASON]        SIGKILL to every process now
+//
+// and it reports on another, each line after "@NS " (the time of the
+// report, ns since the epoch, so that hold reports when it happened even
+// if hold was stopped meanwhile):
+//
+//	started PID | start-failed CODE MESSAGE | warning MESSAGE
+//	stopped SIGNAL | continued
+//	exited CODE DESCRIPTION        the command itself ended
+//	leftover N                     N processes it left were sent SIGTERM
+//	killed N REASON                N processes were sent SIGKILL
+//	clean                          nothing is left running; the watchdog exits
+//
+// When hold's end of the control pipe closes, the watchdog kills
+// everything and exits.
+
+// watchdogArgs is how hold starts the watchdog.
+func watchdogArgs(ctlFD, repFD int, grace time.Duration, monoDeadline, wallDeadline int64, path string, argv []string) []string {
+	return append([]string{"bucketlease", watchdogName, strconv.Itoa(ctlFD), strconv.Itoa(repFD),
+		strconv.FormatInt(int64(grace), 10), strconv.FormatInt(monoDeadline, 10), strconv.FormatInt(wallDeadline, 10),
+		"--", path}, argv...)
+}
+
+// watchdog is the state of the watchdog process.
+type watchdog struct {
+	rep          *os.File
+	cmdPid       int
+	cmdStopped   bool
+	cmdDone      bool
+	monoDeadline int64
+	wallDeadline int64
+	grace        time.Duration
+	killAt       time.Time // when to send SIGKILL after a SIGTERM; zero if none
+	killing      bool      // set once killAll stops everything: no more stop reports
+}
+
+// runWatchdog runs the watchdog with the arguments after its name and
+// returns its exit code.
+func runWatchdog(args []string) int {
+	if len(args) < 8 || args[5] != "--" {
+		fmt.Fprintln(os.Stderr, "bucketlease: the watchdog is started by \"bucketlease hold URL -- COMMAND\", not by hand")
+		return exitUsage
+	}
+	var nums [5]int64
+	for i := range nums {
+		n, err := strconv.ParseInt(args[i], 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bucketlease watchdog: argument %d %q: %v\n", i+1, args[i], err)
+			return exitUsage
+		}
+		nums[i] = n
+	}
+	ctlFD, repFD := int(nums[0]), int(nums[1])
+	// Neither pipe may leak into the command: hold must see the report
+	// pipe close when the watchdog dies.
+	unix.CloseOnExec(ctlFD)
+	unix.CloseOnExec(repFD)
+	ctl, rep := os.NewFile(uintptr(ctlFD), "control"), os.NewFile(uintptr(repFD), "report")
+	w := &watchdog{rep: rep, grace: time.Duration(nums[2]), monoDeadline: nums[3], wallDeadline: nums[4]}
+
+	// The terminal's signals reach the watchdog too (it is in hold's
+	// process group); it acts only on hold's messages. Catching a signal
+	// rather than ignoring it leaves the command its default disposition;
+	// a signal ignored when hold started (nohup) stays ignored for it.
+	sigs := make(chan os.Signal, 8)
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTERM,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE} {
+		if !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	if err := becomeSubreaper(); err != nil {
+		w.report("warning %s", oneLine(err.Error()))
+	}
+
+	path, argv := args[6], args[7:]
+	cmd := exec.Command(path)
+	cmd.Args = argv
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = commandAttr()
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		w.report("start-failed %d %s", code, oneLine(err.Error()))
+		return exitError
+	}
+	w.cmdPid = cmd.Process.Pid
+	w.report("started %d", hostPID(w.cmdPid))
+
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(ctl)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	leftoverSent := false
+	for {
+		w.reap()
+		if w.pastDeadline() {
+			w.killAll("the fence deadline passed")
+			w.monoDeadline, w.wallDeadline = -1, -1 // reported once
+		}
+		if !w.killAt.IsZero() && !time.Now().Before(w.killAt) {
+			w.killAt = time.Time{}
+			w.killAll(fmt.Sprintf("still running %v after SIGTERM", w.grace))
+		}
+		if w.cmdDone {
+			if !leftoverSent {
+				leftoverSent = true
+				if n := signalTree(w.cmdPid, syscall.SIGTERM); n > 0 {
+					signalTree(w.cmdPid, syscall.SIGCONT)
+					w.report("leftover %d", n)
+					w.setKillAt(w.grace)
+				}
+			}
+			if signalTree(w.cmdPid, 0) == 0 {
+				w.report("clean")
+				return exitOK
+			}
+		}
+		timer.Reset(w.nextWake())
+		select {
+		case line, ok := <-lines:
+			if !ok { // hold is gone: nobody renews the lease
+				w.killAll("hold exited or died")
+				w.drain(5 * time.Second)
+				return exitError
+			}
+			w.handle(line)
+		case <-chld:
+		case <-sigs:
+		case <-timer.C:
+		}
+	}
+}
+
+// report sends one line to hold. A failure means hold is gone, which the
+// control pipe reports too.
+func (w *watchdog) report(format string, args ...any) {
+	_, _ = fmt.Fprintf(w.rep, "@%d "+format+"\n", append([]any{time.Now().UnixNano()}, args...)...)
+}
+
+// handle acts on one message from hold.
+func (w *watchdog) handle(line string) {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return
+	}
+	switch {
+	case f[0] == "deadline" && len(f) == 3:
+		m, err1 := strconv.ParseInt(f[1], 10, 64)
+		wl, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil && w.monoDeadline >= 0 {
+			w.monoDeadline, w.wallDeadline = m, wl
+		}
+	case f[0] == "signal" && len(f) == 2:
+		n, err := strconv.Atoi(f[1])
+		if err == nil && !w.cmdDone {
+			_ = syscall.Kill(w.cmdPid, syscall.Signal(n))
+			if w.cmdStopped {
+				_ = syscall.Kill(w.cmdPid, syscall.SIGCONT)
+			}
+		}
+	case f[0] == "stop" && len(f) == 2:
+		g, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			g = 0
+		}
+		signalTree(w.cmdPid, syscall.SIGTERM)
+		signalTree(w.cmdPid, syscall.SIGCONT)
+		w.setKillAt(time.Duration(g))
+	case f[0] == "kill":
+		reason := "hold asked"
+		if len(f) > 1 {
+			reason = strings.Join(f[1:], " ")
+		}
+		w.killAll(reason)
+	default:
+		w.report("warning unknown message %q", line)
+	}
+}
+
+func (w *watchdog) setKillAt(grace time.Duration) {
+	at := time.Now().Add(grace)
+	if w.killAt.IsZero() || at.Before(w.killAt) {
+		w.killAt = at
+	}
+}
+
+// pastDeadline reports whether the deadline has passed on either clock.
+func (w *watchdog) pastDeadline() bool {
+	if w.monoDeadline < 0 {
+		return false
+	}
+	return monoNow() >= w.monoDeadline || time.Now().UnixNano() >= w.wallDeadline
+}
+
+// nextWake is how long the loop may sleep: until the deadline or the
+// SIGKILL after a grace, and never more than a tenth of a second, so that a
+// wall-clock step is noticed too.
+func (w *watchdog) nextWake() time.Duration {
+	d := 100 * time.Millisecond
+	if w.monoDeadline >= 0 {
+		d = min(d, time.Duration(w.monoDeadline-monoNow()), time.Duration(w.wallDeadline-time.Now().UnixNano()))
+	}
+	if !w.killAt.IsZero() {
+		d = min(d, time.Until(w.killAt))
+	}
+	return max(d, 0)
+}
+
+// killAll stops every process below the watchdog (so that none can fork
+// any more), then kills them, and reports how many it killed.
+func (w *watchdog) killAll(reason string) {
+	w.killing = true
+	n := 0
+	for range 50 { // until no new process appears between two rounds
+		m := signalTree(w.cmdPid, syscall.SIGSTOP)
+		if m == n {
+			break
+		}
+		n = m
+	}
+	n = signalTree(w.cmdPid, syscall.SIGKILL)
+	if n > 0 {
+		w.report("killed %d %s", n, reason)
+	}
+	w.drain(5 * time.Second)
+}
+
+// drain reaps until nothing is left running below the watchdog, for at
+// most d.
+func (w *watchdog) drain(d time.Duration) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		w.reap()
+		if signalTree(w.cmdPid, 0) == 0 && w.cmdDone {
+			return
+		}
+		signalTree(w.cmdPid, syscall.SIGKILL)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reap collects every child that changed state, and reports the command's
+// own changes.
+func (w *watchdog) reap() {
+	for range 10000 {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|syscall.WUNTRACED|unix.WCONTINUED, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		if pid != w.cmdPid || w.cmdDone {
+			continue
+		}
+		switch {
+		case ws.Stopped():
+			w.cmdStopped = true
+			if !w.killing { // killAll's own SIGSTOP is not news
+				w.report("stopped %d", int(ws.StopSignal()))
+			}
+		case ws.Continued():
+			w.cmdStopped = false
+			if !w.killing {
+				w.report("continued")
+			}
+		case ws.Exited():
+			w.cmdDone = true
+			w.report("exited %d exited with status %d", ws.ExitStatus(), ws.ExitStatus())
+		case ws.Signaled():
+			w.cmdDone = true
+			w.report("exited %d was killed by signal %s", 128+int(ws.Signal()), signalName(ws.Signal()))
+		}
+	}
+}
+
+// signalName names a signal as kill -l does: SIGKILL, SIGTERM.
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return "signal " + strconv.Itoa(int(s))
+}
