@@ -80,7 +80,7 @@ func breakWhileWaiting(t *testing.T, env []string, u string) (writes []write, br
 	b.waitFor(`waiting`)
 	var errOut string
 	code := -1
-	for range 5 { // A may renew between show and break
+	for range 10 { // A may renew between show and break
 		broken = showWith(t, env, u)
 		if broken.Holder != "alpha" || broken.State != "fresh" {
 			t.Fatalf("before the break: %+v", broken)
