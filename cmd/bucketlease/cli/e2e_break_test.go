@@ -65,7 +65,7 @@ func logWriter(who, log string) string {
 	return fmt.Sprintf(`trap 'echo %s got TERM' TERM; while :; do echo "%s $(date +%%s%%N)" >> %s; sleep 0.05; done`, who, who, log)
 }
 
-// breakWhileWaiting is the scenario of issue 30's finding 3: holder A's
+// breakWhileWaiting: holder A's
 // command writes to a shared log every 50 ms; hold --wait B waits with a
 // command that writes to the same log; an operator breaks A's fresh lease
 // with break --force. It returns the log, the record that was broken, and
@@ -206,8 +206,8 @@ func TestBreakAllowOverlap(t *testing.T) {
 
 // TestHoldDeletedLeaseNotReleased: a hold whose lease object something
 // else deleted reports lease-gone and exits 124, and never says
-// "released" afterwards: there was nothing of its own left to release
-// (issue 30, finding 9). With a command and without one.
+// "released" afterwards: there was nothing of its own left to release.
+// With a command and without one.
 func TestHoldDeletedLeaseNotReleased(t *testing.T) {
 	for _, command := range [][]string{nil, {"--", "sleep", "120"}} {
 		u, dir := fileURL(t)

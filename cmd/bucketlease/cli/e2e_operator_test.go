@@ -109,8 +109,8 @@ func tickFile(t *testing.T, path string) int64 {
 // find the object gone, is 6.7 s after the deletion. The waiter's create
 // takes a poll and a tick of the service's clock (about 2 s on file), so
 // without the read-back it starts well before that renewal. With a 6 s
-// TTL the renewal came first, 0.2 s before the waiter, and the mutant
-// survived (session 17's mutation run).
+// TTL the renewal comes first, 0.2 s before the waiter, and the mutant
+// survives.
 func TestDeletedLeaseStopsCommand(t *testing.T) {
 	deleted, lastA, startB, codeA := deletedLease(t, "20s", nil)
 	if codeA != exitLeaseEnded {
@@ -145,8 +145,8 @@ func sigtermTrapped(t *testing.T, env []string, bound time.Duration) (code int, 
 // on to the command; a command that traps it is killed, with everything it
 // started, after --grace; then the lease is released and hold exits with
 // the command's status (137, killed by SIGKILL). The mutant
-// hold-term-no-grace only passes SIGTERM on, as before issue 22: the
-// command runs on, and hold with it.
+// hold-term-no-grace only passes SIGTERM on: the command runs on, and
+// hold with it.
 func TestSigtermGraceThenKill(t *testing.T) {
 	// hold exits about --grace (2 s) after the second SIGTERM; 20 s leaves
 	// a loaded machine room, and fails the mutant well inside the mutation

@@ -171,7 +171,7 @@ func (p *slowPath) serve(c net.Conn) {
 	}
 }
 
-// TestSIGSTOPpedPutWritesLateMinIO: the late write of issue 33's promise,
+// TestSIGSTOPpedPutWritesLateMinIO: the late write the lease promises to tell apart,
 // made by a real process on real MinIO. Days 1 and 2 of the example
 // worker (examples/backupworker) are backed up in time. Then bucketlease
 // put takes the lease to write day 3's manifest; its PUT leaves it, the

@@ -345,7 +345,7 @@ func TestPutVersionLost(t *testing.T) {
 	}
 }
 
-// TestPutWaitInsideOwnHold (finding 7): put URL --wait inside a hold of
+// TestPutWaitInsideOwnHold: put URL --wait inside a hold of
 // the same lease is refused at once (exit 2), saying to run put KEY,
 // rather than wait forever for its own parent; a put --wait that waits for
 // another holder says once, on stderr, who holds the lease.

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestShowListsKilledPutsStagedFile (finding 6 of issue 30): a put on
+// TestShowListsKilledPutsStagedFile: a put on
 // file:// killed by SIGKILL in the middle of its body leaves its staged
 // file; show lists it under pending, with its key and the process that is
 // gone, in text and --json; the next put (a takeover, as a rerun would be)
