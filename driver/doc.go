@@ -41,7 +41,12 @@
 //     a multipart or resumable upload the condition would not cover.
 //     (put-if-absent-existing, put-if-match-current, put-if-match-stale,
 //     put-if-match-made-up, put-if-match-missing, put-large-refused,
-//     race-if-absent, cas-counter)
+//     race-if-absent, cas-counter) The condition holds between every
+//     writer of the bucket, not only between the goroutines of one
+//     process: a mutex of the driver's own is no substitute for the
+//     service's (or, for a local store, a lock the operating system
+//     holds for every process). (exclusion-across-processes, with
+//     drivertest.Options.URL)
 //  4. IfMatch means "the current version is v": a version a service would
 //     read as a wildcard or a list ("*", "\"*\"", "a,b", W/ tags, empty) is
 //     never sent; it is ErrPrecondition (Begin does this, with

@@ -27,7 +27,11 @@
 // version; that a missing bucket is not a missing key; that a key that is a
 // prefix of another works or is refused clearly; for a Conditional driver,
 // that 16 racing IfAbsent writers get exactly one winner and that 5 workers
-// doing 10 compare-and-swap increments each end at exactly 50; that a
+// doing 10 compare-and-swap increments each end at exactly 50, and,
+// given Options.URL, that conditional writes raced between 4 processes,
+// each with a bucket of its own opened from the URL, get exactly one
+// winner per key (the test that called Run runs again in each of them;
+// see Options.URL); that a
 // cancelled context surfaces as context.Canceled, also in the middle of a
 // large body, and leaves no torn object; that a write whose first attempt
 // landed is never reported as refused, and that a Put cancelled at any of
