@@ -27,15 +27,15 @@
 // version; that a missing bucket is not a missing key; that a key that is a
 // prefix of another works or is refused clearly; for a Conditional driver,
 // that 16 racing IfAbsent writers get exactly one winner and that 5 workers
-// doing 10 compare-and-swap increments each end at exactly 50, and,
-// given Options.URL, that conditional writes raced between 4 processes,
-// each with a bucket of its own opened from the URL, get exactly one
-// winner per key (the test that called Run runs again in each of them;
-// see Options.URL); that a
-// cancelled context surfaces as context.Canceled, also in the middle of a
-// large body, and leaves no torn object; that a write whose first attempt
-// landed is never reported as refused, and that a Put cancelled at any of
-// its steps settles (nothing of it lands after it returned); through the
+// doing 10 compare-and-swap increments each end at exactly 50, and, given
+// Options.URL, that conditional writes raced between 4 processes, each
+// with a bucket of its own opened from the URL, get exactly one winner per
+// key (the test that called Run runs again in each of them; see
+// Options.URL); that a cancelled context surfaces as context.Canceled,
+// also in the middle of a large body, and leaves no torn object; that a
+// write whose first attempt landed is never reported as refused, and that
+// a Put cancelled at any of its steps settles (nothing of it lands after
+// it returned); through the
 // lease package, that a lease works on the driver; for a driver that
 // streams (driver.Streamer), that a streamed write's condition holds at
 // its commit, alone and under 8 racing writers, that a body of unknown
