@@ -268,17 +268,17 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test 
 		res.Got = fmt.Sprintf("not applicable: the driver declares %s", describe(rep.Declared))
 		return res
 	}
+	if c.inTest && test == "" {
+		res.Skipped = true
+		res.Got = "not run: it runs the test that called drivertest.Run again in other processes, so only Run, in a test, runs it"
+		return res
+	}
 	if c.needs != nil {
 		if why := c.needs(opts); why != "" {
 			res.Skipped = true
 			res.Got = "not run: " + why
 			return res
 		}
-	}
-	if c.inTest && test == "" {
-		res.Skipped = true
-		res.Got = "not run: it runs the calling test again in other processes, which only Run, in a test, can do"
-		return res
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
