@@ -13,6 +13,7 @@
 //			Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 //				return openMyBucketWithTransport(t, rt), nil
 //			},
+//			URL: "myscheme://my-test-bucket/ci",
 //		})
 //	}
 //
