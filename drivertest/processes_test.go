@@ -91,8 +91,9 @@ func (b processLocal) holds(ctx context.Context, key string, cond driver.Conditi
 	return fmt.Errorf("process-local: %s %s: %w", cond, key, driver.ErrPrecondition)
 }
 
-// processLocalRunEnv, set to 1, makes TestProcessLocalExclusionFails run
-// the suite, in the child process the test starts.
+// processLocalRunEnv, set to 1, makes TestProcessLocalExclusionFails and
+// TestURLOfAnotherBucketFails run the suite, in the child process each
+// starts.
 const processLocalRunEnv = "BUCKETLEASE_DRIVERTEST_PROCESS_LOCAL_RUN"
 
 // TestProcessLocalExclusionFails: a driver whose exclusion holds only
@@ -116,9 +117,7 @@ func TestProcessLocalExclusionFails(t *testing.T) {
 	if failed, _ := failedChecks(t, processLocal{b}, drivertest.Options{}); len(failed) > 0 {
 		t.Fatalf("the process-local driver fails checks in one process, so it shows nothing of exclusion-across-processes: %v", failed)
 	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestProcessLocalExclusionFails$/^exclusion-across-processes$", "-test.v")
-	cmd.Env = append(os.Environ(), processLocalRunEnv+"=1")
-	out, err := cmd.CombinedOutput()
+	out, err := runSuiteInChild(t)
 	if err == nil {
 		t.Fatalf("exclusion-across-processes passed a driver whose exclusion holds only inside one process:\n%s", out)
 	}
@@ -127,4 +126,37 @@ func TestProcessLocalExclusionFails(t *testing.T) {
 			t.Errorf("the child's output does not say %q:\n%s", want, out)
 		}
 	}
+}
+
+// TestURLOfAnotherBucketFails: an Options.URL that names a bucket other
+// than the one under test fails exclusion-across-processes, saying so,
+// rather than letting each process win on a bucket of its own.
+func TestURLOfAnotherBucketFails(t *testing.T) {
+	if os.Getenv(processLocalRunEnv) == "1" {
+		b, err := file.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		drivertest.Run(t, b, drivertest.Options{URL: "file://" + t.TempDir()})
+		return
+	}
+	out, err := runSuiteInChild(t)
+	if err == nil {
+		t.Fatalf("exclusion-across-processes passed with a URL of another directory:\n%s", out)
+	}
+	for _, want := range []string{"--- FAIL: TestURLOfAnotherBucketFails/exclusion-across-processes", "is not the bucket under test"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the child's output does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// runSuiteInChild runs t's exclusion-across-processes subtest in a child
+// process with processLocalRunEnv set, and returns its output and its
+// exit error.
+func runSuiteInChild(t *testing.T) ([]byte, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$/^exclusion-across-processes$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), processLocalRunEnv+"=1")
+	return cmd.CombinedOutput()
 }
