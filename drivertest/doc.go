@@ -13,6 +13,7 @@
 //			Transport: func(rt http.RoundTripper) (driver.Bucket, error) {
 //				return openMyBucketWithTransport(t, rt), nil
 //			},
+//			URL: "myscheme://my-test-bucket/ci",
 //		})
 //	}
 //
@@ -21,7 +22,7 @@
 // does not trust a driver's declared Capabilities: it checks that every
 // precondition the driver claims is refused by the service, with the
 // stored object left exactly as it was, that racing writers get one
-// winner, that cancellation leaves no torn object, and that the lease
+// winner (also between processes, given [Options].URL), that cancellation leaves no torn object, and that the lease
 // works on the driver. Given [Options].Transport, a hook that opens the
 // driver with its client's HTTP transport replaced, it also watches the
 // wire under the driver's own client library. A driver without an

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,21 @@ type Options struct {
 	// Deprecated: set Transport, the same hook; Lossy will be removed in
 	// the next release.
 	Lossy func(rt http.RoundTripper) (driver.Bucket, error)
+
+	// URL names the bucket under test for driver.Open (its driver's scheme
+	// registered in the test binary, credentials from the environment),
+	// for the check exclusion-across-processes: it runs the test that
+	// called Run again in several child processes (the test binary,
+	// os.Executable, started with -test.run selecting the check and with
+	// this process's environment, not its command-line flags), each
+	// opening a bucket of its own from URL, and races conditional writes
+	// between them. The children use the suite's keys as they are, so the
+	// URL's prefix does not matter, but it must name the same bucket as
+	// the one under test (a child that cannot read a key the suite wrote
+	// fails the check). "" skips the check, and so does a mem:// URL,
+	// whose bucket lives inside one process. Check, outside a test, skips
+	// it too.
+	URL string
 }
 
 // renamed maps the old names of renamed checks to their new names, so that
@@ -145,7 +161,10 @@ type check struct {
 	// needs says why the check cannot run with these options ("" if it
 	// can); nil: it always can.
 	needs func(Options) string
-	run   func(ctx context.Context, s *scope) error
+	// inTest: the check runs only under Run, since it starts the test
+	// binary again; Check skips it.
+	inTest bool
+	run    func(ctx context.Context, s *scope) error
 }
 
 // skipped is returned by a check's run when, having started, it finds that
@@ -173,7 +192,7 @@ func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 	rep.Observed = rep.Declared
 	var late lateWrites
 	for _, c := range checks {
-		rep.Results = append(rep.Results, runCheck(ctx, b, opts, c, rep, &late))
+		rep.Results = append(rep.Results, runCheck(ctx, b, opts, c, "", rep, &late))
 	}
 	late.sweep(ctx)
 	return rep
@@ -183,8 +202,18 @@ func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 // listed in opts.KnownDeviations is logged rather than failed when it fails,
 // and fails when it passes. Failures are reported at the line of the
 // caller's test that called Run.
+//
+// In a child process of exclusion-across-processes (see Options.URL), Run
+// runs that check's part of the child and nothing else.
 func Run(t *testing.T, b driver.Bucket, opts Options) {
 	t.Helper()
+	if env, ok := os.LookupEnv(childEnv); ok {
+		t.Run(xprocName, func(t *testing.T) {
+			t.Helper()
+			raceAsChild(t, env)
+		})
+		return
+	}
 	rep := &Report{Declared: b.Capabilities()}
 	rep.Observed = rep.Declared
 	var late lateWrites
@@ -192,7 +221,7 @@ func Run(t *testing.T, b driver.Bucket, opts Options) {
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			t.Helper()
-			res := runCheck(t.Context(), b, opts, c, rep, &late)
+			res := runCheck(t.Context(), b, opts, c, t.Name(), rep, &late)
 			switch {
 			case res.Skipped:
 				t.Skip(res.Got)
@@ -230,11 +259,18 @@ func Names() []string {
 	return names
 }
 
-func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *Report, late *lateWrites) Result {
+// runCheck runs c; test is the name of the test it runs in under Run, ""
+// under Check.
+func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test string, rep *Report, late *lateWrites) Result {
 	res := Result{Name: c.name, Expect: c.expect}
 	if c.applies != nil && !c.applies(rep.Declared) {
 		res.Skipped = true
 		res.Got = fmt.Sprintf("not applicable: the driver declares %s", describe(rep.Declared))
+		return res
+	}
+	if c.inTest && test == "" {
+		res.Skipped = true
+		res.Got = "not run: it runs the test that called drivertest.Run again in other processes, so only Run, in a test, runs it"
 		return res
 	}
 	if c.needs != nil {
@@ -255,7 +291,7 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, rep *
 		prefix = "drivertest"
 	}
 	rb, rec := recorded(b)
-	s := &scope{b: rb, raw: b, opts: opts, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
+	s := &scope{b: rb, raw: b, opts: opts, test: test, prefix: strings.Trim(prefix, "/") + "/" + runID() + "/" + c.name}
 	defer s.cleanup()
 	err := safely(func() error { return c.run(ctx, s) })
 	if sk, ok := err.(skipped); ok {

@@ -27,7 +27,8 @@ func TestMem(t *testing.T) {
 }
 
 func TestFile(t *testing.T) {
-	b, err := file.Open(t.TempDir())
+	dir := t.TempDir()
+	b, err := file.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestFile(t *testing.T) {
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{MissingBucket: missing})
+	drivertest.Run(t, b, drivertest.Options{MissingBucket: missing, URL: "file://" + dir})
 }
 
 // TestNegativeControls runs the suite against buckets that break the

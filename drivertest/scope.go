@@ -14,6 +14,7 @@ type scope struct {
 	b      driver.Bucket // the driver under test, through a recorder
 	raw    driver.Bucket // the driver under test itself, for its optional interfaces
 	opts   Options
+	test   string // the test the check runs in under Run, "" under Check
 	prefix string
 	mu     sync.Mutex
 	keys   []string

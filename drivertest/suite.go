@@ -98,10 +98,13 @@ var order = []string{
 	// A streamed write whose commit is held past another holder's write
 	// is dated no earlier than its commit (obligation 15).
 	"stream-dated-at-commit",
+	// Conditional writes raced between operating-system processes, each
+	// with a bucket of its own from Options.URL (obligation 3).
+	"exclusion-across-processes",
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks, processChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

@@ -71,7 +71,7 @@ func versionUnguessable(ctx context.Context, s *scope) error {
 			}
 			if nv == driver.FakeVersion(old) {
 				return fmt.Errorf("versions are guessable: after %q came %q, which is FakeVersion(%q). "+
-					"Rule (driver/doc.go, obligation 5, Versions): a version must not be predictable from an earlier one, "+
+					"Rule (docs/drivers.md, obligation 5, Versions): a version must not be predictable from an earlier one, "+
 					"since the lease's probe expects IfMatch(FakeVersion(v)) to be refused; "+
 					"a driver whose versions are counters must scramble them (as the mem driver does)", old, nv, old)
 			}

@@ -55,14 +55,15 @@ func newContainer(t *testing.T, connString string) string {
 func TestEmulatorConformance(t *testing.T) {
 	cs := emulator(t)
 	t.Setenv(azure.EnvConnectionString, cs)
-	b, prefix, err := driver.Open(t.Context(), "azblob://"+newContainer(t, cs)+"/ci/run")
+	u := "azblob://" + newContainer(t, cs) + "/ci/run"
+	b, prefix, err := driver.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if prefix != "ci/run" {
 		t.Fatalf("prefix = %q", prefix)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, KnownDeviations: emulatorDeviations})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, KnownDeviations: emulatorDeviations, URL: u})
 }
 
 // TestEmulatorErrors checks both refusal statuses on the wire, the error
@@ -190,5 +191,5 @@ func TestCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest"})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest", URL: raw})
 }

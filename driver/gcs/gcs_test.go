@@ -62,14 +62,15 @@ func newBucket(t *testing.T, endpoint string) string {
 func TestEmulatorConformance(t *testing.T) {
 	endpoint := emulator(t)
 	bucket := newBucket(t, endpoint)
-	b, prefix, err := driver.Open(t.Context(), "gs://"+bucket+"/ci/run?endpoint="+endpoint)
+	u := "gs://" + bucket + "/ci/run?endpoint=" + endpoint
+	b, prefix, err := driver.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if prefix != "ci/run" {
 		t.Fatalf("prefix = %q", prefix)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, KnownDeviations: emulatorDeviations})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, KnownDeviations: emulatorDeviations, URL: u})
 }
 
 // TestEmulatorErrors checks the error chain on the wire: the kind for
@@ -168,5 +169,5 @@ func TestCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest"})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest", URL: raw})
 }

@@ -46,11 +46,12 @@ func open(t *testing.T, srv miniotest.Server, bucket, path string) (driver.Bucke
 // MinIO server started by scripts/test, opened by URL.
 func TestConformanceMinIO(t *testing.T) {
 	srv := miniotest.Env(t)
-	b, prefix := open(t, srv, srv.NewBucket(t), "ci/run")
+	bucket := srv.NewBucket(t)
+	b, prefix := open(t, srv, bucket, "ci/run")
 	if prefix != "ci/run" {
 		t.Errorf("prefix = %q", prefix)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, URL: "minio://" + srv.Addr + "/" + bucket + "/ci/run?tls=false"})
 }
 
 // TestBringYourOwnClient uses New with a client the caller built.
@@ -189,7 +190,7 @@ func TestCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest"})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest", URL: env["BUCKETLEASE_TEST_MINIO_URL"]})
 }
 
 // TestGetIsOneResponse: the body and version come from one response, so a

@@ -30,14 +30,15 @@ func TestConformanceMinIO(t *testing.T) {
 	testenv.IsolateAWS(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	b, prefix, err := driver.Open(t.Context(), "r2://"+account+"/"+bucket+"/ci/run?endpoint="+srv.URL())
+	u := "r2://" + account + "/" + bucket + "/ci/run?endpoint=" + srv.URL()
+	b, prefix, err := driver.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if prefix != "ci/run" {
 		t.Errorf("prefix = %q", prefix)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, URL: u})
 }
 
 func TestCapabilities(t *testing.T) {
@@ -102,7 +103,7 @@ func TestCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest"})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest", URL: env["BUCKETLEASE_TEST_R2_URL"]})
 }
 
 // TestWireHeaders records what the R2 profile puts on the wire: the

@@ -24,7 +24,14 @@ func TestConformanceMinIO(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
 	b := s3.New(srv.Client(srv.URL()), bucket)
-	drivertest.Run(t, b, options(srv, bucket))
+	// The child processes of exclusion-across-processes open the bucket
+	// by URL, with the server's credentials from the environment.
+	testenv.IsolateAWS(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	opts := options(srv, bucket)
+	opts.URL = "s3://" + bucket + "?region=" + miniotest.Region + "&path_style=true&endpoint=" + srv.URL()
+	drivertest.Run(t, b, opts)
 }
 
 // TestOpenMinIO opens the driver by URL, with credentials from the
@@ -156,5 +163,5 @@ func TestCloud(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest"})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest", URL: env["BUCKETLEASE_TEST_S3_URL"]})
 }

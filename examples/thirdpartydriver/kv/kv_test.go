@@ -43,7 +43,12 @@ func options(endpoint string) drivertest.Options {
 // TestConformance is the whole of a driver author's conformance test.
 func TestConformance(t *testing.T) {
 	endpoint := service(t, false)
-	drivertest.Run(t, kv.New(http.DefaultClient, endpoint, "leases", token), options(endpoint))
+	opts := options(endpoint)
+	// The same bucket by URL, for the processes exclusion-across-processes
+	// starts; they take the token from the environment, as OpenURL does.
+	t.Setenv(kv.EnvToken, token)
+	opts.URL = "kv://" + strings.TrimPrefix(endpoint, "http://") + "/leases?tls=false"
+	drivertest.Run(t, kv.New(http.DefaultClient, endpoint, "leases", token), opts)
 }
 
 // TestBrokenVariantFailsWithTheRule runs the suite against the same driver
