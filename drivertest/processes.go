@@ -1,7 +1,6 @@
 package drivertest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,15 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // The check of exclusion between operating-system processes
-// (exclusion-across-processes), obligation 3 of the driver package's
-// documentation. Every other race runs on one Bucket in one process, which
+// (exclusion-across-processes), obligation 3 in docs/drivers.md. Every other race runs on one Bucket in one process, which
 // a driver that serialises its conditional writes with a mutex of its own
 // (a sync.Mutex where the service's transaction, or a file lock, belongs)
 // passes. Here the test that called Run runs again in child processes,
@@ -134,6 +131,20 @@ func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
 		return fmt.Errorf("setup: %v", err)
 	}
 	defer os.RemoveAll(dir)
+	sp, specPath, err := prepareRace(ctx, s, dir)
+	if err != nil {
+		return err
+	}
+	results, err := runChildren(ctx, exe, sp, specPath)
+	if err != nil {
+		return err
+	}
+	return judgeRace(ctx, s, sp, results)
+}
+
+// prepareRace writes the keys the children race on, and their spec in
+// dir, whose path it returns.
+func prepareRace(ctx context.Context, s *scope, dir string) (*xprocSpec, string, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Minute)
@@ -144,14 +155,14 @@ func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
 	sp := &xprocSpec{Test: s.test, URL: s.opts.URL, Ready: "drivertest: ready " + runID(), Deadline: deadline, Dir: dir,
 		Marker: s.key("marker"), MarkerBody: "drivertest " + s.prefix}
 	if _, err := seed(ctx, s.b, sp.Marker, []byte(sp.MarkerBody)); err != nil {
-		return err
+		return nil, "", err
 	}
 	for i := range xprocKeys {
 		sp.Create = append(sp.Create, s.key(fmt.Sprintf("create-%03d", i)))
 		k := s.key(fmt.Sprintf("update-%03d", i))
 		v, err := seed(ctx, s.b, k, []byte("start"))
 		if err != nil {
-			return err
+			return nil, "", err
 		}
 		sp.Update = append(sp.Update, k)
 		sp.Start = append(sp.Start, v)
@@ -163,17 +174,18 @@ func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	specPath := filepath.Join(dir, "spec.json")
 	if err := os.WriteFile(specPath, data, 0o600); err != nil {
-		return fmt.Errorf("setup: %v", err)
+		return nil, "", fmt.Errorf("setup: %v", err)
 	}
+	return sp, specPath, nil
+}
 
-	results, err := runChildren(ctx, exe, sp, specPath)
-	if err != nil {
-		return err
-	}
+// judgeRace says what is wrong with the race the children reported in
+// results, reading the keys back where an outcome needs settling.
+func judgeRace(ctx context.Context, s *scope, sp *xprocSpec, results []xprocResult) error {
 	var odd []string
 	for p, r := range results {
 		if r.Err != "" {
@@ -424,128 +436,4 @@ func readResult(sp *xprocSpec, i int) (xprocResult, error) {
 		return r, err
 	}
 	return r, json.Unmarshal(data, &r)
-}
-
-// raceAsChild is the child's part, run by Run in the check's subtest when
-// childEnv is set: it races as the spec says and writes its result.
-func raceAsChild(t *testing.T, env string) {
-	t.Helper()
-	is, specPath, _ := strings.Cut(env, ":")
-	i, err := strconv.Atoi(is)
-	if err != nil {
-		t.Fatalf("%s=%q: not INDEX:SPECFILE", childEnv, env)
-	}
-	data, err := os.ReadFile(specPath)
-	if err != nil {
-		t.Fatalf("%s: %v", childEnv, err)
-	}
-	var sp xprocSpec
-	if err := json.Unmarshal(data, &sp); err != nil {
-		t.Fatalf("%s: %v", specPath, err)
-	}
-	if t.Name() != sp.Test {
-		t.Skipf("a child process of %s, which races in %s", xprocName, sp.Test)
-	}
-	ctx, cancel := context.WithDeadline(t.Context(), sp.Deadline)
-	defer cancel()
-	r := sp.race(ctx, i, os.Stdin, os.Stdout)
-	data, err = json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := sp.resultPath(i) + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, sp.resultPath(i)); err != nil {
-		t.Fatal(err)
-	}
-	if r.Err != "" {
-		t.Error(r.Err)
-	}
-}
-
-// race is child p's part: open the bucket, check that it is the suite's,
-// say so on stdout, wait for "go" on stdin, and race.
-func (sp *xprocSpec) race(ctx context.Context, p int, stdin io.Reader, stdout io.Writer) xprocResult {
-	b, _, err := driver.Open(ctx, sp.URL)
-	if err != nil {
-		return xprocResult{Err: fmt.Sprintf("opening Options.URL: %v", err)}
-	}
-	defer driver.Close(b)
-	data, _, err := read(ctx, b, sp.Marker)
-	switch {
-	case err != nil:
-		return xprocResult{Err: fmt.Sprintf("the bucket Options.URL (%s) opens is not the bucket under test: Get of the key %s the suite wrote there: %s",
-			driver.Redact(sp.URL), sp.Marker, outcome(err))}
-	case string(data) != sp.MarkerBody:
-		return xprocResult{Err: fmt.Sprintf("the bucket Options.URL (%s) opens is not the bucket under test: the key %s the suite wrote holds %q",
-			driver.Redact(sp.URL), sp.Marker, clip(data))}
-	}
-	st, streams := b.(driver.Streamer)
-	if len(sp.Stream) > 0 && !streams {
-		return xprocResult{Err: fmt.Sprintf("the bucket under test streams (driver.Streamer), but the one Options.URL (%s) opens does not", driver.Redact(sp.URL))}
-	}
-	if _, err := fmt.Fprintln(stdout, sp.Ready); err != nil {
-		return xprocResult{Err: fmt.Sprintf("writing to stdout: %v", err)}
-	}
-	said := make(chan bool, 1)
-	go func() {
-		line, err := bufio.NewReader(stdin).ReadString('\n')
-		said <- err == nil && line == "go\n"
-	}()
-	select {
-	case ok := <-said:
-		if !ok {
-			return xprocResult{Err: "stdin closed without a go: the suite's process gave up"}
-		}
-	case <-ctx.Done():
-		return xprocResult{Err: fmt.Sprintf("waiting for the suite's go: %v", ctx.Err())}
-	}
-
-	var (
-		r   xprocResult
-		mu  sync.Mutex
-		wg  sync.WaitGroup
-		odd = func(what, key string, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			r.Odd = append(r.Odd, fmt.Sprintf("process %d, %s %s: %s", p, what, key, outcome(err)))
-		}
-	)
-	phase := func(what string, keys []string, write func(k int) (driver.Version, error)) string {
-		letters := make([]byte, len(keys))
-		for k := range keys {
-			_, err := write(k)
-			switch {
-			case err == nil:
-				letters[k] = 'w'
-			case errors.Is(err, driver.ErrOutcomeUnknown):
-				letters[k] = 'u'
-			case errors.Is(err, driver.ErrPrecondition):
-				letters[k] = 'r'
-			default:
-				letters[k] = 'e'
-				odd(what, keys[k], err)
-			}
-		}
-		return string(letters)
-	}
-	wg.Go(func() {
-		r.Create = phase("IfAbsent", sp.Create, func(k int) (driver.Version, error) {
-			return b.Put(ctx, sp.Create[k], xprocBody(p), driver.IfAbsent())
-		})
-	})
-	wg.Go(func() {
-		r.Update = phase("IfMatch", sp.Update, func(k int) (driver.Version, error) {
-			return b.Put(ctx, sp.Update[k], xprocBody(p), driver.IfMatch(sp.Start[k]))
-		})
-	})
-	wg.Go(func() {
-		r.Stream = phase("streamed IfAbsent", sp.Stream, func(k int) (driver.Version, error) {
-			return st.PutStream(ctx, sp.Stream[k], newBody(xprocSeed(p, k), xprocStreamSize), driver.IfAbsent(), streamOpts(nil))
-		})
-	})
-	wg.Wait()
-	return r
 }
