@@ -77,6 +77,16 @@ type Options struct {
 	// whose bucket lives inside one process. Check, outside a test, skips
 	// it too.
 	URL string
+
+	// Pending, for a driver that is no driver.PendingLister, returns the
+	// uploads staged for key and neither committed nor aborted (their
+	// names, as the service gives them), found by the author's own means
+	// (the service's API, the directory a local driver stages in). The
+	// checks of a failed streamed write use it, as they use ListPending
+	// where the driver has it, to prove that what the write staged was
+	// removed. Without either, the suite sees only what Get and List
+	// show, and stream-failed-leaves-nothing reports itself skipped.
+	Pending func(ctx context.Context, key string) ([]string, error)
 }
 
 // renamed maps the old names of renamed checks to their new names, so that

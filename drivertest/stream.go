@@ -100,30 +100,27 @@ func notStreamed(err error) error {
 	return nil
 }
 
-// nonePending fails if the driver can list pending uploads and one is left
-// under key. A listing may lag an abort (AWS documents ListMultipartUploads
-// as eventually consistent, and Versity S3 Gateway was seen listing an
-// upload it had just aborted), so an upload still listed is looked for
-// again, for up to pendingGrace, before it counts as left behind.
+// nonePending fails if an upload is left pending under key where the
+// suite can see one: through ListPending where the driver is a
+// PendingLister, else through Options.Pending; with neither it proves
+// nothing (pendingUnseen says so). A listing may lag an abort (AWS
+// documents ListMultipartUploads as eventually consistent, and Versity S3
+// Gateway was seen listing an upload it had just aborted), so an upload
+// still listed is looked for again, for up to pendingGrace, before it
+// counts as left behind.
 func (s *scope) nonePending(ctx context.Context, key string) error {
-	pl, ok := s.b.(driver.PendingLister)
-	if !ok {
+	pending := s.pendingOf()
+	if pending == nil {
 		return nil
 	}
 	deadline := time.Now().Add(pendingGrace)
 	for {
-		left := ""
-		for p, err := range pl.ListPending(ctx, key) {
-			if errors.Is(err, driver.ErrUnsupported) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("ListPending %q: %s", key, outcome(err))
-			}
-			if p.Key == key {
-				left = p.Upload
-				break
-			}
+		left, err := pending(ctx, key)
+		if errors.Is(err, driver.ErrUnsupported) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 		if left == "" {
 			return nil
@@ -137,6 +134,40 @@ func (s *scope) nonePending(ctx context.Context, key string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// pendingOf returns how the suite sees the uploads pending on a key (the
+// name of one, "" for none), or nil where it cannot.
+func (s *scope) pendingOf() func(ctx context.Context, key string) (string, error) {
+	if pl, ok := s.b.(driver.PendingLister); ok {
+		return func(ctx context.Context, key string) (string, error) {
+			for p, err := range pl.ListPending(ctx, key) {
+				if errors.Is(err, driver.ErrUnsupported) {
+					return "", err
+				}
+				if err != nil {
+					return "", fmt.Errorf("ListPending %q: %s", key, outcome(err))
+				}
+				if p.Key == key {
+					return p.Upload, nil
+				}
+			}
+			return "", nil
+		}
+	}
+	if s.opts.Pending != nil {
+		return func(ctx context.Context, key string) (string, error) {
+			ups, err := s.opts.Pending(ctx, key)
+			if err != nil {
+				return "", fmt.Errorf("Options.Pending(%q): %s", key, outcome(err))
+			}
+			if len(ups) > 0 {
+				return ups[0], nil
+			}
+			return "", nil
+		}
+	}
+	return nil
 }
 
 // pendingGrace is how long an aborted upload may still be listed.
@@ -215,5 +246,10 @@ var streamChecks = []check{
 		name:   "stream-reader-fails",
 		expect: "a write through driver.PutStream whose reader fails (io.ErrUnexpectedEOF, another error; mid-part, at a part boundary, in a body shorter than one part) fails with an error wrapping the reader's, commits nothing under IfAbsent, IfMatch or no condition, and leaves no upload pending",
 		run:    streamReaderFails,
+	},
+	check{
+		name:   "stream-failed-leaves-nothing",
+		expect: "after streamed writes of three parts that fail (refused at the commit, MayStart refusing the commit, the context cancelled mid-body), the key holds its old object, a listing of the check's prefix (where the driver lists) shows nothing else, and no upload is pending (through ListPending or Options.Pending; with neither, the check is skipped, saying what it saw)",
+		run:    streamFailedLeavesNothing,
 	},
 }

@@ -215,3 +215,70 @@ func streamReaderFails(ctx context.Context, s *scope) error {
 	}
 	return nil
 }
+
+// streamFailedLeavesNothing fails three streamed writes of three parts on
+// one key, each in its own way, and then looks for what they left where
+// the suite can: the key (its old object), a listing of the check's
+// prefix (a driver that stages under other keys of the bucket shows them
+// there), and the pending uploads (ListPending or Options.Pending). An
+// upload staged where neither Get nor List reaches (an S3 multipart
+// upload, the file driver's staged file) is beyond the suite's sight
+// without one of those: the check is then skipped, saying so.
+func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
+	st, err := s.streamer()
+	if err != nil {
+		return err
+	}
+	k := s.key("obj")
+	v, err := seed(ctx, s.b, k, []byte("keep"))
+	if err != nil {
+		return err
+	}
+	// Refused at the commit.
+	_, err = st.PutStream(ctx, k, newBody(1, streamBig), driver.IfAbsent(), streamOpts(nil))
+	if sk := notStreamed(err); sk != nil {
+		return sk
+	}
+	if err := want("PutStream (IfAbsent) over an existing key", err, driver.ErrPrecondition); err != nil {
+		return err
+	}
+	// MayStart refuses the commit, after three parts.
+	var asked atomic.Int32
+	gate := func() error {
+		if asked.Add(1) > 3 {
+			return errGate
+		}
+		return nil
+	}
+	_, err = st.PutStream(ctx, k, newBody(2, streamBig), driver.IfMatch(v), streamOpts(gate))
+	if !errors.Is(err, errGate) {
+		return fmt.Errorf("PutStream whose MayStart refuses the commit: %s, want MayStart's error", outcome(err))
+	}
+	// Cancelled while the second part is read.
+	cctx, cancel := context.WithCancel(ctx)
+	b := &cancelingBody{r: newBody(3, 4*driver.MinPartSize), after: driver.MinPartSize + 1<<20, cancel: cancel}
+	_, err = st.PutStream(cctx, k, b, driver.IfMatch(v), streamOpts(nil))
+	cancel()
+	if !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("PutStream cancelled mid-body: %s, want an error matching context.Canceled", outcome(err))
+	}
+	if err := unchanged(ctx, s.b, k, []byte("keep"), v); err != nil {
+		return err
+	}
+	saw := "the key holds its old object"
+	if _, ok := s.raw.(driver.Lister); ok {
+		for o, err := range driver.List(ctx, s.b, s.prefix+"/") {
+			if err != nil {
+				return fmt.Errorf("List %q: %s", s.prefix+"/", outcome(err))
+			}
+			if o.Key != k {
+				return fmt.Errorf("after the failed streamed writes on %q, List shows %q, which no write of the check made: what a failed write staged must be removed", k, o.Key)
+			}
+		}
+		saw += " and List of the check's prefix shows nothing else"
+	}
+	if s.pendingOf() == nil {
+		return skipped{"skipped: " + saw + ", but an upload staged where Get and List do not reach cannot be seen: the driver is no driver.PendingLister and Options.Pending is nil, so that the failed writes were aborted is not proven"}
+	}
+	return s.nonePending(ctx, k)
+}

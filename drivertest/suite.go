@@ -101,6 +101,11 @@ var order = []string{
 	// Conditional writes raced between operating-system processes, each
 	// with a bucket of its own from Options.URL (obligation 3).
 	"exclusion-across-processes",
+	// A failed streamed write leaves nothing, seen without ListPending
+	// too (obligation 13); a version changes with the bytes
+	// (obligation 5).
+	"stream-failed-leaves-nothing",
+	"version-a-b-a",
 }
 
 // checks is the suite in order.
