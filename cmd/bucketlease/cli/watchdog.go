@@ -102,11 +102,32 @@ func runWatchdog(args []string) int {
 	unix.CloseOnExec(repFD)
 	ctl, rep := os.NewFile(uintptr(ctlFD), "control"), os.NewFile(uintptr(repFD), "report")
 	w := &watchdog{rep: rep, grace: time.Duration(nums[2]), monoDeadline: nums[3], wallDeadline: nums[4]}
+	sigs := watchdogSignals()
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	if err := becomeSubreaper(); err != nil {
+		w.report("warning %s", oneLine(err.Error()))
+	}
+	if !w.start(args[6], args[7:]) {
+		return exitError
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(ctl)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return w.supervise(lines, chld, sigs)
+}
 
-	// The terminal's signals reach the watchdog too (it is in hold's
-	// process group); it acts only on hold's messages. Catching a signal
-	// rather than ignoring it leaves the command its default disposition;
-	// a signal ignored when hold started (nohup) stays ignored for it.
+// watchdogSignals catches the signals the terminal sends: they reach the
+// watchdog too (it is in hold's process group), and it acts only on hold's
+// messages. Catching a signal rather than ignoring it leaves the command
+// its default disposition; a signal ignored when hold started (nohup)
+// stays ignored for it.
+func watchdogSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 8)
 	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTERM,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE} {
@@ -114,13 +135,13 @@ func runWatchdog(args []string) int {
 			signal.Notify(sigs, s)
 		}
 	}
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	if err := becomeSubreaper(); err != nil {
-		w.report("warning %s", oneLine(err.Error()))
-	}
+	return sigs
+}
 
-	path, argv := args[6], args[7:]
+// start starts the command argv, found at path, and reports it started,
+// or reports why it could not be started (exit 126, or 127 if it does not
+// exist) and returns false.
+func (w *watchdog) start(path string, argv []string) bool {
 	cmd := exec.Command(path)
 	cmd.Args = argv
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -131,20 +152,18 @@ func runWatchdog(args []string) int {
 			code = 127
 		}
 		w.report("start-failed %d %s", code, oneLine(err.Error()))
-		return exitError
+		return false
 	}
 	w.cmdPid = cmd.Process.Pid
 	w.report("started %d", hostPID(w.cmdPid))
+	return true
+}
 
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(ctl)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-
+// supervise watches the command until it and everything it started are
+// gone (exit 0), or hold is gone (everything is killed; exit 1): it reaps,
+// kills at the fence deadline and after the grace, stops what the command
+// left running, and acts on hold's messages, the lines.
+func (w *watchdog) supervise(lines <-chan string, chld, sigs <-chan os.Signal) int {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	leftoverSent := false
