@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -357,4 +358,112 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return "signal " + strconv.Itoa(int(s))
+}
+
+// killOrphans kills what is left of the command's tree after the watchdog
+// died: on Linux every descendant of hold (a subreaper), elsewhere the
+// command's process group. It reaps what it can and returns how many
+// processes it signalled.
+func killOrphans(cmdPid int, subreaper bool) int {
+	n := 0
+	for range 50 {
+		var m int
+		if subreaper {
+			for _, p := range descendants(os.Getpid()) {
+				if syscall.Kill(p, syscall.SIGKILL) == nil {
+					m++
+				}
+			}
+		} else if cmdPid > 0 && syscall.Kill(-cmdPid, syscall.SIGKILL) == nil {
+			m = 1
+		}
+		for range 1000 {
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); err != nil || pid <= 0 {
+				break
+			}
+		}
+		if m == 0 {
+			break
+		}
+		n = max(n, m)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
+}
+
+// A watchdogMode is one way of starting the watchdog: its name (for
+// --json), its description, the process attributes, and whether the
+// command ends up in hold's process group (and so under the terminal's job
+// control).
+type watchdogMode struct {
+	name, words string
+	sys         *syscall.SysProcAttr
+	sharesGroup bool
+}
+
+// startWatchdog starts the watchdog in the first of watchdogModes(pidNS)
+// that the system allows, and returns it, the mode, and a channel closed once it
+// has exited and been reaped. The process is started and waited for by
+// one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
+// fires when the thread that started a child exits, not the process, and
+// that thread must live as long as the watchdog does.
+func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
+	type started struct {
+		proc *os.Process
+		mode watchdogMode
+		err  error
+	}
+	res := make(chan started, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var errs []error
+		for _, m := range watchdogModes(pidNS) {
+			a := *attr
+			a.Sys = m.sys
+			proc, err := os.StartProcess(self, args, &a)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", m.words, err))
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
+					break // the program itself cannot run: no other mode helps
+				}
+				continue
+			}
+			res <- started{proc: proc, mode: m}
+			_, _ = proc.Wait()
+			close(exited)
+			return
+		}
+		res <- started{err: errors.Join(errs...)}
+	}()
+	r := <-res
+	return r.proc, r.mode, exited, r.err
+}
+
+// errNoTerminal is returned when hold has no controlling terminal.
+var errNoTerminal = errors.New("no controlling terminal")
+
+// terminalDelivers reports whether s, an interrupt or quit, most likely
+// came from the terminal to hold's whole process group, the command
+// included: hold's group is the terminal's foreground group, and the
+// command runs in it (commandInHoldsGroup).
+func terminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
+	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
+		return false
+	}
+	fg, err := foregroundGroup()
+	return err == nil && fg == syscall.Getpgrp()
+}
+
+// foregroundGroup returns the foreground process group of hold's
+// controlling terminal.
+func foregroundGroup() (int, error) {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return 0, errNoTerminal
+	}
+	defer f.Close()
+	return unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 }
