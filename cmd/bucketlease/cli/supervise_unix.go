@@ -98,7 +98,8 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	defer sv.ctl.Close()
 	defer repR.Close()
 	reports := readReports(repR)
-	defer sv.extendDeadline()()
+	stopExtending := sv.extendDeadline()
+	defer stopExtending()
 	sv.leaseEnd = l.Done()
 	return sv.run(sigs, reports)
 }
