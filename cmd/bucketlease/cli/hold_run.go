@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -81,9 +82,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	}
 	defer closeEvents()
 	// A closed pipe on our own output must not kill the supervision.
-	if !signal.Ignored(syscall.SIGPIPE) {
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	}
+	ignorePipeSignal()
 	p := &printer{w: w, json: f.json, verbose: f.verbose}
 	p.start()
 	defer p.close(2 * time.Second)
@@ -103,26 +102,9 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	}
 	prefix := loc.Prefix
 	b = withDeadlines(b, requestTimeout(f.ttl), loc, "a third of the TTL")
-	tool := "bucketlease hold"
-	if len(command) > 0 {
-		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
-	}
-	opts := &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
-		Logger: logger, OnEvent: p.event, Getenv: e.getenv, Holder: lease.ThisProcess(tool)}
-	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
+	c, err := holdContender(e, f, loc, b, command, logger, p)
 	if err != nil {
-		return usageErrorf("--state-dir: %v", err)
-	}
-	c, err := lease.NewContender(b, prefix, opts)
-	if err != nil && f.stateDir == "" && opts.StateDir != "" {
-		// The default state directory could not be made (a read-only
-		// home, say): run without it, as before it existed.
-		p.note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
-		opts.StateDir = ""
-		c, err = lease.NewContender(b, prefix, opts)
-	}
-	if err != nil {
-		return usageErrorf("%v", err)
+		return err
 	}
 	defer c.Close()
 	// Until the lease is held, a signal stops the attempt.
@@ -147,24 +129,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	if signalled(waitCtx) && ctx.Err() == nil {
 		return interruptedAsTaken()
 	}
-	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
-	if _, ok := l.ServiceClock(); ok {
-		clocks, clocksSaid = "service", "clocks checked against the service's"
-	}
-	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
-		l.Key(), loc, l.InstanceID(), l.Epoch(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
-		func(r *record) {
-			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
-			r.Epoch = l.Epoch()
-			r.Clocks = clocks
-		})
-	if l.Exclusion() != driver.Conditional {
-		// Said whatever --log-level is: the lease's own WARN goes to a log
-		// that is off by default.
-		p.note("warning", fmt.Sprintf("exclusion is %s (%s=off): each step is a read then an unconditional write, so two instances that start together may both proceed",
-			l.Exclusion(), lease.EnvConditional), func(r *record) { r.Exclusion = l.Exclusion().String() })
-	}
-
+	noteHolding(l, loc, p)
 	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
 		stopPut, err := servePut(l)
 		if err != nil {
@@ -185,6 +150,56 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	stopWatch()
 	k.stop()
 	return releaseAfter(l, loc, b, prefix, p, result)
+}
+
+// holdContender makes hold's contender for the lease at loc, through b,
+// named in the LEASE object after the command (or bucketlease hold). If
+// the default state directory cannot be made (a read-only home, say), it
+// runs without one, as before state directories existed.
+func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, command []string, logger *slog.Logger, p *printer) (*lease.Contender, error) {
+	tool := "bucketlease hold"
+	if len(command) > 0 {
+		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
+	}
+	opts := &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
+		Logger: logger, OnEvent: p.event, Getenv: e.getenv, Holder: lease.ThisProcess(tool)}
+	var err error
+	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
+	if err != nil {
+		return nil, usageErrorf("--state-dir: %v", err)
+	}
+	c, err := lease.NewContender(b, loc.Prefix, opts)
+	if err != nil && f.stateDir == "" && opts.StateDir != "" {
+		p.note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
+		opts.StateDir = ""
+		c, err = lease.NewContender(b, loc.Prefix, opts)
+	}
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return c, nil
+}
+
+// noteHolding says that l is held: its key, instance, epoch, TTL,
+// exclusion and clocks, and warns when the exclusion is not conditional.
+func noteHolding(l *lease.Lease, loc *driver.Location, p *printer) {
+	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
+	if _, ok := l.ServiceClock(); ok {
+		clocks, clocksSaid = "service", "clocks checked against the service's"
+	}
+	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
+		l.Key(), loc, l.InstanceID(), l.Epoch(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
+		func(r *record) {
+			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
+			r.Epoch = l.Epoch()
+			r.Clocks = clocks
+		})
+	if l.Exclusion() != driver.Conditional {
+		// Said whatever --log-level is: the lease's own WARN goes to a log
+		// that is off by default.
+		p.note("warning", fmt.Sprintf("exclusion is %s (%s=off): each step is a read then an unconditional write, so two instances that start together may both proceed",
+			l.Exclusion(), lease.EnvConditional), func(r *record) { r.Exclusion = l.Exclusion().String() })
+	}
 }
 
 // keeper runs Lease.Keep in the background, and can pause it: hold does

@@ -136,118 +136,155 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.BoolVar(&f.hold.wait, "wait", false, "put URL: if the lease is held, keep trying until it can be taken")
 	durationVar(fs, &f.hold.waitTimeout, "wait-timeout", 0, "put URL: with --wait, give up (exit 3) after this long; 0 waits until interrupted")
 	return func(ctx context.Context, e *env, args []string) error {
-		pos, after, err := parseArgs(fs, args)
-		if err != nil {
-			return err
-		}
-		hasCommand := slices.Contains(args, "--")
-		if hasCommand && len(after) == 0 {
-			return usageErrorf("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
-		}
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		cond, err := f.header(set)
-		if err != nil {
-			return err
-		}
-		in := putInput{stderr: e.stderr, self: e.self, pidNS: f.pidNS, check: inputCheck{size: f.size, hasSize: set["size"]}}
-		if set["sha256"] {
-			if in.check.sha256, err = parseSHA256(f.sha256); err != nil {
-				return usageErrorf("%v", err)
-			}
-		}
-		oneShot := len(pos) > 0 && strings.Contains(pos[0], "://")
-		rawURL := ""
-		var loc *driver.Location // parsed once, for put URL
-		if oneShot {
-			rawURL, pos = pos[0], pos[1:]
-		}
-		if len(pos) < 1 || len(pos) > 2 {
-			return usageErrorf("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(oneShot))
-		}
-		cond.Key = pos[0]
-		if err := checkPutKey(cond.Key, f.leaseObject); err != nil {
-			return err
-		}
-		in.file = "-"
-		if len(pos) == 2 {
-			in.file = pos[1]
-		}
-		if hasCommand {
-			if len(pos) == 2 && in.file != "-" {
-				return usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", cond.Key, in.file)
-			}
-			in.argv = after
-		}
-		sock := e.getenv(putSocketEnv)
-		if !oneShot {
-			if sock == "" {
-				return usageErrorf("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
-					cond.Key, putSocketEnv, cond.Key)
-			}
-			for _, n := range []string{"ttl", "instance-id", "wait", "wait-timeout", "v", "verbose"} {
-				if set[n] {
-					return usageErrorf("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
-				}
-			}
-		} else {
-			f.hold.conflict, f.hold.lost = exitHeld, exitLeaseEnded
-			if err := f.hold.check(fs); err != nil {
-				return err
-			}
-			if loc, err = driver.ParseURL(rawURL); err != nil {
-				return err
-			}
-			if err := refuseInProcess("put", loc); err != nil {
-				return err
-			}
-			if f.hold.instanceID == lease.BreakerID {
-				return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", lease.BreakerID)
-			}
-		}
-		if in.argv != nil {
-			// Before the lease is taken and anything is written: a
-			// mistyped producer is refused at once.
-			if in.path, err = lookProducer(in.argv[0]); err != nil {
-				return err
-			}
-		} else if in.file != "-" {
-			// FILE is opened now, so that a missing one is an error
-			// before the lease is taken.
-			fh, err := os.Open(in.file)
-			if err != nil {
-				return err
-			}
-			defer fh.Close()
-			in.opened = fh
-		}
-		ignorePipeSignal()
-		prog := startProgress(e.stderr, cond.Key)
-		defer prog.stop()
-		in.count = prog.count
-		var (
-			v    driver.Version
-			body *checkedReader
-		)
-		if oneShot {
-			v, body, err = putOneShot(ctx, e, f, loc, cond, &in)
-		} else {
-			v, body, err = putViaHold(ctx, sock, cond, &in)
-		}
-		prog.stop()
-		if v == "" {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.n, body.sum(), v)
-		if _, werr := fmt.Fprintln(e.stdout, v); werr != nil {
-			lost := withCode(exitVersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
-			if err != nil {
-				return errors.Join(err, lost) // 125: the lease, too
-			}
-			return lost
-		}
+		return runPut(ctx, e, fs, f, args)
+	}
+}
+
+// A putPlan is what put's arguments ask for: the header of the write, the
+// input, and where it goes: through the lease at loc (put URL, oneShot) or
+// through the hold whose socket is sock (put KEY inside hold).
+type putPlan struct {
+	cond    putHeader
+	in      putInput
+	oneShot bool
+	loc     *driver.Location
+	sock    string
+}
+
+// runPut checks put's arguments, opens its input, streams it, and reports
+// the version stored: on stderr with its size and sum, and alone on stdout.
+func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []string) error {
+	pl, err := planPut(e, fs, f, args)
+	if err != nil {
 		return err
 	}
+	cond, in := pl.cond, &pl.in
+	if in.argv != nil {
+		// Before the lease is taken and anything is written: a
+		// mistyped producer is refused at once.
+		if in.path, err = lookProducer(in.argv[0]); err != nil {
+			return err
+		}
+	} else if in.file != "-" {
+		// FILE is opened now, so that a missing one is an error
+		// before the lease is taken.
+		fh, err := os.Open(in.file)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		in.opened = fh
+	}
+	ignorePipeSignal()
+	prog := startProgress(e.stderr, cond.Key)
+	defer prog.stop()
+	in.count = prog.count
+	var (
+		v    driver.Version
+		body *checkedReader
+	)
+	if pl.oneShot {
+		v, body, err = putOneShot(ctx, e, f, pl.loc, cond, in)
+	} else {
+		v, body, err = putViaHold(ctx, pl.sock, cond, in)
+	}
+	prog.stop()
+	if v == "" {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.n, body.sum(), v)
+	if _, werr := fmt.Fprintln(e.stdout, v); werr != nil {
+		lost := withCode(exitVersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
+		if err != nil {
+			return errors.Join(err, lost) // 125: the lease, too
+		}
+		return lost
+	}
+	return err
+}
+
+// planPut checks put's arguments and flags, and says what they ask for.
+func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, error) {
+	pos, after, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	hasCommand := slices.Contains(args, "--")
+	if hasCommand && len(after) == 0 {
+		return nil, usageErrorf("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	pl := &putPlan{}
+	if pl.cond, err = f.header(set); err != nil {
+		return nil, err
+	}
+	pl.in = putInput{stderr: e.stderr, self: e.self, pidNS: f.pidNS, check: inputCheck{size: f.size, hasSize: set["size"]}}
+	if set["sha256"] {
+		if pl.in.check.sha256, err = parseSHA256(f.sha256); err != nil {
+			return nil, usageErrorf("%v", err)
+		}
+	}
+	pl.oneShot = len(pos) > 0 && strings.Contains(pos[0], "://")
+	rawURL := ""
+	if pl.oneShot {
+		rawURL, pos = pos[0], pos[1:]
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return nil, usageErrorf("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(pl.oneShot))
+	}
+	pl.cond.Key = pos[0]
+	if err := checkPutKey(pl.cond.Key, f.leaseObject); err != nil {
+		return nil, err
+	}
+	pl.in.file = "-"
+	if len(pos) == 2 {
+		pl.in.file = pos[1]
+	}
+	if hasCommand {
+		if len(pos) == 2 && pl.in.file != "-" {
+			return nil, usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.in.file)
+		}
+		pl.in.argv = after
+	}
+	pl.sock = e.getenv(putSocketEnv)
+	if err := pl.checkLease(fs, f, set, rawURL); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// checkLease checks the flags and arguments of the lease the put runs
+// under: put KEY needs a hold to talk to and takes no lease flags; put URL
+// parses its URL (into pl.loc) and checks its lease flags.
+func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool, rawURL string) error {
+	if !pl.oneShot {
+		if pl.sock == "" {
+			return usageErrorf("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
+				pl.cond.Key, putSocketEnv, pl.cond.Key)
+		}
+		for _, n := range []string{"ttl", "instance-id", "wait", "wait-timeout", "v", "verbose"} {
+			if set[n] {
+				return usageErrorf("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
+			}
+		}
+		return nil
+	}
+	f.hold.conflict, f.hold.lost = exitHeld, exitLeaseEnded
+	if err := f.hold.check(fs); err != nil {
+		return err
+	}
+	var err error
+	if pl.loc, err = driver.ParseURL(rawURL); err != nil {
+		return err
+	}
+	if err := refuseInProcess("put", pl.loc); err != nil {
+		return err
+	}
+	if f.hold.instanceID == lease.BreakerID {
+		return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", lease.BreakerID)
+	}
+	return nil
 }
 
 // checkPutKey refuses, as a usage error, a key that a lease reads as its

@@ -88,21 +88,28 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	}
 	if err != nil {
 		v = ""
-		class := putClass(l, err)
-		switch {
-		case signalled(upCtx):
-			code, why := interruptCode(upCtx)
-			result = withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", h.Key, why, err))
-		case inputCode(checked, nil) != nil:
-			result = inputCode(checked, nil)
-		case upCtx.Err() != nil && class == putClassError:
-			code, why := interruptCode(upCtx)
-			result = withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", h.Key, why, err))
-		default:
-			result = putError(class, explain(loc, fmt.Errorf("put %s: %w", h.Key, err)))
-		}
+		result = uploadFailed(upCtx, l, loc, h.Key, checked, err)
 	}
 	return v, checked, releaseAfter(l, loc, b, prefix, p, result)
+}
+
+// uploadFailed is put URL's error for an upload of key under l that
+// failed with err: a signal's exit 128+N, the input's own failure, or the
+// service's error as put classifies it.
+func uploadFailed(upCtx context.Context, l *lease.Lease, loc *driver.Location, key string, checked *checkedReader, err error) error {
+	class := putClass(l, err)
+	switch {
+	case signalled(upCtx):
+		code, why := interruptCode(upCtx)
+		return withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", key, why, err))
+	case inputCode(checked, nil) != nil:
+		return inputCode(checked, nil)
+	case upCtx.Err() != nil && class == putClassError:
+		code, why := interruptCode(upCtx)
+		return withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", key, why, err))
+	default:
+		return putError(class, explain(loc, fmt.Errorf("put %s: %w", key, err)))
+	}
 }
 
 // fencedOutcome settles what a write of key through l's fenced bucket did,

@@ -44,33 +44,7 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 		replies <- line
 	}()
 	var bodyErr atomic.Value
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		buf := make([]byte, 1<<20)
-		for {
-			n, err := body.Read(buf)
-			if n > 0 {
-				if werr := writeChunk(conn, buf[:n]); werr != nil {
-					return // hold stopped reading: its answer says why
-				}
-			}
-			if err == io.EOF {
-				// The end chunk: only now, after the producer's exit
-				// status and the checks, may hold commit.
-				if writeChunk(conn, nil) == nil {
-					_ = conn.CloseWrite()
-				}
-				return
-			}
-			if err != nil {
-				// No end chunk: hold aborts the upload.
-				bodyErr.Store(err)
-				_ = conn.CloseWrite()
-				return
-			}
-		}
-	}()
+	sent := sendBody(conn, body, &bodyErr)
 	var line string
 	select {
 	case line = <-replies:
@@ -104,6 +78,41 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 	}
 	<-sent // it sent the end chunk: its count and sum are final
 	return v, checked, nil
+}
+
+// sendBody sends body to hold over conn in chunks, in the background, and
+// ends it with the end chunk once body reaches EOF. A failure to read body
+// is stored in bodyErr and ends the stream without the end chunk, so that
+// hold aborts the upload. The channel returned is closed once it is done.
+func sendBody(conn *net.UnixConn, body io.Reader, bodyErr *atomic.Value) <-chan struct{} {
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		buf := make([]byte, 1<<20)
+		for {
+			n, err := body.Read(buf)
+			if n > 0 {
+				if werr := writeChunk(conn, buf[:n]); werr != nil {
+					return // hold stopped reading: its answer says why
+				}
+			}
+			if err == io.EOF {
+				// The end chunk: only now, after the producer's exit
+				// status and the checks, may hold commit.
+				if writeChunk(conn, nil) == nil {
+					_ = conn.CloseWrite()
+				}
+				return
+			}
+			if err != nil {
+				// No end chunk: hold aborts the upload.
+				bodyErr.Store(err)
+				_ = conn.CloseWrite()
+				return
+			}
+		}
+	}()
+	return sent
 }
 
 // parseReply turns hold's answer into put's outcome.

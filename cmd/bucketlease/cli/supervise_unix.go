@@ -6,9 +6,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,24 +90,70 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 			return fmt.Errorf("cannot find this program to run its watchdog: %w", err)
 		}
 	}
-	ctlR, ctlW, err := os.Pipe()
+	sv := &supervisor{l: l, k: k, p: p, argv: argv, grace: grace, status: -1, gone: gone}
+	repR, err := sv.launch(self, path, pidNS)
 	if err != nil {
 		return err
 	}
-	defer ctlW.Close()
+	defer sv.ctl.Close()
+	defer repR.Close()
+	reports := readReports(repR)
+	stopExtending := sv.extendDeadline()
+	defer stopExtending()
+	sv.leaseEnd = l.Done()
+	return sv.run(sigs, reports)
+}
+
+// A supervisor is hold's side of a command run under the watchdog: what
+// it knows of the watchdog, of the command from the watchdog's reports,
+// and of the lease.
+type supervisor struct {
+	l     *lease.Lease
+	k     *keeper
+	p     *printer
+	argv  []string
+	grace time.Duration
+	ctl   *os.File // hold's messages to the watchdog
+
+	proc      *os.Process
+	mode      watchdogMode
+	exited    <-chan struct{} // closed once the watchdog has exited and been reaped
+	subreaper bool            // orphans of the watchdog's tree come to hold
+
+	pid       int
+	status    int    // the command's exit status; -1 until it exits
+	how       string // "clean" once the command and everything it started are gone
+	ended     bool   // the lease ended under the command
+	goneWhy   string // the lease object was deleted or replaced under it
+	gone      <-chan string
+	leaseEnd  <-chan struct{}
+	stopAfter <-chan time.Time
+	termKill  <-chan time.Time // --grace after hold got SIGTERM
+}
+
+// launch starts the watchdog (self), which starts the command at path,
+// with the lease's fence deadline and its variables, and the pipes for
+// hold's messages (sv.ctl) and the watchdog's reports, whose reading end
+// it returns.
+func (sv *supervisor) launch(self, path string, pidNS bool) (*os.File, error) {
+	l := sv.l
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
 	repR, repW, err := os.Pipe()
 	if err != nil {
 		ctlR.Close()
-		return err
+		ctlW.Close()
+		return nil, err
 	}
-	defer repR.Close()
 	files := inheritedFiles()
 	ctlFD, repFD := len(files), len(files)+1
 	files = append(files, ctlR, repW)
 	mono, wall := watchdogDeadline(l)
 	// Orphans of the watchdog's tree come to hold if the watchdog dies.
-	subreaper := becomeSubreaper() == nil
-	proc, mode, watchdogExited, err := startWatchdog(pidNS, self, watchdogArgs(ctlFD, repFD, grace, mono, wall, path, argv), &os.ProcAttr{
+	sv.subreaper = becomeSubreaper() == nil
+	sv.proc, sv.mode, sv.exited, err = startWatchdog(pidNS, self, watchdogArgs(ctlFD, repFD, sv.grace, mono, wall, path, sv.argv), &os.ProcAttr{
 		Files: files,
 		Env: append(os.Environ(), "BUCKETLEASE_KEY="+l.Key(), "BUCKETLEASE_INSTANCE_ID="+l.InstanceID(),
 			"BUCKETLEASE_EPOCH="+strconv.FormatUint(l.Epoch(), 10)),
@@ -116,22 +161,40 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	ctlR.Close()
 	repW.Close()
 	if err != nil {
-		return fmt.Errorf("starting the watchdog (%s): %w", self, err)
+		ctlW.Close()
+		repR.Close()
+		return nil, fmt.Errorf("starting the watchdog (%s): %w", self, err)
 	}
+	sv.ctl = ctlW
+	return repR, nil
+}
 
+// send sends the watchdog one message.
+func (sv *supervisor) send(format string, args ...any) {
+	_, _ = fmt.Fprintf(sv.ctl, format+"\n", args...)
+}
+
+// readReports passes on the watchdog's reports read from r, and closes the
+// channel when r ends: the watchdog has exited or died.
+func readReports(r io.Reader) <-chan report {
 	reports := make(chan report, 16)
 	go func() {
 		defer close(reports)
-		sc := bufio.NewScanner(repR)
+		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			if r, ok := parseReport(sc.Text()); ok {
 				reports <- r
 			}
 		}
 	}()
-	send := func(format string, args ...any) { _, _ = fmt.Fprintf(ctlW, format+"\n", args...) }
+	return reports
+}
 
-	// Extend the watchdog's deadline after every renewal.
+// extendDeadline extends the watchdog's deadline after every renewal, in
+// the background, until the lease ends or the function it returns is
+// called; that function returns once it has stopped.
+func (sv *supervisor) extendDeadline() (stop func()) {
+	l := sv.l
 	stopExtending := make(chan struct{})
 	extended := make(chan struct{})
 	go func() {
@@ -150,22 +213,17 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 			if d := l.Deadline(); !d.Equal(lastDeadline) && l.MayWrite() {
 				lastDeadline = d
 				m, w := watchdogDeadline(l)
-				send("deadline %d %d", m, w)
+				sv.send("deadline %d %d", m, w)
 			}
 		}
 	}()
-	defer func() { close(stopExtending); <-extended }()
+	return func() { close(stopExtending); <-extended }
+}
 
-	var (
-		pid       int
-		status    = -1
-		how       string
-		ended     bool   // the lease ended under the command
-		goneWhy   string // the lease object was deleted or replaced under it
-		leaseEnd  = l.Done()
-		stopAfter <-chan time.Time
-		termKill  <-chan time.Time // --grace after hold got SIGTERM
-	)
+// run acts on signals, the lease's end and the watchdog's reports until
+// the command and everything it started are gone, or the watchdog is, and
+// returns hold's outcome.
+func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan report) error {
 	for {
 		// Reports already waiting come first: after hold was stopped, the
 		// watchdog's account of what it did is older than the lease's end.
@@ -177,133 +235,173 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 		default:
 		}
 		if !got {
-			select {
-			case s := <-sigs:
-				ss, _ := s.(syscall.Signal)
-				if status >= 0 {
-					p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
-					continue
-				}
-				if terminalDelivers(ss, mode.sharesGroup) {
-					p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
-					continue
-				}
-				if ss == syscall.SIGTERM && termKill == nil {
-					termKill = time.After(grace)
-					p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", sigName(s), pid, grace),
-						func(r *record) { r.Signal = sigName(s); r.PID = pid })
-				} else {
-					if pid == 0 {
-						// The watchdog has started the command (it reads
-						// this only then) but its report is not read yet.
-						p.note("signal", fmt.Sprintf("received %s; passing it on to the command", sigName(s)), func(r *record) { r.Signal = sigName(s) })
-					} else {
-						p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
-					}
-				}
-				send("signal %d", int(ss))
+			if rep, ok, got = sv.wait(sigs, reports); !got {
 				continue
-			case <-termKill:
-				termKill = nil
-				if status < 0 {
-					send("kill still running %v after hold got SIGTERM", grace)
-				}
-				continue
-			case why := <-gone:
-				// Another instance may hold the lease already: no grace.
-				gone, goneWhy, ended = nil, why, true
-				p.note("lease-gone", why+": another instance may take the lease at once, so the command and everything it started are killed now (no grace)", func(r *record) { r.Key = l.Key(); r.PID = pid })
-				send("kill the lease object was deleted or replaced")
-				continue
-			case <-leaseEnd:
-				leaseEnd, ended = nil, true
-				if errors.Is(l.Err(), lease.ErrLost) {
-					// Taken from us (broken, taken over, overwritten):
-					// another instance may hold the lease already, so
-					// there is no grace.
-					what := "the command and everything it started are"
-					if status >= 0 {
-						what = "whatever the command left running is"
-					}
-					p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so "+what+" killed now (SIGKILL, no grace)",
-						func(r *record) { r.PID = pid; r.Signal = "SIGKILL" })
-					send("kill the lease was lost")
-					continue
-				}
-				// What the watchdog already did (after hold was stopped,
-				// say) is reported first: a moment for its reports.
-				stopAfter = time.After(100 * time.Millisecond)
-				continue
-			case <-stopAfter:
-				stopAfter = nil
-				if status < 0 {
-					p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), grace),
-						func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
-				}
-				send("stop %d", int64(grace)) // hurries what the command left behind, if it is gone
-				continue
-			case rep, ok = <-reports:
 			}
 		}
-		f := rep.fields
-		note := func(event, msg string, fill func(*record)) { p.noteAt(rep.at, event, msg, fill) }
 		if !ok {
-			<-watchdogExited
-			if status >= 0 && how == "clean" {
-				if goneWhy != "" {
-					return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s; the command was killed", l.Key(), goneWhy))
-				}
-				return commandResult(l, p, status, ended)
-			}
-			// The watchdog died: what it supervised is ours now.
-			n := killOrphans(pid, subreaper)
-			err := fmt.Errorf("the watchdog (pid %d) died; killed %d processes it supervised", proc.Pid, n)
-			p.note("watchdog-died", err.Error(), func(r *record) { r.PID = proc.Pid })
+			return sv.finish()
+		}
+		if done, err := sv.onReport(rep); done {
 			return err
 		}
-		arg := func(i int) string {
-			if i < len(f) {
-				return f[i]
-			}
-			return ""
+	}
+}
+
+// wait waits for a signal, a timer, the lease's end or its object's loss,
+// or a report, and acts on it unless it is a report, which it returns
+// (got true; ok false once the watchdog's reports have ended).
+func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan report) (rep report, ok, got bool) {
+	l, p := sv.l, sv.p
+	select {
+	case s := <-sigs:
+		sv.onSignal(s)
+	case <-sv.termKill:
+		sv.termKill = nil
+		if sv.status < 0 {
+			sv.send("kill still running %v after hold got SIGTERM", sv.grace)
 		}
-		switch f[0] {
-		case "started":
-			pid, _ = strconv.Atoi(arg(1))
-			note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d %s", argv[0], pid, proc.Pid, mode.words),
-				func(r *record) { r.PID = pid; r.Detail = mode.name })
-		case "start-failed":
-			code, _ := strconv.Atoi(arg(1))
-			<-watchdogExited
-			return withCode(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
-		case "warning":
-			note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
-		case "stopped":
-			n, _ := strconv.Atoi(arg(1))
-			k.stop()
-			note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
-				pid, sigName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = pid; r.Signal = sigName(syscall.Signal(n)) })
-		case "continued":
-			if l.MayWrite() {
-				k.start()
-				note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", pid), func(r *record) { r.PID = pid })
-			}
-		case "exited":
-			status, _ = strconv.Atoi(arg(1))
-			code := status
-			note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], pid, arg(2)), func(r *record) { r.PID = pid; r.Status = &code })
-		case "leftover":
-			note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), pid, grace),
-				func(r *record) { r.PID = pid; r.Signal = "SIGTERM" })
-		case "killed":
-			note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
-			if strings.Contains(arg(2), "fence deadline") {
-				ended = true
-			}
-		case "clean":
-			how = "clean"
+	case why := <-sv.gone:
+		// Another instance may hold the lease already: no grace.
+		sv.gone, sv.goneWhy, sv.ended = nil, why, true
+		p.note("lease-gone", why+": another instance may take the lease at once, so the command and everything it started are killed now (no grace)", func(r *record) { r.Key = l.Key(); r.PID = sv.pid })
+		sv.send("kill the lease object was deleted or replaced")
+	case <-sv.leaseEnd:
+		sv.onLeaseEnd()
+	case <-sv.stopAfter:
+		sv.stopAfter = nil
+		if sv.status < 0 {
+			p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), sv.grace),
+				func(r *record) { r.PID = sv.pid; r.Signal = "SIGTERM" })
+		}
+		sv.send("stop %d", int64(sv.grace)) // hurries what the command left behind, if it is gone
+	case rep, ok = <-reports:
+		return rep, ok, true
+	}
+	return report{}, false, false
+}
+
+// onSignal passes a signal hold got on to the command, unless the command
+// has ended or the terminal sent it the signal too; a first SIGTERM also
+// starts the --grace before everything is killed.
+func (sv *supervisor) onSignal(s os.Signal) {
+	p, pid := sv.p, sv.pid
+	ss, _ := s.(syscall.Signal)
+	if sv.status >= 0 {
+		p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+		return
+	}
+	if terminalDelivers(ss, sv.mode.sharesGroup) {
+		p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+		return
+	}
+	if ss == syscall.SIGTERM && sv.termKill == nil {
+		sv.termKill = time.After(sv.grace)
+		p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", sigName(s), pid, sv.grace),
+			func(r *record) { r.Signal = sigName(s); r.PID = pid })
+	} else {
+		if pid == 0 {
+			// The watchdog has started the command (it reads
+			// this only then) but its report is not read yet.
+			p.note("signal", fmt.Sprintf("received %s; passing it on to the command", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+		} else {
+			p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
 		}
 	}
+	sv.send("signal %d", int(ss))
+}
+
+// onLeaseEnd stops the command once the lease has ended: at once, with
+// SIGKILL, if it was taken from this holder; otherwise with SIGTERM and
+// the --grace, after a moment for the watchdog's reports.
+func (sv *supervisor) onLeaseEnd() {
+	l, p := sv.l, sv.p
+	sv.leaseEnd, sv.ended = nil, true
+	if errors.Is(l.Err(), lease.ErrLost) {
+		// Taken from us (broken, taken over, overwritten):
+		// another instance may hold the lease already, so
+		// there is no grace.
+		what := "the command and everything it started are"
+		if sv.status >= 0 {
+			what = "whatever the command left running is"
+		}
+		p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so "+what+" killed now (SIGKILL, no grace)",
+			func(r *record) { r.PID = sv.pid; r.Signal = "SIGKILL" })
+		sv.send("kill the lease was lost")
+		return
+	}
+	// What the watchdog already did (after hold was stopped,
+	// say) is reported first: a moment for its reports.
+	sv.stopAfter = time.After(100 * time.Millisecond)
+}
+
+// finish is hold's outcome once the watchdog's reports have ended: the
+// command's, if the watchdog saw everything gone; otherwise the watchdog
+// died, and what it supervised is killed.
+func (sv *supervisor) finish() error {
+	<-sv.exited
+	if sv.status >= 0 && sv.how == "clean" {
+		if sv.goneWhy != "" {
+			return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s; the command was killed", sv.l.Key(), sv.goneWhy))
+		}
+		return commandResult(sv.l, sv.p, sv.status, sv.ended)
+	}
+	// The watchdog died: what it supervised is ours now.
+	n := killOrphans(sv.pid, sv.subreaper)
+	err := fmt.Errorf("the watchdog (pid %d) died; killed %d processes it supervised", sv.proc.Pid, n)
+	sv.p.note("watchdog-died", err.Error(), func(r *record) { r.PID = sv.proc.Pid })
+	return err
+}
+
+// onReport acts on one of the watchdog's reports, and returns done, with
+// hold's outcome, if the command could not be started.
+func (sv *supervisor) onReport(rep report) (done bool, err error) {
+	l, argv, mode := sv.l, sv.argv, sv.mode
+	f := rep.fields
+	note := func(event, msg string, fill func(*record)) { sv.p.noteAt(rep.at, event, msg, fill) }
+	arg := func(i int) string {
+		if i < len(f) {
+			return f[i]
+		}
+		return ""
+	}
+	switch f[0] {
+	case "started":
+		sv.pid, _ = strconv.Atoi(arg(1))
+		note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d %s", argv[0], sv.pid, sv.proc.Pid, mode.words),
+			func(r *record) { r.PID = sv.pid; r.Detail = mode.name })
+	case "start-failed":
+		code, _ := strconv.Atoi(arg(1))
+		<-sv.exited
+		return true, withCode(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
+	case "warning":
+		note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
+	case "stopped":
+		n, _ := strconv.Atoi(arg(1))
+		sv.k.stop()
+		note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
+			sv.pid, sigName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = sv.pid; r.Signal = sigName(syscall.Signal(n)) })
+	case "continued":
+		if l.MayWrite() {
+			sv.k.start()
+			note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", sv.pid), func(r *record) { r.PID = sv.pid })
+		}
+	case "exited":
+		sv.status, _ = strconv.Atoi(arg(1))
+		code := sv.status
+		note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], sv.pid, arg(2)), func(r *record) { r.PID = sv.pid; r.Status = &code })
+	case "leftover":
+		note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), sv.pid, sv.grace),
+			func(r *record) { r.PID = sv.pid; r.Signal = "SIGTERM" })
+	case "killed":
+		note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
+		if strings.Contains(arg(2), "fence deadline") {
+			sv.ended = true
+		}
+	case "clean":
+		sv.how = "clean"
+	}
+	return false, nil
 }
 
 // A report is one line from the watchdog: its fields, and when the
@@ -348,112 +446,4 @@ func commandResult(l *lease.Lease, p *printer, status int, ended bool) error {
 		return withCode(status, nil)
 	}
 	return nil
-}
-
-// killOrphans kills what is left of the command's tree after the watchdog
-// died: on Linux every descendant of hold (a subreaper), elsewhere the
-// command's process group. It reaps what it can and returns how many
-// processes it signalled.
-func killOrphans(cmdPid int, subreaper bool) int {
-	n := 0
-	for range 50 {
-		var m int
-		if subreaper {
-			for _, p := range descendants(os.Getpid()) {
-				if syscall.Kill(p, syscall.SIGKILL) == nil {
-					m++
-				}
-			}
-		} else if cmdPid > 0 && syscall.Kill(-cmdPid, syscall.SIGKILL) == nil {
-			m = 1
-		}
-		for range 1000 {
-			var ws syscall.WaitStatus
-			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); err != nil || pid <= 0 {
-				break
-			}
-		}
-		if m == 0 {
-			break
-		}
-		n = max(n, m)
-		time.Sleep(10 * time.Millisecond)
-	}
-	return n
-}
-
-// A watchdogMode is one way of starting the watchdog: its name (for
-// --json), its description, the process attributes, and whether the
-// command ends up in hold's process group (and so under the terminal's job
-// control).
-type watchdogMode struct {
-	name, words string
-	sys         *syscall.SysProcAttr
-	sharesGroup bool
-}
-
-// startWatchdog starts the watchdog in the first of watchdogModes(pidNS)
-// that the system allows, and returns it, the mode, and a channel closed once it
-// has exited and been reaped. The process is started and waited for by
-// one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
-// fires when the thread that started a child exits, not the process, and
-// that thread must live as long as the watchdog does.
-func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
-	type started struct {
-		proc *os.Process
-		mode watchdogMode
-		err  error
-	}
-	res := make(chan started, 1)
-	exited := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var errs []error
-		for _, m := range watchdogModes(pidNS) {
-			a := *attr
-			a.Sys = m.sys
-			proc, err := os.StartProcess(self, args, &a)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", m.words, err))
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
-					break // the program itself cannot run: no other mode helps
-				}
-				continue
-			}
-			res <- started{proc: proc, mode: m}
-			_, _ = proc.Wait()
-			close(exited)
-			return
-		}
-		res <- started{err: errors.Join(errs...)}
-	}()
-	r := <-res
-	return r.proc, r.mode, exited, r.err
-}
-
-// errNoTerminal is returned when hold has no controlling terminal.
-var errNoTerminal = errors.New("no controlling terminal")
-
-// terminalDelivers reports whether s, an interrupt or quit, most likely
-// came from the terminal to hold's whole process group, the command
-// included: hold's group is the terminal's foreground group, and the
-// command runs in it (commandInHoldsGroup).
-func terminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
-	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
-		return false
-	}
-	fg, err := foregroundGroup()
-	return err == nil && fg == syscall.Getpgrp()
-}
-
-// foregroundGroup returns the foreground process group of hold's
-// controlling terminal.
-func foregroundGroup() (int, error) {
-	f, err := os.Open("/dev/tty")
-	if err != nil {
-		return 0, errNoTerminal
-	}
-	defer f.Close()
-	return unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,11 +103,32 @@ func runWatchdog(args []string) int {
 	unix.CloseOnExec(repFD)
 	ctl, rep := os.NewFile(uintptr(ctlFD), "control"), os.NewFile(uintptr(repFD), "report")
 	w := &watchdog{rep: rep, grace: time.Duration(nums[2]), monoDeadline: nums[3], wallDeadline: nums[4]}
+	sigs := watchdogSignals()
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	if err := becomeSubreaper(); err != nil {
+		w.report("warning %s", oneLine(err.Error()))
+	}
+	if !w.start(args[6], args[7:]) {
+		return exitError
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(ctl)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	return w.supervise(lines, chld, sigs)
+}
 
-	// The terminal's signals reach the watchdog too (it is in hold's
-	// process group); it acts only on hold's messages. Catching a signal
-	// rather than ignoring it leaves the command its default disposition;
-	// a signal ignored when hold started (nohup) stays ignored for it.
+// watchdogSignals catches the signals the terminal sends: they reach the
+// watchdog too (it is in hold's process group), and it acts only on hold's
+// messages. Catching a signal rather than ignoring it leaves the command
+// its default disposition; a signal ignored when hold started (nohup)
+// stays ignored for it.
+func watchdogSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 8)
 	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTERM,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE} {
@@ -114,13 +136,13 @@ func runWatchdog(args []string) int {
 			signal.Notify(sigs, s)
 		}
 	}
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-	if err := becomeSubreaper(); err != nil {
-		w.report("warning %s", oneLine(err.Error()))
-	}
+	return sigs
+}
 
-	path, argv := args[6], args[7:]
+// start starts the command argv, found at path, and reports it started,
+// or reports why it could not be started (exit 126, or 127 if it does not
+// exist) and returns false.
+func (w *watchdog) start(path string, argv []string) bool {
 	cmd := exec.Command(path)
 	cmd.Args = argv
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -131,20 +153,18 @@ func runWatchdog(args []string) int {
 			code = 127
 		}
 		w.report("start-failed %d %s", code, oneLine(err.Error()))
-		return exitError
+		return false
 	}
 	w.cmdPid = cmd.Process.Pid
 	w.report("started %d", hostPID(w.cmdPid))
+	return true
+}
 
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(ctl)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-
+// supervise watches the command until it and everything it started are
+// gone (exit 0), or hold is gone (everything is killed; exit 1): it reaps,
+// kills at the fence deadline and after the grace, stops what the command
+// left running, and acts on hold's messages, the lines.
+func (w *watchdog) supervise(lines <-chan string, chld, sigs <-chan os.Signal) int {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	leftoverSent := false
@@ -338,4 +358,112 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return "signal " + strconv.Itoa(int(s))
+}
+
+// killOrphans kills what is left of the command's tree after the watchdog
+// died: on Linux every descendant of hold (a subreaper), elsewhere the
+// command's process group. It reaps what it can and returns how many
+// processes it signalled.
+func killOrphans(cmdPid int, subreaper bool) int {
+	n := 0
+	for range 50 {
+		var m int
+		if subreaper {
+			for _, p := range descendants(os.Getpid()) {
+				if syscall.Kill(p, syscall.SIGKILL) == nil {
+					m++
+				}
+			}
+		} else if cmdPid > 0 && syscall.Kill(-cmdPid, syscall.SIGKILL) == nil {
+			m = 1
+		}
+		for range 1000 {
+			var ws syscall.WaitStatus
+			if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); err != nil || pid <= 0 {
+				break
+			}
+		}
+		if m == 0 {
+			break
+		}
+		n = max(n, m)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n
+}
+
+// A watchdogMode is one way of starting the watchdog: its name (for
+// --json), its description, the process attributes, and whether the
+// command ends up in hold's process group (and so under the terminal's job
+// control).
+type watchdogMode struct {
+	name, words string
+	sys         *syscall.SysProcAttr
+	sharesGroup bool
+}
+
+// startWatchdog starts the watchdog in the first of watchdogModes(pidNS)
+// that the system allows, and returns it, the mode, and a channel closed once it
+// has exited and been reaped. The process is started and waited for by
+// one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
+// fires when the thread that started a child exits, not the process, and
+// that thread must live as long as the watchdog does.
+func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
+	type started struct {
+		proc *os.Process
+		mode watchdogMode
+		err  error
+	}
+	res := make(chan started, 1)
+	exited := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var errs []error
+		for _, m := range watchdogModes(pidNS) {
+			a := *attr
+			a.Sys = m.sys
+			proc, err := os.StartProcess(self, args, &a)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", m.words, err))
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
+					break // the program itself cannot run: no other mode helps
+				}
+				continue
+			}
+			res <- started{proc: proc, mode: m}
+			_, _ = proc.Wait()
+			close(exited)
+			return
+		}
+		res <- started{err: errors.Join(errs...)}
+	}()
+	r := <-res
+	return r.proc, r.mode, exited, r.err
+}
+
+// errNoTerminal is returned when hold has no controlling terminal.
+var errNoTerminal = errors.New("no controlling terminal")
+
+// terminalDelivers reports whether s, an interrupt or quit, most likely
+// came from the terminal to hold's whole process group, the command
+// included: hold's group is the terminal's foreground group, and the
+// command runs in it (commandInHoldsGroup).
+func terminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
+	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
+		return false
+	}
+	fg, err := foregroundGroup()
+	return err == nil && fg == syscall.Getpgrp()
+}
+
+// foregroundGroup returns the foreground process group of hold's
+// controlling terminal.
+func foregroundGroup() (int, error) {
+	f, err := os.Open("/dev/tty")
+	if err != nil {
+		return 0, errNoTerminal
+	}
+	defer f.Close()
+	return unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
 }

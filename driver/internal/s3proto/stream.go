@@ -260,37 +260,6 @@ func (u Upload) sweep(ctx context.Context, created, answered time.Time, known st
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	from, until := created.Add(-createSkew), answered.Add(createSkew)
-	var candidates []string
-	list := func() error {
-		candidates = candidates[:0]
-		for p, err := range u.Multipart.Pending(sctx) {
-			if err != nil {
-				return err
-			}
-			if p.Key == u.Key && p.Upload != known && !p.Initiated.Before(from) && !p.Initiated.After(until) {
-				candidates = append(candidates, p.Upload)
-			}
-		}
-		return nil
-	}
-	// The creation got no answer, so the listing's answer may be lost
-	// too: it is tried again, beyond the SDK's own retries, for about
-	// sweepPatience (a dropped connection, a partition that heals).
-	listPatiently := func() error {
-		err := list()
-		for wait := sweepPatience / 16; err != nil && wait <= sweepPatience/2; wait *= 2 {
-			select {
-			case <-time.After(wait):
-			case <-sctx.Done():
-				return fmt.Errorf("listing the key's pending uploads: %w", err)
-			}
-			err = list()
-		}
-		if err != nil {
-			return fmt.Errorf("listing the key's pending uploads: %w", err)
-		}
-		return nil
-	}
 	// A creation given up on in flight may reach the service, and begin
 	// its upload, seconds later (it was seen 1.8 s after the client had
 	// given up): the key is listed again until sweepLate after the answer
@@ -303,31 +272,11 @@ func (u Upload) sweep(ctx context.Context, created, answered time.Time, known st
 		late    = answered.Add(sweepLate)
 	)
 	for round := 0; round <= sweepRounds; round++ {
-		if err := listPatiently(); err != nil {
+		candidates, err := u.listPatiently(sctx, from, until, known)
+		if err != nil {
 			return aborted, errors.Join(append(mapErrs(failed), err)...)
 		}
-		for _, id := range candidates {
-			if judged[id] {
-				continue
-			}
-			has, err := u.Multipart.HasParts(sctx, id)
-			if err != nil {
-				failed[id] = fmt.Errorf("listing the parts of multipart upload %s: %w", id, err)
-				continue
-			}
-			if has {
-				judged[id] = true
-				delete(failed, id)
-				continue
-			}
-			if err := u.Multipart.Abort(sctx, id); err != nil {
-				failed[id] = fmt.Errorf("AbortMultipartUpload of %s: %w", id, err)
-				continue
-			}
-			judged[id] = true
-			delete(failed, id)
-			aborted = append(aborted, id)
-		}
+		aborted = u.judge(sctx, candidates, judged, failed, aborted)
 		left := time.Until(late)
 		if left <= 0 || round == sweepRounds {
 			break
@@ -339,6 +288,70 @@ func (u Upload) sweep(ctx context.Context, created, answered time.Time, known st
 		}
 	}
 	return aborted, errors.Join(mapErrs(failed)...)
+}
+
+// candidates lists the key's pending uploads, other than known, begun
+// from from to until by the service's clock.
+func (u Upload) candidates(sctx context.Context, from, until time.Time, known string) ([]string, error) {
+	var candidates []string
+	for p, err := range u.Multipart.Pending(sctx) {
+		if err != nil {
+			return nil, err
+		}
+		if p.Key == u.Key && p.Upload != known && !p.Initiated.Before(from) && !p.Initiated.After(until) {
+			candidates = append(candidates, p.Upload)
+		}
+	}
+	return candidates, nil
+}
+
+// listPatiently is candidates tried again, beyond the SDK's own retries,
+// for about sweepPatience (a dropped connection, a partition that heals):
+// the creation got no answer, so the listing's answer may be lost too.
+func (u Upload) listPatiently(sctx context.Context, from, until time.Time, known string) ([]string, error) {
+	candidates, err := u.candidates(sctx, from, until, known)
+	for wait := sweepPatience / 16; err != nil && wait <= sweepPatience/2; wait *= 2 {
+		select {
+		case <-time.After(wait):
+		case <-sctx.Done():
+			return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
+		}
+		candidates, err = u.candidates(sctx, from, until, known)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the key's pending uploads: %w", err)
+	}
+	return candidates, nil
+}
+
+// judge aborts each of candidates not judged yet that has no part, and
+// returns aborted with those it aborted added. An upload with a part, or
+// aborted, is judged for good; one whose parts or abort failed is
+// recorded in failed and judged again in the next round.
+func (u Upload) judge(sctx context.Context, candidates []string, judged map[string]bool, failed map[string]error, aborted []string) []string {
+	for _, id := range candidates {
+		if judged[id] {
+			continue
+		}
+		has, err := u.Multipart.HasParts(sctx, id)
+		if err != nil {
+			failed[id] = fmt.Errorf("listing the parts of multipart upload %s: %w", id, err)
+			continue
+		}
+		if has {
+			judged[id] = true
+			delete(failed, id)
+			continue
+		}
+		if err := u.Multipart.Abort(sctx, id); err != nil {
+			failed[id] = fmt.Errorf("AbortMultipartUpload of %s: %w", id, err)
+			continue
+		}
+		judged[id] = true
+		delete(failed, id)
+		aborted = append(aborted, id)
+	}
+	return aborted
 }
 
 // sweepLate is how long after an unanswered CreateMultipartUpload was
