@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -29,6 +31,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building bucketlease: %v\n%s", err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
+	}
+	// The tests send SIGHUP to the commands they start. A command that
+	// inherits an ignored SIGHUP (this process started under nohup) keeps
+	// ignoring it, as hold does on purpose; handling it here makes the
+	// commands start with the default.
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
