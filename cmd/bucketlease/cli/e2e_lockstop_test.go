@@ -53,6 +53,22 @@ func catchHoldingLock(t *testing.T, b *file.Bucket, pid int, bound time.Duration
 	t.Fatalf("process %d was not caught holding the lock on LEASE within %v", pid, bound)
 }
 
+// holdStoppedHoldingLock starts a hold on a new file:// prefix (TTL 2 s)
+// and stops it (SIGSTOP) while it holds the file driver's lock on LEASE,
+// during a renewal: it returns the URL, the bucket and the stopped hold.
+func holdStoppedHoldingLock(t *testing.T) (string, *file.Bucket, *proc) {
+	t.Helper()
+	u, dir := fileURL(t)
+	a := start(t, nil, "hold", u, "--ttl", "2s", "--instance-id", "alpha", "--json", "--", "sleep", "100")
+	a.waitFor(`"event":"acquired"`)
+	fb, err := file.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catchHoldingLock(t, fb, a.cmd.Process.Pid, 60*time.Second)
+	return u, fb, a
+}
+
 // processStopped reports whether /proc/PID/stat says pid is stopped (T).
 func processStopped(pid int) bool {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -72,15 +88,8 @@ func processStopped(pid int) bool {
 // same message rather than hang, and once the stopped holder is resumed
 // the waiter takes the lease.
 func TestFrozenLockHolderFile(t *testing.T) {
-	u, dir := fileURL(t)
-	a := start(t, nil, "hold", u, "--ttl", "2s", "--instance-id", "alpha", "--json", "--", "sleep", "100")
-	a.waitFor(`"event":"acquired"`)
-	fb, err := file.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u, _, a := holdStoppedHoldingLock(t)
 	pid := a.cmd.Process.Pid
-	catchHoldingLock(t, fb, pid, 60*time.Second)
 	names := regexp.MustCompile(`process ` + strconv.Itoa(pid) + `, which is stopped.*kill -CONT ` + strconv.Itoa(pid))
 
 	s := showJSONOf(t, u)
@@ -115,15 +124,8 @@ func TestFrozenLockHolderFile(t *testing.T) {
 // and the next holder takes it over; no SIGCONT is ever sent, so the
 // stopped writer can never finish its write after the break.
 func TestBreakKillsStoppedLockHolder(t *testing.T) {
-	u, dir := fileURL(t)
-	a := start(t, nil, "hold", u, "--ttl", "2s", "--instance-id", "alpha", "--json", "--", "sleep", "100")
-	a.waitFor(`"event":"acquired"`)
-	fb, err := file.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u, fb, a := holdStoppedHoldingLock(t)
 	pid := a.cmd.Process.Pid
-	catchHoldingLock(t, fb, pid, 60*time.Second)
 	s := showJSONOf(t, u)
 
 	br := start(t, nil, "break", u, "--force", "--version", s.Version, "--kill-stopped-lock-holder", "--timeout", "25s")
