@@ -9,9 +9,10 @@ import (
 )
 
 // Link is a loopback TCP proxy that carries at most a given number of
-// bytes a second in each direction, shared by all its connections: one
-// slow link between a process and its object store. lab/chaos's
-// proxy injects faults but does not limit bandwidth, hence this one.
+// bytes a second in each direction, shared by all its connections, and
+// may delay every byte by a fixed time each way: one slow or distant link
+// between a process and its object store. lab/chaos's proxy injects faults
+// but does not shape traffic, hence this one.
 //
 // Each direction is a reservation clock, shared by every connection: a
 // pump that has read a chunk (at most linkChunk bytes) reserves the
@@ -26,6 +27,7 @@ type Link struct {
 	ln       net.Listener
 	upstream string
 	up, down *clock
+	delay    time.Duration // one way
 
 	opened atomic.Int64 // connections accepted
 
@@ -41,7 +43,7 @@ const linkChunk = 16 << 10
 // clock is one direction of a Link: the time at which the link is next
 // free, and the bytes it carried.
 type clock struct {
-	rate  float64 // bytes a second
+	rate  float64 // bytes a second; 0 is unlimited
 	mu    sync.Mutex
 	free  time.Time
 	bytes atomic.Int64
@@ -50,6 +52,10 @@ type clock struct {
 // reserve books n bytes on the link and returns how long to wait before
 // sending them.
 func (c *clock) reserve(n int) time.Duration {
+	if c.rate == 0 {
+		c.bytes.Add(int64(n))
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -68,6 +74,21 @@ func StartLink(upstream string, rate int64) (*Link, error) {
 	if rate <= 0 {
 		return nil, fmt.Errorf("link rate %d: want bytes a second > 0", rate)
 	}
+	return startLink(upstream, float64(rate), 0)
+}
+
+// StartDelayLink listens on a free port of 127.0.0.1 and forwards each
+// connection to upstream (a loopback host:port) without a rate limit,
+// delivering every byte delay after the link read it, in each direction:
+// a round trip through it takes at least twice delay more than without.
+func StartDelayLink(upstream string, delay time.Duration) (*Link, error) {
+	if delay <= 0 {
+		return nil, fmt.Errorf("link delay %v: want > 0", delay)
+	}
+	return startLink(upstream, 0, delay)
+}
+
+func startLink(upstream string, rate float64, delay time.Duration) (*Link, error) {
 	host, _, err := net.SplitHostPort(upstream)
 	if err != nil {
 		return nil, err
@@ -79,8 +100,8 @@ func StartLink(upstream string, rate int64) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{ln: ln, upstream: upstream, up: &clock{rate: float64(rate)}, down: &clock{rate: float64(rate)},
-		conns: map[net.Conn]struct{}{}}
+	l := &Link{ln: ln, upstream: upstream, up: &clock{rate: rate}, down: &clock{rate: rate},
+		delay: delay, conns: map[net.Conn]struct{}{}}
 	l.wg.Add(1)
 	go l.serve()
 	return l, nil
@@ -115,8 +136,13 @@ func (l *Link) serve() {
 			return
 		}
 		l.wg.Add(2)
-		go l.pump(c, s, l.up)
-		go l.pump(s, c, l.down)
+		if l.delay > 0 {
+			go l.delayPump(c, s, l.up)
+			go l.delayPump(s, c, l.down)
+		} else {
+			go l.pump(c, s, l.up)
+			go l.pump(s, c, l.down)
+		}
 	}
 }
 
@@ -158,6 +184,48 @@ func (l *Link) pump(src, dst net.Conn, c *clock) {
 		}
 		if err != nil {
 			return // EOF or a closed connection: HTTP never half-closes
+		}
+	}
+}
+
+// delayPump copies src to dst, each chunk written l.delay after it was
+// read, while later chunks are read on: a link whose latency does not
+// limit its throughput. It closes both connections when either side ends.
+func (l *Link) delayPump(src, dst net.Conn, c *clock) {
+	defer l.wg.Done()
+	type chunk struct {
+		data []byte
+		due  time.Time
+	}
+	inflight := make(chan chunk, 256)
+	go func() {
+		defer close(inflight)
+		for {
+			buf := make([]byte, linkChunk)
+			n, err := src.Read(buf)
+			if n > 0 {
+				c.reserve(n)
+				inflight <- chunk{buf[:n], time.Now().Add(l.delay)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		src.Close()
+		dst.Close()
+		for range inflight {
+		}
+		l.mu.Lock()
+		delete(l.conns, src)
+		delete(l.conns, dst)
+		l.mu.Unlock()
+	}()
+	for ch := range inflight {
+		time.Sleep(time.Until(ch.due))
+		if _, err := dst.Write(ch.data); err != nil {
+			return
 		}
 	}
 }
