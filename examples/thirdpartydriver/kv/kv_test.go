@@ -81,13 +81,10 @@ func TestPermission(t *testing.T) {
 	}
 }
 
-// TestURLs checks the opener on a Mux of the test's own.
+// TestURLs checks the kv:// URLs that importing kv registers.
 func TestURLs(t *testing.T) {
 	t.Setenv(kv.EnvToken, token)
-	var m driver.Mux
-	m.Register("kv", kv.OpenURL)
 	drivertest.RunURLs(t, drivertest.URLCases{
-		Mux:     &m,
 		Valid:   []string{"kv://127.0.0.1:1/leases/db1?tls=false"},
 		Invalid: map[string]string{"kv://127.0.0.1:1/leases/db1?tsl=false": `unknown query parameter "tsl"`, "kv://u:hunter2@h/b": "no credentials"},
 		Secrets: []string{"hunter2"},
