@@ -74,6 +74,9 @@ func (r *registry) parse(rawURL string) (*Location, error) {
 		return nil, fmt.Errorf("open %s: %w", l, err)
 	}
 	l.Bucket, l.Prefix, l.Endpoint = where.Bucket, where.Prefix, where.Endpoint
+	if s.Locate != nil {
+		l.Endpoint = cleanEndpoint(l.Endpoint)
+	}
 	l.Prefix = strings.Trim(l.Prefix, "/")
 	if l.Prefix != "" {
 		// Every key under the prefix would be refused: say so now, once.
@@ -103,11 +106,11 @@ func genericLocation(u *url.URL) (Location, error) {
 	return Location{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"), Endpoint: e.String()}, nil
 }
 
-// CleanEndpoint returns an endpoint URL in a canonical form: scheme and
+// cleanEndpoint returns an endpoint URL in a canonical form: scheme and
 // host in lower case, the scheme's default port left out, no trailing
 // slash. What does not parse is returned as it is (the driver's Open
 // refuses it).
-func CleanEndpoint(raw string) string {
+func cleanEndpoint(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return raw

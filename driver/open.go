@@ -22,7 +22,9 @@ type Scheme struct {
 	// never from the URL. Required.
 	Open func(ctx context.Context, u *url.URL) (b Bucket, prefix string, err error)
 	// Locate says, from u alone, where it points: the Bucket, Prefix and
-	// Endpoint of the Location it returns (its other fields are ignored).
+	// Endpoint of the Location it returns (its other fields are ignored;
+	// ParseURL puts the Endpoint URL in a canonical form: scheme and host
+	// in lower case, no default port, no trailing slash).
 	// It must agree with Open on the prefix, and give equal Locations for
 	// URLs that name the same objects and different ones otherwise. It may
 	// refuse a URL Open would refuse, but need not. If nil, the URL's host

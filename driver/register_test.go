@@ -51,7 +51,7 @@ func TestRegisterRefusesANilOpen(t *testing.T) {
 func TestLocateNamesOnePlace(t *testing.T) {
 	var r registry
 	r.register("loc", Scheme{Open: nilOpen, Locate: func(u *url.URL) (Location, error) {
-		return Location{Bucket: u.Host, Prefix: u.Path}, nil
+		return Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
 	}})
 	r.register("gen", Scheme{Open: func(context.Context, *url.URL) (Bucket, string, error) { return nil, "/q/", nil }})
 	key := func(raw string) string {
@@ -64,6 +64,9 @@ func TestLocateNamesOnePlace(t *testing.T) {
 	}
 	if a, b := key("loc://b/p/?region=x"), key("LOC://b/p"); a != b {
 		t.Errorf("two spellings of one place: %s and %s", a, b)
+	}
+	if a, b := key("loc://b/p?endpoint=HTTP://H:80/"), key("loc://b/p/?endpoint=http://h"); a != b {
+		t.Errorf("two spellings of one endpoint: %s and %s", a, b)
 	}
 	if a, b := key("loc://b/p"), key("loc://b/q"); a == b {
 		t.Errorf("two places share the key %s", a)

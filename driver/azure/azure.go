@@ -62,7 +62,7 @@ func Locate(u *url.URL) (driver.Location, error) {
 	if err != nil {
 		return driver.Location{}, err
 	}
-	p.Endpoint = driver.CleanEndpoint(endpoint)
+	p.Endpoint = endpoint
 	return p, nil
 }
 

@@ -33,7 +33,7 @@ func init() {
 // Locate is the Locate of the driver.Scheme for gs:// URLs: the bucket, the
 // prefix and the endpoint parameter (empty for Cloud Storage).
 func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: driver.CleanEndpoint(u.Query().Get("endpoint"))}, nil
+	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
 }
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.

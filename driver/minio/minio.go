@@ -43,7 +43,7 @@ func Locate(u *url.URL) (driver.Location, error) {
 		}
 	}
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: driver.CleanEndpoint(scheme + "://" + u.Host)}, nil
+	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: scheme + "://" + u.Host}, nil
 }
 
 // MaxPutSize is the largest body Put sends. Every Put is one PUT request

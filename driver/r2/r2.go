@@ -31,7 +31,7 @@ func Locate(u *url.URL) (driver.Location, error) {
 	if endpoint == "" {
 		endpoint = Endpoint(strings.ToLower(u.Host))
 	}
-	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: driver.CleanEndpoint(endpoint)}, nil
+	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: endpoint}, nil
 }
 
 // Profile is R2's profile for the S3 driver: conditional writes, and no

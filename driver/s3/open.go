@@ -31,7 +31,7 @@ func init() {
 // prefix and the endpoint parameter (empty for AWS); the region and
 // path_style say how to reach the bucket, not which it is.
 func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: driver.CleanEndpoint(u.Query().Get("endpoint"))}, nil
+	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
 }
 
 // ClientOptions say how NewClient builds a client. Credentials are not among

@@ -52,7 +52,7 @@ func Locate(u *url.URL) (driver.Location, error) {
 			scheme = "http"
 		}
 	}
-	return driver.Location{Bucket: bucket, Prefix: strings.Trim(prefix, "/"), Endpoint: driver.CleanEndpoint(scheme + "://" + u.Host)}, nil
+	return driver.Location{Bucket: bucket, Prefix: strings.Trim(prefix, "/"), Endpoint: scheme + "://" + u.Host}, nil
 }
 
 // OpenURL is the Open of the driver.Scheme init registers, for
