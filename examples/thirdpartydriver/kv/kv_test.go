@@ -90,3 +90,24 @@ func TestURLs(t *testing.T) {
 		Secrets: []string{"hunter2"},
 	})
 }
+
+// TestLocate: two spellings of one kv:// place are one Location, and
+// another server or bucket is another.
+func TestLocate(t *testing.T) {
+	key := func(raw string) string {
+		t.Helper()
+		l, err := driver.ParseURL(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Key()
+	}
+	if a, b := key("kv://H:1/leases/db1/?tls=false"), key("kv://h:1/leases/db1?tls=0"); a != b {
+		t.Errorf("one place, two keys: %s and %s", a, b)
+	}
+	for _, other := range []string{"kv://h:1/leases/db1", "kv://h:2/leases/db1?tls=false", "kv://h:1/other/db1?tls=false"} {
+		if key(other) == key("kv://h:1/leases/db1?tls=false") {
+			t.Errorf("%s shares a key with kv://h:1/leases/db1?tls=false", other)
+		}
+	}
+}
