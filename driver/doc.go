@@ -11,11 +11,12 @@
 //
 // # Using a driver
 //
-// A driver registers a URL scheme from its package's init function with
-// [Register], as database/sql drivers do; [Open] opens a URL and returns the
-// [Bucket] and the prefix in it. [ParseURL] says from the URL alone which
-// bucket, prefix and endpoint it names. [PutStream] writes a body of any
-// length and [List] lists a prefix, on any Bucket.
+// A driver registers its URL scheme once, from its package's init function,
+// with [Register] and a [Scheme], as database/sql drivers do; [Open] opens a
+// URL and returns the [Bucket] and the prefix in it. [ParseURL] parses a URL
+// once into a [Location]: the bucket, prefix and endpoint it names, said
+// from the URL alone. [PutStream] writes a body of any length and [List]
+// lists a prefix, on any Bucket.
 //
 // # Writing a driver
 //

@@ -13,31 +13,6 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 )
 
-func TestMuxUnknownSchemeListsKnown(t *testing.T) {
-	var m driver.Mux
-	m.Register("alpha", func(context.Context, *url.URL) (driver.Bucket, string, error) { return mem.New(), "", nil })
-	m.Register("beta", func(context.Context, *url.URL) (driver.Bucket, string, error) { return mem.New(), "", nil })
-	_, _, err := m.Open(context.Background(), "gamma://b/p")
-	if !errors.Is(err, driver.ErrUnknownScheme) {
-		t.Fatalf("err = %v, want ErrUnknownScheme", err)
-	}
-	if !strings.Contains(err.Error(), "alpha, beta") {
-		t.Errorf("error %q does not list the registered schemes", err)
-	}
-}
-
-func TestMuxRegisterTwicePanics(t *testing.T) {
-	var m driver.Mux
-	open := func(context.Context, *url.URL) (driver.Bucket, string, error) { return nil, "", nil }
-	m.Register("x", open)
-	defer func() {
-		if recover() == nil {
-			t.Fatal("a second Register of one scheme did not panic")
-		}
-	}()
-	m.Register("X", open)
-}
-
 func TestOpenReturnsPrefix(t *testing.T) {
 	b, prefix, err := driver.Open(context.Background(), "mem://shared/backups/db1/")
 	if err != nil {
@@ -204,25 +179,20 @@ func ExampleOpen() {
 }
 
 func ExampleRegister() {
-	// A third-party driver registers its scheme once, from init:
-	//
-	//	func init() { driver.Register("myfs", openMyFS) }
-	//
-	// Here a mux of its own keeps the example off the process-wide one.
-	var m driver.Mux
-	m.Register("myfs", func(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
-		if _, err := driver.Params(u, "region"); err != nil {
-			return nil, "", err
-		}
-		return mem.New(), u.Path, nil
+	// A driver registers its scheme once, from its package's init, with
+	// what opens its URLs and what says where they point:
+	driver.Register("myfs", driver.Scheme{
+		Open: func(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+			if _, err := driver.Params(u, "region"); err != nil {
+				return nil, "", err // a misspelled parameter is refused
+			}
+			return mem.New(), u.Path, nil
+		},
+		Locate: func(u *url.URL) (driver.Location, error) {
+			// The region says how to reach the bucket, not which it is.
+			return driver.Location{Bucket: u.Host, Prefix: u.Path}, nil
+		},
 	})
-	_, prefix, err := m.Open(context.Background(), "myfs://bucket/a/b?region=x")
-	fmt.Println(prefix, err)
-	_, _, err = m.Open(context.Background(), "myfs://bucket/a/b?regoin=x")
-	fmt.Println(err)
-	// Output:
-	// a/b <nil>
-	// open myfs://bucket/a/b?regoin=x: unknown query parameter "regoin"; allowed: region
 }
 
 func TestWithContext(t *testing.T) {

@@ -199,7 +199,7 @@ func FuzzMuxOpen(f *testing.F) {
 	f.Add("mem://b/p/?region=x")
 	f.Add("MEM://user:supersecret@b//p//")
 	f.Fuzz(func(t *testing.T, raw string) {
-		var m Mux
+		var m registry
 		opener := func(_ context.Context, u *url.URL) (Bucket, string, error) {
 			if _, err := Params(u, "region"); err != nil {
 				return nil, "", err
@@ -209,14 +209,14 @@ func FuzzMuxOpen(f *testing.F) {
 			}
 			return nil, u.Path, nil
 		}
-		m.Register("mem", opener)
-		m.Register("s3", opener)
-		_, prefix, err := m.Open(context.Background(), raw)
+		m.register("mem", Scheme{Open: opener})
+		m.register("s3", Scheme{Open: opener})
+		_, prefix, err := m.open(context.Background(), raw)
 		if err != nil {
 			// No secret reaches the error: it is the same whatever the
 			// secrets were.
 			other := withOtherSecrets(raw)
-			if _, _, oerr := m.Open(context.Background(), other); oerr == nil || oerr.Error() != err.Error() {
+			if _, _, oerr := m.open(context.Background(), other); oerr == nil || oerr.Error() != err.Error() {
 				t.Fatalf("the error depends on the secrets: Open(%q): %v; Open(%q): %v", raw, err, other, oerr)
 			}
 			return
@@ -265,7 +265,7 @@ func decodings(s string) []string {
 
 // FuzzRedactNested: a secret nested in a parameter value (or its name) at
 // any depth of percent-encoding, in any of the places a pasted URL carries
-// one, reaches neither Redact's output nor Mux.Open's error, in any
+// one, reaches neither Redact's output nor Open's error, in any
 // decoding of them.
 func FuzzRedactNested(f *testing.F) {
 	for i := range nestedCarriers {
@@ -301,11 +301,11 @@ func FuzzRedactNested(f *testing.F) {
 				t.Fatalf("Redact(%q) = %q shows the secret (after decoding: %q)", raw, out, d)
 			}
 		}
-		var m Mux
-		m.Register("s3", func(_ context.Context, u *url.URL) (Bucket, string, error) {
+		var m registry
+		m.register("s3", Scheme{Open: func(_ context.Context, u *url.URL) (Bucket, string, error) {
 			return nil, "", errors.New("the service said no")
-		})
-		if _, _, err := m.Open(context.Background(), raw); err != nil {
+		}})
+		if _, _, err := m.open(context.Background(), raw); err != nil {
 			for _, d := range decodings(err.Error()) {
 				if strings.Contains(d, secret) {
 					t.Fatalf("Open(%q) error %q shows the secret", raw, err)

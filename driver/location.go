@@ -9,25 +9,19 @@ import (
 	"strings"
 )
 
-// Location is a bucket URL parsed once: what the driver reads (URL), what
-// may be printed (String) and what names the place for good (Key), so that
-// no layer parses the URL again and each agrees on which prefix it names.
-// Build one with ParseURL (or Mux.Parse) and open it with OpenLocation.
+// Location is a bucket URL parsed once: where it points (Bucket, Prefix,
+// Endpoint), what the driver reads (URL), what may be printed (String) and
+// what names the place for good (Key), so that no layer parses the URL again
+// and each agrees on which prefix it names. ParseURL makes one; Open opens
+// it. A Scheme's Locate returns one with Bucket, Prefix and Endpoint set.
+//
+// Bucket, Prefix and Endpoint say where the URL points without how it
+// happens to spell it (a trailing slash, a parameter at its default value,
+// the parameters' order) or settings that do not change which objects it
+// names (a region, path-style addressing, TLS verification).
 type Location struct {
 	// Scheme is the URL's scheme in lower case.
 	Scheme string
-	// Place is where the URL points, as the scheme's Locator says.
-	Place
-	u       *url.URL // as parsed; URL returns a copy
-	display string
-}
-
-// Place is where a bucket URL points: the location's identity, without
-// how the URL happens to spell it (a trailing slash, a parameter at its
-// default value, the parameters' order) or settings that do not change
-// which objects it names (a region, path-style addressing, TLS
-// verification).
-type Place struct {
 	// Bucket is the bucket, container or directory, as the service names
 	// it.
 	Bucket string
@@ -38,36 +32,22 @@ type Place struct {
 	// MinIO server, an Azure storage account), in a canonical form; empty
 	// for the scheme's one public service.
 	Endpoint string
+
+	u       *url.URL // as parsed; URL returns a copy
+	display string
+	scheme  Scheme // what the scheme registered; Open uses its Open
 }
-
-// A Locator says, from a URL of its scheme alone, where it points. It
-// must agree with the scheme's Opener on the prefix, and give equal Places
-// for URLs that name the same objects and different ones otherwise. It
-// may refuse a URL its Opener would refuse, but need not.
-type Locator func(u *url.URL) (Place, error)
-
-// RegisterLocator makes loc the Locator of scheme's URLs; drivers call it
-// beside Register. A scheme without one is located generically: the URL's
-// host as the bucket, its path as the prefix, and every query parameter,
-// sorted, as part of the endpoint, so that two spellings may differ where
-// the driver would see one place, but two places never coincide.
-func (m *Mux) RegisterLocator(scheme string, loc Locator) {
-	register(m, &m.locators, "RegisterLocator", scheme, loc, loc == nil)
-}
-
-// RegisterLocator makes loc the Locator of scheme's URLs for ParseURL.
-func RegisterLocator(scheme string, loc Locator) { defaultMux.RegisterLocator(scheme, loc) }
 
 // ParseURL parses rawURL, such as "s3://bucket/backups/db1", once, with
-// the Locator registered for its scheme. Errors show the URL redacted.
-func ParseURL(rawURL string) (*Location, error) { return defaultMux.Parse(rawURL) }
+// the Locate its scheme registered. Errors show the URL redacted.
+func ParseURL(rawURL string) (*Location, error) { return registered.parse(rawURL) }
 
-// Parse parses rawURL into a Location, with m's Locator for its scheme.
-// A scheme no driver registered is an error wrapping ErrUnknownScheme; a
+// parse parses rawURL into a Location, with r's Scheme for its scheme. A
+// scheme no driver registered is an error wrapping ErrUnknownScheme; a
 // prefix that is not itself a valid key (CheckKey: a control character, a
 // double slash, a "." segment), under which every key would be refused,
 // is an error wrapping ErrInvalidKey.
-func (m *Mux) Parse(rawURL string) (*Location, error) {
+func (r *registry) parse(rawURL string) (*Location, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Parse's error repeats the raw URL; do not pass it on.
@@ -75,20 +55,27 @@ func (m *Mux) Parse(rawURL string) (*Location, error) {
 	}
 	l := &Location{Scheme: strings.ToLower(u.Scheme), u: u, display: displayForm(rawURL, u)}
 	if u.Scheme == "" {
-		return nil, fmt.Errorf("open %s: the URL has no scheme; use one of %s", l, strings.Join(m.Schemes(), ", "))
+		return nil, fmt.Errorf("open %s: the URL has no scheme; use one of %s", l, strings.Join(r.names(), ", "))
 	}
-	m.mu.RLock()
-	opener, locate := m.openers[l.Scheme], m.locators[l.Scheme]
-	m.mu.RUnlock()
-	if opener == nil {
+	r.mu.RLock()
+	s, ok := r.schemes[l.Scheme]
+	r.mu.RUnlock()
+	if !ok {
 		return nil, fmt.Errorf("open %s: %w %q; registered schemes: %s",
-			l, ErrUnknownScheme, u.Scheme, strings.Join(m.Schemes(), ", "))
+			l, ErrUnknownScheme, u.Scheme, strings.Join(r.names(), ", "))
 	}
+	l.scheme = s
+	locate := s.Locate
 	if locate == nil {
-		locate = genericPlace
+		locate = genericLocation
 	}
-	if l.Place, err = locate(l.URL()); err != nil {
+	where, err := locate(l.URL())
+	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", l, err)
+	}
+	l.Bucket, l.Prefix, l.Endpoint = where.Bucket, where.Prefix, where.Endpoint
+	if s.Locate != nil {
+		l.Endpoint = cleanEndpoint(l.Endpoint)
 	}
 	l.Prefix = strings.Trim(l.Prefix, "/")
 	if l.Prefix != "" {
@@ -100,8 +87,12 @@ func (m *Mux) Parse(rawURL string) (*Location, error) {
 	return l, nil
 }
 
-// genericPlace locates a URL of a scheme without a Locator.
-func genericPlace(u *url.URL) (Place, error) {
+// genericLocation locates a URL of a scheme registered without Locate: the
+// URL's host as the bucket, its path as the prefix, and every query
+// parameter, sorted, as part of the endpoint, so that two spellings may
+// differ where the driver would see one place, but two places never
+// coincide.
+func genericLocation(u *url.URL) (Location, error) {
 	q := u.Query()
 	keys := make([]string, 0, len(q))
 	for k := range q {
@@ -112,13 +103,14 @@ func genericPlace(u *url.URL) (Place, error) {
 	for _, k := range keys {
 		fmt.Fprintf(&e, "%q=%q;", k, q[k])
 	}
-	return Place{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"), Endpoint: e.String()}, nil
+	return Location{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/"), Endpoint: e.String()}, nil
 }
 
-// CleanEndpoint returns an endpoint URL in a canonical form: scheme and
+// cleanEndpoint returns an endpoint URL in a canonical form: scheme and
 // host in lower case, the scheme's default port left out, no trailing
-// slash. What does not parse is returned as it is (the Opener refuses it).
-func CleanEndpoint(raw string) string {
+// slash. What does not parse is returned as it is (the driver's Open
+// refuses it).
+func cleanEndpoint(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return raw
@@ -130,6 +122,9 @@ func CleanEndpoint(raw string) string {
 
 // URL returns a copy of the parsed URL.
 func (l *Location) URL() *url.URL {
+	if l.u == nil {
+		return &url.URL{Scheme: l.Scheme}
+	}
 	u := *l.u
 	if u.User != nil {
 		user := *u.User
@@ -161,36 +156,27 @@ func displayForm(rawURL string, u *url.URL) string {
 	return red
 }
 
-// OpenLocation opens the bucket at l with the Opener registered for its
-// scheme. It returns the bucket; the prefix is l.Prefix.
-func OpenLocation(ctx context.Context, l *Location) (Bucket, error) {
-	return defaultMux.OpenLocation(ctx, l)
-}
-
-// OpenLocation opens the bucket at l with m's Opener for its scheme and
-// returns it; the prefix is l.Prefix. An Opener whose prefix disagrees
-// with the Locator's is an error: the two would name different places.
-func (m *Mux) OpenLocation(ctx context.Context, l *Location) (Bucket, error) {
-	m.mu.RLock()
-	opener, located := m.openers[l.Scheme], m.locators[l.Scheme] != nil
-	m.mu.RUnlock()
-	if opener == nil {
-		return nil, fmt.Errorf("open %s: %w %q; registered schemes: %s",
-			l, ErrUnknownScheme, l.Scheme, strings.Join(m.Schemes(), ", "))
+// Open opens the bucket at l, which ParseURL made, with its scheme's Open,
+// and returns it; the prefix is l.Prefix. An Open whose prefix disagrees
+// with the scheme's Locate is an error: the two would name different
+// places.
+func (l *Location) Open(ctx context.Context) (Bucket, error) {
+	if l.scheme.Open == nil {
+		return nil, fmt.Errorf("open %s: the Location was not made by ParseURL", l)
 	}
-	b, prefix, err := opener(ctx, l.URL())
+	b, prefix, err := l.scheme.Open(ctx, l.URL())
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", l, err)
 	}
 	prefix = strings.Trim(prefix, "/")
 	switch {
 	case prefix == l.Prefix:
-	case !located:
-		// The generic Place knows no better than the driver.
+	case l.scheme.Locate == nil:
+		// The generic Location knows no better than the driver.
 		l.Prefix = prefix
 	default:
 		_ = Close(b)
-		return nil, fmt.Errorf("open %s: the %s driver opens prefix %q where its Locator says %q: a driver bug", l, l.Scheme, prefix, l.Prefix)
+		return nil, fmt.Errorf("open %s: the %s driver opens prefix %q where its Locate says %q: a driver bug", l, l.Scheme, prefix, l.Prefix)
 	}
 	return b, nil
 }

@@ -11,104 +11,109 @@ import (
 	"sync"
 )
 
-// An Opener opens the bucket a URL names and returns it with the key prefix
-// the URL selects (no leading or trailing slash; empty for the bucket's
-// root). It validates the URL's query with Params, so that a misspelled
-// parameter is refused rather than ignored. It must take credentials from
-// the service's usual sources (environment, profile, workload identity),
-// never from the URL.
-type Opener func(ctx context.Context, u *url.URL) (b Bucket, prefix string, err error)
-
-// A Mux maps URL schemes to Openers. The zero value is an empty Mux ready to
-// use; tests build their own. Register and Open use the process-wide Mux
-// that drivers register into from their init functions.
-type Mux struct {
-	mu       sync.RWMutex
-	openers  map[string]Opener
-	locators map[string]Locator
+// A Scheme is everything a driver registers for a URL scheme: how to open
+// its URLs and, optionally, where they point.
+type Scheme struct {
+	// Open opens the bucket u names and returns it with the key prefix u
+	// selects (no leading or trailing slash; empty for the bucket's root).
+	// It validates u's query with Params, so that a misspelled parameter is
+	// refused rather than ignored. It must take credentials from the
+	// service's usual sources (environment, profile, workload identity),
+	// never from the URL. Required.
+	Open func(ctx context.Context, u *url.URL) (b Bucket, prefix string, err error)
+	// Locate says, from u alone, where it points: the Bucket, Prefix and
+	// Endpoint of the Location it returns (its other fields are ignored;
+	// ParseURL puts the Endpoint URL in a canonical form: scheme and host
+	// in lower case, no default port, no trailing slash).
+	// It must agree with Open on the prefix, and give equal Locations for
+	// URLs that name the same objects and different ones otherwise. It may
+	// refuse a URL Open would refuse, but need not. If nil, the URL's host
+	// is the bucket, its path the prefix, and every query parameter part of
+	// the endpoint: two spellings of one place may then differ, but two
+	// places never coincide.
+	Locate func(u *url.URL) (Location, error)
 }
 
-// Register makes opener available for URLs with the given scheme. It panics
-// if scheme is empty, opener is nil, or the scheme is already registered,
-// as database/sql.Register does: two drivers claiming one scheme is a
-// programming error.
-func (m *Mux) Register(scheme string, opener Opener) {
-	register(m, &m.openers, "Register", scheme, opener, opener == nil)
+// registry maps URL schemes to what their drivers registered. The zero
+// value is empty and ready to use; tests build their own.
+type registry struct {
+	mu      sync.RWMutex
+	schemes map[string]Scheme
 }
 
-// register adds f to m's table under scheme, in lower case, for call
-// (Register, RegisterLocator); it panics on an empty scheme, a nil f or a
-// scheme already there.
-func register[F any](m *Mux, table *map[string]F, call, scheme string, f F, isNil bool) {
-	if scheme == "" || isNil {
-		panic("driver: " + call + " with an empty scheme or a nil function")
+// registered is the registry drivers register into; it is the only global
+// state of this module.
+var registered registry
+
+// Register makes the URLs of scheme (such as "s3") known to Open and
+// ParseURL, opened and located by s. Drivers call it once, from their
+// package's init function. It panics if scheme is empty, s.Open is nil, or
+// the scheme is already registered, as database/sql.Register does: two
+// drivers claiming one scheme is a programming error.
+func Register(scheme string, s Scheme) { registered.register(scheme, s) }
+
+// register adds s to r under scheme, in lower case; it panics on an empty
+// scheme, a nil s.Open or a scheme already there.
+func (r *registry) register(scheme string, s Scheme) {
+	if scheme == "" || s.Open == nil {
+		panic("driver: Register with an empty scheme or a nil Open")
 	}
 	scheme = strings.ToLower(scheme)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, dup := (*table)[scheme]; dup {
-		panic("driver: " + call + " called twice for scheme " + scheme)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.schemes[scheme]; dup {
+		panic("driver: Register called twice for scheme " + scheme)
 	}
-	if *table == nil {
-		*table = make(map[string]F)
+	if r.schemes == nil {
+		r.schemes = make(map[string]Scheme)
 	}
-	(*table)[scheme] = f
+	r.schemes[scheme] = s
 }
 
-// Schemes returns the registered schemes, sorted.
-func (m *Mux) Schemes() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	s := make([]string, 0, len(m.openers))
-	for k := range m.openers {
+// names returns r's schemes, sorted.
+func (r *registry) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := make([]string, 0, len(r.schemes))
+	for k := range r.schemes {
 		s = append(s, k)
 	}
 	sort.Strings(s)
 	return s
 }
 
-// ErrUnknownScheme is wrapped by Open's error for a URL whose scheme no
-// driver registered.
+// ErrUnknownScheme is wrapped by the error of Open and ParseURL for a URL
+// whose scheme no driver registered.
 var ErrUnknownScheme = errors.New("unknown URL scheme")
 
-// Open opens the bucket named by rawURL with the Opener registered for its
-// scheme and returns it with the URL's key prefix. Errors show the URL with
-// its secrets redacted. It is Parse then OpenLocation.
-func (m *Mux) Open(ctx context.Context, rawURL string) (Bucket, string, error) {
-	l, err := m.Parse(rawURL)
+// open is ParseURL then Location.Open, on r.
+func (r *registry) open(ctx context.Context, rawURL string) (Bucket, string, error) {
+	l, err := r.parse(rawURL)
 	if err != nil {
 		return nil, "", err
 	}
-	b, err := m.OpenLocation(ctx, l)
+	b, err := l.Open(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	return b, l.Prefix, nil
 }
 
-// defaultMux is the registry drivers register into; it is the only global
-// state of this module.
-var defaultMux Mux
-
-// Register makes opener available to Open for URLs with the given scheme.
-// Drivers call it from their package's init function. It panics on an empty
-// scheme, a nil opener or a scheme registered twice.
-func Register(scheme string, opener Opener) { defaultMux.Register(scheme, opener) }
-
 // Open opens the bucket named by rawURL, such as "s3://bucket/backups/db1",
 // with the driver registered for its scheme, and returns it with the key
 // prefix the URL names ("backups/db1"). The driver's package must be
-// imported (for its side effect) for its scheme to be known.
+// imported (for its side effect) for its scheme to be known. Errors show
+// the URL with its secrets redacted. It is ParseURL then Location.Open.
 //
 // The Bucket may own what the driver made for it (the gs driver's storage
 // client, with its connection pool): release it with Close once done with
 // the Bucket.
 func Open(ctx context.Context, rawURL string) (Bucket, string, error) {
-	return defaultMux.Open(ctx, rawURL)
+	return registered.open(ctx, rawURL)
 }
 
-// Schemes returns the schemes registered with Register, sorted.
-func Schemes() []string { return defaultMux.Schemes() }
+// Schemes returns the registered schemes, sorted.
+func Schemes() []string { return registered.names() }
 
 // Params returns u's query after checking that every parameter is one of
 // allowed and appears once. An unknown parameter is an error naming it and

@@ -95,16 +95,28 @@ func TestKnownDeviationMustStillDeviate(t *testing.T) {
 	}
 }
 
-// TestCheckURLsCatchesMistakes shows the URL checks failing on an opener
-// that puts the URL, secret and all, into its error and accepts a typo.
-func TestCheckURLsCatchesMistakes(t *testing.T) {
-	var m driver.Mux
-	m.Register("leaky", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+// The schemes this package's tests open: "leaky", an opener with the
+// mistakes CheckURLs must catch, and every in-module driver's exported
+// Open and Locate under a scheme of the test's choosing.
+func init() {
+	driver.Register("leaky", driver.Scheme{Open: func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 		if u.User != nil {
 			return nil, "", errors.New("cannot use " + u.User.String())
 		}
 		return mem.New(), "", nil // ignores its query: a typo fails open
-	})
+	}})
+	driver.Register("my-s3", driver.Scheme{Open: s3.OpenURL, Locate: s3.Locate})
+	driver.Register("my-r2", driver.Scheme{Open: r2.OpenURL, Locate: r2.Locate})
+	driver.Register("my-gs", driver.Scheme{Open: gcs.OpenURL, Locate: gcs.Locate})
+	driver.Register("my-az", driver.Scheme{Open: azure.OpenURL, Locate: azure.Locate})
+	driver.Register("my-minio", driver.Scheme{Open: minio.OpenURL, Locate: minio.Locate})
+	driver.Register("my-file", driver.Scheme{Open: file.OpenURL, Locate: file.Locate})
+	driver.Register("my-mem", driver.Scheme{Open: mem.OpenURL, Locate: mem.Locate})
+}
+
+// TestCheckURLsCatchesMistakes shows the URL checks failing on an opener
+// that puts the URL, secret and all, into its error and accepts a typo.
+func TestCheckURLsCatchesMistakes(t *testing.T) {
 	problems := drivertest.CheckURLs(drivertest.URLCases{
 		Valid: []string{"leaky://b/p"},
 		Invalid: map[string]string{
@@ -112,7 +124,6 @@ func TestCheckURLsCatchesMistakes(t *testing.T) {
 			"leaky://ak:hunter2@b/p": "must not hold credentials",
 		},
 		Secrets: []string{"hunter2"},
-		Mux:     &m,
 	})
 	var typo, leak bool
 	for _, p := range problems {
@@ -155,25 +166,16 @@ func TestDocListsEveryCheck(t *testing.T) {
 	}
 }
 
-// TestRunURLsOnACustomMux: every driver's exported opener serves a Mux of
-// the caller's, under a scheme of its choosing.
-func TestRunURLsOnACustomMux(t *testing.T) {
+// TestRunURLsUnderAnotherScheme: every driver's exported Open and Locate
+// serve a scheme of the caller's choosing.
+func TestRunURLsUnderAnotherScheme(t *testing.T) {
 	t.Setenv("AWS_REGION", "eu-west-1")
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
 	t.Setenv("MINIO_ACCESS_KEY", "k")
 	t.Setenv("MINIO_SECRET_KEY", "s")
-	var m driver.Mux
-	m.Register("my-s3", s3.OpenURL)
-	m.Register("my-r2", r2.OpenURL)
-	m.Register("my-gs", gcs.OpenURL)
-	m.Register("my-az", azure.OpenURL)
-	m.Register("my-minio", minio.OpenURL)
-	m.Register("my-file", file.OpenURL)
-	m.Register("my-mem", mem.OpenURL)
 	drivertest.RunURLs(t, drivertest.URLCases{
-		Mux: &m,
 		Valid: []string{"my-s3://bkt/p", "my-r2://0123456789abcdef0123456789abcdef/bkt/p", "my-gs://bkt/p?endpoint=http://127.0.0.1:1",
 			"my-az://cnt/p?account=acct", "my-minio://127.0.0.1:1/bkt/p?tls=false", "my-file://" + t.TempDir(), "my-mem://b/p"},
-		Invalid: map[string]string{"my-s3://Bad_Bucket/p": "bucket name", "s3://bkt/p": "unknown URL scheme"},
+		Invalid: map[string]string{"my-s3://Bad_Bucket/p": "bucket name", "my-s4://bkt/p": "unknown URL scheme"},
 	})
 }

@@ -22,13 +22,13 @@ import (
 const processLocalScheme = "drivertest-process-local"
 
 func init() {
-	driver.Register(processLocalScheme, func(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
+	driver.Register(processLocalScheme, driver.Scheme{Open: func(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 		if _, err := driver.Params(u); err != nil {
 			return nil, "", err
 		}
 		b, err := file.Open(u.Path)
 		return processLocal{b}, "", err
-	})
+	}})
 }
 
 // processLocal is a wrong driver that no check run in one process can tell

@@ -23,10 +23,6 @@ type URLCases struct {
 	// carried them: put credentials into some Invalid URLs and list them
 	// here.
 	Secrets []string
-	// Mux opens the URLs; nil means the process-wide registry (driver.Open).
-	// A driver author tests an exported opener on a Mux of their own, so
-	// that nothing is registered globally.
-	Mux *driver.Mux
 }
 
 // RunURLs checks a driver's URL handling: every valid URL opens, every
@@ -45,9 +41,6 @@ func RunURLs(t *testing.T, c URLCases) {
 func CheckURLs(c URLCases) []string {
 	ctx := context.Background()
 	open := driver.Open
-	if c.Mux != nil {
-		open = c.Mux.Open
-	}
 	var problems []string
 	for _, u := range c.Valid {
 		if _, _, err := open(ctx, u); err != nil {

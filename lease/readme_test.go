@@ -221,10 +221,10 @@ var readmeBuckets sync.Map // name -> *mem.Bucket, for readme-ignoring://
 
 // The scheme of a store that accepts every write whatever its condition.
 func init() {
-	driver.Register("readme-ignoring", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+	driver.Register("readme-ignoring", driver.Scheme{Open: func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 		b, _ := readmeBuckets.LoadOrStore(u.Host, machineClocksOnly())
 		return ignoringBucket{b.(*mem.Bucket)}, strings.Trim(u.Path, "/"), nil
-	})
+	}})
 }
 
 // ignoringBucket drops the condition of every write: a service, proxy or

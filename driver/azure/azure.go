@@ -40,20 +40,19 @@ const (
 )
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for azblob:// URLs: the container and the
-// prefix, on the storage account's blob service (the endpoint parameter,
-// else the account parameter or AZURE_STORAGE_ACCOUNT), or on the account
-// AZURE_STORAGE_CONNECTION_STRING names.
-func Locate(u *url.URL) (driver.Place, error) {
+// Locate is the Locate of the driver.Scheme for azblob:// URLs: the container
+// and the prefix, on the storage account's blob service (the endpoint
+// parameter, else the account parameter or AZURE_STORAGE_ACCOUNT), or on the
+// account AZURE_STORAGE_CONNECTION_STRING names.
+func Locate(u *url.URL) (driver.Location, error) {
 	q, err := checkURL(u)
 	if err != nil {
-		return driver.Place{}, err
+		return driver.Location{}, err
 	}
-	p := driver.Place{Bucket: u.Host, Prefix: u.Path}
+	p := driver.Location{Bucket: u.Host, Prefix: u.Path}
 	if cs := os.Getenv(EnvConnectionString); cs != "" {
 		account, _ := connStringAccount(cs)
 		p.Endpoint = "connection string of account " + account
@@ -61,9 +60,9 @@ func Locate(u *url.URL) (driver.Place, error) {
 	}
 	endpoint, err := serviceURL(q.Get("account"), q.Get("endpoint"))
 	if err != nil {
-		return driver.Place{}, err
+		return driver.Location{}, err
 	}
-	p.Endpoint = driver.CleanEndpoint(endpoint)
+	p.Endpoint = endpoint
 	return p, nil
 }
 
@@ -71,9 +70,9 @@ func Locate(u *url.URL) (driver.Place, error) {
 // than Azure's 24 characters).
 var accountName = regexp.MustCompile(`^[a-z0-9]{3,63}$`)
 
-// OpenURL is the driver.Opener for azblob://CONTAINER/PREFIX?account=NAME&endpoint=URL,
-// which init registers with driver.Register; a custom driver.Mux can
-// register it too.
+// OpenURL is the Open of the driver.Scheme for
+// azblob://CONTAINER/PREFIX?account=NAME&endpoint=URL, which init registers;
+// a program may register it under a scheme of its own too.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := checkURL(u)
 	if err != nil {

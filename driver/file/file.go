@@ -60,20 +60,19 @@ const metaDir = ".bucketlease"
 const TrustParam = "trust_network_flock"
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for file:// URLs: the directory, cleaned
-// (file:///var/b/db1/ and file:///var/b/./db1 are one), as the bucket,
-// with no prefix; trust_network_flock says how far to trust the lock, not
-// which directory it is.
-func Locate(u *url.URL) (driver.Place, error) {
-	return driver.Place{Bucket: filepath.Clean(u.Path)}, nil
+// Locate is the Locate of the driver.Scheme for file:// URLs: the directory,
+// cleaned (file:///var/b/db1/ and file:///var/b/./db1 are one), as the
+// bucket, with no prefix; trust_network_flock says how far to trust the lock,
+// not which directory it is.
+func Locate(u *url.URL) (driver.Location, error) {
+	return driver.Location{Bucket: filepath.Clean(u.Path)}, nil
 }
 
-// OpenURL is the driver.Opener for file:///abs/dir URLs, which init
-// registers with driver.Register; a custom driver.Mux can register it too.
+// OpenURL is the Open of the driver.Scheme for file:///abs/dir URLs, which
+// init registers; a program may register it under a scheme of its own too.
 func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, TrustParam)
 	if err != nil {

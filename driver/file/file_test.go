@@ -277,12 +277,19 @@ func TestMissingDirectory(t *testing.T) {
 	}
 }
 
-// TestOpenerOnACustomMux: the exported opener serves a Mux of the caller's.
-func TestOpenerOnACustomMux(t *testing.T) {
-	var m driver.Mux
-	m.Register("localdir", file.OpenURL)
-	if _, _, err := m.Open(context.Background(), "localdir://"+t.TempDir()); err != nil {
+func init() { driver.Register("localdir", driver.Scheme{Open: file.OpenURL, Locate: file.Locate}) }
+
+// TestOpenURLUnderAnotherScheme: the exported OpenURL and Locate serve a
+// scheme of the caller's choosing.
+func TestOpenURLUnderAnotherScheme(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := driver.Open(context.Background(), "localdir://"+dir); err != nil {
 		t.Fatal(err)
+	}
+	a, errA := driver.ParseURL("localdir://" + dir + "/")
+	b, errB := driver.ParseURL("file://" + dir)
+	if errA != nil || errB != nil || a.Bucket != b.Bucket || a.Prefix != b.Prefix {
+		t.Fatalf("localdir and file name %v and %v (%v, %v)", a, b, errA, errB)
 	}
 }
 

@@ -27,14 +27,13 @@ const Scheme = "gs"
 const driverName = "gcs"
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for gs:// URLs: the bucket, the prefix and
-// the endpoint parameter (empty for Cloud Storage).
-func Locate(u *url.URL) (driver.Place, error) {
-	return driver.Place{Bucket: u.Host, Prefix: u.Path, Endpoint: driver.CleanEndpoint(u.Query().Get("endpoint"))}, nil
+// Locate is the Locate of the driver.Scheme for gs:// URLs: the bucket, the
+// prefix and the endpoint parameter (empty for Cloud Storage).
+func Locate(u *url.URL) (driver.Location, error) {
+	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
 }
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.

@@ -20,10 +20,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// OpenURL is the driver.Opener for gs://BUCKET/PREFIX?endpoint=URL, which
-// init registers with driver.Register; a custom driver.Mux can register it
-// too. The Bucket owns the client it creates: close it with driver.Close
-// (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for
+// gs://BUCKET/PREFIX?endpoint=URL, which init registers; a program may
+// register it under a scheme of its own too. The Bucket owns the client it
+// creates: close it with driver.Close (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {

@@ -28,14 +28,13 @@ import (
 const Scheme = "mem"
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for mem:// URLs: the named bucket and the
-// prefix.
-func Locate(u *url.URL) (driver.Place, error) {
-	return driver.Place{Bucket: u.Host, Prefix: u.Path}, nil
+// Locate is the Locate of the driver.Scheme for mem:// URLs: the named bucket
+// and the prefix.
+func Locate(u *url.URL) (driver.Location, error) {
+	return driver.Location{Bucket: u.Host, Prefix: u.Path}, nil
 }
 
 // named holds the buckets opened by URL, shared by name within the process.
@@ -46,8 +45,8 @@ var (
 	_ driver.Lister   = (*Bucket)(nil)
 )
 
-// OpenURL is the driver.Opener for mem://NAME/prefix URLs, which init
-// registers with driver.Register; a custom driver.Mux can register it too.
+// OpenURL is the Open of the driver.Scheme for mem://NAME/prefix URLs, which
+// init registers; a program may register it under a scheme of its own too.
 func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if _, err := driver.Params(u); err != nil {
 		return nil, "", err

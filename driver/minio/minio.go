@@ -25,26 +25,25 @@ import (
 const Scheme = "minio"
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for minio:// URLs: the bucket and prefix of
-// the path, on the server the host and the tls parameter name (https
-// unless tls=false); the region says nothing of which bucket it is.
-func Locate(u *url.URL) (driver.Place, error) {
+// Locate is the Locate of the driver.Scheme for minio:// URLs: the bucket and
+// prefix of the path, on the server the host and the tls parameter name
+// (https unless tls=false); the region says nothing of which bucket it is.
+func Locate(u *url.URL) (driver.Location, error) {
 	scheme := "https"
 	if s := u.Query().Get("tls"); s != "" {
 		secure, err := strconv.ParseBool(s)
 		if err != nil {
-			return driver.Place{}, fmt.Errorf("tls=%q is not true or false", s)
+			return driver.Location{}, fmt.Errorf("tls=%q is not true or false", s)
 		}
 		if !secure {
 			scheme = "http"
 		}
 	}
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	return driver.Place{Bucket: bucket, Prefix: prefix, Endpoint: driver.CleanEndpoint(scheme + "://" + u.Host)}, nil
+	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: scheme + "://" + u.Host}, nil
 }
 
 // MaxPutSize is the largest body Put sends. Every Put is one PUT request
@@ -127,10 +126,10 @@ func newClient(endpoint string, secure bool, region string) (*miniogo.Client, *h
 	return c, tr, nil
 }
 
-// OpenURL is the driver.Opener for minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R,
-// which init registers with driver.Register; a custom driver.Mux can
-// register it too. The Bucket owns the client it creates: close it with
-// driver.Close (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for
+// minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R, which init registers; a
+// program may register it under a scheme of its own too. The Bucket owns the
+// client it creates: close it with driver.Close (Bucket.Close) when done.
 func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "tls", "region")
 	if err != nil {

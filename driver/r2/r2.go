@@ -19,19 +19,19 @@ import (
 const Scheme = "r2"
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for r2:// URLs: the bucket and prefix of
-// the path, on the endpoint parameter or else the account's endpoint.
-func Locate(u *url.URL) (driver.Place, error) {
+// Locate is the Locate of the driver.Scheme for r2:// URLs: the bucket and
+// prefix of the path, on the endpoint parameter or else the account's
+// endpoint.
+func Locate(u *url.URL) (driver.Location, error) {
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	endpoint := u.Query().Get("endpoint")
 	if endpoint == "" {
 		endpoint = Endpoint(strings.ToLower(u.Host))
 	}
-	return driver.Place{Bucket: bucket, Prefix: prefix, Endpoint: driver.CleanEndpoint(endpoint)}, nil
+	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: endpoint}, nil
 }
 
 // Profile is R2's profile for the S3 driver: conditional writes, and no
@@ -82,10 +82,10 @@ func validAccountID(id string) bool {
 	return true
 }
 
-// OpenURL is the driver.Opener for r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E,
-// which init registers with driver.Register; a custom driver.Mux can
-// register it too. The Bucket owns the client it creates: close it with
-// driver.Close (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for
+// r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E, which init registers; a program
+// may register it under a scheme of its own too. The Bucket owns the client
+// it creates: close it with driver.Close (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {

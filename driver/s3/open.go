@@ -24,15 +24,14 @@ import (
 const Scheme = "s3"
 
 func init() {
-	driver.Register(Scheme, OpenURL)
-	driver.RegisterLocator(Scheme, Locate)
+	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the driver.Locator for s3:// URLs: the bucket, the prefix and
-// the endpoint parameter (empty for AWS); the region and path_style say
-// how to reach the bucket, not which it is.
-func Locate(u *url.URL) (driver.Place, error) {
-	return driver.Place{Bucket: u.Host, Prefix: u.Path, Endpoint: driver.CleanEndpoint(u.Query().Get("endpoint"))}, nil
+// Locate is the Locate of the driver.Scheme for s3:// URLs: the bucket, the
+// prefix and the endpoint parameter (empty for AWS); the region and
+// path_style say how to reach the bucket, not which it is.
+func Locate(u *url.URL) (driver.Location, error) {
+	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
 }
 
 // ClientOptions say how NewClient builds a client. Credentials are not among
@@ -187,10 +186,11 @@ func checkEndpoint(raw string) error {
 	return nil
 }
 
-// OpenURL is the driver.Opener for s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true,
-// which init registers with driver.Register; a custom driver.Mux can
-// register it too. The Bucket owns the client it creates: close it with
-// driver.Close (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for
+// s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true, which init
+// registers; a program may register it under a scheme of its own too. The
+// Bucket owns the client it creates: close it with driver.Close
+// (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "region", "endpoint", "path_style")
 	if err != nil {

@@ -17,9 +17,9 @@ var notes = mem.New()
 // The driver of notes://PREFIX registers its scheme from init, as a driver
 // package does; a real one opens a client of its service from the URL.
 func init() {
-	driver.Register("notes", func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+	driver.Register("notes", driver.Scheme{Open: func(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 		return notes, strings.Trim(u.Host+u.Path, "/"), nil
-	})
+	}})
 }
 
 // Main runs the command with the drivers registered when it is called:

@@ -84,7 +84,7 @@ func explain(loc *driver.Location, err error) error {
 // openLocation opens the bucket at loc (its prefix is loc.Prefix), and
 // says what to do about missing credentials.
 func openLocation(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
-	b, err := driver.OpenLocation(ctx, loc)
+	b, err := loc.Open(ctx)
 	return b, explain(loc, err)
 }
 

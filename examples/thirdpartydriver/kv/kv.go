@@ -34,37 +34,48 @@ const Scheme = "kv"
 // EnvToken is the environment variable OpenURL reads the token from.
 const EnvToken = "KV_TOKEN"
 
-func init() { driver.Register(Scheme, OpenURL) }
+func init() { driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate}) }
 
-// OpenURL is the driver.Opener for kv:// URLs; a custom driver.Mux can
-// register it under a scheme of its own.
-func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
-	q, err := driver.Params(u, "tls")
-	if err != nil {
-		return nil, "", err
-	}
-	if u.User != nil {
-		return nil, "", errors.New("kv URLs carry no credentials; set " + EnvToken)
-	}
+// Locate says where a kv:// URL points: the bucket and prefix of its path,
+// on the server its host and tls parameter name. It is the Locate of the
+// driver.Scheme init registers, so that two spellings of one URL name one
+// place.
+func Locate(u *url.URL) (driver.Location, error) {
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	if u.Host == "" || bucket == "" {
-		return nil, "", errors.New("use kv://HOST:PORT/BUCKET/PREFIX")
-	}
 	scheme := "https"
-	if s := q.Get("tls"); s != "" {
+	if s := u.Query().Get("tls"); s != "" {
 		tls, err := strconv.ParseBool(s)
 		if err != nil {
-			return nil, "", fmt.Errorf("tls=%q is not true or false", s)
+			return driver.Location{}, fmt.Errorf("tls=%q is not true or false", s)
 		}
 		if !tls {
 			scheme = "http"
 		}
 	}
+	return driver.Location{Bucket: bucket, Prefix: strings.Trim(prefix, "/"), Endpoint: scheme + "://" + u.Host}, nil
+}
+
+// OpenURL is the Open of the driver.Scheme init registers, for
+// kv://HOST:PORT/BUCKET/PREFIX?tls=false URLs.
+func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
+	if _, err := driver.Params(u, "tls"); err != nil {
+		return nil, "", err
+	}
+	if u.User != nil {
+		return nil, "", errors.New("kv URLs carry no credentials; set " + EnvToken)
+	}
+	loc, err := Locate(u)
+	if err != nil {
+		return nil, "", err
+	}
+	if u.Host == "" || loc.Bucket == "" {
+		return nil, "", errors.New("use kv://HOST:PORT/BUCKET/PREFIX")
+	}
 	token := os.Getenv(EnvToken)
 	if token == "" {
 		return nil, "", fmt.Errorf("%w: no credentials: set %s", driver.ErrPermission, EnvToken)
 	}
-	return New(http.DefaultClient, scheme+"://"+u.Host, bucket, token), strings.Trim(prefix, "/"), nil
+	return New(http.DefaultClient, loc.Endpoint, loc.Bucket, token), loc.Prefix, nil
 }
 
 // Bucket is one bucket of a kvstore service.

@@ -81,15 +81,33 @@ func TestPermission(t *testing.T) {
 	}
 }
 
-// TestURLs checks the opener on a Mux of the test's own.
+// TestURLs checks the kv:// URLs that importing kv registers.
 func TestURLs(t *testing.T) {
 	t.Setenv(kv.EnvToken, token)
-	var m driver.Mux
-	m.Register("kv", kv.OpenURL)
 	drivertest.RunURLs(t, drivertest.URLCases{
-		Mux:     &m,
 		Valid:   []string{"kv://127.0.0.1:1/leases/db1?tls=false"},
 		Invalid: map[string]string{"kv://127.0.0.1:1/leases/db1?tsl=false": `unknown query parameter "tsl"`, "kv://u:hunter2@h/b": "no credentials"},
 		Secrets: []string{"hunter2"},
 	})
+}
+
+// TestLocate: two spellings of one kv:// place are one Location, and
+// another server or bucket is another.
+func TestLocate(t *testing.T) {
+	key := func(raw string) string {
+		t.Helper()
+		l, err := driver.ParseURL(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Key()
+	}
+	if a, b := key("kv://H:1/leases/db1/?tls=false"), key("kv://h:1/leases/db1?tls=0"); a != b {
+		t.Errorf("one place, two keys: %s and %s", a, b)
+	}
+	for _, other := range []string{"kv://h:1/leases/db1", "kv://h:2/leases/db1?tls=false", "kv://h:1/other/db1?tls=false"} {
+		if key(other) == key("kv://h:1/leases/db1?tls=false") {
+			t.Errorf("%s shares a key with kv://h:1/leases/db1?tls=false", other)
+		}
+	}
 }
