@@ -18,6 +18,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 )
 
 // TestMemRefusedAcrossProcesses: a mem:// bucket lives
@@ -262,8 +264,8 @@ func TestWaitStoppedBySignalExits128PlusN(t *testing.T) {
 		if code := b.wait(); code != 128+int(sig) {
 			t.Errorf("hold --wait stopped by %v: exit %d, want %d", sig, code, 128+int(sig))
 		}
-		if !strings.Contains(b.errOutput(), "interrupted by "+signalName(sig)) {
-			t.Errorf("no word of %s: %s", signalName(sig), b.errOutput())
+		if !strings.Contains(b.errOutput(), "interrupted by "+supervise.SignalName(sig)) {
+			t.Errorf("no word of %s: %s", supervise.SignalName(sig), b.errOutput())
 		}
 	}
 	a.signal(syscall.SIGTERM)

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package cli
+package supervise
 
 import (
 	"errors"
@@ -13,16 +13,16 @@ import (
 // PID namespace here: the watchdog runs in a session of its own, out of
 // reach of a signal to hold's process group, and signals the command's
 // process group as a whole.
-func watchdogModes(bool) []watchdogMode {
-	return []watchdogMode{{name: "session", words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
+func watchdogModes(bool) []Mode {
+	return []Mode{{Name: "session", Words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
 }
 
 // hostPID is nsPid: there are no PID namespaces here.
 func hostPID(nsPid int) int { return nsPid }
 
-// becomeSubreaper is not available here: processes that leave the
+// BecomeSubreaper is not available here: processes that leave the
 // command's process group escape the watchdog.
-func becomeSubreaper() error {
+func BecomeSubreaper() error {
 	return errors.New("no child subreaper on this system")
 }
 
@@ -42,8 +42,8 @@ func signalTree(cmdPid int, sig syscall.Signal) int {
 	return 0
 }
 
-// monoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
-func monoNow() int64 {
+// MonoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
+func MonoNow() int64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
