@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
+
+	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
 var probeCommand = &command{
@@ -80,8 +81,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		}
 		prefix := loc.Prefix
 		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
-		locks := fileLockDir(loc)
-		locksBefore := countEntries(locks)
+		locks, locksBefore := fileLocks(loc)
 		if !*asJSON {
 			removed := "removed afterwards"
 			if locks != "" {
@@ -95,7 +95,8 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
 		left := leftovers{dir: locks}
 		if locks != "" {
-			left.lockFiles = max(countEntries(locks)-locksBefore, 0)
+			_, n := fileLocks(loc)
+			left.lockFiles = max(n-locksBefore, 0)
 		}
 		printReport := func(w io.Writer, rep *drivertest.Report) {
 			printReport(w, rep)
@@ -209,37 +210,14 @@ func (l leftovers) print(w io.Writer) {
 			reportWidth, "  "))
 }
 
-// fileLockDir is where the file driver keeps its lock files for a file://
-// URL (driver/file: dir/.bucketlease/locks, one empty file per key ever
-// written), or "" for another scheme.
-func fileLockDir(loc *driver.Location) string {
-	if loc.Scheme != "file" {
-		return ""
+// fileLocks is where the file driver keeps its lock files for a file://
+// URL, one per key ever written, and how many there are; "" for another
+// scheme.
+func fileLocks(loc *driver.Location) (string, int) {
+	if u := loc.URL(); loc.Scheme == "file" && filepath.IsAbs(u.Path) {
+		return file.LockFiles(u.Path)
 	}
-	u := loc.URL()
-	if !filepath.IsAbs(u.Path) {
-		return ""
-	}
-	return filepath.Join(filepath.Clean(u.Path), ".bucketlease", "locks")
-}
-
-// countEntries counts the entries of dir (0 if it cannot be read), reading
-// it in batches, up to a bound.
-func countEntries(dir string) int {
-	f, err := os.Open(dir)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	n := 0
-	for range 10_000 { // 10 million entries at most
-		names, err := f.Readdirnames(1024)
-		n += len(names)
-		if err != nil || len(names) == 0 {
-			break
-		}
-	}
-	return n
+	return "", 0
 }
 
 // reportWidth is the width probe's report keeps to: it reads in a
