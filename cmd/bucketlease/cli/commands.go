@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // env is what a command may touch of the process, so that tests can run
@@ -67,7 +69,7 @@ func run(ctx context.Context, e *env, args []string) int {
 	err := dispatch(ctx, e, args)
 	code, show := codeOf(err)
 	if show {
-		fmt.Fprintf(e.stderr, "bucketlease: %s\n", terminalSafe(err.Error()))
+		fmt.Fprintf(e.stderr, "bucketlease: %s\n", term.Safe(err.Error()))
 	}
 	return code
 }

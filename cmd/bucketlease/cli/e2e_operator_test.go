@@ -20,6 +20,8 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // TestMemRefusedAcrossProcesses: a mem:// bucket lives
@@ -294,7 +296,7 @@ func TestBreakPastedVersionAndCommand(t *testing.T) {
 	if !strings.Contains(suggested, "'") {
 		t.Errorf("the suggested command line is not quoted for the shell: %s", suggested)
 	}
-	sh := exec.Command("sh", "-c", strings.Replace(suggested, "bucketlease", shellQuote(binary), 1))
+	sh := exec.Command("sh", "-c", strings.Replace(suggested, "bucketlease", term.ShellQuote(binary), 1))
 	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "dead-host") {
 		t.Errorf("the suggested %s, run by sh: %v\n%s", suggested, err, out)
 	}

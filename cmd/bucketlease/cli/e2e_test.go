@@ -23,6 +23,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // Generous bounds for a slow shared machine; no test waits for them unless
@@ -530,7 +532,7 @@ func TestProbeFile(t *testing.T) {
 	// What stays is said, exactly: the file driver's lock files, which it
 	// never removes, counted in the report and in --json.
 	locks, n := file.LockFiles(filepath.Join(dir, "sub"))
-	if want := fmt.Sprintf("left behind: %d empty lock files in %s", n, locks); n == 0 || !strings.Contains(oneLine(probeOut), want) {
+	if want := fmt.Sprintf("left behind: %d empty lock files in %s", n, locks); n == 0 || !strings.Contains(term.OneLine(probeOut), want) {
 		t.Errorf("probe's report does not say %q:\n%s", want, probeOut)
 	}
 	if !strings.Contains(errOut, "their lock files stay, see the end") {

@@ -12,6 +12,8 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // holdUntilSignal holds the lease until a signal or until it ends.
@@ -194,5 +196,5 @@ func holderText(id string) string {
 	if id == lease.BreakerID {
 		return "an operator (bucketlease break)"
 	}
-	return "instance " + terminalSafe(id)
+	return "instance " + term.Safe(id)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // lateJSON is list --late's --json output.
@@ -96,7 +98,7 @@ func printLate(w io.Writer, loc *driver.Location, res lateJSON) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "KEY\tWRITTEN BY\tEPOCH\tMODIFIED\tLATE BY\tAFTER EPOCH")
 		for _, l := range res.Late {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", terminalSafe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", term.Safe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
 				(time.Duration(l.LateByS * float64(time.Second))).Round(time.Second), l.AfterEpoch)
 		}
 		tw.Flush()

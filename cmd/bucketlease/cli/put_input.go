@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // putInput is where put's body comes from: FILE, stdin, or a producer
@@ -86,7 +88,7 @@ type progress struct {
 func startProgress(w io.Writer, key string) *progress {
 	p := &progress{done: make(chan struct{}), ended: make(chan struct{})}
 	f, ok := w.(*os.File)
-	if !ok || !isTerminal(f) {
+	if !ok || !term.IsTerminal(f) {
 		close(p.ended)
 		return p
 	}

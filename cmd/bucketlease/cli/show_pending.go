@@ -10,6 +10,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 
 	"github.com/mushroomdb/bucketlease/driver/file"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.
@@ -145,7 +147,7 @@ func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
 	case !p.available:
 		row("pending", fmt.Sprintf("not available on this driver (%s)", loc.Scheme))
 	case p.err != nil:
-		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, oneLine(p.err.Error())))
+		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, term.OneLine(p.err.Error())))
 	case len(p.uploads) == 0 && p.truncated:
 		row("pending", fmt.Sprintf("none under %s among the first %d uploads of the bucket (it has more)", where, maxPendingScanned))
 	case len(p.uploads) == 0:

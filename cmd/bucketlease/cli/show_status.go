@@ -10,6 +10,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // stateMeaning says what a state means for a contender.
@@ -38,7 +40,7 @@ func stateMeaning(st lease.Status) string {
 func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, terminalSafe(v)) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, term.Safe(v)) }
 	defer func() {
 		for _, m := range more {
 			m(row)
