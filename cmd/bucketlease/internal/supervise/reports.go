@@ -76,6 +76,15 @@ func parseReport(line string) (Report, bool) {
 	return Report{At: time.Unix(0, ns), Fields: strings.SplitN(rest, " ", 3)}, true
 }
 
+// MonoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
+func MonoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
+	}
+	return ts.Nano()
+}
+
 // oneLine joins s's lines and spaces into one line of single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 

@@ -5,8 +5,6 @@ package supervise
 import (
 	"errors"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // watchdogModes are the ways hold tries to start the watchdog. There is no
@@ -40,13 +38,4 @@ func signalTree(cmdPid int, sig syscall.Signal) int {
 		return 1
 	}
 	return 0
-}
-
-// MonoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
-func MonoNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
-	}
-	return ts.Nano()
 }

@@ -225,12 +225,3 @@ func hostPID(nsPid int) int {
 	}
 	return nsPid
 }
-
-// MonoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
-func MonoNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
-	}
-	return ts.Nano()
-}
