@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 func TestHelp(t *testing.T) {

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
-
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // env is what a command may touch of the process, so that tests can run

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
-
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
 // The hold, show and break sessions in docs/cli.md are produced by the

@@ -16,12 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // TestMemRefusedAcrossProcesses: a mem:// bucket lives

@@ -20,11 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // Generous bounds for a slow shared machine; no test waits for them unless

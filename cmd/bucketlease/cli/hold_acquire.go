@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // acquire takes the lease, or with --wait keeps trying until it can.

@@ -8,12 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // holdUntilSignal holds the lease until a signal or until it ends.

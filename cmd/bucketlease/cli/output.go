@@ -14,10 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
-
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 const envConditional = lease.EnvConditional

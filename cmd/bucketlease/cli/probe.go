@@ -10,12 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/drivertest"
-
-	"github.com/mushroomdb/bucketlease/driver/file"
-
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
 var probeCommand = &command{

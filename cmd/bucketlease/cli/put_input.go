@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
-
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 

@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
-
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // fileLeaseAbsent looks at a file:// URL before show or break open it (the

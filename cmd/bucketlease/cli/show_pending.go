@@ -7,11 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
-
-	"github.com/mushroomdb/bucketlease/driver/file"
-
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.

@@ -11,9 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lease"
-
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 const sigQuit = syscall.SIGQUIT
