@@ -53,8 +53,6 @@ import (
 // Scheme is the URL scheme this package registers.
 const Scheme = "file"
 
-const metaDir = ".bucketlease"
-
 // TrustParam is the URL parameter that asserts flock(2) excludes across
 // the machines sharing a network or FUSE file system.
 const TrustParam = "trust_network_flock"
@@ -223,7 +221,7 @@ func (b *Bucket) path(op *driver.Op) (string, error) {
 	if key == metaDir || strings.HasPrefix(key, metaDir+"/") {
 		return "", op.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q is reserved for the driver's own files", key))
 	}
-	return filepath.Join(b.root, filepath.FromSlash(key)), nil
+	return Path(b.root, key), nil
 }
 
 // missing classifies an error opening an object's file: the key is missing

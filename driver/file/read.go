@@ -192,7 +192,7 @@ func dateOf(st fs.FileInfo, committed bool) time.Time {
 // stat reads key's version, size and modification time; ok is false if it
 // is no longer there.
 func (b *Bucket) stat(key string) (driver.Object, bool, error) {
-	f, err := os.Open(filepath.Join(b.root, filepath.FromSlash(key)))
+	f, err := os.Open(Path(b.root, key))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return driver.Object{}, false, nil
 	}

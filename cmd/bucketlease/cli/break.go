@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -88,7 +88,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *version == "" {
-			return usageErrorf("break needs --version V, the version that show prints; run: bucketlease show %s", shellQuote(loc.String()))
+			return usageErrorf("break needs --version V, the version that show prints; run: bucketlease show %s", term.ShellQuote(loc.String()))
 		}
 		if err := refuseInProcess("break", loc); err != nil {
 			return err
@@ -98,7 +98,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 		}
 		how := breakHow{force: *force, overlap: *overlap, killStopped: *killStopped}
 		var confirm func() error
-		if !*yes && isTerminal(os.Stdin) {
+		if !*yes && term.IsTerminal(os.Stdin) {
 			confirm = func() error { return askYes(os.Stdin, e.stderr) }
 		}
 		if !*asJSON {
@@ -162,7 +162,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 	printStatus(w, loc, st)
 	if !sameVersion(st.Version, v) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
-			st.Key, st.Version, v, shellQuote(loc.String()))))
+			st.Key, st.Version, v, term.ShellQuote(loc.String()))))
 	}
 	v = st.Version // as the service spells it, quotes and all
 	if st.State == lease.Fresh && !how.force {
@@ -191,7 +191,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 	}
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
-			st.Key, shellQuote(loc.String()))))
+			st.Key, term.ShellQuote(loc.String()))))
 	}
 	if err != nil {
 		return explain(loc, fmt.Errorf("break %s: %w", st.Key, err))
@@ -273,26 +273,4 @@ func sameVersion(object, typed driver.Version) bool {
 		return s
 	}
 	return object == typed || unquote(object) == unquote(typed)
-}
-
-// shellQuote quotes s for a POSIX shell, leaving it as it is when it
-// needs no quotes, so that a command line the tool suggests can be pasted.
-func shellQuote(s string) string {
-	safe := s != ""
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
-			safe = false
-			break
-		}
-	}
-	switch {
-	case safe:
-		return s
-	case strings.ContainsAny(s, "\n\t") || !printsAsItself(s):
-		// ANSI-C quoting (bash, zsh, ksh): nothing in s reaches the
-		// terminal raw, and the line still pastes as one word.
-		q := strconv.Quote(s)
-		return "$'" + strings.ReplaceAll(q[1:len(q)-1], "'", `\'`) + "'"
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
@@ -304,7 +305,7 @@ func TestProbeReportFits100Columns(t *testing.T) {
 	joined := strings.Join(strings.Fields(strings.ReplaceAll(out, "\n         ", "")), " ")
 	flat := strings.Join(strings.Fields(out), " ")
 	for _, r := range rep.Results {
-		if !strings.Contains(flat, r.Name+" "+r.Status()) || !strings.Contains(flat, oneLine(r.Expect)) {
+		if !strings.Contains(flat, r.Name+" "+r.Status()) || !strings.Contains(flat, term.OneLine(r.Expect)) {
 			t.Errorf("the report lacks %s's row or expectation:\n%s", r.Name, out)
 		}
 	}
@@ -319,7 +320,7 @@ func TestProbeReportFits100Columns(t *testing.T) {
 		t.Errorf("--json lost a field: %+v", j.Results)
 	}
 	// The control: the old table's lines were wider.
-	if got := wrapText("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
+	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
 		t.Errorf("wrapText kept a long line whole or lost its spacing: %q", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -67,7 +68,7 @@ func run(ctx context.Context, e *env, args []string) int {
 	err := dispatch(ctx, e, args)
 	code, show := codeOf(err)
 	if show {
-		fmt.Fprintf(e.stderr, "bucketlease: %s\n", terminalSafe(err.Error()))
+		fmt.Fprintf(e.stderr, "bucketlease: %s\n", term.Safe(err.Error()))
 	}
 	return code
 }

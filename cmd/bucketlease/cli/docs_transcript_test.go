@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
@@ -52,7 +53,7 @@ func (s *session) rename(testName, docName string) { s.names = append(s.names, t
 func (s *session) cmd(args []string, redirect string) {
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = shellQuote(a)
+		q[i] = term.ShellQuote(a)
 	}
 	s.WriteString("$ " + strings.Join(q, " ") + redirect + "\n")
 }
@@ -376,7 +377,7 @@ func TestDocsCredentialsSession(t *testing.T) {
 	env := append(minioEnv(t, srv), "AWS_ACCESS_KEY_ID=nobody", "AWS_SECRET_ACCESS_KEY=wrong")
 	s := newSession(srv.Addr, "127.0.0.1:41559") // the port is the test server's
 	u := "s3://backups/db1?endpoint=" + srv.URL() + "&path_style=true"
-	s.WriteString("$ AWS_ACCESS_KEY_ID=nobody AWS_SECRET_ACCESS_KEY=wrong bucketlease show " + shellQuote(u) + "\n")
+	s.WriteString("$ AWS_ACCESS_KEY_ID=nobody AWS_SECRET_ACCESS_KEY=wrong bucketlease show " + term.ShellQuote(u) + "\n")
 	out, errOut, code := runCLI(t, env, "show", u)
 	noSecret(t, srv, out, errOut)
 	s.WriteString(out + errOut)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -262,8 +264,8 @@ func TestWaitStoppedBySignalExits128PlusN(t *testing.T) {
 		if code := b.wait(); code != 128+int(sig) {
 			t.Errorf("hold --wait stopped by %v: exit %d, want %d", sig, code, 128+int(sig))
 		}
-		if !strings.Contains(b.errOutput(), "interrupted by "+signalName(sig)) {
-			t.Errorf("no word of %s: %s", signalName(sig), b.errOutput())
+		if !strings.Contains(b.errOutput(), "interrupted by "+supervise.SignalName(sig)) {
+			t.Errorf("no word of %s: %s", supervise.SignalName(sig), b.errOutput())
 		}
 	}
 	a.signal(syscall.SIGTERM)
@@ -292,7 +294,7 @@ func TestBreakPastedVersionAndCommand(t *testing.T) {
 	if !strings.Contains(suggested, "'") {
 		t.Errorf("the suggested command line is not quoted for the shell: %s", suggested)
 	}
-	sh := exec.Command("sh", "-c", strings.Replace(suggested, "bucketlease", shellQuote(binary), 1))
+	sh := exec.Command("sh", "-c", strings.Replace(suggested, "bucketlease", term.ShellQuote(binary), 1))
 	if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), "dead-host") {
 		t.Errorf("the suggested %s, run by sh: %v\n%s", suggested, err, out)
 	}

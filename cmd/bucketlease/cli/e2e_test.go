@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -529,15 +530,14 @@ func TestProbeFile(t *testing.T) {
 	}
 	// What stays is said, exactly: the file driver's lock files, which it
 	// never removes, counted in the report and in --json.
-	locks := filepath.Join(dir, "sub", ".bucketlease", "locks")
-	n := countEntries(locks)
-	if want := fmt.Sprintf("left behind: %d empty lock files in %s", n, locks); n == 0 || !strings.Contains(oneLine(probeOut), want) {
+	locks, n := file.LockFiles(filepath.Join(dir, "sub"))
+	if want := fmt.Sprintf("left behind: %d empty lock files in %s", n, locks); n == 0 || !strings.Contains(term.OneLine(probeOut), want) {
 		t.Errorf("probe's report does not say %q:\n%s", want, probeOut)
 	}
 	if !strings.Contains(errOut, "their lock files stay, see the end") {
 		t.Errorf("probe's first line says the scratch keys go and not what stays: %q", errOut)
 	}
-	if m := countEntries(filepath.Join(dir, ".bucketlease", "locks")); rep.LockFilesLeft != m || m == 0 || rep.LockDir != filepath.Join(dir, ".bucketlease", "locks") {
+	if locks, m := file.LockFiles(dir); rep.LockFilesLeft != m || m == 0 || rep.LockDir != locks {
 		t.Errorf("probe --json says %d lock files left in %s; there are %d", rep.LockFilesLeft, rep.LockDir, m)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -84,7 +85,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 func sameIDError(held *lease.HeldError, id string) error {
 	//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 	return withCode(exitInstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
-		held, terminalSafe(id), utc(held.TakeoverAt)))
+		held, term.Safe(id), utc(held.TakeoverAt)))
 }
 
 // vanishedGate is when a waiter that last saw the fresh lease last (at

@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 )
 
 // errInterrupted matches hold's errors for a signal that came before the
@@ -23,7 +25,7 @@ func (e interrupted) Is(target error) bool { return target == errInterrupted }
 // signalCause is the cause of a context that a signal ended.
 type signalCause struct{ sig os.Signal }
 
-func (c signalCause) Error() string { return "received " + sigName(c.sig) }
+func (c signalCause) Error() string { return "received " + supervise.SignalName(c.sig) }
 
 // signalContext is signal.NotifyContext whose cause (context.Cause) names
 // the signal, so that hold can exit 128+N for it as a shell would. Its
@@ -72,7 +74,7 @@ func interruptCode(ctx context.Context) (int, string) {
 	var sc signalCause
 	if errors.As(context.Cause(ctx), &sc) {
 		if n, ok := sc.sig.(syscall.Signal); ok {
-			return 128 + int(n), "interrupted by " + sigName(sc.sig)
+			return 128 + int(n), "interrupted by " + supervise.SignalName(sc.sig)
 		}
 	}
 	return exitInterrupted, "interrupted"

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -16,7 +18,7 @@ import (
 func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *printer) error {
 	select {
 	case s := <-sigs:
-		p.note("signal", fmt.Sprintf("received %s; releasing the lease", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+		p.note("signal", fmt.Sprintf("received %s; releasing the lease", supervise.SignalName(s)), func(r *record) { r.Signal = supervise.SignalName(s) })
 		return nil
 	case <-l.Done():
 		return leaseEnded(l, p)
@@ -182,7 +184,7 @@ func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix 
 // exitText describes a command's exit code.
 func exitText(code int) string {
 	if code > 128 && code < 128+65 {
-		return fmt.Sprintf("was killed by signal %s", sigName(syscall.Signal(code-128)))
+		return fmt.Sprintf("was killed by signal %s", supervise.SignalName(syscall.Signal(code-128)))
 	}
 	return fmt.Sprintf("exited with status %d", code)
 }
@@ -192,5 +194,5 @@ func holderText(id string) string {
 	if id == lease.BreakerID {
 		return "an operator (bucketlease break)"
 	}
-	return "instance " + terminalSafe(id)
+	return "instance " + term.Safe(id)
 }

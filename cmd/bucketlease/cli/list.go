@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -218,7 +219,7 @@ func printList(w io.Writer, loc *driver.Location, res listJSON) {
 		fmt.Fprintln(tw, "URL\tSTATE\tHOLDER\tRENEWED\tVERSION")
 		for _, l := range res.Leases {
 			if l.Error != "" {
-				fmt.Fprintf(tw, "%s\terror\t-\t-\t%s\n", shellQuote(l.URL), oneLine(l.Error))
+				fmt.Fprintf(tw, "%s\terror\t-\t-\t%s\n", term.ShellQuote(l.URL), term.OneLine(l.Error))
 				continue
 			}
 			holder, renewed := l.Holder, ""
@@ -233,7 +234,7 @@ func printList(w io.Writer, loc *driver.Location, res listJSON) {
 			default:
 				renewed = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shellQuote(l.URL), l.State, holderName(holder), renewed, l.Version)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", term.ShellQuote(l.URL), l.State, holderName(holder), renewed, l.Version)
 		}
 		tw.Flush()
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -96,7 +97,7 @@ func printLate(w io.Writer, loc *driver.Location, res lateJSON) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "KEY\tWRITTEN BY\tEPOCH\tMODIFIED\tLATE BY\tAFTER EPOCH")
 		for _, l := range res.Late {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", terminalSafe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", term.Safe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
 				(time.Duration(l.LateByS * float64(time.Second))).Round(time.Second), l.AfterEpoch)
 		}
 		tw.Flush()

@@ -29,6 +29,8 @@ package cli
 import (
 	"context"
 	"os"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 )
 
 // Main runs the bucketlease command line args, which are the process's
@@ -56,8 +58,8 @@ import (
 // watchdog (args[1] is then the hidden subcommand __watchdog), and that
 // process must reach Main with the same drivers registered.
 func Main(args []string) int {
-	if len(args) > 1 && args[1] == watchdogName {
-		return runWatchdog(args[2:])
+	if len(args) > 1 && args[1] == supervise.WatchdogName {
+		return supervise.RunWatchdog(args[2:])
 	}
 	if len(args) > 0 {
 		args = args[1:]

@@ -10,13 +10,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -108,7 +106,7 @@ func (p *printer) emit(t time.Time, r record) {
 		b, _ := json.Marshal(r) // a record always marshals
 		line = append(b, '\n')
 	} else {
-		line = fmt.Appendf(nil, "%s  %-16s %s\n", r.Time, r.Event, terminalSafe(r.Message))
+		line = fmt.Appendf(nil, "%s  %-16s %s\n", r.Time, r.Event, term.Safe(r.Message))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -239,44 +237,8 @@ func holderName(id string) string {
 	if id == lease.BreakerID {
 		return id + " (broken by an operator with bucketlease break)"
 	}
-	return terminalSafe(id)
+	return term.Safe(id)
 }
-
-// terminalSafe returns s with every rune that does not print as itself
-// escaped as Go would quote it (\x1b, \u202e, \xff for a byte that is not
-// UTF-8), newlines and tabs aside. What the service hands back (a key in a
-// listing, a LEASE record's instance id, an error quoting either) is
-// written by whoever can write to the bucket: printed raw, an escape
-// sequence in it would act on the operator's terminal, and a bidi control
-// would make a key read as another.
-func terminalSafe(s string) string {
-	if printsAsItself(s) {
-		return s
-	}
-	var b strings.Builder
-	for len(s) > 0 {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case unsafeRune(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
-}
-
-// printsAsItself reports whether terminalSafe leaves s as it is.
-func printsAsItself(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unsafeRune)
-}
-
-// unsafeRune reports whether r does not print as itself on a terminal.
-func unsafeRune(r rune) bool { return r != '\n' && r != '\t' && !unicode.IsPrint(r) }
 
 // utc renders t for people and scripts alike: RFC 3339 in UTC, with its Z.
 func utc(t time.Time) string { return t.UTC().Format(time.RFC3339) }

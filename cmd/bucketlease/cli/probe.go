@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
@@ -80,8 +80,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		}
 		prefix := loc.Prefix
 		scratch := strings.TrimPrefix(prefix+"/bucketlease-probe", "/")
-		locks := fileLockDir(loc)
-		locksBefore := countEntries(locks)
+		locks, locksBefore := fileLocks(loc)
 		if !*asJSON {
 			removed := "removed afterwards"
 			if locks != "" {
@@ -95,7 +94,8 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
 		left := leftovers{dir: locks}
 		if locks != "" {
-			left.lockFiles = max(countEntries(locks)-locksBefore, 0)
+			_, n := fileLocks(loc)
+			left.lockFiles = max(n-locksBefore, 0)
 		}
 		printReport := func(w io.Writer, rep *drivertest.Report) {
 			printReport(w, rep)
@@ -205,41 +205,18 @@ func (l leftovers) print(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\nleft behind: %d empty lock files in %s\n%s\n", l.lockFiles, l.dir,
-		wrapText("  the file driver's, one per scratch key written. The scratch keys were removed; their lock files stay because the driver never removes one (unlinking a lock file that another process is about to lock would give the two processes two different locks). They hold nothing.",
+		term.Wrap("  the file driver's, one per scratch key written. The scratch keys were removed; their lock files stay because the driver never removes one (unlinking a lock file that another process is about to lock would give the two processes two different locks). They hold nothing.",
 			reportWidth, "  "))
 }
 
-// fileLockDir is where the file driver keeps its lock files for a file://
-// URL (driver/file: dir/.bucketlease/locks, one empty file per key ever
-// written), or "" for another scheme.
-func fileLockDir(loc *driver.Location) string {
-	if loc.Scheme != "file" {
-		return ""
+// fileLocks is where the file driver keeps its lock files for a file://
+// URL, one per key ever written, and how many there are; "" for another
+// scheme.
+func fileLocks(loc *driver.Location) (string, int) {
+	if u := loc.URL(); loc.Scheme == "file" && filepath.IsAbs(u.Path) {
+		return file.LockFiles(u.Path)
 	}
-	u := loc.URL()
-	if !filepath.IsAbs(u.Path) {
-		return ""
-	}
-	return filepath.Join(filepath.Clean(u.Path), ".bucketlease", "locks")
-}
-
-// countEntries counts the entries of dir (0 if it cannot be read), reading
-// it in batches, up to a bound.
-func countEntries(dir string) int {
-	f, err := os.Open(dir)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	n := 0
-	for range 10_000 { // 10 million entries at most
-		names, err := f.Readdirnames(1024)
-		n += len(names)
-		if err != nil || len(names) == 0 {
-			break
-		}
-	}
-	return n
+	return "", 0
 }
 
 // reportWidth is the width probe's report keeps to: it reads in a
@@ -256,16 +233,16 @@ func printReport(w io.Writer, rep *drivertest.Report) {
 		nameW = max(nameW, min(len(r.Name), reportWidth/2))
 	}
 	fmt.Fprintf(w, "%-*s  %s\n", nameW, "CHECK", "RESULT")
-	fmt.Fprintf(w, "%s\n", wrapText("  (below each: what a conforming service does; \"got:\" what this one did, when not that)", reportWidth, ""))
+	fmt.Fprintf(w, "%s\n", term.Wrap("  (below each: what a conforming service does; \"got:\" what this one did, when not that)", reportWidth, ""))
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%-*s  %s\n", nameW, r.Name, r.Status()) // a name is a short word
-		fmt.Fprintf(w, "%s\n", wrapText("    "+oneLine(r.Expect), reportWidth, "    "))
-		if got := terminalSafe(oneLine(r.Got)); got != "" && got != "as expected" { // the service's own words
-			fmt.Fprintf(w, "%s\n", wrapText("    got: "+got, reportWidth, "         "))
+		fmt.Fprintf(w, "%s\n", term.Wrap("    "+term.OneLine(r.Expect), reportWidth, "    "))
+		if got := term.Safe(term.OneLine(r.Got)); got != "" && got != "as expected" { // the service's own words
+			fmt.Fprintf(w, "%s\n", term.Wrap("    got: "+got, reportWidth, "         "))
 		}
 	}
 	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
-	fmt.Fprintf(w, "%s\n", wrapText("clocks:   "+probeClocks(rep), reportWidth, "          "))
+	fmt.Fprintf(w, "%s\n", term.Wrap("clocks:   "+probeClocks(rep), reportWidth, "          "))
 	var verdict string
 	switch {
 	case rep.OK():
@@ -275,48 +252,8 @@ func printReport(w io.Writer, rep *drivertest.Report) {
 	default:
 		verdict = "verdict:  FAIL, the service does not behave as its driver declares; see the failed checks"
 	}
-	fmt.Fprintf(w, "%s\n", wrapText(verdict, reportWidth, "          "))
+	fmt.Fprintf(w, "%s\n", term.Wrap(verdict, reportWidth, "          "))
 }
-
-// wrapText breaks s (whose own indentation, and spacing, is kept) into lines of at most
-// width columns at spaces, starting each line after the first with indent;
-// a word longer than a line (a key, a URL) is cut where the line ends.
-func wrapText(s string, width int, indent string) string {
-	lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
-	var lines []string
-	line := lead
-	empty := true // line holds no word yet
-	// Split, not Fields: an empty word keeps a double space.
-	for _, word := range strings.Split(strings.TrimLeft(s, " "), " ") {
-		if word == "" && empty {
-			continue
-		}
-		for {
-			sep := " "
-			if empty {
-				sep = ""
-			}
-			if utf8.RuneCountInString(line)+len(sep)+utf8.RuneCountInString(word) <= width {
-				line += sep + word
-				empty = false
-				break
-			}
-			if !empty {
-				lines = append(lines, line)
-				line, empty = indent, true
-				continue
-			}
-			// A word alone longer than the line: cut it.
-			room := max(width-utf8.RuneCountInString(line), 1)
-			r := []rune(word)
-			lines = append(lines, line+string(r[:room]))
-			line, word = indent, string(r[room:])
-		}
-	}
-	return strings.Join(append(lines, line), "\n")
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 type probeReportJSON struct {
 	URL      string            `json:"url"`

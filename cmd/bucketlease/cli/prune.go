@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -142,7 +143,7 @@ func printPruned(w io.Writer, r lease.PendingReport, o lease.PendingOptions, now
 		if !u.Initiated.IsZero() {
 			started = fmt.Sprintf(", started %s (%s)", ago(now, u.Initiated), utc(u.Initiated))
 		}
-		fmt.Fprintf(w, "%s %s%s, upload %s: %s\n", what, terminalSafe(u.Key), started, terminalSafe(u.Upload), terminalSafe(u.Why))
+		fmt.Fprintf(w, "%s %s%s, upload %s: %s\n", what, term.Safe(u.Key), started, term.Safe(u.Upload), term.Safe(u.Why))
 	}
 	if r.Truncated {
 		fmt.Fprintf(w, "The bucket has more uploads than the %d looked at: run prune again once these are gone.\n", len(r.Uploads))

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
 // putInput is where put's body comes from: FILE, stdin, or a producer
@@ -25,7 +28,7 @@ type putInput struct {
 	stderr io.Writer
 	count  func(io.Reader) io.Reader // the progress's counter
 
-	prod *producer
+	prod *supervise.Producer
 }
 
 // open returns the body; for a producer, it starts it.
@@ -33,11 +36,15 @@ func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
 	var r io.Reader = os.Stdin
 	switch {
 	case in.argv != nil:
-		p, err := startProducer(in.self, in.path, in.argv, in.stderr, in.pidNS)
+		p, err := supervise.StartProducer(in.self, in.path, in.argv, in.stderr, in.pidNS)
+		var se *supervise.StartError
+		if errors.As(err, &se) {
+			err = withCode(se.Code, err)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
-		in.prod, r = p, p.out
+		in.prod, r = p, p.Output()
 	case in.opened != nil:
 		r = in.opened
 	}
@@ -47,14 +54,14 @@ func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
 
 // close stops a producer whose output was not all read (the put failed),
 // and waits for it.
-func (in *putInput) close() { in.prod.stop(producerGrace) }
+func (in *putInput) close() { in.prod.Stop(supervise.ProducerGrace) }
 
 // forward passes the signal that ended ctx (a signalContext) on to the
 // producer.
 func (in *putInput) forward(ctx context.Context) {
 	var sc signalCause
 	if errors.As(context.Cause(ctx), &sc) {
-		in.prod.signal(sc.sig)
+		in.prod.Signal(sc.sig)
 	}
 }
 
@@ -80,7 +87,7 @@ type progress struct {
 func startProgress(w io.Writer, key string) *progress {
 	p := &progress{done: make(chan struct{}), ended: make(chan struct{})}
 	f, ok := w.(*os.File)
-	if !ok || !isTerminal(f) {
+	if !ok || !term.IsTerminal(f) {
 		close(p.ended)
 		return p
 	}

@@ -11,7 +11,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 )
 
 // Exit codes of put's checks on its input, and of verify.
@@ -27,10 +28,6 @@ const (
 	// not be written to stdout (closed, or full).
 	exitVersionLost = 9
 )
-
-// errProducerFailed is what a put whose producer failed returns (through
-// errors.Is): nothing was written.
-var errProducerFailed = errors.New("the producer failed")
 
 // errInputMismatch is what a put whose input did not match --size or
 // --sha256 returns, and verify's mismatch (through errors.Is).
@@ -66,10 +63,6 @@ func lookProducer(name string) (string, error) {
 	return "", withCode(126, fmt.Errorf("put: the producer %q cannot be run: %w; nothing was written", name, err))
 }
 
-// producerGrace is how long put gives its producer, and what it started,
-// between SIGTERM and SIGKILL when it stops them.
-const producerGrace = 5 * time.Second
-
 // checkedReader is put's body: it counts and hashes what it passes on,
 // and at the end of its input, before it says io.EOF (and so before the
 // upload may commit), it waits for the producer and checks --size and
@@ -80,7 +73,7 @@ const producerGrace = 5 * time.Second
 type checkedReader struct {
 	r     io.Reader
 	key   string
-	prod  *producer // nil for FILE or stdin
+	prod  *supervise.Producer // nil for FILE or stdin
 	check inputCheck
 	h     hash.Hash
 	n     int64
@@ -90,7 +83,7 @@ type checkedReader struct {
 	done bool  // the input ended cleanly and passed the checks
 }
 
-func newCheckedReader(r io.Reader, key string, prod *producer, check inputCheck) *checkedReader {
+func newCheckedReader(r io.Reader, key string, prod *supervise.Producer, check inputCheck) *checkedReader {
 	return &checkedReader{r: r, key: key, prod: prod, check: check, h: sha256.New()}
 }
 
@@ -118,8 +111,8 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 	case err != nil:
 		if c.prod != nil {
 			// The pipe from the producer failed: say how the producer ended.
-			c.prod.stop(producerGrace)
-			if perr := c.prod.wait(); perr != nil {
+			c.prod.Stop(supervise.ProducerGrace)
+			if perr := c.prod.Wait(); perr != nil {
 				return n, c.setFail(fmt.Errorf("put %s: %w; the upload was aborted, nothing was written", c.key, perr))
 			}
 		}
@@ -135,7 +128,7 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 // the checks.
 func (c *checkedReader) finish() error {
 	if c.prod != nil {
-		if err := c.prod.wait(); err != nil {
+		if err := c.prod.Wait(); err != nil {
 			return c.setFail(fmt.Errorf("put %s: %w; the upload was aborted, nothing was written", c.key, err))
 		}
 	}
@@ -184,7 +177,7 @@ func inputCode(body *checkedReader, err error) error {
 	switch {
 	case f == nil:
 		return err
-	case errors.Is(f, errProducerFailed):
+	case errors.Is(f, supervise.ErrProducerFailed):
 		return withCode(exitProducerFailed, f)
 	case errors.Is(f, errInputMismatch):
 		return withCode(exitMismatch, f)

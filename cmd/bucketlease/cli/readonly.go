@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -35,7 +36,7 @@ func fileLeaseAbsent(loc *driver.Location) (bool, error) {
 	case !fi.IsDir():
 		return false, fmt.Errorf("%s: %q is not a directory", loc, dir)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(file.Path(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
 	return false, nil
@@ -88,7 +89,7 @@ func fileLeaseNotObject(loc *driver.Location) error {
 	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return nil // the driver says what is wrong with it
 	}
-	p := filepath.Join(filepath.Clean(u.Path), lease.Key(""))
+	p := file.Path(u.Path, lease.Key(""))
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.IsDir() {
 		return nil

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.
@@ -60,11 +60,8 @@ func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout ti
 // and tmp, is there). Without that folder the driver never staged a write
 // there, so nothing is pending.
 func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration) pendingUploads {
-	meta := filepath.Join(fileDir(loc), ".bucketlease")
-	for _, d := range []string{"locks", "tmp"} {
-		if fi, err := os.Stat(filepath.Join(meta, d)); err != nil || !fi.IsDir() {
-			return pendingUploads{available: true}
-		}
+	if !file.Opened(fileDir(loc)) {
+		return pendingUploads{available: true}
 	}
 	b, err := openLocation(ctx, loc)
 	if err != nil {
@@ -148,7 +145,7 @@ func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
 	case !p.available:
 		row("pending", fmt.Sprintf("not available on this driver (%s)", loc.Scheme))
 	case p.err != nil:
-		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, oneLine(p.err.Error())))
+		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, term.OneLine(p.err.Error())))
 	case len(p.uploads) == 0 && p.truncated:
 		row("pending", fmt.Sprintf("none under %s among the first %d uploads of the bucket (it has more)", where, maxPendingScanned))
 	case len(p.uploads) == 0:

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -38,7 +39,7 @@ func stateMeaning(st lease.Status) string {
 func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, terminalSafe(v)) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, term.Safe(v)) }
 	defer func() {
 		for _, m := range more {
 			m(row)

@@ -15,12 +15,7 @@ const (
 	// commandSupported: there is no watchdog for this system yet.
 	commandSupported = false
 	sigQuit          = syscall.SIGQUIT
-	watchdogName     = "__watchdog"
 )
-
-func sigName(s os.Signal) string { return s.String() }
-
-func runWatchdog([]string) int { return exitUsage }
 
 // superviseCommand is not available here: there is no watchdog for this
 // system yet, and running a command without one would not keep the

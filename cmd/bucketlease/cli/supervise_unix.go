@@ -3,18 +3,15 @@
 package cli
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -22,14 +19,6 @@ const sigQuit = syscall.SIGQUIT
 
 // commandSupported: hold can run a command under its watchdog here.
 const commandSupported = true
-
-// sigName names a signal as kill -l does: SIGINT, SIGTERM.
-func sigName(s os.Signal) string {
-	if ss, ok := s.(syscall.Signal); ok {
-		return signalName(ss)
-	}
-	return s.String()
-}
 
 // watchdogMargin is how much before the lease's fence deadline the
 // watchdog kills the command: a tenth of the TTL, at most a second, for
@@ -41,36 +30,10 @@ func watchdogMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.S
 // taken first, so that a pause between the two readings can only make the
 // deadline earlier.
 func watchdogDeadline(l *lease.Lease) (mono, wall int64) {
-	m := monoNow()
+	m := supervise.MonoNow()
 	fence := l.Deadline().Add(-watchdogMargin(l.TTL()))
 	return m + int64(time.Until(fence)), fence.UnixNano()
 }
-
-// inheritedFiles lists the file descriptors hold received without
-// close-on-exec (0, 1, 2 and any the caller opened for the command, such as
-// 9>lockfile), so that the watchdog, and the command after it, get the
-// same ones at the same numbers.
-func inheritedFiles() []*os.File {
-	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
-	last := 2
-	var more []*os.File
-	for fd := 3; fd < 256; fd++ {
-		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
-		if err != nil || flags&unix.FD_CLOEXEC != 0 {
-			more = append(more, nil)
-			continue
-		}
-		f := os.NewFile(uintptr(fd), "inherited")
-		keepInherited = append(keepInherited, f) // never closed by a finalizer
-		more = append(more, f)
-		last = fd
-	}
-	return append(files, more[:last-2]...)
-}
-
-// keepInherited keeps the files made for inherited descriptors reachable,
-// so that no finalizer closes a descriptor hold does not own.
-var keepInherited []*os.File
 
 // superviseCommand runs argv (found at path) under the lease through the
 // watchdog, passes signals on to it, stops it when the lease ends, and
@@ -97,7 +60,7 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 	}
 	defer sv.ctl.Close()
 	defer repR.Close()
-	reports := readReports(repR)
+	reports := supervise.ReadReports(repR)
 	stopExtending := sv.extendDeadline()
 	defer stopExtending()
 	sv.leaseEnd = l.Done()
@@ -116,7 +79,7 @@ type supervisor struct {
 	ctl   *os.File // hold's messages to the watchdog
 
 	proc      *os.Process
-	mode      watchdogMode
+	mode      supervise.Mode
 	exited    <-chan struct{} // closed once the watchdog has exited and been reaped
 	subreaper bool            // orphans of the watchdog's tree come to hold
 
@@ -147,13 +110,13 @@ func (sv *supervisor) launch(self, path string, pidNS bool) (*os.File, error) {
 		ctlW.Close()
 		return nil, err
 	}
-	files := inheritedFiles()
+	files := supervise.InheritedFiles()
 	ctlFD, repFD := len(files), len(files)+1
 	files = append(files, ctlR, repW)
 	mono, wall := watchdogDeadline(l)
 	// Orphans of the watchdog's tree come to hold if the watchdog dies.
-	sv.subreaper = becomeSubreaper() == nil
-	sv.proc, sv.mode, sv.exited, err = startWatchdog(pidNS, self, watchdogArgs(ctlFD, repFD, sv.grace, mono, wall, path, sv.argv), &os.ProcAttr{
+	sv.subreaper = supervise.BecomeSubreaper() == nil
+	sv.proc, sv.mode, sv.exited, err = supervise.StartWatchdog(pidNS, self, supervise.WatchdogArgs(ctlFD, repFD, sv.grace, mono, wall, path, sv.argv), &os.ProcAttr{
 		Files: files,
 		Env: append(os.Environ(), "BUCKETLEASE_KEY="+l.Key(), "BUCKETLEASE_INSTANCE_ID="+l.InstanceID(),
 			"BUCKETLEASE_EPOCH="+strconv.FormatUint(l.Epoch(), 10)),
@@ -172,22 +135,6 @@ func (sv *supervisor) launch(self, path string, pidNS bool) (*os.File, error) {
 // send sends the watchdog one message.
 func (sv *supervisor) send(format string, args ...any) {
 	_, _ = fmt.Fprintf(sv.ctl, format+"\n", args...)
-}
-
-// readReports passes on the watchdog's reports read from r, and closes the
-// channel when r ends: the watchdog has exited or died.
-func readReports(r io.Reader) <-chan report {
-	reports := make(chan report, 16)
-	go func() {
-		defer close(reports)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			if r, ok := parseReport(sc.Text()); ok {
-				reports <- r
-			}
-		}
-	}()
-	return reports
 }
 
 // extendDeadline extends the watchdog's deadline after every renewal, in
@@ -223,11 +170,11 @@ func (sv *supervisor) extendDeadline() (stop func()) {
 // run acts on signals, the lease's end and the watchdog's reports until
 // the command and everything it started are gone, or the watchdog is, and
 // returns hold's outcome.
-func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan report) error {
+func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan supervise.Report) error {
 	for {
 		// Reports already waiting come first: after hold was stopped, the
 		// watchdog's account of what it did is older than the lease's end.
-		var rep report
+		var rep supervise.Report
 		ok, got := false, false
 		select {
 		case rep, ok = <-reports:
@@ -251,7 +198,7 @@ func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan report) error {
 // wait waits for a signal, a timer, the lease's end or its object's loss,
 // or a report, and acts on it unless it is a report, which it returns
 // (got true; ok false once the watchdog's reports have ended).
-func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan report) (rep report, ok, got bool) {
+func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan supervise.Report) (rep supervise.Report, ok, got bool) {
 	l, p := sv.l, sv.p
 	select {
 	case s := <-sigs:
@@ -278,7 +225,7 @@ func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan report) (rep re
 	case rep, ok = <-reports:
 		return rep, ok, true
 	}
-	return report{}, false, false
+	return supervise.Report{}, false, false
 }
 
 // onSignal passes a signal hold got on to the command, unless the command
@@ -288,24 +235,24 @@ func (sv *supervisor) onSignal(s os.Signal) {
 	p, pid := sv.p, sv.pid
 	ss, _ := s.(syscall.Signal)
 	if sv.status >= 0 {
-		p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+		p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", supervise.SignalName(s)), func(r *record) { r.Signal = supervise.SignalName(s) })
 		return
 	}
-	if terminalDelivers(ss, sv.mode.sharesGroup) {
-		p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+	if supervise.TerminalDelivers(ss, sv.mode.SharesGroup) {
+		p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", supervise.SignalName(s), pid), func(r *record) { r.Signal = supervise.SignalName(s); r.PID = pid })
 		return
 	}
 	if ss == syscall.SIGTERM && sv.termKill == nil {
 		sv.termKill = time.After(sv.grace)
-		p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", sigName(s), pid, sv.grace),
-			func(r *record) { r.Signal = sigName(s); r.PID = pid })
+		p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", supervise.SignalName(s), pid, sv.grace),
+			func(r *record) { r.Signal = supervise.SignalName(s); r.PID = pid })
 	} else {
 		if pid == 0 {
 			// The watchdog has started the command (it reads
 			// this only then) but its report is not read yet.
-			p.note("signal", fmt.Sprintf("received %s; passing it on to the command", sigName(s)), func(r *record) { r.Signal = sigName(s) })
+			p.note("signal", fmt.Sprintf("received %s; passing it on to the command", supervise.SignalName(s)), func(r *record) { r.Signal = supervise.SignalName(s) })
 		} else {
-			p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", sigName(s), pid), func(r *record) { r.Signal = sigName(s); r.PID = pid })
+			p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", supervise.SignalName(s), pid), func(r *record) { r.Signal = supervise.SignalName(s); r.PID = pid })
 		}
 	}
 	sv.send("signal %d", int(ss))
@@ -347,7 +294,7 @@ func (sv *supervisor) finish() error {
 		return commandResult(sv.l, sv.p, sv.status, sv.ended)
 	}
 	// The watchdog died: what it supervised is ours now.
-	n := killOrphans(sv.pid, sv.subreaper)
+	n := supervise.KillOrphans(sv.pid, sv.subreaper)
 	err := fmt.Errorf("the watchdog (pid %d) died; killed %d processes it supervised", sv.proc.Pid, n)
 	sv.p.note("watchdog-died", err.Error(), func(r *record) { r.PID = sv.proc.Pid })
 	return err
@@ -355,10 +302,10 @@ func (sv *supervisor) finish() error {
 
 // onReport acts on one of the watchdog's reports, and returns done, with
 // hold's outcome, if the command could not be started.
-func (sv *supervisor) onReport(rep report) (done bool, err error) {
+func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 	l, argv, mode := sv.l, sv.argv, sv.mode
-	f := rep.fields
-	note := func(event, msg string, fill func(*record)) { sv.p.noteAt(rep.at, event, msg, fill) }
+	f := rep.Fields
+	note := func(event, msg string, fill func(*record)) { sv.p.noteAt(rep.At, event, msg, fill) }
 	arg := func(i int) string {
 		if i < len(f) {
 			return f[i]
@@ -368,8 +315,8 @@ func (sv *supervisor) onReport(rep report) (done bool, err error) {
 	switch f[0] {
 	case "started":
 		sv.pid, _ = strconv.Atoi(arg(1))
-		note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d %s", argv[0], sv.pid, sv.proc.Pid, mode.words),
-			func(r *record) { r.PID = sv.pid; r.Detail = mode.name })
+		note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d %s", argv[0], sv.pid, sv.proc.Pid, mode.Words),
+			func(r *record) { r.PID = sv.pid; r.Detail = mode.Name })
 	case "start-failed":
 		code, _ := strconv.Atoi(arg(1))
 		<-sv.exited
@@ -380,7 +327,7 @@ func (sv *supervisor) onReport(rep report) (done bool, err error) {
 		n, _ := strconv.Atoi(arg(1))
 		sv.k.stop()
 		note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
-			sv.pid, sigName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = sv.pid; r.Signal = sigName(syscall.Signal(n)) })
+			sv.pid, supervise.SignalName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = sv.pid; r.Signal = supervise.SignalName(syscall.Signal(n)) })
 	case "continued":
 		if l.MayWrite() {
 			sv.k.start()
@@ -402,26 +349,6 @@ func (sv *supervisor) onReport(rep report) (done bool, err error) {
 		sv.how = "clean"
 	}
 	return false, nil
-}
-
-// A report is one line from the watchdog: its fields, and when the
-// watchdog wrote it.
-type report struct {
-	at     time.Time
-	fields []string
-}
-
-// parseReport parses "@NS KIND [ARG [REST]]".
-func parseReport(line string) (report, bool) {
-	ts, rest, ok := strings.Cut(line, " ")
-	if !ok || !strings.HasPrefix(ts, "@") {
-		return report{}, false
-	}
-	ns, err := strconv.ParseInt(ts[1:], 10, 64)
-	if err != nil {
-		return report{}, false
-	}
-	return report{at: time.Unix(0, ns), fields: strings.SplitN(rest, " ", 3)}, true
 }
 
 // commandResult is what hold exits with once the command and everything

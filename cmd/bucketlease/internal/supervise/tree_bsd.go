@@ -1,28 +1,26 @@
 //go:build unix && !linux
 
-package cli
+package supervise
 
 import (
 	"errors"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // watchdogModes are the ways hold tries to start the watchdog. There is no
 // PID namespace here: the watchdog runs in a session of its own, out of
 // reach of a signal to hold's process group, and signals the command's
 // process group as a whole.
-func watchdogModes(bool) []watchdogMode {
-	return []watchdogMode{{name: "session", words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
+func watchdogModes(bool) []Mode {
+	return []Mode{{Name: "session", Words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
 }
 
 // hostPID is nsPid: there are no PID namespaces here.
 func hostPID(nsPid int) int { return nsPid }
 
-// becomeSubreaper is not available here: processes that leave the
+// BecomeSubreaper is not available here: processes that leave the
 // command's process group escape the watchdog.
-func becomeSubreaper() error {
+func BecomeSubreaper() error {
 	return errors.New("no child subreaper on this system")
 }
 
@@ -40,13 +38,4 @@ func signalTree(cmdPid int, sig syscall.Signal) int {
 		return 1
 	}
 	return 0
-}
-
-// monoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
-func monoNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
-	}
-	return ts.Nano()
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package supervise
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// producer is put's COMMAND, run as hold runs its command: under the
+// A Producer is put's COMMAND, run as hold runs its command: under the
 // watchdog (watchdog.go), a second process of this binary, in a new PID
 // namespace where the system allows one (the kernel kills the namespace
 // as a whole when the watchdog dies, and the watchdog dies with put),
@@ -24,11 +24,11 @@ import (
 // so the body ends only once the producer has exited and whatever it left
 // running is gone. The watchdog has no deadline here: the lease fences
 // the upload, not the producer.
-type producer struct {
+type Producer struct {
 	name      string
 	out       io.ReadCloser // put's end of the producer's stdout
 	proc      *os.Process   // the watchdog
-	mode      watchdogMode
+	mode      Mode
 	subreaper bool // the watchdog's orphans come to put
 	ctl       *os.File
 
@@ -55,12 +55,12 @@ type latch struct {
 func newLatch() *latch  { return &latch{c: make(chan struct{})} }
 func (o *latch) close() { o.o.Do(func() { close(o.c) }) }
 
-// startProducer starts argv (argv[0] found at path) under the watchdog
+// StartProducer starts argv (argv[0] found at path) under the watchdog
 // (self, this program; "" for os.Executable), with put's stdin and stderr,
 // its stdout a pipe to put, and returns once the watchdog has started it.
 // With pidNS false, the watchdog runs without a PID namespace, as where
 // none is allowed.
-func startProducer(self, path string, argv []string, stderr io.Writer, pidNS bool) (*producer, error) {
+func StartProducer(self, path string, argv []string, stderr io.Writer, pidNS bool) (*Producer, error) {
 	if self == "" {
 		var err error
 		if self, err = os.Executable(); err != nil {
@@ -78,9 +78,9 @@ func startProducer(self, path string, argv []string, stderr io.Writer, pidNS boo
 		closeAll(ends)
 		return nil, err
 	}
-	subreaper := becomeSubreaper() == nil
-	args := watchdogArgs(3, 4, producerGrace, math.MaxInt64, math.MaxInt64, path, argv)
-	proc, mode, reaped, err := startWatchdog(pidNS, self, args, &os.ProcAttr{
+	subreaper := BecomeSubreaper() == nil
+	args := WatchdogArgs(3, 4, ProducerGrace, math.MaxInt64, math.MaxInt64, path, argv)
+	proc, mode, reaped, err := StartWatchdog(pidNS, self, args, &os.ProcAttr{
 		Files: []*os.File{os.Stdin, ends[0][1], errFile, ends[1][0], ends[2][1]},
 		Env:   os.Environ(),
 	})
@@ -94,7 +94,7 @@ func startProducer(self, path string, argv []string, stderr io.Writer, pidNS boo
 		ends[2][0].Close()
 		return nil, fmt.Errorf("put: starting the producer's watchdog (%s): %w; nothing was written", self, err)
 	}
-	p := &producer{name: argv[0], out: ends[0][0], proc: proc, mode: mode, subreaper: subreaper, ctl: ends[1][1],
+	p := &Producer{name: argv[0], out: ends[0][0], proc: proc, mode: mode, subreaper: subreaper, ctl: ends[1][1],
 		started: newLatch(), exited: newLatch(), gone: make(chan struct{})}
 	go p.readReports(ends[2][0], reaped)
 	<-p.started.c
@@ -102,7 +102,7 @@ func startProducer(self, path string, argv []string, stderr io.Writer, pidNS boo
 	serr := p.startErr
 	p.mu.Unlock()
 	if serr != nil {
-		p.stop(0)
+		p.Stop(0)
 		return nil, serr
 	}
 	return p, nil
@@ -148,7 +148,7 @@ func fileFor(w io.Writer) (f *os.File, done func(), err error) {
 
 // readReports reads the watchdog's reports until it has exited (reaped
 // closes once it is waited for), then closes gone.
-func (p *producer) readReports(r *os.File, reaped <-chan struct{}) {
+func (p *Producer) readReports(r *os.File, reaped <-chan struct{}) {
 	defer func() {
 		r.Close()
 		<-reaped
@@ -162,7 +162,7 @@ func (p *producer) readReports(r *os.File, reaped <-chan struct{}) {
 		if !ok {
 			continue
 		}
-		f := rep.fields
+		f := rep.Fields
 		arg := func(i int) string {
 			if i < len(f) {
 				return f[i]
@@ -176,7 +176,7 @@ func (p *producer) readReports(r *os.File, reaped <-chan struct{}) {
 			p.started.close()
 		case "start-failed":
 			code, _ := strconv.Atoi(arg(1))
-			p.startErr = withCode(code, fmt.Errorf("put: the producer %q could not be started: %s; nothing was written", p.name, arg(2)))
+			p.startErr = &StartError{Code: code, Err: fmt.Errorf("put: the producer %q could not be started: %s; nothing was written", p.name, arg(2))}
 			p.started.close()
 		case "exited":
 			p.status, _ = strconv.Atoi(arg(1))
@@ -190,45 +190,45 @@ func (p *producer) readReports(r *os.File, reaped <-chan struct{}) {
 }
 
 // send writes one message to the watchdog; one that fails finds it gone.
-func (p *producer) send(format string, args ...any) {
+func (p *Producer) send(format string, args ...any) {
 	p.ctlMu.Lock()
 	defer p.ctlMu.Unlock()
 	_, _ = fmt.Fprintf(p.ctl, format+"\n", args...)
 }
 
-// wait waits for the producer to exit, and says how it ended: nil for exit
-// status 0, else an error wrapping errProducerFailed.
-func (p *producer) wait() error {
+// Wait waits for the producer to exit, and says how it ended: nil for exit
+// status 0, else an error wrapping ErrProducerFailed.
+func (p *Producer) Wait() error {
 	<-p.exited.c
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
 	case p.desc == "":
-		return fmt.Errorf("%w: the watchdog (pid %d) of %q died before it reported how %q ended", errProducerFailed, p.proc.Pid, p.name, p.name)
+		return fmt.Errorf("%w: the watchdog (pid %d) of %q died before it reported how %q ended", ErrProducerFailed, p.proc.Pid, p.name, p.name)
 	case p.status != 0:
-		return fmt.Errorf("%w: %q %s", errProducerFailed, p.name, p.desc)
+		return fmt.Errorf("%w: %q %s", ErrProducerFailed, p.name, p.desc)
 	}
 	return nil
 }
 
-// signal passes a signal put received on to the producer, unless the
+// Signal passes a signal put received on to the producer, unless the
 // terminal sent it to the producer too (it is in put's process group, in a
 // PID namespace of its own).
-func (p *producer) signal(s os.Signal) {
+func (p *Producer) Signal(s os.Signal) {
 	ss, ok := s.(syscall.Signal)
-	if p == nil || !ok || terminalDelivers(ss, p.mode.sharesGroup) {
+	if p == nil || !ok || TerminalDelivers(ss, p.mode.SharesGroup) {
 		return
 	}
 	p.send("signal %d", int(ss))
 }
 
-// stop ends the producer and everything it started, on every way out of
+// Stop ends the producer and everything it started, on every way out of
 // put: it closes put's end of the producer's stdout (a writer then gets
 // SIGPIPE), and has the watchdog send SIGTERM to every process left,
 // SIGKILL to those still running after grace; it returns once the watchdog
 // has seen nothing left running and exited. A watchdog that does not
 // exit in time is killed, and what it left with it.
-func (p *producer) stop(grace time.Duration) {
+func (p *Producer) Stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
@@ -246,7 +246,7 @@ func (p *producer) stop(grace time.Duration) {
 // awaitGone waits until the watchdog has exited: after it saw nothing left
 // running, at most grace after its SIGTERM and 5 s of reaping. One that
 // does not exit in time is killed, and what it supervised with it.
-func (p *producer) awaitGone(grace time.Duration) {
+func (p *Producer) awaitGone(grace time.Duration) {
 	t := time.NewTimer(grace + 10*time.Second)
 	defer t.Stop()
 	select {
@@ -262,6 +262,6 @@ func (p *producer) awaitGone(grace time.Duration) {
 	p.mu.Unlock()
 	if !clean {
 		// The watchdog died: what it supervised is put's now.
-		killOrphans(pid, p.subreaper)
+		KillOrphans(pid, p.subreaper)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package supervise
 
 import (
 	"errors"
@@ -14,10 +14,10 @@ import (
 	"time"
 )
 
-// producer is put's COMMAND: its stdout is the body. There is no watchdog
+// A Producer is put's COMMAND: its stdout is the body. There is no watchdog
 // for this system: put runs the producer as its direct child, and signals
 // and waits for only that process.
-type producer struct {
+type Producer struct {
 	name string
 	cmd  *exec.Cmd
 	out  io.ReadCloser
@@ -26,9 +26,9 @@ type producer struct {
 	waitErr  error
 }
 
-// startProducer starts argv (argv[0] found at path) with put's stdin and
+// StartProducer starts argv (argv[0] found at path) with put's stdin and
 // stderr, its stdout a pipe to put.
-func startProducer(_, path string, argv []string, stderr io.Writer, _ bool) (*producer, error) {
+func StartProducer(_, path string, argv []string, stderr io.Writer, _ bool) (*Producer, error) {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args = argv
 	cmd.Stdin = os.Stdin
@@ -42,14 +42,14 @@ func startProducer(_, path string, argv []string, stderr io.Writer, _ bool) (*pr
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			code = 127
 		}
-		return nil, withCode(code, fmt.Errorf("put: the producer %q could not be started: %w; nothing was written", argv[0], err))
+		return nil, &StartError{Code: code, Err: fmt.Errorf("put: the producer %q could not be started: %w; nothing was written", argv[0], err)}
 	}
-	return &producer{name: argv[0], cmd: cmd, out: out}, nil
+	return &Producer{name: argv[0], cmd: cmd, out: out}, nil
 }
 
-// wait waits for the producer once, and says how it ended: nil for exit
-// status 0, else an error wrapping errProducerFailed.
-func (p *producer) wait() error {
+// Wait waits for the producer once, and says how it ended: nil for exit
+// status 0, else an error wrapping ErrProducerFailed.
+func (p *Producer) Wait() error {
 	p.waitOnce.Do(func() {
 		err := p.cmd.Wait()
 		if err == nil {
@@ -58,29 +58,29 @@ func (p *producer) wait() error {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				p.waitErr = fmt.Errorf("%w: %q was killed by signal %s", errProducerFailed, p.name, sigName(ws.Signal()))
+				p.waitErr = fmt.Errorf("%w: %q was killed by signal %s", ErrProducerFailed, p.name, SignalName(ws.Signal()))
 				return
 			}
-			p.waitErr = fmt.Errorf("%w: %q exited with status %d", errProducerFailed, p.name, ee.ExitCode())
+			p.waitErr = fmt.Errorf("%w: %q exited with status %d", ErrProducerFailed, p.name, ee.ExitCode())
 			return
 		}
-		p.waitErr = fmt.Errorf("%w: waiting for %q: %v", errProducerFailed, p.name, err)
+		p.waitErr = fmt.Errorf("%w: waiting for %q: %v", ErrProducerFailed, p.name, err)
 	})
 	return p.waitErr
 }
 
-// signal passes a signal put received on to the producer.
-func (p *producer) signal(s os.Signal) {
+// Signal passes a signal put received on to the producer.
+func (p *Producer) Signal(s os.Signal) {
 	if p != nil && p.cmd.Process != nil {
 		_ = p.cmd.Process.Signal(s)
 	}
 }
 
-// stop ends a producer whose output is no longer wanted (the upload failed
+// Stop ends a producer whose output is no longer wanted (the upload failed
 // or was refused): it closes put's end of its stdout (a writer then gets
 // SIGPIPE), sends SIGTERM, and SIGKILL if it has not exited within grace;
 // it returns once the producer has been waited for.
-func (p *producer) stop(grace time.Duration) {
+func (p *Producer) Stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
@@ -88,7 +88,7 @@ func (p *producer) stop(grace time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = p.wait()
+		_ = p.Wait()
 	}()
 	select {
 	case <-done:

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package supervise
 
 // Tests that kill mutants of the watchdog which the process tests let
 // survive (scripts/mutate, lab/mutate/mutants.txt).
@@ -17,7 +17,7 @@ import (
 // once it has been reported (-1). (Mutant watchdog-mono-only.)
 func TestWatchdogMutantsDeadlineOnEitherClock(t *testing.T) {
 	hour := int64(time.Hour)
-	mono, wall := monoNow(), time.Now().UnixNano()
+	mono, wall := MonoNow(), time.Now().UnixNano()
 	for _, tc := range []struct {
 		name       string
 		mono, wall int64

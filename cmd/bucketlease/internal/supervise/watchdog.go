@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package supervise
 
 import (
 	"bufio"
@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watchdogName is the hidden subcommand that hold runs as its watchdog. It
+// WatchdogName is the hidden subcommand that hold runs as its watchdog. It
 // is not listed in the help: only hold starts it.
-const watchdogName = "__watchdog"
+const WatchdogName = "__watchdog"
 
 // The watchdog is a second process between hold and its command:
 //
@@ -60,9 +60,9 @@ const watchdogName = "__watchdog"
 // When hold's end of the control pipe closes, the watchdog kills
 // everything and exits.
 
-// watchdogArgs is how hold starts the watchdog.
-func watchdogArgs(ctlFD, repFD int, grace time.Duration, monoDeadline, wallDeadline int64, path string, argv []string) []string {
-	return append([]string{"bucketlease", watchdogName, strconv.Itoa(ctlFD), strconv.Itoa(repFD),
+// WatchdogArgs is how hold starts the watchdog.
+func WatchdogArgs(ctlFD, repFD int, grace time.Duration, monoDeadline, wallDeadline int64, path string, argv []string) []string {
+	return append([]string{"bucketlease", WatchdogName, strconv.Itoa(ctlFD), strconv.Itoa(repFD),
 		strconv.FormatInt(int64(grace), 10), strconv.FormatInt(monoDeadline, 10), strconv.FormatInt(wallDeadline, 10),
 		"--", path}, argv...)
 }
@@ -80,9 +80,9 @@ type watchdog struct {
 	killing      bool      // set once killAll stops everything: no more stop reports
 }
 
-// runWatchdog runs the watchdog with the arguments after its name and
+// RunWatchdog runs the watchdog with the arguments after its name and
 // returns its exit code.
-func runWatchdog(args []string) int {
+func RunWatchdog(args []string) int {
 	if len(args) < 8 || args[5] != "--" {
 		fmt.Fprintln(os.Stderr, "bucketlease: the watchdog is started by \"bucketlease hold URL -- COMMAND\", not by hand")
 		return exitUsage
@@ -106,7 +106,7 @@ func runWatchdog(args []string) int {
 	sigs := watchdogSignals()
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
-	if err := becomeSubreaper(); err != nil {
+	if err := BecomeSubreaper(); err != nil {
 		w.report("warning %s", oneLine(err.Error()))
 	}
 	if !w.start(args[6], args[7:]) {
@@ -266,7 +266,7 @@ func (w *watchdog) pastDeadline() bool {
 	if w.monoDeadline < 0 {
 		return false
 	}
-	return monoNow() >= w.monoDeadline || time.Now().UnixNano() >= w.wallDeadline
+	return MonoNow() >= w.monoDeadline || time.Now().UnixNano() >= w.wallDeadline
 }
 
 // nextWake is how long the loop may sleep: until the deadline or the
@@ -275,7 +275,7 @@ func (w *watchdog) pastDeadline() bool {
 func (w *watchdog) nextWake() time.Duration {
 	d := 100 * time.Millisecond
 	if w.monoDeadline >= 0 {
-		d = min(d, time.Duration(w.monoDeadline-monoNow()), time.Duration(w.wallDeadline-time.Now().UnixNano()))
+		d = min(d, time.Duration(w.monoDeadline-MonoNow()), time.Duration(w.wallDeadline-time.Now().UnixNano()))
 	}
 	if !w.killAt.IsZero() {
 		d = min(d, time.Until(w.killAt))
@@ -347,24 +347,28 @@ func (w *watchdog) reap() {
 			w.report("exited %d exited with status %d", ws.ExitStatus(), ws.ExitStatus())
 		case ws.Signaled():
 			w.cmdDone = true
-			w.report("exited %d was killed by signal %s", 128+int(ws.Signal()), signalName(ws.Signal()))
+			w.report("exited %d was killed by signal %s", 128+int(ws.Signal()), SignalName(ws.Signal()))
 		}
 	}
 }
 
-// signalName names a signal as kill -l does: SIGKILL, SIGTERM.
-func signalName(s syscall.Signal) string {
-	if n := unix.SignalName(s); n != "" {
+// SignalName names a signal as kill -l does: SIGKILL, SIGTERM.
+func SignalName(s os.Signal) string {
+	ss, ok := s.(syscall.Signal)
+	if !ok {
+		return s.String()
+	}
+	if n := unix.SignalName(ss); n != "" {
 		return n
 	}
-	return "signal " + strconv.Itoa(int(s))
+	return "signal " + strconv.Itoa(int(ss))
 }
 
-// killOrphans kills what is left of the command's tree after the watchdog
+// KillOrphans kills what is left of the command's tree after the watchdog
 // died: on Linux every descendant of hold (a subreaper), elsewhere the
 // command's process group. It reaps what it can and returns how many
 // processes it signalled.
-func killOrphans(cmdPid int, subreaper bool) int {
+func KillOrphans(cmdPid int, subreaper bool) int {
 	n := 0
 	for range 50 {
 		var m int
@@ -392,26 +396,26 @@ func killOrphans(cmdPid int, subreaper bool) int {
 	return n
 }
 
-// A watchdogMode is one way of starting the watchdog: its name (for
+// A Mode is one way of starting the watchdog: its name (for
 // --json), its description, the process attributes, and whether the
 // command ends up in hold's process group (and so under the terminal's job
 // control).
-type watchdogMode struct {
-	name, words string
+type Mode struct {
+	Name, Words string
 	sys         *syscall.SysProcAttr
-	sharesGroup bool
+	SharesGroup bool
 }
 
-// startWatchdog starts the watchdog in the first of watchdogModes(pidNS)
+// StartWatchdog starts the watchdog in the first of watchdogModes(pidNS)
 // that the system allows, and returns it, the mode, and a channel closed once it
 // has exited and been reaped. The process is started and waited for by
 // one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
 // fires when the thread that started a child exits, not the process, and
 // that thread must live as long as the watchdog does.
-func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, watchdogMode, <-chan struct{}, error) {
+func StartWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, Mode, <-chan struct{}, error) {
 	type started struct {
 		proc *os.Process
-		mode watchdogMode
+		mode Mode
 		err  error
 	}
 	res := make(chan started, 1)
@@ -425,7 +429,7 @@ func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*
 			a.Sys = m.sys
 			proc, err := os.StartProcess(self, args, &a)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", m.words, err))
+				errs = append(errs, fmt.Errorf("%s: %w", m.Words, err))
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) {
 					break // the program itself cannot run: no other mode helps
 				}
@@ -445,11 +449,11 @@ func startWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*
 // errNoTerminal is returned when hold has no controlling terminal.
 var errNoTerminal = errors.New("no controlling terminal")
 
-// terminalDelivers reports whether s, an interrupt or quit, most likely
+// TerminalDelivers reports whether s, an interrupt or quit, most likely
 // came from the terminal to hold's whole process group, the command
 // included: hold's group is the terminal's foreground group, and the
 // command runs in it (commandInHoldsGroup).
-func terminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
+func TerminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
 	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
 		return false
 	}

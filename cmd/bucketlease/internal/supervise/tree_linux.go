@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package supervise
 
 import (
 	"os"
@@ -23,17 +23,17 @@ import (
 // a child subreaper that finds every descendant.
 //
 // With pidNS false (hold --pid-namespace=false), only the last is tried.
-func watchdogModes(pidNS bool) []watchdogMode {
+func watchdogModes(pidNS bool) []Mode {
 	uid, gid := os.Getuid(), os.Getgid()
-	modes := []watchdogMode{
-		{name: "pid-namespace", words: "in a new PID namespace", sharesGroup: true,
+	modes := []Mode{
+		{Name: "pid-namespace", Words: "in a new PID namespace", SharesGroup: true,
 			sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}},
-		{name: "user-pid-namespace", words: "in a new user and PID namespace", sharesGroup: true,
+		{Name: "user-pid-namespace", Words: "in a new user and PID namespace", SharesGroup: true,
 			sys: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL,
 				UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 				GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 				GidMappingsEnableSetgroups: false}},
-		{name: "session", words: "in its own session (no PID namespace)", sharesGroup: false,
+		{Name: "session", Words: "in its own session (no PID namespace)", SharesGroup: false,
 			sys: &syscall.SysProcAttr{Setsid: true}},
 	}
 	if !pidNS {
@@ -46,9 +46,9 @@ func watchdogModes(pidNS bool) []watchdogMode {
 // namespace: the watchdog, started by hold in one.
 func inPIDNamespace() bool { return os.Getpid() == 1 }
 
-// becomeSubreaper makes orphaned descendants of this process its children
+// BecomeSubreaper makes orphaned descendants of this process its children
 // rather than init's, so that none can escape the watchdog.
-func becomeSubreaper() error {
+func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
@@ -224,13 +224,4 @@ func hostPID(nsPid int) int {
 		}
 	}
 	return nsPid
-}
-
-// monoNow reads CLOCK_MONOTONIC, which every process on the machine shares.
-func monoNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		panic("clock_gettime(CLOCK_MONOTONIC): " + err.Error())
-	}
-	return ts.Nano()
 }
