@@ -23,8 +23,8 @@ const (
 // with an epoch older than that of a lease which had already begun when
 // the object was written knows it for a late write (see the package
 // documentation, "Epochs"). Only drivers that keep metadata
-// (driver.Capabilities.Metadata) carry it; Lease.Stamp says whether the
-// lease's does.
+// (driver.Capabilities.Metadata) carry it. A lease's stamp is its Epoch
+// and StampedInstance(InstanceID).
 type Stamp struct {
 	Epoch uint64
 	// Instance is the instance id as metadata carries it: unchanged when
@@ -64,10 +64,10 @@ func StampedInstance(id string) string {
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }
 
-// Stamp returns the stamp Bucket writes on every object, and whether it
+// stamped returns the stamp Bucket writes on every object, and whether it
 // writes one: false where the lease's driver keeps no metadata, whose
 // objects a reader cannot tell late from in time.
-func (l *Lease) Stamp() (Stamp, bool) { return l.stamp, l.caps.Metadata }
+func (l *Lease) stamped() (Stamp, bool) { return l.stamp, l.caps.Metadata }
 
 // withStamp returns md (a caller's own metadata, nil for none) with the
 // lease's stamp added, which replaces any caller keys of the same names.
