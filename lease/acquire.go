@@ -390,7 +390,7 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 	a.c.watch, a.c.twin = suspectWatch{}, suspectWatch{}
 	a.c.saveWatch()
 	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Epoch: st.rec.Epoch, Version: v, Time: st.wall, Previous: st.previous,
-		Detail: st.detail, Exclusion: l.Exclusion()})
+		Detail: st.detail, exclusion: l.Exclusion()})
 	return l, nil
 }
 

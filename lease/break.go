@@ -85,7 +85,7 @@ func breakRecord(cur readResult, now time.Time, overlap bool) Record {
 	case overlap:
 	case cur.err != nil: // not a record: nothing is known of its writer
 		rec.TTLSeconds = int64(DefaultTTL / time.Second)
-	case cur.rec.StateAt(now) == Fresh || cur.rec.StateAt(now) == Suspect:
+	case cur.rec.stateAt(now) == Fresh || cur.rec.stateAt(now) == Suspect:
 		rec.RenewedAt, rec.TTLSeconds = cur.rec.RenewedAt, cur.rec.TTLSeconds
 	}
 	return rec

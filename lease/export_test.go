@@ -41,3 +41,12 @@ func (w suspectWatch) Since() (time.Duration, bool) { return w.since, w.seen }
 
 // Seams returns the options' seams, for the tests to set.
 func (o *Options) Seams() *leaseseam.Seams { return &o.seams }
+
+// For the tests.
+const MetaEpoch = metaEpoch
+
+// NewInstanceID is newInstanceID, for the tests.
+func NewInstanceID() string { return newInstanceID() }
+
+// StateAt is stateAt, for the tests.
+func (r Record) StateAt(now time.Time) State { return r.stateAt(now) }

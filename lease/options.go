@@ -29,7 +29,7 @@ type Options struct {
 	// a record is proven by its content, not by this id: a write whose
 	// answer was lost is recognised by the Contender that sent it, and a
 	// record a previous process with this id left behind is taken over once
-	// stale, like anyone else's. Default NewInstanceID().
+	// stale, like anyone else's. Default a new random id (32 hex digits).
 	InstanceID string
 
 	// Logger receives every state change. Default slog.Default().
@@ -88,7 +88,7 @@ func (o *Options) resolve() (*settings, error) {
 		return nil, fmt.Errorf("lease: TTL %v must be a whole number of seconds between 1s and %v", o.TTL, MaxSaneTTL)
 	}
 	if s.id == "" {
-		s.id = NewInstanceID()
+		s.id = newInstanceID()
 	}
 	if err := checkInstanceID(s.id); err != nil {
 		return nil, err
