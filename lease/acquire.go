@@ -11,7 +11,7 @@ import (
 
 // A Contender tries to take the lease on one prefix for one instance. It
 // keeps the instance id and what it has seen of a suspect foreign record
-// (its Watch) across attempts, so use one Contender for all of an
+// across attempts, so use one Contender for all of an
 // instance's attempts. A Contender is not safe for concurrent Acquire calls.
 type Contender struct {
 	bucket driver.Bucket
