@@ -41,7 +41,7 @@ func TestDocsLateSession(t *testing.T) {
 		return l
 	}
 	a := holder("host-a")
-	stamp, _ := lease.Stamp{Epoch: a.Epoch(), Instance: lease.StampedInstance(a.InstanceID())}, leaseseam.Inside(a).Stamped
+	stamp := lease.Stamp{Epoch: a.Epoch(), Instance: lease.StampedInstance(a.InstanceID())}
 	time.Sleep(5*time.Second + 500*time.Millisecond) // host-a is paused; its lease goes stale (TTL and the file driver's resolution)
 	next := holder("host-b")
 	time.Sleep(3 * time.Second) // more than the file driver's resolution
