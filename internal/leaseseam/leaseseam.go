@@ -30,7 +30,7 @@ type Seams struct {
 
 // Facts are what a lease keeps to itself.
 type Facts struct {
-	TTL       time.Duration
+	TTL       time.Duration  // the lease's TTL
 	Version   driver.Version // of the lease object the lease last wrote
 	RenewedAt time.Time      // of the record the lease last wrote
 	// ServiceClock: the driver reports the service's time, and the
