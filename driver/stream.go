@@ -268,7 +268,7 @@ type Pending struct {
 	// the driver has no call for it. It returns nil when the upload is
 	// gone already (completed or aborted), and an error naming the key
 	// and the upload otherwise. It decides nothing about whose the upload
-	// is: lease.RemovePending asks the lease first. The file driver's
+	// is: admin.RemovePending (lease/admin) asks the lease first. The file driver's
 	// refuses a staged file whose writer is still running (it holds its
 	// lock).
 	Abort func(ctx context.Context) error

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -37,8 +38,7 @@ func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Option
 			return ""
 		}
 	}
-	return &lease.Options{TTL: leaseTTL, InstanceID: id, Clock: c,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: getenv}
+	return leaseseam.With(&lease.Options{TTL: leaseTTL, InstanceID: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Clock: c, Getenv: getenv})
 }
 
 // acquire takes the lease on the scope's prefix through b as instance id on
@@ -127,12 +127,12 @@ var leaseChecks = []check{
 				return fmt.Errorf("acquire: %v", err)
 			}
 			defer l.Release(ctx)
-			v1 := l.Version()
+			v1 := leaseseam.Inside(l).Version
 			c.Advance(leaseTTL / 3)
-			if err := l.Renew(ctx); err != nil {
+			if err := leaseseam.Renew(ctx, l); err != nil {
 				return fmt.Errorf("renew: %v", err)
 			}
-			if l.Version() == v1 {
+			if leaseseam.Inside(l).Version == v1 {
 				return errors.New("the renewal did not change the version")
 			}
 			c.Advance(leaseTTL / 2)
@@ -163,7 +163,7 @@ var leaseChecks = []check{
 				return fmt.Errorf("takeover: %v", err)
 			}
 			defer nl.Release(ctx)
-			if err := old.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+			if err := leaseseam.Renew(ctx, old); !errors.Is(err, lease.ErrLost) {
 				return fmt.Errorf("the old holder's renewal: %v; want ErrLost", err)
 			}
 			if err := old.Release(ctx); err != nil {
@@ -198,9 +198,9 @@ var leaseChecks = []check{
 			if err != nil {
 				return fmt.Errorf("inspect: %v", err)
 			}
-			if st.State != lease.Fresh || st.Holder() != "b" || st.Version != b.Version() {
+			if st.State != lease.Fresh || st.Holder() != "b" || st.Version != leaseseam.Inside(b).Version {
 				return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
-					st.State, st.Holder(), st.Version, b.Version())
+					st.State, st.Holder(), st.Version, leaseseam.Inside(b).Version)
 			}
 			if _, err := s.acquire(ctx, s.b, "c", cc); !errors.Is(err, lease.ErrHeld) {
 				return fmt.Errorf("a third instance while b holds the lease: %v; want ErrHeld", err)
@@ -286,7 +286,7 @@ func leaseStamps(ctx context.Context, s *scope) error {
 		if err != nil {
 			return fmt.Errorf("acquire as %s: %v", id, err)
 		}
-		want, _ := l.Stamp()
+		want := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
 		put, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
 		s.key(put)
 		s.key(streamed)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -156,7 +157,7 @@ var leaseClockChecks = []check{
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
 			}
 			c.d.Store(int64(11 * time.Second))
-			err = holder.Renew(ctx)
+			err = leaseseam.Renew(ctx, holder)
 			if !errors.Is(err, lease.ErrFenced) || !errors.Is(err, lease.ErrClock) {
 				return fmt.Errorf("the renewal 11s ahead: %v, want ErrFenced and ErrClock", err)
 			}

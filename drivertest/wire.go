@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -278,13 +279,13 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 	acq.used = false
 	acq.sel = func(cond driver.Condition) bool { _, ok := cond.Match(); return ok }
 	c.Advance(leaseTTL / 3)
-	if err := l.Renew(ctx); err != nil {
+	if err := leaseseam.Renew(ctx, l); err != nil {
 		return fmt.Errorf("a renewal whose write's reply was lost on the wire: %v; want it recognised as ours", err)
 	}
 	if tr.Dropped() != 2 {
 		return errors.New("setup: no reply of the renewal was dropped: it sent no write through the transport")
 	}
-	if err := l.Renew(ctx); err != nil {
+	if err := leaseseam.Renew(ctx, l); err != nil {
 		return fmt.Errorf("the next renewal: %v", err)
 	}
 	if !l.MayWrite() {

@@ -11,15 +11,15 @@ import (
 
 // A Contender tries to take the lease on one prefix for one instance. It
 // keeps the instance id and what it has seen of a suspect foreign record
-// (its Watch) across attempts, so use one Contender for all of an
+// across attempts, so use one Contender for all of an
 // instance's attempts. A Contender is not safe for concurrent Acquire calls.
 type Contender struct {
 	bucket driver.Bucket
 	prefix string
 	key    string
 	s      *settings
-	watch  Watch // a suspect record of another instance
-	twin   Watch // a fresh record naming our id that we did not write
+	watch  suspectWatch // a suspect record of another instance
+	twin   suspectWatch // a fresh record naming our id that we did not write
 	stamps *stamps
 	sent   sentRecords // what this contender's attempts wrote
 	held   *Lease      // the latest lease it acquired
@@ -60,12 +60,6 @@ func (c *Contender) Close() error { return c.journal.close() }
 
 // InstanceID returns the contender's instance id.
 func (c *Contender) InstanceID() string { return c.s.id }
-
-// Key returns the key of the lease object.
-func (c *Contender) Key() string { return c.key }
-
-// Watch returns what the contender has seen of a suspect record.
-func (c *Contender) Watch() Watch { return c.watch }
 
 // Acquire takes the lease on prefix in b for a new instance; it is
 // NewContender followed by one Acquire. Use a Contender to retry with the
@@ -246,7 +240,7 @@ func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driv
 	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
 		return a.twin(st, cur, curV, takeoverAt)
 	}
-	a.c.twin = Watch{}
+	a.c.twin = suspectWatch{}
 	switch state {
 	case Stale, Released:
 		st.previous, st.follows = &cur.rec, &cur.rec
@@ -291,7 +285,7 @@ func (a *attempt) twin(st stamp, cur readResult, v driver.Version, takeoverAt ti
 	rec := cur.rec
 	w := &a.c.twin
 	if w.seen && w.version != v {
-		*w = Watch{}
+		*w = suspectWatch{}
 		return nil, fmt.Errorf("acquire %s: %w: the lease object names instance %s but was not written by this process, and it changed while this process watched it (to version %s, renewed %s): another live process is renewing it. Give each process its own instance id",
 			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
 	}
@@ -393,10 +387,10 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 		l.began = a.after.Date.Add(a.after.Resolution)
 	}
 	a.c.held = l
-	a.c.watch, a.c.twin = Watch{}, Watch{}
+	a.c.watch, a.c.twin = suspectWatch{}, suspectWatch{}
 	a.c.saveWatch()
 	a.c.s.emit(Event{Kind: kind, Key: a.c.key, InstanceID: a.c.s.id, Epoch: st.rec.Epoch, Version: v, Time: st.wall, Previous: st.previous,
-		Detail: st.detail, Exclusion: l.Exclusion()})
+		Detail: st.detail, exclusion: l.Exclusion()})
 	return l, nil
 }
 
@@ -477,7 +471,7 @@ func (c *Contender) endHeld() error {
 		return nil
 	}
 	if l.MayWrite() {
-		return fmt.Errorf("acquire %s: this Contender's lease (version %s) is still held; Release it, or let it end, before acquiring again", c.key, l.Version())
+		return fmt.Errorf("acquire %s: this Contender's lease (version %s) is still held; Release it, or let it end, before acquiring again", c.key, l.lastVersion())
 	}
 	l.end(ErrFenced, nil, "no renewal succeeded within two thirds of the TTL")
 	return nil

@@ -42,7 +42,12 @@ const BreakerID = "bucketlease-break"
 //   - over an object that is not a lease record (whose writer and TTL are
 //     unknown) it writes a record fresh for DefaultTTL from now.
 //
-// BreakAllowingOverlap is the break that lets a contender in at once.
+// With allowOverlap, Break instead writes a released record (ttl_s 0),
+// which every contender may take over at once, whatever the record it
+// breaks. If that record was fresh, its holder may still be writing until
+// its fence (up to two thirds of its TTL after its last renewal) while the
+// next holder has started: two writers at once. It is for a holder known
+// to be dead (its machine is off), never for one only suspected to be.
 //
 // Break never removes or overwrites any version but v, on any path to the
 // service that applies If-Match consistently, including one that drops it
@@ -63,19 +68,8 @@ const BreakerID = "bucketlease-break"
 // S3 API ignore conditions on DELETE. What no client can guard against is a
 // path that applies If-Match to one request and drops it from the next: a
 // renewal that lands between steps 1 and 3 on such a path is overwritten.
-func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time) error {
-	return breakAt(ctx, b, prefix, v, now, false)
-}
-
-// BreakAllowingOverlap is Break, but it overwrites version v by a released
-// record (ttl_s 0), which every contender may take over at once, whatever
-// the record it breaks. If that record was fresh, its holder may still be
-// writing until its fence (up to two thirds of its TTL after its last
-// renewal) while the next holder has started: two writers at once. It is
-// for a holder known to be dead (its machine is off), never for one that
-// is only suspected to be.
-func BreakAllowingOverlap(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time) error {
-	return breakAt(ctx, b, prefix, v, now, true)
+func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time, allowOverlap bool) error {
+	return breakAt(ctx, b, prefix, v, now, allowOverlap)
 }
 
 // breakRecord is the record a break writes over cur, read at the
@@ -91,7 +85,7 @@ func breakRecord(cur readResult, now time.Time, overlap bool) Record {
 	case overlap:
 	case cur.err != nil: // not a record: nothing is known of its writer
 		rec.TTLSeconds = int64(DefaultTTL / time.Second)
-	case cur.rec.StateAt(now) == Fresh || cur.rec.StateAt(now) == Suspect:
+	case cur.rec.stateAt(now) == Fresh || cur.rec.stateAt(now) == Suspect:
 		rec.RenewedAt, rec.TTLSeconds = cur.rec.RenewedAt, cur.rec.TTLSeconds
 	}
 	return rec

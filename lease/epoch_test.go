@@ -87,7 +87,7 @@ func TestEpochsOnlyGrow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lease.Break(ctx, w.b, "db1", st.Version, w.now()); err != nil {
+		if err := lease.Break(ctx, w.b, "db1", st.Version, w.now(), false); err != nil {
 			t.Fatal(err)
 		}
 		if rec, _, _ := readRecord(t, w.b); rec.Epoch != d.Epoch() {

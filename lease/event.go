@@ -64,12 +64,16 @@ func (k EventKind) String() string {
 
 // Event reports a change in a lease's state to Options.OnEvent.
 type Event struct {
-	Kind       EventKind
-	Key        string
+	// Kind names the change.
+	Kind EventKind
+	// Key is the key of the lease object.
+	Key string
+	// InstanceID is the lease's instance id.
 	InstanceID string
 	// Epoch is the lease's epoch (Lease.Epoch); zero on events of a
 	// lease that has none.
-	Epoch   uint64
+	Epoch uint64
+	// Version is the version of the lease object the event is about.
 	Version driver.Version
 	// Time is when it happened, by the instance's wall clock.
 	Time time.Time
@@ -80,10 +84,9 @@ type Event struct {
 	Detail string
 	// Err is the cause of RenewalFailed, Fenced and Lost.
 	Err error
-	// Exclusion is how strongly the lease keeps a second writer out, on
-	// Acquired and TookOver (conditional, or best-effort under
-	// EnvConditional=off).
-	Exclusion driver.Exclusion
+	// exclusion is how strongly the lease keeps a second writer out, on
+	// Acquired and TookOver, for the log.
+	exclusion driver.Exclusion
 }
 
 // level is the log level of an event. Taking over a record its holder
@@ -115,7 +118,7 @@ func (o *settings) emit(e Event) {
 		slog.String("version", string(e.Version)),
 	}
 	if e.Kind == EventAcquired || e.Kind == EventTookOver {
-		attrs = append(attrs, slog.String("exclusion", e.Exclusion.String()))
+		attrs = append(attrs, slog.String("exclusion", e.exclusion.String()))
 	}
 	if e.Previous != nil {
 		attrs = append(attrs, slog.String("previous_instance", e.Previous.InstanceID))

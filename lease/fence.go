@@ -51,7 +51,7 @@ func (l *Lease) fenceProblemLocked() string {
 // so the holder fences itself instead. The comparison runs over one
 // renewal interval, so that clocks whose rates differ a little do not add
 // up to a false alarm over a long-held lease; a step back shows in full.
-// Renew checks it before it stamps; the record already stored was stamped
+// renew checks it before it stamps; the record already stored was stamped
 // before the clock moved and still tells the truth.
 func (l *Lease) clockProblem(mono time.Duration, wall time.Time) string {
 	l.mu.Lock()

@@ -177,7 +177,7 @@ func (f fencedBucket) stamped(ctx context.Context) context.Context {
 	return driver.WithMetadata(ctx, f.l.withStamp(driver.MetadataToWrite(ctx)))
 }
 
-// Put writes under the fence (see Bucket), stamped (Lease.Stamp).
+// Put writes under the fence (see Bucket), stamped (see Stamp).
 func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	var v driver.Version
 	err := f.guard(f.stamped(ctx), "put", key, cond, func(ctx context.Context, full string) error {
@@ -192,7 +192,7 @@ func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond dri
 // MayWrite is false, no part and no commit starts after that (the driver
 // calls MayStart before each request), and a request in flight is cancelled
 // the moment the lease ends, after which the driver aborts the upload.
-// Release waits for it to return. The object is stamped (Lease.Stamp). It
+// Release waits for it to return. The object is stamped (see Stamp). It
 // is the bucket's only where the lease's bucket is a driver.Streamer
 // (driver.Wrap); driver.PutStream falls back to Put elsewhere.
 func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {

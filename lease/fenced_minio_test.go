@@ -16,6 +16,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -90,8 +91,8 @@ func TestFenceCancelledWriteThatLandsIsOutcomeUnknownMinIO(t *testing.T) {
 	ctx := context.Background()
 	acquire := func(id string) *lease.Lease {
 		t.Helper()
-		l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: 3 * time.Second, InstanceID: id,
-			Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+		l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id,
+			Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -75,8 +76,8 @@ func (l *logBuffer) logger() *slog.Logger {
 
 // opts returns options for one instance on clock c, with no environment.
 func opts(id string, c clock.Clock, ev *events) *lease.Options {
-	o := &lease.Options{TTL: ttl, InstanceID: id, Clock: c, Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	o := &lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	*o.Seams() = leaseseam.Seams{Clock: c, Getenv: func(string) string { return "" }}
 	if ev != nil {
 		o.OnEvent = ev.add
 	}

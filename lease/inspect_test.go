@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -81,7 +82,7 @@ func TestInspectAgreesWithAcquire(t *testing.T) {
 	if err != nil || st.State != lease.Fresh {
 		t.Fatalf("Inspect: %+v, %v", st, err)
 	}
-	_, err = lease.Acquire(context.Background(), b, "", &lease.Options{InstanceID: "beta", Getenv: func(string) string { return "" }})
+	_, err = lease.Acquire(context.Background(), b, "", leaseseam.With(&lease.Options{InstanceID: "beta"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	var held *lease.HeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("Acquire: %v, want a HeldError", err)

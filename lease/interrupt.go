@@ -79,9 +79,9 @@ func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease,
 		defer cancel()
 		if rerr := l.Release(rctx); rerr != nil {
 			return nil, fmt.Errorf("%w; the lease had been taken (version %s), and releasing it failed, so it stays fresh until %s: %w",
-				cause, l.Version(), l.Record().RenewedAt.Add(l.Record().TTL()).Format(time.RFC3339), rerr)
+				cause, l.lastVersion(), l.lastRecord().RenewedAt.Add(l.lastRecord().TTL()).Format(time.RFC3339), rerr)
 		}
-		return nil, fmt.Errorf("%w; the lease had been taken (version %s), and is now released", cause, l.Version())
+		return nil, fmt.Errorf("%w; the lease had been taken (version %s), and is now released", cause, l.lastVersion())
 	}
 	switch {
 	case err == nil || errors.Is(err, errShielded):

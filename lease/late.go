@@ -11,10 +11,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// MaxBefore is how many earlier holders a record remembers (Record.Before):
+// maxBefore is how many earlier holders a record remembers (Record.Before):
 // far more takeovers than fit in the few seconds a late write comes after
 // its writer's lease has passed on.
-const MaxBefore = 8
+const maxBefore = 8
 
 // Era is one holder's lease as a record remembers it: its epoch, and when
 // it began on the service's clock at the latest. A write of an older epoch
@@ -46,7 +46,7 @@ func eraOf(rec Record, svc *ServiceClock) (Era, bool) {
 
 // before returns what a new holder's record remembers of the holders up
 // to prev, read in an answer that said svc: prev's era, then what prev
-// remembered, at most MaxBefore in all.
+// remembered, at most maxBefore in all.
 func before(prev *Record, svc *ServiceClock) []Era {
 	if !follows(prev) {
 		return nil
@@ -56,7 +56,7 @@ func before(prev *Record, svc *ServiceClock) []Era {
 		out = append(out, e)
 	}
 	out = append(out, prev.Before...)
-	return out[:min(len(out), MaxBefore)]
+	return out[:min(len(out), maxBefore)]
 }
 
 // Eras returns the holders the status knows of, newest first: the

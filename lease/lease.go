@@ -83,9 +83,6 @@ func (l *Lease) Key() string { return l.key }
 // InstanceID returns the id this lease is held under.
 func (l *Lease) InstanceID() string { return l.s.id }
 
-// TTL returns the lease's TTL.
-func (l *Lease) TTL() time.Duration { return l.s.ttl }
-
 // Epoch returns the lease's epoch: greater than the epoch of every earlier
 // holder of the prefix, and kept by every renewal (see the package
 // documentation, "Epochs"). Hand it to whatever the holder writes to, so
@@ -97,12 +94,23 @@ func (l *Lease) Epoch() uint64 { return l.epoch }
 // its service: Conditional, or BestEffort under EnvConditional=off.
 func (l *Lease) Exclusion() driver.Exclusion { return l.caps.Exclusion }
 
-// ServiceClock returns what the service said about its clock at the
-// lease's latest read or renewal (this machine's offset from it), and
-// false when its driver reports no service time: the lease then judges
-// records on the machines' clocks alone, assumed synchronised to within a
-// third of a TTL ("clocks: assumed synchronised").
-func (l *Lease) ServiceClock() (ServiceClock, bool) {
+// lastVersion returns the version of the lease object we last wrote.
+func (l *Lease) lastVersion() driver.Version {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version
+}
+
+// lastRecord returns the record we last wrote.
+func (l *Lease) lastRecord() Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec
+}
+
+// serviceClock returns what the service said about its clock at the
+// lease's latest read or renewal, and false when its driver reports none.
+func (l *Lease) serviceClock() (ServiceClock, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.svc == nil {
@@ -110,21 +118,3 @@ func (l *Lease) ServiceClock() (ServiceClock, bool) {
 	}
 	return *l.svc, true
 }
-
-// Version returns the version of the lease object we last wrote.
-func (l *Lease) Version() driver.Version {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.version
-}
-
-// Record returns the record we last wrote.
-func (l *Lease) Record() Record {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.rec
-}
-
-// Prefix returns the prefix the lease is on, without trailing slashes: the
-// lease object is Prefix()+"/LEASE" (or "LEASE" for the empty prefix).
-func (l *Lease) Prefix() string { return l.prefix }

@@ -595,7 +595,7 @@ func TestProbeFailsClosed(t *testing.T) {
 func TestBestEffortMode(t *testing.T) {
 	var logs logBuffer
 	o := opts("me", clock.NewFake(t0), nil)
-	o.Getenv = func(k string) string {
+	o.Seams().Getenv = func(k string) string {
 		if k == lease.EnvConditional {
 			return "off"
 		}
@@ -624,7 +624,7 @@ func TestBestEffortMode(t *testing.T) {
 		t.Fatalf("second best-effort instance: %v, want held", err)
 	}
 	o3 := opts("x", clock.NewFake(t0), nil)
-	o3.Getenv = func(string) string { return "of" }
+	o3.Seams().Getenv = func(string) string { return "of" }
 	if _, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", o3); err == nil || !strings.Contains(err.Error(), lease.EnvConditional) {
 		t.Fatalf("a misspelled switch value: %v, want an error naming the variable", err)
 	}
@@ -724,7 +724,7 @@ func TestKeepRetriesThenFences(t *testing.T) {
 		return nil
 	}}
 	o := opts("me", c, &ev)
-	o.RetryInterval = time.Second
+	o.Seams().RetryInterval = time.Second
 	l, err := lease.Acquire(context.Background(), b, "db1", o)
 	if err != nil {
 		t.Fatal(err)

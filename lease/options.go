@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 )
 
 // Options configure a Contender. The zero value (or nil) gives a 30 s TTL, a
@@ -28,11 +29,8 @@ type Options struct {
 	// a record is proven by its content, not by this id: a write whose
 	// answer was lost is recognised by the Contender that sent it, and a
 	// record a previous process with this id left behind is taken over once
-	// stale, like anyone else's. Default NewInstanceID().
+	// stale, like anyone else's. Default a new random id (32 hex digits).
 	InstanceID string
-
-	// Clock is the source of time. Default clock.System{}.
-	Clock clock.Clock
 
 	// Logger receives every state change. Default slog.Default().
 	Logger *slog.Logger
@@ -40,19 +38,6 @@ type Options struct {
 	// OnEvent, if set, is called with every state change, synchronously:
 	// it must return quickly.
 	OnEvent func(Event)
-
-	// Getenv reads EnvConditional. Default os.Getenv.
-	Getenv func(string) string
-
-	// Rand is the source of the random fraction of a second in each lease's
-	// acquired_at, which tells apart the records of two processes that
-	// share an instance id. Default crypto/rand.Reader; the simulator sets
-	// a seeded one to replay runs.
-	Rand io.Reader
-
-	// RetryInterval is how long the renewal loop waits after a failed
-	// renewal before it tries again. Default TTL/15, at least 100 ms.
-	RetryInterval time.Duration
 
 	// StateDir, if set, is an absolute path to a directory on a local
 	// file system, private to this instance, where the Contender keeps a
@@ -70,6 +55,10 @@ type Options struct {
 	// print, so that a person can tell who holds the lease. ThisProcess
 	// fills it in. It is never trusted for ownership. Default none.
 	Holder *HolderInfo
+
+	// seams replace what the lease takes from the process, for tests and
+	// the simulator (internal/leaseseam).
+	seams leaseseam.Seams
 }
 
 // settings are Options with the defaults filled in.
@@ -90,8 +79,8 @@ func (o *Options) resolve() (*settings, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.Clock, logger: o.Logger,
-		onEvent: o.OnEvent, getenv: o.Getenv, retry: o.RetryInterval, rand: o.Rand, state: o.StateDir, holder: o.Holder}
+	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.seams.Clock, logger: o.Logger,
+		onEvent: o.OnEvent, getenv: o.seams.Getenv, retry: o.seams.RetryInterval, rand: o.seams.Rand, state: o.StateDir, holder: o.Holder}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}
@@ -99,7 +88,7 @@ func (o *Options) resolve() (*settings, error) {
 		return nil, fmt.Errorf("lease: TTL %v must be a whole number of seconds between 1s and %v", o.TTL, MaxSaneTTL)
 	}
 	if s.id == "" {
-		s.id = NewInstanceID()
+		s.id = newInstanceID()
 	}
 	if err := checkInstanceID(s.id); err != nil {
 		return nil, err

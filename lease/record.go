@@ -42,8 +42,8 @@ func Key(prefix string) string {
 	return prefix + "/LEASE"
 }
 
-// NewInstanceID returns a new random instance id: 16 bytes as 32 hex digits.
-func NewInstanceID() string {
+// newInstanceID returns a new random instance id: 16 bytes as 32 hex digits.
+func newInstanceID() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
@@ -75,7 +75,7 @@ type Record struct {
 	// the driver reports no service time.
 	Began time.Time `json:"began,omitzero"`
 	// Before remembers the prefix's earlier holders, newest first, at
-	// most MaxBefore of them: each one's epoch and when its lease began
+	// most eight of them: each one's epoch and when its lease began
 	// (see Era). A reader judges late writes by them (LateBy).
 	Before []Era `json:"before,omitempty"`
 	// Holder describes the writer for a person reading the lease (who
@@ -259,7 +259,7 @@ func DecodeRecord(data []byte) (Record, error) {
 		r.Began = *raw.Began
 	}
 	for _, e := range raw.Before {
-		if e.Epoch > 0 && e.Epoch <= maxEpoch && checkWall(e.Began) == nil && len(r.Before) < MaxBefore {
+		if e.Epoch > 0 && e.Epoch <= maxEpoch && checkWall(e.Began) == nil && len(r.Before) < maxBefore {
 			r.Before = append(r.Before, e)
 		}
 	}
@@ -310,8 +310,8 @@ func (s State) String() string {
 	}
 }
 
-// StateAt classifies the record at the reader's wall-clock time now.
-func (r Record) StateAt(now time.Time) State {
+// stateAt classifies the record at the reader's wall-clock time now.
+func (r Record) stateAt(now time.Time) State {
 	ttl := r.TTL()
 	switch {
 	case r.TTLSeconds == 0:

@@ -10,7 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Renew extends the lease with one conditional write (If-Match on the
+// renew extends the lease with one conditional write (If-Match on the
 // version we last wrote). It returns nil on success; an error wrapping
 // ErrLost if the lease object was taken over, removed or marked released,
 // or now holds a record this lease did not write (wrapping ErrInstanceInUse
@@ -22,11 +22,11 @@ import (
 //
 // A renewal counts only if its reply arrives before the fence deadline: one
 // that lands later fences the lease all the same, because work under it has
-// already been told to stop. Once fenced, Renew writes nothing: it reads the
+// already been told to stop. Once fenced, renew writes nothing: it reads the
 // lease object and returns ErrLost if the lease has been taken over,
 // ErrFenced otherwise (acquire again, with the same Contender, to resume:
 // it takes back its own record at once).
-func (l *Lease) Renew(ctx context.Context) error {
+func (l *Lease) renew(ctx context.Context) error {
 	if err := l.take(ctx); err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 // readBack finds out, after the renewal that sent rec over version over
 // failed with err, what the lease object holds: it returns the version of
 // rec if the renewal landed all the same (its answer was lost), or the
-// error Renew returns.
+// error renew returns.
 func (l *Lease) readBack(ctx context.Context, rec Record, over driver.Version, err error) (driver.Version, error) {
 	cur, curV, rerr := readLease(ctx, l.s.clock, l.b, l.key)
 	switch {
@@ -187,7 +187,7 @@ func (l *Lease) take(ctx context.Context) error {
 
 // give ends the turn, then reports the events raised during it. Events are
 // never reported while the turn is held, so that an OnEvent callback may
-// call Release (or Renew) without waiting for itself.
+// call Release (or renew) without waiting for itself.
 func (l *Lease) give() {
 	l.mu.Lock()
 	queued := l.queued
@@ -213,7 +213,7 @@ func (l *Lease) emit(e Event) {
 	l.s.emit(e)
 }
 
-// checkLost is Renew for a fenced lease: it writes nothing, but reads the
+// checkLost is renew for a fenced lease: it writes nothing, but reads the
 // lease object so that a holder that was taken over learns so (ErrLost).
 // The lease is still ours only while the object holds a record it wrote.
 func (l *Lease) checkLost(ctx context.Context) error {
@@ -231,13 +231,13 @@ func (l *Lease) checkLost(ctx context.Context) error {
 	l.mu.Lock()
 	l.done = ErrLost
 	l.mu.Unlock()
-	l.emit(Event{Kind: EventLost, Key: l.key, InstanceID: l.s.id, Version: l.Version(), Time: l.s.clock.Wall(),
+	l.emit(Event{Kind: EventLost, Key: l.key, InstanceID: l.s.id, Version: l.lastVersion(), Time: l.s.clock.Wall(),
 		Previous: prev, Err: ErrLost, Detail: "found taken over after fencing"})
 	return ErrLost
 }
 
 // Keep renews the lease every TTL/3 until ctx is done or the lease ends. A
-// failed renewal is retried every Options.RetryInterval until the fence
+// failed renewal is retried every TTL/15 (at least 100 ms) until the fence
 // deadline. It returns ErrLost or ErrFenced when the lease ends that way,
 // nil after Release, and ctx's error when ctx is done; it starts no
 // goroutine that outlives it.
@@ -265,7 +265,7 @@ func (l *Lease) Keep(ctx context.Context) error {
 			return l.keepResult()
 		}
 		rctx, cancel := l.Fence(ctx)
-		err := l.Renew(rctx)
+		err := l.renew(rctx)
 		cancel()
 		switch {
 		case err == nil:
@@ -278,7 +278,7 @@ func (l *Lease) Keep(ctx context.Context) error {
 			if l.Err() != nil {
 				return l.keepResult()
 			}
-			l.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.Version(),
+			l.emit(Event{Kind: EventRenewalFailed, Key: l.key, InstanceID: l.s.id, Version: l.lastVersion(),
 				Time: l.s.clock.Wall(), Err: err, Detail: "retrying until " + l.Deadline().Format(time.RFC3339)})
 			retrying = true
 		}

@@ -355,10 +355,10 @@ func breakOfAnOldVersion(t *testing.T) string {
 	if err := h.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", looked, c.Wall()); err == nil {
+	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", looked, c.Wall(), false); err == nil {
 		return "Break of an old version succeeded"
 	}
-	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", h.Version(), c.Wall()); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", h.Version(), c.Wall(), false); !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		return "Break on a path that drops If-Match: " + errString(err) + ", want ErrPreconditionsIgnored"
 	}
 	if r, v, ok := readRecord(t, inner); !ok || v != h.Version() || r.InstanceID != "holder" {

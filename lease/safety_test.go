@@ -278,7 +278,7 @@ func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
 	var log logBuffer
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Logger = log.logger()
-	o.Getenv = func(string) string { return "off" }
+	o.Seams().Getenv = func(string) string { return "off" }
 	l, err := lease.Acquire(context.Background(), besteffort.Wrap(machineClocksOnly()), "db1", o)
 	if err != nil {
 		t.Fatal(err)
@@ -545,7 +545,7 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 	if err := h.Renew(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	err := lease.Break(context.Background(), counted, "db1", looked, c.Wall())
+	err := lease.Break(context.Background(), counted, "db1", looked, c.Wall(), false)
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("break of a version that changed: %v, want ErrPrecondition", err)
 	}
@@ -553,7 +553,7 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 		t.Fatalf("break changed a lease it had not looked at: %+v", r)
 	}
 	renewed, _, _ := readRecord(t, counted)
-	if err := lease.Break(context.Background(), counted, "db1", h.Version(), c.Wall()); err != nil {
+	if err := lease.Break(context.Background(), counted, "db1", h.Version(), c.Wall(), false); err != nil {
 		t.Fatalf("break of the current version: %v", err)
 	}
 	// A fresh lease: the break record keeps it fresh until it would have
@@ -572,7 +572,7 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 func TestBreakOnAServiceIgnoringIfMatchFailsClosed(t *testing.T) {
 	b := &faulty.Bucket{Bucket: machineClocksOnly(), Ignore: faulty.IgnoreIfMatch}
 	v := put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
-	if err := lease.Break(context.Background(), b, "db1", v, t0); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+	if err := lease.Break(context.Background(), b, "db1", v, t0, false); !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("break on a service that ignores If-Match: %v", err)
 	}
 }
@@ -729,7 +729,7 @@ func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {
 // stale (a TTL after its last renewal, by the contender's clock), whatever
 // that clock reads within the third of a TTL of skew the lease absorbs;
 // the broken holder learns it lost at its next renewal. With
-// BreakAllowingOverlap the contender takes it at once.
+// Break allowing overlap the contender takes it at once.
 func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 	for _, skew := range []time.Duration{0, ttl / 3, -ttl / 3} {
 		b := machineClocksOnly()
@@ -742,7 +742,7 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 		rec, v, _ := readRecord(t, b)
 		fence := h.Deadline()
 		c.Advance(time.Second)
-		if err := lease.Break(context.Background(), b, "db1", v, c.Wall()); err != nil {
+		if err := lease.Break(context.Background(), b, "db1", v, c.Wall(), false); err != nil {
 			t.Fatalf("break: %v", err)
 		}
 		if err := h.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
@@ -768,7 +768,7 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	h := acquire(t, b, "holder", c)
-	if err := lease.BreakAllowingOverlap(context.Background(), b, "db1", h.Version(), c.Wall()); err != nil {
+	if err := lease.Break(context.Background(), b, "db1", h.Version(), c.Wall(), true); err != nil {
 		t.Fatalf("break allowing overlap: %v", err)
 	}
 	if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {

@@ -121,7 +121,7 @@ func timedCall(ctx context.Context, clk clock.Clock, call func(context.Context) 
 // when it could be taken over (zero for Suspect: see Watch).
 //
 // On the reader's clock alone (svc nil, or no modification time) it is
-// StateAt: renewed_at plus the TTL against now. With the service's clock,
+// stateAt: renewed_at plus the TTL against now. With the service's clock,
 // a record is stale only when it is stale on both: by the reader's clock,
 // and by the service's, Date − Modified ≥ TTL + Resolution, so that its
 // true age on the service's clock is over a TTL whatever the rounding of
@@ -137,9 +137,9 @@ func timedCall(ctx context.Context, clk clock.Clock, call func(context.Context) 
 // service's clock alone (never Suspect for being stamped in the future).
 // A stamp that far behind needs no rule: the service's clock, the later
 // of the two, decides. A released record, and one whose TTL is over
-// MaxSaneTTL, are judged as StateAt judges them.
+// MaxSaneTTL, are judged as stateAt judges them.
 func judgeRecord(r Record, now time.Time, svc *ServiceClock) (State, time.Time) {
-	state := r.StateAt(now)
+	state := r.stateAt(now)
 	machineAt := r.RenewedAt.Add(r.TTL())
 	if svc == nil || svc.Modified.IsZero() || state == Released || r.TTL() > MaxSaneTTL {
 		switch state {

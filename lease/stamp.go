@@ -13,8 +13,8 @@ import (
 // The metadata keys of a Stamp: lowercase letters only, which every
 // service keeps as given (see driver.Metadata).
 const (
-	MetaEpoch    = "bucketleaseepoch"
-	MetaInstance = "bucketleaseinstance"
+	metaEpoch    = "bucketleaseepoch"
+	metaInstance = "bucketleaseinstance"
 )
 
 // Stamp is what Lease.Bucket writes on every object, as its metadata, in
@@ -23,8 +23,8 @@ const (
 // with an epoch older than that of a lease which had already begun when
 // the object was written knows it for a late write (see the package
 // documentation, "Epochs"). Only drivers that keep metadata
-// (driver.Capabilities.Metadata) carry it; Lease.Stamp says whether the
-// lease's does.
+// (driver.Capabilities.Metadata) carry it. A lease's stamp is its Epoch
+// and StampedInstance(InstanceID).
 type Stamp struct {
 	Epoch uint64
 	// Instance is the instance id as metadata carries it: unchanged when
@@ -37,7 +37,7 @@ type Stamp struct {
 
 // Metadata returns the stamp as object metadata.
 func (s Stamp) Metadata() driver.Metadata {
-	return driver.Metadata{MetaEpoch: strconv.FormatUint(s.Epoch, 10), MetaInstance: s.Instance}
+	return driver.Metadata{metaEpoch: strconv.FormatUint(s.Epoch, 10), metaInstance: s.Instance}
 }
 
 // StampOf reads a stamp from an object's metadata. ok is false for an
@@ -45,29 +45,29 @@ func (s Stamp) Metadata() driver.Metadata {
 // driver that keeps no metadata) or whose epoch is not a number greater
 // than zero: such an object's age is unknown, neither late nor in time.
 func StampOf(md driver.Metadata) (s Stamp, ok bool) {
-	e, err := strconv.ParseUint(md[MetaEpoch], 10, 64)
+	e, err := strconv.ParseUint(md[metaEpoch], 10, 64)
 	if err != nil || e == 0 || e > maxEpoch {
 		return Stamp{}, false
 	}
-	return Stamp{Epoch: e, Instance: md[MetaInstance]}, true
+	return Stamp{Epoch: e, Instance: md[metaInstance]}, true
 }
 
 // StampedInstance returns the instance id id as a Stamp carries it.
 func StampedInstance(id string) string {
-	if (driver.Metadata{MetaInstance: id}).Validate() == nil {
+	if (driver.Metadata{metaInstance: id}).Validate() == nil {
 		return id
 	}
-	if esc := url.PathEscape(id); (driver.Metadata{MetaInstance: esc}).Validate() == nil {
+	if esc := url.PathEscape(id); (driver.Metadata{metaInstance: esc}).Validate() == nil {
 		return esc
 	}
 	sum := sha256.Sum256([]byte(id))
 	return "sha256:" + hex.EncodeToString(sum[:16])
 }
 
-// Stamp returns the stamp Bucket writes on every object, and whether it
+// stamped returns the stamp Bucket writes on every object, and whether it
 // writes one: false where the lease's driver keeps no metadata, whose
 // objects a reader cannot tell late from in time.
-func (l *Lease) Stamp() (Stamp, bool) { return l.stamp, l.caps.Metadata }
+func (l *Lease) stamped() (Stamp, bool) { return l.stamp, l.caps.Metadata }
 
 // withStamp returns md (a caller's own metadata, nil for none) with the
 // lease's stamp added, which replaces any caller keys of the same names.

@@ -226,7 +226,7 @@ func (c *Contender) loadWatch() {
 	if ago < 0 {
 		return // the wall clock went back: start watching afresh
 	}
-	c.watch = Watch{version: driver.Version(w.Version), since: c.s.clock.Mono() - ago, seen: true}
+	c.watch = suspectWatch{version: driver.Version(w.Version), since: c.s.clock.Mono() - ago, seen: true}
 }
 
 // saveWatch keeps the contender's watch for the next process, or removes

@@ -18,7 +18,7 @@ func TestBucketKeepsAbilities(t *testing.T) {
 	for _, conditional := range []string{"on", "off"} {
 		wrapcheck.Check(t, "fencedBucket", func(t *testing.T, in driver.Bucket) driver.Bucket {
 			o := opts("a", clock.System{}, nil) // the service time the inner mem bucket reports is real time
-			o.Getenv = func(k string) string {
+			o.Seams().Getenv = func(k string) string {
 				if k == lease.EnvConditional {
 					return conditional
 				}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -115,7 +116,7 @@ func TestLeaseRefusesSharedFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lease.Acquire(context.Background(), b, "db1", &lease.Options{InstanceID: "a", Getenv: func(string) string { return "" }})
+	_, err = lease.Acquire(context.Background(), b, "db1", leaseseam.With(&lease.Options{InstanceID: "a"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("Acquire on NFS: %v, want ErrPreconditionsIgnored", err)
 	}

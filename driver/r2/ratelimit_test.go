@@ -9,6 +9,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/rateproxy"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -47,7 +48,7 @@ func TestLeaseBehindARateLimitMinIO(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			opts := func(id string) *lease.Options {
-				return &lease.Options{TTL: 30 * time.Second, InstanceID: id, Getenv: func(string) string { return "" }}
+				return leaseseam.With(&lease.Options{TTL: 30 * time.Second, InstanceID: id}, leaseseam.Seams{Getenv: func(string) string { return "" }})
 			}
 			start := time.Now()
 			l, err := lease.Acquire(ctx, b, "db1", opts("a"))
@@ -55,7 +56,7 @@ func TestLeaseBehindARateLimitMinIO(t *testing.T) {
 				t.Fatalf("acquire a free prefix: %v (%d of %d writes answered 429)", err, p.Limited(), p.Writes())
 			}
 			t.Logf("acquired in %v; %d of %d writes answered 429", time.Since(start).Round(time.Millisecond), p.Limited(), p.Writes())
-			if err := l.Renew(ctx); err != nil {
+			if err := leaseseam.Renew(ctx, l); err != nil {
 				t.Fatalf("renew right after the acquire: %v", err)
 			}
 			if err := l.Release(ctx); err != nil {

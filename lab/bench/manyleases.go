@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -74,7 +75,7 @@ func HoldMany(ctx context.Context, b driver.Bucket, root string, n int, ttl, hol
 	}()
 	for i := range n {
 		l, err := lease.Acquire(ctx, b, fmt.Sprintf("%s/p%06d", root, i),
-			&lease.Options{TTL: ttl, Logger: quiet, OnEvent: onEvent, Getenv: func(string) string { return "" }})
+			leaseseam.With(&lease.Options{TTL: ttl, Logger: quiet, OnEvent: onEvent}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			return res, fmt.Errorf("lease %d: %w", i, err)
 		}

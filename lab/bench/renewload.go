@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"net/http/httptrace"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -107,19 +109,17 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 		h := &held{ttl: ttl, keepDone: make(chan error, 1)}
 		prefix := fmt.Sprintf("%s/ttl%d-%v", root, i, ttl)
 		h.lat = tb.watch(prefix + "/LEASE")
-		l, err := lease.Acquire(ctx, tb, prefix, &lease.Options{TTL: ttl, Logger: quiet,
-			Getenv: func(string) string { return "" },
-			OnEvent: func(e lease.Event) {
-				switch e.Kind {
-				case lease.EventRenewalFailed:
-					h.failed.Add(1)
-				case lease.EventFenced, lease.EventLost:
-					h.spurious.Add(1)
-					h.mu.Lock()
-					h.fences = append(h.fences, fmt.Sprintf("%s at %s: %s (%v)", e.Kind, e.Time.Format("15:04:05.000"), e.Detail, e.Err))
-					h.mu.Unlock()
-				}
-			}})
+		l, err := lease.Acquire(ctx, tb, prefix, leaseseam.With(&lease.Options{TTL: ttl, Logger: quiet, OnEvent: func(e lease.Event) {
+			switch e.Kind {
+			case lease.EventRenewalFailed:
+				h.failed.Add(1)
+			case lease.EventFenced, lease.EventLost:
+				h.spurious.Add(1)
+				h.mu.Lock()
+				h.fences = append(h.fences, fmt.Sprintf("%s at %s: %s (%v)", e.Kind, e.Time.Format("15:04:05.000"), e.Detail, e.Err))
+				h.mu.Unlock()
+			}
+		}}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			for _, h := range hs {
 				_ = h.l.Release(ctx)
@@ -143,7 +143,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 	for _, h := range hs {
 		tb.start()
 		for range cfg.Idle {
-			if err := h.l.Renew(ctx); err != nil {
+			if err := leaseseam.Renew(ctx, h.l); err != nil {
 				return res, fmt.Errorf("idle renewal at TTL %v: %w", h.ttl, err)
 			}
 		}
@@ -176,7 +176,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 				case err == nil:
 					committed.Add(1)
 					bytes.Add(cfg.Body)
-					_ = b.Delete(context.WithoutCancel(ctx), h.l.Prefix()+"/"+key, driver.Condition{})
+					_ = b.Delete(context.WithoutCancel(ctx), strings.TrimSuffix(h.l.Key(), "LEASE")+key, driver.Condition{})
 				case loadCtx.Err() != nil:
 					aborted.Add(1)
 					return

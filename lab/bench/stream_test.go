@@ -31,6 +31,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -123,8 +124,7 @@ func reportStream(b *testing.B, res StreamResult, part int64, conc int) {
 func leaseFor(tb testing.TB, b driver.Bucket) *lease.Lease {
 	tb.Helper()
 	ctx := context.Background()
-	l, err := lease.Acquire(ctx, b, "lease", &lease.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Getenv: func(string) string { return "" }})
+	l, err := lease.Acquire(ctx, b, "lease", leaseseam.With(&lease.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	if err != nil {
 		tb.Fatalf("acquiring the lease: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 //
 // The check is the one a restore tool runs: lease.LateBy over the eras of
 // the prefix's holders. A reader after the run knows only the last
-// MaxBefore of them from the LEASE object, so the checker gathers the eras
+// eight of them from the LEASE object, so the checker gathers the eras
 // of every record the workers' leases wrote (their EvLeaseCall lines) and
 // of the record left at the end, keeping for each epoch the earliest
 // beginning any record gave (each is no earlier than the holder took the

@@ -19,6 +19,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -221,11 +222,7 @@ func (w *prefixWorker) run(ctx context.Context) error {
 	}
 	lb = recorder{Bucket: lb, key: lease.Key(w.prefix), log: w.log, seq: &w.seq}
 	w.lb = lb
-	c, err := lease.NewContender(lb, w.prefix, &lease.Options{
-		InstanceID: w.cfg.ID, TTL: ttl, Clock: w.cfg.clock(),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnEvent: w.onEvent,
-	})
+	c, err := lease.NewContender(lb, w.prefix, leaseseam.With(&lease.Options{InstanceID: w.cfg.ID, TTL: ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEvent: w.onEvent}, leaseseam.Seams{Clock: w.cfg.clock()}))
 	if err != nil {
 		return err
 	}
@@ -250,8 +247,8 @@ func (w *prefixWorker) run(ctx context.Context) error {
 		epoch, kind, detail := w.epoch, w.acqKind, w.acqDetail
 		w.mu.Unlock()
 		last = l
-		w.log(Entry{Ev: EvAcquireOK, Epoch: epoch, Ver: string(l.Version()), Kind: kind, Detail: detail,
-			HolderRenewed: l.Record().RenewedAt.UnixNano(), LeaseEpoch: l.Epoch()})
+		w.log(Entry{Ev: EvAcquireOK, Epoch: epoch, Ver: string(leaseseam.Inside(l).Version), Kind: kind, Detail: detail,
+			HolderRenewed: leaseseam.Inside(l).RenewedAt.UnixNano(), LeaseEpoch: l.Epoch()})
 		w.hold(ctx, l, epoch)
 		if errors.Is(l.Err(), lease.ErrLost) {
 			w.lostRead(l, epoch)
@@ -309,7 +306,7 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 				if time.Since(lastCheck) > ttl/3 {
 					lastCheck = time.Now()
 					rctx, cancel := context.WithTimeout(ctx, ttl)
-					_ = l.Renew(rctx) // fenced: reads, and reports ErrLost if taken over
+					_ = leaseseam.Renew(rctx, l) // fenced: reads, and reports ErrLost if taken over
 					cancel()
 				}
 			default:
@@ -466,7 +463,8 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 // made with it (driver.WithMetadata): what the lease's fenced bucket would
 // have written on the objects of a write sent past it.
 func stamped(ctx context.Context, l *lease.Lease) context.Context {
-	if st, ok := l.Stamp(); ok {
+	if leaseseam.Inside(l).Stamped {
+		st := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
 		return driver.WithMetadata(ctx, st.Metadata())
 	}
 	return ctx
@@ -538,7 +536,7 @@ func refusedToStart(err error) bool {
 func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.TTL)
 	defer cancel()
-	e := Entry{Ev: EvLostRead, Epoch: epoch, Ver: string(l.Version())}
+	e := Entry{Ev: EvLostRead, Epoch: epoch, Ver: string(leaseseam.Inside(l).Version)}
 	data, v, err := driver.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize)
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
@@ -560,7 +558,7 @@ func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
 func (w *prefixWorker) release(l *lease.Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*w.cfg.TTL)
 	defer cancel()
-	w.log(Entry{Ev: EvReleaseStart, Ver: string(l.Version())})
+	w.log(Entry{Ev: EvReleaseStart, Ver: string(leaseseam.Inside(l).Version)})
 	e := Entry{Ev: EvReleaseEnd}
 	if err := l.Release(ctx); err != nil {
 		e.Err = err.Error()

@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -52,8 +53,7 @@ func leaseOptions(id string, c clock.Clock) *lease.Options {
 	if c == nil {
 		c = clock.System{}
 	}
-	return &lease.Options{TTL: scenarioTTL, InstanceID: id, Clock: c,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Getenv: func(string) string { return "" }}
+	return leaseseam.With(&lease.Options{TTL: scenarioTTL, InstanceID: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Clock: c, Getenv: func(string) string { return "" }})
 }
 
 // scenarios runs the lease scenarios on b under prefix.
@@ -218,7 +218,7 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 		return "", fmt.Errorf("takeover after a TTL: %w", err)
 	}
 	defer nl.Release(ctx)
-	if err := old.Renew(ctx); err == nil {
+	if err := leaseseam.Renew(ctx, old); err == nil {
 		return "", broken("the old holder renewed after the takeover; want ErrLost")
 	} else if !errors.Is(err, lease.ErrLost) {
 		return "", fmt.Errorf("the old holder's renewal after the takeover: %v; want ErrLost", err)
@@ -268,7 +268,7 @@ func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string,
 			releaseErr, id, before, after)
 	}
 	newClock.Advance(scenarioTTL / 3)
-	if err := nl.Renew(ctx); err != nil {
+	if err := leaseseam.Renew(ctx, nl); err != nil {
 		return "", fmt.Errorf("the successor's renewal after the fenced holder's release: %w", err)
 	}
 	if releaseErr != nil {

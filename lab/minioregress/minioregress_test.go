@@ -15,6 +15,7 @@ import (
 	_ "github.com/mushroomdb/bucketlease/driver/r2"
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -75,8 +76,7 @@ func (c claimsConditionalDelete) Delete(ctx context.Context, key string, cond dr
 }
 
 func opts(id string, c clock.Clock) *lease.Options {
-	return &lease.Options{TTL: ttl, InstanceID: id, Clock: c, Getenv: func(string) string { return "" },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return leaseseam.With(&lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Clock: c, Getenv: func(string) string { return "" }})
 }
 
 // fencedHolderReleases: A acquires and stops renewing, B takes over after a
@@ -103,7 +103,7 @@ func fencedHolderReleases(t *testing.T, b driver.Bucket) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != lease.Fresh || st.Holder() != "B" || st.Version != succ.Version() {
+	if st.State != lease.Fresh || st.Holder() != "B" || st.Version != leaseseam.Inside(succ).Version {
 		return "after the fenced holder's release the lease is " + st.State.String() + ", held by " + st.Holder()
 	}
 	if _, err := lease.Acquire(ctx, b, "db1", opts("C", cc)); !errors.Is(err, lease.ErrHeld) {
@@ -162,7 +162,7 @@ func TestReleaseOfOldLeaseOnMinIO(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.State != lease.Fresh || st.Version != cur.Version() {
+			if st.State != lease.Fresh || st.Version != leaseseam.Inside(cur).Version {
 				t.Fatalf("releasing the old lease left the new one %s at %s", st.State, st.Version)
 			}
 		})
@@ -188,7 +188,7 @@ func TestTwinsOnMinIO(t *testing.T) {
 				t.Fatalf("second process, first look: %v", err)
 			}
 			c.Advance(ttl / 3)
-			if err := first.Renew(ctx); err != nil {
+			if err := leaseseam.Renew(ctx, first); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := second.Acquire(ctx); !errors.Is(err, lease.ErrInstanceInUse) {

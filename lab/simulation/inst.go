@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/clock"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -112,12 +113,10 @@ func (in *inst) start(id string) {
 	}
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], hash(in.s.cfg.Seed, "|rand|", in.idx, "|", in.inc))
-	c, err := lease.NewContender(in.conn(), prefix, &lease.Options{
-		TTL: in.s.cfg.TTL, InstanceID: id, Clock: clk, Logger: logger, StateDir: in.stateDir(),
-		Getenv:  func(string) string { return "" },
+	c, err := lease.NewContender(in.conn(), prefix, leaseseam.With(&lease.Options{
+		TTL: in.s.cfg.TTL, InstanceID: id, Logger: logger, StateDir: in.stateDir(),
 		OnEvent: in.onEvent,
-		Rand:    rand.NewChaCha8(seed),
-	})
+	}, leaseseam.Seams{Clock: clk, Getenv: func(string) string { return "" }, Rand: rand.NewChaCha8(seed)}))
 	if err != nil {
 		panic(err)
 	}
@@ -449,7 +448,7 @@ func (in *inst) act() {
 		in.call("release", func() { err = old.Release(context.Background()) })
 		in.noteReleased(old, err)
 		s.fault("release-old-lease")
-		s.tracef("%s releases its old, fenced lease (version %s): %v", in, old.Version(), err)
+		s.tracef("%s releases its old, fenced lease (version %s): %v", in, leaseseam.Inside(old).Version, err)
 	}
 	if in.down {
 		if s.now >= in.restartAt && (s.drill == nil || s.drill.victim != in) && in.hourBackUntil == 0 {
@@ -516,7 +515,7 @@ func (in *inst) acquire() {
 	in.lease, in.epoch = l, s.epoch
 	in.renewAt = in.clk.Mono() + s.cfg.TTL/3
 	in.work, in.nextW = nil, s.now
-	s.tracef("%s holds the lease: epoch %d, version %s", in, in.epoch, l.Version())
+	s.tracef("%s holds the lease: epoch %d, version %s", in, in.epoch, leaseseam.Inside(l).Version)
 	s.acquired(in)
 }
 
@@ -524,7 +523,7 @@ func (in *inst) renew() {
 	s := in.s
 	var err error
 	l := in.lease
-	in.call("renew", func() { err = l.Renew(context.Background()) })
+	in.call("renew", func() { err = leaseseam.Renew(context.Background(), l) })
 	if in.leaving {
 		in.leave()
 		return

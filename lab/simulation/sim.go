@@ -50,6 +50,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -463,7 +464,7 @@ func (s *sim) drillVictim() *inst {
 		score := 1
 		if in.lease != nil && in.lease.Err() == nil {
 			score = 2
-			if in.lease.Version() == v {
+			if leaseseam.Inside(in.lease).Version == v {
 				score = 3
 			}
 		}

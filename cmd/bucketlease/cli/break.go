@@ -181,11 +181,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 			return explain(loc, err)
 		}
 	}
-	brk := lease.Break
-	if how.overlap {
-		brk = lease.BreakAllowingOverlap
-	}
-	err = brk(ctx, b, prefix, v, time.Now())
+	err = lease.Break(ctx, b, prefix, v, time.Now(), how.overlap)
 	if !how.killStopped {
 		err = withKillStoppedHint(err)
 	}

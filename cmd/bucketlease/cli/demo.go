@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -158,11 +159,12 @@ func (s *story) onEvent(name string) func(lease.Event) {
 
 func newInstance(s *story, shared driver.Bucket, name string) (*instance, error) {
 	in := &instance{name: name, clock: clock.NewFake(demoStart), net: &network{Bucket: shared}}
-	c, err := lease.NewContender(in.net, demoPrefix, &lease.Options{
-		TTL: demoTTL, InstanceID: name, Clock: in.clock, OnEvent: s.onEvent(name),
+	c, err := lease.NewContender(in.net, demoPrefix, leaseseam.With(&lease.Options{
+		TTL: demoTTL, InstanceID: name, OnEvent: s.onEvent(name),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, leaseseam.Seams{Clock: in.clock,
 		Getenv: func(string) string { return "" }, // the demo shows the conditional lease
-	})
+	}))
 	in.c = c
 	return in, err
 }
@@ -276,7 +278,7 @@ func try(ctx context.Context, s *story, in *instance) error {
 func playAfterRace(ctx context.Context, s *story, h, c *instance, advanceTo func(time.Duration)) error {
 	third := demoTTL / 3
 	advanceTo(third) // 0:10
-	if err := h.l.Renew(ctx); err != nil {
+	if err := leaseseam.Renew(ctx, h.l); err != nil {
 		return fmt.Errorf("demo: %s's renewal: %w", h.name, err)
 	}
 	if err := try(ctx, s, c); err != nil {
@@ -288,7 +290,7 @@ func playAfterRace(ctx context.Context, s *story, h, c *instance, advanceTo func
 	s.say(h.clock.Wall(), h.name, "is cut off from the bucket (a network partition, or a stalled VM): its renewals fail from now on")
 	for _, t := range []time.Duration{2 * third, 2*third + 5*time.Second} { // 0:20, 0:25
 		advanceTo(t)
-		err := h.l.Renew(ctx)
+		err := leaseseam.Renew(ctx, h.l)
 		if err == nil || errors.Is(err, lease.ErrFenced) || errors.Is(err, lease.ErrLost) {
 			return fmt.Errorf("demo: %s's renewal during the partition: %v, want a network error", h.name, err)
 		}
@@ -321,7 +323,7 @@ func playAfterRace(ctx context.Context, s *story, h, c *instance, advanceTo func
 	advanceTo(4*third + 5*time.Second) // 0:45
 	h.net.down.Store(false)
 	s.say(h.clock.Wall(), h.name, "is back on the network and tries to renew")
-	if err := h.l.Renew(ctx); !errors.Is(err, lease.ErrLost) {
+	if err := leaseseam.Renew(ctx, h.l); !errors.Is(err, lease.ErrLost) {
 		return fmt.Errorf("demo: %s's renewal after the takeover returned %v, want ErrLost", h.name, err)
 	}
 	s.aside("its Renew returned lease.ErrLost: %s must not write under this lease again", h.name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -30,8 +31,7 @@ func TestDocsLateSession(t *testing.T) {
 	}
 	ctx := context.Background()
 	holder := func(id string) *lease.Lease {
-		l, err := lease.Acquire(ctx, b, "", &lease.Options{TTL: 3 * time.Second, InstanceID: id, Getenv: func(string) string { return "" },
-			Logger: slog.New(slog.DiscardHandler)})
+		l, err := lease.Acquire(ctx, b, "", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
@@ -41,7 +41,7 @@ func TestDocsLateSession(t *testing.T) {
 		return l
 	}
 	a := holder("host-a")
-	stamp, _ := a.Stamp()
+	stamp := lease.Stamp{Epoch: a.Epoch(), Instance: lease.StampedInstance(a.InstanceID())}
 	time.Sleep(5*time.Second + 500*time.Millisecond) // host-a is paused; its lease goes stale (TTL and the file driver's resolution)
 	next := holder("host-b")
 	time.Sleep(3 * time.Second) // more than the file driver's resolution

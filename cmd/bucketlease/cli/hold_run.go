@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -161,8 +162,7 @@ func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, 
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
 	}
-	opts := &lease.Options{TTL: f.ttl, InstanceID: f.instanceID,
-		Logger: logger, OnEvent: p.event, Getenv: e.getenv, Holder: lease.ThisProcess(tool)}
+	opts := leaseseam.With(&lease.Options{TTL: f.ttl, InstanceID: f.instanceID, Logger: logger, OnEvent: p.event, Holder: lease.ThisProcess(tool)}, leaseseam.Seams{Getenv: e.getenv})
 	var err error
 	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
 	if err != nil {
@@ -184,13 +184,13 @@ func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, 
 // exclusion and clocks, and warns when the exclusion is not conditional.
 func noteHolding(l *lease.Lease, loc *driver.Location, p *printer) {
 	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
-	if _, ok := l.ServiceClock(); ok {
+	if leaseseam.Inside(l).ServiceClock {
 		clocks, clocksSaid = "service", "clocks checked against the service's"
 	}
 	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
-		l.Key(), loc, l.InstanceID(), l.Epoch(), l.TTL(), (l.TTL()/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
+		l.Key(), loc, l.InstanceID(), l.Epoch(), leaseseam.Inside(l).TTL, (leaseseam.Inside(l).TTL/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
 		func(r *record) {
-			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(l.TTL()/time.Second), l.Exclusion().String()
+			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(leaseseam.Inside(l).TTL/time.Second), l.Exclusion().String()
 			r.Epoch = l.Epoch()
 			r.Clocks = clocks
 		})

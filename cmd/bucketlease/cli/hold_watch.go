@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -59,8 +60,8 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 				return
 			case <-t.C:
 			}
-			before := l.Version()
-			rctx, cancel := context.WithTimeout(ctx, max(interval, l.TTL()/10))
+			before := leaseseam.Inside(l).Version
+			rctx, cancel := context.WithTimeout(ctx, max(interval, leaseseam.Inside(l).TTL/10))
 			st, err := lease.Inspect(rctx, b, prefix, time.Now())
 			cancel()
 			if err != nil || ctx.Err() != nil {
@@ -76,7 +77,7 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 				// command as for any lost lease, without waiting for the
 				// next renewal.
 				rctx, cancel := l.Fence(ctx)
-				_ = l.Renew(rctx)
+				_ = leaseseam.Renew(rctx, l)
 				cancel()
 				if l.Err() != nil {
 					return
@@ -96,7 +97,7 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 // is on its way). foreign reports a lease record of another instance (a
 // takeover, or a break), which the lease itself judges at a renewal.
 func notOurs(st lease.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
-	if st.Version == before || st.Version == l.Version() {
+	if st.Version == before || st.Version == leaseseam.Inside(l).Version {
 		return "", false
 	}
 	switch {
@@ -137,11 +138,11 @@ func endReason(l *lease.Lease, p *printer) string {
 // had not ended anyway, the release failure (exit 125).
 func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *printer, result error) error {
 	endedBefore := l.Err()
-	ctx, cancel := context.WithTimeout(context.Background(), max(l.TTL(), 10*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), max(leaseseam.Inside(l).TTL, 10*time.Second))
 	defer cancel()
 	relErr := l.Release(ctx)
 	if relErr != nil {
-		relErr = explain(loc, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, l.TTL()))
+		relErr = explain(loc, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, leaseseam.Inside(l).TTL))
 		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
 		code, _ := codeOf(result)
 		if code == exitLeaseEnded || errors.Is(result, errInterrupted) {

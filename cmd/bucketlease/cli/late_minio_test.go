@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -63,8 +64,7 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 	p := &parked{path: "/" + bucketName + "/db1/chunks/late", release: make(chan struct{}), sent: make(chan error, 1)}
 	b := minioBucket(t, srv, bucketName, func(rt http.RoundTripper) http.RoundTripper { p.base = rt; return p })
 	acquire := func(id string) *lease.Lease {
-		l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: 3 * time.Second, InstanceID: id,
-			Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+		l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}

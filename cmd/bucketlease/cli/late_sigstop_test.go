@@ -20,6 +20,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -195,8 +196,7 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(wait)
 		for {
-			l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: ttl, InstanceID: id,
-				Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+			l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 			if err == nil {
 				return l
 			}

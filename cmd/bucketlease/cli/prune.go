@@ -10,7 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var pruneCommand = &command{
@@ -80,8 +80,8 @@ func setupPrune(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		defer driver.Close(b)
-		o := lease.PendingOptions{OlderThan: olderThan, DryRun: *dry, Timeout: *timeout}
-		r, err := lease.RemovePending(ctx, withDeadlines(b, *timeout, loc, "--timeout"), loc.Prefix, o)
+		o := admin.PendingOptions{OlderThan: olderThan, DryRun: *dry, Timeout: *timeout}
+		r, err := admin.RemovePending(ctx, withDeadlines(b, *timeout, loc, "--timeout"), loc.Prefix, o)
 		if errors.Is(err, driver.ErrUnsupported) && len(r.Uploads) == 0 {
 			return fmt.Errorf("prune %s: the %s driver cannot list pending uploads, so it cannot remove them (%w)", loc, loc.Scheme, err)
 		}
@@ -122,7 +122,7 @@ func (v requiredDuration) String() string {
 }
 
 // printPruned writes what prune did with each upload, for people.
-func printPruned(w io.Writer, r lease.PendingReport, o lease.PendingOptions, now time.Time) {
+func printPruned(w io.Writer, r admin.PendingReport, o admin.PendingOptions, now time.Time) {
 	where := r.Prefix
 	if where == "" {
 		where = "the bucket"
@@ -174,7 +174,7 @@ type prunedJSON struct {
 	Error     string `json:"error,omitempty"`
 }
 
-func pruneJSONOf(r lease.PendingReport, o lease.PendingOptions) pruneJSON {
+func pruneJSONOf(r admin.PendingReport, o admin.PendingOptions) pruneJSON {
 	j := pruneJSON{Command: "prune", Prefix: r.Prefix, OlderThan: o.OlderThan.String(), DryRun: o.DryRun,
 		Uploads: []prunedJSON{}, Removed: len(r.Removed()), Truncated: r.Truncated}
 	for _, u := range r.Uploads {

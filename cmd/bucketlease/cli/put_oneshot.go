@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -35,8 +36,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := lease.NewContender(b, prefix, &lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID,
-		Logger: logger, OnEvent: p.event, Getenv: e.getenv})
+	c, err := lease.NewContender(b, prefix, leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
@@ -142,7 +142,7 @@ func fencedOutcome(ctx context.Context, l *lease.Lease, key string, v driver.Ver
 // learns of its fence before it reads the answer waiting for it). Where
 // the driver keeps no stamps it cannot tell, and says no.
 func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Version, bool) {
-	want, ok := l.Stamp()
+	want, ok := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}, leaseseam.Inside(l).Stamped
 	if !ok {
 		return "", false
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -58,7 +59,7 @@ func putOnce(t *testing.T, sock string, h putHeader, chunks []string, end bool) 
 func TestPutServe(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	c, err := lease.NewContender(b, "db1", &lease.Options{Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	c, err := lease.NewContender(b, "db1", leaseseam.With(&lease.Options{Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestPutServeLateAnswer(t *testing.T) {
 			}
 		}
 	}()
-	l, err := lease.Acquire(ctx, b, "db1", &lease.Options{TTL: ttl, Clock: clk, Getenv: func(string) string { return "" }, Logger: slog.New(slog.DiscardHandler)})
+	l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Clock: clk, Getenv: func(string) string { return "" }}))
 	close(taken)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -31,7 +32,7 @@ func watchdogMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.S
 // deadline earlier.
 func watchdogDeadline(l *lease.Lease) (mono, wall int64) {
 	m := supervise.MonoNow()
-	fence := l.Deadline().Add(-watchdogMargin(l.TTL()))
+	fence := l.Deadline().Add(-watchdogMargin(leaseseam.Inside(l).TTL))
 	return m + int64(time.Until(fence)), fence.UnixNano()
 }
 
@@ -146,7 +147,7 @@ func (sv *supervisor) extendDeadline() (stop func()) {
 	extended := make(chan struct{})
 	go func() {
 		defer close(extended)
-		tick := time.NewTicker(min(max(l.TTL()/30, 20*time.Millisecond), 250*time.Millisecond))
+		tick := time.NewTicker(min(max(leaseseam.Inside(l).TTL/30, 20*time.Millisecond), 250*time.Millisecond))
 		defer tick.Stop()
 		lastDeadline := l.Deadline()
 		for {

@@ -1,4 +1,4 @@
-package lease
+package admin
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // pendingJudge applies RemovePending's rule, reading each lease once.
@@ -16,12 +17,12 @@ type pendingJudge struct {
 	leases map[string]leaseVerdict
 	// svc is the first service clock a lease's read reported, by which
 	// an upload's age is measured; nil where the driver reports none.
-	svc *ServiceClock
+	svc *lease.ServiceClock
 }
 
-// leaseVerdict is what Inspect said of one prefix's lease.
+// leaseVerdict is what lease.Inspect said of one prefix's lease.
 type leaseVerdict struct {
-	st  Status
+	st  lease.Status
 	err error
 }
 
@@ -30,7 +31,7 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 	if v, ok := j.leases[prefix]; ok {
 		return v
 	}
-	st, err := Inspect(ctx, j.b, prefix, j.now)
+	st, err := lease.Inspect(ctx, j.b, prefix, j.now)
 	if err == nil && j.svc == nil {
 		j.svc = st.Service
 	}
@@ -55,7 +56,7 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 			held = why
 			break
 		}
-		if v.st.State != Free {
+		if v.st.State != lease.Free {
 			free = append(free, why)
 		}
 	}
@@ -87,19 +88,19 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 
 // mayRemove reports whether the lease st leaves no live holder that may
 // still commit u, and says why, or why not.
-func mayRemove(st Status, u driver.Pending) (bool, string) {
+func mayRemove(st lease.Status, u driver.Pending) (bool, string) {
 	switch st.State {
-	case Free:
+	case lease.Free:
 		return true, "no lease at " + st.Key
-	case Released:
+	case lease.Released:
 		return true, st.Key + " is released"
-	case Stale:
+	case lease.Stale:
 		return true, st.Key + " is stale: its holder stopped renewing, and its fence has closed every write it started"
-	case Fresh:
+	case lease.Fresh:
 		if st.Record == nil {
 			break
 		}
-		if st.Record.InstanceID == BreakerID {
+		if st.Record.InstanceID == lease.BreakerID {
 			// A fresh break record: the broken holder may write until its
 			// fence, before the record goes stale, and the record's
 			// AcquiredAt is the break's, not that holder's.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package lease_test
+package admin_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // leftStaged makes in dir the staged file a file:// writer that died
@@ -43,7 +44,7 @@ func leftStaged(t *testing.T, dir, name, key string, started time.Time) string {
 }
 
 // outcomes maps each upload's key to whether RemovePending removed it.
-func outcomes(r lease.PendingReport) map[string]bool {
+func outcomes(r admin.PendingReport) map[string]bool {
 	m := map[string]bool{}
 	for _, u := range r.Uploads {
 		m[u.Key] = u.Removed
@@ -72,7 +73,7 @@ func TestRemovePendingByAge(t *testing.T) {
 	other := leftStaged(t, dir, "other", "db2/other.sql", time.Now().Add(-2*time.Hour))
 	want := map[string]bool{"db1/old.sql": true, "db1/young.sql": false}
 	for _, dry := range []bool{true, false} {
-		r, err := lease.RemovePending(ctx, b, "db1", lease.PendingOptions{OlderThan: time.Hour, DryRun: dry})
+		r, err := admin.RemovePending(ctx, b, "db1", admin.PendingOptions{OlderThan: time.Hour, DryRun: dry})
 		if err != nil || r.Prefix != "db1/" || len(r.Uploads) != 2 || !mapsEqual(outcomes(r), want) {
 			t.Fatalf("dry run %v: %+v, %v", dry, r, err)
 		}
@@ -80,7 +81,7 @@ func TestRemovePendingByAge(t *testing.T) {
 			t.Errorf("dry run %v: old %v, young %v, other %v left", dry, exists(old), exists(young), exists(other))
 		}
 	}
-	if _, err := lease.RemovePending(ctx, b, "db1", lease.PendingOptions{OlderThan: -time.Second}); err == nil {
+	if _, err := admin.RemovePending(ctx, b, "db1", admin.PendingOptions{OlderThan: -time.Second}); err == nil {
 		t.Error("a negative OlderThan was accepted")
 	}
 }
@@ -125,7 +126,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer broken.Release(context.WithoutCancel(ctx))
-	if st, err := lease.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now()) != nil {
+	if st, err := lease.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now(), false) != nil {
 		t.Fatalf("breaking db5: %v", err)
 	}
 	pr, pw := io.Pipe()
@@ -154,7 +155,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 		"db4": {"db4/x.sql": false},
 		"db5": {"db5/x.sql": false},
 	} {
-		r, err := lease.RemovePending(ctx, b, prefix, lease.PendingOptions{})
+		r, err := admin.RemovePending(ctx, b, prefix, admin.PendingOptions{})
 		if err != nil || !mapsEqual(outcomes(r), want) {
 			t.Errorf("%s: %v, %+v", prefix, err, r)
 		}
