@@ -64,8 +64,9 @@ func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
 	if _, ok := any(hiddenNoAbort{n}).(driver.PendingLister); ok {
 		t.Fatal("hiddenNoAbort lists its pending uploads")
 	}
-	failed, _ := failedChecks(t, hiddenNoAbort{n}, drivertest.Options{Pending: pendingOf(n)})
-	for _, check := range []string{"stream-failed-leaves-nothing", "stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"} {
+	abortChecks := []string{"stream-failed-leaves-nothing", "stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"}
+	failed, _ := failedChecks(t, hiddenNoAbort{n}, drivertest.Options{Pending: pendingOf(n)}, abortChecks...)
+	for _, check := range abortChecks {
 		mustCatch(t, failed, check, "left a pending upload")
 	}
 }
@@ -73,7 +74,7 @@ func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
 // Without ListPending or Options.Pending the suite cannot see the
 // uploads: the check says so, skipped, and never passes.
 func TestStreamNotAbortedUnseenIsSkipped(t *testing.T) {
-	rep := drivertest.Check(context.Background(), hiddenNoAbort{&streamNoAbort{Bucket: mem.New()}}, drivertest.Options{})
+	rep := drivertest.CheckOnly(context.Background(), hiddenNoAbort{&streamNoAbort{Bucket: mem.New()}}, drivertest.Options{}, "stream-failed-leaves-nothing")
 	for _, r := range rep.Results {
 		if r.Name != "stream-failed-leaves-nothing" {
 			continue
@@ -100,7 +101,7 @@ func (s stagesAsObjects) PutStream(ctx context.Context, key string, r io.Reader,
 }
 
 func TestStreamStagedObjectSeenByList(t *testing.T) {
-	failed, _ := failedChecks(t, stagesAsObjects{hiddenNoAbort{&streamNoAbort{Bucket: mem.New()}}}, drivertest.Options{})
+	failed, _ := failedChecks(t, stagesAsObjects{hiddenNoAbort{&streamNoAbort{Bucket: mem.New()}}}, drivertest.Options{}, "stream-failed-leaves-nothing")
 	mustCatch(t, failed, "stream-failed-leaves-nothing", "List shows")
 }
 
@@ -173,7 +174,7 @@ func TestVersionsFromLengthFail(t *testing.T) {
 	d := &derivedVersions{Bucket: mem.New(), version: func(data []byte) driver.Version {
 		return driver.Version(fmt.Sprintf("len-%d", len(data)))
 	}}
-	failed, _ := failedChecks(t, plainOf(d), drivertest.Options{})
+	failed, _ := failedChecks(t, plainOf(d), drivertest.Options{}, "version-a-b-a")
 	mustCatch(t, failed, "version-a-b-a", "got the same version")
 }
 
@@ -185,7 +186,7 @@ func TestVersionsFromContentHashPass(t *testing.T) {
 		h := sha256.Sum256(data)
 		return driver.Version(hex.EncodeToString(h[:]))
 	}}
-	rep := drivertest.Check(context.Background(), plainOf(d), drivertest.Options{})
+	rep := drivertest.CheckOnly(context.Background(), plainOf(d), drivertest.Options{}, "version-a-b-a")
 	for _, r := range rep.Results {
 		if r.Name == "version-a-b-a" && r.Status() != "PASS" {
 			t.Errorf("version-a-b-a on content-hash versions: %s (%s), want PASS", r.Status(), r.Got)

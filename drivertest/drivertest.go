@@ -198,10 +198,15 @@ const (
 // up on a write), Check waits a second at the end and removes what such
 // writes left since.
 func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
+	return checkAll(ctx, b, opts, checks)
+}
+
+// checkAll runs cs, in order, as Check runs the suite.
+func checkAll(ctx context.Context, b driver.Bucket, opts Options, cs []check) *Report {
 	rep := &Report{Declared: b.Capabilities()}
 	rep.Observed = rep.Declared
 	var late lateWrites
-	for _, c := range checks {
+	for _, c := range cs {
 		rep.Results = append(rep.Results, runCheck(ctx, b, opts, c, "", rep, &late))
 	}
 	late.sweep(ctx)

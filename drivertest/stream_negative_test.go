@@ -29,7 +29,7 @@ func (b streamNoCond) PutStream(ctx context.Context, key string, r io.Reader, _ 
 }
 
 func TestStreamConditionIgnored(t *testing.T) {
-	failed, rep := failedChecks(t, streamNoCond{mem.New()}, drivertest.Options{})
+	failed, rep := failedChecks(t, streamNoCond{mem.New()}, drivertest.Options{}, "stream-if-absent-existing", "stream-if-match-stale", "stream-race-if-absent")
 	mustCatch(t, failed, "stream-if-absent-existing", "PutStream (If-None-Match: *) of a body of three parts: success")
 	mustCatch(t, failed, "stream-if-match-stale", "success")
 	mustCatch(t, failed, "stream-race-if-absent", "exactly one should")
@@ -46,7 +46,7 @@ func (b streamTruncated) PutStream(ctx context.Context, key string, r io.Reader,
 }
 
 func TestStreamTruncated(t *testing.T) {
-	failed, _ := failedChecks(t, streamTruncated{mem.New()}, drivertest.Options{})
+	failed, _ := failedChecks(t, streamTruncated{mem.New()}, drivertest.Options{}, "stream-round-trip", "stream-race-if-absent")
 	mustCatch(t, failed, "stream-round-trip", "bytes long")
 	mustCatch(t, failed, "stream-race-if-absent", "whole body")
 }
@@ -60,7 +60,7 @@ func (b streamWrongVersion) PutStream(ctx context.Context, key string, r io.Read
 }
 
 func TestStreamWrongVersion(t *testing.T) {
-	failed, _ := failedChecks(t, streamWrongVersion{mem.New()}, drivertest.Options{})
+	failed, _ := failedChecks(t, streamWrongVersion{mem.New()}, drivertest.Options{}, "stream-round-trip")
 	mustCatch(t, failed, "stream-round-trip", "but Get returns")
 }
 
@@ -73,7 +73,7 @@ func (b streamIgnoresCancel) PutStream(ctx context.Context, key string, r io.Rea
 }
 
 func TestStreamCancelIgnored(t *testing.T) {
-	failed, _ := failedChecks(t, streamIgnoresCancel{mem.New()}, drivertest.Options{})
+	failed, _ := failedChecks(t, streamIgnoresCancel{mem.New()}, drivertest.Options{}, "stream-canceled-mid-body")
 	mustCatch(t, failed, "stream-canceled-mid-body", "not context.Canceled")
 }
 
@@ -85,7 +85,7 @@ func (b streamIgnoresGate) PutStream(ctx context.Context, key string, r io.Reade
 }
 
 func TestStreamGateIgnored(t *testing.T) {
-	failed, _ := failedChecks(t, streamIgnoresGate{mem.New()}, drivertest.Options{})
+	failed, _ := failedChecks(t, streamIgnoresGate{mem.New()}, drivertest.Options{}, "stream-may-start-refused", "stream-round-trip")
 	mustCatch(t, failed, "stream-may-start-refused", "want an error wrapping MayStart's")
 	mustCatch(t, failed, "stream-round-trip", "MayStart was called 0 times")
 }
@@ -122,8 +122,9 @@ func (b *streamNoAbort) ListPending(ctx context.Context, prefix string) iter.Seq
 }
 
 func TestStreamNotAborted(t *testing.T) {
-	failed, _ := failedChecks(t, &streamNoAbort{Bucket: mem.New()}, drivertest.Options{})
-	for _, check := range []string{"stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"} {
+	abortChecks := []string{"stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"}
+	failed, _ := failedChecks(t, &streamNoAbort{Bucket: mem.New()}, drivertest.Options{}, abortChecks...)
+	for _, check := range abortChecks {
 		mustCatch(t, failed, check, "left a pending upload")
 	}
 }
@@ -173,7 +174,7 @@ func (b *lateWrite) Get(ctx context.Context, key string) (io.ReadCloser, driver.
 
 func TestPutLandsAfterCancel(t *testing.T) {
 	b := &lateWrite{Bucket: mem.New()}
-	failed, _ := failedChecks(t, b, drivertest.Options{})
+	failed, _ := failedChecks(t, b, drivertest.Options{}, "put-canceled-settles")
 	mustCatch(t, failed, "put-canceled-settles", "a write must not land after it returned")
 }
 
@@ -253,7 +254,7 @@ func TestListNegativeControls(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			failed, _ := failedChecks(t, listBroken{Bucket: mem.New(), mangle: c.mangle}, drivertest.Options{})
+			failed, _ := failedChecks(t, listBroken{Bucket: mem.New(), mangle: c.mangle}, drivertest.Options{}, c.check)
 			mustCatch(t, failed, c.check, c.want)
 		})
 	}
