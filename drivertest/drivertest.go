@@ -57,6 +57,21 @@ type Options struct {
 	// ends. nil skips those checks.
 	Transport func(rt http.RoundTripper) (driver.Bucket, error)
 
+	// BucketFaults, for a driver that sends no HTTP request (its store is
+	// memory, files, or a database or socket of its own, so Transport has
+	// nothing to sit under), runs the checks of a lost reply, a refused
+	// retry and a cancelled write with the fault put where the driver
+	// meets its caller: lease-lost-reply-wire loses the replies of an
+	// acquire's and a renewal's writes that the driver applied
+	// (faulty.LostReply); put-retry-after-landed sends a conditional
+	// write again after its first attempt landed, and requires the
+	// driver to refuse the retry and keep the landed object;
+	// put-canceled-mid-body cancels a Put's context once the driver is
+	// under way (at its first look at the context after driver.Begin's).
+	// A driver that sends HTTP sets Transport instead, which puts each
+	// fault under its real client library; Transport, where set, wins.
+	BucketFaults bool
+
 	// Lossy is the former name of Transport, used when Transport is nil.
 	//
 	// Deprecated: set Transport, the same hook; Lossy will be removed in

@@ -23,7 +23,7 @@ import (
 )
 
 func TestMem(t *testing.T) {
-	drivertest.Run(t, mem.New(), drivertest.Options{})
+	drivertest.Run(t, mem.New(), drivertest.Options{BucketFaults: true})
 }
 
 func TestFile(t *testing.T) {
@@ -40,7 +40,7 @@ func TestFile(t *testing.T) {
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
 	}
-	drivertest.Run(t, b, drivertest.Options{MissingBucket: missing, URL: "file://" + dir})
+	drivertest.Run(t, b, drivertest.Options{MissingBucket: missing, URL: "file://" + dir, BucketFaults: true})
 }
 
 // TestNegativeControls runs the suite against buckets that break the

@@ -56,7 +56,7 @@ var failureChecks = []check{
 		name: "put-retry-after-landed",
 		expect: "a conditional Put whose first attempt landed but whose reply was lost is never reported as " +
 			"ErrPrecondition (a refused retry is ErrOutcomeUnknown) nor ErrNotExist",
-		needs: needsTransport,
+		needs: needsWire,
 		run:   retryAfterLanded,
 	},
 }
@@ -182,7 +182,11 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 			if err != nil {
 				return fmt.Errorf("setup: Put (%s): %s", cond, outcome(err))
 			}
-			return skipped{"the driver sent no HTTP request with the caller's context, so there is no body on the wire to interrupt"}
+			if s.opts.BucketFaults {
+				return canceledMidWrite(ctx, s)
+			}
+			return skipped{"the driver sent no HTTP request with the caller's context, so there is no body on the wire to interrupt " +
+				"(Options.BucketFaults, for a driver that sends no HTTP, cancels its write once it is under way instead)"}
 		}
 		if !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("Put (%s) cancelled once its headers were written: %s, not context.Canceled", cond, outcome(err))
@@ -205,6 +209,9 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 }
 
 func retryAfterLanded(ctx context.Context, s *scope) error {
+	if s.opts.transportHook() == nil {
+		return retryAfterLandedAtBucket(ctx, s)
+	}
 	var armed atomic.Bool
 	tr := &wirefault.Transport{Drop: func(r *http.Request) bool {
 		return wirefault.Write(r) && armed.CompareAndSwap(true, false)
