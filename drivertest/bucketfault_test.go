@@ -99,8 +99,8 @@ func TestBucketFaultsRunWithoutHTTP(t *testing.T) {
 	}
 	rep = drivertest.CheckOnly(context.Background(), mem.New(), drivertest.Options{}, bucketFaults...)
 	for _, r := range rep.Results {
-		if !r.Skipped || !bytes.Contains([]byte(r.Got), []byte("BucketFaults")) {
-			t.Errorf("%s on mem without BucketFaults: %s (%s), want skipped, naming Options.BucketFaults", r.Name, r.Status(), r.Got)
+		if !r.Skipped {
+			t.Errorf("%s on mem without BucketFaults: %s (%s), want skipped", r.Name, r.Status(), r.Got)
 		}
 	}
 }

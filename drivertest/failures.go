@@ -185,8 +185,7 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 			if s.opts.BucketFaults {
 				return canceledMidWrite(ctx, s)
 			}
-			return skipped{"the driver sent no HTTP request with the caller's context, so there is no body on the wire to interrupt " +
-				"(Options.BucketFaults, for a driver that sends no HTTP, cancels its write once it is under way instead)"}
+			return skipped{"the driver sent no HTTP request with the caller's context, so there is no body on the wire to interrupt"}
 		}
 		if !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("Put (%s) cancelled once its headers were written: %s, not context.Canceled", cond, outcome(err))

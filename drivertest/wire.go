@@ -67,10 +67,12 @@ func needsTransport(o Options) string {
 }
 
 // needsWire is needsTransport for the checks that also run with their
-// fault at the Bucket (Options.BucketFaults).
+// fault at the Bucket (Options.BucketFaults). Its message is
+// needsTransport's: probe prints it, and a driver that sends HTTP needs
+// the hook.
 func needsWire(o Options) string {
 	if o.transportHook() == nil && !o.BucketFaults {
-		return "Options.Transport is not set (nor Options.BucketFaults, for a driver that sends no HTTP)"
+		return "Options.Transport is not set"
 	}
 	return ""
 }
