@@ -571,7 +571,7 @@ func TestFailuresReportedAtCallersLine(t *testing.T) {
 	if !strings.Contains(string(out), want) {
 		t.Fatalf("the failure is not reported at %s:\n%s", want, out)
 	}
-	for _, inside := range []string{"drivertest.go:", "get.go:", "put.go:", "versions.go:", "delete.go:", "failures.go:", "keys.go:", "lease.go:", "cancel.go:", "stream.go:", "streamcommit.go:", "streamfail.go:", "list.go:", "suite.go:", "servicetime.go:", "metadata.go:"} {
+	for _, inside := range []string{"drivertest.go:", "get.go:", "put.go:", "versions.go:", "delete.go:", "failures.go:", "keys.go:", "lease.go:", "cancel.go:", "stream.go:", "streamcommit.go:", "streamfail.go:", "list.go:", "suite.go:", "servicetime.go:", "metadata.go:", "bucketfault.go:", "streammem.go:"} {
 		if strings.Contains(string(out), inside) {
 			t.Errorf("a failure is reported inside drivertest (%s):\n%s", inside, out)
 		}
