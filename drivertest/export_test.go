@@ -43,5 +43,5 @@ func CheckThrough(ctx context.Context, b driver.Bucket, opts Options, last strin
 // The negative controls' buckets (mem, file, hand-made ones) list a
 // pending upload at once and its abort at once: a listing that lags is
 // the real services' (pendingGrace), and waiting it out for every upload
-// a broken driver leaves cost seconds per control.
+// a broken driver leaves costs seconds per control.
 func init() { pendingGrace = 300 * time.Millisecond }
