@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -19,31 +18,10 @@ import (
 // The negative controls of stream-failed-leaves-nothing and
 // version-a-b-a.
 
-// hiddenNoAbort streams through streamNoAbort, which leaves every failed
-// write's upload pending, and hides its ListPending: a driver whose abort
-// does nothing and that cannot list what it left.
-type hiddenNoAbort struct{ n *streamNoAbort }
-
-func (h hiddenNoAbort) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return h.n.Get(ctx, key)
-}
-func (h hiddenNoAbort) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
-	return h.n.Put(ctx, key, data, c)
-}
-func (h hiddenNoAbort) Delete(ctx context.Context, key string, c driver.Condition) error {
-	return h.n.Delete(ctx, key, c)
-}
-func (h hiddenNoAbort) Capabilities() driver.Capabilities { return h.n.Capabilities() }
-func (h hiddenNoAbort) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	return h.n.PutStream(ctx, key, r, c, o)
-}
-func (h hiddenNoAbort) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return h.n.List(ctx, prefix)
-}
-
-// pendingOf is the Options.Pending an author of hiddenNoAbort would
-// write: what the service keeps, read by the author's own means.
-func pendingOf(n *streamNoAbort) func(ctx context.Context, key string) ([]string, error) {
+// pendingOf is the Options.Pending an author of a driver that is no
+// PendingLister would write: what the service keeps, read by the author's
+// own means.
+func pendingOf(n *brokenStream) func(ctx context.Context, key string) ([]string, error) {
 	return func(ctx context.Context, key string) ([]string, error) {
 		var ups []string
 		for p, err := range n.ListPending(ctx, key) {
@@ -59,13 +37,13 @@ func pendingOf(n *streamNoAbort) func(ctx context.Context, key string) ([]string
 }
 
 func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
-	n := &streamNoAbort{Bucket: mem.New()}
-	var _ driver.Streamer = hiddenNoAbort{n}
-	if _, ok := any(hiddenNoAbort{n}).(driver.PendingLister); ok {
-		t.Fatal("hiddenNoAbort lists its pending uploads")
+	n := &brokenStream{Bucket: mem.New(), noAbort: true}
+	if _, ok := any(streamOnly{n}).(driver.PendingLister); ok {
+		t.Fatal("streamOnly lists its pending uploads")
 	}
-	failed, _ := failedChecks(t, hiddenNoAbort{n}, drivertest.Options{Pending: pendingOf(n)})
-	for _, check := range []string{"stream-failed-leaves-nothing", "stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"} {
+	checks := append([]string{"stream-failed-leaves-nothing"}, abortChecks...)
+	failed, _ := failedChecks(t, streamOnly{n}, drivertest.Options{Pending: pendingOf(n)}, checks...)
+	for _, check := range checks {
 		mustCatch(t, failed, check, "left a pending upload")
 	}
 }
@@ -73,7 +51,7 @@ func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
 // Without ListPending or Options.Pending the suite cannot see the
 // uploads: the check says so, skipped, and never passes.
 func TestStreamNotAbortedUnseenIsSkipped(t *testing.T) {
-	rep := drivertest.Check(context.Background(), hiddenNoAbort{&streamNoAbort{Bucket: mem.New()}}, drivertest.Options{})
+	rep := drivertest.CheckOnly(context.Background(), streamOnly{&brokenStream{Bucket: mem.New(), noAbort: true}}, drivertest.Options{}, "stream-failed-leaves-nothing")
 	for _, r := range rep.Results {
 		if r.Name != "stream-failed-leaves-nothing" {
 			continue
@@ -86,21 +64,11 @@ func TestStreamNotAbortedUnseenIsSkipped(t *testing.T) {
 	t.Fatal("no result for stream-failed-leaves-nothing")
 }
 
-// stagesAsObjects stages a streamed write under a key of the bucket
-// (key + ".part") and leaves it there when the write fails; it cannot
-// list pending uploads, but its List shows the staged object.
-type stagesAsObjects struct{ hiddenNoAbort }
-
-func (s stagesAsObjects) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	v, err := s.n.Bucket.PutStream(ctx, key, r, c, o)
-	if err != nil {
-		s.n.Bucket.Put(context.WithoutCancel(ctx), key+".part", []byte("staged"), driver.Condition{})
-	}
-	return v, err
-}
-
+// A driver that stages a streamed write under a key of the bucket and
+// leaves it there when the write fails cannot list pending uploads, but
+// its List shows the staged object.
 func TestStreamStagedObjectSeenByList(t *testing.T) {
-	failed, _ := failedChecks(t, stagesAsObjects{hiddenNoAbort{&streamNoAbort{Bucket: mem.New()}}}, drivertest.Options{})
+	failed, _ := failedChecks(t, streamOnly{&brokenStream{Bucket: mem.New(), stageAsObject: true}}, drivertest.Options{}, "stream-failed-leaves-nothing")
 	mustCatch(t, failed, "stream-failed-leaves-nothing", "List shows")
 }
 
@@ -173,7 +141,7 @@ func TestVersionsFromLengthFail(t *testing.T) {
 	d := &derivedVersions{Bucket: mem.New(), version: func(data []byte) driver.Version {
 		return driver.Version(fmt.Sprintf("len-%d", len(data)))
 	}}
-	failed, _ := failedChecks(t, plainOf(d), drivertest.Options{})
+	failed, _ := failedChecks(t, bucketOnly{d}, drivertest.Options{}, "version-a-b-a")
 	mustCatch(t, failed, "version-a-b-a", "got the same version")
 }
 
@@ -185,27 +153,10 @@ func TestVersionsFromContentHashPass(t *testing.T) {
 		h := sha256.Sum256(data)
 		return driver.Version(hex.EncodeToString(h[:]))
 	}}
-	rep := drivertest.Check(context.Background(), plainOf(d), drivertest.Options{})
+	rep := drivertest.CheckOnly(context.Background(), bucketOnly{d}, drivertest.Options{}, "version-a-b-a")
 	for _, r := range rep.Results {
 		if r.Name == "version-a-b-a" && r.Status() != "PASS" {
 			t.Errorf("version-a-b-a on content-hash versions: %s (%s), want PASS", r.Status(), r.Got)
 		}
 	}
 }
-
-// plainOf is d with Bucket's four methods only (no stream, no list,
-// whose versions would be mem's own).
-func plainOf(d *derivedVersions) driver.Bucket { return derivedPlain{d} }
-
-type derivedPlain struct{ d *derivedVersions }
-
-func (p derivedPlain) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return p.d.Get(ctx, key)
-}
-func (p derivedPlain) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
-	return p.d.Put(ctx, key, data, c)
-}
-func (p derivedPlain) Delete(ctx context.Context, key string, c driver.Condition) error {
-	return p.d.Delete(ctx, key, c)
-}
-func (p derivedPlain) Capabilities() driver.Capabilities { return p.d.Capabilities() }

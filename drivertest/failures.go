@@ -56,7 +56,7 @@ var failureChecks = []check{
 		name: "put-retry-after-landed",
 		expect: "a conditional Put whose first attempt landed but whose reply was lost is never reported as " +
 			"ErrPrecondition (a refused retry is ErrOutcomeUnknown) nor ErrNotExist",
-		needs: needsTransport,
+		needs: needsWire,
 		run:   retryAfterLanded,
 	},
 }
@@ -182,6 +182,9 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 			if err != nil {
 				return fmt.Errorf("setup: Put (%s): %s", cond, outcome(err))
 			}
+			if s.opts.BucketFaults {
+				return canceledMidWrite(ctx, s)
+			}
 			return skipped{"the driver sent no HTTP request with the caller's context, so there is no body on the wire to interrupt"}
 		}
 		if !errors.Is(err, context.Canceled) {
@@ -205,6 +208,9 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 }
 
 func retryAfterLanded(ctx context.Context, s *scope) error {
+	if s.opts.transportHook() == nil {
+		return retryAfterLandedAtBucket(ctx, s)
+	}
 	var armed atomic.Bool
 	tr := &wirefault.Transport{Drop: func(r *http.Request) bool {
 		return wirefault.Write(r) && armed.CompareAndSwap(true, false)

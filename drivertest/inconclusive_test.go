@@ -54,7 +54,7 @@ func TestFailedOperationsAreInconclusiveNotEvidence(t *testing.T) {
 		}
 	}
 	// The control: a store that ignores IfAbsent is evidence, not an error.
-	rep = drivertest.Check(context.Background(), &faulty.Bucket{Bucket: mem.New(), Ignore: faulty.IgnoreIfAbsent}, drivertest.Options{})
+	rep = drivertest.CheckOnly(context.Background(), &faulty.Bucket{Bucket: mem.New(), Ignore: faulty.IgnoreIfAbsent}, drivertest.Options{}, "put-if-absent-existing")
 	if rep.Observed.Exclusion != driver.NoExclusion || slices.Contains(rep.Inconclusive(), "put-if-absent-existing") {
 		t.Fatalf("a store ignoring IfAbsent: observed %v, inconclusive %v", rep.Observed.Exclusion, rep.Inconclusive())
 	}

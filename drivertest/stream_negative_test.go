@@ -21,94 +21,53 @@ import (
 // driver could be, which the check must catch. The correct mem and file
 // drivers pass them all (TestMem, TestFile).
 
-// streamNoCond commits every streamed write unconditionally.
-type streamNoCond struct{ *mem.Bucket }
-
-func (b streamNoCond) PutStream(ctx context.Context, key string, r io.Reader, _ driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	return b.Bucket.PutStream(ctx, key, r, driver.Condition{}, o)
-}
-
-func TestStreamConditionIgnored(t *testing.T) {
-	failed, rep := failedChecks(t, streamNoCond{mem.New()}, drivertest.Options{})
-	mustCatch(t, failed, "stream-if-absent-existing", "PutStream (If-None-Match: *) of a body of three parts: success")
-	mustCatch(t, failed, "stream-if-match-stale", "success")
-	mustCatch(t, failed, "stream-race-if-absent", "exactly one should")
-	if rep.Observed.Exclusion != driver.NoExclusion {
-		t.Errorf("observed exclusion %v for a driver whose streamed writes ignore their condition", rep.Observed.Exclusion)
-	}
-}
-
-// streamTruncated stores only the first part of a streamed body.
-type streamTruncated struct{ *mem.Bucket }
-
-func (b streamTruncated) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	return b.Bucket.PutStream(ctx, key, io.LimitReader(r, o.Size()), c, o)
-}
-
-func TestStreamTruncated(t *testing.T) {
-	failed, _ := failedChecks(t, streamTruncated{mem.New()}, drivertest.Options{})
-	mustCatch(t, failed, "stream-round-trip", "bytes long")
-	mustCatch(t, failed, "stream-race-if-absent", "whole body")
-}
-
-// streamWrongVersion returns a version that is not the stored one.
-type streamWrongVersion struct{ *mem.Bucket }
-
-func (b streamWrongVersion) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	v, err := b.Bucket.PutStream(ctx, key, r, c, o)
-	return driver.FakeVersion(v), err
-}
-
-func TestStreamWrongVersion(t *testing.T) {
-	failed, _ := failedChecks(t, streamWrongVersion{mem.New()}, drivertest.Options{})
-	mustCatch(t, failed, "stream-round-trip", "but Get returns")
-}
-
-// streamIgnoresCancel reads the whole body and commits whatever becomes
-// of the caller's context.
-type streamIgnoresCancel struct{ *mem.Bucket }
-
-func (b streamIgnoresCancel) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	return b.Bucket.PutStream(context.WithoutCancel(ctx), key, r, c, o)
-}
-
-func TestStreamCancelIgnored(t *testing.T) {
-	failed, _ := failedChecks(t, streamIgnoresCancel{mem.New()}, drivertest.Options{})
-	mustCatch(t, failed, "stream-canceled-mid-body", "not context.Canceled")
-}
-
-// streamIgnoresGate never calls MayStart.
-type streamIgnoresGate struct{ *mem.Bucket }
-
-func (b streamIgnoresGate) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	return b.Bucket.PutStream(ctx, key, r, c, &driver.StreamOptions{PartSize: o.Size(), Concurrency: o.Parallel()})
-}
-
-func TestStreamGateIgnored(t *testing.T) {
-	failed, _ := failedChecks(t, streamIgnoresGate{mem.New()}, drivertest.Options{})
-	mustCatch(t, failed, "stream-may-start-refused", "want an error wrapping MayStart's")
-	mustCatch(t, failed, "stream-round-trip", "MayStart was called 0 times")
-}
-
-// streamNoAbort is a driver that can list its pending uploads and, on a
-// failed streamed write, leaves the upload pending instead of aborting it.
-type streamNoAbort struct {
+// brokenStream is the mem driver with its streamed writes broken in the
+// ways its fields say, and a driver.PendingLister of the uploads it left
+// (streamOnly hides that). One type serves every negative control of a
+// streamed write, so that each says only how its driver is broken.
+type brokenStream struct {
 	*mem.Bucket
+	ignoreCond    bool // commits every streamed write unconditionally
+	truncate      bool // stores only the first part of the body
+	wrongVersion  bool // returns a version that is not the stored one
+	ignoreCancel  bool // reads the whole body and commits whatever becomes of the context
+	ignoreGate    bool // never calls MayStart
+	noAbort       bool // leaves a failed write's upload pending instead of aborting it
+	stageAsObject bool // stages under key + ".part", a key of the bucket, and leaves it there on failure
+
 	mu      sync.Mutex
 	pending []string
 }
 
-func (b *streamNoAbort) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+	if b.ignoreCond {
+		c = driver.Condition{}
+	}
+	if b.truncate {
+		r = io.LimitReader(r, o.Size())
+	}
+	if b.ignoreCancel {
+		ctx = context.WithoutCancel(ctx)
+	}
+	if b.ignoreGate {
+		o = &driver.StreamOptions{PartSize: o.Size(), Concurrency: o.Parallel()}
+	}
 	v, err := b.Bucket.PutStream(ctx, key, r, c, o)
-	if err != nil {
+	if b.wrongVersion {
+		v = driver.FakeVersion(v)
+	}
+	if err != nil && b.noAbort {
 		b.mu.Lock()
 		b.pending = append(b.pending, key)
 		b.mu.Unlock()
 	}
+	if err != nil && b.stageAsObject {
+		b.Bucket.Put(context.WithoutCancel(ctx), key+".part", []byte("staged"), driver.Condition{})
+	}
 	return v, err
 }
 
-func (b *streamNoAbort) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (b *brokenStream) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
 		b.mu.Lock()
 		keys := slices.Clone(b.pending)
@@ -121,9 +80,60 @@ func (b *streamNoAbort) ListPending(ctx context.Context, prefix string) iter.Seq
 	}
 }
 
+// streamOnly is a driver that streams and lists, with no ListPending:
+// one whose uploads the suite cannot list unless the author passes
+// Options.Pending.
+type streamOnly struct{ streamLister }
+
+type streamLister interface {
+	driver.Bucket
+	driver.Streamer
+	driver.Lister
+}
+
+// bucketOnly is a driver with Bucket's four methods only: no stream, no
+// list, no pending uploads.
+type bucketOnly struct{ driver.Bucket }
+
+func TestStreamConditionIgnored(t *testing.T) {
+	failed, rep := failedChecks(t, streamOnly{&brokenStream{Bucket: mem.New(), ignoreCond: true}}, drivertest.Options{}, "stream-if-absent-existing", "stream-if-match-stale", "stream-race-if-absent")
+	mustCatch(t, failed, "stream-if-absent-existing", "PutStream (If-None-Match: *) of a body of three parts: success")
+	mustCatch(t, failed, "stream-if-match-stale", "success")
+	mustCatch(t, failed, "stream-race-if-absent", "exactly one should")
+	if rep.Observed.Exclusion != driver.NoExclusion {
+		t.Errorf("observed exclusion %v for a driver whose streamed writes ignore their condition", rep.Observed.Exclusion)
+	}
+}
+
+func TestStreamTruncated(t *testing.T) {
+	failed, _ := failedChecks(t, streamOnly{&brokenStream{Bucket: mem.New(), truncate: true}}, drivertest.Options{}, "stream-round-trip", "stream-race-if-absent")
+	mustCatch(t, failed, "stream-round-trip", "bytes long")
+	mustCatch(t, failed, "stream-race-if-absent", "whole body")
+}
+
+func TestStreamWrongVersion(t *testing.T) {
+	failed, _ := failedChecks(t, streamOnly{&brokenStream{Bucket: mem.New(), wrongVersion: true}}, drivertest.Options{}, "stream-round-trip")
+	mustCatch(t, failed, "stream-round-trip", "but Get returns")
+}
+
+func TestStreamCancelIgnored(t *testing.T) {
+	failed, _ := failedChecks(t, streamOnly{&brokenStream{Bucket: mem.New(), ignoreCancel: true}}, drivertest.Options{}, "stream-canceled-mid-body")
+	mustCatch(t, failed, "stream-canceled-mid-body", "not context.Canceled")
+}
+
+func TestStreamGateIgnored(t *testing.T) {
+	failed, _ := failedChecks(t, streamOnly{&brokenStream{Bucket: mem.New(), ignoreGate: true}}, drivertest.Options{}, "stream-may-start-refused", "stream-round-trip")
+	mustCatch(t, failed, "stream-may-start-refused", "want an error wrapping MayStart's")
+	mustCatch(t, failed, "stream-round-trip", "MayStart was called 0 times")
+}
+
+// abortChecks are the checks of a failed streamed write that look for
+// what it left pending.
+var abortChecks = []string{"stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"}
+
 func TestStreamNotAborted(t *testing.T) {
-	failed, _ := failedChecks(t, &streamNoAbort{Bucket: mem.New()}, drivertest.Options{})
-	for _, check := range []string{"stream-canceled-mid-body", "stream-may-start-refused", "stream-if-absent-existing", "stream-if-match-stale"} {
+	failed, _ := failedChecks(t, &brokenStream{Bucket: mem.New(), noAbort: true}, drivertest.Options{}, abortChecks...)
+	for _, check := range abortChecks {
 		mustCatch(t, failed, check, "left a pending upload")
 	}
 }
@@ -173,7 +183,7 @@ func (b *lateWrite) Get(ctx context.Context, key string) (io.ReadCloser, driver.
 
 func TestPutLandsAfterCancel(t *testing.T) {
 	b := &lateWrite{Bucket: mem.New()}
-	failed, _ := failedChecks(t, b, drivertest.Options{})
+	failed, _ := failedChecks(t, b, drivertest.Options{}, "put-canceled-settles")
 	mustCatch(t, failed, "put-canceled-settles", "a write must not land after it returned")
 }
 
@@ -253,7 +263,7 @@ func TestListNegativeControls(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			failed, _ := failedChecks(t, listBroken{Bucket: mem.New(), mangle: c.mangle}, drivertest.Options{})
+			failed, _ := failedChecks(t, listBroken{Bucket: mem.New(), mangle: c.mangle}, drivertest.Options{}, c.check)
 			mustCatch(t, failed, c.check, c.want)
 		})
 	}
@@ -264,7 +274,7 @@ func TestListNegativeControls(t *testing.T) {
 // failures; stream-reader-fails, which runs through driver.PutStream's
 // fallback, runs and passes.
 func TestOptionalChecksNotApplicable(t *testing.T) {
-	rep := drivertest.Check(context.Background(), plain{mem.New()}, drivertest.Options{})
+	rep := drivertest.Check(context.Background(), bucketOnly{mem.New()}, drivertest.Options{})
 	for _, r := range rep.Results {
 		if r.Name == "stream-reader-fails" {
 			if r.Skipped || r.Status() != "PASS" {
@@ -283,17 +293,3 @@ func TestOptionalChecksNotApplicable(t *testing.T) {
 		t.Error("a plain conforming driver is not OK")
 	}
 }
-
-// plain is the mem driver with Bucket's four methods only.
-type plain struct{ b *mem.Bucket }
-
-func (p plain) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return p.b.Get(ctx, key)
-}
-func (p plain) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
-	return p.b.Put(ctx, key, data, c)
-}
-func (p plain) Delete(ctx context.Context, key string, c driver.Condition) error {
-	return p.b.Delete(ctx, key, c)
-}
-func (p plain) Capabilities() driver.Capabilities { return p.b.Capabilities() }

@@ -106,10 +106,13 @@ var order = []string{
 	// (obligation 5).
 	"stream-failed-leaves-nothing",
 	"version-a-b-a",
+	// A streamed write holds part size × concurrency bytes of its body,
+	// never the whole (obligation 13).
+	"stream-memory-bounded",
 }
 
 // checks is the suite in order.
-var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks, processChecks)
+var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks, processChecks, memChecks)
 
 // suite returns the checks defined in defs in the order of names, and
 // panics if a name is not defined exactly once or a check is defined but

@@ -46,7 +46,7 @@ var wireChecks = []check{
 		area:    areaPut,
 		expect: "through the driver's own client, an acquire and a renewal whose replies were lost on the wire " +
 			"(after the service acted) are recognised as our own: the lease is held, not lost",
-		needs: needsTransport,
+		needs: needsWire,
 		run:   leaseLostReplyWire,
 	},
 }
@@ -62,6 +62,17 @@ func (o Options) transportHook() func(http.RoundTripper) (driver.Bucket, error) 
 
 func needsTransport(o Options) string {
 	if o.transportHook() == nil {
+		return "Options.Transport is not set"
+	}
+	return ""
+}
+
+// needsWire is needsTransport for the checks that also run with their
+// fault at the Bucket (Options.BucketFaults). Its message is
+// needsTransport's: probe prints it, and a driver that sends HTTP needs
+// the hook.
+func needsWire(o Options) string {
+	if o.transportHook() == nil && !o.BucketFaults {
 		return "Options.Transport is not set"
 	}
 	return ""
@@ -231,9 +242,10 @@ func wildcardNeverSent(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// armedBucket is the bucket Options.Transport returned, with the reply of
-// the first write request sent during the first Put of key with a
-// condition that sel selects dropped by the transport.
+// armedBucket is the bucket Options.Transport returned (or the bucket
+// under test behind a faulty.LostReply), with the reply of the first
+// write request sent during the first Put of key with a condition that
+// sel selects dropped by the transport (or the wrapper).
 type armedBucket struct {
 	driver.Bucket
 	key   string
@@ -252,6 +264,9 @@ func (b *armedBucket) Put(ctx context.Context, key string, data []byte, cond dri
 }
 
 func leaseLostReplyWire(ctx context.Context, s *scope) error {
+	if s.opts.Transport == nil && s.opts.Lossy == nil {
+		return leaseLostReplyAtBucket(ctx, s)
+	}
 	var armed atomic.Bool
 	tr := &wirefault.Transport{Drop: func(r *http.Request) bool {
 		return wirefault.Write(r) && armed.CompareAndSwap(true, false)
@@ -260,16 +275,22 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
+	return leaseLostReply(ctx, s, wb, &armed, tr.Dropped, "on the wire")
+}
+
+// leaseLostReply acquires and renews a lease through b, whose next write
+// after armed is set has its reply lost (dropped counts those), and
+// requires both to be recognised as the lease's own.
+func leaseLostReply(ctx context.Context, s *scope, b driver.Bucket, armed *atomic.Bool, dropped func() int, where string) error {
 	key := lease.Key(s.prefix)
 	c := clock.NewFake(leaseStart)
-	acq := &armedBucket{Bucket: wb, key: key, armed: &armed, sel: driver.Condition.Absent}
+	acq := &armedBucket{Bucket: b, key: key, armed: armed, sel: driver.Condition.Absent}
 	l, err := s.acquire(ctx, acq, "first", c)
-	if tr.Dropped() != 1 {
-		return fmt.Errorf("setup: no reply was dropped: the acquire (%v) sent no write of %s through the transport "+
-			"Options.Transport was given", err, key)
+	if dropped() != 1 {
+		return fmt.Errorf("setup: no reply was dropped: the acquire (%v) sent no write of %s %s", err, key, where)
 	}
 	if err != nil {
-		return fmt.Errorf("an acquire whose write's reply was lost on the wire: %v", err)
+		return fmt.Errorf("an acquire whose write's reply was lost %s: %v", where, err)
 	}
 	defer l.Release(ctx)
 	if err := holds(ctx, s.b, s.prefix, "first"); err != nil {
@@ -280,10 +301,10 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 	acq.sel = func(cond driver.Condition) bool { _, ok := cond.Match(); return ok }
 	c.Advance(leaseTTL / 3)
 	if err := leaseseam.Renew(ctx, l); err != nil {
-		return fmt.Errorf("a renewal whose write's reply was lost on the wire: %v; want it recognised as ours", err)
+		return fmt.Errorf("a renewal whose write's reply was lost %s: %v; want it recognised as ours", where, err)
 	}
-	if tr.Dropped() != 2 {
-		return errors.New("setup: no reply of the renewal was dropped: it sent no write through the transport")
+	if dropped() != 2 {
+		return fmt.Errorf("setup: no reply of the renewal was dropped: it sent no write %s", where)
 	}
 	if err := leaseseam.Renew(ctx, l); err != nil {
 		return fmt.Errorf("the next renewal: %v", err)

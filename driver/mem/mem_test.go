@@ -11,7 +11,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	var b mem.Bucket // the zero value is ready to use
-	drivertest.Run(t, &b, drivertest.Options{})
+	drivertest.Run(t, &b, drivertest.Options{BucketFaults: true})
 }
 
 func TestEveryWriteGetsANewVersion(t *testing.T) {
