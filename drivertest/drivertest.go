@@ -98,9 +98,10 @@ type check struct {
 	// needs says why the check cannot run with these options ("" if it
 	// can); nil: it always can.
 	needs func(Options) string
-	// inTest: the check runs only under Run, since it starts the test
-	// binary again; Check skips it.
-	inTest bool
+	// inTest, if set, says why the check runs only under Run (in the
+	// author's test, not in probe's Check against a live bucket); Check
+	// skips it.
+	inTest string
 	run    func(ctx context.Context, s *scope) error
 }
 
@@ -210,9 +211,9 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test 
 		res.Got = fmt.Sprintf("not applicable: the driver declares %s", describe(rep.Declared))
 		return res
 	}
-	if c.inTest && test == "" {
+	if c.inTest != "" && test == "" {
 		res.Skipped = true
-		res.Got = "not run: it runs the test that called drivertest.Run again in other processes, so only Run, in a test, runs it"
+		res.Got = "not run: " + c.inTest + ", so only Run, in a test, runs it"
 		return res
 	}
 	if c.needs != nil {

@@ -104,7 +104,8 @@ func streamMemoryBounded(ctx context.Context, s *scope) error {
 
 // memChecks are the checks of this file; suite.go orders them.
 var memChecks = []check{{
-	name: "stream-memory-bounded",
+	name:   "stream-memory-bounded",
+	inTest: "it uploads 80 MiB and samples the heap of the process it runs in",
 	expect: "a streamed write of a body of 16 parts grows this process's heap by less than half the body " +
 		"(a driver that streams holds about part size × concurrency bytes of it)",
 	run: streamMemoryBounded,
