@@ -98,10 +98,9 @@ type check struct {
 	// needs says why the check cannot run with these options ("" if it
 	// can); nil: it always can.
 	needs func(Options) string
-	// inTest, if set, says why the check runs only under Run (in the
-	// author's test, not in probe's Check against a live bucket); Check
-	// skips it.
-	inTest string
+	// inTest: the check runs only under Run, since it starts the test
+	// binary again; Check skips it.
+	inTest bool
 	run    func(ctx context.Context, s *scope) error
 }
 
@@ -110,6 +109,12 @@ type check struct {
 type skipped struct{ reason string }
 
 func (s skipped) Error() string { return s.reason }
+
+// notRun is a check's reason for not running here at all, rather than not
+// applying to the driver.
+type notRun struct{ reason string }
+
+func (n notRun) Error() string { return n.reason }
 
 // area says which declared capability a failing check disproves.
 type area int
@@ -211,9 +216,9 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test 
 		res.Got = fmt.Sprintf("not applicable: the driver declares %s", describe(rep.Declared))
 		return res
 	}
-	if c.inTest != "" && test == "" {
+	if c.inTest && test == "" {
 		res.Skipped = true
-		res.Got = "not run: " + c.inTest + ", so only Run, in a test, runs it"
+		res.Got = "not run: it runs the test that called drivertest.Run again in other processes, so only Run, in a test, runs it"
 		return res
 	}
 	if c.needs != nil {
@@ -240,6 +245,11 @@ func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test 
 	if sk, ok := err.(skipped); ok {
 		res.Skipped = true
 		res.Got = "not applicable: " + sk.reason
+		return res
+	}
+	if nr, ok := err.(notRun); ok {
+		res.Skipped = true
+		res.Got = "not run: " + nr.reason
 		return res
 	}
 	res.Passed = err == nil

@@ -10,8 +10,7 @@ import (
 )
 
 // CheckOnly runs the named checks of the suite, in the suite's order and
-// each as Check runs it (a check only Run runs, other than
-// exclusion-across-processes, included), and nothing else: a negative control
+// each exactly as Check runs it, and nothing else: a negative control
 // proves that one check fails a broken driver, and a run of the other
 // seventy checks against that driver (two full runs' time under -race
 // each) proves nothing more. It panics on a name that is no check, so a
@@ -25,12 +24,10 @@ func CheckOnly(ctx context.Context, b driver.Bucket, opts Options, names ...stri
 	var cs []check
 	for _, c := range checks {
 		if slices.Contains(names, c.name) {
-			if c.name != xprocName {
-				c.inTest = "" // needs nothing of a test: run it here as Run would
-			}
 			cs = append(cs, c)
 		}
 	}
+	opts.inTest = true
 	return checkAll(ctx, b, opts, cs)
 }
 

@@ -93,4 +93,8 @@ type Options struct {
 	// removed. Without either, the suite sees only what Get and List
 	// show, and stream-failed-leaves-nothing reports itself skipped.
 	Pending func(ctx context.Context, key string) ([]string, error)
+
+	// inTest, set by the package's own tests, runs under Check what only
+	// Run runs otherwise (stream-memory-bounded).
+	inTest bool
 }

@@ -59,7 +59,7 @@ var xprocCheck = check{
 	name:    xprocName,
 	area:    areaPut,
 	applies: conditional,
-	inTest:  "it runs the test that called drivertest.Run again in other processes",
+	inTest:  true,
 	needs:   needsURL,
 	expect: fmt.Sprintf("%d processes, each with a bucket of its own opened from Options.URL, race IfAbsent on %d new keys and IfMatch on %d keys at one shared version "+
 		"(and, where the driver streams, streamed IfAbsent writes of two parts on %d keys): every key has exactly one winner, whose write the object holds",
