@@ -19,7 +19,7 @@ func TestList(t *testing.T) {
 	if len(ms) < 40 {
 		t.Errorf("only %d mutants", len(ms))
 	}
-	for _, part := range []string{"lease/", "cmd/bucketlease/cli/watchdog.go", "s3proto", "driver/gcs/", "driver/azure/", "driver/op.go"} {
+	for _, part := range []string{"lease/", "cmd/bucketlease/internal/supervise/watchdog.go", "s3proto", "driver/gcs/", "driver/azure/", "driver/op.go"} {
 		found := false
 		for _, m := range ms {
 			found = found || strings.Contains(m.File, part)
