@@ -112,20 +112,34 @@ func canceledMidWrite(ctx context.Context, s *scope) error {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("Put (%s) cancelled once under way: %s, not context.Canceled", cond, outcome(err))
 		}
-		got, gv, rerr := read(ctx, s.b, key)
-		switch {
-		case err != nil && cond.Absent() && errors.Is(rerr, driver.ErrNotExist):
-		case rerr != nil:
-			return fmt.Errorf("Get after the cancelled Put (%s): %s", cond, outcome(rerr))
-		case bytes.Equal(got, big) && (err != nil || gv == nv):
-		case err != nil && !cond.Absent() && bytes.Equal(got, []byte("small")) && gv == v:
-		default:
-			return fmt.Errorf("after the Put (%s) cancelled once under way (%s) the object holds %d bytes (%q), version %q: "+
-				"neither the old object nor the whole new one at the version Put returned", cond, outcome(err), len(got), clip(got), gv)
+		if err := canceledLeft(ctx, s, key, cond, err, nv, v, []byte("small"), big, "cancelled once under way"); err != nil {
+			return err
 		}
 	}
 	if !fired {
 		return skipped{"the driver's Put looked at its context only once (driver.Begin's look), so there was no moment in its write to cancel"}
+	}
+	return nil
+}
+
+// canceledLeft checks what a Put of big to key, whose context was
+// cancelled (how, says what), left: for a create nothing, for an update
+// the old object (old at oldV) where the Put failed, or the whole new one,
+// at the version the Put returned (nv) where it succeeded; never a torn
+// object. err is the Put's error.
+func canceledLeft(ctx context.Context, s *scope, key string, cond driver.Condition, err error, nv, oldV driver.Version, old, big []byte, what string) error {
+	got, gv, rerr := read(ctx, s.b, key)
+	switch {
+	case err != nil && cond.Absent() && errors.Is(rerr, driver.ErrNotExist):
+	case rerr != nil:
+		return fmt.Errorf("Get after the cancelled Put (%s): %s", cond, outcome(rerr))
+	case bytes.Equal(got, big) && (err != nil || gv == nv):
+		// Whole: it landed before the cancellation reached the service
+		// (an unknown outcome, which the error says), or it succeeded.
+	case err != nil && !cond.Absent() && bytes.Equal(got, old) && gv == oldV:
+	default:
+		return fmt.Errorf("after the Put (%s) %s (%s) the object holds %d bytes (%q), version %q: "+
+			"neither the old object nor the whole new one at the version Put returned", cond, what, outcome(err), len(got), clip(got), gv)
 	}
 	return nil
 }

@@ -190,18 +190,8 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 		if !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("Put (%s) cancelled once its headers were written: %s, not context.Canceled", cond, outcome(err))
 		}
-		got, gv, rerr := read(ctx, s.b, key)
-		switch {
-		case cond.Absent() && errors.Is(rerr, driver.ErrNotExist):
-		case rerr != nil:
-			return fmt.Errorf("Get after the cancelled Put (%s): %s", cond, outcome(rerr))
-		case bytes.Equal(got, big):
-			// It landed before the cancellation reached the service: an
-			// unknown outcome, which the error says.
-		case !cond.Absent() && bytes.Equal(got, []byte("small")) && gv == v:
-		default:
-			return fmt.Errorf("after the cancelled Put (%s) the object holds %d bytes (%q): neither the old object nor the whole new one",
-				cond, len(got), clip(got))
+		if err := canceledLeft(ctx, s, key, cond, err, "", v, []byte("small"), big, "cancelled once its headers were written"); err != nil {
+			return err
 		}
 	}
 	return nil
