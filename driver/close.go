@@ -6,8 +6,8 @@ import "io"
 // (io.Closer), and returns that method's error; a Bucket without one holds
 // nothing that needs releasing, and Close returns nil.
 //
-// Closing is an optional ability, found at run time as Streamer and Lister
-// are, so that Bucket stays four methods: a driver whose Bucket holds
+// Closing is an optional ability, found at run time by a type assertion: a
+// driver whose Bucket holds
 // something that outlives its operations (an SDK client with its own
 // connection pool, as the gs driver's Open creates) implements io.Closer.
 // gocloud.dev/blob's Bucket.Close is the model. A Bucket's Close releases

@@ -20,24 +20,24 @@
 //
 // # Writing a driver
 //
-// A driver implements [Bucket]: four methods that map the operations to one
+// A driver implements [Bucket]: six methods that map the operations to one
 // SDK's calls and the SDK's errors to this package's sentinels, and nothing
-// else. Each method starts with [Begin], which enforces the mechanical rules
-// and returns an [Op] whose Context the SDK call uses and whose Fail builds
-// every error. [Capabilities] declares the exclusion the service gives; the
-// lease does not take it on trust, but probes the service at every acquire.
+// else. Each method starts with [Begin] (a write with [BeginPut]), which
+// enforces the mechanical rules and returns an [Op] whose Context the SDK
+// call uses and whose Fail builds every error; [StreamParts] runs a streamed
+// write from a few upload steps, and [Listing] a listing. What a call sends
+// is in its options ([PutOptions], [GetOptions]) and what it learned is in
+// its [Attrs]: the version, the metadata, the service's time.
+// [Capabilities] declares the exclusion the service gives; the lease does
+// not take it on trust, but probes the service at every acquire.
 //
 // The obligations a driver meets, each named by the drivertest check that
 // proves it, are listed in docs/drivers.md ("The obligations"), with the
 // rules for rate limits ([ErrRateLimited]), the service's time
-// ([ReportServiceTime], [WithServiceTime]) and streaming ([StreamParts]).
+// ([ServiceTime]) and streaming.
 //
-// # Optional abilities
-//
-// [Streamer], [Lister], [PendingLister] and io.Closer are optional, found at
-// run time by a type assertion as database/sql finds a driver's optional
-// interfaces, so that Bucket stays four methods. A Bucket that wraps another
-// implements the four methods, overrides only the optional methods it must
-// change, and is composed with [Wrap], so that the result has exactly the
-// wrapped bucket's optional interfaces.
+// [PendingLister] and io.Closer are optional, found by a type assertion
+// as database/sql finds a driver's optional interfaces. A Bucket that wraps
+// another embeds it, overrides what it changes, and implements the optional
+// ones it passes on.
 package driver

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"strconv"
 	"time"
 )
@@ -111,13 +112,13 @@ type Capabilities struct {
 	// the limit; a write refused for its rate is retried whatever is
 	// declared here.
 	KeyWriteInterval time.Duration
-	// Metadata declares that a write (Put, PutStream) under
-	// WithMetadata stores the metadata with the object atomically, in
-	// the request that makes it visible, replacing the old version's, and
-	// that Get reports the object's metadata (ReportMetadata) from the
-	// response that carried its body. The zero value declares nothing: a
-	// driver that does not declare it writes under WithMetadata without
-	// the metadata, so a caller that needs it checks this first.
+	// Metadata declares that a write (Put, PutStream) stores
+	// PutOptions.Metadata with the object atomically, in the request that
+	// makes it visible, replacing the old version's, and that Get under
+	// GetOptions.Metadata returns the metadata of the version whose body
+	// it returns. The zero value declares nothing: a driver that does not
+	// declare it writes without the metadata, so a caller that needs it
+	// checks this first.
 	// (metadata-roundtrip, metadata-streamed, metadata-refused-write,
 	// metadata-invalid)
 	Metadata bool
@@ -132,19 +133,41 @@ type Capabilities struct {
 // Bucket is one bucket (or container) of an object store. Keys are full
 // object names within it; the prefix returned by Open is the caller's to
 // apply. A Bucket is safe for concurrent use.
+//
+// What a call sends beyond the key (a condition, metadata) is in its
+// options, and what it learned (the version, the metadata, the service's
+// time) is in its Attrs. Get and Put return their Attrs with an error too:
+// its Time is set whenever the service answered, a refusal included.
 type Bucket interface {
-	// Get returns the object's body and its version, both from one
-	// response. The caller reads and closes the body. A missing key is
-	// ErrNotExist.
-	Get(ctx context.Context, key string) (io.ReadCloser, Version, error)
+	// Get returns the object's body and its Attrs, from one response. The
+	// caller reads and closes the body. A missing key is ErrNotExist.
+	Get(ctx context.Context, key string, opts GetOptions) (io.ReadCloser, Attrs, error)
 
-	// Put stores data under key in one request if cond holds, and returns
-	// the version it created. A condition that does not hold is
+	// Put stores data under key in one request if opts.If holds, with
+	// opts.Metadata where Capabilities().Metadata, and returns the Attrs
+	// of the version it created. A condition that does not hold is
 	// ErrPrecondition, with the object left as it was. Where the client
 	// library sent the write more than once and a later attempt was
 	// refused, the outcome is unknown (the first attempt may have landed):
 	// that is ErrOutcomeUnknown, never ErrPrecondition (Op.Fail does this).
-	Put(ctx context.Context, key string, data []byte, cond Condition) (Version, error)
+	Put(ctx context.Context, key string, data []byte, opts PutOptions) (Attrs, error)
+
+	// PutStream stores the body read from r until io.EOF under key, in
+	// parts, if opts.If holds at the step that makes the object visible
+	// (S3's CompleteMultipartUpload, the final request of a GCS resumable
+	// upload, Azure's Put Block List, the file driver's rename). It holds
+	// at most s.Size() × s.Parallel() bytes of the body at once. A
+	// condition that does not hold at commit is ErrPrecondition, with the
+	// object left as it was.
+	//
+	// On any failure (ctx ended, r failed, s.MayStart refused, a part or
+	// the commit failed or was refused) it aborts what it had staged before
+	// it returns, and its error (an UploadError) says whether the abort
+	// succeeded. It returns only once no request of the upload is still in
+	// flight. The body is read in the caller's goroutine, and ctx is looked
+	// at before every Read. A driver whose service cannot stage parts
+	// delegates to PutWhole. StreamParts does the rest from UploadSteps.
+	PutStream(ctx context.Context, key string, r io.Reader, opts PutOptions, s *StreamOptions) (Attrs, error)
 
 	// Delete removes key if cond holds. Deleting a missing key
 	// unconditionally succeeds, as it does on S3; under IfMatch a missing key
@@ -153,8 +176,50 @@ type Bucket interface {
 	// false: a driver never sends a condition its service would ignore.
 	Delete(ctx context.Context, key string, cond Condition) error
 
+	// List yields every object whose key starts with prefix (a plain
+	// string prefix: "db1/c" matches "db1/chunks/1" and "db1/c"), in
+	// lexical order of key, paging through the service as the caller
+	// iterates. A failure is yielded once, as the error of the last pair;
+	// ctx is honoured between and within pages. Listing builds it.
+	List(ctx context.Context, prefix string) iter.Seq2[Object, error]
+
 	// Capabilities declares what the service guarantees.
 	Capabilities() Capabilities
+}
+
+// GetOptions is what a Get asks for beyond the body.
+type GetOptions struct {
+	// Metadata asks for the object's metadata in Attrs.Metadata, read
+	// from the version whose body is returned. Without it a driver may
+	// leave Attrs.Metadata nil (Cloud Storage's read response need not
+	// carry it, and reading it is a second request).
+	Metadata bool
+}
+
+// PutOptions is what a write sends beyond the key and the body.
+type PutOptions struct {
+	// If is the write's condition: IfAbsent, IfMatch, or the zero
+	// Condition for none.
+	If Condition
+	// Metadata is stored with the object, atomically, where the driver
+	// declares Capabilities.Metadata; it replaces the old version's. Nil
+	// writes none. An invalid Metadata (see Metadata.Validate) is refused
+	// with ErrInvalidMetadata before anything is sent.
+	Metadata Metadata
+}
+
+// Attrs is what one call learned about an object and the service.
+type Attrs struct {
+	// Version is the version read or created; empty after a failure.
+	Version Version
+	// Metadata is the object's metadata, with lowercase keys, from a Get
+	// under GetOptions.Metadata by a driver that declares
+	// Capabilities.Metadata: empty and non-nil for an object stored with
+	// none. It is nil otherwise.
+	Metadata Metadata
+	// Time is what the answer said about the service's clock; zero where
+	// the driver reports none.
+	Time ServiceTime
 }
 
 // FakeVersion returns a version that has the shape of v (same length, a hex
@@ -192,22 +257,22 @@ func FakeVersion(v Version) Version {
 	return Version(b)
 }
 
-// ReadAll reads at most limit bytes of key and returns them with the
-// version. A body longer than limit is an error wrapping ErrTooLarge, so a
+// ReadAll reads at most limit bytes of key and returns them with their
+// Attrs. A body longer than limit is an error wrapping ErrTooLarge, so a
 // hostile or corrupt object cannot exhaust memory.
-func ReadAll(ctx context.Context, b Bucket, key string, limit int64) ([]byte, Version, error) {
-	rc, v, err := b.Get(ctx, key)
+func ReadAll(ctx context.Context, b Bucket, key string, limit int64, opts GetOptions) ([]byte, Attrs, error) {
+	rc, a, err := b.Get(ctx, key, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, Attrs{Time: a.Time}, err
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err != nil {
-		return nil, "", &OpError{Op: "get", Key: key, Err: err}
+		return nil, Attrs{Time: a.Time}, &OpError{Op: "get", Key: key, Err: err}
 	}
 	if int64(len(data)) > limit {
-		return nil, v, &OpError{Op: "get", Key: key, Kind: ErrTooLarge,
+		return nil, a, &OpError{Op: "get", Key: key, Kind: ErrTooLarge,
 			Err: fmt.Errorf("object is larger than %d bytes", limit)}
 	}
-	return data, v, nil
+	return data, a, nil
 }

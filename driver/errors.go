@@ -53,7 +53,7 @@ var (
 	// that is a prefix of a stored key. Nothing was sent.
 	ErrInvalidKey = errors.New("invalid key")
 
-	// ErrInvalidMetadata: the metadata of a write (WithMetadata) is
+	// ErrInvalidMetadata: the metadata of a write (PutOptions.Metadata) is
 	// outside the portable rule (see Metadata.Validate). A driver that
 	// declares Capabilities.Metadata refuses such a write before sending
 	// anything (Begin does this), so nothing was written. It is not

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -122,96 +121,6 @@ func (m Metadata) String() string {
 	}
 	sb.WriteString("}")
 	return sb.String()
-}
-
-// metadataWriteKey and metadataReportKey are the context keys of
-// WithMetadata and WithMetadataReport.
-type (
-	metadataWriteKey  struct{}
-	metadataReportKey struct{}
-)
-
-// WithMetadata returns a context under which a write (Put, a Streamer's
-// PutStream, and PutStream's fallback, which calls Put) by a driver whose
-// Capabilities declare Metadata stores md with the object, atomically: in
-// the same request that makes the object visible (S3's PutObject or
-// CreateMultipartUpload, Cloud Storage's upload, Azure's Put Blob or Put
-// Block List, the file driver's temporary file before its rename), so
-// that no reader ever sees the object without it, or with the metadata of
-// the version it replaced. An overwrite replaces the metadata entirely:
-// keys of the old version are not kept. A refused write changes neither
-// body nor metadata. Invalid md (Validate) is refused by such a driver
-// with an error wrapping ErrInvalidMetadata, and nothing is written (Begin
-// does this). md is copied; a nil md writes no metadata, as a context
-// without WithMetadata does.
-//
-// It goes through the context, as WithServiceTime does, for the same
-// reasons: the metadata belongs to a request the write already makes, so
-// it needs no second method beside Put and PutStream; and every wrapper of
-// a Bucket (the lease's fenced bucket, besteffort, the CLI's deadlines)
-// passes its context on, so it reaches the driver through any of them
-// without one more optional interface for Wrap to compose.
-//
-// The danger of a context value is that nothing makes a driver read it: a
-// driver that does not know of it (one written before it existed, a third
-// party's) writes the object unstamped and reports success. So a driver
-// declares that it reads it (Capabilities.Metadata, whose zero value
-// declares nothing, so that an undeclaring driver is never trusted),
-// drivertest's metadata checks prove the declaration, and a caller that
-// needs the metadata stored checks Capabilities first: a driver that does
-// not declare Metadata writes the object without it.
-func WithMetadata(ctx context.Context, md Metadata) context.Context {
-	return context.WithValue(ctx, metadataWriteKey{}, md.Clone())
-}
-
-// MetadataToWrite is for drivers: the metadata a write under ctx must
-// store with the object (WithMetadata), or nil for none. A driver that
-// declares Capabilities.Metadata sends it in the request that makes the
-// object visible, and sends none (so that an overwrite drops the old
-// version's) when it is nil or empty. Begin has already refused invalid
-// metadata for such a driver. The map is the driver's to read, not to
-// change.
-func MetadataToWrite(ctx context.Context) Metadata {
-	md, _ := ctx.Value(metadataWriteKey{}).(Metadata)
-	return md
-}
-
-// WithMetadataReport returns a context under which a Get by a driver that
-// declares Capabilities.Metadata calls report with the object's user
-// metadata (ReportMetadata), read from the same response as the body and
-// the version: an empty, non-nil Metadata for an object stored with none.
-// report is called once for a Get that succeeded, before Get returns, and
-// not for a Get that failed. It must return quickly and must not call the
-// bucket. A nil report hides the metadata from callers further out. It
-// goes through the context for the reasons given at WithMetadata.
-func WithMetadataReport(ctx context.Context, report func(Metadata)) context.Context {
-	return context.WithValue(ctx, metadataReportKey{}, report)
-}
-
-// ReportMetadata is for drivers: it hands md to the callback of
-// WithMetadataReport under ctx, if there is one. A driver that declares
-// Capabilities.Metadata calls it for every Get that succeeded, with the
-// object's user metadata from the response that carried the body, its
-// keys in lowercase; a nil md is reported as an empty one.
-func ReportMetadata(ctx context.Context, md Metadata) {
-	report, ok := ctx.Value(metadataReportKey{}).(func(Metadata))
-	if !ok || report == nil {
-		return
-	}
-	if md == nil {
-		md = Metadata{}
-	}
-	report(md)
-}
-
-// MetadataWanted is for drivers: it reports whether a Get under ctx has a
-// WithMetadataReport callback to report to. A driver whose service's read
-// response may lack the metadata, so that reporting it takes a further
-// request (Cloud Storage's JSON API), makes that request only when it is
-// wanted.
-func MetadataWanted(ctx context.Context) bool {
-	report, ok := ctx.Value(metadataReportKey{}).(func(Metadata))
-	return ok && report != nil
 }
 
 // LowerMetadata returns the user metadata of a service's response (an SDK's

@@ -150,6 +150,8 @@ type Op struct {
 	Name   string    // "get", "put" or "delete"
 	Key    string    // the object key
 	Cond   Condition // the condition of a put or delete
+	// Metadata is what a Put begun by BeginPut stores with the object.
+	Metadata Metadata
 
 	ctx  context.Context
 	sent *sentCount
@@ -196,11 +198,8 @@ func (c *sentCount) last() int {
 //     ConditionalDelete: ErrUnsupported (a condition the service would
 //     ignore is never sent);
 //   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition;
-//   - a Put under WithMetadata whose metadata breaks the portable rule
-//     (Metadata.Validate), where caps declares Metadata: ErrInvalidMetadata
-//     (a driver that does not declare it writes without the metadata).
 //
-// A Get passes the zero Condition.
+// A Get passes the zero Condition. A Put or PutStream begins with BeginPut.
 func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
 	o := &Op{Driver: driverName, Name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
@@ -221,11 +220,23 @@ func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName,
 			return o, o.Fail(ErrPrecondition, errors.New(versionProblem(v)))
 		}
 	}
-	if op == OpPut && caps.Metadata {
-		if err := MetadataToWrite(ctx).Validate(); err != nil {
-			return o, o.Fail(nil, fmt.Errorf("%w; nothing was written", err))
-		}
+	return o, nil
+}
+
+// BeginPut is Begin for a Put or a PutStream under opts. Where caps
+// declares Metadata, it also refuses metadata that breaks the portable rule
+// (Metadata.Validate) with ErrInvalidMetadata, and the Op carries a copy of
+// opts.Metadata for the driver to send; a driver that does not declare it
+// writes without the metadata, and the Op's Metadata is nil.
+func BeginPut(ctx context.Context, caps Capabilities, driverName, key string, opts PutOptions) (*Op, error) {
+	o, err := Begin(ctx, caps, driverName, OpPut, key, opts.If)
+	if err != nil || !caps.Metadata {
+		return o, err
 	}
+	if err := opts.Metadata.Validate(); err != nil {
+		return o, o.Fail(nil, fmt.Errorf("%w; nothing was written", err))
+	}
+	o.Metadata = opts.Metadata.Clone()
 	return o, nil
 }
 

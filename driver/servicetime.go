@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"time"
 )
 
@@ -26,44 +25,4 @@ type ServiceTime struct {
 	// granularity; see the file driver), zero for a clock read exactly
 	// (mem). docs/drivers.md ("The service's time") tabulates what each driver reports.
 	Resolution time.Duration
-}
-
-// serviceTimeKey is the context key of WithServiceTime's callback.
-type serviceTimeKey struct{}
-
-// WithServiceTime returns a context under which a driver that knows its
-// service's clock calls report with what the response to each call said
-// (ReportServiceTime). report may be called from any goroutine, and more
-// than once for one call that made more than one request: the last call
-// is the response the driver returned. report must return quickly and
-// must not call the bucket: a driver may call it under its own locks. A
-// nil report hides the service's time from callers further out, as a
-// driver without the capability would.
-//
-// The time comes through the context, as net/http/httptrace's hooks do,
-// rather than through a method of an optional interface, for two reasons.
-// It belongs to a response the call already makes (Get's, Put's), so it
-// costs no request and needs no second method beside each of Bucket's.
-// And every wrapper of a Bucket (the lease's fenced bucket, besteffort,
-// the CLI's deadlines) passes its context on, so the report reaches the
-// caller through any of them without one more optional interface for Wrap
-// to compose. A driver that reports nothing leaves the caller on its own
-// machine's clock: the lease then says "clocks: assumed synchronised".
-func WithServiceTime(ctx context.Context, report func(ServiceTime)) context.Context {
-	return context.WithValue(ctx, serviceTimeKey{}, report)
-}
-
-// ReportServiceTime is for drivers: it hands t to the callback of
-// WithServiceTime under ctx, if there is one. A driver whose service
-// states its time calls it once for every Get and Put that got an answer
-// (success or refusal) with the Date of that answer, and for a Get with
-// the object's modification time, before it returns. It does nothing for
-// a zero Date.
-func ReportServiceTime(ctx context.Context, t ServiceTime) {
-	if t.Date.IsZero() {
-		return
-	}
-	if report, ok := ctx.Value(serviceTimeKey{}).(func(ServiceTime)); ok && report != nil {
-		report(t)
-	}
 }

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -11,19 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// Streaming writes and listing are optional abilities of a Bucket, found at
-// run time through the Streamer and Lister interfaces (as io.WriterTo is
-// found by io.Copy), so that Bucket stays the four methods a third party
-// implements in an afternoon. Callers use the package functions PutStream
-// and List, which use the ability where the driver has it and otherwise fall
-// back to what the four methods can do, or say plainly that they cannot:
-//
-//   - PutStream without a Streamer reads the body into memory up to
-//     StreamOptions.limit() (part size × concurrency, so memory stays within
-//     the same bound) and sends one conditional Put; a longer body is
-//     refused with ErrUnsupported, and nothing is written.
-//   - List without a Lister yields one error wrapping ErrUnsupported.
-//
 // A reader, not a writer, is the shape: the call returns only when the
 // object is committed or the upload is aborted, so that whoever waits for
 // the call (Lease.Release does) knows that nothing of it is still in flight.
@@ -82,58 +68,24 @@ func (o *StreamOptions) Allow() error {
 	return o.MayStart()
 }
 
-// limit is the most PutStream's fallback holds in memory.
-func (o *StreamOptions) limit() int64 { return o.Size() * int64(o.Parallel()) }
-
-// Streamer is the optional interface of a Bucket that writes a body of any
-// length the service allows, read from r until io.EOF, in parts.
-type Streamer interface {
-	// PutStream stores the body read from r under key if cond holds at the
-	// step that makes the object visible (S3's CompleteMultipartUpload, the
-	// final request of a GCS resumable upload, Azure's Put Block List, the
-	// file driver's rename), and returns the version it created. It holds
-	// at most opts.Size() × opts.Parallel() bytes of the body at once. A
-	// condition that does not hold at commit is ErrPrecondition, with the
-	// object left as it was.
-	//
-	// On any failure (ctx ended, r failed, MayStart refused, a part or the
-	// commit failed or was refused) it aborts what it had staged (S3's
-	// AbortMultipartUpload, the GCS session cancelled, the file driver's
-	// temporary file removed; Azure has no abort, uncommitted blocks
-	// expire) before it returns, and its error says whether the abort
-	// succeeded. It returns only once no request of the upload is still in
-	// flight.
-	//
-	// The body is read in the caller's goroutine, and ctx is looked at
-	// before every Read: a Read that blocks is waited for (as io.Copy
-	// waits), since a goroutine left reading after PutStream returned would
-	// outlive the call. A producer that can stall (a pipe from another
-	// process) is unblocked by closing it when ctx ends.
-	PutStream(ctx context.Context, key string, r io.Reader, cond Condition, opts *StreamOptions) (Version, error)
-}
-
-// PutStream stores the body read from r under key in b if cond holds when
-// it is committed, and returns the version it created. It uses b's
-// Streamer; without one it reads at most opts.Size() × opts.Parallel()
-// bytes and sends them with one conditional Put, and a longer body is an
-// error wrapping ErrUnsupported, with nothing written.
-func PutStream(ctx context.Context, b Bucket, key string, r io.Reader, cond Condition, opts *StreamOptions) (Version, error) {
-	if s, ok := b.(Streamer); ok {
-		return s.PutStream(ctx, key, r, cond, opts)
-	}
-	limit := opts.limit()
+// PutWhole is the PutStream of a driver whose service cannot stage parts:
+// it reads at most s.Size() × s.Parallel() bytes of r and stores them with
+// one b.Put under opts. A longer body is an error wrapping ErrUnsupported,
+// with nothing written.
+func PutWhole(ctx context.Context, b Bucket, key string, r io.Reader, opts PutOptions, s *StreamOptions) (Attrs, error) {
+	limit := s.Size() * int64(s.Parallel())
 	data, err := io.ReadAll(io.LimitReader(contextReader{ctx, r}, limit+1))
 	if err != nil {
-		return "", &OpError{Op: "put", Key: key, Cond: cond, Err: fmt.Errorf("reading the body: %w", err)}
+		return Attrs{}, &OpError{Op: "put", Key: key, Cond: opts.If, Err: fmt.Errorf("reading the body: %w", err)}
 	}
 	if int64(len(data)) > limit {
-		return "", &OpError{Op: "put", Key: key, Cond: cond, Kind: ErrUnsupported,
+		return Attrs{}, &OpError{Op: "put", Key: key, Cond: opts.If, Kind: ErrUnsupported,
 			Err: fmt.Errorf("the driver cannot stream, and the body is longer than %d bytes (part size × concurrency), the most one Put is given here; nothing was written", limit)}
 	}
-	if err := opts.Allow(); err != nil {
-		return "", &OpError{Op: "put", Key: key, Cond: cond, Err: fmt.Errorf("refused to start: %w", err)}
+	if err := s.Allow(); err != nil {
+		return Attrs{}, &OpError{Op: "put", Key: key, Cond: opts.If, Err: fmt.Errorf("refused to start: %w", err)}
 	}
-	return b.Put(ctx, key, data, cond)
+	return b.Put(ctx, key, data, opts)
 }
 
 // contextReader stops reading once ctx ends.
@@ -155,36 +107,13 @@ type Object struct {
 	Size    int64     // in bytes
 	Version Version   // the version a condition would name
 	ModTime time.Time // when the service last wrote it
-	// Metadata is the object's user metadata (see WithMetadata), with
-	// lowercase keys, where the driver declares
-	// Capabilities.ListMetadata: an empty, non-nil Metadata for an object
-	// stored with none. It is nil where the driver does not list
-	// metadata (S3's listing does not carry it; read the object with Get
-	// under WithMetadataReport): nil means "not listed", empty means
-	// "none".
+	// Metadata is the object's user metadata, with lowercase keys, where
+	// the driver declares Capabilities.ListMetadata: an empty, non-nil
+	// Metadata for an object stored with none. It is nil where the driver
+	// does not list metadata (S3's listing does not carry it; read the
+	// object with Get under GetOptions.Metadata): nil means "not listed",
+	// empty means "none".
 	Metadata Metadata
-}
-
-// Lister is the optional interface of a Bucket that lists keys.
-type Lister interface {
-	// List yields every object whose key starts with prefix (a plain
-	// string prefix: "db1/c" matches "db1/chunks/1" and "db1/c"), in
-	// lexical order of key, paging through the service as the caller
-	// iterates. A failure is yielded once, as the error of the last pair;
-	// ctx is honoured between and within pages.
-	List(ctx context.Context, prefix string) iter.Seq2[Object, error]
-}
-
-// List yields the objects under prefix in b, through b's Lister. Without
-// one it yields a single error wrapping ErrUnsupported.
-func List(ctx context.Context, b Bucket, prefix string) iter.Seq2[Object, error] {
-	if l, ok := b.(Lister); ok {
-		return l.List(ctx, prefix)
-	}
-	return func(yield func(Object, error) bool) {
-		yield(Object{}, &OpError{Op: "list", Key: prefix, Kind: ErrUnsupported,
-			Err: errors.New("the driver cannot list keys")})
-	}
 }
 
 // UploadError is the cause inside the *OpError of a streamed write that

@@ -106,7 +106,7 @@ type Parts struct {
 const AbortTimeout = 30 * time.Second
 
 // StreamParts runs a streamed write of the body read from r through
-// steps: it is a driver's Streamer.PutStream once Begin has returned op.
+// steps: it is a driver's PutStream once BeginPut has returned op.
 // It reads the body in parts (ReadPart: only r's own io.EOF ends it),
 // asks opts.MayStart before each part and before the commit, stages up to
 // the concurrency's parts at once, commits, and on any failure (ctx
@@ -116,7 +116,12 @@ const AbortTimeout = 30 * time.Second
 // one part or less goes to PutSingle where steps has it. It returns only
 // once no request of the write is in flight, and holds at most part size
 // × concurrency bytes of the body.
-func StreamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps UploadSteps) (Version, error) {
+func StreamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps UploadSteps) (Attrs, error) {
+	v, err := streamParts(op, r, opts, plan, steps)
+	return Attrs{Version: v}, err
+}
+
+func streamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps UploadSteps) (Version, error) {
 	u := &upload{op: op, ctx: op.ctx, steps: steps, opts: opts, size: plan.Size, par: opts.Parallel(), max: plan.Max}
 	if u.size <= 0 {
 		u.size = opts.Size()

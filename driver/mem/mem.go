@@ -40,10 +40,7 @@ func Locate(u *url.URL) (driver.Location, error) {
 // named holds the buckets opened by URL, shared by name within the process.
 var named sync.Map // string -> *Bucket
 
-var (
-	_ driver.Streamer = (*Bucket)(nil)
-	_ driver.Lister   = (*Bucket)(nil)
-)
+var _ driver.Bucket = (*Bucket)(nil)
 
 // OpenURL is the Open of the driver.Scheme for mem://NAME/prefix URLs, which
 // init registers; a program may register it under a scheme of its own too.
@@ -72,7 +69,7 @@ type object struct {
 // about which comes next.
 type Bucket struct {
 	// Now, if set, is the service's clock: it stamps each object's
-	// modification time and each answer's Date (driver.ReportServiceTime).
+	// modification time and each answer's Date (driver.Attrs.Time).
 	// Default time.Now. The simulator sets its own model of true time. A
 	// Now that returns the zero time makes the bucket report no service
 	// time, as a driver without the capability does.
@@ -101,29 +98,39 @@ func New() *Bucket { return &Bucket{} }
 
 // Capabilities declares Conditional exclusion, a conditional Delete, and
 // metadata: each version keeps a copy of the metadata it was written
-// with (driver.WithMetadata), which Get reports and List lists.
+// with, which Get returns and List lists.
 func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true, ListMetadata: true}
 }
 
-// Get returns a copy of the object's bytes and its version, and reports a
-// copy of its metadata (driver.ReportMetadata).
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get returns a copy of the object's bytes and its version, and a copy of
+// its metadata under opts.Metadata.
+func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	b.mu.Lock()
 	o, ok := b.objects[key]
 	now := b.now()
 	b.mu.Unlock()
 	if !ok {
-		driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Resolution: b.Resolution})
-		return nil, "", op.Fail(driver.ErrNotExist, nil)
+		return nil, driver.Attrs{Time: b.time(now, time.Time{})}, op.Fail(driver.ErrNotExist, nil)
 	}
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: now, Modified: o.mod, Resolution: b.Resolution})
-	driver.ReportMetadata(ctx, o.meta.Clone())
-	return io.NopCloser(bytes.NewReader(o.data)), o.version, nil
+	a := driver.Attrs{Version: o.version, Time: b.time(now, o.mod)}
+	if opts.Metadata {
+		a.Metadata = o.meta.Clone()
+	}
+	return io.NopCloser(bytes.NewReader(o.data)), a, nil
+}
+
+// time is what an answer given at now says of the service's clock: nothing
+// where Now returns the zero time.
+func (b *Bucket) time(now, mod time.Time) driver.ServiceTime {
+	if now.IsZero() {
+		return driver.ServiceTime{}
+	}
+	return driver.ServiceTime{Date: now, Modified: mod, Resolution: b.Resolution}
 }
 
 // check reports whether cond holds for the current state of key; b.mu is held.
@@ -138,49 +145,50 @@ func (b *Bucket) check(key string, cond driver.Condition) bool {
 	return true
 }
 
-// Put stores a copy of data if cond holds.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpPut, key, cond)
+// Put stores a copy of data, with a copy of opts.Metadata, if opts.If
+// holds.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), Scheme, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	return b.commit(op, bytes.Clone(data))
 }
 
 // commit stores data (which the bucket now owns) under op's key if op's
 // condition holds, unless op's context has ended.
-func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Version, error) {
+func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := op.Context().Err(); err != nil {
-		return "", op.Fail(nil, err)
+		return driver.Attrs{}, op.Fail(nil, err)
 	}
 	now := b.now()
-	driver.ReportServiceTime(op.Context(), driver.ServiceTime{Date: now, Resolution: b.Resolution})
+	st := b.time(now, time.Time{})
 	if !b.check(op.Key, op.Cond) {
-		return "", op.Fail(driver.ErrPrecondition, nil)
+		return driver.Attrs{Time: st}, op.Fail(driver.ErrPrecondition, nil)
 	}
 	if b.objects == nil {
 		b.objects = make(map[string]object)
 	}
 	b.writes++
 	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
-	meta := driver.MetadataToWrite(op.Context()).Clone()
+	meta := op.Metadata.Clone()
 	if meta == nil {
 		meta = driver.Metadata{}
 	}
 	b.objects[op.Key] = object{data: data, version: v, mod: now, meta: meta}
-	return v, nil
+	return driver.Attrs{Version: v, Time: st}, nil
 }
 
 // PutStream reads r in parts of opts.Size() bytes, calling opts.Allow
 // before each part and before the commit, and stores the body under key if
 // cond holds at the commit. Nothing is stored on any failure (the parts
 // read so far are dropped), and the error says so.
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpPut, key, cond)
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), Scheme, key, po)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	fail := func(kind, cause error) error {
 		return op.Fail(kind, &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"})
@@ -189,7 +197,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	part := make([]byte, opts.Size())
 	for no := 1; ; no++ {
 		if err := opts.Allow(); err != nil {
-			return "", fail(nil, fmt.Errorf("MayStart refused part %d: %w", no, err))
+			return driver.Attrs{}, fail(nil, fmt.Errorf("MayStart refused part %d: %w", no, err))
 		}
 		n, err := driver.ReadPart(ctx, r, part)
 		data = append(data, part[:n]...)
@@ -197,11 +205,11 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 			break
 		}
 		if err != nil {
-			return "", fail(nil, fmt.Errorf("reading the body: %w", err))
+			return driver.Attrs{}, fail(nil, fmt.Errorf("reading the body: %w", err))
 		}
 	}
 	if err := opts.Allow(); err != nil {
-		return "", fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
+		return driver.Attrs{}, fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
 	}
 	v, err := b.commit(op, data)
 	if err != nil {
@@ -213,9 +221,8 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 			}
 			oe.Err = &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"}
 		}
-		return "", err
 	}
-	return v, nil
+	return v, err
 }
 
 // List yields the objects whose keys start with prefix, in lexical order,
