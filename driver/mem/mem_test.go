@@ -18,7 +18,8 @@ func TestEveryWriteGetsANewVersion(t *testing.T) {
 	b := mem.New()
 	seen := map[driver.Version]bool{}
 	for range 10000 {
-		v, err := b.Put(context.Background(), "k", []byte("same"), driver.Condition{})
+		a, err := b.Put(context.Background(), "k", []byte("same"), driver.PutOptions{})
+		v := a.Version
 		if err != nil {
 			t.Fatal(err)
 		}
