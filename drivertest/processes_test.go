@@ -56,8 +56,8 @@ func (b processLocal) Put(ctx context.Context, key string, data []byte, opts dri
 	}
 	processLocalMu.Lock()
 	defer processLocalMu.Unlock()
-	if err := b.holds(ctx, key, opts.If); err != nil {
-		return driver.Attrs{}, err
+	if t, err := b.holds(ctx, key, opts.If); err != nil {
+		return driver.Attrs{Time: t}, err
 	}
 	opts.If = driver.Condition{}
 	return b.files.Put(ctx, key, data, opts)
@@ -79,14 +79,15 @@ func (b processLocal) Delete(ctx context.Context, key string, cond driver.Condit
 	}
 	processLocalMu.Lock()
 	defer processLocalMu.Unlock()
-	if err := b.holds(ctx, key, cond); err != nil {
+	if _, err := b.holds(ctx, key, cond); err != nil {
 		return err
 	}
 	return b.files.Delete(ctx, key, driver.Condition{})
 }
 
-// holds returns nil if cond holds for key now, and ErrPrecondition if not.
-func (b processLocal) holds(ctx context.Context, key string, cond driver.Condition) error {
+// holds returns nil if cond holds for key now, and ErrPrecondition if not,
+// with the service time of the read that decided it.
+func (b processLocal) holds(ctx context.Context, key string, cond driver.Condition) (driver.ServiceTime, error) {
 	rc, a, err := b.files.Get(ctx, key, driver.GetOptions{})
 	if err == nil {
 		rc.Close()
@@ -95,13 +96,13 @@ func (b processLocal) holds(ctx context.Context, key string, cond driver.Conditi
 	want, match := cond.Match()
 	switch {
 	case errors.Is(err, driver.ErrNotExist) && cond.Absent():
-		return nil
+		return a.Time, nil
 	case err != nil && !errors.Is(err, driver.ErrNotExist):
-		return err
+		return a.Time, err
 	case err == nil && match && v == want:
-		return nil
+		return a.Time, nil
 	}
-	return fmt.Errorf("process-local: %s %s: %w", cond, key, driver.ErrPrecondition)
+	return a.Time, fmt.Errorf("process-local: %s %s: %w", cond, key, driver.ErrPrecondition)
 }
 
 // processLocalRunEnv, set to 1, makes TestProcessLocalExclusionFails and
