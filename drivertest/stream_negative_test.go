@@ -180,7 +180,7 @@ func TestPutLandsAfterCancel(t *testing.T) {
 	mustCatch(t, failed, "put-canceled-settles", "a write must not land after it returned")
 }
 
-// listBroken is a Lister broken in one way.
+// listBroken is mem with its List broken in one way.
 type listBroken struct {
 	*mem.Bucket
 	mangle func(prefix string, objs []driver.Object) []driver.Object
