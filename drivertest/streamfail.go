@@ -239,6 +239,9 @@ func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
 		return nil
 	}
 	_, err = stream(ctx, s.b, k, newBody(2, streamBig), driver.IfMatch(v), streamOpts(gate))
+	if sk := notStreamed(err); sk != nil {
+		return sk
+	}
 	if !errors.Is(err, errGate) {
 		return fmt.Errorf("PutStream whose MayStart refuses the commit: %s, want MayStart's error", outcome(err))
 	}
