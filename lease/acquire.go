@@ -446,16 +446,13 @@ func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (dri
 	}
 	a.c.sent.add(st.rec)
 	a.wrote = true
-	var v driver.Version
-	svc, err := timedCall(a.c.s.clock, func() (driver.ServiceTime, error) {
-		pa, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
-		v = pa.Version
-		return pa.Time, err
+	pa, svc, err := timedCall(a.c.s.clock, func() (driver.Attrs, error) {
+		return a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
 	})
 	if svc != nil {
 		a.after = svc
 	}
-	return v, err
+	return pa.Version, err
 }
 
 // until is the fence deadline of a lease stamped st, on the monotonic

@@ -64,12 +64,10 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.past.add(rec)
 	// In flight at the fence deadline, or at Release, the write is abandoned.
 	wctx, cancel := l.Fence(ctx)
-	var v driver.Version
-	svc, err := timedCall(l.s.clock, func() (driver.ServiceTime, error) {
-		pa, err := l.pace.put(wctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
-		v = pa.Version
-		return pa.Time, err
+	a, svc, err := timedCall(l.s.clock, func() (driver.Attrs, error) {
+		return l.pace.put(wctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
 	})
+	v := a.Version
 	cancel()
 	if err != nil {
 		if v, err = l.readBack(ctx, rec, over, err); err != nil {

@@ -89,18 +89,18 @@ func (c *ServiceClock) offsetProblem(ttl time.Duration) string {
 		describeOffset(c.Offset), local.UTC().Format(time.RFC3339), c.Date.UTC().Format(time.RFC3339), ttl/3)
 }
 
-// timedCall runs call, which returns what the service's answer said of
-// its clock (driver.Attrs.Time) with the call's error, and times it on
-// clk's wall clock. The ServiceClock is nil when the answer said nothing
-// (a zero Date).
-func timedCall(clk clock.Clock, call func() (driver.ServiceTime, error)) (*ServiceClock, error) {
+// timedCall runs call, times it on clk's wall clock, and returns its
+// Attrs and error with the ServiceClock of what its answer said of the
+// service's clock (Attrs.Time, set with an error too): nil when the
+// answer said nothing (a zero Date).
+func timedCall(clk clock.Clock, call func() (driver.Attrs, error)) (driver.Attrs, *ServiceClock, error) {
 	sent := clk.Wall()
-	t, err := call()
+	a, err := call()
 	recv := clk.Wall()
-	if t.Date.IsZero() {
-		return nil, err
+	if a.Time.Date.IsZero() {
+		return a, nil, err
 	}
-	return newServiceClock(t, sent, recv), err
+	return a, newServiceClock(a.Time, sent, recv), err
 }
 
 // judgeRecord classifies r, read in an answer that said svc about the
