@@ -351,9 +351,12 @@ func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string
 		data []byte
 		v    driver.Version
 	)
-	svc, err := timedCall(ctx, clk, func(ctx context.Context) (err error) {
-		data, v, err = driver.ReadAll(ctx, b, key, MaxRecordSize)
-		return err
+	svc, err := timedCall(clk, func() (driver.ServiceTime, error) {
+		var a driver.Attrs
+		var err error
+		data, a, err = driver.ReadAll(ctx, b, key, MaxRecordSize, driver.GetOptions{})
+		v = a.Version
+		return a.Time, err
 	})
 	if errors.Is(err, driver.ErrTooLarge) {
 		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil

@@ -65,9 +65,10 @@ func (l *Lease) renew(ctx context.Context) error {
 	// In flight at the fence deadline, or at Release, the write is abandoned.
 	wctx, cancel := l.Fence(ctx)
 	var v driver.Version
-	svc, err := timedCall(wctx, l.s.clock, func(ctx context.Context) (err error) {
-		v, err = l.pace.put(ctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
-		return err
+	svc, err := timedCall(l.s.clock, func() (driver.ServiceTime, error) {
+		pa, err := l.pace.put(wctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
+		v = pa.Version
+		return pa.Time, err
 	})
 	cancel()
 	if err != nil {
