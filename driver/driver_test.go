@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -118,7 +121,7 @@ func TestOpErrorQuotesAnUnprintableKey(t *testing.T) {
 		"p/new\nline":    `"p/new\nline"`,
 		"p/a b/ü":        "p/a b/ü",
 	} {
-		_, err := mem.New().Put(ctx, key, []byte("x"), driver.IfAbsent())
+		_, err := mem.New().Put(ctx, key, []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 		if key == "p/a b/ü" {
 			err = &driver.OpError{Driver: "mem", Op: "put", Key: key, Cond: driver.IfAbsent(), Kind: driver.ErrPrecondition}
 		}
@@ -155,14 +158,53 @@ func TestParseRefusesAnInvalidPrefix(t *testing.T) {
 func TestReadAllBounded(t *testing.T) {
 	b := mem.New()
 	ctx := context.Background()
-	if _, err := b.Put(ctx, "big", make([]byte, 2048), driver.Condition{}); err != nil {
+	if _, err := b.Put(ctx, "big", make([]byte, 2048), driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := driver.ReadAll(ctx, b, "big", 1024); !errors.Is(err, driver.ErrTooLarge) {
+	if _, _, err := driver.ReadAll(ctx, b, "big", 1024, driver.GetOptions{}); !errors.Is(err, driver.ErrTooLarge) {
 		t.Fatalf("err = %v, want ErrTooLarge", err)
 	}
-	if data, _, err := driver.ReadAll(ctx, b, "big", 2048); err != nil || len(data) != 2048 {
+	if data, _, err := driver.ReadAll(ctx, b, "big", 2048, driver.GetOptions{}); err != nil || len(data) != 2048 {
 		t.Fatalf("ReadAll at the limit: %d bytes, %v", len(data), err)
+	}
+}
+
+// brokenBody is a Bucket whose Get answers with attrs and a body that
+// fails when read.
+type brokenBody struct {
+	driver.Bucket
+	attrs driver.Attrs
+}
+
+func (b brokenBody) Get(context.Context, string, driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	return io.NopCloser(iotest.ErrReader(errors.New("connection reset"))), b.attrs, nil
+}
+
+// TestReadAllAttrs: ReadAll returns Get's Attrs, the metadata asked for
+// included; with an error it keeps the service's time (a missing key, a
+// body that failed) but no version, and with ErrTooLarge the whole Attrs
+// of the object it refused.
+func TestReadAllAttrs(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)
+	b := &mem.Bucket{Now: func() time.Time { return now }}
+	if _, a, err := driver.ReadAll(ctx, b, "missing", 10, driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) || !a.Time.Date.Equal(now) {
+		t.Errorf("a missing key: %+v, %v; want ErrNotExist with the service's time %v", a, err, now)
+	}
+	put, err := b.Put(ctx, "k", []byte("body"), driver.PutOptions{Metadata: driver.Metadata{"epoch": "3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, a, err := driver.ReadAll(ctx, b, "k", 10, driver.GetOptions{Metadata: true})
+	if err != nil || string(data) != "body" || a.Version != put.Version || a.Metadata["epoch"] != "3" || !a.Time.Date.Equal(now) {
+		t.Errorf("ReadAll: %q, %+v, %v; want the body, version %s, epoch=3 and the service's time", data, a, err, put.Version)
+	}
+	if _, a, err := driver.ReadAll(ctx, b, "k", 3, driver.GetOptions{}); !errors.Is(err, driver.ErrTooLarge) || a.Version != put.Version {
+		t.Errorf("ReadAll over the limit: %+v, %v; want ErrTooLarge with the object's version %s", a, err, put.Version)
+	}
+	broken := brokenBody{attrs: driver.Attrs{Version: "v1", Time: driver.ServiceTime{Date: now}}}
+	if _, a, err := driver.ReadAll(ctx, broken, "k", 10, driver.GetOptions{}); err == nil || a.Version != "" || !a.Time.Date.Equal(now) {
+		t.Errorf("a body that failed: %+v, %v; want its error with the service's time and no version", a, err)
 	}
 }
 

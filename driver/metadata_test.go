@@ -42,44 +42,62 @@ func TestMetadataValidate(t *testing.T) {
 	}
 }
 
-func TestMetadataThroughContext(t *testing.T) {
+// TestBeginPutCarriesTheMetadata: a driver that declares metadata gets a
+// copy of the write's metadata on its Op, which a later change to the
+// caller's map does not reach; one that does not declare it gets none.
+func TestBeginPutCarriesTheMetadata(t *testing.T) {
 	ctx := context.Background()
-	if driver.MetadataToWrite(ctx) != nil || driver.MetadataWanted(ctx) {
-		t.Fatal("a bare context carries metadata")
-	}
+	caps := driver.Capabilities{Exclusion: driver.Conditional, Metadata: true}
 	md := driver.Metadata{"epoch": "1"}
-	wctx := driver.WithMetadata(ctx, md)
-	md["epoch"] = "2" // WithMetadata copied it
-	if got := driver.MetadataToWrite(wctx); got["epoch"] != "1" {
-		t.Errorf("MetadataToWrite = %s", got)
+	op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{If: driver.IfAbsent(), Metadata: md})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var got driver.Metadata
-	rctx := driver.WithMetadataReport(ctx, func(m driver.Metadata) { got = m })
-	if !driver.MetadataWanted(rctx) {
-		t.Error("MetadataWanted is false under WithMetadataReport")
+	md["epoch"] = "2"
+	if op.Metadata["epoch"] != "1" || len(op.Metadata) != 1 {
+		t.Errorf("op.Metadata = %s, want a copy of epoch=1", op.Metadata)
 	}
-	driver.ReportMetadata(rctx, nil)
-	if got == nil || len(got) != 0 {
-		t.Errorf("a nil report arrived as %#v, want an empty map", got)
+	if !op.Cond.Absent() || op.Name != string(driver.OpPut) || op.Key != "k" {
+		t.Errorf("BeginPut's Op is %s %q %s, want put \"k\" IfAbsent", op.Name, op.Key, op.Cond)
 	}
-	if driver.MetadataWanted(driver.WithMetadataReport(rctx, nil)) {
-		t.Error("a nil report still wants metadata")
+	if op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{}); err != nil || op.Metadata != nil {
+		t.Errorf("a write with no metadata: %v, op.Metadata = %#v, want nil", err, op.Metadata)
 	}
-	if l := driver.LowerMetadata(map[string]string{"Epoch": "3"}); l["epoch"] != "3" || len(l) != 1 {
-		t.Errorf("LowerMetadata = %s", l)
+	caps.Metadata = false
+	if op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{Metadata: md}); err != nil || op.Metadata != nil {
+		t.Errorf("without the capability: %v, op.Metadata = %s, want none", err, op.Metadata)
 	}
 }
 
-// TestBeginRefusesInvalidMetadata: a driver that declares metadata refuses
-// invalid metadata before sending anything; one that does not ignores it.
-func TestBeginRefusesInvalidMetadata(t *testing.T) {
-	ctx := driver.WithMetadata(context.Background(), driver.Metadata{"Bad": "1"})
+func TestLowerMetadata(t *testing.T) {
+	if l := driver.LowerMetadata(map[string]string{"Epoch": "3"}); l["epoch"] != "3" || len(l) != 1 {
+		t.Errorf("LowerMetadata = %s", l)
+	}
+	if l := driver.LowerMetadata(nil); l == nil || len(l) != 0 {
+		t.Errorf("LowerMetadata(nil) = %#v, want an empty map", l)
+	}
+}
+
+// TestBeginPutRefusesInvalidMetadata: a driver that declares metadata
+// refuses invalid metadata before sending anything; one that does not
+// ignores it. BeginPut applies Begin's rules too.
+func TestBeginPutRefusesInvalidMetadata(t *testing.T) {
+	ctx := context.Background()
+	bad := driver.PutOptions{Metadata: driver.Metadata{"Bad": "1"}}
 	caps := driver.Capabilities{Exclusion: driver.Conditional, Metadata: true}
-	if _, err := driver.Begin(ctx, caps, "x", driver.OpPut, "k", driver.Condition{}); !errors.Is(err, driver.ErrInvalidMetadata) {
-		t.Errorf("Begin: %v, want ErrInvalidMetadata", err)
+	_, err := driver.BeginPut(ctx, caps, "x", "k", bad)
+	var oe *driver.OpError
+	if !errors.Is(err, driver.ErrInvalidMetadata) || !errors.As(err, &oe) || oe.Key != "k" || oe.Op != "put" {
+		t.Errorf("BeginPut: %v, want ErrInvalidMetadata in an OpError naming put k", err)
+	}
+	if _, err := driver.BeginPut(ctx, caps, "x", "/k", driver.PutOptions{}); !errors.Is(err, driver.ErrInvalidKey) {
+		t.Errorf("BeginPut of an invalid key: %v, want ErrInvalidKey", err)
+	}
+	if _, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{If: driver.IfMatch("")}); !errors.Is(err, driver.ErrPrecondition) {
+		t.Errorf("BeginPut under IfMatch of the empty version: %v, want ErrPrecondition", err)
 	}
 	caps.Metadata = false
-	if _, err := driver.Begin(ctx, caps, "x", driver.OpPut, "k", driver.Condition{}); err != nil {
-		t.Errorf("Begin without the capability: %v", err)
+	if _, err := driver.BeginPut(ctx, caps, "x", "k", bad); err != nil {
+		t.Errorf("BeginPut without the capability: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -59,37 +60,50 @@ func TestUploadErrorSaysWhatBecameOfTheUpload(t *testing.T) {
 	}
 }
 
-// stub is a Bucket with only the four methods, recording its one Put.
+// stub is a Bucket whose Put records what it is given; nothing else of it
+// is called.
 type stub struct {
 	driver.Bucket
 	puts [][]byte
+	opts []driver.PutOptions
 }
 
-func (s *stub) Put(_ context.Context, _ string, data []byte, _ driver.Condition) (driver.Version, error) {
+var stubAttrs = driver.Attrs{Version: "v1", Time: driver.ServiceTime{Date: time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)}}
+
+func (s *stub) Put(_ context.Context, _ string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	s.puts = append(s.puts, data)
-	return "v1", nil
+	s.opts = append(s.opts, opts)
+	return stubAttrs, nil
 }
 
-func TestPutStreamFallback(t *testing.T) {
+// TestPutWhole: a body within part size × concurrency is stored with one
+// Put under the write's options, whose Attrs PutWhole returns; a longer one
+// is refused with ErrUnsupported and nothing is written, as it is when
+// MayStart refuses.
+func TestPutWhole(t *testing.T) {
 	ctx := context.Background()
-	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1}
 	s := &stub{}
-	if v, err := driver.PutStream(ctx, s, "k", bytes.NewReader([]byte("small")), driver.IfAbsent(), opts); err != nil || v != "v1" || len(s.puts) != 1 {
-		t.Fatalf("a small body: %q, %v, %d puts", v, err, len(s.puts))
+	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 2}
+	po := driver.PutOptions{If: driver.IfAbsent(), Metadata: driver.Metadata{"epoch": "7"}}
+	a, err := driver.PutWhole(ctx, s, "k", bytes.NewReader([]byte("small")), po, opts)
+	if err != nil || a.Version != stubAttrs.Version || a.Time != stubAttrs.Time || len(s.puts) != 1 || string(s.puts[0]) != "small" {
+		t.Fatalf("a small body: %+v, %v, puts %q; want the Put's Attrs and one Put of the body", a, err, s.puts)
 	}
-	big := bytes.Repeat([]byte("x"), driver.MinPartSize+1)
-	if _, err := driver.PutStream(ctx, s, "k", bytes.NewReader(big), driver.IfAbsent(), opts); !errors.Is(err, driver.ErrUnsupported) || len(s.puts) != 1 {
-		t.Fatalf("a body over part size × concurrency: %v, %d puts; want ErrUnsupported and nothing written", err, len(s.puts))
+	if got := s.opts[0]; !got.If.Absent() || got.Metadata["epoch"] != "7" {
+		t.Errorf("the Put was sent %+v, want the write's options %+v", got, po)
+	}
+	full := bytes.Repeat([]byte("x"), 2*driver.MinPartSize)
+	if _, err := driver.PutWhole(ctx, s, "k", bytes.NewReader(full), po, opts); err != nil || len(s.puts) != 2 || len(s.puts[1]) != len(full) {
+		t.Fatalf("a body of part size × concurrency: %v, %d puts; want it stored whole with one Put", err, len(s.puts))
+	}
+	big := append(full, 'x')
+	if a, err := driver.PutWhole(ctx, s, "k", bytes.NewReader(big), po, opts); !errors.Is(err, driver.ErrUnsupported) || len(s.puts) != 2 || a.Version != "" {
+		t.Fatalf("a body over part size × concurrency: %+v, %v, %d puts; want ErrUnsupported and nothing written", a, err, len(s.puts))
 	}
 	refuse := errors.New("fenced")
 	opts.MayStart = func() error { return refuse }
-	if _, err := driver.PutStream(ctx, s, "k", bytes.NewReader([]byte("small")), driver.IfAbsent(), opts); !errors.Is(err, refuse) || len(s.puts) != 1 {
-		t.Fatalf("MayStart refusing: %v, %d puts", err, len(s.puts))
-	}
-	for _, err := range driver.List(ctx, s, "") {
-		if !errors.Is(err, driver.ErrUnsupported) {
-			t.Fatalf("List without a Lister: %v", err)
-		}
+	if _, err := driver.PutWhole(ctx, s, "k", bytes.NewReader([]byte("small")), po, opts); !errors.Is(err, refuse) || len(s.puts) != 2 {
+		t.Fatalf("MayStart refusing: %v, %d puts; want its error and nothing written", err, len(s.puts))
 	}
 }
 

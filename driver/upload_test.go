@@ -84,7 +84,7 @@ func (m *memSteps) StagePart(ctx context.Context, n int, data []byte) error {
 func (m *memSteps) Commit(_ context.Context, n int) (driver.Version, error) {
 	m.note(fmt.Sprintf("commit %d", n))
 	if m.commitErr != nil {
-		return "", m.commitErr
+		return "v-refused", m.commitErr // a version with the error is not the write's
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -157,10 +157,10 @@ func (s *slowStart) Read(p []byte) (int, error) {
 }
 
 // stream runs driver.StreamParts for key "k" IfAbsent.
-func stream(ctx context.Context, r io.Reader, opts *driver.StreamOptions, plan driver.Parts, steps driver.UploadSteps) (driver.Version, error) {
-	op, err := driver.Begin(ctx, driver.Capabilities{Exclusion: driver.Conditional}, "mem-steps", driver.OpPut, "k", driver.IfAbsent())
+func stream(ctx context.Context, r io.Reader, opts *driver.StreamOptions, plan driver.Parts, steps driver.UploadSteps) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, driver.Capabilities{Exclusion: driver.Conditional}, "mem-steps", "k", driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	return driver.StreamParts(op, r, opts, plan, steps)
 }
@@ -192,9 +192,9 @@ func TestStreamPartsStoresTheBodyInParts(t *testing.T) {
 			m := &memSteps{}
 			allow, calls := gate(0)
 			want := testBody(c.n)
-			v, err := stream(t.Context(), &slowStart{r: bytes.NewReader(want), left: 100}, &driver.StreamOptions{PartSize: part, Concurrency: 2, MayStart: allow}, driver.Parts{}, m)
-			if err != nil || v != "v1" {
-				t.Fatalf("%q, %v", v, err)
+			a, err := stream(t.Context(), &slowStart{r: bytes.NewReader(want), left: 100}, &driver.StreamOptions{PartSize: part, Concurrency: 2, MayStart: allow}, driver.Parts{}, m)
+			if err != nil || a.Version != "v1" {
+				t.Fatalf("%q, %v", a.Version, err)
 			}
 			if !bytes.Equal(m.committed, want) {
 				t.Errorf("committed %d bytes, not the body's %d", len(m.committed), len(want))
@@ -241,9 +241,9 @@ func TestStreamPartsOnePartOrLess(t *testing.T) {
 	for _, n := range []int{0, 1, part} {
 		m := &memSteps{}
 		allow, calls := gate(0)
-		v, err := stream(t.Context(), bytes.NewReader(testBody(n)), &driver.StreamOptions{PartSize: part, MayStart: allow}, driver.Parts{}, singleSteps{m})
-		if err != nil || v != "v-single" || !bytes.Equal(m.committed, testBody(n)) {
-			t.Errorf("a body of %d bytes with PutSingle: %q, %v", n, v, err)
+		a, err := stream(t.Context(), bytes.NewReader(testBody(n)), &driver.StreamOptions{PartSize: part, MayStart: allow}, driver.Parts{}, singleSteps{m})
+		if err != nil || a.Version != "v-single" || !bytes.Equal(m.committed, testBody(n)) {
+			t.Errorf("a body of %d bytes with PutSingle: %q, %v", n, a.Version, err)
 		}
 		if log := m.calls(); !slices.Equal(log, []string{"single"}) {
 			t.Errorf("a body of %d bytes with PutSingle: steps %v", n, log)
@@ -310,8 +310,11 @@ func TestStreamPartsAFailingPartAborts(t *testing.T) {
 
 func TestStreamPartsFailingCommit(t *testing.T) {
 	m := &memSteps{commitErr: fmt.Errorf("completing: %w", errRefused)}
-	_, err := stream(t.Context(), bytes.NewReader(testBody(2*part+1)), nil, driver.Parts{Size: part}, m)
+	a, err := stream(t.Context(), bytes.NewReader(testBody(2*part+1)), nil, driver.Parts{Size: part}, m)
 	failure(t, err, m, errRefused, driver.ErrPrecondition, "was aborted", false)
+	if a.Version != "" {
+		t.Errorf("a refused commit returned the version %q", a.Version)
+	}
 
 	// A commit whose answer is lost may have landed: it is not reported
 	// aborted, whatever the abort after it did.
@@ -442,9 +445,9 @@ func TestStreamPartsPieces(t *testing.T) {
 		return nil
 	}}
 	want := testBody(2*part + piece + 10)
-	v, err := stream(t.Context(), bytes.NewReader(want), opts, driver.Parts{Piece: piece}, drainSteps{m})
-	if err != nil || v != "v1" || !bytes.Equal(m.committed, want) {
-		t.Fatalf("%q, %v, %d bytes committed", v, err, len(m.committed))
+	a, err := stream(t.Context(), bytes.NewReader(want), opts, driver.Parts{Piece: piece}, drainSteps{m})
+	if err != nil || a.Version != "v1" || !bytes.Equal(m.committed, want) {
+		t.Fatalf("%q, %v, %d bytes committed", a.Version, err, len(m.committed))
 	}
 	const perPart = part / piece
 	// Steps before each call: start and the pieces before the completing

@@ -82,7 +82,7 @@ type derivedVersions struct {
 }
 
 func (d *derivedVersions) current(ctx context.Context, key string) ([]byte, driver.Version, driver.Version, error) {
-	rc, v, err := d.Bucket.Get(ctx, key)
+	rc, a, err := d.Bucket.Get(ctx, key, driver.GetOptions{})
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -91,15 +91,15 @@ func (d *derivedVersions) current(ctx context.Context, key string) ([]byte, driv
 	if err != nil {
 		return nil, "", "", err
 	}
-	return data, v, d.version(data), nil
+	return data, a.Version, d.version(data), nil
 }
 
-func (d *derivedVersions) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (d *derivedVersions) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	data, _, v, err := d.current(ctx, key)
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
-	return io.NopCloser(strings.NewReader(string(data))), v, nil
+	return io.NopCloser(strings.NewReader(string(data))), driver.Attrs{Version: v}, nil
 }
 
 // inner translates an IfMatch of a derived version into mem's own
@@ -120,13 +120,14 @@ func (d *derivedVersions) inner(ctx context.Context, key string, c driver.Condit
 	return driver.IfMatch(driver.FakeVersion(iv))
 }
 
-func (d *derivedVersions) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
+func (d *derivedVersions) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, err := d.Bucket.Put(ctx, key, data, d.inner(ctx, key, c)); err != nil {
-		return "", err
+	opts.If = d.inner(ctx, key, opts.If)
+	if _, err := d.Bucket.Put(ctx, key, data, opts); err != nil {
+		return driver.Attrs{}, err
 	}
-	return d.version(data), nil
+	return driver.Attrs{Version: d.version(data)}, nil
 }
 
 func (d *derivedVersions) Delete(ctx context.Context, key string, c driver.Condition) error {

@@ -63,7 +63,7 @@ func retryAfterLandedAtBucket(ctx context.Context, s *scope) error {
 			key = s.key("new")
 		}
 		dropped.Store(0)
-		_, lerr := lossy.Put(ctx, key, []byte("landed"), cond)
+		_, lerr := put(ctx, lossy, key, []byte("landed"), cond)
 		if !errors.Is(lerr, faulty.ErrReplyLost) {
 			return fmt.Errorf("setup: the first attempt (%s): %s, want its reply lost", cond, outcome(lerr))
 		}
@@ -71,7 +71,7 @@ func retryAfterLandedAtBucket(ctx context.Context, s *scope) error {
 		if rerr != nil || string(got) != "landed" {
 			return fmt.Errorf("setup: the first attempt (%s) did not land (Get: %s, %q)", cond, outcome(rerr), clip(got))
 		}
-		_, err := s.b.Put(ctx, key, []byte("landed"), cond)
+		_, err := put(ctx, s.b, key, []byte("landed"), cond)
 		switch {
 		case err == nil:
 			return fmt.Errorf("the retry (%s) of a write whose first attempt landed: success; its condition no longer holds, "+
@@ -106,7 +106,7 @@ func canceledMidWrite(ctx context.Context, s *scope) error {
 			key = s.key("mid-new")
 		}
 		cctx, cancel := newCountdown(ctx, 2)
-		nv, err := s.b.Put(cctx, key, big, cond)
+		nv, err := put(cctx, s.b, key, big, cond)
 		fired = fired || cctx.Err() != nil
 		cancel()
 		if err != nil && !errors.Is(err, context.Canceled) {

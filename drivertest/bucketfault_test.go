@@ -27,25 +27,25 @@ var bucketFaults = []string{"put-canceled-mid-body", "put-retry-after-landed", "
 // where it does what how says on finding the context cancelled.
 type midWrite struct {
 	*mem.Bucket
-	how func(b *midWrite, ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error)
+	how func(b *midWrite, ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Attrs, error)
 }
 
-func (b *midWrite) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b *midWrite) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if err := ctx.Err(); err != nil {
-		return "", &driver.OpError{Driver: "midwrite", Op: "put", Key: key, Cond: cond, Err: err}
+		return driver.Attrs{}, &driver.OpError{Driver: "midwrite", Op: "put", Key: key, Cond: opts.If, Err: err}
 	}
 	if ctx.Err() != nil {
-		return b.how(b, ctx, key, data, cond)
+		return b.how(b, ctx, key, data, opts.If)
 	}
-	return b.Bucket.Put(ctx, key, data, cond)
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 // TestCancelledLocalWriteTorn: a driver that, cancelled half-way through
 // a body, keeps the half it wrote.
 func TestCancelledLocalWriteTorn(t *testing.T) {
-	b := &midWrite{Bucket: mem.New(), how: func(b *midWrite, ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-		_, _ = b.Bucket.Put(context.WithoutCancel(ctx), key, data[:len(data)/2], driver.Condition{})
-		return "", &driver.OpError{Driver: "midwrite", Op: "put", Key: key, Cond: cond, Err: context.Cause(ctx)}
+	b := &midWrite{Bucket: mem.New(), how: func(b *midWrite, ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Attrs, error) {
+		_, _ = b.Bucket.Put(context.WithoutCancel(ctx), key, data[:len(data)/2], driver.PutOptions{})
+		return driver.Attrs{}, &driver.OpError{Driver: "midwrite", Op: "put", Key: key, Cond: cond, Err: context.Cause(ctx)}
 	}}
 	failed, _ := failedChecks(t, b, drivertest.Options{BucketFaults: true}, "put-canceled-mid-body")
 	mustCatch(t, failed, "put-canceled-mid-body", "neither the old object nor the whole new one")
@@ -55,8 +55,8 @@ func TestCancelledLocalWriteTorn(t *testing.T) {
 // stops and says only that the write was aborted, so the caller cannot
 // tell its own cancellation from the store's failure.
 func TestCancelledLocalWriteLosesTheCause(t *testing.T) {
-	b := &midWrite{Bucket: mem.New(), how: func(_ *midWrite, _ context.Context, key string, _ []byte, cond driver.Condition) (driver.Version, error) {
-		return "", &driver.OpError{Driver: "midwrite", Op: "put", Key: key, Cond: cond, Err: errors.New("write aborted")}
+	b := &midWrite{Bucket: mem.New(), how: func(_ *midWrite, _ context.Context, key string, _ []byte, cond driver.Condition) (driver.Attrs, error) {
+		return driver.Attrs{}, &driver.OpError{Driver: "midwrite", Op: "put", Key: key, Cond: cond, Err: errors.New("write aborted")}
 	}}
 	failed, _ := failedChecks(t, b, drivertest.Options{BucketFaults: true}, "put-canceled-mid-body")
 	mustCatch(t, failed, "put-canceled-mid-body", "not context.Canceled")
@@ -69,17 +69,17 @@ func TestCancelledLocalWriteLosesTheCause(t *testing.T) {
 // retry won, and a writer racing it with the same bytes hears the same.
 type replayAccepted struct{ *mem.Bucket }
 
-func (b replayAccepted) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if !cond.Unconditional() {
-		if rc, v, err := b.Bucket.Get(ctx, key); err == nil {
+func (b replayAccepted) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if !opts.If.Unconditional() {
+		if rc, a, err := b.Bucket.Get(ctx, key, driver.GetOptions{}); err == nil {
 			cur, rerr := io.ReadAll(rc)
 			rc.Close()
 			if rerr == nil && bytes.Equal(cur, data) {
-				return v, nil
+				return driver.Attrs{Version: a.Version, Time: a.Time}, nil
 			}
 		}
 	}
-	return b.Bucket.Put(ctx, key, data, cond)
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 func TestRetryOfALandedWriteAccepted(t *testing.T) {
@@ -112,12 +112,13 @@ func TestBucketFaultsRunWithoutHTTP(t *testing.T) {
 // Get gives it.
 type getsOwnForm struct{ *mem.Bucket }
 
-func (b getsOwnForm) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	rc, v, err := b.Bucket.Get(ctx, key)
+func (b getsOwnForm) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	rc, a, err := b.Bucket.Get(ctx, key, opts)
 	if err != nil {
-		return rc, v, err
+		return rc, a, err
 	}
-	return rc, "g-" + v, nil
+	a.Version = "g-" + a.Version
+	return rc, a, nil
 }
 
 func TestLostReplyLeavesOnlyGetsVersion(t *testing.T) {

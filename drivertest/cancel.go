@@ -66,7 +66,7 @@ func putCanceledSettles(ctx context.Context, s *scope) error {
 		big := bytes.Clone(pattern)
 		big[0] = byte('A' + n)
 		cctx, cancel := newCountdown(ctx, n)
-		nv, err := s.b.Put(cctx, k, big, driver.IfMatch(v))
+		nv, err := put(cctx, s.b, k, big, driver.IfMatch(v))
 		cancel()
 		putErr := err
 		switch {
@@ -104,7 +104,7 @@ var cancelChecks = []check{{
 
 // versionOf returns key's version, without reading its body.
 func versionOf(ctx context.Context, b driver.Bucket, key string) (driver.Version, error) {
-	rc, v, err := b.Get(ctx, key)
+	rc, v, err := get(ctx, b, key)
 	if err != nil {
 		return "", err
 	}

@@ -25,9 +25,8 @@
 // winner (also between processes, given [Options].URL), that cancellation leaves no torn object, and that the lease
 // works on the driver. Given [Options].Transport, a hook that opens the
 // driver with its client's HTTP transport replaced, it also watches the
-// wire under the driver's own client library. A driver without an
-// optional interface (driver.Streamer, driver.Lister), or a run without
-// the hook, has those checks reported not applicable. The suite's order is
+// wire under the driver's own client library. A run without the hook has
+// those checks reported not applicable. The suite's order is
 // one table (suite.go); each file holds the checks of one obligation.
 //
 // Failures are reported at the line of the author's test that called Run.

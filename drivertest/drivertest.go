@@ -355,9 +355,22 @@ func want(what string, err, target error) error {
 	return nil
 }
 
+// put writes data under key if cond holds, without metadata, and returns
+// the version it created.
+func put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond})
+	return a.Version, err
+}
+
+// get returns the object's body and version.
+func get(ctx context.Context, b driver.Bucket, key string) (io.ReadCloser, driver.Version, error) {
+	rc, a, err := b.Get(ctx, key, driver.GetOptions{})
+	return rc, a.Version, err
+}
+
 // read returns the object's bytes and version.
 func read(ctx context.Context, b driver.Bucket, key string) ([]byte, driver.Version, error) {
-	rc, v, err := b.Get(ctx, key)
+	rc, v, err := get(ctx, b, key)
 	if err != nil {
 		return nil, "", err
 	}
@@ -392,7 +405,7 @@ func absent(ctx context.Context, b driver.Bucket, key string) error {
 
 // seed creates key with data and returns its version.
 func seed(ctx context.Context, b driver.Bucket, key string, data []byte) (driver.Version, error) {
-	v, err := b.Put(ctx, key, data, driver.IfAbsent())
+	v, err := put(ctx, b, key, data, driver.IfAbsent())
 	if err != nil {
 		return "", fmt.Errorf("setup: Put IfAbsent on a new key: %s", outcome(err))
 	}
@@ -405,7 +418,7 @@ func seed(ctx context.Context, b driver.Bucket, key string, data []byte) (driver
 // overwrite writes data over key at version v (IfMatch), as a check's
 // setup, and returns the new version.
 func overwrite(ctx context.Context, b driver.Bucket, key string, data []byte, v driver.Version) (driver.Version, error) {
-	nv, err := b.Put(ctx, key, data, driver.IfMatch(v))
+	nv, err := put(ctx, b, key, data, driver.IfMatch(v))
 	if err != nil {
 		return "", fmt.Errorf("setup: Put IfMatch(current): %s", outcome(err))
 	}

@@ -69,13 +69,13 @@ func contextCanceled(ctx context.Context, s *scope) error {
 	}
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := s.b.Get(dead, k); !errors.Is(err, context.Canceled) {
+	if _, _, err := get(dead, s.b, k); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("Get: %s, not context.Canceled", outcome(err))
 	}
-	if _, err := s.b.Put(dead, k, []byte("lost"), driver.IfMatch(v)); !errors.Is(err, context.Canceled) {
+	if _, err := put(dead, s.b, k, []byte("lost"), driver.IfMatch(v)); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("Put: %s, not context.Canceled", outcome(err))
 	}
-	if _, err := s.b.Put(dead, s.key("new"), []byte("lost"), driver.IfAbsent()); !errors.Is(err, context.Canceled) {
+	if _, err := put(dead, s.b, s.key("new"), []byte("lost"), driver.IfAbsent()); !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("Put IfAbsent: %s, not context.Canceled", outcome(err))
 	}
 	if err := s.b.Delete(dead, k, driver.Condition{}); !errors.Is(err, context.Canceled) {
@@ -103,11 +103,11 @@ func missingBucket(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
-	_, _, err := mb.Get(ctx, k)
+	_, _, err := get(ctx, mb, k)
 	if err := isMissing("Get", err); err != nil {
 		return err
 	}
-	_, err = mb.Put(ctx, k, []byte("x"), driver.IfAbsent())
+	_, err = put(ctx, mb, k, []byte("x"), driver.IfAbsent())
 	if err := isMissing("Put IfAbsent", err); err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func missingBucket(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	_, err = mb.Put(ctx, k, []byte("x"), driver.IfMatch(v))
+	_, err = put(ctx, mb, k, []byte("x"), driver.IfMatch(v))
 	if err := isMissing("Put IfMatch", err); err != nil {
 		return err
 	}
@@ -140,11 +140,11 @@ func wrongCredentials(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
-	_, _, err = wb.Get(ctx, k)
+	_, _, err = get(ctx, wb, k)
 	if err := refused("Get", err); err != nil {
 		return err
 	}
-	_, err = wb.Put(ctx, k, []byte("y"), driver.IfMatch(v))
+	_, err = put(ctx, wb, k, []byte("y"), driver.IfMatch(v))
 	if err := refused("Put IfMatch", err); err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 		cctx = httptrace.WithClientTrace(cctx, &httptrace.ClientTrace{
 			WroteHeaders: func() { once.Do(func() { fired.Store(true); cancel() }) },
 		})
-		_, err := s.b.Put(cctx, key, big, cond)
+		_, err := put(cctx, s.b, key, big, cond)
 		cancel()
 		if !fired.Load() {
 			if err != nil {
@@ -221,7 +221,7 @@ func retryAfterLanded(ctx context.Context, s *scope) error {
 		}
 		before := tr.Dropped()
 		armed.Store(true)
-		_, err := lb.Put(ctx, key, []byte("landed"), cond)
+		_, err := put(ctx, lb, key, []byte("landed"), cond)
 		armed.Store(false)
 		if tr.Dropped() != before+1 {
 			return fmt.Errorf("setup: the bucket Options.Transport returned sent no write through its transport (Put: %s)", outcome(err))

@@ -32,7 +32,7 @@ var getChecks = []check{
 		name:   "get-missing",
 		expect: "Get of a missing key returns ErrNotExist",
 		run: func(ctx context.Context, s *scope) error {
-			_, _, err := s.b.Get(ctx, s.key("missing"))
+			_, _, err := get(ctx, s.b, s.key("missing"))
 			return want("Get", err, driver.ErrNotExist)
 		},
 	},
@@ -53,7 +53,7 @@ var getChecks = []check{
 					}
 					want = v2
 				}
-				rc, v, err := s.b.Get(ctx, k)
+				rc, v, err := get(ctx, s.b, k)
 				if err != nil {
 					return fmt.Errorf("Get: %s", outcome(err))
 				}

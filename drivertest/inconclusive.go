@@ -22,11 +22,15 @@ type recorder struct {
 	err error
 }
 
-// recorded returns b through a new recorder, with b's optional
-// interfaces (driver.Wrap), and the recorder.
+// recorded returns b through a new recorder, and the recorder. The
+// result is a driver.PendingLister where b is one, and an io.Closer that
+// closes b (driver.Close).
 func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	rec := &recorder{Bucket: b}
-	return driver.Wrap(rec, b), rec
+	if _, ok := b.(driver.PendingLister); ok {
+		return pendingRecorder{rec}, rec
+	}
+	return rec, rec
 }
 
 // expected are the errors a conforming service gives the checks, and the
@@ -57,19 +61,19 @@ func (r *recorder) failure() error {
 	return r.err
 }
 
-func (r *recorder) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	rc, v, err := r.Bucket.Get(ctx, key)
+func (r *recorder) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	rc, a, err := r.Bucket.Get(ctx, key, opts)
 	r.note(err)
 	if err != nil {
-		return rc, v, err
+		return rc, a, err
 	}
-	return &recordedBody{ReadCloser: rc, r: r}, v, nil
+	return &recordedBody{ReadCloser: rc, r: r}, a, nil
 }
 
-func (r *recorder) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	v, err := r.Bucket.Put(ctx, key, data, cond)
+func (r *recorder) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	a, err := r.Bucket.Put(ctx, key, data, opts)
 	r.note(err)
-	return v, err
+	return a, err
 }
 
 func (r *recorder) Delete(ctx context.Context, key string, cond driver.Condition) error {
@@ -90,22 +94,21 @@ func (b *recordedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// PutStream streams through the driver's Streamer (driver.PutStream),
-// noting the error.
-func (r *recorder) PutStream(ctx context.Context, key string, body io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	v, err := driver.PutStream(ctx, r.Bucket, key, body, cond, opts)
+// PutStream streams through the driver, noting the error.
+func (r *recorder) PutStream(ctx context.Context, key string, body io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	a, err := r.Bucket.PutStream(ctx, key, body, opts, s)
 	if fb, ok := body.(*failingBody); ok && fb.failed(err) {
 		// The failure the check made its body return, not the service's.
-		return v, err
+		return a, err
 	}
 	r.note(err)
-	return v, err
+	return a, err
 }
 
-// List lists through the driver's Lister (driver.List), noting the error.
+// List lists through the driver, noting the error.
 func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
-		for o, err := range driver.List(ctx, r.Bucket, prefix) {
+		for o, err := range r.Bucket.List(ctx, prefix) {
 			r.note(err)
 			if !yield(o, err) {
 				return
@@ -114,11 +117,14 @@ func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Obj
 	}
 }
 
-// ListPending lists the driver's pending uploads, noting the error. It is
-// called only where the driver is a PendingLister: the scope's bucket is
-// the recorder wrapped with driver.Wrap, which keeps exactly the driver's
-// optional interfaces.
-func (r *recorder) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+// Close closes the driver (driver.Close).
+func (r *recorder) Close() error { return driver.Close(r.Bucket) }
+
+// pendingRecorder is the recorder of a driver.PendingLister.
+type pendingRecorder struct{ *recorder }
+
+// ListPending lists the driver's pending uploads, noting the error.
+func (r pendingRecorder) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
 		for p, err := range r.Bucket.(driver.PendingLister).ListPending(ctx, prefix) {
 			r.note(err)

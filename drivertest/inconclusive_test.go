@@ -20,13 +20,13 @@ type cutBodies struct {
 	n atomic.Int64
 }
 
-func (c *cutBodies) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	rc, v, err := c.Bucket.Get(ctx, key)
+func (c *cutBodies) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	rc, a, err := c.Bucket.Get(ctx, key, opts)
 	if err == nil && c.n.Add(1)%5 == 0 {
 		rc.Close()
-		return io.NopCloser(errReader{}), v, nil
+		return io.NopCloser(errReader{}), a, nil
 	}
-	return rc, v, err
+	return rc, a, err
 }
 
 type errReader struct{}

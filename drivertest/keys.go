@@ -27,7 +27,7 @@ func keyPrefix(ctx context.Context, s *scope) error {
 	if _, err := seed(ctx, s.b, long, []byte("long")); err != nil {
 		return err
 	}
-	if _, _, err := s.b.Get(ctx, short); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := get(ctx, s.b, short); !errors.Is(err, driver.ErrNotExist) {
 		return fmt.Errorf("Get of %q while %q exists: %s, want ErrNotExist", short, long, outcome(err))
 	}
 	if err := s.b.Delete(ctx, short, driver.Condition{}); err != nil {
@@ -51,7 +51,7 @@ func keyPrefix(ctx context.Context, s *scope) error {
 	if err := s.b.Delete(ctx, long, driver.Condition{}); err != nil {
 		return fmt.Errorf("Delete %q: %s", long, outcome(err))
 	}
-	if _, err := s.b.Put(ctx, short, []byte("short"), driver.IfAbsent()); err != nil {
+	if _, err := put(ctx, s.b, short, []byte("short"), driver.IfAbsent()); err != nil {
 		return fmt.Errorf("Put IfAbsent %q once %q is deleted: %s, want success", short, long, outcome(err))
 	}
 	// The shorter key first, then the longer one.
@@ -67,13 +67,13 @@ func keyPrefix(ctx context.Context, s *scope) error {
 	if stored {
 		return holdsData(ctx, s.b, long2, "short")
 	}
-	if _, _, err := s.b.Get(ctx, long2); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := get(ctx, s.b, long2); !errors.Is(err, driver.ErrNotExist) {
 		return fmt.Errorf("Get of the refused %q: %s, want ErrNotExist", long2, outcome(err))
 	}
 	if err := s.b.Delete(ctx, short, driver.Condition{}); err != nil {
 		return fmt.Errorf("Delete %q: %s", short, outcome(err))
 	}
-	if _, err := s.b.Put(ctx, long2, []byte("long"), driver.IfAbsent()); err != nil {
+	if _, err := put(ctx, s.b, long2, []byte("long"), driver.IfAbsent()); err != nil {
 		return fmt.Errorf("Put IfAbsent %q once %q is deleted: %s, want success", long2, short, outcome(err))
 	}
 	return nil
@@ -82,7 +82,7 @@ func keyPrefix(ctx context.Context, s *scope) error {
 // putPrefixed writes "short" to key while other exists, and reports whether
 // it was stored; a refusal must be ErrInvalidKey.
 func putPrefixed(ctx context.Context, b driver.Bucket, key, other string) (bool, error) {
-	_, err := b.Put(ctx, key, []byte("short"), driver.IfAbsent())
+	_, err := put(ctx, b, key, []byte("short"), driver.IfAbsent())
 	switch {
 	case err == nil:
 		return true, nil

@@ -23,20 +23,20 @@ type lateLander struct {
 	landed chan struct{} // closed when the late write has landed
 }
 
-func (l *lateLander) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (l *lateLander) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	first := false
 	l.once.Do(func() { first = true })
 	if !first {
-		return l.Bucket.Put(ctx, key, data, cond)
+		return l.Bucket.Put(ctx, key, data, opts)
 	}
 	<-ctx.Done()
 	data = bytes.Clone(data)
 	go func() {
 		defer close(l.landed)
 		time.Sleep(l.lateBy)
-		_, _ = l.Bucket.Put(context.Background(), key, data, cond)
+		_, _ = l.Bucket.Put(context.Background(), key, data, opts)
 	}()
-	return "", ctx.Err()
+	return driver.Attrs{}, ctx.Err()
 }
 
 func (l *lateLander) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {

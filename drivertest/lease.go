@@ -59,7 +59,7 @@ func declaresExclusion(c driver.Capabilities) bool { return c.Exclusion != drive
 
 // holds fails unless the lease object names id.
 func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
-	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize)
+	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the lease object: %s", outcome(err))
 	}
@@ -267,11 +267,11 @@ func leaseStamps(ctx context.Context, s *scope) error {
 	}
 	c := clock.NewFake(leaseStart)
 	stampOf := func(key string) (lease.Stamp, error) {
-		_, _, md, reported, err := getMeta(ctx, s.b, key)
+		_, _, md, err := getMeta(ctx, s.b, key)
 		switch {
 		case err != nil:
 			return lease.Stamp{}, fmt.Errorf("Get of %s: %s", key, outcome(err))
-		case !reported:
+		case md == nil:
 			return lease.Stamp{}, fmt.Errorf("Get of %s reported no metadata", key)
 		}
 		st, ok := lease.StampOf(md)
@@ -287,19 +287,19 @@ func leaseStamps(ctx context.Context, s *scope) error {
 			return fmt.Errorf("acquire as %s: %v", id, err)
 		}
 		want := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
-		put, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
-		s.key(put)
+		written, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
+		s.key(written)
 		s.key(streamed)
-		if _, err := l.Bucket().Put(ctx, put, []byte("stamped"), driver.Condition{}); err != nil {
+		if _, err := put(ctx, l.Bucket(), written, []byte("stamped"), driver.Condition{}); err != nil {
 			l.Release(ctx)
 			return fmt.Errorf("Put through Lease.Bucket: %s", outcome(err))
 		}
-		_, err = driver.PutStream(ctx, l.Bucket(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
+		_, err = stream(ctx, l.Bucket(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
 		l.Release(ctx)
 		if err != nil && !errors.Is(err, driver.ErrUnsupported) {
 			return fmt.Errorf("streamed write through Lease.Bucket: %s", outcome(err))
 		}
-		keys := []string{put}
+		keys := []string{written}
 		if err == nil {
 			keys = append(keys, streamed)
 		}

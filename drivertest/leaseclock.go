@@ -37,21 +37,17 @@ func (c *shifted) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.
 func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	s.key("LEASE")
 	k := s.key("clock-probe")
-	if _, err := s.b.Put(ctx, k, []byte("clock"), driver.Condition{}); err != nil {
+	if _, err := put(ctx, s.b, k, []byte("clock"), driver.Condition{}); err != nil {
 		return 0, fmt.Errorf("Put %s: %s", k, outcome(err))
 	}
-	var (
-		got bool
-		res time.Duration
-	)
-	rctx := driver.WithServiceTime(ctx, func(t driver.ServiceTime) { got, res = true, t.Resolution })
-	if _, _, err := driver.ReadAll(rctx, s.b, k, 1<<10); err != nil {
+	_, a, err := driver.ReadAll(ctx, s.b, k, 1<<10, driver.GetOptions{})
+	if err != nil {
 		return 0, fmt.Errorf("Get %s: %s", k, outcome(err))
 	}
-	if !got {
-		return 0, skipped{"the driver reports no service time (driver.ReportServiceTime): the lease assumes the machines' clocks synchronised"}
+	if a.Time.Date.IsZero() {
+		return 0, skipped{"the driver reports no service time (Attrs.Time.Date is zero): the lease assumes the machines' clocks synchronised"}
 	}
-	return res, nil
+	return a.Time.Resolution, nil
 }
 
 // clockOpts are leaseOpts on clock c with a TTL of ttl, or of paced where

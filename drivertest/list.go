@@ -12,31 +12,13 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The checks of listing (driver.Lister), obligation 14 in
+// The checks of listing (Bucket.List), obligation 14 in
 // docs/drivers.md.
 
-// lister returns s.b as a Lister, or skipped if the driver under test is
-// not one.
-func (s *scope) lister(ctx context.Context) (driver.Lister, error) {
-	if _, ok := s.raw.(driver.Lister); !ok {
-		return nil, skipped{"the driver cannot list (no driver.Lister; driver.List reports ErrUnsupported)"}
-	}
-	l := s.b.(driver.Lister)
-	// A wrapper (besteffort, say) is a Lister whose wrapped driver may not
-	// be: it says so with ErrUnsupported.
-	for _, err := range l.List(ctx, s.prefix+"/") {
-		if errors.Is(err, driver.ErrUnsupported) {
-			return nil, skipped{"the driver cannot list: " + err.Error()}
-		}
-		break
-	}
-	return l, nil
-}
-
 // listAll returns every object List yields under prefix.
-func listAll(ctx context.Context, l driver.Lister, prefix string) ([]driver.Object, error) {
+func listAll(ctx context.Context, b driver.Bucket, prefix string) ([]driver.Object, error) {
 	var objs []driver.Object
-	for o, err := range l.List(ctx, prefix) {
+	for o, err := range b.List(ctx, prefix) {
 		if err != nil {
 			return objs, fmt.Errorf("List %q: %s", prefix, outcome(err))
 		}
@@ -47,8 +29,8 @@ func listAll(ctx context.Context, l driver.Lister, prefix string) ([]driver.Obje
 
 // listed fails unless List of prefix yields exactly the keys of want, in
 // lexical order, each with its size and version.
-func listed(ctx context.Context, l driver.Lister, prefix string, want map[string]driver.Object) error {
-	objs, err := listAll(ctx, l, prefix)
+func listed(ctx context.Context, b driver.Bucket, prefix string, want map[string]driver.Object) error {
+	objs, err := listAll(ctx, b, prefix)
 	if err != nil {
 		return err
 	}
@@ -117,7 +99,7 @@ func putAll(ctx context.Context, s *scope, names []string) (map[string]driver.Ob
 			defer wg.Done()
 			defer func() { <-sem }()
 			data := []byte("object " + k)
-			v, err := s.b.Put(ctx, k, data, driver.Condition{})
+			v, err := put(ctx, s.b, k, data, driver.Condition{})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -137,10 +119,6 @@ func putAll(ctx context.Context, s *scope, names []string) (map[string]driver.Ob
 const listPagedKeys = 1003
 
 func listPaged(ctx context.Context, s *scope) error {
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	names := make([]string, listPagedKeys)
 	for i := range names {
 		names[i] = fmt.Sprintf("many/%05d", i)
@@ -149,14 +127,10 @@ func listPaged(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	return listed(ctx, l, s.prefix+"/many/", want)
+	return listed(ctx, s.b, s.prefix+"/many/", want)
 }
 
 func listPrefixOfKey(ctx context.Context, s *scope) error {
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	want, err := putAll(ctx, s, []string{"db1/LEASE", "db1/chunks/a", "db10/LEASE", "db1-old", "db2/LEASE"})
 	if err != nil {
 		return err
@@ -176,7 +150,7 @@ func listPrefixOfKey(ctx context.Context, s *scope) error {
 		"db":        {"db1/LEASE", "db1/chunks/a", "db10/LEASE", "db1-old", "db2/LEASE"},
 		"db3":       nil,
 	} {
-		if err := listed(ctx, l, s.prefix+"/"+prefix, pick(names...)); err != nil {
+		if err := listed(ctx, s.b, s.prefix+"/"+prefix, pick(names...)); err != nil {
 			return err
 		}
 	}
@@ -184,15 +158,11 @@ func listPrefixOfKey(ctx context.Context, s *scope) error {
 }
 
 func listOddKeys(ctx context.Context, s *scope) error {
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	want, err := putAll(ctx, s, []string{"odd/a b", "odd/100%", "odd/%2F", "odd/%", "odd/ü/ñ", "odd/日本", "odd/a+b", "odd/q?x=1&y", "odd/#frag", "odd/~tilde"})
 	if err != nil {
 		return err
 	}
-	if err := listed(ctx, l, s.prefix+"/odd/", want); err != nil {
+	if err := listed(ctx, s.b, s.prefix+"/odd/", want); err != nil {
 		return err
 	}
 	// A prefix with the odd characters in it is matched as it is written.
@@ -202,33 +172,29 @@ func listOddKeys(ctx context.Context, s *scope) error {
 			sub[k] = o
 		}
 	}
-	return listed(ctx, l, s.prefix+"/odd/%", sub)
+	return listed(ctx, s.b, s.prefix+"/odd/%", sub)
 }
 
 func listReadYourWrite(ctx context.Context, s *scope) error {
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	k := s.key("fresh/obj")
 	v, err := seed(ctx, s.b, k, []byte("one"))
 	if err != nil {
 		return err
 	}
-	if err := listed(ctx, l, s.prefix+"/fresh/", map[string]driver.Object{k: {Key: k, Size: 3, Version: v}}); err != nil {
+	if err := listed(ctx, s.b, s.prefix+"/fresh/", map[string]driver.Object{k: {Key: k, Size: 3, Version: v}}); err != nil {
 		return fmt.Errorf("just after Put: %w", err)
 	}
 	v2, err := overwrite(ctx, s.b, k, []byte("second"), v)
 	if err != nil {
 		return err
 	}
-	if err := listed(ctx, l, s.prefix+"/fresh/", map[string]driver.Object{k: {Key: k, Size: 6, Version: v2}}); err != nil {
+	if err := listed(ctx, s.b, s.prefix+"/fresh/", map[string]driver.Object{k: {Key: k, Size: 6, Version: v2}}); err != nil {
 		return fmt.Errorf("just after an overwrite: %w", err)
 	}
 	if err := s.b.Delete(ctx, k, driver.Condition{}); err != nil {
 		return fmt.Errorf("setup: Delete: %s", outcome(err))
 	}
-	if err := listed(ctx, l, s.prefix+"/fresh/", nil); err != nil {
+	if err := listed(ctx, s.b, s.prefix+"/fresh/", nil); err != nil {
 		return fmt.Errorf("just after a Delete: %w", err)
 	}
 	return nil
@@ -241,14 +207,10 @@ func listReadYourWrite(ctx context.Context, s *scope) error {
 // (ErrInvalidKey) or listed back exactly, and nothing is listed that was
 // not written.
 func listNoncharKeys(ctx context.Context, s *scope) error {
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	want := map[string]driver.Object{}
 	for _, name := range []string{"nonchar/a-\ufffe", "nonchar/b-\uffff", "nonchar/c-\ufffd", "nonchar/d-\ufffe\uffff x+y"} {
 		k := s.key(name)
-		v, err := s.b.Put(ctx, k, []byte(name), driver.IfAbsent())
+		v, err := put(ctx, s.b, k, []byte(name), driver.IfAbsent())
 		if errors.Is(err, driver.ErrInvalidKey) {
 			continue
 		}
@@ -257,17 +219,13 @@ func listNoncharKeys(ctx context.Context, s *scope) error {
 		}
 		want[k] = driver.Object{Key: k, Size: int64(len(name)), Version: v}
 	}
-	return listed(ctx, l, s.prefix+"/nonchar/", want)
+	return listed(ctx, s.b, s.prefix+"/nonchar/", want)
 }
 
 // listInvalidPrefix lists prefixes that no valid key can start with: a
 // driver that sent them would list the wrong keys, or none, and a caller
 // could not tell that from an empty prefix.
 func listInvalidPrefix(ctx context.Context, s *scope) error {
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	pl, pending := s.b.(driver.PendingLister)
 	_, rawPending := s.raw.(driver.PendingLister)
 	for _, p := range []struct{ why, tail string }{
@@ -278,7 +236,7 @@ func listInvalidPrefix(ctx context.Context, s *scope) error {
 		{"more bytes than a key may have", strings.Repeat("p", driver.MaxKeyLen)},
 	} {
 		prefix := s.prefix + "/" + p.tail
-		if err := refusedListing("List", p.why, l.List(ctx, prefix)); err != nil {
+		if err := refusedListing("List", p.why, s.b.List(ctx, prefix)); err != nil {
 			return err
 		}
 		if pending && rawPending {

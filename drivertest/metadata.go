@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +14,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The checks of user metadata (driver.WithMetadata), obligation 16 in
+// The checks of user metadata (PutOptions.Metadata, Attrs.Metadata),
+// obligation 16 in
 // docs/drivers.md. A driver declares the capability
 // (driver.Capabilities.Metadata, ListMetadata); one that does not has
 // these checks skipped, saying so, and the lease stores its stamps
@@ -22,7 +24,7 @@ import (
 // noMetadata is the message of a check skipped because the driver does not
 // declare metadata.
 const noMetadata = "the driver does not declare metadata (driver.Capabilities.Metadata is false): " +
-	"it writes under driver.WithMetadata without the metadata, and a caller that needs it must not use it"
+	"it writes without PutOptions.Metadata, and a caller that needs it must not use it"
 
 // printable is every printable ASCII byte, with the space inside: a value
 // the portable rule allows, which no service may encode, trim or fold.
@@ -37,38 +39,31 @@ func (s *scope) declaresMetadata() error {
 	return nil
 }
 
-// getMeta reads key under driver.WithMetadataReport and returns its body,
-// version and the metadata reported, and whether any was reported.
-func getMeta(ctx context.Context, b driver.Bucket, key string) ([]byte, driver.Version, driver.Metadata, bool, error) {
-	var mu sync.Mutex
-	var md driver.Metadata
-	reports := 0
-	data, v, err := read(driver.WithMetadataReport(ctx, func(m driver.Metadata) {
-		mu.Lock()
-		defer mu.Unlock()
-		md = m.Clone()
-		reports++
-	}), b, key)
-	mu.Lock()
-	defer mu.Unlock()
-	return data, v, md, reports > 0, err
+// getMeta reads key under GetOptions{Metadata: true} and returns its body,
+// version and the metadata reported (Attrs.Metadata; nil for none).
+func getMeta(ctx context.Context, b driver.Bucket, key string) ([]byte, driver.Version, driver.Metadata, error) {
+	rc, a, err := b.Get(ctx, key, driver.GetOptions{Metadata: true})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	return data, a.Version, a.Metadata, err
 }
 
 // holdsMeta fails unless key holds data with exactly metadata want (an
 // empty want meaning none: reported as an empty, non-nil map).
 func holdsMeta(ctx context.Context, b driver.Bucket, key string, data []byte, want driver.Metadata, what string) error {
-	got, _, md, reported, err := getMeta(ctx, b, key)
+	got, _, md, err := getMeta(ctx, b, key)
 	if err != nil {
 		return fmt.Errorf("Get of %s: %s", what, outcome(err))
 	}
 	if data != nil && !bytes.Equal(got, data) {
 		return fmt.Errorf("Get of %s returned the body %q, want %q", what, clip(got), clip(data))
 	}
-	if !reported {
-		return fmt.Errorf("Get of %s reported no metadata (driver.ReportMetadata): a driver that declares Metadata reports it for every Get that succeeds", what)
-	}
 	if md == nil {
-		return fmt.Errorf("Get of %s reported nil metadata: an object with none is reported as an empty, non-nil map", what)
+		return fmt.Errorf("Get of %s under GetOptions.Metadata reported no metadata (Attrs.Metadata is nil): a driver that declares Metadata "+
+			"reports it for every such Get that succeeds, an object with none as an empty, non-nil map", what)
 	}
 	if !md.Equal(want) {
 		return fmt.Errorf("Get of %s reported the metadata %s, want exactly %s%s", what, md, want, metaDiff(md, want))
@@ -97,9 +92,16 @@ func metaDiff(got, want driver.Metadata) string {
 	return " (" + strings.Join(why, "; ") + ")"
 }
 
-// putMeta writes key under driver.WithMetadata(md).
+// putMeta writes key with the metadata md (PutOptions.Metadata).
 func putMeta(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition, md driver.Metadata) (driver.Version, error) {
-	return b.Put(driver.WithMetadata(ctx, md), key, data, cond)
+	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond, Metadata: md})
+	return a.Version, err
+}
+
+// streamMeta streams the body read from r under key with the metadata md.
+func streamMeta(ctx context.Context, b driver.Bucket, key string, r io.Reader, cond driver.Condition, md driver.Metadata) (driver.Version, error) {
+	a, err := b.PutStream(ctx, key, r, driver.PutOptions{If: cond, Metadata: md}, streamOpts(nil))
+	return a.Version, err
 }
 
 // metadataRoundtrip: a write's metadata comes back exactly, replaces the
@@ -113,20 +115,20 @@ func metadataRoundtrip(ctx context.Context, s *scope) error {
 	first := driver.Metadata{"epoch": "7", "instance": "host-1.4711", "ascii": printable}
 	v, err := putMeta(ctx, s.b, k, []byte("one"), driver.IfAbsent(), first)
 	if err != nil {
-		return fmt.Errorf("Put IfAbsent under WithMetadata%s: %s", first, outcome(err))
+		return fmt.Errorf("Put IfAbsent with metadata%s: %s", first, outcome(err))
 	}
-	if err := holdsMeta(ctx, s.b, k, []byte("one"), first, "a write under WithMetadata"); err != nil {
+	if err := holdsMeta(ctx, s.b, k, []byte("one"), first, "a write with metadata"); err != nil {
 		return err
 	}
 	second := driver.Metadata{"epoch": "8", "writer": "b"}
 	v, err = putMeta(ctx, s.b, k, []byte("two"), driver.IfMatch(v), second)
 	if err != nil {
-		return fmt.Errorf("Put IfMatch(current) under WithMetadata%s: %s", second, outcome(err))
+		return fmt.Errorf("Put IfMatch(current) with metadata%s: %s", second, outcome(err))
 	}
 	if err := holdsMeta(ctx, s.b, k, []byte("two"), second, "an overwrite with other metadata (it replaces the old metadata entirely)"); err != nil {
 		return err
 	}
-	if _, err := s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v)); err != nil {
+	if _, err := put(ctx, s.b, k, []byte("three"), driver.IfMatch(v)); err != nil {
 		return fmt.Errorf("Put IfMatch(current) without metadata: %s", outcome(err))
 	}
 	if err := holdsMeta(ctx, s.b, k, []byte("three"), driver.Metadata{}, "an overwrite without metadata (the old version's must not stay)"); err != nil {
@@ -153,7 +155,7 @@ func concurrentReader(ctx context.Context, s *scope, k string) error {
 	body := func(i int) []byte { return []byte("write " + strconv.Itoa(i)) }
 	v, err := putMeta(ctx, s.b, k, body(0), driver.IfAbsent(), driver.Metadata{"n": "0"})
 	if err != nil {
-		return fmt.Errorf("Put IfAbsent under WithMetadata: %s", outcome(err))
+		return fmt.Errorf("Put IfAbsent with metadata: %s", outcome(err))
 	}
 	var done atomic.Bool
 	var wg sync.WaitGroup
@@ -162,7 +164,7 @@ func concurrentReader(ctx context.Context, s *scope, k string) error {
 	go func() {
 		defer wg.Done()
 		for first := true; first || !done.Load(); first = false {
-			data, _, md, reported, err := getMeta(ctx, s.b, k)
+			data, _, md, err := getMeta(ctx, s.b, k)
 			if err != nil {
 				if ctx.Err() == nil {
 					bad = fmt.Errorf("a Get concurrent with overwrites: %s", outcome(err))
@@ -170,9 +172,9 @@ func concurrentReader(ctx context.Context, s *scope, k string) error {
 				return
 			}
 			n, ok := strings.CutPrefix(string(data), "write ")
-			if !ok || !reported || md["n"] != n || len(md) != 1 {
+			if !ok || md == nil || md["n"] != n || len(md) != 1 {
 				bad = fmt.Errorf("a Get concurrent with overwrites returned the body %q with the metadata %s (reported: %t): "+
-					"each body was written with metadata naming it, so the metadata was set, or read, in another request than the body's", clip(data), md, reported)
+					"each body was written with metadata naming it, so the metadata was set, or read, in another request than the body's", clip(data), md, md != nil)
 				return
 			}
 		}
@@ -184,7 +186,7 @@ func concurrentReader(ctx context.Context, s *scope, k string) error {
 	done.Store(true)
 	wg.Wait()
 	if werr != nil {
-		return fmt.Errorf("Put IfMatch(current) under WithMetadata, with a reader reading: %s", outcome(werr))
+		return fmt.Errorf("Put IfMatch(current) with metadata, with a reader reading: %s", outcome(werr))
 	}
 	return bad
 }
@@ -195,36 +197,32 @@ func metadataStreamed(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
 	}
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	k := s.key("big")
 	old := driver.Metadata{"stale": "yes", "epoch": "1"}
 	v0, err := putMeta(ctx, s.b, k, []byte("small"), driver.IfAbsent(), old)
 	if err != nil {
-		return fmt.Errorf("setup: Put IfAbsent under WithMetadata: %s", outcome(err))
+		return fmt.Errorf("setup: Put IfAbsent with metadata: %s", outcome(err))
 	}
 	md := driver.Metadata{"epoch": "12", "instance": "streamer"}
-	v, err := st.PutStream(driver.WithMetadata(ctx, md), k, newBody(5, streamBig), driver.IfMatch(v0), streamOpts(nil))
+	v, err := streamMeta(ctx, s.b, k, newBody(5, streamBig), driver.IfMatch(v0), md)
 	if sk := notStreamed(err); sk != nil {
 		return sk
 	}
 	if err != nil {
-		return fmt.Errorf("PutStream IfMatch(current) of %d bytes under WithMetadata: %s", streamBig, outcome(err))
+		return fmt.Errorf("PutStream IfMatch(current) of %d bytes with metadata: %s", streamBig, outcome(err))
 	}
 	if err := holdsBody(ctx, s.b, k, 5, streamBig, v); err != nil {
 		return err
 	}
-	if err := holdsMeta(ctx, s.b, k, nil, md, "a streamed write of three parts under WithMetadata"); err != nil {
+	if err := holdsMeta(ctx, s.b, k, nil, md, "a streamed write of three parts with metadata"); err != nil {
 		return err
 	}
 	// A body of one part, which a driver may send as one request.
 	short := driver.Metadata{"epoch": "13"}
-	if _, err := st.PutStream(driver.WithMetadata(ctx, short), k, bytes.NewReader([]byte("short")), driver.IfMatch(v), streamOpts(nil)); err != nil {
-		return fmt.Errorf("PutStream IfMatch(current) of a body shorter than one part under WithMetadata: %s", outcome(err))
+	if _, err := streamMeta(ctx, s.b, k, bytes.NewReader([]byte("short")), driver.IfMatch(v), short); err != nil {
+		return fmt.Errorf("PutStream IfMatch(current) of a body shorter than one part with metadata: %s", outcome(err))
 	}
-	return holdsMeta(ctx, s.b, k, []byte("short"), short, "a streamed write of a body shorter than one part under WithMetadata")
+	return holdsMeta(ctx, s.b, k, []byte("short"), short, "a streamed write of a body shorter than one part with metadata")
 }
 
 // metadataRefusedWrite: a write whose condition is refused changes neither
@@ -237,7 +235,7 @@ func metadataRefusedWrite(ctx context.Context, s *scope) error {
 	md := driver.Metadata{"epoch": "3", "instance": "holder"}
 	v, err := putMeta(ctx, s.b, k, []byte("one"), driver.IfAbsent(), md)
 	if err != nil {
-		return fmt.Errorf("setup: Put IfAbsent under WithMetadata: %s", outcome(err))
+		return fmt.Errorf("setup: Put IfAbsent with metadata: %s", outcome(err))
 	}
 	late := driver.Metadata{"epoch": "2", "instance": "late"}
 	for _, c := range []struct {
@@ -249,28 +247,26 @@ func metadataRefusedWrite(ctx context.Context, s *scope) error {
 	} {
 		_, err := putMeta(ctx, s.b, k, []byte("late"), c.cond, late)
 		if !errors.Is(err, driver.ErrPrecondition) {
-			return fmt.Errorf("Put %s under WithMetadata: %s, want ErrPrecondition", c.what, outcome(err))
+			return fmt.Errorf("Put %s with metadata: %s, want ErrPrecondition", c.what, outcome(err))
 		}
 		if err := holdsMeta(ctx, s.b, k, []byte("one"), md, "the object after a refused Put "+c.what+" under other metadata"); err != nil {
 			return err
 		}
 		if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
-			return fmt.Errorf("after a refused Put %s under WithMetadata: %w", c.what, err)
+			return fmt.Errorf("after a refused Put %s with metadata: %w", c.what, err)
 		}
-		if _, ok := s.raw.(driver.Streamer); ok {
-			_, err := s.b.(driver.Streamer).PutStream(driver.WithMetadata(ctx, late), k, newBody(6, streamBig), c.cond, streamOpts(nil))
-			if sk := notStreamed(err); sk != nil {
-				continue
-			}
-			if !errors.Is(err, driver.ErrPrecondition) {
-				return fmt.Errorf("PutStream %s under WithMetadata: %s, want ErrPrecondition", c.what, outcome(err))
-			}
-			if err := holdsMeta(ctx, s.b, k, []byte("one"), md, "the object after a refused PutStream "+c.what+" under other metadata"); err != nil {
-				return err
-			}
-			if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
-				return fmt.Errorf("after a refused PutStream %s under WithMetadata: %w", c.what, err)
-			}
+		_, err = streamMeta(ctx, s.b, k, newBody(6, streamBig), c.cond, late)
+		if sk := notStreamed(err); sk != nil {
+			continue
+		}
+		if !errors.Is(err, driver.ErrPrecondition) {
+			return fmt.Errorf("PutStream %s with metadata: %s, want ErrPrecondition", c.what, outcome(err))
+		}
+		if err := holdsMeta(ctx, s.b, k, []byte("one"), md, "the object after a refused PutStream "+c.what+" under other metadata"); err != nil {
+			return err
+		}
+		if err := unchanged(ctx, s.b, k, []byte("one"), v); err != nil {
+			return fmt.Errorf("after a refused PutStream %s with metadata: %w", c.what, err)
 		}
 	}
 	return nil
@@ -282,10 +278,6 @@ func metadataListed(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
 	}
-	l, err := s.lister(ctx)
-	if err != nil {
-		return err
-	}
 	listMeta := s.raw.Capabilities().ListMetadata
 	want := map[string]driver.Metadata{
 		s.key("l/a"): {"epoch": "4", "instance": "one"},
@@ -294,20 +286,20 @@ func metadataListed(ctx context.Context, s *scope) error {
 	}
 	for k, md := range want {
 		if _, err := putMeta(ctx, s.b, k, []byte("x"), driver.IfAbsent(), md); err != nil {
-			return fmt.Errorf("setup: Put IfAbsent under WithMetadata: %s", outcome(err))
+			return fmt.Errorf("setup: Put IfAbsent with metadata: %s", outcome(err))
 		}
 	}
 	// An overwrite: the listing shows the current version's metadata.
 	over := s.key("l/a")
-	_, v, _, _, err := getMeta(ctx, s.b, over)
+	_, v, _, err := getMeta(ctx, s.b, over)
 	if err != nil {
 		return fmt.Errorf("setup: Get: %s", outcome(err))
 	}
 	want[over] = driver.Metadata{"epoch": "5"}
 	if _, err := putMeta(ctx, s.b, over, []byte("y"), driver.IfMatch(v), want[over]); err != nil {
-		return fmt.Errorf("setup: Put IfMatch(current) under WithMetadata: %s", outcome(err))
+		return fmt.Errorf("setup: Put IfMatch(current) with metadata: %s", outcome(err))
 	}
-	objs, err := listAll(ctx, l, s.prefix+"/l/")
+	objs, err := listAll(ctx, s.b, s.prefix+"/l/")
 	if err != nil {
 		return err
 	}
@@ -369,11 +361,7 @@ func metadataInvalid(ctx context.Context, s *scope) error {
 	md := driver.Metadata{"epoch": "1"}
 	v, err := putMeta(ctx, s.b, old, []byte("old"), driver.IfAbsent(), md)
 	if err != nil {
-		return fmt.Errorf("setup: Put IfAbsent under WithMetadata: %s", outcome(err))
-	}
-	st, streams := s.b.(driver.Streamer)
-	if _, ok := s.raw.(driver.Streamer); !ok {
-		streams = false
+		return fmt.Errorf("setup: Put IfAbsent with metadata: %s", outcome(err))
 	}
 	for _, c := range invalidMetadata {
 		if c.md.Validate() == nil {
@@ -396,14 +384,12 @@ func metadataInvalid(ctx context.Context, s *scope) error {
 		if err := unchanged(ctx, s.b, old, []byte("old"), v); err != nil {
 			return fmt.Errorf("after an overwrite refused for metadata with %s: %w", c.why, err)
 		}
-		if streams {
-			_, err := st.PutStream(driver.WithMetadata(ctx, c.md), k, bytes.NewReader([]byte("new")), driver.IfAbsent(), streamOpts(nil))
-			if !errors.Is(err, driver.ErrInvalidMetadata) {
-				return fmt.Errorf("PutStream IfAbsent under metadata with %s: %s, want ErrInvalidMetadata", c.why, outcome(err))
-			}
-			if err := absent(ctx, s.b, k); err != nil {
-				return fmt.Errorf("after a PutStream refused for metadata with %s: %w", c.why, err)
-			}
+		_, err = streamMeta(ctx, s.b, k, bytes.NewReader([]byte("new")), driver.IfAbsent(), c.md)
+		if !errors.Is(err, driver.ErrInvalidMetadata) {
+			return fmt.Errorf("PutStream IfAbsent under metadata with %s: %s, want ErrInvalidMetadata", c.why, outcome(err))
+		}
+		if err := absent(ctx, s.b, k); err != nil {
+			return fmt.Errorf("after a PutStream refused for metadata with %s: %w", c.why, err)
 		}
 	}
 	return nil
@@ -413,14 +399,14 @@ func metadataInvalid(ctx context.Context, s *scope) error {
 var metadataChecks = []check{
 	check{
 		name: "metadata-roundtrip",
-		expect: "a driver that declares Metadata stores a Put's metadata (driver.WithMetadata) with the object and reports exactly it for a Get " +
-			"(driver.ReportMetadata); an overwrite replaces it entirely, one without metadata leaves none (an empty map), " +
+		expect: "a driver that declares Metadata stores a Put's metadata (PutOptions.Metadata) with the object and reports exactly it for a Get " +
+			"under GetOptions.Metadata (Attrs.Metadata); an overwrite replaces it entirely, one without metadata leaves none (an empty map), " +
 			"and a reader concurrent with overwrites always sees a body with its own metadata",
 		run: metadataRoundtrip,
 	},
 	check{
 		name:   "metadata-streamed",
-		expect: "a streamed write of three parts under driver.WithMetadata, and one of a body shorter than a part, store their metadata, replacing the old version's",
+		expect: "a streamed write of three parts with metadata (PutOptions.Metadata), and one of a body shorter than a part, store their metadata, replacing the old version's",
 		run:    metadataStreamed,
 	},
 	check{

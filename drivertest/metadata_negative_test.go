@@ -65,18 +65,17 @@ func TestMetadataUndeclaredSkipped(t *testing.T) {
 	}
 }
 
-// withoutMeta returns ctx under which a write stores no metadata.
-func withoutMeta(ctx context.Context) context.Context { return driver.WithMetadata(ctx, nil) }
-
 // dropsMeta declares metadata and stores none.
 type dropsMeta struct{ *mem.Bucket }
 
-func (b dropsMeta) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	return b.Bucket.Put(withoutMeta(ctx), key, data, cond)
+func (b dropsMeta) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	opts.Metadata = nil
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
-func (b dropsMeta) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	return b.Bucket.PutStream(withoutMeta(ctx), key, r, cond, opts)
+func (b dropsMeta) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	opts.Metadata = nil
+	return b.Bucket.PutStream(ctx, key, r, opts, s)
 }
 
 func TestMetadataDropped(t *testing.T) {
@@ -88,8 +87,9 @@ func TestMetadataDropped(t *testing.T) {
 // streamDropsMeta stores metadata on Put and drops it on a streamed write.
 type streamDropsMeta struct{ *mem.Bucket }
 
-func (b streamDropsMeta) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	return b.Bucket.PutStream(withoutMeta(ctx), key, r, cond, opts)
+func (b streamDropsMeta) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	opts.Metadata = nil
+	return b.Bucket.PutStream(ctx, key, r, opts, s)
 }
 
 func TestMetadataDroppedOnStreams(t *testing.T) {
@@ -102,29 +102,29 @@ func TestMetadataDroppedOnStreams(t *testing.T) {
 
 // currentMeta reads key's metadata, nil if it is missing.
 func currentMeta(ctx context.Context, b *mem.Bucket, key string) (driver.Metadata, driver.Version) {
-	var md driver.Metadata
-	rc, v, err := b.Get(driver.WithMetadataReport(ctx, func(m driver.Metadata) { md = m }), key)
+	rc, a, err := b.Get(ctx, key, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return nil, ""
 	}
 	rc.Close()
-	return md, v
+	return a.Metadata, a.Version
 }
 
 // keepsOldKeys merges a write's metadata into the old version's, as a
 // service's "update metadata" call would.
 type keepsOldKeys struct{ *mem.Bucket }
 
-func (b keepsOldKeys) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b keepsOldKeys) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	old, _ := currentMeta(ctx, b.Bucket, key)
 	md := old.Clone()
 	if md == nil {
 		md = driver.Metadata{}
 	}
-	for k, v := range driver.MetadataToWrite(ctx) {
+	for k, v := range opts.Metadata {
 		md[k] = v
 	}
-	return b.Bucket.Put(driver.WithMetadata(ctx, md), key, data, cond)
+	opts.Metadata = md
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 func TestMetadataOldKeysKept(t *testing.T) {
@@ -137,14 +137,14 @@ func TestMetadataOldKeysKept(t *testing.T) {
 // without it.
 type secondRequest struct{ *mem.Bucket }
 
-func (b secondRequest) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	md := driver.MetadataToWrite(ctx)
-	v, err := b.Bucket.Put(withoutMeta(ctx), key, data, cond)
+func (b secondRequest) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	md := opts.Metadata
+	a, err := b.Bucket.Put(ctx, key, data, driver.PutOptions{If: opts.If})
 	if err != nil || len(md) == 0 {
-		return v, err
+		return a, err
 	}
 	time.Sleep(20 * time.Millisecond)
-	return b.Bucket.Put(ctx, key, data, driver.IfMatch(v))
+	return b.Bucket.Put(ctx, key, data, driver.PutOptions{If: driver.IfMatch(a.Version), Metadata: md})
 }
 
 func TestMetadataSetInASecondRequest(t *testing.T) {
@@ -157,21 +157,21 @@ func TestMetadataSetInASecondRequest(t *testing.T) {
 // so that a refused write has changed it.
 type metaFirst struct{ *mem.Bucket }
 
-func (b metaFirst) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if md := driver.MetadataToWrite(ctx); len(md) > 0 && !cond.Unconditional() {
-		rc, v, err := b.Bucket.Get(ctx, key)
+func (b metaFirst) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if md := opts.Metadata; len(md) > 0 && !opts.If.Unconditional() {
+		rc, a, err := b.Bucket.Get(ctx, key, driver.GetOptions{})
 		if err == nil {
 			cur, _ := io.ReadAll(rc)
 			rc.Close()
-			nv, err := b.Bucket.Put(ctx, key, cur, driver.IfMatch(v))
+			na, err := b.Bucket.Put(ctx, key, cur, driver.PutOptions{If: driver.IfMatch(a.Version), Metadata: md})
 			if err == nil {
-				if m, ok := cond.Match(); ok && m == v {
-					cond = driver.IfMatch(nv)
+				if m, ok := opts.If.Match(); ok && m == a.Version {
+					opts.If = driver.IfMatch(na.Version)
 				}
 			}
 		}
 	}
-	return b.Bucket.Put(ctx, key, data, cond)
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 func TestMetadataChangedByARefusedWrite(t *testing.T) {
@@ -213,14 +213,15 @@ func TestMetadataListed(t *testing.T) {
 // writes the rest, instead of refusing the write.
 type sanitises struct{ *mem.Bucket }
 
-func (b sanitises) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b sanitises) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	md := driver.Metadata{}
-	for k, v := range driver.MetadataToWrite(ctx) {
+	for k, v := range opts.Metadata {
 		if (driver.Metadata{k: v}).Validate() == nil {
 			md[k] = v
 		}
 	}
-	return b.Bucket.Put(driver.WithMetadata(ctx, md), key, data, cond)
+	opts.Metadata = md
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 func TestMetadataInvalidAccepted(t *testing.T) {

@@ -167,10 +167,8 @@ func prepareRace(ctx context.Context, s *scope, dir string) (*xprocSpec, string,
 		sp.Update = append(sp.Update, k)
 		sp.Start = append(sp.Start, v)
 	}
-	if _, ok := s.raw.(driver.Streamer); ok {
-		for i := range xprocStreamKeys {
-			sp.Stream = append(sp.Stream, s.key(fmt.Sprintf("stream-%d", i)))
-		}
+	for i := range xprocStreamKeys {
+		sp.Stream = append(sp.Stream, s.key(fmt.Sprintf("stream-%d", i)))
 	}
 	data, err := json.Marshal(sp)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/url"
 	"os"
 	"os/exec"
@@ -45,20 +46,31 @@ var processLocalMu sync.Mutex
 
 func (b processLocal) Capabilities() driver.Capabilities { return b.files.Capabilities() }
 
-func (b processLocal) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return b.files.Get(ctx, key)
+func (b processLocal) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	return b.files.Get(ctx, key, opts)
 }
 
-func (b processLocal) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if cond.Unconditional() {
-		return b.files.Put(ctx, key, data, cond)
+func (b processLocal) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if opts.If.Unconditional() {
+		return b.files.Put(ctx, key, data, opts)
 	}
 	processLocalMu.Lock()
 	defer processLocalMu.Unlock()
-	if err := b.holds(ctx, key, cond); err != nil {
-		return "", err
+	if t, err := b.holds(ctx, key, opts.If); err != nil {
+		return driver.Attrs{Time: t}, err
 	}
-	return b.files.Put(ctx, key, data, driver.Condition{})
+	opts.If = driver.Condition{}
+	return b.files.Put(ctx, key, data, opts)
+}
+
+// PutStream reads the body whole and writes it with Put (driver.PutWhole),
+// so that its condition is decided the same way.
+func (b processLocal) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, b, key, r, opts, s)
+}
+
+func (b processLocal) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return b.files.List(ctx, prefix)
 }
 
 func (b processLocal) Delete(ctx context.Context, key string, cond driver.Condition) error {
@@ -67,28 +79,30 @@ func (b processLocal) Delete(ctx context.Context, key string, cond driver.Condit
 	}
 	processLocalMu.Lock()
 	defer processLocalMu.Unlock()
-	if err := b.holds(ctx, key, cond); err != nil {
+	if _, err := b.holds(ctx, key, cond); err != nil {
 		return err
 	}
 	return b.files.Delete(ctx, key, driver.Condition{})
 }
 
-// holds returns nil if cond holds for key now, and ErrPrecondition if not.
-func (b processLocal) holds(ctx context.Context, key string, cond driver.Condition) error {
-	rc, v, err := b.files.Get(ctx, key)
+// holds returns nil if cond holds for key now, and ErrPrecondition if not,
+// with the service time of the read that decided it.
+func (b processLocal) holds(ctx context.Context, key string, cond driver.Condition) (driver.ServiceTime, error) {
+	rc, a, err := b.files.Get(ctx, key, driver.GetOptions{})
 	if err == nil {
 		rc.Close()
 	}
+	v := a.Version
 	want, match := cond.Match()
 	switch {
 	case errors.Is(err, driver.ErrNotExist) && cond.Absent():
-		return nil
+		return a.Time, nil
 	case err != nil && !errors.Is(err, driver.ErrNotExist):
-		return err
+		return a.Time, err
 	case err == nil && match && v == want:
-		return nil
+		return a.Time, nil
 	}
-	return fmt.Errorf("process-local: %s %s: %w", cond, key, driver.ErrPrecondition)
+	return a.Time, fmt.Errorf("process-local: %s %s: %w", cond, key, driver.ErrPrecondition)
 }
 
 // processLocalRunEnv, set to 1, makes TestProcessLocalExclusionFails and

@@ -25,7 +25,7 @@ var putChecks = []check{
 		run: func(ctx context.Context, s *scope) error {
 			k := s.key("obj")
 			data := []byte("hello, drivertest")
-			v, err := s.b.Put(ctx, k, data, driver.IfAbsent())
+			v, err := put(ctx, s.b, k, data, driver.IfAbsent())
 			if err != nil {
 				return want("Put IfAbsent", err, nil)
 			}
@@ -45,7 +45,7 @@ var putChecks = []check{
 			if err != nil {
 				return err
 			}
-			_, err = s.b.Put(ctx, k, []byte("second"), driver.IfAbsent())
+			_, err = put(ctx, s.b, k, []byte("second"), driver.IfAbsent())
 			if err := want("second Put IfAbsent", err, driver.ErrPrecondition); err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ var putChecks = []check{
 			if err != nil {
 				return err
 			}
-			v2, err := s.b.Put(ctx, k, []byte("two"), driver.IfMatch(v1))
+			v2, err := put(ctx, s.b, k, []byte("two"), driver.IfMatch(v1))
 			if err != nil {
 				return want("Put IfMatch(current)", err, nil)
 			}
@@ -81,7 +81,7 @@ var putChecks = []check{
 			if err != nil {
 				return err
 			}
-			_, err = s.b.Put(ctx, k, []byte("three"), driver.IfMatch(v1))
+			_, err = put(ctx, s.b, k, []byte("three"), driver.IfMatch(v1))
 			if err := want("Put IfMatch(stale)", err, driver.ErrPrecondition); err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ var putChecks = []check{
 			if err != nil {
 				return err
 			}
-			_, err = s.b.Put(ctx, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+			_, err = put(ctx, s.b, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
 			if err := want("Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
 				return err
 			}
@@ -116,7 +116,7 @@ var putChecks = []check{
 			if err != nil {
 				return err
 			}
-			_, err = s.b.Put(ctx, k, []byte("ghost"), driver.IfMatch(v))
+			_, err = put(ctx, s.b, k, []byte("ghost"), driver.IfMatch(v))
 			if err := want("Put IfMatch on a missing key", err, driver.ErrPrecondition); err != nil {
 				return err
 			}
@@ -134,11 +134,11 @@ var putChecks = []check{
 				return err
 			}
 			big := bytes.Repeat([]byte{'L'}, largeSize)
-			_, err = s.b.Put(ctx, k, big, driver.IfMatch(driver.FakeVersion(v)))
+			_, err = put(ctx, s.b, k, big, driver.IfMatch(driver.FakeVersion(v)))
 			if err := notStored("large Put IfMatch(made-up)", err); err != nil {
 				return err
 			}
-			_, err = s.b.Put(ctx, k, big, driver.IfAbsent())
+			_, err = put(ctx, s.b, k, big, driver.IfAbsent())
 			if err := notStored("large Put IfAbsent on an existing key", err); err != nil {
 				return err
 			}
@@ -231,7 +231,7 @@ func raceIfAbsent(ctx context.Context, s *scope) error {
 	const n = 16
 	k := s.key("contested")
 	r := race(n, func(i int) (driver.Version, error) {
-		return s.b.Put(ctx, k, []byte("writer "+strconv.Itoa(i)), driver.IfAbsent())
+		return put(ctx, s.b, k, []byte("writer "+strconv.Itoa(i)), driver.IfAbsent())
 	})
 	if len(r.odd) > 0 {
 		return fmt.Errorf("losers got errors other than ErrPrecondition: %v", r.odd)
@@ -311,7 +311,7 @@ func casCounter(ctx context.Context, s *scope) error {
 				// so that a store ignoring IfMatch loses increments even
 				// when it answers in microseconds.
 				time.Sleep(time.Duration(mrand.IntN(300)) * time.Microsecond)
-				_, err = s.b.Put(ctx, k, c.bytes(), driver.IfMatch(v))
+				_, err = put(ctx, s.b, k, c.bytes(), driver.IfMatch(v))
 				switch {
 				case err == nil:
 					done++

@@ -61,7 +61,7 @@ func (l *lateWrites) add(s *scope) { l.scopes = append(l.scopes, s) }
 
 // sweep removes what those writes left, once, at the end of the run: it
 // waits lateSettle (an interrupted run, ctx ended, skips it), then removes
-// each scope's keys and, where the driver lists, every key under the
+// each scope's keys and every key under the
 // scope's own prefix (its run id and check name: nothing else writes
 // there), such as a lease's probe objects. A write later still than that
 // is beyond any clean-up. Errors are ignored: the results are settled.
@@ -80,7 +80,7 @@ func (l *lateWrites) sweep(ctx context.Context) {
 		s.mu.Lock()
 		keys := slices.Clone(s.keys)
 		s.mu.Unlock()
-		for o, err := range driver.List(ctx, s.raw, s.prefix+"/") {
+		for o, err := range s.raw.List(ctx, s.prefix+"/") {
 			if err != nil {
 				break
 			}

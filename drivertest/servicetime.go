@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -33,56 +32,36 @@ const freshness = 10 * time.Second
 
 // noServiceTime is the message of a check skipped because the driver
 // reports no service time.
-const noServiceTime = "no service time: the driver reports none (driver.ReportServiceTime is optional; " +
-	"the lease then judges a record's age on this machine's clock alone)"
+const noServiceTime = "no service time: the driver reports none (Attrs.Time.Date is zero; reporting it is optional, " +
+	"and the lease then judges a record's age on this machine's clock alone)"
 
-// timed is a call made under driver.WithServiceTime: the last time the
-// driver reported for it, and whether it reported any.
+// timed is the service time of one call's Attrs, and whether the driver
+// reported any (a Date that is not zero).
 type timed struct {
 	t        driver.ServiceTime
 	reported bool
 }
 
-// timedCall runs f with a context under which the driver's reports are
-// recorded, and returns the last report.
-func timedCall(ctx context.Context, f func(ctx context.Context) error) (timed, error) {
-	var mu sync.Mutex
-	var got timed
-	err := f(driver.WithServiceTime(ctx, func(t driver.ServiceTime) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = timed{t: t, reported: true}
-	}))
-	mu.Lock()
-	defer mu.Unlock()
-	return got, err
-}
+// timeOf returns the service time a has.
+func timeOf(a driver.Attrs) timed { return timed{t: a.Time, reported: !a.Time.Date.IsZero()} }
 
-// timedGet reads key under timedCall, body and all.
+// timedGet reads key, body and all, and returns the service time of its
+// Attrs, also with an error.
 func timedGet(ctx context.Context, b driver.Bucket, key string) (timed, driver.Version, error) {
-	var v driver.Version
-	t, err := timedCall(ctx, func(ctx context.Context) error {
-		rc, gv, err := b.Get(ctx, key)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		v = gv
-		_, err = io.Copy(io.Discard, rc)
-		return err
-	})
-	return t, v, err
+	rc, a, err := b.Get(ctx, key, driver.GetOptions{})
+	if err != nil {
+		return timeOf(a), "", err
+	}
+	defer rc.Close()
+	_, err = io.Copy(io.Discard, rc)
+	return timeOf(a), a.Version, err
 }
 
-// timedPut writes key under timedCall.
+// timedPut writes key and returns the service time of its Attrs, also
+// with an error.
 func timedPut(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition) (timed, driver.Version, error) {
-	var v driver.Version
-	t, err := timedCall(ctx, func(ctx context.Context) error {
-		var err error
-		v, err = b.Put(ctx, key, data, cond)
-		return err
-	})
-	return t, v, err
+	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond})
+	return timeOf(a), a.Version, err
 }
 
 // plausible fails unless what's report states a Date near this machine's
@@ -138,7 +117,7 @@ func writtenBy(what string, put, get driver.ServiceTime) error {
 var serviceTimeChecks = []check{
 	check{
 		name: "service-time",
-		expect: "a driver that reports the service's time (driver.ReportServiceTime) reports, for a Put, a Date near this machine's clock, " +
+		expect: "a driver that reports the service's time (Attrs.Time) reports, for a Put, a Date near this machine's clock, " +
 			"and for a Get of a fresh write a modification time no later than the Put's and the Get's Date plus the Resolution, and seconds before them; " +
 			"a write made just over the Resolution later moves the modification time forward; the Resolution is 0 to 2s",
 		run: func(ctx context.Context, s *scope) error {

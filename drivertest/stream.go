@@ -14,7 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The checks of streamed writes (driver.Streamer), obligation 13 in
+// The checks of streamed writes (Bucket.PutStream), obligation 13 in
 // docs/drivers.md. Bodies are a few parts of
 // driver.MinPartSize, so that every driver's multipart path runs while the
 // checks stay small.
@@ -44,7 +44,7 @@ func newBody(seed uint64, n int64) *body {
 // holdsBody fails unless key holds exactly the body newBody(seed, n), with
 // version v if v is not empty.
 func holdsBody(ctx context.Context, b driver.Bucket, key string, seed uint64, n int64, v driver.Version) error {
-	rc, gv, err := b.Get(ctx, key)
+	rc, gv, err := get(ctx, b, key)
 	if err != nil {
 		return fmt.Errorf("Get after the streamed write: %s", outcome(err))
 	}
@@ -81,18 +81,16 @@ func holdsBody(ctx context.Context, b driver.Bucket, key string, seed uint64, n 
 	}
 }
 
-// streamer returns s.b as a Streamer, or skipped if the driver under test
-// is not one.
-func (s *scope) streamer() (driver.Streamer, error) {
-	if _, ok := s.raw.(driver.Streamer); !ok {
-		return nil, skipped{"the driver does not stream (no driver.Streamer; driver.PutStream falls back to one Put)"}
-	}
-	return s.b.(driver.Streamer), nil
+// stream writes the body read from r under key with PutStream if cond
+// holds, without metadata, and returns the version it created.
+func stream(ctx context.Context, b driver.Bucket, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+	a, err := b.PutStream(ctx, key, r, driver.PutOptions{If: cond}, opts)
+	return a.Version, err
 }
 
-// notStreamed turns the ErrUnsupported of a driver that is a Streamer only
-// as a wrapper (besteffort over a driver that cannot stream, whose
-// fallback refuses a body over part size × concurrency) into skipped.
+// notStreamed turns the ErrUnsupported of a driver that cannot stage parts
+// (its PutStream is driver.PutWhole, which refuses a body over part size
+// × concurrency) into skipped.
 func notStreamed(err error) error {
 	if errors.Is(err, driver.ErrUnsupported) {
 		return skipped{"the driver cannot stream this body: " + err.Error()}
@@ -176,13 +174,9 @@ func (s *scope) pendingOf() func(ctx context.Context, key string) (string, error
 var pendingGrace = 3 * time.Second
 
 func streamRoundTrip(ctx context.Context, s *scope) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	k := s.key("big")
 	var calls atomic.Int32
-	v, err := st.PutStream(ctx, k, newBody(3, streamBig), driver.IfAbsent(), streamOpts(func() error { calls.Add(1); return nil }))
+	v, err := stream(ctx, s.b, k, newBody(3, streamBig), driver.IfAbsent(), streamOpts(func() error { calls.Add(1); return nil }))
 	if sk := notStreamed(err); sk != nil {
 		return sk
 	}
@@ -200,7 +194,7 @@ func streamRoundTrip(ctx context.Context, s *scope) error {
 		return fmt.Errorf("MayStart was called %d times for a body of three parts; it must be called before each part and before the commit", c)
 	}
 	// The version works in the next condition.
-	v2, err := st.PutStream(ctx, k, bytes.NewReader([]byte("small")), driver.IfMatch(v), streamOpts(nil))
+	v2, err := stream(ctx, s.b, k, bytes.NewReader([]byte("small")), driver.IfMatch(v), streamOpts(nil))
 	if err != nil {
 		return fmt.Errorf("PutStream IfMatch(the version PutStream returned): %s", outcome(err))
 	}
@@ -246,7 +240,7 @@ var streamChecks = []check{
 	},
 	check{
 		name:   "stream-reader-fails",
-		expect: "a write through driver.PutStream whose reader fails (io.ErrUnexpectedEOF, another error; mid-part, at a part boundary, in a body shorter than one part) fails with an error wrapping the reader's, commits nothing under IfAbsent, IfMatch or no condition, and leaves no upload pending",
+		expect: "a write through PutStream whose reader fails (io.ErrUnexpectedEOF, another error; mid-part, at a part boundary, in a body shorter than one part) fails with an error wrapping the reader's, commits nothing under IfAbsent, IfMatch or no condition, and leaves no upload pending",
 		run:    streamReaderFails,
 	},
 	check{

@@ -16,11 +16,7 @@ import (
 // refusedAtCommit checks a streamed write whose condition fails: the error
 // is ErrPrecondition, names the abort, and nothing changed.
 func refusedAtCommit(ctx context.Context, s *scope, k string, cond driver.Condition, keep []byte, v driver.Version) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
-	_, err = st.PutStream(ctx, k, newBody(1, streamBig), cond, streamOpts(nil))
+	_, err := stream(ctx, s.b, k, newBody(1, streamBig), cond, streamOpts(nil))
 	if sk := notStreamed(err); sk != nil {
 		return sk
 	}
@@ -56,10 +52,6 @@ func streamIfMatchStale(ctx context.Context, s *scope) error {
 }
 
 func streamRace(ctx context.Context, s *scope) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	const n = 8
 	const size = driver.MinPartSize + 1<<20 // two parts each
 	k := s.key("contested")
@@ -68,7 +60,7 @@ func streamRace(ctx context.Context, s *scope) error {
 		unsupported error
 	)
 	r := race(n, func(i int) (driver.Version, error) {
-		v, err := st.PutStream(ctx, k, newBody(uint64(100+i), size), driver.IfAbsent(), streamOpts(nil))
+		v, err := stream(ctx, s.b, k, newBody(uint64(100+i), size), driver.IfAbsent(), streamOpts(nil))
 		if sk := notStreamed(err); sk != nil {
 			mu.Lock()
 			unsupported = sk

@@ -39,10 +39,6 @@ func (c *cancelingBody) Read(p []byte) (int, error) {
 }
 
 func streamCanceledMidBody(ctx context.Context, s *scope) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("keep"))
 	if err != nil {
@@ -57,7 +53,7 @@ func streamCanceledMidBody(ctx context.Context, s *scope) error {
 		// Cancelled while the second part is being read, so that the first
 		// is staged (or in flight) when it happens.
 		b := &cancelingBody{r: newBody(2, 4*driver.MinPartSize), after: driver.MinPartSize + 1<<20, cancel: cancel}
-		_, err := st.PutStream(cctx, key, b, cond, streamOpts(nil))
+		_, err := stream(cctx, s.b, key, b, cond, streamOpts(nil))
 		cancel()
 		if sk := notStreamed(err); sk != nil {
 			return sk
@@ -86,10 +82,6 @@ func streamCanceledMidBody(ctx context.Context, s *scope) error {
 var errGate = errors.New("drivertest: the fence refuses")
 
 func streamMayStartRefused(ctx context.Context, s *scope) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	// Refused at the second part, then (in a second write) at the commit.
 	for _, allowed := range []int32{1, 3} {
 		k := s.key("obj" + strconv.Itoa(int(allowed)))
@@ -100,7 +92,7 @@ func streamMayStartRefused(ctx context.Context, s *scope) error {
 			}
 			return nil
 		}
-		_, err := st.PutStream(ctx, k, newBody(4, streamBig), driver.IfAbsent(), streamOpts(gate))
+		_, err := stream(ctx, s.b, k, newBody(4, streamBig), driver.IfAbsent(), streamOpts(gate))
 		if sk := notStreamed(err); sk != nil {
 			return sk
 		}
@@ -162,8 +154,8 @@ func (f *failingBody) failed(err error) bool { return errors.Is(err, f.err) }
 // send as one request): the write must fail with an error wrapping the
 // reader's, commit nothing (a new key stays absent, an existing one
 // unchanged, under IfAbsent, IfMatch and no condition alike), and leave
-// no upload pending. It runs through driver.PutStream, so it also checks
-// the fallback of a driver that cannot stream.
+// no upload pending. It also checks driver.PutWhole, the PutStream of a
+// driver that cannot stage parts.
 func streamReaderFails(ctx context.Context, s *scope) error {
 	existing := s.key("existing")
 	v, err := seed(ctx, s.b, existing, []byte("keep"))
@@ -191,7 +183,7 @@ func streamReaderFails(ctx context.Context, s *scope) error {
 			}
 			body := &failingBody{r: newBody(uint64(10+i), p.at+driver.MinPartSize), at: p.at, err: fail}
 			what := fmt.Sprintf("PutStream (%s) whose reader fails with %q %s", cond, fail, p.name)
-			_, err := driver.PutStream(ctx, s.b, key, body, cond, streamOpts(nil))
+			_, err := stream(ctx, s.b, key, body, cond, streamOpts(nil))
 			if sk := notStreamed(err); sk != nil {
 				return sk
 			}
@@ -225,17 +217,13 @@ func streamReaderFails(ctx context.Context, s *scope) error {
 // upload, the file driver's staged file) is beyond the suite's sight
 // without one of those: the check is then skipped, saying so.
 func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("keep"))
 	if err != nil {
 		return err
 	}
 	// Refused at the commit.
-	_, err = st.PutStream(ctx, k, newBody(1, streamBig), driver.IfAbsent(), streamOpts(nil))
+	_, err = stream(ctx, s.b, k, newBody(1, streamBig), driver.IfAbsent(), streamOpts(nil))
 	if sk := notStreamed(err); sk != nil {
 		return sk
 	}
@@ -250,14 +238,17 @@ func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
 		}
 		return nil
 	}
-	_, err = st.PutStream(ctx, k, newBody(2, streamBig), driver.IfMatch(v), streamOpts(gate))
+	_, err = stream(ctx, s.b, k, newBody(2, streamBig), driver.IfMatch(v), streamOpts(gate))
+	if sk := notStreamed(err); sk != nil {
+		return sk
+	}
 	if !errors.Is(err, errGate) {
 		return fmt.Errorf("PutStream whose MayStart refuses the commit: %s, want MayStart's error", outcome(err))
 	}
 	// Cancelled while the second part is read.
 	cctx, cancel := context.WithCancel(ctx)
 	b := &cancelingBody{r: newBody(3, 4*driver.MinPartSize), after: driver.MinPartSize + 1<<20, cancel: cancel}
-	_, err = st.PutStream(cctx, k, b, driver.IfMatch(v), streamOpts(nil))
+	_, err = stream(cctx, s.b, k, b, driver.IfMatch(v), streamOpts(nil))
 	cancel()
 	if !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("PutStream cancelled mid-body: %s, want an error matching context.Canceled", outcome(err))
@@ -266,17 +257,15 @@ func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
 		return err
 	}
 	saw := "the key holds its old object"
-	if _, ok := s.raw.(driver.Lister); ok {
-		for o, err := range driver.List(ctx, s.b, s.prefix+"/") {
-			if err != nil {
-				return fmt.Errorf("List %q: %s", s.prefix+"/", outcome(err))
-			}
-			if o.Key != k {
-				return fmt.Errorf("after the failed streamed writes on %q, List shows %q, which no write of the check made: what a failed write staged must be removed", k, o.Key)
-			}
+	for o, err := range s.b.List(ctx, s.prefix+"/") {
+		if err != nil {
+			return fmt.Errorf("List %q: %s", s.prefix+"/", outcome(err))
 		}
-		saw += " and List of the check's prefix shows nothing else"
+		if o.Key != k {
+			return fmt.Errorf("after the failed streamed writes on %q, List shows %q, which no write of the check made: what a failed write staged must be removed", k, o.Key)
+		}
 	}
+	saw += " and List of the check's prefix shows nothing else"
 	if s.pendingOf() == nil {
 		return skipped{"skipped: " + saw + ", but an upload staged where Get and List do not reach cannot be seen: the driver is no driver.PendingLister and Options.Pending is nil, so that the failed writes were aborted is not proven"}
 	}

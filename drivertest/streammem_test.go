@@ -17,12 +17,12 @@ import (
 // length, or hashes the body first, does.
 type buffersWhole struct{ *file.Bucket }
 
-func (b buffersWhole) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
+func (b buffersWhole) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, o *driver.StreamOptions) (driver.Attrs, error) {
 	all, err := io.ReadAll(r)
 	if err != nil {
-		return "", &driver.OpError{Driver: "buffers", Op: "put", Key: key, Cond: c, Err: err}
+		return driver.Attrs{}, &driver.OpError{Driver: "buffers", Op: "put", Key: key, Cond: po.If, Err: err}
 	}
-	return b.Bucket.PutStream(ctx, key, bytes.NewReader(all), c, o)
+	return b.Bucket.PutStream(ctx, key, bytes.NewReader(all), po, o)
 }
 
 func TestStreamBufferedWhole(t *testing.T) {

@@ -59,14 +59,14 @@ var order = []string{
 	"lease-clock-takeover-in-time",
 	// A write cancelled at each of its steps (obligation 6).
 	"put-canceled-settles",
-	// Streamed writes, where the driver is a driver.Streamer (obligation 13).
+	// Streamed writes (obligation 13).
 	"stream-if-absent-existing",
 	"stream-if-match-stale",
 	"stream-race-if-absent",
 	"stream-canceled-mid-body",
 	"stream-round-trip",
 	"stream-may-start-refused",
-	// Listing, where the driver is a driver.Lister (obligation 14).
+	// Listing (obligation 14).
 	"list-paged",
 	"list-prefix-of-key",
 	"list-odd-keys",

@@ -35,7 +35,7 @@ var versionChecks = []check{
 			}
 			for _, w := range []driver.Version{"*", `"*"`, v + "," + driver.FakeVersion(v), v + ", *",
 				driver.FakeVersion(v) + "," + v, "W/" + v, ""} {
-				_, err := s.b.Put(ctx, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
+				_, err := put(ctx, s.b, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
 				if err := want(fmt.Sprintf("Put IfMatch(%q)", w), err, driver.ErrPrecondition); err != nil {
 					return err
 				}
@@ -116,7 +116,7 @@ func versionABA(ctx context.Context, s *scope) error {
 	if va2 == vb {
 		return fmt.Errorf("writing body A over body B kept B's version %q: a version must change whenever the stored bytes do (docs/drivers.md, obligation 5, Versions)", vb)
 	}
-	_, err = s.b.Put(ctx, k, []byte("over A by B's version"), driver.IfMatch(vb))
+	_, err = put(ctx, s.b, k, []byte("over A by B's version"), driver.IfMatch(vb))
 	if err := want("Put IfMatch(B's version) after A, B, A", err, driver.ErrPrecondition); err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func versionABA(ctx context.Context, s *scope) error {
 		// it succeeds, as under va2.
 		return nil
 	}
-	_, err = s.b.Put(ctx, k, []byte("over A by the first A's version"), driver.IfMatch(va1))
+	_, err = put(ctx, s.b, k, []byte("over A by the first A's version"), driver.IfMatch(va1))
 	if err := want(fmt.Sprintf("Put IfMatch(the first A's version %q) after A, B, A (the second A has %q)", va1, va2), err, driver.ErrPrecondition); err != nil {
 		return err
 	}

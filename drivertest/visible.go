@@ -50,10 +50,6 @@ func (w *eofWatch) Read(p []byte) (int, error) {
 // visible after the takeover's answer. A driver that dates an object by
 // when its body was staged fails here.
 func heldCommit(ctx context.Context, s *scope) error {
-	st, err := s.streamer()
-	if err != nil {
-		return err
-	}
 	k, other := s.key("held"), s.key("takeover")
 	first, _, err := timedPut(ctx, s.b, other, []byte("before"), driver.Condition{})
 	if err != nil {
@@ -91,7 +87,7 @@ func heldCommit(ctx context.Context, s *scope) error {
 		seen = t
 		return nil
 	}
-	v, err := st.PutStream(ctx, k, src, driver.IfAbsent(), streamOpts(gate))
+	v, err := stream(ctx, s.b, k, src, driver.IfAbsent(), streamOpts(gate))
 	if sk := notStreamed(err); sk != nil {
 		return sk
 	}
@@ -120,13 +116,9 @@ func heldCommit(ctx context.Context, s *scope) error {
 	return listedAfter(ctx, s, k, seen.t.Date, res, hold)
 }
 
-// listedAfter is visibleAfter for the ModTime a listing states of key,
-// where the driver lists.
+// listedAfter is visibleAfter for the ModTime a listing states of key.
 func listedAfter(ctx context.Context, s *scope, k string, takeover time.Time, res, hold time.Duration) error {
-	if _, ok := s.raw.(driver.Lister); !ok {
-		return nil
-	}
-	for o, err := range driver.List(ctx, s.b, k) {
+	for o, err := range s.b.List(ctx, k) {
 		if err != nil {
 			return fmt.Errorf("List of the streamed write's key: %s", outcome(err))
 		}

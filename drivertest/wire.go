@@ -146,14 +146,14 @@ func versionHeaderMissing(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	pv, perr := wb.Put(ctx, k, []byte("two"), driver.IfMatch(v))
+	pv, perr := put(ctx, wb, k, []byte("two"), driver.IfMatch(v))
 	if perr == nil {
 		if err := real("Put IfMatch", k, pv); err != nil {
 			return err
 		}
 	}
 	nk := s.key("new")
-	nv, nerr := wb.Put(ctx, nk, []byte("new"), driver.IfAbsent())
+	nv, nerr := put(ctx, wb, nk, []byte("new"), driver.IfAbsent())
 	if nerr == nil {
 		if err := real("Put IfAbsent", nk, nv); err != nil {
 			return err
@@ -224,7 +224,7 @@ func wildcardNeverSent(ctx context.Context, s *scope) error {
 		mu.Lock()
 		armed = true
 		mu.Unlock()
-		_, perr := wb.Put(ctx, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
+		_, perr := put(ctx, wb, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
 		derr := wb.Delete(ctx, k, driver.IfMatch(w))
 		mu.Lock()
 		armed = false
@@ -254,13 +254,13 @@ type armedBucket struct {
 	used  bool
 }
 
-func (b *armedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if key == b.key && !b.used && b.sel(cond) {
+func (b *armedBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if key == b.key && !b.used && b.sel(opts.If) {
 		b.used = true
 		b.armed.Store(true)
 		defer b.armed.Store(false)
 	}
-	return b.Bucket.Put(ctx, key, data, cond)
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 func leaseLostReplyWire(ctx context.Context, s *scope) error {

@@ -4,16 +4,52 @@ import (
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/testsupport/wrapcheck"
+	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/driver/mem"
 )
 
+// closeCounter is mem with a Close that counts its calls.
+type closeCounter struct {
+	*mem.Bucket
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
 // TestRecorderKeepsAbilities: the checks see the driver through the
-// recorder, with exactly the driver's optional interfaces, so that a check
-// of an ability the driver lacks is not applicable rather than run on a
-// fallback.
+// recorder, which is a driver.PendingLister exactly where the driver is
+// one (so that a check of pending uploads is not applicable rather than
+// run on nothing), and whose Close closes the driver.
 func TestRecorderKeepsAbilities(t *testing.T) {
-	wrapcheck.Check(t, "recorder", func(_ *testing.T, in driver.Bucket) driver.Bucket {
-		b, _ := recorded(in)
-		return b
-	})
+	fb, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := driver.Bucket(fb).(driver.PendingLister); !ok {
+		t.Fatal("setup: the file driver is no PendingLister")
+	}
+	cc := &closeCounter{Bucket: mem.New()}
+	for _, tc := range []struct {
+		name    string
+		b       driver.Bucket
+		pending bool
+	}{{"mem", mem.New(), false}, {"file", fb, true}, {"closer", cc, false}} {
+		b, _ := recorded(tc.b)
+		if _, ok := b.(driver.PendingLister); ok != tc.pending {
+			t.Errorf("the recorder of %s is a PendingLister: %t, want %t", tc.name, ok, tc.pending)
+		}
+		if tc.pending {
+			for _, err := range b.(driver.PendingLister).ListPending(t.Context(), "x/") {
+				if err != nil {
+					t.Errorf("ListPending through the recorder of %s: %v", tc.name, err)
+				}
+			}
+		}
+		if err := driver.Close(b); err != nil {
+			t.Errorf("Close of the recorder of %s: %v", tc.name, err)
+		}
+	}
+	if cc.closed != 1 {
+		t.Errorf("closing the recorder closed the driver %d times, want 1", cc.closed)
+	}
 }

@@ -345,8 +345,8 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 	}
 	fake := make(chan result, 1)
 	go func() {
-		v, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)), a.until(st))
-		fake <- result{v, err}
+		fa, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)), a.until(st))
+		fake <- result{fa.Version, err}
 	}()
 	v, err := a.put(ctx, st, driver.IfMatch(over))
 	a.dropScratch(ctx)
@@ -446,15 +446,13 @@ func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (dri
 	}
 	a.c.sent.add(st.rec)
 	a.wrote = true
-	var v driver.Version
-	svc, err := timedCall(ctx, a.c.s.clock, func(ctx context.Context) (err error) {
-		v, err = a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
-		return err
+	pa, svc, err := timedCall(a.c.s.clock, func() (driver.Attrs, error) {
+		return a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
 	})
 	if svc != nil {
 		a.after = svc
 	}
-	return v, err
+	return pa.Version, err
 }
 
 // until is the fence deadline of a lease stamped st, on the monotonic

@@ -35,12 +35,12 @@ func (r countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *countingBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	rc, v, err := c.Bucket.Get(ctx, key)
+func (c *countingBucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	rc, a, err := c.Bucket.Get(ctx, key, opts)
 	if err != nil {
-		return nil, v, err
+		return nil, a, err
 	}
-	return countingReader{rc, &c.read}, v, nil
+	return countingReader{rc, &c.read}, a, nil
 }
 
 func fileBucket(t *testing.T) *countingBucket {
@@ -60,7 +60,7 @@ func fileBucket(t *testing.T) *countingBucket {
 // panic; giving up after limit fails the test.
 func takeoverAfter(t *testing.T, b driver.Bucket, data []byte, limit time.Duration) time.Duration {
 	t.Helper()
-	if _, err := b.Put(context.Background(), "db1/LEASE", data, driver.Condition{}); err != nil {
+	if _, err := b.Put(context.Background(), "db1/LEASE", data, driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := clock.NewFake(t0)
@@ -150,7 +150,7 @@ func TestHolderWhoseRecordTurnsToGarbage(t *testing.T) {
 	c := clock.NewFake(t0)
 	h := acquire(t, b, "holder", c)
 	garbage := []byte("\xff\x00 not a lease " + strings.Repeat("x", 1<<20))
-	if _, err := b.Put(context.Background(), "db1/LEASE", garbage, driver.Condition{}); err != nil {
+	if _, err := b.Put(context.Background(), "db1/LEASE", garbage, driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(ttl / 3)
@@ -163,7 +163,7 @@ func TestHolderWhoseRecordTurnsToGarbage(t *testing.T) {
 	if err := h.Release(context.Background()); err != nil {
 		t.Fatalf("release over garbage: %v", err)
 	}
-	data, _, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 2<<20)
+	data, _, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 2<<20, driver.GetOptions{})
 	if err != nil || !bytes.Equal(data, garbage) {
 		t.Fatalf("release touched an object that is not ours: %d bytes, %v", len(data), err)
 	}
@@ -248,7 +248,7 @@ func TestReacquireOwnRecordWithOutOfRangeTime(t *testing.T) {
 		return // refusing to adopt it is acceptable
 	}
 	defer l.Release(context.Background())
-	data, _, _ := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20)
+	data, _, _ := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if _, err := lease.DecodeRecord(data); err != nil {
 		t.Fatalf("after re-acquiring its own record the lease stored %q: %v", data, err)
 	}

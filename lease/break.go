@@ -115,7 +115,7 @@ func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Versi
 	if err := proveIfMatch(ctx, b, key); err != nil {
 		return fmt.Errorf("break %s: %w; nothing was written to the lease object", key, err)
 	}
-	if _, err := b.Put(ctx, key, data, driver.IfMatch(v)); err != nil {
+	if _, err := b.Put(ctx, key, data, driver.PutOptions{If: driver.IfMatch(v)}); err != nil {
 		if errors.Is(err, driver.ErrPrecondition) {
 			return fmt.Errorf("break %s: the lease changed since version %s was read; nothing was written: %w", key, v, err)
 		}

@@ -60,14 +60,14 @@ func (r *rounds) reset() {
 	r.requests, r.batches = 0, 0
 }
 
-func (r *rounds) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (r *rounds) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	r.wait()
-	return r.Bucket.Get(ctx, key)
+	return r.Bucket.Get(ctx, key, opts)
 }
 
-func (r *rounds) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (r *rounds) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	r.wait()
-	return r.Bucket.Put(ctx, key, data, cond)
+	return r.Bucket.Put(ctx, key, data, opts)
 }
 
 func (r *rounds) Delete(ctx context.Context, key string, cond driver.Condition) error {
@@ -154,7 +154,7 @@ func TestRequestBudgets(t *testing.T) {
 	t.Run("negative control: serial requests count as separate rounds", func(t *testing.T) {
 		r := &rounds{Bucket: machineClocksOnly()}
 		for range 3 {
-			r.Put(ctx, "k", nil, driver.Condition{})
+			r.Put(ctx, "k", nil, driver.PutOptions{})
 		}
 		if _, rt := r.counts(); rt != 3 {
 			t.Fatalf("three serial requests counted as %d rounds", rt)

@@ -102,7 +102,7 @@ func TestEpochsOnlyGrow(t *testing.T) {
 			t.Fatal(err)
 		}
 		old := lease.Record{InstanceID: "old", AcquiredAt: w.now(), RenewedAt: w.now(), TTLSeconds: 0}
-		if _, err := w.b.Put(ctx, "db1/LEASE", old.Encode(), driver.IfAbsent()); err != nil {
+		if _, err := w.b.Put(ctx, "db1/LEASE", old.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		take("after a record without an epoch", "f")
@@ -208,7 +208,7 @@ func TestEpochAtItsLimitIsRefused(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	rec := lease.Record{InstanceID: "x", AcquiredAt: t0, RenewedAt: t0, TTLSeconds: 0, Epoch: 1 << 53}
-	if _, err := b.Put(ctx, "db1/LEASE", rec.Encode(), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := lease.Acquire(ctx, b, "db1", opts("a", clock.NewFake(t0), nil))
@@ -246,18 +246,18 @@ type createGate struct {
 	landedOnce    *sync.Once
 }
 
-func (g createGate) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if key != lease.Key("db1") || !cond.Absent() {
-		return g.Bucket.Put(ctx, key, data, cond)
+func (g createGate) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if key != lease.Key("db1") || !opts.If.Absent() {
+		return g.Bucket.Put(ctx, key, data, opts)
 	}
 	if g.first {
 		<-g.ready
 		defer g.landedOnce.Do(func() { close(g.landed) })
-		return g.Bucket.Put(ctx, key, data, cond)
+		return g.Bucket.Put(ctx, key, data, opts)
 	}
 	g.readyOnce.Do(func() { close(g.ready) })
 	<-g.landed
-	return g.Bucket.Put(ctx, key, data, cond)
+	return g.Bucket.Put(ctx, key, data, opts)
 }
 
 // TestTwinsCreatingAtOneInstantAreTold: two processes with one instance

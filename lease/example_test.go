@@ -41,12 +41,12 @@ func Example_worker() {
 
 	w := l.Bucket() // keys relative to the prefix
 	// Immutable objects: If-None-Match: *, so a stale writer cannot replace one.
-	if _, err := w.Put(work, "chunks/0001", []byte("…"), driver.IfAbsent()); err != nil {
+	if _, err := w.Put(work, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// The manifest: If-Match on the version last written or read (here: new).
-	if _, err := w.Put(work, "LATEST", []byte("chunks/0001"), driver.IfAbsent()); err != nil {
+	if _, err := w.Put(work, "LATEST", []byte("chunks/0001"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -88,11 +88,11 @@ func ExampleLease_Bucket() {
 			fmt.Println(err)
 			return
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("…"), driver.IfAbsent()); err != nil {
+		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			fmt.Println(err)
 			return
 		}
-		_, _, err = bucket.Get(ctx, path.Join(l.Prefix(), "chunks/0001"))
+		_, _, err = bucket.Get(ctx, path.Join(l.Prefix(), "chunks/0001"), driver.GetOptions{})
 		fmt.Printf("%-30s lease %-20s chunk stored: %v\n", url, l.Key(), err == nil)
 		l.Release(ctx)
 	}
@@ -141,7 +141,7 @@ func backupUnderLease(ctx context.Context, url, id string, backup func(context.C
 func Example_readme() {
 	ctx := context.Background()
 	err := backupUnderLease(ctx, "mem://readme/db1", "machine-a", func(ctx context.Context, w driver.Bucket) error {
-		_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.IfAbsent()) // If-None-Match: *
+		_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()}) // If-None-Match: *
 		return err
 	})
 	fmt.Println(err)

@@ -22,19 +22,36 @@ import (
 // lease object itself, which only the lease writes.
 //
 // Where the driver keeps metadata, every object it writes (Put and
-// streamed writes) carries the lease's Stamp, its epoch and instance,
-// with any metadata of the caller's (driver.WithMetadata), set in the
-// request that makes the object visible.
+// PutStream) carries the lease's Stamp, its epoch and instance, with the
+// caller's own PutOptions.Metadata, set in the request that makes the
+// object visible.
 //
-// It has the optional abilities of the bucket the lease was given, no more
-// and no fewer (driver.Wrap): a streamed write (driver.Streamer) under the
-// fence, listing (driver.Lister, driver.PendingLister) with keys relative
-// to the prefix, and a Close (io.Closer) that does nothing, since that
-// bucket is its caller's and the lease uses it until Release: close it
-// there, after Release.
-func (l *Lease) Bucket() driver.Bucket { return driver.Wrap(fencedBucket{l}, l.b) }
+// A streamed write (PutStream) runs under the fence, and listing (List)
+// has keys relative to the prefix. It is a driver.PendingLister, with keys
+// relative to the prefix, where the bucket the lease was given is one, and
+// an io.Closer whose Close does nothing, since that bucket is its caller's
+// and the lease uses it until Release: close it there, after Release.
+func (l *Lease) Bucket() driver.Bucket {
+	f := fencedBucket{l}
+	if _, ok := l.b.(driver.PendingLister); ok {
+		return fencedPendingBucket{f}
+	}
+	return f
+}
 
+// fencedBucket is Lease.Bucket. It implements every method of
+// driver.Bucket itself, rather than embedding the lease's bucket, so that
+// no method reaches that bucket past the fence.
 type fencedBucket struct{ l *Lease }
+
+// fencedPendingBucket is Lease.Bucket over a bucket that lists its pending
+// uploads (driver.PendingLister).
+type fencedPendingBucket struct{ fencedBucket }
+
+var (
+	_ io.Closer            = fencedBucket{}
+	_ driver.PendingLister = fencedPendingBucket{}
+)
 
 func (f fencedBucket) Capabilities() driver.Capabilities { return f.l.b.Capabilities() }
 
@@ -50,12 +67,12 @@ func (f fencedBucket) full(op, key string, cond driver.Condition) (string, error
 	return f.l.prefix + "/" + key, nil
 }
 
-func (f fencedBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (f fencedBucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	full, err := f.full("get", key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
-	return f.l.b.Get(ctx, full)
+	return f.l.b.Get(ctx, full, opts)
 }
 
 // guard runs op on the full key under the fence, or refuses to start it.
@@ -167,40 +184,41 @@ func (l *Lease) waitWrites(ctx context.Context) error {
 	}
 }
 
-// stamped returns ctx under which a write stores the lease's Stamp, with
-// the caller's own metadata (driver.WithMetadata), where the driver keeps
-// metadata.
-func (f fencedBucket) stamped(ctx context.Context) context.Context {
+// stamped returns opts with the lease's Stamp added to the caller's own
+// metadata (withStamp), where the driver keeps metadata; unchanged
+// elsewhere.
+func (f fencedBucket) stamped(opts driver.PutOptions) driver.PutOptions {
 	if !f.l.caps.Metadata {
-		return ctx
+		return opts
 	}
-	return driver.WithMetadata(ctx, f.l.withStamp(driver.MetadataToWrite(ctx)))
+	opts.Metadata = f.l.withStamp(opts.Metadata)
+	return opts
 }
 
 // Put writes under the fence (see Bucket), stamped (see Stamp).
-func (f fencedBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	var v driver.Version
-	err := f.guard(f.stamped(ctx), "put", key, cond, func(ctx context.Context, full string) error {
+func (f fencedBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	var a driver.Attrs
+	opts = f.stamped(opts)
+	err := f.guard(ctx, "put", key, opts.If, func(ctx context.Context, full string) error {
 		var err error
-		v, err = f.l.b.Put(ctx, full, data, cond)
+		a, err = f.l.b.Put(ctx, full, data, opts)
 		return err
 	})
-	return v, err
+	return a, err
 }
 
 // PutStream streams a body under the fence: it refuses to start once
 // MayWrite is false, no part and no commit starts after that (the driver
 // calls MayStart before each request), and a request in flight is cancelled
 // the moment the lease ends, after which the driver aborts the upload.
-// Release waits for it to return. The object is stamped (see Stamp). It
-// is the bucket's only where the lease's bucket is a driver.Streamer
-// (driver.Wrap); driver.PutStream falls back to Put elsewhere.
-func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	var v driver.Version
-	err := f.guard(f.stamped(ctx), "put", key, cond, func(ctx context.Context, full string) error {
+// Release waits for it to return. The object is stamped (see Stamp).
+func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	var a driver.Attrs
+	opts = f.stamped(opts)
+	err := f.guard(ctx, "put", key, opts.If, func(ctx context.Context, full string) error {
 		o := driver.StreamOptions{}
-		if opts != nil {
-			o = *opts
+		if s != nil {
+			o = *s
 		}
 		userGate := o.MayStart
 		o.MayStart = func() error {
@@ -215,16 +233,16 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, co
 			}
 			return nil
 		}
-		if !cond.Unconditional() {
-			if err := f.l.proveStreamCommit(ctx); err != nil {
+		if !opts.If.Unconditional() {
+			if err := f.l.proveStreamCommit(ctx, opts.Metadata); err != nil {
 				return err
 			}
 		}
 		var err error
-		v, err = driver.PutStream(ctx, f.l.b, full, r, cond, &o)
+		a, err = f.l.b.PutStream(ctx, full, r, opts, &o)
 		return err
 	})
-	return v, err
+	return a, err
 }
 
 // proveStreamCommit shows, once per lease, that the service applies the
@@ -234,12 +252,12 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, co
 // its own that a service or proxy may treat unlike a PUT. On a scratch key
 // beside the lease object it streams a body of two parts with IfAbsent,
 // then again with IfAbsent and with If-Match on a made-up version, both of
-// which must be refused, and deletes the key. A driver that cannot stream
-// sends one conditional Put, which the acquire probe has proven already.
-func (l *Lease) proveStreamCommit(ctx context.Context) error {
-	if _, ok := l.b.(driver.Streamer); !ok {
-		return nil
-	}
+// which must be refused, and deletes the key; each carries md, the
+// metadata of the write it proves. A driver that cannot stage parts
+// (driver.PutWhole) refuses the first body with ErrUnsupported, having
+// sent nothing: its streamed write is one conditional Put, which the
+// acquire probe has proven already, and there is nothing to delete.
+func (l *Lease) proveStreamCommit(ctx context.Context, md driver.Metadata) error {
 	l.mu.Lock()
 	proven := l.streamProven
 	l.mu.Unlock()
@@ -252,21 +270,33 @@ func (l *Lease) proveStreamCommit(ctx context.Context) error {
 	}
 	body := make([]byte, driver.MinPartSize+1)
 	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1}
-	stream := func(cond driver.Condition) (driver.Version, error) {
-		return driver.PutStream(ctx, l.b, scratch, bytes.NewReader(body), cond, opts)
+	stream := func(cond driver.Condition) (driver.Attrs, error) {
+		return l.b.PutStream(ctx, scratch, bytes.NewReader(body), driver.PutOptions{If: cond, Metadata: md}, opts)
 	}
+	whole := false // the driver cannot stage parts: nothing was written
 	// Deleted on a context of its own, bounded by cleanupTimeout, so that
 	// a cancelled caller still leaves nothing behind, and a DELETE that
 	// never answers holds PutStream (and so Release) for no longer.
-	defer func() { _ = deleteScratch(ctx, l.b, l.pace, scratch) }()
-	v, err := stream(driver.IfAbsent())
+	defer func() {
+		if !whole {
+			_ = deleteScratch(ctx, l.b, l.pace, scratch)
+		}
+	}()
+	a, err := stream(driver.IfAbsent())
+	if errors.Is(err, driver.ErrUnsupported) {
+		whole = true
+		l.mu.Lock()
+		l.streamProven = true
+		l.mu.Unlock()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("prove the condition of a streamed commit on %s: %w", scratch, err)
 	}
 	for _, c := range []struct {
 		name string
 		cond driver.Condition
-	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v))}} {
+	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(a.Version))}} {
 		_, err := stream(c.cond)
 		switch {
 		case err == nil:
@@ -299,7 +329,7 @@ func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condit
 func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	base := f.base()
 	return func(yield func(driver.Object, error) bool) {
-		for o, err := range driver.List(ctx, f.l.b, base+prefix) {
+		for o, err := range f.l.b.List(ctx, base+prefix) {
 			if err != nil {
 				yield(o, err)
 				return
@@ -317,7 +347,7 @@ func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.
 
 // ListPending yields the uploads pending under prefix, relative to the
 // lease's prefix as List's keys are, with their keys relative to it.
-func (f fencedBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	base := f.base()
 	return func(yield func(driver.Pending, error) bool) {
 		for p, err := range f.l.b.(driver.PendingLister).ListPending(ctx, base+prefix) {
@@ -333,8 +363,8 @@ func (f fencedBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[
 }
 
 // Close does nothing: the bucket is the one the lease was given, its
-// caller's to close after Release. It is there so that Lease.Bucket is an
-// io.Closer where that bucket is (driver.Wrap), and closing it is harmless.
+// caller's to close after Release. It is there so that closing
+// Lease.Bucket (driver.Close) is harmless.
 func (f fencedBucket) Close() error { return nil }
 
 // base is the lease's prefix with a slash, or "" for a whole bucket.

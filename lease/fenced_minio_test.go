@@ -99,7 +99,7 @@ func TestFenceCancelledWriteThatLandsIsOutcomeUnknownMinIO(t *testing.T) {
 		return l
 	}
 	a := acquire("host-a")
-	_, err = a.Bucket().Put(ctx, "LATEST", []byte("host-a's pointer"), driver.Condition{})
+	_, err = a.Bucket().Put(ctx, "LATEST", []byte("host-a's pointer"), driver.PutOptions{})
 	if !errors.Is(err, driver.ErrOutcomeUnknown) || errors.Is(err, context.Canceled) {
 		t.Fatalf("a Put the fence cancelled in flight returned %v; want an error wrapping driver.ErrOutcomeUnknown and not context.Canceled", err)
 	}
@@ -114,7 +114,7 @@ func TestFenceCancelledWriteThatLandsIsOutcomeUnknownMinIO(t *testing.T) {
 	if err := <-h.landed; err != nil {
 		t.Fatalf("the held PUT did not land: %v", err)
 	}
-	if _, _, err := b.Get(ctx, "db1/LATEST"); err != nil {
+	if _, _, err := b.Get(ctx, "db1/LATEST", driver.GetOptions{}); err != nil {
 		t.Fatalf("the write the fence cancelled was stored after all, yet reading it: %v", err)
 	}
 }

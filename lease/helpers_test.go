@@ -96,7 +96,7 @@ func acquire(t *testing.T, b driver.Bucket, id string, c clock.Clock) *lease.Lea
 // readRecord returns the record stored in db1/LEASE.
 func readRecord(t *testing.T, b driver.Bucket) (lease.Record, driver.Version, bool) {
 	t.Helper()
-	data, v, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20)
+	data, a, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if err != nil {
 		return lease.Record{}, "", false
 	}
@@ -104,16 +104,16 @@ func readRecord(t *testing.T, b driver.Bucket) (lease.Record, driver.Version, bo
 	if err != nil {
 		t.Fatalf("stored record: %v", err)
 	}
-	return r, v, true
+	return r, a.Version, true
 }
 
 func put(t *testing.T, b driver.Bucket, data string) driver.Version {
 	t.Helper()
-	v, err := b.Put(context.Background(), "db1/LEASE", []byte(data), driver.Condition{})
+	a, err := b.Put(context.Background(), "db1/LEASE", []byte(data), driver.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return a.Version
 }
 
 func foreign(id string, renewed time.Time, ttlS int64) string {
@@ -126,7 +126,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 func scratchLeft(t *testing.T, b driver.Bucket) int {
 	t.Helper()
 	n := 0
-	for o, err := range driver.List(context.Background(), b, "") {
+	for o, err := range b.List(context.Background(), "") {
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}

@@ -18,11 +18,11 @@ var inspectNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func putRecord(t *testing.T, b driver.Bucket, key string, data []byte) driver.Version {
 	t.Helper()
-	v, err := b.Put(context.Background(), key, data, driver.Condition{})
+	a, err := b.Put(context.Background(), key, data, driver.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return a.Version
 }
 
 func TestInspectStates(t *testing.T) {
@@ -95,8 +95,8 @@ func TestInspectAgreesWithAcquire(t *testing.T) {
 
 type brokenBucket struct{ driver.Bucket }
 
-func (brokenBucket) Get(context.Context, string) (io.ReadCloser, driver.Version, error) {
-	return nil, "", errors.New("connection refused")
+func (brokenBucket) Get(context.Context, string, driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	return nil, driver.Attrs{}, errors.New("connection refused")
 }
 
 func TestInspectReadError(t *testing.T) {

@@ -24,19 +24,19 @@ type cancelAfterLeaseWrite struct {
 
 // Get and Put honour their context, as every driver that sends requests
 // does (mem alone does not).
-func (b cancelAfterLeaseWrite) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (b cancelAfterLeaseWrite) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
-	return b.Bucket.Get(ctx, key)
+	return b.Bucket.Get(ctx, key, opts)
 }
 
-func (b cancelAfterLeaseWrite) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b cancelAfterLeaseWrite) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	v, err := b.Bucket.Put(ctx, key, data, cond)
-	if err == nil && key == "db1/LEASE" && b.cond(cond) {
+	v, err := b.Bucket.Put(ctx, key, data, opts)
+	if err == nil && key == "db1/LEASE" && b.cond(opts.If) {
 		b.cancel()
 		// Let the cancellation reach whatever watches the context before
 		// the acquire's next request, as it would over a network.
@@ -93,19 +93,19 @@ func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
 // the fence cut it.
 type landsAfterCancel struct{ *mem.Bucket }
 
-func (b landsAfterCancel) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b landsAfterCancel) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if key != "db1/LATEST" {
-		return b.Bucket.Put(ctx, key, data, cond)
+		return b.Bucket.Put(ctx, key, data, opts)
 	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Minute):
-		return "", errors.New("the fence never cancelled the write")
+		return driver.Attrs{}, errors.New("the fence never cancelled the write")
 	}
-	if _, err := b.Bucket.Put(context.Background(), key, data, cond); err != nil {
-		return "", err
+	if _, err := b.Bucket.Put(context.Background(), key, data, opts); err != nil {
+		return driver.Attrs{}, err
 	}
-	return "", &driver.OpError{Driver: "test", Op: "put", Key: key, Err: ctx.Err()}
+	return driver.Attrs{}, &driver.OpError{Driver: "test", Op: "put", Key: key, Err: ctx.Err()}
 }
 
 // TestFencedWriteInFlightIsOutcomeUnknown: a write through Lease.Bucket
@@ -120,11 +120,11 @@ func TestFencedWriteInFlightIsOutcomeUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Bucket().Put(context.Background(), "LATEST", []byte("pointer"), driver.Condition{})
+	_, err = l.Bucket().Put(context.Background(), "LATEST", []byte("pointer"), driver.PutOptions{})
 	if !errors.Is(err, driver.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFenced) || errors.Is(err, context.Canceled) {
 		t.Fatalf("a write the fence cancelled in flight returned %v; want ErrOutcomeUnknown and ErrFenced, not context.Canceled", err)
 	}
-	if _, _, err := b.Get(context.Background(), "db1/LATEST"); err != nil {
+	if _, _, err := b.Get(context.Background(), "db1/LATEST", driver.GetOptions{}); err != nil {
 		t.Fatalf("the write landed, yet: %v", err)
 	}
 }

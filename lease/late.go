@@ -110,7 +110,7 @@ var ErrNoEras = errors.New("the lease object tells no epochs and beginnings of h
 // LateWrites lists the objects under prefix in b and yields those written
 // late (Status.Late), judged by the eras of the lease object read first,
 // at the reader's wall-clock time now. A failure is yielded once, last, as
-// driver.List does; with no eras to judge by, the error wraps ErrNoEras.
+// a Bucket's List does; with no eras to judge by, the error wraps ErrNoEras.
 func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
 	return func(yield func(LateWrite, error) bool) {
 		st, err := Inspect(ctx, b, prefix, now)
@@ -122,7 +122,7 @@ func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Ti
 			yield(LateWrite{}, fmt.Errorf("late writes under %s: %w", st.Key, ErrNoEras))
 			return
 		}
-		for obj, err := range driver.List(ctx, b, st.under()) {
+		for obj, err := range b.List(ctx, st.under()) {
 			if err != nil {
 				yield(LateWrite{}, err)
 				return
@@ -174,11 +174,10 @@ func (s Status) Late(ctx context.Context, b driver.Bucket, obj driver.Object) (L
 
 // metadataOf reads key's metadata with a Get whose body it closes unread.
 func metadataOf(ctx context.Context, b driver.Bucket, key string) (driver.Metadata, error) {
-	var md driver.Metadata
-	rc, _, err := b.Get(driver.WithMetadataReport(ctx, func(m driver.Metadata) { md = m }), key)
+	rc, a, err := b.Get(ctx, key, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return nil, err
 	}
 	rc.Close()
-	return md, nil
+	return a.Metadata, nil
 }

@@ -40,7 +40,7 @@ func lateKeys(t *testing.T, b driver.Bucket, now time.Time) []string {
 func sendAs(t *testing.T, b driver.Bucket, l *lease.Lease, key string) {
 	t.Helper()
 	st, _ := l.Stamp()
-	if _, err := b.Put(driver.WithMetadata(context.Background(), st.Metadata()), "db1/"+key, []byte(key), driver.Condition{}); err != nil {
+	if _, err := b.Put(context.Background(), "db1/"+key, []byte(key), driver.PutOptions{Metadata: st.Metadata()}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -58,7 +58,7 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Bucket().Put(ctx, "chunks/1", []byte("in time"), driver.IfAbsent()); err != nil {
+		if _, err := a.Bucket().Put(ctx, "chunks/1", []byte("in time"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		w.advance(ttl / 3)
@@ -77,7 +77,7 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Bucket().Put(ctx, "chunks/2", []byte("b's"), driver.IfAbsent()); err != nil {
+		if _, err := b.Bucket().Put(ctx, "chunks/2", []byte("b's"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		w.advance(2 * time.Second)
@@ -163,7 +163,7 @@ func (u unlistedMetadata) Capabilities() driver.Capabilities {
 
 func (u unlistedMetadata) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return func(yield func(driver.Object, error) bool) {
-		for o, err := range driver.List(ctx, u.Bucket, prefix) {
+		for o, err := range u.Bucket.List(ctx, prefix) {
 			o.Metadata = nil
 			if !yield(o, err) {
 				return
@@ -210,7 +210,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, latestV, err := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10)
+		_, latest, err := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10, driver.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,6 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 		defer b.Release(ctx)
 		w.advance(2 * time.Second) // A wakes: its day-3 requests land
 		st, _ := a.Stamp()
-		stamped := driver.WithMetadata(ctx, st.Metadata())
 		m, _ := json.Marshal(backupworker.Manifest{Seq: 3, Chunks: []string{"chunks/base", "chunks/late-day-3"}})
 		for _, put := range []struct {
 			key  string
@@ -231,14 +230,14 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 		}{
 			{"db1/chunks/late-day-3", []byte("day 3"), driver.IfAbsent()},
 			{"db1/manifests/00000003.json", m, driver.IfAbsent()},
-			{"db1/LATEST", []byte("manifests/00000003.json"), driver.IfMatch(latestV)},
+			{"db1/LATEST", []byte("manifests/00000003.json"), driver.IfMatch(latest.Version)},
 		} {
-			if _, err := w.b.Put(stamped, put.key, put.data, put.cond); err != nil {
+			if _, err := w.b.Put(ctx, put.key, put.data, driver.PutOptions{If: put.cond, Metadata: st.Metadata()}); err != nil {
 				t.Fatalf("A's late %s: %v", put.key, err)
 			}
 		}
 		// The control: LATEST, trusted, names the late day 3.
-		if latest, _, _ := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10); string(latest) != "manifests/00000003.json" {
+		if latest, _, _ := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10, driver.GetOptions{}); string(latest) != "manifests/00000003.json" {
 			t.Fatalf("LATEST names %q; the scenario needs A's late move of it", latest)
 		}
 
@@ -254,12 +253,12 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, key := range []string{"db1/manifests/00000003.json", "db1/chunks/late-day-3"} {
-			if _, _, err := w.b.Get(ctx, key); !errors.Is(err, driver.ErrNotExist) {
+			if _, _, err := w.b.Get(ctx, key, driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 				t.Errorf("retention left A's late %s: %v", key, err)
 			}
 		}
 		for _, key := range []string{"db1/manifests/00000001.json", "db1/manifests/00000002.json"} {
-			if _, _, err := w.b.Get(ctx, key); err != nil {
+			if _, _, err := w.b.Get(ctx, key, driver.GetOptions{}); err != nil {
 				t.Errorf("retention removed %s, written in time: %v", key, err)
 			}
 		}

@@ -318,7 +318,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	w := l.Bucket()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := w.Put(context.Background(), "chunk-1", []byte("data"), driver.IfAbsent())
+		_, err := w.Put(context.Background(), "chunk-1", []byte("data"), driver.PutOptions{If: driver.IfAbsent()})
 		errc <- err
 	}()
 	<-started
@@ -338,7 +338,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the in-flight write was not cancelled at the fence deadline")
 	}
-	if _, err := w.Put(context.Background(), "chunk-2", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrFenced) {
+	if _, err := w.Put(context.Background(), "chunk-2", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("a write started after the fence: %v, want ErrFenced", err)
 	}
 	if !errors.Is(l.Err(), lease.ErrFenced) {
@@ -808,7 +808,7 @@ func TestBrokenLeaseWithOurIDIsLost(t *testing.T) {
 	l := acquire(t, b, "me", c)
 	rec := l.Record()
 	rec.TTLSeconds = 0
-	if _, err := b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfMatch(l.Version())); err != nil {
+	if _, err := b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfMatch(l.Version())}); err != nil {
 		t.Fatal(err)
 	}
 	c.Advance(ttl / 3)

@@ -75,8 +75,8 @@ func TestStreamedUploadStopsAtTheFence(t *testing.T) {
 		if suspend {
 			body.f = func() { c.AdvanceWall(ttl) }
 		}
-		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/0001", body, driver.IfAbsent(), nil)
-		_, _, gerr := b.Get(ctx, "db1/chunks/0001")
+		_, err := l.Bucket().PutStream(ctx, "chunks/0001", body, driver.PutOptions{If: driver.IfAbsent()}, nil)
+		_, _, gerr := b.Get(ctx, "db1/chunks/0001", driver.GetOptions{})
 		switch {
 		case !suspend && (err != nil || gerr != nil):
 			t.Fatalf("an upload within the fence: %v; stored: %v", err, gerr)
@@ -138,13 +138,13 @@ type beforeFirstPut struct {
 	f func()
 }
 
-func (b *beforeFirstPut) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b *beforeFirstPut) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if b.f != nil {
 		f := b.f
 		b.f = nil
 		f()
 	}
-	return b.Bucket.Put(ctx, key, data, cond)
+	return b.Bucket.Put(ctx, key, data, opts)
 }
 
 // TestHolderWithAStuckWallClockFencesItself: a holder whose wall clock

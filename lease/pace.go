@@ -145,14 +145,22 @@ func (p *pacer) attempt(ctx context.Context, key string, gap, until time.Duratio
 	return err
 }
 
-// put is do for a Put of data to key under cond.
-func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition, until time.Duration) (driver.Version, error) {
-	var v driver.Version
+// put is do for a Put of data to key under cond. It returns the Attrs of
+// the last Put sent, with the service's time of the last answer that
+// stated it: that of the attempt whose answer is returned, or, where the
+// write was not sent again after a rate-limited answer, that answer's.
+func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition, until time.Duration) (driver.Attrs, error) {
+	var a driver.Attrs
+	var t driver.ServiceTime
 	err := p.do(ctx, key, until, func(ctx context.Context) (err error) {
-		v, err = b.Put(ctx, key, data, cond)
+		a, err = b.Put(ctx, key, data, driver.PutOptions{If: cond})
+		if !a.Time.Date.IsZero() {
+			t = a.Time
+		}
 		return err
 	})
-	return v, err
+	a.Time = t
+	return a, err
 }
 
 // del is do for a Delete of key under cond.

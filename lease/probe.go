@@ -43,8 +43,8 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 	if !ifMatchProven {
 		first = make(chan putResult, 1)
 		go func() {
-			v2, err := a.pace.put(ctx, a.b, a.c.key, data, driver.IfMatch(v), until)
-			first <- putResult{v2, err}
+			a2, err := a.pace.put(ctx, a.b, a.c.key, data, driver.IfMatch(v), until)
+			first <- putResult{a2.Version, err}
 		}()
 	}
 	for _, p := range probes {

@@ -47,7 +47,7 @@ func rateLimited(c *clock.Fake, declare bool, inner driver.Bucket) (driver.Bucke
 		inner = machineClocksOnly()
 	}
 	r := &faulty.RateLimit{Bucket: inner, Clock: c, RetryAfter: time.Second, Declare: declare}
-	return driver.Wrap(r, inner), r
+	return r, r
 }
 
 func TestRateLimitedAcquireCreates(t *testing.T) {
@@ -112,7 +112,7 @@ func TestRateLimitedProbeStillProven(t *testing.T) {
 	// writes teach the acquire no spacing, and the probes sent right after
 	// the first write are refused for their rate.
 	r := &faulty.RateLimit{Bucket: ignoring, Clock: c, RetryAfter: time.Second, Only: onLease}
-	b := driver.Wrap(r, ignoring)
+	var b driver.Bucket = r
 	stop := running(c)
 	_, err := lease.Acquire(context.Background(), b, "db1", opts("a", c, nil))
 	stop()

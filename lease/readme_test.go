@@ -134,7 +134,7 @@ func readmeExampleProblems(body readmeBody) []string {
 		}()
 		err = body(ctx, url, "machine-a", func(ctx context.Context, w driver.Bucket) error {
 			ran = true
-			_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.IfAbsent())
+			_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()})
 			return err
 		})
 		return ran, err, false
@@ -185,7 +185,7 @@ func readmeExampleProblems(body readmeBody) []string {
 			bad("working store: ran %v, returned %v; want the backup run and nil", ran, err)
 		}
 		b, _, _ := driver.Open(ctx, "mem://"+name)
-		if _, _, err := b.Get(ctx, "db1/chunks/0001"); err != nil {
+		if _, _, err := b.Get(ctx, "db1/chunks/0001", driver.GetOptions{}); err != nil {
 			bad("working store: the backup's chunk is not in the bucket: %v", err)
 		}
 		next, err := lease.Acquire(ctx, b, "db1", &lease.Options{InstanceID: "machine-b", Logger: quiet})
@@ -231,8 +231,13 @@ func init() {
 // old client that ignores If-None-Match and If-Match.
 type ignoringBucket struct{ driver.Bucket }
 
-func (b ignoringBucket) Put(ctx context.Context, key string, data []byte, _ driver.Condition) (driver.Version, error) {
-	return b.Bucket.Put(ctx, key, data, driver.Condition{})
+func (b ignoringBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	return b.Bucket.Put(ctx, key, data, driver.PutOptions{Metadata: opts.Metadata})
+}
+
+// PutStream is one Put, which drops the condition.
+func (b ignoringBucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, b, key, r, opts, s)
 }
 
 func (b ignoringBucket) Delete(ctx context.Context, key string, _ driver.Condition) error {

@@ -347,14 +347,12 @@ type readResult struct {
 // readResult's svc is set whenever the driver reported the service's time,
 // a missing object (driver.ErrNotExist) included.
 func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (readResult, driver.Version, error) {
-	var (
-		data []byte
-		v    driver.Version
-	)
-	svc, err := timedCall(ctx, clk, func(ctx context.Context) (err error) {
-		data, v, err = driver.ReadAll(ctx, b, key, MaxRecordSize)
-		return err
+	var data []byte
+	a, svc, err := timedCall(clk, func() (a driver.Attrs, err error) {
+		data, a, err = driver.ReadAll(ctx, b, key, MaxRecordSize, driver.GetOptions{})
+		return a, err
 	})
+	v := a.Version
 	if errors.Is(err, driver.ErrTooLarge) {
 		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil
 	}

@@ -64,11 +64,10 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.past.add(rec)
 	// In flight at the fence deadline, or at Release, the write is abandoned.
 	wctx, cancel := l.Fence(ctx)
-	var v driver.Version
-	svc, err := timedCall(wctx, l.s.clock, func(ctx context.Context) (err error) {
-		v, err = l.pace.put(ctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
-		return err
+	a, svc, err := timedCall(l.s.clock, func() (driver.Attrs, error) {
+		return l.pace.put(wctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
 	})
+	v := a.Version
 	cancel()
 	if err != nil {
 		if v, err = l.readBack(ctx, rec, over, err); err != nil {

@@ -31,13 +31,13 @@ func newSlowData() *slowData {
 	return &slowData{Bucket: machineClocksOnly(), started: make(chan string, 16), gate: make(chan struct{})}
 }
 
-func (s *slowData) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (s *slowData) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if key == "db1/LEASE" || lease.IsScratchKey(key) {
-		return s.Bucket.Put(ctx, key, data, cond)
+		return s.Bucket.Put(ctx, key, data, opts)
 	}
 	s.started <- key
 	<-s.gate
-	return s.Bucket.Put(context.Background(), key, data, cond)
+	return s.Bucket.Put(context.Background(), key, data, opts)
 }
 
 func (s *slowData) Delete(ctx context.Context, key string, cond driver.Condition) error {
@@ -55,7 +55,7 @@ func releaseBeforeItsWritesReturn(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	s := newSlowData()
-	if _, err := s.Bucket.Put(ctx, "db1/chunks/1", []byte("chunk"), driver.IfAbsent()); err != nil {
+	if _, err := s.Bucket.Put(ctx, "db1/chunks/1", []byte("chunk"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	ac, bc := clock.NewFake(t0), clock.NewFake(t0)
@@ -118,7 +118,7 @@ func TestWriteAfterReleaseIsRefusedAndNotWaitedFor(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Bucket().Put(ctx, "chunks/1", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrReleased) {
+	if _, err := l.Bucket().Put(ctx, "chunks/1", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("put after release: %v, want ErrReleased", err)
 	}
 	short, cancel := context.WithTimeout(ctx, time.Millisecond)
@@ -176,9 +176,9 @@ type dropFirstIfAbsent struct {
 	before func() // runs just before the dropped write, if set
 }
 
-func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	d.mu.Lock()
-	first := !d.done && cond.Absent()
+	first := !d.done && opts.If.Absent()
 	if first {
 		d.done = true
 	}
@@ -187,9 +187,9 @@ func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, co
 		if d.before != nil {
 			d.before()
 		}
-		cond = driver.Condition{}
+		opts.If = driver.Condition{}
 	}
-	return d.Bucket.Put(ctx, key, data, cond)
+	return d.Bucket.Put(ctx, key, data, opts)
 }
 
 // refusedAcquireOverALiveHolder: holder A is fresh; B's path
@@ -334,11 +334,11 @@ func TestBlockedContenderWaitsOutItsOwnBlock(t *testing.T) {
 // a proxy that strips it would: the holder's own renewals go another way.
 type ignoreIfMatch struct{ driver.Bucket }
 
-func (i ignoreIfMatch) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if _, ok := cond.Match(); ok {
-		cond = driver.Condition{}
+func (i ignoreIfMatch) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if _, ok := opts.If.Match(); ok {
+		opts.If = driver.Condition{}
 	}
-	return i.Bucket.Put(ctx, key, data, cond)
+	return i.Bucket.Put(ctx, key, data, opts)
 }
 
 // breakOfAnOldVersion: an operator breaks the version they
@@ -449,14 +449,14 @@ type staleReads struct {
 	history [][]byte
 }
 
-func (s *staleReads) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (s *staleReads) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	s.mu.Lock()
 	armed := s.armed
 	s.mu.Unlock()
 	if armed {
-		return "", errors.New("503 Slow Down")
+		return driver.Attrs{}, errors.New("503 Slow Down")
 	}
-	v, err := s.Bucket.Put(ctx, key, data, cond)
+	v, err := s.Bucket.Put(ctx, key, data, opts)
 	if err == nil && key == "db1/LEASE" {
 		s.mu.Lock()
 		s.history = append(s.history, data)
@@ -465,14 +465,14 @@ func (s *staleReads) Put(ctx context.Context, key string, data []byte, cond driv
 	return v, err
 }
 
-func (s *staleReads) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (s *staleReads) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.armed || len(s.history) < 2 {
-		return s.Bucket.Get(ctx, key)
+		return s.Bucket.Get(ctx, key, opts)
 	}
 	old := s.history[len(s.history)-2]
-	return io.NopCloser(bytes.NewReader(old)), driver.Version(fmt.Sprintf("%x", sha256.Sum256(old))[:16]), nil
+	return io.NopCloser(bytes.NewReader(old)), driver.Attrs{Version: driver.Version(fmt.Sprintf("%x", sha256.Sum256(old))[:16])}, nil
 }
 
 // A read that lags the renewal before it is not a takeover by

@@ -55,14 +55,14 @@ type latePut struct {
 	held []func() error
 }
 
-func (l *latePut) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (l *latePut) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if l.hold.Load() {
 		l.mu.Lock()
-		l.held = append(l.held, func() error { _, err := l.Bucket.Put(context.Background(), key, data, cond); return err })
+		l.held = append(l.held, func() error { _, err := l.Bucket.Put(context.Background(), key, data, opts); return err })
 		l.mu.Unlock()
-		return "", errors.New("latePut: timed out on the client; the request is still in the network")
+		return driver.Attrs{}, errors.New("latePut: timed out on the client; the request is still in the network")
 	}
-	return l.Bucket.Put(ctx, key, data, cond)
+	return l.Bucket.Put(ctx, key, data, opts)
 }
 
 // land stops holding and applies the held Puts in order.
@@ -348,8 +348,8 @@ func TestFailedProbeCleanUpLeavesAnotherInstancesRecord(t *testing.T) {
 			if op == "get" && other == "" && wrote.Load() {
 				// Between our probe and our clean-up, another instance
 				// writes its record (the service ignores conditions).
-				v, err := inner.Put(context.Background(), key, []byte(foreign("other", c.Wall(), 30)), driver.Condition{})
-				other = v
+				a, err := inner.Put(context.Background(), key, []byte(foreign("other", c.Wall(), 30)), driver.PutOptions{})
+				other = a.Version
 				return err
 			}
 			return nil
@@ -401,7 +401,7 @@ func hungRenewal(t *testing.T) (stopped bool) {
 			if l.MayWrite() {
 				t.Error("Release returned but the lease may still write")
 			}
-			if _, err := l.Bucket().Put(context.Background(), "x", []byte("x"), driver.IfAbsent()); !errors.Is(err, lease.ErrReleased) {
+			if _, err := l.Bucket().Put(context.Background(), "x", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrReleased) {
 				t.Errorf("Bucket accepted a write after Release: %v", err)
 			}
 			select {
@@ -704,11 +704,11 @@ func TestReleasedEventSaysWhetherAnythingWasReleased(t *testing.T) {
 // current version, as Ceph RGW 16.2 does with a quoted ETag.
 type refusesCurrentIfMatch struct{ driver.Bucket }
 
-func (r refusesCurrentIfMatch) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if isMatch(cond) {
-		return "", &driver.OpError{Driver: "test", Op: "put", Key: key, Cond: cond, Kind: driver.ErrPrecondition, Err: errors.New("412 Precondition Failed")}
+func (r refusesCurrentIfMatch) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if isMatch(opts.If) {
+		return driver.Attrs{}, &driver.OpError{Driver: "test", Op: "put", Key: key, Cond: opts.If, Kind: driver.ErrPrecondition, Err: errors.New("412 Precondition Failed")}
 	}
-	return r.Bucket.Put(ctx, key, data, cond)
+	return r.Bucket.Put(ctx, key, data, opts)
 }
 
 func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {

@@ -77,13 +77,14 @@ func proveConditions(ctx context.Context, b driver.Bucket, p *pacer, key, kind s
 		return "", "", err
 	}
 	note := []byte("bucketlease " + kind + ": a probe of the path's preconditions; safe to delete")
-	sv, err := p.put(ctx, b, scratch, note, driver.IfAbsent(), 0)
+	sa, err := p.put(ctx, b, scratch, note, driver.IfAbsent(), 0)
+	sv := sa.Version
 	if err != nil {
 		// The reply may have been lost, or the client's retry refused,
 		// with the write landed: the key is random, so if it exists, it
 		// is this write.
-		if _, v, rerr := driver.ReadAll(ctx, b, scratch, int64(len(note))+1); rerr == nil {
-			sv, err = v, nil
+		if _, ra, rerr := driver.ReadAll(ctx, b, scratch, int64(len(note))+1, driver.GetOptions{}); rerr == nil {
+			sv, err = ra.Version, nil
 		}
 	}
 	if err != nil {

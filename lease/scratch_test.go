@@ -40,16 +40,16 @@ func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 	defer l.Release(ctx)
 	mine := []string{"sub/LEASE.acquire-probe-0123456789abcdef", "a/b/LEASE.stream-probe-fedcba9876543210"}
 	for _, k := range mine {
-		if _, err := l.Bucket().Put(ctx, k, []byte("mine"), driver.IfAbsent()); err != nil {
+		if _, err := l.Bucket().Put(ctx, k, []byte("mine"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatalf("put %s: %v", k, err)
 		}
 	}
 	// A leftover of the lease's own probe, beside its LEASE.
-	if _, err := b.Put(ctx, "db1/LEASE.acquire-probe-0123456789abcdef", []byte("probe"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db1/LEASE.acquire-probe-0123456789abcdef", []byte("probe"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for o, err := range driver.List(ctx, l.Bucket(), "") {
+	for o, err := range l.Bucket().List(ctx, "") {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,7 @@
 package lease
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/clock"
@@ -91,29 +89,18 @@ func (c *ServiceClock) offsetProblem(ttl time.Duration) string {
 		describeOffset(c.Offset), local.UTC().Format(time.RFC3339), c.Date.UTC().Format(time.RFC3339), ttl/3)
 }
 
-// timedCall runs call under a context that collects what the driver
-// reports of the service's clock (driver.WithServiceTime), and times it on
-// clk's wall clock. The ServiceClock is nil when the driver reported
-// nothing.
-func timedCall(ctx context.Context, clk clock.Clock, call func(context.Context) error) (*ServiceClock, error) {
-	var (
-		mu  sync.Mutex
-		got driver.ServiceTime
-		ok  bool
-	)
+// timedCall runs call, times it on clk's wall clock, and returns its
+// Attrs and error with the ServiceClock of what its answer said of the
+// service's clock (Attrs.Time, set with an error too): nil when the
+// answer said nothing (a zero Date).
+func timedCall(clk clock.Clock, call func() (driver.Attrs, error)) (driver.Attrs, *ServiceClock, error) {
 	sent := clk.Wall()
-	err := call(driver.WithServiceTime(ctx, func(t driver.ServiceTime) {
-		mu.Lock()
-		got, ok = t, true
-		mu.Unlock()
-	}))
+	a, err := call()
 	recv := clk.Wall()
-	mu.Lock()
-	defer mu.Unlock()
-	if !ok {
-		return nil, err
+	if a.Time.Date.IsZero() {
+		return a, nil, err
 	}
-	return newServiceClock(got, sent, recv), err
+	return a, newServiceClock(a.Time, sent, recv), err
 }
 
 // judgeRecord classifies r, read in an answer that said svc about the

@@ -191,7 +191,7 @@ func TestRecordStampedByAWrongClockIsJudgedByTheService(t *testing.T) {
 				start := w.now()
 				stamp := start.Add(off)
 				rec := lease.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
-				if _, err := w.b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.IfAbsent()); err != nil {
+				if _, err := w.b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 					t.Fatal(err)
 				}
 				st, err := lease.Inspect(context.Background(), w.b, "db1", w.now())

@@ -13,15 +13,14 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// metadataOf reads key from b and returns the metadata its Get reported.
+// metadataOf reads key from b and returns the metadata its Get returned.
 func metadataOf(t *testing.T, b driver.Bucket, key string) driver.Metadata {
 	t.Helper()
-	var md driver.Metadata
-	ctx := driver.WithMetadataReport(context.Background(), func(m driver.Metadata) { md = m })
-	if _, _, err := driver.ReadAll(ctx, b, key, 64<<20); err != nil {
+	_, a, err := driver.ReadAll(context.Background(), b, key, 64<<20, driver.GetOptions{Metadata: true})
+	if err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}
-	return md
+	return a.Metadata
 }
 
 // TestBucketStampsEveryWrite: a Put and a streamed write of several parts
@@ -40,12 +39,12 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 		t.Fatalf("Stamp() = %+v, %t; want epoch %d, instance host-a, stamped", want, ok, l.Epoch())
 	}
 	fb := l.Bucket()
-	own := driver.WithMetadata(ctx, driver.Metadata{"tool": "pgdump"})
-	if _, err := fb.Put(own, "chunks/1", []byte("one"), driver.IfAbsent()); err != nil {
+	own := driver.Metadata{"tool": "pgdump"}
+	if _, err := fb.Put(ctx, "chunks/1", []byte("one"), driver.PutOptions{If: driver.IfAbsent(), Metadata: own}); err != nil {
 		t.Fatal(err)
 	}
 	big := bytes.Repeat([]byte("x"), 2*driver.MinPartSize+1)
-	if _, err := driver.PutStream(ctx, fb, "chunks/2", bytes.NewReader(big), driver.IfAbsent(),
+	if _, err := fb.PutStream(ctx, "chunks/2", bytes.NewReader(big), driver.PutOptions{If: driver.IfAbsent()},
 		&driver.StreamOptions{PartSize: driver.MinPartSize}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.Release(ctx)
-	if _, err := next.Bucket().Put(ctx, "chunks/3", []byte("three"), driver.IfAbsent()); err != nil {
+	if _, err := next.Bucket().Put(ctx, "chunks/3", []byte("three"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := lease.StampOf(metadataOf(t, b, "db1/chunks/3")); got.Epoch <= want.Epoch || got.Instance != "host-b" {
@@ -89,7 +88,7 @@ func TestBucketWithoutMetadataSaysSo(t *testing.T) {
 	if _, ok := l.Stamp(); ok {
 		t.Error("Stamp says objects are stamped on a driver that keeps no metadata")
 	}
-	if _, err := l.Bucket().Put(ctx, "k", []byte("v"), driver.IfAbsent()); err != nil {
+	if _, err := l.Bucket().Put(ctx, "k", []byte("v"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := lease.StampOf(metadataOf(t, b.Bucket, "db1/k")); ok {
@@ -111,24 +110,24 @@ func (n noMetadata) Capabilities() driver.Capabilities {
 func TestRefusedWriteIsNotStamped(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	if _, err := b.Put(ctx, "db1/k", []byte("before"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db1/k", []byte("before"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Bucket().Put(ctx, "k", []byte("after"), driver.IfAbsent()); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := l.Bucket().Put(ctx, "k", []byte("after"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfAbsent over an object: %v", err)
 	}
 	l.Release(ctx)
-	if _, err := l.Bucket().Put(ctx, "j", []byte("late"), driver.Condition{}); !errors.Is(err, lease.ErrReleased) {
+	if _, err := l.Bucket().Put(ctx, "j", []byte("late"), driver.PutOptions{}); !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("a write after Release: %v", err)
 	}
 	if _, ok := lease.StampOf(metadataOf(t, b, "db1/k")); ok {
 		t.Error("a refused write stamped the object it did not replace")
 	}
-	if _, _, err := b.Get(ctx, "db1/j"); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "db1/j", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("a write refused by the fence: %v", err)
 	}
 }

@@ -198,7 +198,7 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 	if !ok || r.Holder == nil || *r.Holder != *o.Holder {
 		t.Fatalf("stored holder %+v", r.Holder)
 	}
-	data, _, err := driver.ReadAll(ctx, b, "db1/LEASE", 1<<20)
+	data, _, err := driver.ReadAll(ctx, b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestStreamedUploadUnderTheFence(t *testing.T) {
 	body := &gatedReader{left: int(4 * part), n: int(part), next: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Bucket().(driver.Streamer).PutStream(ctx, "chunks/big", body, driver.IfAbsent(), &driver.StreamOptions{PartSize: part, Concurrency: 1})
+		_, err := l.Bucket().PutStream(ctx, "chunks/big", body, driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: part, Concurrency: 1})
 		done <- err
 	}()
 	body.next <- struct{}{} // the second part is read
@@ -89,7 +89,7 @@ func TestStreamedUploadUnderTheFence(t *testing.T) {
 	if !errors.Is(err, lease.ErrFenced) && !errors.Is(err, lease.ErrReleased) && !errors.Is(err, context.Canceled) {
 		t.Fatalf("the upload past the fence: %v, want an error naming the fence", err)
 	}
-	if _, _, err := b.Get(ctx, "db1/chunks/big"); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "db1/chunks/big", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Fatalf("an upload cut off by the fence left an object: %v", err)
 	}
 }
@@ -101,22 +101,24 @@ func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 	b := machineClocksOnly()
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	body := bytes.Repeat([]byte("x"), 3*driver.MinPartSize+17)
-	v, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader(body), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
+	a, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, gv, err := driver.ReadAll(ctx, b, "db1/chunks/1", 1<<30)
+	v := a.Version
+	got, ga, err := driver.ReadAll(ctx, b, "db1/chunks/1", 1<<30, driver.GetOptions{})
+	gv := ga.Version
 	if err != nil || !bytes.Equal(got, body) || gv != v {
 		t.Fatalf("stored %d bytes at %s (err %v), want %d at %s", len(got), gv, err, len(body), v)
 	}
-	if _, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader(body), driver.IfAbsent(), nil); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, nil); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("a second IfAbsent upload: %v", err)
 	}
-	if _, err := driver.PutStream(ctx, l.Bucket(), "LEASE", bytes.NewReader(body), driver.Condition{}, nil); err == nil {
+	if _, err := l.Bucket().PutStream(ctx, "LEASE", bytes.NewReader(body), driver.PutOptions{}, nil); err == nil {
 		t.Fatal("a streamed write to the lease object itself was accepted")
 	}
 	var keys []string
-	for o, err := range driver.List(ctx, l.Bucket(), "") {
+	for o, err := range l.Bucket().List(ctx, "") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,15 +135,15 @@ func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 // theirs.
 type commitIgnoresCondition struct{ *mem.Bucket }
 
-func (c commitIgnoresCondition) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+func (c commitIgnoresCondition) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	if int64(len(data)) > opts.Size() {
-		cond = driver.Condition{}
+	if int64(len(data)) > s.Size() {
+		opts.If = driver.Condition{}
 	}
-	return c.Bucket.Put(ctx, key, data, cond)
+	return c.Bucket.Put(ctx, key, data, opts)
 }
 
 // A service that ignores the condition at a streamed upload's commit: the
@@ -155,17 +157,17 @@ func TestStreamedCommitThatIgnoresItsConditionFailsClosed(t *testing.T) {
 			b = commitIgnoresCondition{machineClocksOnly()}
 		}
 		l := acquire(t, b, "A", clock.NewFake(t0))
-		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader([]byte("small")), driver.IfAbsent(), nil)
+		_, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("small")), driver.PutOptions{If: driver.IfAbsent()}, nil)
 		switch {
 		case honest && err != nil:
 			t.Fatalf("an honest streamer: %v", err)
 		case !honest && !errors.Is(err, lease.ErrPreconditionsIgnored):
 			t.Fatalf("a streamer ignoring the commit's condition: %v, want ErrPreconditionsIgnored", err)
 		}
-		if _, err := driver.PutStream(ctx, l.Bucket(), "chunks/2", bytes.NewReader([]byte("x")), driver.Condition{}, nil); err != nil {
+		if _, err := l.Bucket().PutStream(ctx, "chunks/2", bytes.NewReader([]byte("x")), driver.PutOptions{}, nil); err != nil {
 			t.Fatalf("an unconditional streamed write (honest %v): %v", honest, err)
 		}
-		for o, err := range driver.List(ctx, b, "db1/LEASE.") {
+		for o, err := range b.List(ctx, "db1/LEASE.") {
 			t.Fatalf("the probe left %q behind (%v)", o.Key, err)
 		}
 	}
@@ -200,7 +202,7 @@ func TestStreamProbeCleanupIsBounded(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := driver.PutStream(ctx, l.Bucket(), "chunks/1", bytes.NewReader([]byte("body")), driver.IfAbsent(), nil)
+		_, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("body")), driver.PutOptions{If: driver.IfAbsent()}, nil)
 		done <- err
 	}()
 	// patience is far longer than the clean-up's bound (10 s), and short

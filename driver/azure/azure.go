@@ -16,7 +16,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -231,110 +230,105 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true, ListMetadata: true}
 }
 
-// toAzure returns md as the SDK's metadata map, nil for none.
-func toAzure(md driver.Metadata) map[string]*string {
-	if len(md) == 0 {
-		return nil
-	}
-	out := make(map[string]*string, len(md))
-	for k, v := range md {
-		out[k] = to.Ptr(v)
-	}
-	return out
-}
-
-// fromAzure returns the SDK's metadata map as driver.Metadata, its keys
-// lowercased (Blob Storage returns them in the case they were set with;
-// the SDK in the case net/http gives the header, "Epoch").
-func fromAzure(m map[string]*string) driver.Metadata {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if v != nil {
-			out[k] = *v
-		} else {
-			out[k] = ""
-		}
-	}
-	return driver.LowerMetadata(out)
-}
-
 // begin starts an operation (driver.Begin), and also refuses a key with a
-// segment ending in a dot, which Blob Storage advises against because its
-// URL handling may drop the dot, so two keys could name one blob.
+// segment ending in a dot (dotted).
 func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
 	o, err := driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
+	return dotted(o, err)
+}
+
+// beginPut is begin for a Put or PutStream under opts (driver.BeginPut).
+func (b *Bucket) beginPut(ctx context.Context, key string, opts driver.PutOptions) (*driver.Op, error) {
+	o, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, opts)
+	return dotted(o, err)
+}
+
+// dotted returns o and err, begun for o.Key, and refuses a key with a
+// segment ending in a dot, which Blob Storage advises against because its
+// URL handling may drop the dot, so two keys could name one blob.
+func dotted(o *driver.Op, err error) (*driver.Op, error) {
 	if err != nil {
 		return o, err
 	}
-	for _, seg := range strings.Split(key, "/") {
+	for _, seg := range strings.Split(o.Key, "/") {
 		if strings.HasSuffix(seg, ".") {
 			return o, o.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q has a segment ending in a dot, which Azure Blob "+
-				"Storage may drop, so two keys could name one blob", key))
+				"Storage may drop, so two keys could name one blob", o.Key))
 		}
 	}
 	return o, nil
 }
 
-// Get downloads the blob and returns its body and ETag, both from the one
-// Get Blob response.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get downloads the blob and returns its body and its Attrs (the ETag, the
+// service's time and, under opts.Metadata, the blob's metadata), all from
+// the one Get Blob response.
+func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	var raw *http.Response
 	resp, err := b.c.NewBlobClient(key).DownloadStream(policy.WithCaptureResponse(op.Context(), &raw), nil)
 	if err != nil {
-		reportTime(ctx, raw, nil)
-		return nil, "", b.fail(op, classify(err, op.Cond), err)
+		return nil, driver.Attrs{Time: serviceTime(raw, nil)}, b.fail(op, classify(err, op.Cond), err)
 	}
-	reportTime(ctx, raw, resp.LastModified)
+	a := driver.Attrs{Time: serviceTime(raw, resp.LastModified)}
 	if resp.ETag == nil || *resp.ETag == "" {
 		resp.Body.Close()
-		return nil, "", op.Fail(nil, errors.New("the response carried no ETag"))
+		return nil, a, op.Fail(nil, errors.New("the response carried no ETag"))
 	}
-	driver.ReportMetadata(ctx, fromAzure(resp.Metadata))
-	return resp.Body, driver.Version(*resp.ETag), nil
+	a.Version = driver.Version(*resp.ETag)
+	if opts.Metadata {
+		a.Metadata = fromAzure(resp.Metadata)
+	}
+	return resp.Body, a, nil
 }
 
-// Put uploads data as a block blob in one Put Blob request if cond holds and
-// returns the new ETag.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, driver.OpPut, key, cond)
+// Put uploads data as a block blob in one Put Blob request, with
+// opts.Metadata, if opts.If holds, and returns the new ETag and the
+// service's time.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := b.beginPut(ctx, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	var raw *http.Response
 	resp, err := b.c.NewBlockBlobClient(key).Upload(policy.WithCaptureResponse(op.Context(), &raw),
-		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(cond),
-			Metadata: toAzure(driver.MetadataToWrite(ctx))})
-	reportTime(ctx, raw, nil)
+		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(op.Cond),
+			Metadata: toAzure(op.Metadata)})
+	a := driver.Attrs{Time: serviceTime(raw, nil)}
 	if err != nil {
 		if v, ok := landed(raw, http.StatusCreated); ok {
-			return v, nil
+			a.Version = v
+			return a, nil
 		}
-		return "", b.fail(op, classify(err, cond), err)
+		return a, b.fail(op, classify(err, op.Cond), err)
 	}
 	if resp.ETag == nil || *resp.ETag == "" {
-		return "", op.Fail(nil, errors.New("the response carried no ETag"))
+		return a, op.Fail(nil, errors.New("the response carried no ETag"))
 	}
-	return driver.Version(*resp.ETag), nil
+	a.Version = driver.Version(*resp.ETag)
+	return a, nil
 }
 
-// reportTime reports the service's time (driver.ReportServiceTime) that
-// raw, the last response the SDK received for a call (its retries
-// included; policy.WithCaptureResponse), states: its Date header and, for
-// a Get, the blob's Last-Modified (modified). Both are HTTP dates, whole
-// seconds. A call that got no response reports nothing.
-func reportTime(ctx context.Context, raw *http.Response, modified *time.Time) {
+// serviceTime is the service's time (driver.Attrs.Time) that raw, the
+// last response the SDK received for a call (its retries included;
+// policy.WithCaptureResponse), states: its Date header and, for a Get, the
+// blob's Last-Modified (modified). Both are HTTP dates, whole seconds. It
+// is the zero ServiceTime for a call that got no response.
+func serviceTime(raw *http.Response, modified *time.Time) driver.ServiceTime {
 	if raw == nil {
-		return
+		return driver.ServiceTime{}
+	}
+	date := httpdate.Parse(raw.Header.Get("Date"))
+	if date.IsZero() {
+		return driver.ServiceTime{}
 	}
 	var mod time.Time
 	if modified != nil {
 		mod = *modified
 	}
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: httpdate.Parse(raw.Header.Get("Date")), Modified: mod, Resolution: time.Second})
+	return driver.ServiceTime{Date: date, Modified: mod, Resolution: time.Second}
 }
 
 // Delete removes the blob if cond holds. An unconditional Delete of a

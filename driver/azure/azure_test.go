@@ -77,7 +77,8 @@ func TestEmulatorErrors(t *testing.T) {
 	}
 	b := azure.New(c)
 	ctx := t.Context()
-	v, err := b.Put(ctx, "dir/k", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "dir/k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,15 +86,15 @@ func TestEmulatorErrors(t *testing.T) {
 		t.Errorf("version %s is not the quoted ETag", v)
 	}
 	var re *azcore.ResponseError
-	_, err = b.Put(ctx, "dir/k", []byte("two"), driver.IfAbsent())
+	_, err = b.Put(ctx, "dir/k", []byte("two"), driver.PutOptions{If: driver.IfAbsent()})
 	if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) || re.StatusCode != http.StatusConflict || re.ErrorCode != "BlobAlreadyExists" {
 		t.Fatalf("IfAbsent on an existing blob: %v; want ErrPrecondition from 409 BlobAlreadyExists", err)
 	}
-	_, err = b.Put(ctx, "dir/k", []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+	_, err = b.Put(ctx, "dir/k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(v))})
 	if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) || re.StatusCode != http.StatusPreconditionFailed {
 		t.Fatalf("IfMatch(made-up): %v; want ErrPrecondition from 412", err)
 	}
-	_, err = b.Put(ctx, "dir/missing", []byte("two"), driver.IfMatch(v))
+	_, err = b.Put(ctx, "dir/missing", []byte("two"), driver.PutOptions{If: driver.IfMatch(v)})
 	if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) || re.ErrorCode != "ConditionNotMet" {
 		t.Fatalf("IfMatch on a missing blob: %v; want ErrPrecondition from 412 ConditionNotMet", err)
 	}
@@ -104,7 +105,7 @@ func TestEmulatorErrors(t *testing.T) {
 	if strings.Contains(msg, "AccountKey") || strings.Contains(msg, cs[strings.Index(cs, "AccountKey=")+11:][:12]) {
 		t.Errorf("the message shows a credential")
 	}
-	if _, _, err := b.Get(ctx, "dir/nope"); !errors.Is(err, driver.ErrNotExist) || !errors.As(err, &re) {
+	if _, _, err := b.Get(ctx, "dir/nope", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) || !errors.As(err, &re) {
 		t.Fatalf("Get of a missing blob: %v", err)
 	}
 	// A missing container is an error, not a missing blob.
@@ -112,7 +113,7 @@ func TestEmulatorErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := azure.New(other).Get(ctx, "k"); err == nil || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := azure.New(other).Get(ctx, "k", driver.GetOptions{}); err == nil || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing container: %v; want an error other than ErrNotExist", err)
 	}
 }

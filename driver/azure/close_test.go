@@ -26,7 +26,7 @@ func TestOpenWithoutClose(t *testing.T) {
 		if _, ok := b.(io.Closer); ok {
 			t.Fatal("the azure Bucket has a Close method; its documentation says it needs none")
 		}
-		if _, _, err := b.Get(t.Context(), "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
+		if _, _, err := b.Get(t.Context(), "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 			t.Fatalf("Get of a missing key: %v", err)
 		}
 	}

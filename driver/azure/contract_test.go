@@ -62,7 +62,8 @@ func TestBlobLeaseIsNotAPrecondition(t *testing.T) {
 	c := containerClient(t, cs, newContainer(t, cs), nil)
 	b := azure.New(c)
 	ctx := t.Context()
-	v, err := b.Put(ctx, "db1/LEASE", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "db1/LEASE", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestBlobLeaseIsNotAPrecondition(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = lc.ReleaseLease(t.Context(), nil) })
-	_, err = b.Put(ctx, "db1/LEASE", []byte("two"), driver.IfMatch(v))
+	_, err = b.Put(ctx, "db1/LEASE", []byte("two"), driver.PutOptions{If: driver.IfMatch(v)})
 	var re *azcore.ResponseError
 	if err == nil || errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) || re.ErrorCode != "LeaseIdMissing" {
 		t.Fatalf("Put IfMatch(current) on a leased blob: %v; want an error that is not ErrPrecondition, from 412 LeaseIdMissing", err)
@@ -92,10 +93,10 @@ func TestErrorClasses(t *testing.T) {
 	cs := emulator(t)
 	ctx := t.Context()
 	missing := azure.New(containerClient(t, cs, "bucketlease-no-such-container", nil))
-	if _, _, err := missing.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := missing.Get(ctx, "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing container: %v, want ErrBucketNotExist", err)
 	}
-	if _, err := missing.Put(ctx, "db1/LEASE", []byte("x"), driver.IfMatch(`"0x8DCBA9F00FF1234"`)); !errors.Is(err, driver.ErrBucketNotExist) {
+	if _, err := missing.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch(`"0x8DCBA9F00FF1234"`)}); !errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Put IfMatch in a missing container: %v, want ErrBucketNotExist", err)
 	}
 	if err := missing.Delete(ctx, "db1/LEASE", driver.Condition{}); !errors.Is(err, driver.ErrBucketNotExist) {
@@ -104,10 +105,10 @@ func TestErrorClasses(t *testing.T) {
 	// The same account with another key (a valid base64 one).
 	wrongCS := regexp.MustCompile(`AccountKey=[^;]*`).ReplaceAllString(cs, "AccountKey=d3Jvbmd3cm9uZ3dyb25nd3Jvbmd3cm9uZ3dyb25nd3Jvbmc=")
 	wrong := azure.New(containerClient(t, wrongCS, newContainer(t, cs), nil))
-	if _, _, err := wrong.Get(ctx, "k"); !errors.Is(err, driver.ErrPermission) {
+	if _, _, err := wrong.Get(ctx, "k", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Get with a wrong account key: %v, want ErrPermission", err)
 	}
-	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Put with a wrong account key: %v, want ErrPermission", err)
 	}
 	if err := wrong.Delete(ctx, "k", driver.Condition{}); !errors.Is(err, driver.ErrPermission) {
@@ -128,7 +129,7 @@ func TestAliasingKeysRefused(t *testing.T) {
 	}
 	b := azure.New(c)
 	for _, k := range []string{`bs\k`, "a./b", "a/b.", "/a", "a//b"} {
-		if _, err := b.Put(ctx, k, []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrInvalidKey) {
+		if _, err := b.Put(ctx, k, []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrInvalidKey) {
 			t.Errorf("Put %q: %v, want ErrInvalidKey", k, err)
 		}
 	}
@@ -142,7 +143,8 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 	tr := &wirefault.Transport{}
 	b := azure.New(containerClient(t, cs, newContainer(t, cs), tr))
 	ctx := t.Context()
-	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 		hdr  string
 	}{{"k", driver.IfMatch(v), "If-Match"}, {"new", driver.IfAbsent(), "If-None-Match"}} {
 		tr.Drop = wirefault.Once(wirefault.ConditionalPut(c.hdr, "/"+c.key))
-		_, err := b.Put(ctx, c.key, []byte("two"), c.cond)
+		_, err := b.Put(ctx, c.key, []byte("two"), driver.PutOptions{If: c.cond})
 		if errors.Is(err, driver.ErrPrecondition) || !errors.Is(err, driver.ErrOutcomeUnknown) {
 			t.Errorf("Put (%s) whose first attempt landed: %v; want ErrOutcomeUnknown", c.cond, err)
 		}
@@ -184,7 +186,7 @@ func TestTokenRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var afe *azidentity.AuthenticationFailedError
-	if _, _, err := azure.New(c).Get(t.Context(), "k"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &afe) {
+	if _, _, err := azure.New(c).Get(t.Context(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &afe) {
 		t.Fatalf("Get with a refused credential: %v, want ErrPermission with *azidentity.AuthenticationFailedError", err)
 	}
 }

@@ -21,9 +21,9 @@
 // is sent as If-None-Match: * and IfMatch as If-Match, on one Put Blob
 // request, and Delete Blob honours If-Match, so the driver declares
 // Exclusion Conditional and ConditionalDelete. Errors are classified by the
-// service's error code, not the status alone. [Bucket] is a
-// driver.Streamer, staging blocks and committing them with one conditional
-// Put Block List, and a driver.Lister. It needs no Close.
+// service's error code, not the status alone. [Bucket.PutStream] stages
+// blocks and commits them with one conditional Put Block List. It needs no
+// Close.
 //
 // docs/drivers.md ("azblob:// — Azure Blob Storage") has the details:
 // credentials, how the service's errors and the SDK's retries map, block

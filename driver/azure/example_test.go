@@ -36,6 +36,7 @@ func ExampleNew() {
 		return
 	}
 	b := azure.New(c)
-	v, err := b.Put(context.Background(), "db1/LEASE", []byte("{}"), driver.IfAbsent())
+	put, err := b.Put(context.Background(), "db1/LEASE", []byte("{}"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	fmt.Println(v, err)
 }

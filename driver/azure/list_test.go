@@ -22,7 +22,7 @@ import (
 func listKeys(t *testing.T, b driver.Bucket, prefix string) []driver.Object {
 	t.Helper()
 	var objs []driver.Object
-	for o, err := range driver.List(t.Context(), b, prefix) {
+	for o, err := range b.List(t.Context(), prefix) {
 		if err != nil {
 			t.Fatalf("List %q after %d objects: %v", prefix, len(objs), err)
 		}
@@ -52,7 +52,8 @@ func TestList(t *testing.T) {
 	want := map[string]driver.Version{}
 	var mu sync.Mutex
 	put := func(key string) error {
-		v, err := b.Put(ctx, key, []byte(key), driver.IfAbsent())
+		put, err := b.Put(ctx, key, []byte(key), driver.PutOptions{If: driver.IfAbsent()})
+		v := put.Version
 		if err == nil {
 			mu.Lock()
 			want[key] = v
@@ -128,7 +129,7 @@ func TestList(t *testing.T) {
 
 	// Stopping early is allowed; the iterator ends there.
 	n := 0
-	for range driver.List(ctx, b, "db1/") {
+	for range b.List(ctx, "db1/") {
 		if n++; n == 3 {
 			break
 		}
@@ -140,7 +141,7 @@ func TestList(t *testing.T) {
 func TestListErrors(t *testing.T) {
 	cs := emulator(t)
 	missing := azure.New(containerClient(t, cs, "bucketlease-no-such-container", nil))
-	for _, err := range driver.List(t.Context(), missing, "db1/") {
+	for _, err := range missing.List(t.Context(), "db1/") {
 		if !errors.Is(err, driver.ErrBucketNotExist) || !strings.Contains(err.Error(), "list db1/") {
 			t.Errorf("List in a missing bucket: %v; want ErrBucketNotExist naming the prefix", err)
 		}
@@ -148,7 +149,7 @@ func TestListErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	b := azure.New(containerClient(t, cs, newContainer(t, cs), nil))
-	for _, err := range driver.List(ctx, b, "db1/") {
+	for _, err := range b.List(ctx, "db1/") {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("List with an ended context: %v", err)
 		}

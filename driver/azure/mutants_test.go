@@ -45,18 +45,18 @@ func notFoundBucket(t *testing.T, code string) driver.Bucket {
 func TestNotFoundClassesWithoutEmulator(t *testing.T) {
 	ctx := t.Context()
 	b := notFoundBucket(t, "BlobNotFound")
-	if _, _, err := b.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) || errors.Is(err, driver.ErrBucketNotExist) {
+	if _, _, err := b.Get(ctx, "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) || errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Get answered BlobNotFound: %v, want ErrNotExist", err)
 	}
-	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfMatch(`"0x8DCBA9F00FF1234"`)); !errors.Is(err, driver.ErrPrecondition) || errors.Is(err, driver.ErrNotExist) {
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch(`"0x8DCBA9F00FF1234"`)}); !errors.Is(err, driver.ErrPrecondition) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Put IfMatch answered BlobNotFound: %v, want ErrPrecondition and not ErrNotExist", err)
 	}
 
 	missing := notFoundBucket(t, "ContainerNotFound")
-	if _, _, err := missing.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := missing.Get(ctx, "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get answered ContainerNotFound: %v, want ErrBucketNotExist and not ErrNotExist", err)
 	}
-	if _, err := missing.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrBucketNotExist) {
+	if _, err := missing.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Put answered ContainerNotFound: %v, want ErrBucketNotExist", err)
 	}
 }

@@ -26,11 +26,6 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-var (
-	_ driver.Streamer = (*Bucket)(nil)
-	_ driver.Lister   = (*Bucket)(nil)
-)
-
 // listPage is the page size List asks for: Blob Storage's maximum (5,000)
 // is the default; 1,000 keeps a page's memory small.
 const listPage = 1000
@@ -53,23 +48,24 @@ func newUploadID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// PutStream stores the body read from r under key if cond holds when it is
-// committed, and returns the new ETag, through driver.StreamParts.
+// PutStream stores the body read from r under key, with opts.Metadata, if
+// opts.If holds when it is committed, and returns the new ETag, through
+// driver.StreamParts.
 //
-// A body that fits in one block (opts.Size() bytes) is one conditional Put
-// Blob, as Put sends. A longer one is staged as blocks of opts.Size()
-// bytes (Put Block), up to opts.Parallel() of them in flight, and committed
+// A body that fits in one block (s.Size() bytes) is one conditional Put
+// Blob, as Put sends. A longer one is staged as blocks of s.Size()
+// bytes (Put Block), up to s.Parallel() of them in flight, and committed
 // by one Put Block List carrying the condition (If-None-Match: * or
-// If-Match), which the service checks atomically with the commit: nothing
-// is visible before it, and a refusal there is ErrPrecondition with the
-// blob left as it was. At most opts.Size() × opts.Parallel() bytes of the
+// If-Match) and the metadata, which the service checks atomically with the
+// commit: nothing is visible before it, and a refusal there is
+// ErrPrecondition with the blob left as it was. At most s.Size() × s.Parallel() bytes of the
 // body are held at once. Block IDs carry a random prefix of fixed length
 // per upload, so that a commit names only its own upload's blocks: two
 // uploads to one blob cannot mix. When one of them commits, the service
 // discards the other's uncommitted blocks, whose commit then fails (with
 // ErrPrecondition where its condition no longer holds).
 //
-// opts.Allow (MayStart) is called right before each block is staged and
+// s.Allow (MayStart) is called right before each block is staged and
 // before the commit (for a body of one block, before the part and before
 // the commit, both just before the one request). If it refuses, nothing
 // more is started.
@@ -82,14 +78,14 @@ func newUploadID() string {
 // blob is next committed. The *driver.UploadError in the error says how
 // many blocks were staged. r is read in the caller's goroutine, between
 // checks of ctx: a Read that blocks holds PutStream until it returns.
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	op, err := b.begin(ctx, driver.OpPut, key, cond)
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	op, err := b.beginPut(ctx, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	s := &blocks{b: b, ctx: ctx, key: key, cond: cond, bb: b.c.NewBlockBlobClient(key), upload: newUploadID()}
-	plan := driver.Parts{Size: min(opts.Size(), blockblob.MaxStageBlockBytes), Max: blockblob.MaxBlocks}
-	return driver.StreamParts(op, r, opts, plan, s)
+	steps := &blocks{b: b, ctx: ctx, key: key, cond: op.Cond, md: op.Metadata, bb: b.c.NewBlockBlobClient(key), upload: newUploadID()}
+	plan := driver.Parts{Size: min(s.Size(), blockblob.MaxStageBlockBytes), Max: blockblob.MaxBlocks}
+	return driver.StreamParts(op, r, s, plan, steps)
 }
 
 // blocks are the driver.UploadSteps of one upload: blocks staged with Put
@@ -99,6 +95,7 @@ type blocks struct {
 	ctx  context.Context // the caller's, for the look at the blob after a commit whose blocks were discarded
 	key  string
 	cond driver.Condition
+	md   driver.Metadata // stored with the blob by the commit
 	bb   *blockblob.Client
 
 	upload  string       // the random prefix of the block IDs
@@ -115,7 +112,8 @@ func (s *blocks) StagePart(ctx context.Context, n int, data []byte) error {
 }
 
 func (s *blocks) PutSingle(ctx context.Context, data []byte) (driver.Version, error) {
-	return s.b.Put(driver.WithMetadata(ctx, driver.MetadataToWrite(s.ctx)), s.key, data, s.cond)
+	a, err := s.b.Put(ctx, s.key, data, driver.PutOptions{If: s.cond, Metadata: s.md})
+	return a.Version, err
 }
 
 // Commit sends the Put Block List of blocks 1 to n under the condition.
@@ -128,7 +126,7 @@ func (s *blocks) Commit(ctx context.Context, n int) (driver.Version, error) {
 	resp, err := s.bb.CommitBlockList(policy.WithCaptureResponse(ctx, &raw), ids, &blockblob.CommitBlockListOptions{
 		AccessConditions: accessConditions(s.cond),
 		HTTPHeaders:      &blob.HTTPHeaders{BlobContentType: to.Ptr("application/octet-stream")},
-		Metadata:         toAzure(driver.MetadataToWrite(s.ctx)),
+		Metadata:         toAzure(s.md),
 	})
 	if err != nil {
 		if v, ok := landed(raw, http.StatusCreated); ok {

@@ -96,11 +96,11 @@ func streamBucket(t *testing.T) (*azure.Bucket, *requestCounter) {
 // read returns key's body and version.
 func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, v, err := driver.ReadAll(t.Context(), b, key, 64<<20)
+	data, ga, err := driver.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	return data, v
+	return data, ga.Version
 }
 
 // TestStreamRoundTrip: bodies of unknown length (empty, shorter than a
@@ -113,7 +113,8 @@ func TestStreamRoundTrip(t *testing.T) {
 		key := fmt.Sprintf("db1/chunk-%d", i)
 		want := body(c.n, uint64(i))
 		before := rc.snapshot()
-		v, err := b.PutStream(t.Context(), key, unknownLength(want), driver.IfAbsent(), twoAtATime)
+		put, err := b.PutStream(t.Context(), key, unknownLength(want), driver.PutOptions{If: driver.IfAbsent()}, twoAtATime)
+		v := put.Version
 		if err != nil {
 			t.Fatalf("PutStream of %d bytes: %v", c.n, err)
 		}
@@ -128,7 +129,7 @@ func TestStreamRoundTrip(t *testing.T) {
 		if gv != v {
 			t.Errorf("PutStream returned version %s, Get %s", v, gv)
 		}
-		if _, err := b.PutStream(t.Context(), key, strings.NewReader("small"), driver.IfMatch(v), twoAtATime); err != nil {
+		if _, err := b.PutStream(t.Context(), key, strings.NewReader("small"), driver.PutOptions{If: driver.IfMatch(v)}, twoAtATime); err != nil {
 			t.Errorf("PutStream IfMatch(the version PutStream returned): %v", err)
 		}
 	}
@@ -156,7 +157,7 @@ func TestStreamMayStart(t *testing.T) {
 		calls++
 		return nil
 	}
-	if _, err := b.PutStream(t.Context(), "k", unknownLength(body(n, 1)), driver.IfAbsent(), &opts); err != nil {
+	if _, err := b.PutStream(t.Context(), "k", unknownLength(body(n, 1)), driver.PutOptions{If: driver.IfAbsent()}, &opts); err != nil {
 		t.Fatal(err)
 	}
 	if calls != 5 {
@@ -174,7 +175,7 @@ func TestStreamMayStart(t *testing.T) {
 			}
 			return nil
 		}
-		_, err := b.PutStream(t.Context(), key, unknownLength(body(n, 2)), driver.IfAbsent(), &opts)
+		_, err := b.PutStream(t.Context(), key, unknownLength(body(n, 2)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
 		var ue *driver.UploadError
 		if !errors.Is(err, refused) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "put "+key) {
 			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *driver.UploadError, naming the key", at, err)
@@ -194,7 +195,7 @@ func TestStreamMayStart(t *testing.T) {
 			t.Errorf("refused at call %d: %d blocks and %d commits sent; want at most %d blocks and no commit",
 				at, s.blocks-before.blocks, s.commits-before.commits, at-1)
 		}
-		if _, _, err := b.Get(t.Context(), key); !errors.Is(err, driver.ErrNotExist) {
+		if _, _, err := b.Get(t.Context(), key, driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 			t.Errorf("after a refused upload, Get: %v; want ErrNotExist", err)
 		}
 	}
@@ -210,7 +211,8 @@ func TestStreamMayStart(t *testing.T) {
 func TestStreamConditionAtCommit(t *testing.T) {
 	b, _ := streamBucket(t)
 	ctx := t.Context()
-	v0, err := b.Put(ctx, "m", []byte("first"), driver.IfAbsent())
+	put, err := b.Put(ctx, "m", []byte("first"), driver.PutOptions{If: driver.IfAbsent()})
+	v0 := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +226,8 @@ func TestStreamConditionAtCommit(t *testing.T) {
 		opts := *twoAtATime
 		opts.MayStart = func() error {
 			if calls++; calls == 4 { // before the commit
-				v, err := b.Put(ctx, c.key, other, driver.Condition{})
+				put, err := b.Put(ctx, c.key, other, driver.PutOptions{})
+				v := put.Version
 				if err != nil {
 					return err
 				}
@@ -232,7 +235,7 @@ func TestStreamConditionAtCommit(t *testing.T) {
 			}
 			return nil
 		}
-		_, err := b.PutStream(ctx, c.key, unknownLength(body(block*2+7, 3)), c.cond, &opts)
+		_, err := b.PutStream(ctx, c.key, unknownLength(body(block*2+7, 3)), driver.PutOptions{If: c.cond}, &opts)
 		var re *azcore.ResponseError
 		if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) {
 			t.Fatalf("streamed %s whose condition broke before the commit: %v; want ErrPrecondition with the service's error", c.cond, err)
@@ -250,17 +253,19 @@ func TestStreamConditionAtCommit(t *testing.T) {
 func TestStreamRefused(t *testing.T) {
 	b, _ := streamBucket(t)
 	ctx := t.Context()
-	stale, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	stale := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := b.Put(ctx, "k", []byte("two"), driver.IfMatch(stale))
+	put, err = b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(stale)})
+	cur := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{10, block + 10} {
 		for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch(stale)} {
-			_, err := b.PutStream(ctx, "k", unknownLength(body(n, 4)), cond, twoAtATime)
+			_, err := b.PutStream(ctx, "k", unknownLength(body(n, 4)), driver.PutOptions{If: cond}, twoAtATime)
 			var re *azcore.ResponseError
 			if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) {
 				t.Errorf("streamed %d bytes under %s: %v; want ErrPrecondition with the service's error", n, cond, err)
@@ -309,8 +314,9 @@ func TestStreamConcurrentUploadsDoNotMix(t *testing.T) {
 		optsB.MayStart = gate(bStaged, aDone)
 		var errB error
 		var wg sync.WaitGroup
-		wg.Go(func() { _, errB = b.PutStream(ctx, key, unknownLength(bodyB), cond, &optsB) })
-		vA, errA := b.PutStream(ctx, key, unknownLength(bodyA), cond, &optsA)
+		wg.Go(func() { _, errB = b.PutStream(ctx, key, unknownLength(bodyB), driver.PutOptions{If: cond}, &optsB) })
+		put, errA := b.PutStream(ctx, key, unknownLength(bodyA), driver.PutOptions{If: cond}, &optsA)
+		vA := put.Version
 		close(aDone)
 		wg.Wait()
 		if errA != nil {
@@ -361,7 +367,7 @@ func TestStreamCanceledMidBody(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		r := &cancelAfter{r: bytes.NewReader(body(block*3, 6)), n: block + block/2, cancel: cancel}
 		before := rc.snapshot()
-		_, err := b.PutStream(ctx, "k", r, cond, twoAtATime)
+		_, err := b.PutStream(ctx, "k", r, driver.PutOptions{If: cond}, twoAtATime)
 		cancel()
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("PutStream (%s) cancelled mid-body: %v; want context.Canceled", cond, err)
@@ -369,7 +375,7 @@ func TestStreamCanceledMidBody(t *testing.T) {
 		if s := rc.snapshot(); s.commits != before.commits || s.inFlight != 0 {
 			t.Errorf("after the cancelled upload: %+v; want no commit and no block in flight", s)
 		}
-		if _, _, err := b.Get(t.Context(), "k"); !errors.Is(err, driver.ErrNotExist) {
+		if _, _, err := b.Get(t.Context(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 			t.Errorf("after a cancelled upload, Get: %v; want ErrNotExist", err)
 		}
 	}
@@ -405,11 +411,11 @@ func TestCanceledAfterTheServiceAnswered(t *testing.T) {
 		want  []byte // nil: deleted
 	}{
 		{"Put", func(r *http.Request) bool { return r.Method == http.MethodPut }, func(ctx context.Context, b *azure.Bucket) error {
-			_, err := b.Put(ctx, "k", []byte("put"), driver.Condition{})
+			_, err := b.Put(ctx, "k", []byte("put"), driver.PutOptions{})
 			return err
 		}, []byte("put")},
 		{"PutStream", func(r *http.Request) bool { return r.URL.Query().Get("comp") == "blocklist" }, func(ctx context.Context, b *azure.Bucket) error {
-			_, err := b.PutStream(ctx, "k", unknownLength(body(block+1, 7)), driver.Condition{}, twoAtATime)
+			_, err := b.PutStream(ctx, "k", unknownLength(body(block+1, 7)), driver.PutOptions{If: driver.Condition{}}, twoAtATime)
 			return err
 		}, body(block+1, 7)},
 		{"Delete", func(r *http.Request) bool { return r.Method == http.MethodDelete }, func(ctx context.Context, b *azure.Bucket) error {
@@ -427,7 +433,7 @@ func TestCanceledAfterTheServiceAnswered(t *testing.T) {
 			t.Errorf("%s whose context ended as the service's success arrived: %v; want success", c.what, err)
 		}
 		plain := azure.New(containerClient(t, cs, name, nil))
-		got, _, err := driver.ReadAll(t.Context(), plain, "k", 64<<20)
+		got, _, err := driver.ReadAll(t.Context(), plain, "k", 64<<20, driver.GetOptions{})
 		if c.want == nil && !errors.Is(err, driver.ErrNotExist) || c.want != nil && !bytes.Equal(got, c.want) {
 			t.Errorf("after %s: %d bytes (%v)", c.what, len(got), err)
 		}
@@ -482,7 +488,7 @@ func TestStreamBlocksDiscarded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = azure.New(cc).PutStream(t.Context(), "k", unknownLength(body(block+1, 8)), c.cond, twoAtATime)
+			_, err = azure.New(cc).PutStream(t.Context(), "k", unknownLength(body(block+1, 8)), driver.PutOptions{If: c.cond}, twoAtATime)
 			var re *azcore.ResponseError
 			if err == nil || !errors.As(err, &re) || re.ErrorCode != "InvalidBlockList" || !strings.Contains(err.Error(), "discarded") {
 				t.Fatalf("a commit answered InvalidBlockList: %v; want an error saying the blocks were discarded, with the service's error", err)
@@ -501,13 +507,13 @@ func TestStreamBlocksDiscarded(t *testing.T) {
 func TestStreamLeavesNoGoroutine(t *testing.T) {
 	b, _ := streamBucket(t)
 	ctx := t.Context()
-	if _, err := b.Put(ctx, "exists", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "exists", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	refused := errors.New("refused")
 	round := func(i int) {
 		n := block*2 + 10
-		_, _ = b.PutStream(ctx, fmt.Sprintf("ok-%d", i), unknownLength(body(n, 9)), driver.Condition{}, twoAtATime)
+		_, _ = b.PutStream(ctx, fmt.Sprintf("ok-%d", i), unknownLength(body(n, 9)), driver.PutOptions{If: driver.Condition{}}, twoAtATime)
 		opts := *twoAtATime
 		calls := 0
 		opts.MayStart = func() error {
@@ -516,11 +522,11 @@ func TestStreamLeavesNoGoroutine(t *testing.T) {
 			}
 			return nil
 		}
-		_, _ = b.PutStream(ctx, "refused", unknownLength(body(n, 9)), driver.Condition{}, &opts)
+		_, _ = b.PutStream(ctx, "refused", unknownLength(body(n, 9)), driver.PutOptions{If: driver.Condition{}}, &opts)
 		cctx, cancel := context.WithCancel(ctx)
-		_, _ = b.PutStream(cctx, "canceled", &cancelAfter{r: bytes.NewReader(body(n, 9)), n: block + 10, cancel: cancel}, driver.Condition{}, twoAtATime)
+		_, _ = b.PutStream(cctx, "canceled", &cancelAfter{r: bytes.NewReader(body(n, 9)), n: block + 10, cancel: cancel}, driver.PutOptions{If: driver.Condition{}}, twoAtATime)
 		cancel()
-		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.IfAbsent(), twoAtATime)
+		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.PutOptions{If: driver.IfAbsent()}, twoAtATime)
 	}
 	round(0)
 	base := leakcheck.Steady()
@@ -567,7 +573,7 @@ func TestStreamErrorSaysBlocksAreLeft(t *testing.T) {
 	} {
 		key := "k-" + strings.ReplaceAll(c.name, " ", "-")
 		if c.refuse == 0 {
-			if _, err := b.Put(ctx, key, []byte("there"), driver.Condition{}); err != nil {
+			if _, err := b.Put(ctx, key, []byte("there"), driver.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -579,7 +585,7 @@ func TestStreamErrorSaysBlocksAreLeft(t *testing.T) {
 			}
 			return nil
 		}
-		_, err := b.PutStream(ctx, key, unknownLength(body(block*2+5, 8)), c.cond, &opts)
+		_, err := b.PutStream(ctx, key, unknownLength(body(block*2+5, 8)), driver.PutOptions{If: c.cond}, &opts)
 		var ue *driver.UploadError
 		if !errors.As(err, &ue) {
 			t.Fatalf("%s: %v; want a *driver.UploadError", c.name, err)

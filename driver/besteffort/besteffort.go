@@ -8,91 +8,109 @@
 // later write wins. Its Capabilities say so, declaring BestEffort, and the
 // lease logs it at WARN.
 //
-// The wrapped bucket's optional abilities (driver.Streamer, driver.Lister,
-// driver.PendingLister, io.Closer) are kept, no more and no fewer
-// (driver.Wrap): a streamed write is checked as Put is, and listing and
-// closing pass through.
+// A streamed write is checked as Put is; Get and List pass through. The
+// wrapper is a driver.PendingLister exactly where the wrapped bucket is
+// one, and its Close closes the wrapped bucket (driver.Close).
 package besteffort
 
 import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// bucket wraps a bucket, emulating preconditions.
+// bucket wraps a bucket, emulating preconditions. Get and List are the
+// wrapped bucket's.
 type bucket struct {
-	inner driver.Bucket
+	driver.Bucket
+}
+
+// pendingBucket is bucket over a driver.PendingLister.
+type pendingBucket struct {
+	*bucket
+	pl driver.PendingLister
 }
 
 // Wrap returns b with every precondition emulated by a read. The result
-// implements the optional interfaces b implements, and its Unwrap method
-// returns b.
-func Wrap(b driver.Bucket) driver.Bucket { return driver.Wrap(&bucket{inner: b}, b) }
+// is a driver.PendingLister if b is one, and an io.Closer that closes b;
+// its Unwrap method returns b.
+func Wrap(b driver.Bucket) driver.Bucket {
+	w := &bucket{Bucket: b}
+	if pl, ok := b.(driver.PendingLister); ok {
+		return &pendingBucket{bucket: w, pl: pl}
+	}
+	return w
+}
+
+// Unwrap returns the wrapped bucket.
+func (b *bucket) Unwrap() driver.Bucket { return b.Bucket }
+
+// Close closes the wrapped bucket (driver.Close).
+func (b *bucket) Close() error { return driver.Close(b.Bucket) }
+
+// ListPending yields the wrapped bucket's pending uploads.
+func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return b.pl.ListPending(ctx, prefix)
+}
 
 // Capabilities declares BestEffort exclusion and a (best-effort)
 // conditional Delete, and the wrapped bucket's metadata (Metadata,
-// ListMetadata): writes and reads pass their context, and so the metadata
-// of driver.WithMetadata, through to it.
+// ListMetadata): writes pass their PutOptions' metadata, and reads their
+// GetOptions, through to it.
 func (b *bucket) Capabilities() driver.Capabilities {
-	in := b.inner.Capabilities()
+	in := b.Bucket.Capabilities()
 	return driver.Capabilities{Exclusion: driver.BestEffort, ConditionalDelete: true,
 		Metadata: in.Metadata, ListMetadata: in.ListMetadata}
 }
 
-// Get reads through.
-func (b *bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return b.inner.Get(ctx, key)
-}
-
-// check reads key's current version and tests cond against it.
-func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) error {
+// check reads key's current version and tests cond against it. It
+// returns the service's time of the read, without the object's
+// modification time: the caller made a Put or a Delete, whose Attrs have
+// none. The read object's metadata is not asked for.
+func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) (driver.ServiceTime, error) {
 	if cond.Unconditional() {
-		return nil
+		return driver.ServiceTime{}, nil
 	}
-	rc, cur, err := b.inner.Get(asPut(ctx), key)
+	rc, cur, err := b.Bucket.Get(ctx, key, driver.GetOptions{})
+	t := cur.Time
+	t.Modified = time.Time{}
 	exists := err == nil
 	if exists {
 		rc.Close()
 	} else if !errors.Is(err, driver.ErrNotExist) {
-		return err
+		return t, err
 	}
 	ok := !exists
 	if v, isMatch := cond.Match(); isMatch {
-		ok = exists && cur == v
+		ok = exists && cur.Version == v
 	}
 	if !ok {
-		return op.Fail(driver.ErrPrecondition, nil)
+		return t, op.Fail(driver.ErrPrecondition, nil)
 	}
-	return nil
+	return t, nil
 }
 
-// asPut returns ctx under which the service time the wrapped bucket
-// reports (driver.WithServiceTime) for check's Get reaches ctx's callback
-// without the object's modification time: the caller made a Put or a
-// Delete, whose report has none. The Get's metadata
-// (driver.WithMetadataReport) is not reported.
-func asPut(ctx context.Context) context.Context {
-	ctx = driver.WithMetadataReport(ctx, nil) // the read object's metadata is not the caller's
-	return driver.WithServiceTime(ctx, func(t driver.ServiceTime) {
-		t.Modified = time.Time{}
-		driver.ReportServiceTime(ctx, t)
-	})
-}
-
-// Put checks cond by reading, then writes unconditionally.
-func (b *bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpPut, key, cond)
+// Put checks opts.If by reading, then writes unconditionally with
+// opts.Metadata. Its Attrs' Time is the write's, or the read's where the
+// write got no answer or was not sent.
+func (b *bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), "besteffort", key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	if err := b.check(ctx, op, key, cond); err != nil {
-		return "", err
+	t, err := b.check(ctx, op, key, opts.If)
+	if err != nil {
+		return driver.Attrs{Time: t}, err
 	}
-	return b.inner.Put(ctx, key, data, driver.Condition{})
+	a, err := b.Bucket.Put(ctx, key, data, driver.PutOptions{Metadata: op.Metadata})
+	if a.Time.Date.IsZero() {
+		a.Time = t
+	}
+	return a, err
 }
 
 // Delete checks cond by reading, then deletes unconditionally.
@@ -101,30 +119,30 @@ func (b *bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err != nil {
 		return err
 	}
-	if err := b.check(ctx, op, key, cond); err != nil {
+	if _, err := b.check(ctx, op, key, cond); err != nil {
 		return err
 	}
-	return b.inner.Delete(ctx, key, driver.Condition{})
+	return b.Bucket.Delete(ctx, key, driver.Condition{})
 }
 
-// PutStream checks cond by reading, before it starts and again before each
-// part and the commit is started (wrapping opts.MayStart), then streams the
-// body through the wrapped bucket unconditionally (driver.PutStream, with
-// its fallback). Like Put, it is best effort: a writer that commits between
-// the last check and the commit is overwritten.
-func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpPut, key, cond)
+// PutStream checks opts.If by reading, before it starts and again before
+// each part and the commit is started (wrapping s.MayStart), then streams
+// the body through the wrapped bucket unconditionally, with opts.Metadata.
+// Like Put, it is best effort: a writer that commits between the last
+// check and the commit is overwritten.
+func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), "besteffort", key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	if err := b.check(ctx, op, key, cond); err != nil {
+	if _, err := b.check(ctx, op, key, opts.If); err != nil {
 		var oe *driver.OpError
 		if errors.As(err, &oe) && oe.Err == nil {
 			oe.Err = &driver.UploadError{Err: errors.New("the condition did not hold when the write started")}
 		}
-		return "", err
+		return driver.Attrs{}, err
 	}
-	inner := copyOpts(opts)
+	inner := copyOpts(s)
 	gate := inner.MayStart
 	inner.MayStart = func() error {
 		if gate != nil {
@@ -132,9 +150,10 @@ func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 				return err
 			}
 		}
-		return b.check(ctx, op, key, cond)
+		_, err := b.check(ctx, op, key, opts.If)
+		return err
 	}
-	return driver.PutStream(ctx, b.inner, key, r, driver.Condition{}, &inner)
+	return b.Bucket.PutStream(ctx, key, r, driver.PutOptions{Metadata: op.Metadata}, &inner)
 }
 
 // copyOpts returns a copy of *o, or the zero StreamOptions for nil.

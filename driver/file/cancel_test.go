@@ -50,13 +50,13 @@ func TestPutHonoursCancellationAtEveryStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	v, err := b.Put(ctx, "k", []byte("old"), driver.IfAbsent())
+	v, err := b.Put(ctx, "k", []byte("old"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	big := bytes.Repeat([]byte("x"), 3<<20)
 	probe := newCountdown(-1) // never cancels: counts the looks of a whole Put
-	if _, err := b.Put(probe, "other", big, driver.Condition{}); err != nil {
+	if _, err := b.Put(probe, "other", big, driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	looks := probe.looks.Load()
@@ -65,17 +65,17 @@ func TestPutHonoursCancellationAtEveryStep(t *testing.T) {
 	}
 	for n := int64(1); n <= looks; n++ {
 		c := newCountdown(n)
-		_, err := b.Put(c, "k", big, driver.IfMatch(v))
+		_, err := b.Put(c, "k", big, driver.PutOptions{If: driver.IfMatch(v.Version)})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("a Put cancelled at its look %d of %d: %v, want context.Canceled", n, looks, err)
 		}
-		rc, gv, err := b.Get(ctx, "k")
+		rc, gv, err := b.Get(ctx, "k", driver.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		data, _ := io.ReadAll(rc)
 		rc.Close()
-		if gv != v || string(data) != "old" {
+		if gv.Version != v.Version || string(data) != "old" {
 			t.Fatalf("a Put cancelled at its look %d of %d changed the object (%d bytes)", n, looks, len(data))
 		}
 	}
@@ -94,17 +94,17 @@ func TestPutStreamHonoursCancellationAtEveryStep(t *testing.T) {
 	body := bytes.Repeat([]byte("y"), 2*driver.MinPartSize+1)
 	opts := &driver.StreamOptions{PartSize: driver.MinPartSize}
 	probe := newCountdown(-1)
-	if _, err := b.PutStream(probe, "other", bytes.NewReader(body), driver.Condition{}, opts); err != nil {
+	if _, err := b.PutStream(probe, "other", bytes.NewReader(body), driver.PutOptions{}, opts); err != nil {
 		t.Fatal(err)
 	}
 	looks := probe.looks.Load()
 	for n := int64(1); n <= looks; n++ {
 		c := newCountdown(n)
-		_, err := b.PutStream(c, "k", bytes.NewReader(body), driver.IfAbsent(), opts)
+		_, err := b.PutStream(c, "k", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, opts)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("a PutStream cancelled at its look %d of %d: %v, want context.Canceled", n, looks, err)
 		}
-		if _, _, err := b.Get(ctx, "k"); !errors.Is(err, driver.ErrNotExist) {
+		if _, _, err := b.Get(ctx, "k", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 			t.Fatalf("a PutStream cancelled at its look %d of %d: Get: %v, want ErrNotExist", n, looks, err)
 		}
 		var ue *driver.UploadError

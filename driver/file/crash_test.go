@@ -32,9 +32,11 @@ func TestCrashBetweenRecordAndRename(t *testing.T) {
 			var v1 driver.Version
 			switch over {
 			case "driver":
-				if v1, err = b.Put(ctx, key, []byte("old"), driver.IfAbsent()); err != nil {
+				a, err := b.Put(ctx, key, []byte("old"), driver.PutOptions{If: driver.IfAbsent()})
+				if err != nil {
 					t.Fatal(err)
 				}
+				v1 = a.Version
 			case "legacy":
 				v1 = "0123456789abcdef0123456789abcdef"
 				if err := os.WriteFile(p, []byte(legacyMagic+string(v1)+"\nold"), 0o644); err != nil {
@@ -46,7 +48,7 @@ func TestCrashBetweenRecordAndRename(t *testing.T) {
 				}
 				_, v1 = get(t, b, key)
 			}
-			s, err := b.stage(ctx, key, func(f *os.File) error { _, err := f.WriteString("new"); return err })
+			s, err := b.stage(ctx, key, nil, func(f *os.File) error { _, err := f.WriteString("new"); return err })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +73,7 @@ func TestCrashBetweenRecordAndRename(t *testing.T) {
 			if data, v := get(t, b, key); data != "new" || v != v2 {
 				t.Fatalf("after the rename: %q at %q, want %q at %q", data, v, "new", v2)
 			}
-			if _, err := b.Put(ctx, key, []byte("x"), driver.IfMatch(v1)); !errors.Is(err, driver.ErrPrecondition) {
+			if _, err := b.Put(ctx, key, []byte("x"), driver.PutOptions{If: driver.IfMatch(v1)}); !errors.Is(err, driver.ErrPrecondition) {
 				t.Fatalf("IfMatch of the old version over the new bytes: %v, want ErrPrecondition", err)
 			}
 		})
@@ -80,7 +82,7 @@ func TestCrashBetweenRecordAndRename(t *testing.T) {
 
 func get(t *testing.T, b *Bucket, key string) (string, driver.Version) {
 	t.Helper()
-	rc, v, err := b.Get(context.Background(), key)
+	rc, v, err := b.Get(context.Background(), key, driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,5 +91,5 @@ func get(t *testing.T, b *Bucket, key string) (string, driver.Version) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(data), v
+	return string(data), v.Version
 }

@@ -30,7 +30,7 @@ func TestLockFilesAndOpened(t *testing.T) {
 		t.Error("Opened after Open = false")
 	}
 	for _, k := range []string{"a", "b/c", "d"} {
-		if _, err := b.Put(context.Background(), k, []byte(k), driver.Condition{}); err != nil {
+		if _, err := b.Put(context.Background(), k, []byte(k), driver.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -99,8 +99,7 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 }
 
 var (
-	_ driver.Streamer      = (*Bucket)(nil)
-	_ driver.Lister        = (*Bucket)(nil)
+	_ driver.Bucket        = (*Bucket)(nil)
 	_ driver.PendingLister = (*Bucket)(nil)
 )
 
@@ -119,7 +118,7 @@ type Bucket struct {
 	caps driver.Capabilities
 	// shared names the network or FUSE file system holding root, or is
 	// "" for a local one; on a shared one the driver reports no service
-	// time (see reportTime).
+	// time (see serviceTime).
 	shared string
 	mode   fs.FileMode // of every object written: the directory's read and write bits
 	// noMetadata says why the bucket does not declare metadata (the file
@@ -179,7 +178,7 @@ func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
 // MetadataUnsupported returns why the bucket does not declare metadata
 // (its file system keeps no user extended attributes, or the system is not
-// Linux), or nil where it does. Objects written under driver.WithMetadata
+// Linux), or nil where it does. Objects written with PutOptions.Metadata
 // on such a bucket are not stamped.
 func (b *Bucket) MetadataUnsupported() error { return b.noMetadata }
 
@@ -198,19 +197,19 @@ func (b *Bucket) MetadataUnsupported() error { return b.noMetadata }
 // of margin.
 const modTimeResolution = 2 * time.Second
 
-// reportTime reports the service's time (driver.ReportServiceTime) for a
-// Get or Put that got an answer: this machine's clock, read now, as the
-// Date, and for a Get the file's modification time (modified). Every party
-// of a local directory runs on this one machine, so its clock is the
-// service's. On a network or FUSE file system it reports nothing: the
-// server stamps the modification time with its own clock, and each machine
+// serviceTime is the service's time (driver.Attrs.Time) a Get or Put that
+// got an answer returns: this machine's clock, read now, as the Date, and
+// for a Get the file's modification time (modified). Every party of a
+// local directory runs on this one machine, so its clock is the service's.
+// On a network or FUSE file system it is the zero ServiceTime: the server
+// stamps the modification time with its own clock, and each machine
 // sharing the directory has a clock of its own, none of them the
 // service's.
-func (b *Bucket) reportTime(ctx context.Context, modified time.Time) {
+func (b *Bucket) serviceTime(modified time.Time) driver.ServiceTime {
 	if b.shared != "" {
-		return
+		return driver.ServiceTime{}
 	}
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: modTimeResolution})
+	return driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: modTimeResolution}
 }
 
 // path maps a key to its file. Begin has checked the key against

@@ -36,14 +36,14 @@ func TestHelperProcess(t *testing.T) {
 		os.Exit(2)
 	}
 	// One racer for the contested key.
-	if _, err := b.Put(ctx, "contested", []byte(strconv.Itoa(os.Getpid())), driver.IfAbsent()); err == nil {
+	if _, err := b.Put(ctx, "contested", []byte(strconv.Itoa(os.Getpid())), driver.PutOptions{If: driver.IfAbsent()}); err == nil {
 		fmt.Println("won")
 	} else if !errors.Is(err, driver.ErrPrecondition) {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
 	for done := 0; done < 25; {
-		rc, v, err := b.Get(ctx, "counter")
+		rc, v, err := b.Get(ctx, "counter", driver.GetOptions{})
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(2)
@@ -51,7 +51,7 @@ func TestHelperProcess(t *testing.T) {
 		data, _ := io.ReadAll(rc)
 		rc.Close()
 		n, _ := strconv.Atoi(string(data))
-		_, err = b.Put(ctx, "counter", []byte(strconv.Itoa(n+1)), driver.IfMatch(v))
+		_, err = b.Put(ctx, "counter", []byte(strconv.Itoa(n+1)), driver.PutOptions{If: driver.IfMatch(v.Version)})
 		switch {
 		case err == nil:
 			done++
@@ -72,7 +72,7 @@ func TestAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := b.Put(ctx, "counter", []byte("0"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "counter", []byte("0"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	const procs = 4
@@ -98,7 +98,7 @@ func TestAcrossProcesses(t *testing.T) {
 	if winners != 1 {
 		t.Errorf("%d processes won the IfAbsent race; exactly one should", winners)
 	}
-	rc, _, err := b.Get(ctx, "counter")
+	rc, _, err := b.Get(ctx, "counter", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,18 +115,18 @@ func TestVersionChangesOnIdenticalWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	v1, err := b.Put(ctx, "k", []byte("same"), driver.IfAbsent())
+	v1, err := b.Put(ctx, "k", []byte("same"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2, err := b.Put(ctx, "k", []byte("same"), driver.IfMatch(v1))
+	v2, err := b.Put(ctx, "k", []byte("same"), driver.PutOptions{If: driver.IfMatch(v1.Version)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v1 == v2 {
-		t.Fatalf("two writes of the same bytes share version %q", v1)
+	if v1.Version == v2.Version {
+		t.Fatalf("two writes of the same bytes share version %q", v1.Version)
 	}
-	if _, err := b.Put(ctx, "k", []byte("same"), driver.IfMatch(v1)); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "k", []byte("same"), driver.PutOptions{If: driver.IfMatch(v1.Version)}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfMatch with the first version after an identical rewrite: %v, want ErrPrecondition", err)
 	}
 }
@@ -140,7 +140,7 @@ func TestTornWriteLeavesOldObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	v, err := b.Put(ctx, "k", []byte("complete"), driver.IfAbsent())
+	v, err := b.Put(ctx, "k", []byte("complete"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,14 +148,14 @@ func TestTornWriteLeavesOldObject(t *testing.T) {
 	if err := os.WriteFile(tmp, []byte("bucketlease-object v1 0123"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rc, gv, err := b.Get(ctx, "k")
+	rc, gv, err := b.Get(ctx, "k", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := io.ReadAll(rc)
 	rc.Close()
-	if string(data) != "complete" || gv != v {
-		t.Fatalf("after an abandoned write: %q at %q, want %q at %q", data, gv, "complete", v)
+	if string(data) != "complete" || gv.Version != v.Version {
+		t.Fatalf("after an abandoned write: %q at %q, want %q at %q", data, gv.Version, "complete", v.Version)
 	}
 }
 
@@ -169,16 +169,16 @@ func TestHandWrittenFileIsReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rc, v, err := b.Get(ctx, "LEASE")
+	rc, v, err := b.Get(ctx, "LEASE", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := io.ReadAll(rc)
 	rc.Close()
-	if string(data) != "{garbage" || v == "" {
-		t.Fatalf("hand-written file read as %q at %q", data, v)
+	if string(data) != "{garbage" || v.Version == "" {
+		t.Fatalf("hand-written file read as %q at %q", data, v.Version)
 	}
-	if _, err := b.Put(ctx, "LEASE", []byte("{}"), driver.IfMatch(v)); err != nil {
+	if _, err := b.Put(ctx, "LEASE", []byte("{}"), driver.PutOptions{If: driver.IfMatch(v.Version)}); err != nil {
 		t.Fatalf("IfMatch with the derived version of a hand-written file: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestKeysCannotEscape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"../x", "a/../../x", "/etc/passwd", ".bucketlease/locks/x", "a//b", ""} {
-		if _, err := b.Put(context.Background(), k, []byte("x"), driver.Condition{}); err == nil {
+		if _, err := b.Put(context.Background(), k, []byte("x"), driver.PutOptions{}); err == nil {
 			t.Errorf("Put accepted key %q", k)
 		}
 	}
@@ -222,30 +222,30 @@ func TestKeyThatIsAPrefixOfAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(ctx, "db1/LEASE", []byte("lease"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("lease"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(ctx, "db1"); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "db1", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Fatalf("Get db1 while db1/LEASE exists: %v, want ErrNotExist", err)
 	}
 	if err := b.Delete(ctx, "db1", driver.Condition{}); err != nil {
 		t.Fatalf("Delete of the missing db1: %v", err)
 	}
-	_, err = b.Put(ctx, "db1", []byte("x"), driver.IfAbsent())
+	_, err = b.Put(ctx, "db1", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	if !errors.Is(err, driver.ErrInvalidKey) || !strings.Contains(err.Error(), "prefix of stored keys") {
 		t.Fatalf("Put db1 while db1/LEASE exists: %v, want ErrInvalidKey saying why", err)
 	}
 	if err := b.Delete(ctx, "db1/LEASE", driver.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(ctx, "db1", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db1", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatalf("Put db1 once db1/LEASE is deleted: %v", err)
 	}
-	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent())
+	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	if !errors.Is(err, driver.ErrInvalidKey) || !strings.Contains(err.Error(), `lies under key "db1"`) {
 		t.Fatalf("Put db1/LEASE while db1 exists: %v, want ErrInvalidKey naming db1", err)
 	}
-	if _, _, err := b.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Fatalf("Get db1/LEASE under the object db1: %v, want ErrNotExist", err)
 	}
 }
@@ -263,10 +263,10 @@ func TestMissingDirectory(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(ctx, "LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get: %v, want ErrBucketNotExist", err)
 	}
-	if _, err := b.Put(ctx, "LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrBucketNotExist) {
+	if _, err := b.Put(ctx, "LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Put: %v, want ErrBucketNotExist", err)
 	}
 	if err := b.Delete(ctx, "LEASE", driver.Condition{}); !errors.Is(err, driver.ErrBucketNotExist) {
@@ -309,7 +309,7 @@ func TestPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
-	if _, err := b.Put(context.Background(), "sub/k", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+	if _, err := b.Put(context.Background(), "sub/k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Put into a read-only directory: %v, want ErrPermission", err)
 	}
 	if _, err := file.Open(filepath.Join(dir, "new")); !errors.Is(err, driver.ErrPermission) {
@@ -333,7 +333,7 @@ func TestObjectsAreAsReadableAsTheDirectory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Put(t.Context(), "db1/LEASE", []byte("{}"), driver.IfAbsent()); err != nil {
+		if _, err := b.Put(t.Context(), "db1/LEASE", []byte("{}"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(filepath.Join(dir, "db1", "LEASE"))
@@ -368,20 +368,59 @@ func TestKeyThatIsAStrayDirectory(t *testing.T) {
 			t.Fatalf("%s of a key that is a directory: %v, want ErrInvalidKey naming %s, saying it is a directory to remove or rename", what, err, p)
 		}
 	}
-	_, _, err = b.Get(ctx, "db1/LEASE")
+	_, _, err = b.Get(ctx, "db1/LEASE", driver.GetOptions{})
 	want("Get", err)
-	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent())
+	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	want("Put IfAbsent", err)
-	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.Condition{})
+	_, err = b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{})
 	want("Put", err)
 	want("Delete", b.Delete(ctx, "db1/LEASE", driver.Condition{}))
 	if err := os.RemoveAll(p); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Fatalf("Get once the directory is removed: %v, want ErrNotExist", err)
 	}
-	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatalf("Put once the directory is removed: %v", err)
+	}
+}
+
+// TestMetadataOnlyWhenAsked: a Get returns the metadata a Put stored with
+// the object only under GetOptions.Metadata (an empty, non-nil Metadata
+// for an object stored with none), and an overwrite replaces it.
+func TestMetadataOnlyWhenAsked(t *testing.T) {
+	b, err := file.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := b.MetadataUnsupported(); why != nil {
+		t.Skipf("the file system keeps no user extended attributes: %v", why)
+	}
+	ctx := t.Context()
+	pa, err := b.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent(), Metadata: driver.Metadata{"epoch": "7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(opts driver.GetOptions) driver.Attrs {
+		t.Helper()
+		rc, a, err := b.Get(ctx, "k", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		return a
+	}
+	if a := read(driver.GetOptions{}); a.Metadata != nil || a.Version != pa.Version {
+		t.Errorf("a Get without GetOptions.Metadata: %+v, want the version %s and no metadata", a, pa.Version)
+	}
+	if a := read(driver.GetOptions{Metadata: true}); a.Metadata["epoch"] != "7" || len(a.Metadata) != 1 {
+		t.Errorf("a Get under GetOptions.Metadata: metadata %s, want epoch=7", a.Metadata)
+	}
+	if _, err := b.Put(ctx, "k", []byte("y"), driver.PutOptions{If: driver.IfMatch(pa.Version)}); err != nil {
+		t.Fatal(err)
+	}
+	if a := read(driver.GetOptions{Metadata: true}); a.Metadata == nil || len(a.Metadata) != 0 {
+		t.Errorf("after an overwrite with none: metadata %#v, want an empty map", a.Metadata)
 	}
 }

@@ -19,11 +19,11 @@ import (
 // readObject reads key through the driver.
 func readObject(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, v, err := driver.ReadAll(context.Background(), b, key, 1<<30)
+	data, v, err := driver.ReadAll(context.Background(), b, key, 1<<30, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("Get %q: %v", key, err)
 	}
-	return data, v
+	return data, v.Version
 }
 
 // listed returns the Object that List reports for key.
@@ -64,11 +64,11 @@ func TestObjectsAreByteExactOnDisk(t *testing.T) {
 	for key, body := range bodies {
 		for _, how := range []string{"put", "stream"} {
 			k := how + "/" + key
-			var v driver.Version
+			var v driver.Attrs
 			if how == "put" {
-				v, err = b.Put(ctx, k, body, driver.IfAbsent())
+				v, err = b.Put(ctx, k, body, driver.PutOptions{If: driver.IfAbsent()})
 			} else {
-				v, err = b.PutStream(ctx, k, bytes.NewReader(body), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
+				v, err = b.PutStream(ctx, k, bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
 			}
 			if err != nil {
 				t.Fatalf("%s %q: %v", how, k, err)
@@ -81,25 +81,25 @@ func TestObjectsAreByteExactOnDisk(t *testing.T) {
 				t.Errorf("%s %q: the file holds %d bytes beginning %q, not the %d bytes written", how, k, len(onDisk), head(onDisk), len(body))
 			}
 			got, gv := readObject(t, b, k)
-			if !bytes.Equal(got, body) || gv != v {
-				t.Errorf("%s %q: Get returns %d bytes beginning %q at version %q, want the %d bytes written at %q", how, k, len(got), head(got), gv, len(body), v)
+			if !bytes.Equal(got, body) || gv != v.Version {
+				t.Errorf("%s %q: Get returns %d bytes beginning %q at version %q, want the %d bytes written at %q", how, k, len(got), head(got), gv, len(body), v.Version)
 			}
-			if o := listed(t, b, k); o.Size != int64(len(body)) || o.Version != v {
-				t.Errorf("%s %q: List says size %d version %q, want %d %q", how, k, o.Size, o.Version, len(body), v)
+			if o := listed(t, b, k); o.Size != int64(len(body)) || o.Version != v.Version {
+				t.Errorf("%s %q: List says size %d version %q, want %d %q", how, k, o.Size, o.Version, len(body), v.Version)
 			}
 			// A rewrite is byte-exact too, and the old version is refused.
-			v2, err := b.Put(ctx, k, append([]byte("2:"), body...), driver.IfMatch(v))
+			v2, err := b.Put(ctx, k, append([]byte("2:"), body...), driver.PutOptions{If: driver.IfMatch(v.Version)})
 			if err != nil {
 				t.Fatalf("rewriting %q: %v", k, err)
 			}
 			if onDisk, _ := os.ReadFile(filepath.Join(dir, filepath.FromSlash(k))); !bytes.Equal(onDisk, append([]byte("2:"), body...)) {
 				t.Errorf("rewritten %q: the file begins %q", k, head(onDisk))
 			}
-			if _, err := b.Put(ctx, k, body, driver.IfMatch(v)); !errors.Is(err, driver.ErrPrecondition) {
+			if _, err := b.Put(ctx, k, body, driver.PutOptions{If: driver.IfMatch(v.Version)}); !errors.Is(err, driver.ErrPrecondition) {
 				t.Errorf("IfMatch of %q's replaced version: %v, want ErrPrecondition", k, err)
 			}
-			if _, gv := readObject(t, b, k); gv != v2 {
-				t.Errorf("%q reads at version %q after the rewrite, want %q", k, gv, v2)
+			if _, gv := readObject(t, b, k); gv != v2.Version {
+				t.Errorf("%q reads at version %q after the rewrite, want %q", k, gv, v2.Version)
 			}
 		}
 	}
@@ -142,21 +142,21 @@ func TestLegacyObjectsReadBack(t *testing.T) {
 	if o := listed(t, b, "dumps/db1.sql"); o.Size != int64(len("CREATE TABLE t;\n")) || o.Version != old {
 		t.Fatalf("List of a legacy object: size %d version %q", o.Size, o.Version)
 	}
-	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfAbsent over a legacy object: %v, want ErrPrecondition", err)
 	}
-	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.IfMatch(driver.FakeVersion(old))); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(old))}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfMatch of a made-up version over a legacy object: %v, want ErrPrecondition", err)
 	}
-	v, err := b.Put(ctx, "dumps/db1.sql", []byte("CREATE TABLE u;\n"), driver.IfMatch(old))
+	v, err := b.Put(ctx, "dumps/db1.sql", []byte("CREATE TABLE u;\n"), driver.PutOptions{If: driver.IfMatch(old)})
 	if err != nil {
 		t.Fatalf("IfMatch of a legacy object's version: %v", err)
 	}
 	if onDisk, _ := os.ReadFile(filepath.Join(dir, "dumps", "db1.sql")); string(onDisk) != "CREATE TABLE u;\n" {
 		t.Fatalf("after a write over a legacy object the file holds %q", onDisk)
 	}
-	if data, gv := readObject(t, b, "dumps/db1.sql"); string(data) != "CREATE TABLE u;\n" || gv != v {
-		t.Fatalf("after a write over a legacy object: %q at %q, want %q at %q", data, gv, "CREATE TABLE u;\n", v)
+	if data, gv := readObject(t, b, "dumps/db1.sql"); string(data) != "CREATE TABLE u;\n" || gv != v.Version {
+		t.Fatalf("after a write over a legacy object: %q at %q, want %q at %q", data, gv, "CREATE TABLE u;\n", v.Version)
 	}
 	if err := b.Delete(ctx, "empty", driver.IfMatch(old)); err != nil {
 		t.Fatalf("conditional delete of a legacy object: %v", err)
@@ -186,10 +186,10 @@ func TestCopiedInFileIsAnObject(t *testing.T) {
 	if o := listed(t, b, "restore.sql"); o.Size != int64(len("copied in\n")) || o.Version != v {
 		t.Fatalf("List of a copied-in file: size %d version %q, want %d %q", o.Size, o.Version, len("copied in\n"), v)
 	}
-	if _, err := b.Put(ctx, "restore.sql", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "restore.sql", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfAbsent over a copied-in file: %v, want ErrPrecondition", err)
 	}
-	v1, err := b.Put(ctx, "restore.sql", []byte("written by the driver\n"), driver.IfMatch(v))
+	v1, err := b.Put(ctx, "restore.sql", []byte("written by the driver\n"), driver.PutOptions{If: driver.IfMatch(v)})
 	if err != nil {
 		t.Fatalf("IfMatch of a copied-in file's version: %v", err)
 	}
@@ -203,10 +203,10 @@ func TestCopiedInFileIsAnObject(t *testing.T) {
 	}
 	f.Close()
 	data, v2 := readObject(t, b, "restore.sql")
-	if string(data) != "written by the driver\nedited by hand\n" || v2 == v1 || v2 == "" {
-		t.Fatalf("an object edited in place reads %q at %q (the driver wrote version %q): its version must change", data, v2, v1)
+	if string(data) != "written by the driver\nedited by hand\n" || v2 == v1.Version || v2 == "" {
+		t.Fatalf("an object edited in place reads %q at %q (the driver wrote version %q): its version must change", data, v2, v1.Version)
 	}
-	if _, err := b.Put(ctx, "restore.sql", []byte("x"), driver.IfMatch(v1)); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "restore.sql", []byte("x"), driver.PutOptions{If: driver.IfMatch(v1.Version)}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfMatch of the version from before a hand edit: %v, want ErrPrecondition", err)
 	}
 	// A person copies another file over it.
@@ -217,8 +217,8 @@ func TestCopiedInFileIsAnObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, v3 := readObject(t, b, "restore.sql")
-	if string(data) != "another\n" || v3 == v2 || v3 == v1 {
-		t.Fatalf("a file moved over an object reads %q at %q (before: %q, %q)", data, v3, v1, v2)
+	if string(data) != "another\n" || v3 == v2 || v3 == v1.Version {
+		t.Fatalf("a file moved over an object reads %q at %q (before: %q, %q)", data, v3, v1.Version, v2)
 	}
 	if err := b.Delete(ctx, "restore.sql", driver.IfMatch(v2)); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("conditional delete with the version from before the copy: %v, want ErrPrecondition", err)
@@ -250,24 +250,24 @@ func TestNestedBucketsAgreeOnVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	v1, err := inner.Put(ctx, "LEASE", []byte("one"), driver.IfAbsent())
+	v1, err := inner.Put(ctx, "LEASE", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if data, v := readObject(t, outer, "db1/LEASE"); string(data) != "one" || v != v1 {
-		t.Fatalf("the outer bucket reads db1/LEASE as %q at %q; the inner one wrote %q at %q", data, v, "one", v1)
+	if data, v := readObject(t, outer, "db1/LEASE"); string(data) != "one" || v != v1.Version {
+		t.Fatalf("the outer bucket reads db1/LEASE as %q at %q; the inner one wrote %q at %q", data, v, "one", v1.Version)
 	}
-	if o := listed(t, outer, "db1/LEASE"); o.Version != v1 {
-		t.Fatalf("the outer bucket lists db1/LEASE at %q, want %q", o.Version, v1)
+	if o := listed(t, outer, "db1/LEASE"); o.Version != v1.Version {
+		t.Fatalf("the outer bucket lists db1/LEASE at %q, want %q", o.Version, v1.Version)
 	}
-	v2, err := outer.Put(ctx, "db1/LEASE", []byte("two"), driver.IfMatch(v1))
+	v2, err := outer.Put(ctx, "db1/LEASE", []byte("two"), driver.PutOptions{If: driver.IfMatch(v1.Version)})
 	if err != nil {
 		t.Fatalf("the outer bucket's IfMatch of the inner one's version: %v", err)
 	}
-	if data, v := readObject(t, inner, "LEASE"); string(data) != "two" || v != v2 {
-		t.Fatalf("the inner bucket reads LEASE as %q at %q; the outer one wrote %q at %q", data, v, "two", v2)
+	if data, v := readObject(t, inner, "LEASE"); string(data) != "two" || v != v2.Version {
+		t.Fatalf("the inner bucket reads LEASE as %q at %q; the outer one wrote %q at %q", data, v, "two", v2.Version)
 	}
-	if _, err := inner.Put(ctx, "LEASE", []byte("x"), driver.IfMatch(v1)); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := inner.Put(ctx, "LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch(v1.Version)}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("the inner bucket's IfMatch of the replaced version: %v, want ErrPrecondition", err)
 	}
 }

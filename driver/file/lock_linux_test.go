@@ -84,7 +84,7 @@ func TestStoppedLockHolder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = b.Put(ctx, "LEASE", []byte("x"), driver.IfAbsent())
+	_, err = b.Put(ctx, "LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	took := time.Since(start)
 	var le *LockedError
 	if !errors.As(err, &le) || took > stoppedGrace+3*time.Second {
@@ -101,7 +101,7 @@ func TestStoppedLockHolder(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGCONT)
 	stdin.Close()
 	cmd.Wait()
-	if _, err := b.Put(ctx, "LEASE", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatalf("Put once the holder let go: %v", err)
 	}
 	if hs, err := b.LockHolders("LEASE"); err != nil || len(hs) != 0 {

@@ -30,7 +30,7 @@ func TestWriteBesideAPruningDelete(t *testing.T) {
 			defer wg.Done()
 			for i := range rounds {
 				key := fmt.Sprintf("a/b/c/k%d-%d", w, i)
-				if _, err := b.Put(ctx, key, []byte("x"), driver.IfAbsent()); err != nil {
+				if _, err := b.Put(ctx, key, []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 					errs <- fmt.Errorf("put %s: %w", key, err)
 					return
 				}

@@ -19,35 +19,39 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Get opens the object and returns its body and version.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get opens the object and returns its body, its version and the
+// service's time, and under opts.Metadata (where the bucket declares
+// metadata) the metadata kept on the file whose body it returns. A missing
+// key returns the service's time with ErrNotExist.
+func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	p, err := b.path(op)
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	f, err := os.Open(p)
 	if err == nil {
 		if st, serr := f.Stat(); serr == nil && st.IsDir() {
 			f.Close()
 			if derr := strayDir(key, p); derr != nil {
-				return nil, "", op.Fail(driver.ErrInvalidKey, derr)
+				return nil, driver.Attrs{}, op.Fail(driver.ErrInvalidKey, derr)
 			}
 			err = syscall.EISDIR
 		}
 	}
 	if err != nil {
+		var a driver.Attrs
 		kind := b.missing(err)
 		if kind == driver.ErrNotExist {
-			b.reportTime(ctx, time.Time{})
+			a.Time = b.serviceTime(time.Time{})
 		}
 		if kind != nil {
-			return nil, "", op.Fail(kind, nil)
+			return nil, a, op.Fail(kind, nil)
 		}
-		return nil, "", op.Fail(osKind(err), err)
+		return nil, a, op.Fail(osKind(err), err)
 	}
 	st, err := f.Stat()
 	var v driver.Version
@@ -60,18 +64,14 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 		_, err = f.Seek(skip, io.SeekStart)
 	}
 	var md driver.Metadata
-	if err == nil && b.caps.Metadata && driver.MetadataWanted(ctx) {
+	if err == nil && b.caps.Metadata && opts.Metadata {
 		md, err = readMetadata(f) // of the file whose body is returned
 	}
 	if err != nil {
 		f.Close()
-		return nil, "", op.Fail(osKind(err), err)
+		return nil, driver.Attrs{}, op.Fail(osKind(err), err)
 	}
-	b.reportTime(ctx, dateOf(st, named != nil))
-	if b.caps.Metadata {
-		driver.ReportMetadata(ctx, md)
-	}
-	return f, v, nil
+	return f, driver.Attrs{Version: v, Metadata: md, Time: b.serviceTime(dateOf(st, named != nil))}, nil
 }
 
 // current returns the version stored at p for key, or "" if there is none

@@ -36,12 +36,12 @@ func TestStreamHelperProcess(t *testing.T) {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	v, err := b.PutStream(context.Background(), "dumps/db1.sql", os.Stdin, driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
+	v, err := b.PutStream(context.Background(), "dumps/db1.sql", os.Stdin, driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	fmt.Println("version", v)
+	fmt.Println("version", v.Version)
 	os.Exit(0)
 }
 
@@ -154,7 +154,7 @@ func TestKilledWritersStagedFileIsSwept(t *testing.T) {
 	if ps := pending(t, b, "other/"); len(ps) != 0 {
 		t.Fatalf("ListPending of another prefix: %+v", ps)
 	}
-	if _, err := b.Put(context.Background(), "other", []byte("next write"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(context.Background(), "other", []byte("next write"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	if names := tmpNames(t, dir); len(names) != 0 {
@@ -163,7 +163,7 @@ func TestKilledWritersStagedFileIsSwept(t *testing.T) {
 	if ps := pending(t, b, ""); len(ps) != 0 {
 		t.Fatalf("ListPending after the sweep: %+v", ps)
 	}
-	if _, _, err := b.Get(context.Background(), "dumps/db1.sql"); err == nil {
+	if _, _, err := b.Get(context.Background(), "dumps/db1.sql", driver.GetOptions{}); err == nil {
 		t.Fatal("the killed writer's object exists")
 	}
 }
@@ -182,10 +182,10 @@ func TestLiveWritersStagedFileIsNotSwept(t *testing.T) {
 	w := startWriter(t, dir, part)
 	name := staged(t, dir, int64(len(part)))
 	for i := range 5 {
-		if _, err := b.Put(ctx, fmt.Sprintf("other-%d", i), []byte("x"), driver.IfAbsent()); err != nil {
+		if _, err := b.Put(ctx, fmt.Sprintf("other-%d", i), []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.PutStream(ctx, fmt.Sprintf("streamed-%d", i), strings.NewReader("x"), driver.IfAbsent(), nil); err != nil {
+		if _, err := b.PutStream(ctx, fmt.Sprintf("streamed-%d", i), strings.NewReader("x"), driver.PutOptions{If: driver.IfAbsent()}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,8 +210,8 @@ func TestLiveWritersStagedFileIsNotSwept(t *testing.T) {
 	if err != nil || !bytes.Equal(onDisk, want) {
 		t.Fatalf("the live writer's object: %d bytes (%v), want the %d it was given", len(onDisk), err, len(want))
 	}
-	if _, gv, err := b.Get(ctx, "dumps/db1.sql"); err != nil || gv != v {
-		t.Fatalf("the live writer's object reads at %q (%v), want the version it printed, %q", gv, err, v)
+	if _, gv, err := b.Get(ctx, "dumps/db1.sql", driver.GetOptions{}); err != nil || gv.Version != v {
+		t.Fatalf("the live writer's object reads at %q (%v), want the version it printed, %q", gv.Version, err, v)
 	}
 	if names := tmpNames(t, dir); len(names) != 0 {
 		t.Fatalf("after the writer committed, the staging directory holds %v", names)
@@ -235,8 +235,8 @@ func TestLiveWriterInThisProcess(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := b.PutStream(ctx, "k", pr, driver.IfAbsent(), nil)
-		done <- result{v, err}
+		v, err := b.PutStream(ctx, "k", pr, driver.PutOptions{If: driver.IfAbsent()}, nil)
+		done <- result{v.Version, err}
 	}()
 	for i := 0; staged(t, dir, 0) == ""; i++ {
 		if i == 6000 {
@@ -245,7 +245,7 @@ func TestLiveWriterInThisProcess(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	name := staged(t, dir, 0)
-	if _, err := b.Put(ctx, "other", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "other", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	if staged(t, dir, 0) != name {

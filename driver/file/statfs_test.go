@@ -140,11 +140,12 @@ func TestSharedFSByName(t *testing.T) {
 	}
 }
 
-// TestServiceTimeOnlyOnALocalFS: on a local file system a Get reports this
-// machine's clock and the object's date (dateOf: the file's change time,
-// stamped at the commit); on a network file
-// system (NFS, even trusted) nothing, since its mtime is the server's clock
-// and each machine sharing it has a clock of its own.
+// TestServiceTimeOnlyOnALocalFS: on a local file system a Put and a Get
+// return this machine's clock, the Get with the object's date (dateOf: the
+// file's change time, stamped at the commit), and so does a refused Put
+// and a Get of a missing key; on a network file system (NFS, even trusted)
+// none, since its mtime is the server's clock and each machine sharing it
+// has a clock of its own.
 func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
 	real := statfsType
 	t.Cleanup(func() { statfsType = real })
@@ -159,26 +160,46 @@ func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			ctx := t.Context()
 			var got []driver.ServiceTime
-			ctx := driver.WithServiceTime(t.Context(), func(st driver.ServiceTime) { got = append(got, st) })
-			if _, err := b.Put(ctx, "k", []byte("x"), driver.IfAbsent()); err != nil {
+			pa, err := b.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
+			if err != nil {
 				t.Fatal(err)
 			}
-			rc, _, err := b.Get(ctx, "k")
+			got = append(got, pa.Time)
+			rc, ga, err := b.Get(ctx, "k", driver.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rc.Close()
+			got = append(got, ga.Time)
+			ra, err := b.Put(ctx, "k", []byte("y"), driver.PutOptions{If: driver.IfAbsent()})
+			if !errors.Is(err, driver.ErrPrecondition) {
+				t.Fatalf("a second Put IfAbsent: %v, want ErrPrecondition", err)
+			}
+			got = append(got, ra.Time)
+			_, ma, err := b.Get(ctx, "missing", driver.GetOptions{})
+			if !errors.Is(err, driver.ErrNotExist) {
+				t.Fatalf("a Get of a missing key: %v, want ErrNotExist", err)
+			}
+			got = append(got, ma.Time)
 			st, err := os.Stat(b.root + "/k")
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch {
-			case !tc.report && len(got) != 0:
-				t.Errorf("reports on %s: %+v, want none", tc.name, got)
-			case tc.report && (len(got) != 2 || !got[1].Modified.Equal(dateOf(st, true)) || got[1].Resolution != modTimeResolution):
-				t.Errorf("reports %+v, want the Put's and the Get's, the Get's with the object's date %v and a resolution of %v",
-					got, dateOf(st, true), modTimeResolution)
+			for i, what := range []string{"the Put", "the Get", "the refused Put", "the Get of a missing key"} {
+				switch {
+				case !tc.report && got[i] != (driver.ServiceTime{}):
+					t.Errorf("%s on %s returned the time %+v, want none", what, tc.name, got[i])
+				case tc.report && (got[i].Date.IsZero() || got[i].Resolution != modTimeResolution):
+					t.Errorf("%s returned the time %+v, want this machine's clock with a resolution of %v", what, got[i], modTimeResolution)
+				}
+			}
+			if tc.report && !got[1].Modified.Equal(dateOf(st, true)) {
+				t.Errorf("the Get returned the object's date %v, want %v", got[1].Modified, dateOf(st, true))
+			}
+			if !got[0].Modified.IsZero() || !got[2].Modified.IsZero() {
+				t.Errorf("a Put returned a modification time: %+v, %+v", got[0], got[2])
 			}
 		})
 	}

@@ -29,12 +29,12 @@ func satisfied(cur driver.Version, cond driver.Condition) bool {
 	return true
 }
 
-// beginWrite starts a Put or PutStream of key under cond: it checks them
-// (driver.Begin), maps key to its file, refuses a bucket whose directory is
-// gone (so that a write never recreates it), and sweeps the staged files of
-// dead writers.
-func (b *Bucket) beginWrite(ctx context.Context, key string, cond driver.Condition) (*driver.Op, string, error) {
-	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpPut, key, cond)
+// beginWrite starts a Put or PutStream of key under opts: it checks them
+// (driver.BeginPut), maps key to its file, refuses a bucket whose directory
+// is gone (so that a write never recreates it), and sweeps the staged files
+// of dead writers.
+func (b *Bucket) beginWrite(ctx context.Context, key string, opts driver.PutOptions) (*driver.Op, string, error) {
+	op, err := driver.BeginPut(ctx, b.caps, Scheme, key, opts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -49,16 +49,18 @@ func (b *Bucket) beginWrite(ctx context.Context, key string, cond driver.Conditi
 	return op, p, nil
 }
 
-// Put writes data to key atomically if cond holds.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, p, err := b.beginWrite(ctx, key, cond)
+// Put writes data, with opts.Metadata, to key atomically if opts.If holds,
+// and returns the new version and the service's time, which it returns
+// with a refused condition too.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, p, err := b.beginWrite(ctx, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	// Staged before the key's lock is taken, so that the lock is held
 	// only for the commit (see lock.go).
 	v := newVersion()
-	s, err := b.stage(ctx, key, func(f *os.File) error {
+	s, err := b.stage(ctx, key, op.Metadata, func(f *os.File) error {
 		// In chunks, so that a cancelled context stops a large write.
 		for rest := data; len(rest) > 0; {
 			if err := ctx.Err(); err != nil {
@@ -84,14 +86,12 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 			kind = osKind(err)
 		}
 		if errors.Is(kind, driver.ErrPrecondition) {
-			b.reportTime(ctx, time.Time{})
-			return "", op.Fail(kind, nil)
+			return driver.Attrs{Time: b.serviceTime(time.Time{})}, op.Fail(kind, nil)
 		}
-		return "", op.Fail(kind, err)
+		return driver.Attrs{}, op.Fail(kind, err)
 	}
 	s.done()
-	b.reportTime(ctx, time.Time{})
-	return v, nil
+	return driver.Attrs{Version: v, Time: b.serviceTime(time.Time{})}, nil
 }
 
 // writeChunk is how much Put and PutStream write between two looks at the
@@ -110,15 +110,16 @@ func newVersion() driver.Version {
 // the commit, then takes the key's lock and renames the file over the
 // object only if cond holds and ctx has not ended. On any failure the
 // temporary file is removed before it returns, and the error's
-// *driver.UploadError says whether that succeeded.
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	op, p, err := b.beginWrite(ctx, key, cond)
+// *driver.UploadError says whether that succeeded. po.Metadata is kept on
+// the temporary file before the rename.
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
+	op, p, err := b.beginWrite(ctx, key, po)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	v := newVersion()
 	var refusal error // the kind of a failure that is not the file system's
-	s, err := b.stage(ctx, key, func(f *os.File) error {
+	s, err := b.stage(ctx, key, op.Metadata, func(f *os.File) error {
 		buf := make([]byte, opts.Size())
 		for no := 1; ; no++ {
 			if err := opts.Allow(); err != nil {
@@ -146,7 +147,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	}
 	if err == nil {
 		s.done()
-		return v, nil
+		return driver.Attrs{Version: v}, nil
 	}
 	ue := &driver.UploadError{Err: err}
 	if s != nil {
@@ -160,7 +161,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond dr
 	if refusal == nil {
 		refusal = osKind(err)
 	}
-	return "", op.Fail(refusal, ue)
+	return driver.Attrs{}, op.Fail(refusal, ue)
 }
 
 // commitStaged commits the staged file s as version v of the object at p
@@ -218,11 +219,12 @@ func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v 
 	return nil
 }
 
-// stage writes the body (written by body) to a new staged file in the
-// bucket's own directory (see newStaged), syncs it and notes its identity.
+// stage writes the body (written by body) and the metadata md to a new
+// staged file in the bucket's own directory (see newStaged), syncs it and
+// notes its identity.
 // On an error the staged file is returned too (if it was created), for the
 // caller to discard.
-func (b *Bucket) stage(ctx context.Context, key string, body func(f *os.File) error) (*staged, error) {
+func (b *Bucket) stage(ctx context.Context, key string, md driver.Metadata, body func(f *os.File) error) (*staged, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -231,7 +233,7 @@ func (b *Bucket) stage(ctx context.Context, key string, body func(f *os.File) er
 		return nil, err
 	}
 	err = body(s.f)
-	if md := driver.MetadataToWrite(ctx); err == nil && b.caps.Metadata && len(md) > 0 {
+	if err == nil && b.caps.Metadata && len(md) > 0 {
 		// On the staged file, before the rename that commits it.
 		err = setMetadata(s.f, md)
 	}

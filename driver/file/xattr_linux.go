@@ -15,7 +15,7 @@ import (
 )
 
 // xattrPrefix is the name under which each key of an object's metadata
-// (driver.WithMetadata) is kept: user.bucketlease.KEY, an extended
+// (driver.PutOptions.Metadata) is kept: user.bucketlease.KEY, an extended
 // attribute of the object's file.
 const xattrPrefix = "user.bucketlease."
 

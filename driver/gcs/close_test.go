@@ -43,7 +43,7 @@ func TestCloseLeavesCallersClient(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gcs.New(c, name).Put(t.Context(), "k", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := gcs.New(c, name).Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatalf("the caller's client after the Bucket's Close: %v", err)
 	}
 	opened, _, err := driver.Open(t.Context(), "gs://"+name+"?endpoint="+endpoint)
@@ -92,7 +92,7 @@ func TestOpenURLCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ae *auth.Error
-		if _, _, err := b.Get(t.Context(), "p/LEASE"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
+		if _, _, err := b.Get(t.Context(), "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
 			t.Errorf("%s: Get with refused credentials: %v, want ErrPermission with *auth.Error", url, err)
 		}
 		if err := driver.Close(b); err != nil {
@@ -114,11 +114,11 @@ func TestOpenURLEmulatorHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer driver.Close(b)
-	v, err := b.Put(t.Context(), prefix+"/LEASE", []byte("x"), driver.IfAbsent())
+	v, err := b.Put(t.Context(), prefix+"/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatalf("Put through STORAGE_EMULATOR_HOST: %v", err)
 	}
-	if _, gv, err := b.Get(t.Context(), prefix+"/LEASE"); err != nil || gv != v {
-		t.Fatalf("Get through STORAGE_EMULATOR_HOST: %s, %v; want %s", gv, err, v)
+	if _, gv, err := b.Get(t.Context(), prefix+"/LEASE", driver.GetOptions{}); err != nil || gv.Version != v.Version {
+		t.Fatalf("Get through STORAGE_EMULATOR_HOST: %s, %v; want %s", gv.Version, err, v.Version)
 	}
 }

@@ -61,14 +61,14 @@ func TestMissingBucket(t *testing.T) {
 	endpoint := emulator(t)
 	ctx := t.Context()
 	b := gcs.New(client(t, endpoint, nil), "no-such-bucket-typo")
-	_, _, err := b.Get(ctx, "db1/LEASE")
+	_, _, err := b.Get(ctx, "db1/LEASE", driver.GetOptions{})
 	if !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist and not ErrNotExist", err)
 	}
-	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfMatch("1700000000000001")); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put IfMatch in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
-	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrBucketNotExist) {
+	if _, err := b.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Put IfAbsent in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
 	if err := b.Delete(ctx, "db1/LEASE", driver.Condition{}); !errors.Is(err, driver.ErrBucketNotExist) {
@@ -82,7 +82,7 @@ func TestEmptyKeyRefused(t *testing.T) {
 	endpoint := emulator(t)
 	b := gcs.New(client(t, endpoint, nil), newBucket(t, endpoint))
 	for _, k := range []string{"", "/a", "a/../b", "a\nb"} {
-		if _, err := b.Put(t.Context(), k, []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrInvalidKey) {
+		if _, err := b.Put(t.Context(), k, []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrInvalidKey) {
 			t.Errorf("Put %q: %v, want ErrInvalidKey", k, err)
 		}
 	}
@@ -112,10 +112,10 @@ func TestPermission(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ge *googleapi.Error
-		if _, _, err := b.Get(t.Context(), "p/LEASE"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ge) {
+		if _, _, err := b.Get(t.Context(), "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ge) {
 			t.Errorf("Get answered %d: %v, want ErrPermission", status, err)
 		}
-		if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+		if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPermission) {
 			t.Errorf("Put answered %d: %v, want ErrPermission", status, err)
 		}
 		if err := b.Delete(t.Context(), "p/LEASE", driver.Condition{}); !errors.Is(err, driver.ErrPermission) {
@@ -132,12 +132,12 @@ func TestOther412NotAPrecondition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.IfMatch("1700000000000001")); err == nil || errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")}); err == nil || errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put answered 412 retentionPolicyNotMet: %v, want an error that is not ErrPrecondition", err)
 	}
 	url = fakeService(t, http.StatusPreconditionFailed, "conditionNotMet")
 	b, _, _ = driver.Open(t.Context(), "gs://bkt/p?endpoint="+url)
-	if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.IfMatch("1700000000000001")); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put answered 412 conditionNotMet: %v, want ErrPrecondition", err)
 	}
 }
@@ -168,7 +168,7 @@ func TestTokenRefused(t *testing.T) {
 	}
 	defer c.Close()
 	var ae *auth.Error
-	if _, _, err := gcs.New(c, "bkt").Get(t.Context(), "k"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
+	if _, _, err := gcs.New(c, "bkt").Get(t.Context(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
 		t.Fatalf("Get with refused credentials: %v, want ErrPermission with *auth.Error", err)
 	}
 }

@@ -65,7 +65,7 @@ func TestControlRequestsHaveTheirOwnPool(t *testing.T) {
 	put := func(b *Bucket) error {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		_, err := b.Put(ctx, "LEASE", []byte("renewal"), driver.Condition{})
+		_, err := b.Put(ctx, "LEASE", []byte("renewal"), driver.PutOptions{})
 		return err
 	}
 	if err := put(b); err != nil {

@@ -16,9 +16,8 @@
 // ifGenerationMatch=0 and IfMatch(v) as ifGenerationMatch=v, on uploads and
 // on deletes, so the driver declares Exclusion Conditional and
 // ConditionalDelete. Put sends every body in one request, never a
-// resumable upload; PutStream ([Bucket] is a driver.Streamer) writes a
-// longer body as a resumable upload whose final request carries the
-// condition. Bucket is a driver.Lister too.
+// resumable upload; PutStream writes a longer body as a resumable upload
+// whose final request carries the condition.
 //
 // A bucket opened by URL owns its client and its HTTP transports (one for
 // streamed writes and listing, one for the small requests, so that a

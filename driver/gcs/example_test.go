@@ -32,6 +32,6 @@ func ExampleNew() {
 	}
 	defer client.Close()
 	b := gcs.New(client, "my-bucket")
-	v, err := b.Put(ctx, "backups/db1/LEASE", []byte("{}"), driver.IfAbsent())
-	fmt.Println(v, err)
+	v, err := b.Put(ctx, "backups/db1/LEASE", []byte("{}"), driver.PutOptions{If: driver.IfAbsent()})
+	fmt.Println(v.Version, err)
 }

@@ -113,52 +113,50 @@ func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond d
 	return driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
 }
 
-// Get reads the object and returns its body and generation, both from the
-// one read response. Under driver.WithMetadataReport it reports the
-// object's metadata: from the read response's x-goog-meta-* headers where
-// it carries them, and otherwise from the object's attributes read pinned
-// to the generation and metageneration that response named (the client
-// library's JSON-API reads, which this driver's clients use, need not
-// carry the metadata; a generation's metadata changes only with its
-// metageneration). Should that generation be gone by then (overwritten or
-// deleted in between), the object is read again, up to metadataReads
-// times.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get reads the object and returns its body, its generation and the
+// service's time, all from the one read response. Under opts.Metadata it
+// returns the object's metadata too: from the read response's
+// x-goog-meta-* headers where it carries them, and otherwise from the
+// object's attributes read pinned to the generation and metageneration
+// that response named (the client library's JSON-API reads, which this
+// driver's clients use, need not carry the metadata; a generation's
+// metadata changes only with its metageneration). Should that generation
+// be gone by then (overwritten or deleted in between), the object is read
+// again, up to metadataReads times. Without opts.Metadata that second
+// request is not sent.
+func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	for attempt := 1; ; attempt++ {
 		var dates httpdate.Capture
 		r, err := b.ctl.Object(key).NewReader(dates.Context(op.Context()))
 		if err != nil {
-			reportTime(ctx, &dates, time.Time{})
-			return nil, "", fail(op, b.classify(ctx, err, op.Cond), err)
+			return nil, driver.Attrs{Time: serviceTime(&dates, time.Time{})}, fail(op, b.classify(ctx, err, op.Cond), err)
 		}
+		st := serviceTime(&dates, r.Attrs.LastModified)
 		if r.Attrs.Generation <= 0 {
-			reportTime(ctx, &dates, r.Attrs.LastModified)
 			r.Close()
-			return nil, "", op.Fail(nil, errors.New("the read response carried no object generation"))
+			return nil, driver.Attrs{Time: st}, op.Fail(nil, errors.New("the read response carried no object generation"))
 		}
-		if driver.MetadataWanted(ctx) {
+		a := driver.Attrs{Version: version(r.Attrs.Generation), Time: st}
+		if opts.Metadata {
 			md, again, err := b.metadata(op, key, r)
 			if err != nil || (again && attempt < metadataReads) {
 				r.Close()
 				if err == nil {
 					continue
 				}
-				reportTime(ctx, &dates, r.Attrs.LastModified)
-				return nil, "", fail(op, b.classify(ctx, err, op.Cond), err)
+				return nil, driver.Attrs{Time: st}, fail(op, b.classify(ctx, err, op.Cond), err)
 			}
 			if again {
 				r.Close()
-				reportTime(ctx, &dates, r.Attrs.LastModified)
-				return nil, "", op.Fail(nil, fmt.Errorf("the object changed %d times between its read and the read of its metadata", attempt))
+				return nil, driver.Attrs{Time: st}, op.Fail(nil, fmt.Errorf("the object changed %d times between its read and the read of its metadata", attempt))
 			}
-			driver.ReportMetadata(ctx, md)
+			a.Metadata = md
 		}
-		reportTime(ctx, &dates, r.Attrs.LastModified)
-		return r, version(r.Attrs.Generation), nil
+		return r, a, nil
 	}
 }
 
@@ -191,16 +189,19 @@ func (b *Bucket) metadata(op *driver.Op, key string, r *storage.Reader) (md driv
 	return driver.LowerMetadata(attrs.Metadata), false, nil
 }
 
-// Put uploads data in one request if cond holds and returns the new
-// generation. The client library holds a copy of data while it sends it.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, driver.OpPut, key, cond)
+// Put uploads data with opts.Metadata in one request if opts.If holds and
+// returns the new generation and the service's time, which it returns with
+// a refusal too. The client library holds a copy of data while it sends
+// it.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
+	cond := op.Cond
 	obj, err := b.object(b.ctl, key, cond)
 	if err != nil {
-		return "", op.Fail(driver.ErrPrecondition, err)
+		return driver.Attrs{}, op.Fail(driver.ErrPrecondition, err)
 	}
 	if !cond.Unconditional() {
 		obj = obj.Retryer(storage.WithErrorFunc(noRateLimitRetry))
@@ -219,23 +220,23 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 	// part it received: a torn object (see docs/drivers.md, "One request per write, and retries").
 	w.ChunkSize = (len(data)/chunkAlign + 1) * chunkAlign
 	w.ContentType = "application/octet-stream"
-	w.Metadata = driver.MetadataToWrite(ctx)
+	w.Metadata = op.Metadata
 	_, err = w.Write(data)
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
-	reportTime(ctx, &dates, time.Time{})
+	st := serviceTime(&dates, time.Time{})
 	if err != nil {
-		return "", fail(op, b.classify(ctx, err, cond), err)
+		return driver.Attrs{Time: st}, fail(op, b.classify(ctx, err, cond), err)
 	}
 	attrs := w.Attrs()
 	if attrs == nil || attrs.Generation <= 0 {
-		return "", op.Fail(nil, errors.New("the upload response carried no object generation"))
+		return driver.Attrs{Time: st}, op.Fail(nil, errors.New("the upload response carried no object generation"))
 	}
-	return version(attrs.Generation), nil
+	return driver.Attrs{Version: version(attrs.Generation), Time: st}, nil
 }
 
-// reportTime reports the service's time (driver.ReportServiceTime): the
+// serviceTime is the service's time a call returns (driver.Attrs.Time): the
 // Date header of the last response the client's transport received under
 // dates (ServiceTimeTransport records it: the client library shows no
 // response header) and, for a Get, the object's modification time as the
@@ -243,18 +244,22 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.C
 // from the read response's Last-Modified header, on the JSON API's media
 // download as on the XML API; the object's "updated" field, to the
 // millisecond, is not in a read's response. Both are HTTP dates, whole
-// seconds. A Get whose response carries no Last-Modified reports the Date
-// alone. Nothing is reported when the transport recorded no Date: a client
-// passed to New whose transport is not wrapped by ServiceTimeTransport, or
-// a call that got no response.
-func reportTime(ctx context.Context, dates *httpdate.Capture, modified time.Time) {
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: dates.Date(), Modified: modified, Resolution: time.Second})
+// seconds. A Get whose response carries no Last-Modified has the Date
+// alone. It is the zero ServiceTime when the transport recorded no Date: a
+// client passed to New whose transport is not wrapped by
+// ServiceTimeTransport, or a call that got no response.
+func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime {
+	d := dates.Date()
+	if d.IsZero() {
+		return driver.ServiceTime{}
+	}
+	return driver.ServiceTime{Date: d, Modified: modified, Resolution: time.Second}
 }
 
 // ServiceTimeTransport returns rt (http.DefaultTransport if nil) wrapped
-// so that a Bucket whose client sends its requests through it reports the
-// service's time to the caller (driver.WithServiceTime): the Date header of
-// each Get's and Put's response, and a Get's Last-Modified. The clients
+// so that a Bucket whose client sends its requests through it returns the
+// service's time (driver.Attrs.Time): the Date header of each Get's and
+// Put's response, and a Get's Last-Modified. The clients
 // OpenURL makes have it; for a client passed to New, give it an HTTP
 // client whose transport (under any authentication) is wrapped so
 // (option.WithHTTPClient).

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	_ "github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
@@ -82,11 +82,11 @@ func TestEmulatorErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	v, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Put(ctx, "k", []byte("two"), driver.IfAbsent())
+	_, err = b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfAbsent()})
 	var ge *googleapi.Error
 	if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &ge) || ge.Code != http.StatusPreconditionFailed {
 		t.Fatalf("IfAbsent on an existing key: %v; want ErrPrecondition wrapping a 412 *googleapi.Error", err)
@@ -94,11 +94,11 @@ func TestEmulatorErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "put k") {
 		t.Errorf("the error %q does not name the key", err)
 	}
-	_, err = b.Put(ctx, "k", []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+	_, err = b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(v.Version))})
 	if !errors.As(err, &ge) || ge.Code != http.StatusPreconditionFailed {
 		t.Fatalf("IfMatch(made-up) was not refused by the service with 412: %v", err)
 	}
-	_, _, err = b.Get(ctx, "nope")
+	_, _, err = b.Get(ctx, "nope", driver.GetOptions{})
 	if !errors.Is(err, driver.ErrNotExist) || !errors.Is(err, storage.ErrObjectNotExist) {
 		t.Fatalf("Get of a missing key: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestVersionNotAGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range []driver.Version{"", "0", "-3", "007", "+7", "12a", `"12"`, "99999999999999999999"} {
-		if _, err := b.Put(t.Context(), "k", []byte("x"), driver.IfMatch(v)); !errors.Is(err, driver.ErrPrecondition) {
+		if _, err := b.Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfMatch(v)}); !errors.Is(err, driver.ErrPrecondition) {
 			t.Errorf("Put IfMatch(%q): %v, want ErrPrecondition", v, err)
 		}
 		if err := b.Delete(t.Context(), "k", driver.IfMatch(v)); !errors.Is(err, driver.ErrPrecondition) {
@@ -130,7 +130,7 @@ func TestVersionNotAGeneration(t *testing.T) {
 		t.Errorf("%d requests were sent for versions that are not generations", n)
 	}
 	// A well-formed generation is sent: the same server now sees a request.
-	if _, err := b.Put(t.Context(), "k", []byte("x"), driver.IfMatch("7")); err == nil || requests.Load() == 0 {
+	if _, err := b.Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfMatch("7")}); err == nil || requests.Load() == 0 {
 		t.Errorf("Put IfMatch(7) = %v after %d requests; want a request and the server's error", err, requests.Load())
 	}
 }
@@ -170,4 +170,38 @@ func TestCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 	drivertest.Run(t, b, drivertest.Options{Prefix: prefix + "/drivertest", URL: raw})
+}
+
+// TestMetadataReadOnlyWhenAsked: a Get sends the one read request and
+// returns no metadata unless GetOptions.Metadata asks for it; under it the
+// metadata the Put stored comes back (read with a second request where the
+// read response does not carry it). Both return the service's time, as
+// ServiceTimeTransport reads it.
+func TestMetadataReadOnlyWhenAsked(t *testing.T) {
+	endpoint := emulator(t)
+	counter := &requestCounter{}
+	b := gcs.New(client(t, endpoint, gcs.ServiceTimeTransport(counter)), newBucket(t, endpoint))
+	ctx := t.Context()
+	pa, err := b.Put(ctx, "k", []byte("body"), driver.PutOptions{If: driver.IfAbsent(), Metadata: driver.Metadata{"epoch": "7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(opts driver.GetOptions) (driver.Attrs, int) {
+		t.Helper()
+		before, _ := counter.counts()
+		rc, a, err := b.Get(ctx, "k", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		after, _ := counter.counts()
+		return a, after - before
+	}
+	if a, n := get(driver.GetOptions{}); n != 1 || a.Metadata != nil || a.Version != pa.Version || a.Time.Date.IsZero() {
+		t.Errorf("a Get without GetOptions.Metadata: %+v in %d requests; want version %s, no metadata, the service's time, in one request",
+			a, n, pa.Version)
+	}
+	if a, n := get(driver.GetOptions{Metadata: true}); a.Metadata["epoch"] != "7" || len(a.Metadata) != 1 || a.Version != pa.Version || a.Time.Date.IsZero() {
+		t.Errorf("a Get under GetOptions.Metadata: %+v in %d requests; want version %s, epoch=7 and the service's time", a, n, pa.Version)
+	}
 }

@@ -17,7 +17,7 @@ import (
 func listKeys(t *testing.T, b driver.Bucket, prefix string) []driver.Object {
 	t.Helper()
 	var objs []driver.Object
-	for o, err := range driver.List(t.Context(), b, prefix) {
+	for o, err := range b.List(t.Context(), prefix) {
 		if err != nil {
 			t.Fatalf("List %q after %d objects: %v", prefix, len(objs), err)
 		}
@@ -39,10 +39,10 @@ func TestList(t *testing.T) {
 	want := map[string]driver.Version{}
 	var mu sync.Mutex
 	put := func(key string) error {
-		v, err := b.Put(ctx, key, []byte(key), driver.IfAbsent())
+		v, err := b.Put(ctx, key, []byte(key), driver.PutOptions{If: driver.IfAbsent()})
 		if err == nil {
 			mu.Lock()
-			want[key] = v
+			want[key] = v.Version
 			mu.Unlock()
 		}
 		return err
@@ -115,7 +115,7 @@ func TestList(t *testing.T) {
 
 	// Stopping early is allowed; the iterator ends there.
 	n := 0
-	for range driver.List(ctx, b, "db1/") {
+	for range b.List(ctx, "db1/") {
 		if n++; n == 3 {
 			break
 		}
@@ -127,7 +127,7 @@ func TestList(t *testing.T) {
 func TestListErrors(t *testing.T) {
 	endpoint := emulator(t)
 	missing := gcs.New(client(t, endpoint, nil), "bucketlease-no-such-bucket")
-	for _, err := range driver.List(t.Context(), missing, "db1/") {
+	for _, err := range missing.List(t.Context(), "db1/") {
 		if !errors.Is(err, driver.ErrBucketNotExist) || !strings.Contains(err.Error(), "list db1/") {
 			t.Errorf("List in a missing bucket: %v; want ErrBucketNotExist naming the prefix", err)
 		}
@@ -135,7 +135,7 @@ func TestListErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	b := gcs.New(client(t, endpoint, nil), newBucket(t, endpoint))
-	for _, err := range driver.List(ctx, b, "db1/") {
+	for _, err := range b.List(ctx, "db1/") {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("List with an ended context: %v", err)
 		}

@@ -6,10 +6,12 @@ package gcs_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -45,10 +47,10 @@ func TestNotFoundClassesWithoutEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(ctx, "p/LEASE"); !errors.Is(err, driver.ErrNotExist) || errors.Is(err, driver.ErrBucketNotExist) {
+	if _, _, err := b.Get(ctx, "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) || errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Get of a missing object: %v, want ErrNotExist", err)
 	}
-	if _, err := b.Put(ctx, "p/LEASE", []byte("x"), driver.IfMatch("1700000000000001")); !errors.Is(err, driver.ErrPrecondition) || errors.Is(err, driver.ErrNotExist) {
+	if _, err := b.Put(ctx, "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")}); !errors.Is(err, driver.ErrPrecondition) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Put IfMatch of a missing object: %v, want ErrPrecondition and not ErrNotExist", err)
 	}
 
@@ -56,10 +58,57 @@ func TestNotFoundClassesWithoutEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := missing.Get(ctx, "p/LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := missing.Get(ctx, "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist and not ErrNotExist", err)
 	}
-	if _, err := missing.Put(ctx, "p/LEASE", []byte("x"), driver.IfMatch("1700000000000001")); !errors.Is(err, driver.ErrBucketNotExist) {
+	if _, err := missing.Put(ctx, "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")}); !errors.Is(err, driver.ErrBucketNotExist) {
 		t.Errorf("Put IfMatch in a missing bucket: %v, want ErrBucketNotExist", err)
+	}
+}
+
+// refusingService answers a bucket lookup with the bucket and every other
+// request with status and a Cloud Storage error of reason, its Date header
+// set to date.
+func refusingService(t *testing.T, status int, reason string, date time.Time) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Date", date.Format(http.TimeFormat))
+		if r.Method == http.MethodGet && strings.TrimSuffix(r.URL.Path, "/") == "/storage/v1/b/bkt" {
+			_, _ = w.Write([]byte(`{"kind":"storage#bucket","id":"bkt","name":"bkt"}`))
+			return
+		}
+		w.WriteHeader(status)
+		_, _ = fmt.Fprintf(w, `{"error":{"code":%d,"message":"refused","errors":[{"reason":%q,"message":"refused"}]}}`, status, reason)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestServiceTimeWithARefusal: a Get of a missing object (404) and a Put
+// whose condition the service refused (404 under IfMatch, 412) return the
+// Date of the service's answer in Attrs.Time with their error, as a bucket
+// opened by URL reads it (ServiceTimeTransport); and no version.
+func TestServiceTimeWithARefusal(t *testing.T) {
+	ctx := t.Context()
+	date := time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)
+	b, _, err := driver.Open(ctx, "gs://bkt/p?endpoint="+refusingService(t, http.StatusNotFound, "notFound", date))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, a, err := b.Get(ctx, "p/LEASE", driver.GetOptions{})
+	if !errors.Is(err, driver.ErrNotExist) || !a.Time.Date.Equal(date) || a.Version != "" {
+		t.Errorf("Get of a missing object: %+v, %v; want ErrNotExist with the service's Date %v", a, err, date)
+	}
+	a, err = b.Put(ctx, "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")})
+	if !errors.Is(err, driver.ErrPrecondition) || !a.Time.Date.Equal(date) || a.Version != "" {
+		t.Errorf("Put IfMatch of a missing object: %+v, %v; want ErrPrecondition with the service's Date %v", a, err, date)
+	}
+	b, _, err = driver.Open(ctx, "gs://bkt/p?endpoint="+refusingService(t, http.StatusPreconditionFailed, "conditionNotMet", date))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err = b.Put(ctx, "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
+	if !errors.Is(err, driver.ErrPrecondition) || !a.Time.Date.Equal(date) || a.Time.Resolution != time.Second {
+		t.Errorf("Put IfAbsent refused with 412: %+v, %v; want ErrPrecondition with the service's Date %v to the second", a, err, date)
 	}
 }

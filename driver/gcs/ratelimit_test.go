@@ -43,7 +43,7 @@ func TestRateLimitedClassified(t *testing.T) {
 	defer cancel()
 	for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch("1234")} {
 		requests.Store(0)
-		_, err := b.Put(ctx, "k", []byte("x"), cond)
+		_, err := b.Put(ctx, "k", []byte("x"), driver.PutOptions{If: cond})
 		if !errors.Is(err, driver.ErrRateLimited) || errors.Is(err, driver.ErrOutcomeUnknown) || errors.Is(err, driver.ErrPrecondition) {
 			t.Fatalf("Put %s: %v, want ErrRateLimited alone", cond, err)
 		}

@@ -19,9 +19,8 @@ import (
 )
 
 var (
-	_ driver.Streamer = (*Bucket)(nil)
-	_ driver.Lister   = (*Bucket)(nil)
-	_ io.Closer       = (*Bucket)(nil)
+	_ driver.Bucket = (*Bucket)(nil)
+	_ io.Closer     = (*Bucket)(nil)
 )
 
 const (
@@ -49,9 +48,9 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 	return size
 }
 
-// PutStream stores the body read from r under key if cond holds when the
-// upload is finalised, and returns the new generation, through
-// driver.StreamParts.
+// PutStream stores the body read from r, with opts.Metadata, under key if
+// opts.If holds when the upload is finalised, and returns the new
+// generation, through driver.StreamParts.
 //
 // A body shorter than one chunk (see below) is one conditional multipart
 // request, as Put sends. A longer one is a resumable upload: the session is
@@ -95,16 +94,16 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 // leaves the whole body or nothing. r is read in the caller's
 // goroutine, between checks of ctx: a Read that blocks holds PutStream
 // until it returns.
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	op, err := b.begin(ctx, driver.OpPut, key, cond)
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, po)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	obj, err := b.object(b.bkt, key, cond)
+	obj, err := b.object(b.bkt, key, op.Cond)
 	if err != nil {
-		return "", op.Fail(driver.ErrPrecondition, err)
+		return driver.Attrs{}, op.Fail(driver.ErrPrecondition, err)
 	}
-	u := &upload{b: b, ctx: ctx, key: key, cond: cond, obj: obj, chunk: chunkSize(opts)}
+	u := &upload{b: b, ctx: ctx, key: key, cond: op.Cond, meta: op.Metadata, obj: obj, chunk: chunkSize(opts)}
 	return driver.StreamParts(op, r, opts, driver.Parts{Size: u.chunk, Piece: handOver}, u)
 }
 
@@ -116,6 +115,7 @@ type upload struct {
 	ctx   context.Context
 	key   string
 	cond  driver.Condition
+	meta  driver.Metadata // sent with the object
 	obj   *storage.ObjectHandle
 	chunk int64
 
@@ -141,7 +141,7 @@ func (u *upload) Start(ctx context.Context) error {
 	u.w.ContentType = "application/octet-stream"
 	// Sent with the request that starts the session, and given to the
 	// object by the final request that makes it visible.
-	u.w.Metadata = driver.MetadataToWrite(u.ctx)
+	u.w.Metadata = u.meta
 	return nil
 }
 

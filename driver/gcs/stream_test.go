@@ -82,11 +82,11 @@ func streamBucket(t *testing.T) (*gcs.Bucket, *requestCounter) {
 // read returns key's body and version.
 func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, v, err := driver.ReadAll(t.Context(), b, key, 64<<20)
+	data, v, err := driver.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
-	return data, v
+	return data, v.Version
 }
 
 // TestStreamRoundTrip: bodies of unknown length, shorter than a chunk (one
@@ -98,7 +98,7 @@ func TestStreamRoundTrip(t *testing.T) {
 	for i, n := range []int{0, 1000, testChunk*2 + testChunk/2, testChunk * 2} {
 		key := fmt.Sprintf("db1/chunk-%d", i)
 		want := body(n, uint64(i))
-		v, err := b.PutStream(t.Context(), key, unknownLength(want), driver.IfAbsent(), oneAtATime)
+		v, err := b.PutStream(t.Context(), key, unknownLength(want), driver.PutOptions{If: driver.IfAbsent()}, oneAtATime)
 		if err != nil {
 			t.Fatalf("PutStream of %d bytes: %v", n, err)
 		}
@@ -106,8 +106,8 @@ func TestStreamRoundTrip(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%d bytes streamed, %d read back, or different bytes", n, len(got))
 		}
-		if gv != v {
-			t.Errorf("PutStream returned version %s, Get %s", v, gv)
+		if gv != v.Version {
+			t.Errorf("PutStream returned version %s, Get %s", v.Version, gv)
 		}
 	}
 }
@@ -140,7 +140,7 @@ func TestStreamMayStartBeforeEachRequest(t *testing.T) {
 				seen = append(seen, started)
 				return nil
 			}
-			if _, err := b.PutStream(t.Context(), "k", unknownLength(body(c.n, 1)), driver.IfAbsent(), &opts); err != nil {
+			if _, err := b.PutStream(t.Context(), "k", unknownLength(body(c.n, 1)), driver.PutOptions{If: driver.IfAbsent()}, &opts); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(seen, c.atCalls) {
@@ -172,7 +172,7 @@ func TestStreamMayStartRefused(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 2)), driver.IfAbsent(), &opts)
+			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 2)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
 			var ue *driver.UploadError
 			if !errors.Is(err, refused) || !errors.As(err, &ue) {
 				t.Fatalf("PutStream refused by MayStart: %v; want the refusal inside a *driver.UploadError", err)
@@ -183,7 +183,7 @@ func TestStreamMayStartRefused(t *testing.T) {
 			if sent, _ := rc.counts(); sent != sentAtRefusal {
 				t.Errorf("%d requests were sent after MayStart refused", sent-sentAtRefusal)
 			}
-			if _, _, err := b.Get(t.Context(), "k"); !errors.Is(err, driver.ErrNotExist) {
+			if _, _, err := b.Get(t.Context(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 				t.Errorf("after a refused upload, Get: %v; want ErrNotExist", err)
 			}
 		})
@@ -201,29 +201,29 @@ func TestStreamMayStartRefused(t *testing.T) {
 func TestStreamConditionAtCommit(t *testing.T) {
 	b, _ := streamBucket(t)
 	ctx := t.Context()
-	v0, err := b.Put(ctx, "m", []byte("first"), driver.IfAbsent())
+	v0, err := b.Put(ctx, "m", []byte("first"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		key  string
 		cond driver.Condition
-	}{{"a", driver.IfAbsent()}, {"m", driver.IfMatch(v0)}} {
+	}{{"a", driver.IfAbsent()}, {"m", driver.IfMatch(v0.Version)}} {
 		other := []byte("the other writer's object")
 		var otherV driver.Version
 		opts := *oneAtATime
 		calls := 0
 		opts.MayStart = func() error {
 			if calls++; calls == 4 { // before the final request's commit
-				v, err := b.Put(ctx, c.key, other, driver.Condition{})
+				v, err := b.Put(ctx, c.key, other, driver.PutOptions{})
 				if err != nil {
 					return err
 				}
-				otherV = v
+				otherV = v.Version
 			}
 			return nil
 		}
-		_, err := b.PutStream(ctx, c.key, unknownLength(body(testChunk*2+7, 3)), c.cond, &opts)
+		_, err := b.PutStream(ctx, c.key, unknownLength(body(testChunk*2+7, 3)), driver.PutOptions{If: c.cond}, &opts)
 		var ge *googleapi.Error
 		if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &ge) || ge.Code != http.StatusPreconditionFailed {
 			t.Fatalf("streamed %s whose condition broke before the final request: %v; want ErrPrecondition from a 412", c.cond, err)
@@ -242,33 +242,33 @@ func TestStreamConditionAtCommit(t *testing.T) {
 func TestStreamRefused(t *testing.T) {
 	b, _ := streamBucket(t)
 	ctx := t.Context()
-	stale, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	stale, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := b.Put(ctx, "k", []byte("two"), driver.IfMatch(stale))
+	cur, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(stale.Version)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []int{10, testChunk + 10} {
-		for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch(stale)} {
-			_, err := b.PutStream(ctx, "k", unknownLength(body(n, 4)), cond, oneAtATime)
+		for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch(stale.Version)} {
+			_, err := b.PutStream(ctx, "k", unknownLength(body(n, 4)), driver.PutOptions{If: cond}, oneAtATime)
 			var ge *googleapi.Error
 			if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &ge) || ge.Code != http.StatusPreconditionFailed {
 				t.Errorf("streamed %d bytes under %s: %v; want ErrPrecondition from a 412", n, cond, err)
 			}
-			if got, v := read(t, b, "k"); string(got) != "two" || v != cur {
+			if got, v := read(t, b, "k"); string(got) != "two" || v != cur.Version {
 				t.Errorf("after a refused %s the object is %q at %s", cond, got, v)
 			}
 		}
 	}
 	want := body(testChunk+10, 5)
-	v, err := b.PutStream(ctx, "k", unknownLength(want), driver.IfMatch(cur), oneAtATime)
+	v, err := b.PutStream(ctx, "k", unknownLength(want), driver.PutOptions{If: driver.IfMatch(cur.Version)}, oneAtATime)
 	if err != nil {
 		t.Fatalf("streamed IfMatch(current): %v", err)
 	}
-	if got, gv := read(t, b, "k"); !bytes.Equal(got, want) || gv != v {
-		t.Errorf("IfMatch(current) stored %d bytes at %s; want %d at %s", len(got), gv, len(want), v)
+	if got, gv := read(t, b, "k"); !bytes.Equal(got, want) || gv != v.Version {
+		t.Errorf("IfMatch(current) stored %d bytes at %s; want %d at %s", len(got), gv, len(want), v.Version)
 	}
 }
 
@@ -297,12 +297,12 @@ func TestStreamCanceledMidBody(t *testing.T) {
 	for _, cond := range []driver.Condition{{}, driver.IfAbsent()} {
 		ctx, cancel := context.WithCancel(t.Context())
 		r := &cancelAfter{r: bytes.NewReader(body(testChunk*3, 6)), n: testChunk + testChunk/2, cancel: cancel}
-		_, err := b.PutStream(ctx, "k", r, cond, oneAtATime)
+		_, err := b.PutStream(ctx, "k", r, driver.PutOptions{If: cond}, oneAtATime)
 		cancel()
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("PutStream (%s) cancelled mid-body: %v; want context.Canceled", cond, err)
 		}
-		if _, _, err := b.Get(t.Context(), "k"); !errors.Is(err, driver.ErrNotExist) {
+		if _, _, err := b.Get(t.Context(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 			t.Errorf("after a cancelled upload, Get: %v; want ErrNotExist", err)
 		}
 	}
@@ -316,13 +316,13 @@ func TestStreamCanceledMidBody(t *testing.T) {
 func TestStreamLeavesNoGoroutine(t *testing.T) {
 	b, _ := streamBucket(t)
 	ctx := t.Context()
-	if _, err := b.Put(ctx, "exists", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "exists", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	refused := errors.New("refused")
 	round := func(i int) {
 		n := testChunk + testChunk/2
-		_, _ = b.PutStream(ctx, fmt.Sprintf("ok-%d", i), unknownLength(body(n, 9)), driver.Condition{}, oneAtATime)
+		_, _ = b.PutStream(ctx, fmt.Sprintf("ok-%d", i), unknownLength(body(n, 9)), driver.PutOptions{}, oneAtATime)
 		opts := *oneAtATime
 		calls := 0
 		opts.MayStart = func() error {
@@ -331,11 +331,11 @@ func TestStreamLeavesNoGoroutine(t *testing.T) {
 			}
 			return nil
 		}
-		_, _ = b.PutStream(ctx, "refused", unknownLength(body(n, 9)), driver.Condition{}, &opts)
+		_, _ = b.PutStream(ctx, "refused", unknownLength(body(n, 9)), driver.PutOptions{}, &opts)
 		cctx, cancel := context.WithCancel(ctx)
-		_, _ = b.PutStream(cctx, "canceled", &cancelAfter{r: bytes.NewReader(body(n, 9)), n: testChunk + 10, cancel: cancel}, driver.Condition{}, oneAtATime)
+		_, _ = b.PutStream(cctx, "canceled", &cancelAfter{r: bytes.NewReader(body(n, 9)), n: testChunk + 10, cancel: cancel}, driver.PutOptions{}, oneAtATime)
 		cancel()
-		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.IfAbsent(), oneAtATime)
+		_, _ = b.PutStream(ctx, "exists", unknownLength(body(n, 9)), driver.PutOptions{If: driver.IfAbsent()}, oneAtATime)
 	}
 	round(0)
 	base := leakcheck.Steady()
@@ -370,7 +370,7 @@ func TestStreamErrorSaysSessionIsLeft(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b, rc := streamBucket(t)
 			if c.exists {
-				if _, err := b.Put(t.Context(), "k", []byte("there"), driver.Condition{}); err != nil {
+				if _, err := b.Put(t.Context(), "k", []byte("there"), driver.PutOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -382,7 +382,7 @@ func TestStreamErrorSaysSessionIsLeft(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 9)), driver.IfAbsent(), &opts)
+			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 9)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
 			var ue *driver.UploadError
 			if !errors.As(err, &ue) {
 				t.Fatalf("%v; want a *driver.UploadError", err)

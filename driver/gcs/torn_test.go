@@ -70,12 +70,12 @@ func TestPutNeverTorn(t *testing.T) {
 		key := "torn-" + map[bool]string{true: "absent", false: "unconditional"}[cond.Absent()]
 		ctx, cancel := context.WithCancel(t.Context())
 		b := gcs.New(client(t, endpoint, &wireOfWhatWasRead{after: 1 << 20, cancel: cancel}), name)
-		_, err := b.Put(ctx, key, big, cond)
+		_, err := b.Put(ctx, key, big, driver.PutOptions{If: cond})
 		if ctx.Err() == nil {
 			t.Fatalf("setup: the Put (%s) returned (%v) before 1 MiB of its body was on the wire", cond, err)
 		}
 		cancel()
-		got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20)
+		got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20, driver.GetOptions{})
 		switch {
 		case errors.Is(rerr, driver.ErrNotExist):
 		case rerr != nil:
@@ -127,18 +127,18 @@ func TestStreamResentChunkIsNotKept(t *testing.T) {
 			key := fmt.Sprint("resent-", nth)
 			b := gcs.New(client(t, endpoint, &lostChunkReply{nth: nth}), name)
 			want := body(3*driver.MinPartSize+17, 7)
-			v, err := driver.PutStream(t.Context(), b, key, unknownLength(want), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
-			got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20)
+			v, err := b.PutStream(t.Context(), key, unknownLength(want), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
+			got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20, driver.GetOptions{})
 			switch {
 			case errors.Is(rerr, driver.ErrNotExist):
 				if err == nil {
-					t.Fatalf("the streamed write returned version %s, but no object is there", v)
+					t.Fatalf("the streamed write returned version %s, but no object is there", v.Version)
 				}
 				t.Logf("the write failed (%v) and left nothing", err)
 			case rerr != nil:
 				t.Fatal(rerr)
 			case !bytes.Equal(got, want):
-				t.Fatalf("a streamed write whose chunk was sent twice left %d bytes, the body was %d (write: %v, %v)", len(got), len(want), v, err)
+				t.Fatalf("a streamed write whose chunk was sent twice left %d bytes, the body was %d (write: %v, %v)", len(got), len(want), v.Version, err)
 			case err != nil && !errors.Is(err, driver.ErrOutcomeUnknown):
 				t.Fatalf("the write failed (%v), but left the whole body, and did not say that it may have landed", err)
 			}

@@ -50,10 +50,10 @@ func TestErrorClasses(t *testing.T) {
 	srv := miniotest.Env(t)
 	ctx := t.Context()
 	missing := minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, nil), "bltest-no-such-bucket")
-	if _, _, err := missing.Get(ctx, "db1/LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := missing.Get(ctx, "db1/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
-	if _, err := missing.Put(ctx, "db1/LEASE", []byte("x"), driver.IfMatch("0123456789abcdef0123456789abcdef")); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrPrecondition) {
+	if _, err := missing.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("0123456789abcdef0123456789abcdef")}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put IfMatch in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
 	if err := missing.Delete(ctx, "db1/LEASE", driver.Condition{}); !errors.Is(err, driver.ErrBucketNotExist) {
@@ -61,10 +61,10 @@ func TestErrorClasses(t *testing.T) {
 	}
 	wrong := minio.New(client(t, srv.Addr, "wrong-access-key", "wrong-secret-key", nil), srv.NewBucket(t))
 	var er miniogo.ErrorResponse
-	if _, _, err := wrong.Get(ctx, "k"); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &er) {
+	if _, _, err := wrong.Get(ctx, "k", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &er) {
 		t.Errorf("Get with wrong credentials: %v, want ErrPermission with minio-go's error", err)
 	}
-	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Put with wrong credentials: %v, want ErrPermission", err)
 	}
 	if err := wrong.Delete(ctx, "k", driver.Condition{}); !errors.Is(err, driver.ErrPermission) {
@@ -79,12 +79,13 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 	tr := &wirefault.Transport{}
 	b := minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, tr), srv.NewBucket(t))
 	ctx := t.Context()
-	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr.Drop = wirefault.Once(wirefault.ConditionalPut("If-Match", "/k"))
-	_, err = b.Put(ctx, "k", []byte("two"), driver.IfMatch(v))
+	_, err = b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(v)})
 	if tr.Dropped() != 1 {
 		t.Fatal("no reply was dropped")
 	}

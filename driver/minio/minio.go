@@ -171,12 +171,11 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false, Metadata: true}
 }
 
-// userMetadata returns the metadata of driver.WithMetadata under ctx as
-// minio-go's PutObjectOptions.UserMetadata, each key with its
-// x-amz-meta- prefix: minio-go sends a bare key that names a standard
-// header ("expires") as that header, and refuses it.
-func userMetadata(ctx context.Context) map[string]string {
-	md := driver.MetadataToWrite(ctx)
+// userMetadata returns md, a write's metadata, as minio-go's
+// PutObjectOptions.UserMetadata, each key with its x-amz-meta- prefix:
+// minio-go sends a bare key that names a standard header ("expires") as
+// that header, and refuses it.
+func userMetadata(md driver.Metadata) map[string]string {
 	if len(md) == 0 {
 		return nil
 	}
@@ -191,11 +190,13 @@ func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond d
 	return driver.Begin(ctx, b.Capabilities(), Scheme, op, key, cond)
 }
 
-// Get returns the object's body and ETag, both from one GetObject response.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get returns the object's body and its Attrs (the ETag, the service's
+// time and, under opts.Metadata, the x-amz-meta-* headers), all from one
+// GetObject response.
+func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	// Core.GetObject sends one GET and returns its body and headers. The
 	// Client's GetObject would not: its Object sends a HEAD for Stat and
@@ -204,70 +205,78 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Ver
 	var dates httpdate.Capture
 	body, info, header, err := miniogo.Core{Client: b.client}.GetObject(dates.Context(op.Context()), b.bucket, key, miniogo.GetObjectOptions{})
 	if err != nil {
-		reportTime(ctx, &dates, time.Time{})
-		return nil, "", op.Fail(kind(err, op.Cond), err)
+		return nil, driver.Attrs{Time: serviceTime(&dates, time.Time{})}, op.Fail(kind(err, op.Cond), err)
 	}
 	// The header, not info.LastModified, which minio-go replaces with
 	// X-Minio-Source-Mtime (a replication source's clock) where present.
-	reportTime(ctx, &dates, httpdate.Parse(header.Get("Last-Modified")))
-	if info.ETag == "" {
+	a := driver.Attrs{Version: driver.Version(info.ETag), Time: serviceTime(&dates, httpdate.Parse(header.Get("Last-Modified")))}
+	if a.Version == "" {
 		body.Close()
-		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
+		return nil, driver.Attrs{Time: a.Time}, op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
-	// minio-go gives the keys in canonical header case ("Epoch").
-	driver.ReportMetadata(ctx, driver.LowerMetadata(info.UserMetadata))
-	return body, driver.Version(info.ETag), nil
+	if opts.Metadata {
+		// minio-go gives the keys in canonical header case ("Epoch").
+		a.Metadata = driver.LowerMetadata(info.UserMetadata)
+	}
+	return body, a, nil
 }
 
-// Put stores data under key with one PUT request carrying cond, and returns
-// the new ETag, unquoted as minio-go reports it.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, driver.OpPut, key, cond)
+// Put stores data under key with one PUT request carrying opts.If and
+// opts.Metadata, and returns the new ETag, unquoted as minio-go reports
+// it, and the service's time.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), Scheme, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	if len(data) > MaxPutSize {
-		return "", op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
+		return driver.Attrs{}, op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
-	opts := miniogo.PutObjectOptions{DisableMultipart: true, UserMetadata: userMetadata(ctx)}
+	cond := op.Cond
+	po := miniogo.PutObjectOptions{DisableMultipart: true, UserMetadata: userMetadata(op.Metadata)}
 	if v, match := cond.Match(); match {
 		// SetMatchETag adds the quotes itself.
-		opts.SetMatchETag(unquote(v))
+		po.SetMatchETag(unquote(v))
 	} else if cond.Absent() {
-		opts.SetMatchETagExcept("*")
+		po.SetMatchETagExcept("*")
 	}
 	// minio-go looks the bucket's region up (once, then cached) before its
 	// first request to a bucket, when the client names none. Look it up
 	// here, so that op.Context counts the PUT's own attempts only.
 	if _, err := b.client.GetBucketLocation(ctx, b.bucket); err != nil {
-		return "", op.Fail(kind(err, driver.Condition{}), err)
+		return driver.Attrs{}, op.Fail(kind(err, driver.Condition{}), err)
 	}
 	var dates httpdate.Capture
-	info, err := b.client.PutObject(dates.Context(op.Context()), b.bucket, key, bytes.NewReader(data), int64(len(data)), opts)
-	reportTime(ctx, &dates, time.Time{})
+	info, err := b.client.PutObject(dates.Context(op.Context()), b.bucket, key, bytes.NewReader(data), int64(len(data)), po)
+	t := serviceTime(&dates, time.Time{})
 	if err != nil {
-		return "", op.Fail(kind(err, cond), err)
+		return driver.Attrs{Time: t}, op.Fail(kind(err, cond), err)
 	}
 	if info.ETag == "" {
-		return "", op.Fail(nil, errors.New("the server returned no ETag"))
+		return driver.Attrs{Time: t}, op.Fail(nil, errors.New("the server returned no ETag"))
 	}
-	return driver.Version(info.ETag), nil
+	return driver.Attrs{Version: driver.Version(info.ETag), Time: t}, nil
 }
 
-// reportTime reports the service's time (driver.ReportServiceTime): the
-// Date of the last response the client's transport received under dates
+// serviceTime is the service's time (driver.Attrs.Time): the Date of the
+// last response the client's transport received under dates
 // (ServiceTimeTransport records it; minio-go shows no response header of a
 // PutObject or an error) and, for a Get, the object's Last-Modified. Both
-// are HTTP dates, whole seconds. Nothing is reported when the client's
-// transport recorded no Date: a client passed to New whose transport is not
-// wrapped by ServiceTimeTransport, or a call that got no response.
-func reportTime(ctx context.Context, dates *httpdate.Capture, modified time.Time) {
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: dates.Date(), Modified: modified, Resolution: time.Second})
+// are HTTP dates, whole seconds. It is the zero ServiceTime when the
+// client's transport recorded no Date: a client passed to New whose
+// transport is not wrapped by ServiceTimeTransport, or a call that got no
+// response.
+func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime {
+	d := dates.Date()
+	if d.IsZero() {
+		return driver.ServiceTime{}
+	}
+	return driver.ServiceTime{Date: d, Modified: modified, Resolution: time.Second}
 }
 
 // ServiceTimeTransport returns rt (http.DefaultTransport if nil) wrapped
 // so that a Bucket whose minio-go client sends its requests through it
-// reports the service's time to the caller (driver.WithServiceTime): the
+// reports the service's time to the caller (driver.Attrs.Time): the
 // Date header of each Get's and Put's response, and a Get's Last-Modified.
 // NewClient and OpenURL wrap the clients they make with it; a client passed
 // to New reports only if its Options.Transport is wrapped so.

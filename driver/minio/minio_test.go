@@ -62,14 +62,15 @@ func TestBringYourOwnClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := minio.New(c, srv.NewBucket(t))
-	v, err := b.Put(t.Context(), "k", []byte("x"), driver.IfAbsent())
+	put, err := b.Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(v), `"`) {
 		t.Errorf("version %s is quoted; minio-go reports ETags unquoted", v)
 	}
-	_, err = b.Put(t.Context(), "k", []byte("y"), driver.IfAbsent())
+	_, err = b.Put(t.Context(), "k", []byte("y"), driver.PutOptions{If: driver.IfAbsent()})
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("second IfAbsent: %v, want ErrPrecondition", err)
 	}
@@ -88,7 +89,8 @@ func TestQuotedVersionAccepted(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
 	viaS3 := s3.New(srv.Client(srv.URL()), bucket)
-	v, err := viaS3.Put(t.Context(), "k", []byte("one"), driver.IfAbsent())
+	put, err := viaS3.Put(t.Context(), "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestQuotedVersionAccepted(t *testing.T) {
 		t.Fatalf("the s3 driver's version %s is not quoted", v)
 	}
 	b, _ := open(t, srv, bucket, "")
-	if _, err := b.Put(t.Context(), "k", []byte("two"), driver.IfMatch(v)); err != nil {
+	if _, err := b.Put(t.Context(), "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(v)}); err != nil {
 		t.Fatalf("Put IfMatch(%s): %v", v, err)
 	}
 }
@@ -115,7 +117,7 @@ func TestTLSByDefault(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := b.Put(ctx, "p/k", []byte("x"), driver.Condition{}); err == nil {
+	if _, err := b.Put(ctx, "p/k", []byte("x"), driver.PutOptions{}); err == nil {
 		t.Fatal("a TLS request to a plain-HTTP server succeeded")
 	}
 }
@@ -127,7 +129,7 @@ func TestConditionalDeleteNotSent(t *testing.T) {
 			t.Errorf("Delete %v: %v, want ErrUnsupported", c, err)
 		}
 	}
-	if _, err := b.Put(context.Background(), "k", nil, driver.IfMatch(`""`)); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(context.Background(), "k", nil, driver.PutOptions{If: driver.IfMatch(`""`)}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put IfMatch of an empty ETag: %v, want ErrPrecondition", err)
 	}
 }
@@ -166,18 +168,19 @@ func TestOpenURL(t *testing.T) {
 func TestGetBodyAndVersionAgree(t *testing.T) {
 	srv := miniotest.Env(t)
 	b, _ := open(t, srv, srv.NewBucket(t), "")
-	v, err := b.Put(t.Context(), "k", []byte("payload"), driver.IfAbsent())
+	put, err := b.Put(t.Context(), "k", []byte("payload"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, gv, err := b.Get(t.Context(), "k")
+	rc, ga, err := b.Get(t.Context(), "k", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
-	if err != nil || string(data) != "payload" || gv != v {
-		t.Errorf("Get = %q, %s, %v; want %q, %s", data, gv, err, "payload", v)
+	if err != nil || string(data) != "payload" || ga.Version != v {
+		t.Errorf("Get = %q, %s, %v; want %q, %s", data, ga.Version, err, "payload", v)
 	}
 }
 
@@ -201,21 +204,22 @@ func TestGetIsOneResponse(t *testing.T) {
 	srv := miniotest.Env(t)
 	b, _ := open(t, srv, srv.NewBucket(t), "")
 	ctx := t.Context()
-	v1, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v1 := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, gv, err := b.Get(ctx, "k")
+	rc, ga, err := b.Get(ctx, "k", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	if _, err := b.Put(ctx, "k", []byte("two"), driver.IfMatch(v1)); err != nil {
+	if _, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(v1)}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := io.ReadAll(rc)
-	if err != nil || string(data) != "one" || gv != v1 {
-		t.Errorf("Get then a write then read: %q, %s, %v; want %q, %s", data, gv, err, "one", v1)
+	if err != nil || string(data) != "one" || ga.Version != v1 {
+		t.Errorf("Get then a write then read: %q, %s, %v; want %q, %s", data, ga.Version, err, "one", v1)
 	}
 }
 
@@ -237,7 +241,7 @@ func TestTLSToPlainHTTPSaysTLSFalse(t *testing.T) {
 	defer driver.Close(b)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	_, err = b.Put(ctx, "p/k", []byte("x"), driver.IfAbsent())
+	_, err = b.Put(ctx, "p/k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	if err == nil || !strings.Contains(err.Error(), "tls=false") {
 		t.Fatalf("a TLS request to a plain-HTTP server: %v, want an error that says to add tls=false", err)
 	}

@@ -15,35 +15,31 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
-var (
-	_ driver.Streamer      = (*Bucket)(nil)
-	_ driver.Lister        = (*Bucket)(nil)
-	_ driver.PendingLister = (*Bucket)(nil)
-)
+var _ driver.PendingLister = (*Bucket)(nil)
 
-// PutStream stores the body read from r under key if cond holds when it
-// is committed, with the metadata of driver.WithMetadata (on the PUT, or
-// on the CreateMultipartUpload, whose metadata the object gets at its
-// commit). A body that fits one part (opts.Size()) is one conditional
-// PUT (Put); a longer one is a multipart upload through minio-go's Core
-// API, at most opts.Parallel() parts at once, whose CompleteMultipartUpload
-// carries cond as If-None-Match: * or If-Match (minio-go sends the
-// PutObjectOptions' headers on the complete request). opts.Allow is called
+// PutStream stores the body read from r under key if opts.If holds when it
+// is committed, with opts.Metadata (on the PUT, or on the
+// CreateMultipartUpload, whose metadata the object gets at its commit). A
+// body that fits one part (s.Size()) is one conditional PUT (Put); a
+// longer one is a multipart upload through minio-go's Core API, at most
+// s.Parallel() parts at once, whose CompleteMultipartUpload carries
+// opts.If as If-None-Match: * or If-Match (minio-go sends the
+// PutObjectOptions' headers on the complete request). s.Allow is called
 // before each part and before the commit. On any failure the upload is
 // aborted before PutStream returns, and the error's *driver.UploadError
 // says whether the abort succeeded. After a CreateMultipartUpload that got
 // no answer, or that minio-go retried, the key's pending uploads are swept
 // for the ones it began (see docs/drivers.md).
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	md := driver.MetadataToWrite(ctx)
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	return s3proto.Upload{
-		Caps: b.Capabilities(), Driver: Scheme, Key: key, Cond: cond,
+		Caps: b.Capabilities(), Driver: Scheme, Key: key, Opts: opts,
 		Single: func(ctx context.Context, data []byte) (driver.Version, error) {
-			return b.Put(driver.WithMetadata(ctx, md), key, data, cond)
+			a, err := b.Put(ctx, key, data, opts)
+			return a.Version, err
 		},
-		Multipart: multipart{b: b, key: key, cond: cond, meta: userMetadata(ctx)},
+		Multipart: multipart{b: b, key: key, cond: opts.If},
 		Kind:      kind,
-	}.Run(ctx, r, opts)
+	}.Run(ctx, r, s)
 }
 
 // multipart is s3proto.Multipart on minio-go's Core API.
@@ -51,18 +47,17 @@ type multipart struct {
 	b    *Bucket
 	key  string
 	cond driver.Condition
-	meta map[string]string // UserMetadata of the CreateMultipartUpload
 }
 
 func (m multipart) core() miniogo.Core { return miniogo.Core{Client: m.b.client} }
 
-func (m multipart) Create(ctx context.Context) (string, error) {
+func (m multipart) Create(ctx context.Context, md driver.Metadata) (string, error) {
 	// Look the bucket's region up first (see Put), so that the commit's
 	// operation counts its own attempts only.
 	if _, err := m.b.client.GetBucketLocation(ctx, m.b.bucket); err != nil {
 		return "", err
 	}
-	id, err := m.core().NewMultipartUpload(ctx, m.b.bucket, m.key, miniogo.PutObjectOptions{UserMetadata: m.meta})
+	id, err := m.core().NewMultipartUpload(ctx, m.b.bucket, m.key, miniogo.PutObjectOptions{UserMetadata: userMetadata(md)})
 	if err == nil && id == "" {
 		err = errors.New("the server returned no upload ID")
 	}

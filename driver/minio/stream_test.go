@@ -88,7 +88,8 @@ func TestStreamPartsSignTheirHash(t *testing.T) {
 	b := minio.New(client(t, srv.Addr, srv.AccessKey, srv.SecretKey, pt), srv.NewBucket(t))
 	body := streamBody(2*driver.MinPartSize + 12345)
 	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 2}
-	v, err := b.PutStream(t.Context(), "k", onlyReader{bytes.NewReader(body)}, driver.IfAbsent(), opts)
+	put, err := b.PutStream(t.Context(), "k", onlyReader{bytes.NewReader(body)}, driver.PutOptions{If: driver.IfAbsent()}, opts)
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestStreamPartsSignTheirHash(t *testing.T) {
 			t.Errorf("part %s: X-Amz-Content-Sha256 = %q, want the part's SHA-256 %x", want, got, sum)
 		}
 	}
-	rc, gv, err := b.Get(t.Context(), "k")
+	rc, ga, err := b.Get(t.Context(), "k", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +113,8 @@ func TestStreamPartsSignTheirHash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, body) || gv != v {
-		t.Errorf("Get: %d bytes (equal %v), version %s; want %d bytes, version %s", len(got), bytes.Equal(got, body), gv, len(body), v)
+	if !bytes.Equal(got, body) || ga.Version != v {
+		t.Errorf("Get: %d bytes (equal %v), version %s; want %d bytes, version %s", len(got), bytes.Equal(got, body), ga.Version, len(body), v)
 	}
 }
 
@@ -130,7 +131,7 @@ func TestStreamCorruptPartRefused(t *testing.T) {
 	b := minio.New(c, bucket)
 	body := streamBody(2*driver.MinPartSize + 1)
 	opts := &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1}
-	_, err := b.PutStream(t.Context(), "k", onlyReader{bytes.NewReader(body)}, driver.IfAbsent(), opts)
+	_, err := b.PutStream(t.Context(), "k", onlyReader{bytes.NewReader(body)}, driver.PutOptions{If: driver.IfAbsent()}, opts)
 	if err == nil {
 		t.Fatal("PutStream with part 2 corrupted on the wire succeeded")
 	}
@@ -141,7 +142,7 @@ func TestStreamCorruptPartRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), "SHA256") && !strings.Contains(err.Error(), "sha256") {
 		t.Errorf("error %q does not say the hash did not match", err)
 	}
-	if _, _, err := b.Get(t.Context(), "k"); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(t.Context(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get after the refused write: %v, want ErrNotExist", err)
 	}
 

@@ -29,7 +29,7 @@ func TestErrorClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := missing.Get(ctx, "p/LEASE"); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := missing.Get(ctx, "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
 	b, _, err := driver.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
@@ -50,10 +50,10 @@ func TestErrorClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := wrong.Get(ctx, "p/LEASE"); !errors.Is(err, driver.ErrPermission) {
+	if _, _, err := wrong.Get(ctx, "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Get with wrong credentials: %v, want ErrPermission", err)
 	}
-	if _, err := wrong.Put(ctx, "p/LEASE", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+	if _, err := wrong.Put(ctx, "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Put with wrong credentials: %v, want ErrPermission", err)
 	}
 }

@@ -142,7 +142,7 @@ func TestWireHeaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Put(t.Context(), prefix+"/LEASE", []byte("x"), driver.IfAbsent()); err != nil {
+		if _, err := b.Put(t.Context(), prefix+"/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()

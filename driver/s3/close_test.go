@@ -37,7 +37,7 @@ func TestCloseLeavesCallersClient(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s3.New(c, bucket).Put(t.Context(), "k", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := s3.New(c, bucket).Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatalf("the caller's client after the Bucket's Close: %v", err)
 	}
 }

@@ -100,11 +100,11 @@ func TestErrorClasses(t *testing.T) {
 	srv := miniotest.Env(t)
 	ctx := t.Context()
 	missing := s3.New(srv.Client(srv.URL()), "bltest-no-such-bucket")
-	_, _, err := missing.Get(ctx, "db1/LEASE")
+	_, _, err := missing.Get(ctx, "db1/LEASE", driver.GetOptions{})
 	if !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
-	_, err = missing.Put(ctx, "db1/LEASE", []byte("x"), driver.IfMatch(`"0123456789abcdef0123456789abcdef"`))
+	_, err = missing.Put(ctx, "db1/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch(`"0123456789abcdef0123456789abcdef"`)})
 	if !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put IfMatch in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
@@ -116,18 +116,18 @@ func TestErrorClasses(t *testing.T) {
 	o := srv.Client(srv.URL()).Options()
 	o.Credentials = credentials.NewStaticCredentialsProvider("wrong-access-key", "wrong-secret-key", "")
 	wrong := s3.New(s3sdk.New(o), bucket)
-	_, _, err = wrong.Get(ctx, "k")
+	_, _, err = wrong.Get(ctx, "k", driver.GetOptions{})
 	if !errors.Is(err, driver.ErrPermission) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get with wrong credentials: %v, want ErrPermission", err)
 	}
-	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrPermission) {
+	if _, err := wrong.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Put with wrong credentials: %v, want ErrPermission", err)
 	}
 	if err := wrong.Delete(ctx, "k", driver.Condition{}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Delete with wrong credentials: %v, want ErrPermission", err)
 	}
 	o.Credentials = aws.AnonymousCredentials{}
-	if _, _, err := s3.New(s3sdk.New(o), bucket).Get(ctx, "k"); !errors.Is(err, driver.ErrPermission) {
+	if _, _, err := s3.New(s3sdk.New(o), bucket).Get(ctx, "k", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) {
 		t.Errorf("Get without credentials: %v, want ErrPermission", err)
 	}
 }
@@ -147,10 +147,10 @@ func TestAliasingKeysRefused(t *testing.T) {
 	}
 	b := s3.New(c, bucket)
 	for _, k := range []string{"/lead/k", "a//b", "a/./b", "a/../b", `a\b`, "a/", ""} {
-		if _, err := b.Put(ctx, k, []byte("x"), driver.IfAbsent()); !errors.Is(err, driver.ErrInvalidKey) {
+		if _, err := b.Put(ctx, k, []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrInvalidKey) {
 			t.Errorf("Put %q: %v, want ErrInvalidKey", k, err)
 		}
-		if _, _, err := b.Get(ctx, k); !errors.Is(err, driver.ErrInvalidKey) {
+		if _, _, err := b.Get(ctx, k, driver.GetOptions{}); !errors.Is(err, driver.ErrInvalidKey) {
 			t.Errorf("Get %q: %v, want ErrInvalidKey", k, err)
 		}
 	}
@@ -173,7 +173,8 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 	})
 	b := s3.New(s3sdk.New(o), bucket)
 	ctx := t.Context()
-	v, err := b.Put(ctx, "k", []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, "k", []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,13 +184,14 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 		hdr  string
 	}{{"k", driver.IfMatch(v), "If-Match"}, {"new", driver.IfAbsent(), "If-None-Match"}} {
 		tr.Drop = wirefault.Once(wirefault.ConditionalPut(c.hdr, "/"+c.key))
-		got, err := b.Put(ctx, c.key, []byte("two"), c.cond)
+		put, err := b.Put(ctx, c.key, []byte("two"), driver.PutOptions{If: c.cond})
+		got := put.Version
 		if err != nil {
 			t.Errorf("Put (%s) whose first attempt landed: %v; want success, settled by reading back", c.cond, err)
 			continue
 		}
-		if data, gv, err := driver.ReadAll(ctx, b, c.key, 100); err != nil || string(data) != "two" || gv != got {
-			t.Errorf("after Put (%s): the object is %q at %s (%v), want %q at the version Put returned, %s", c.cond, data, gv, err, "two", got)
+		if data, ga, err := driver.ReadAll(ctx, b, c.key, 100, driver.GetOptions{}); err != nil || string(data) != "two" || ga.Version != got {
+			t.Errorf("after Put (%s): the object is %q at %s (%v), want %q at the version Put returned, %s", c.cond, data, ga.Version, err, "two", got)
 		}
 	}
 	if tr.Dropped() != 2 {
@@ -208,7 +210,7 @@ func TestNoCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(t.Context(), "p/LEASE"); !errors.Is(err, driver.ErrPermission) {
+	if _, _, err := b.Get(t.Context(), "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) {
 		t.Fatalf("Get without credentials: %v, want ErrPermission", err)
 	}
 }

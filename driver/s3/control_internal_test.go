@@ -40,7 +40,7 @@ func TestControlRequestsHaveTheirOwnPool(t *testing.T) {
 	if b.ctl == b.client {
 		t.Fatal("OpenWithProfile made one client for both; want the control requests on a client of their own")
 	}
-	if _, err := b.Put(ctx, "big", make([]byte, 32<<20), driver.Condition{}); err != nil {
+	if _, err := b.Put(ctx, "big", make([]byte, 32<<20), driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// From here on the streaming transport's one connection is held by a
@@ -54,7 +54,7 @@ func TestControlRequestsHaveTheirOwnPool(t *testing.T) {
 	put := func(b *Bucket) error {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		_, err := b.Put(ctx, "LEASE", []byte("renewal"), driver.Condition{})
+		_, err := b.Put(ctx, "LEASE", []byte("renewal"), driver.PutOptions{})
 		return err
 	}
 	if err := put(b); err != nil {
@@ -64,7 +64,7 @@ func TestControlRequestsHaveTheirOwnPool(t *testing.T) {
 	// streaming transport, so it waits.
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, err := b.PutStream(sctx, "small", bytes.NewReader([]byte("x")), driver.IfAbsent(), nil); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := b.PutStream(sctx, "small", bytes.NewReader([]byte("x")), driver.PutOptions{If: driver.IfAbsent()}, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a streamed write while the streaming transport's one connection is busy: %v; want it to wait there until its deadline", err)
 	}
 	shared := *b

@@ -68,7 +68,7 @@ func TestRateLimitedClassified(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			client, n := rateLimitingServer(t, c.status, c.code, c.retryAfter)
 			b := s3.New(client, "b")
-			_, err := b.Put(ctx, "k", []byte("x"), driver.IfAbsent())
+			_, err := b.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 			if got := errors.Is(err, driver.ErrRateLimited); got != c.limited {
 				t.Fatalf("Put IfAbsent: %v; rate-limited %v, want %v", err, got, c.limited)
 			}
@@ -81,7 +81,7 @@ func TestRateLimitedClassified(t *testing.T) {
 			if c.limited && n.Load() != 1 {
 				t.Errorf("the rate-limited conditional write was sent %d times, want once", n.Load())
 			}
-			_, _, gerr := b.Get(ctx, "k")
+			_, _, gerr := b.Get(ctx, "k", driver.GetOptions{})
 			if got := errors.Is(gerr, driver.ErrRateLimited); got != c.limited {
 				t.Errorf("Get: %v; rate-limited %v, want %v", gerr, got, c.limited)
 			}

@@ -132,50 +132,53 @@ func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond d
 	return driver.Begin(ctx, b.caps, b.profile.Driver, op, key, cond)
 }
 
-// Get returns the object's body and its ETag from one GetObject response.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get returns the object's body and its Attrs (the ETag, the service's
+// time and, under opts.Metadata, the x-amz-meta-* headers) from one
+// GetObject response.
+func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	out, err := b.ctl.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
-		reportTime(ctx, nil, err, nil)
-		return nil, "", fail(op, kind(err, op.Cond), err)
+		return nil, driver.Attrs{Time: serviceTime(nil, err, nil)}, fail(op, kind(err, op.Cond), err)
 	}
-	reportTime(ctx, &out.ResultMetadata, nil, out.LastModified)
-	v := driver.Version(aws.ToString(out.ETag))
-	if v == "" {
+	a := driver.Attrs{Version: driver.Version(aws.ToString(out.ETag)), Time: serviceTime(&out.ResultMetadata, nil, out.LastModified)}
+	if a.Version == "" {
 		out.Body.Close()
-		return nil, "", op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
+		return nil, driver.Attrs{Time: a.Time}, op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
-	driver.ReportMetadata(ctx, driver.LowerMetadata(out.Metadata))
-	return out.Body, v, nil
+	if opts.Metadata {
+		a.Metadata = driver.LowerMetadata(out.Metadata)
+	}
+	return out.Body, a, nil
 }
 
-// Put stores data under key with one PutObject request carrying cond as
-// If-None-Match: * or If-Match: ETag, and the metadata of
-// driver.WithMetadata as x-amz-meta-* headers, and returns the new ETag.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	return b.put(ctx, b.ctl, key, data, cond)
+// Put stores data under key with one PutObject request carrying opts.If
+// as If-None-Match: * or If-Match: ETag, and opts.Metadata as
+// x-amz-meta-* headers, and returns the new ETag and the service's time.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	return b.put(ctx, b.ctl, key, data, opts)
 }
 
 // put is Put through client: b.ctl for Put, b.client for a streamed write
 // that fits one part.
-func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := b.begin(ctx, driver.OpPut, key, cond)
+func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.caps, b.profile.Driver, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	if len(data) > MaxPutSize {
-		return "", op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
+		return driver.Attrs{}, op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
+	cond := op.Cond
 	in := &s3sdk.PutObjectInput{
 		Bucket:        &b.bucket,
 		Key:           &key,
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
-		Metadata:      driver.MetadataToWrite(ctx),
+		Metadata:      op.Metadata,
 	}
 	if v, match := cond.Match(); match {
 		in.IfMatch = aws.String(string(v))
@@ -189,7 +192,7 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 	}
 	out, err := client.PutObject(op.Context(), in, optFns...)
 	if err != nil {
-		reportTime(ctx, nil, err, nil)
+		t := serviceTime(nil, err, nil)
 		k := kind(err, cond)
 		if op.Attempts() > 1 && k == driver.ErrRateLimited {
 			// The last attempt was not applied, but an earlier one, which
@@ -197,16 +200,16 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 			k = nil
 		}
 		if op.Attempts() > 1 && (k == driver.ErrPrecondition || k == nil) {
-			return b.settle(ctx, op, k, err, key, data, sent)
+			v, err := b.settle(ctx, op, k, err, key, data, sent)
+			return driver.Attrs{Version: v, Time: t}, err
 		}
-		return "", fail(op, k, err)
+		return driver.Attrs{Time: t}, fail(op, k, err)
 	}
-	reportTime(ctx, &out.ResultMetadata, nil, nil)
-	v := driver.Version(aws.ToString(out.ETag))
-	if v == "" {
-		return "", op.Fail(nil, errors.New("the service returned no ETag"))
+	a := driver.Attrs{Version: driver.Version(aws.ToString(out.ETag)), Time: serviceTime(&out.ResultMetadata, nil, nil)}
+	if a.Version == "" {
+		return driver.Attrs{Time: a.Time}, op.Fail(nil, errors.New("the service returned no ETag"))
 	}
-	return v, nil
+	return a, nil
 }
 
 // settle reads key back after a PutObject of data that the SDK sent more
@@ -266,14 +269,14 @@ func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (driver.
 	return rb, nil
 }
 
-// reportTime reports the service's time (driver.ReportServiceTime) that
-// the response to an SDK call stated: the Date header of the last attempt's
-// response, which the SDK keeps in the result's metadata (md) on success
-// and in the error's raw response (err) on failure, and for a Get the
-// object's Last-Modified (modified). Both are HTTP dates, whole seconds. A
-// call that got no response (a network error, a cancelled context) reports
-// nothing.
-func reportTime(ctx context.Context, md *middleware.Metadata, err error, modified *time.Time) {
+// serviceTime is the service's time (driver.Attrs.Time) that the response
+// to an SDK call stated: the Date header of the last attempt's response,
+// which the SDK keeps in the result's metadata (md) on success and in the
+// error's raw response (err) on failure, and for a Get the object's
+// Last-Modified (modified). Both are HTTP dates, whole seconds. It is the
+// zero ServiceTime for a call that got no response (a network error, a
+// cancelled context).
+func serviceTime(md *middleware.Metadata, err error, modified *time.Time) driver.ServiceTime {
 	var date time.Time
 	if md != nil {
 		date, _ = awsmiddleware.GetServerTime(*md)
@@ -284,7 +287,10 @@ func reportTime(ctx context.Context, md *middleware.Metadata, err error, modifie
 			date = t
 		}
 	}
-	driver.ReportServiceTime(ctx, driver.ServiceTime{Date: date, Modified: aws.ToTime(modified), Resolution: time.Second})
+	if date.IsZero() {
+		return driver.ServiceTime{}
+	}
+	return driver.ServiceTime{Date: date, Modified: aws.ToTime(modified), Resolution: time.Second}
 }
 
 // Delete removes key with one DeleteObject request. A missing key is

@@ -51,14 +51,15 @@ func TestOpenMinIO(t *testing.T) {
 		t.Errorf("prefix = %q", prefix)
 	}
 	key := prefix + "/LEASE"
-	v1, err := b.Put(ctx, key, []byte("one"), driver.IfAbsent())
+	put, err := b.Put(ctx, key, []byte("one"), driver.PutOptions{If: driver.IfAbsent()})
+	v1 := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(string(v1), `"`) {
 		t.Errorf("version %s is not a quoted ETag as S3 returns it", v1)
 	}
-	_, err = b.Put(ctx, key, []byte("two"), driver.IfAbsent())
+	_, err = b.Put(ctx, key, []byte("two"), driver.PutOptions{If: driver.IfAbsent()})
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("second IfAbsent: %v, want ErrPrecondition", err)
 	}
@@ -69,14 +70,14 @@ func TestOpenMinIO(t *testing.T) {
 	if !strings.Contains(err.Error(), key) {
 		t.Errorf("error %q does not name the key", err)
 	}
-	rc, v, err := b.Get(ctx, key)
+	rc, got, err := b.Get(ctx, key, driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := io.ReadAll(rc)
 	rc.Close()
-	if string(data) != "one" || v != v1 {
-		t.Errorf("Get = %q, %s; want %q, %s", data, v, "one", v1)
+	if string(data) != "one" || got.Version != v1 {
+		t.Errorf("Get = %q, %s; want %q, %s", data, got.Version, "one", v1)
 	}
 }
 
@@ -142,7 +143,7 @@ func TestCapabilities(t *testing.T) {
 // would panic if it did.
 func TestEmptyVersionRefusedLocally(t *testing.T) {
 	b := s3.New(nil, "b")
-	if _, err := b.Put(context.Background(), "k", nil, driver.IfMatch("")); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(context.Background(), "k", nil, driver.PutOptions{If: driver.IfMatch("")}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put IfMatch(\"\"): %v, want ErrPrecondition", err)
 	}
 	if err := b.Delete(context.Background(), "k", driver.IfMatch("")); !errors.Is(err, driver.ErrPrecondition) {

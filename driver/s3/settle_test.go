@@ -23,7 +23,8 @@ func TestRetriedRefusalIsSettled(t *testing.T) {
 	bucket := srv.NewBucket(t)
 	b := s3.New(srv.Client(srv.URL()), bucket)
 	ctx := t.Context()
-	old, err := b.Put(ctx, "k", []byte("old"), driver.IfAbsent())
+	put, err := b.Put(ctx, "k", []byte("old"), driver.PutOptions{If: driver.IfAbsent()})
+	old := put.Version
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestRetriedRefusalIsSettled(t *testing.T) {
 		if i%2 == 1 {
 			cond = driver.IfMatch(driver.FakeVersion(old))
 		}
-		_, err := driver.PutStream(ctx, b, "k", bytes.NewReader(body), cond, nil)
+		_, err := b.PutStream(ctx, "k", bytes.NewReader(body), driver.PutOptions{If: cond}, nil)
 		if strings.Contains(err.Error(), "times;") {
 			retried++
 		}
@@ -45,9 +46,9 @@ func TestRetriedRefusalIsSettled(t *testing.T) {
 			t.Errorf("write %d (%s) of 12 MiB over an existing key: %v, want ErrPrecondition", i, cond, err)
 		}
 	}
-	data, v, err := driver.ReadAll(ctx, b, "k", 100)
-	if err != nil || string(data) != "old" || v != old {
-		t.Fatalf("the object is %q at %s (%v), want %q at %s unchanged", data, v, err, "old", old)
+	data, got, err := driver.ReadAll(ctx, b, "k", 100, driver.GetOptions{})
+	if err != nil || string(data) != "old" || got.Version != old {
+		t.Fatalf("the object is %q at %s (%v), want %q at %s unchanged", data, got.Version, err, "old", old)
 	}
 	t.Logf("%d of 20 writes were sent more than once by the SDK and settled by reading back", retried)
 }

@@ -15,20 +15,16 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
-var (
-	_ driver.Streamer      = (*Bucket)(nil)
-	_ driver.Lister        = (*Bucket)(nil)
-	_ driver.PendingLister = (*Bucket)(nil)
-)
+var _ driver.PendingLister = (*Bucket)(nil)
 
-// PutStream stores the body read from r under key if cond holds when it
-// is committed, with the metadata of driver.WithMetadata (on the
-// PutObject, or on the CreateMultipartUpload, whose metadata the object
-// gets at its CompleteMultipartUpload). A body that fits one part (opts.Size()) is one conditional
-// PutObject (Put); a longer one is a multipart upload of at most
-// opts.Parallel() parts at once, whose CompleteMultipartUpload carries cond
-// as If-None-Match: * or If-Match, so that the condition applies at the
-// step that makes the object visible. opts.Allow is called before each part
+// PutStream stores the body read from r under key if opts.If holds when it
+// is committed, with opts.Metadata (on the PutObject, or on the
+// CreateMultipartUpload, whose metadata the object gets at its
+// CompleteMultipartUpload). A body that fits one part (s.Size()) is one
+// conditional PutObject (Put); a longer one is a multipart upload of at
+// most s.Parallel() parts at once, whose CompleteMultipartUpload carries
+// opts.If as If-None-Match: * or If-Match, so that the condition applies at
+// the step that makes the object visible. s.Allow is called before each part
 // and before the commit. On any failure the upload is aborted
 // (AbortMultipartUpload) before PutStream returns, and the error's
 // *driver.UploadError says whether the abort succeeded (after a
@@ -36,16 +32,16 @@ var (
 // key's pending uploads are swept for the ones it began: docs/drivers.md);
 // what a killed process leaves is removed by a lifecycle rule with
 // AbortIncompleteMultipartUpload.
-func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	md := driver.MetadataToWrite(ctx)
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	return s3proto.Upload{
-		Caps: b.caps, Driver: b.profile.Driver, Key: key, Cond: cond,
+		Caps: b.caps, Driver: b.profile.Driver, Key: key, Opts: opts,
 		Single: func(ctx context.Context, data []byte) (driver.Version, error) {
-			return b.put(driver.WithMetadata(ctx, md), b.client, key, data, cond)
+			a, err := b.put(ctx, b.client, key, data, opts)
+			return a.Version, err
 		},
-		Multipart: multipart{b: b, key: key, cond: cond, md: md},
+		Multipart: multipart{b: b, key: key, cond: opts.If},
 		Kind:      kind,
-	}.Run(ctx, r, opts)
+	}.Run(ctx, r, s)
 }
 
 // multipart is s3proto.Multipart on the AWS SDK.
@@ -53,15 +49,14 @@ type multipart struct {
 	b    *Bucket
 	key  string
 	cond driver.Condition
-	md   driver.Metadata // sent with CreateMultipartUpload, stored at the commit
 }
 
-func (m multipart) Create(ctx context.Context) (string, error) {
+func (m multipart) Create(ctx context.Context, md driver.Metadata) (string, error) {
 	// CRC32 on every part, handed back in the completed parts, as the
 	// SDK's own transfer manager does: AWS S3 checks each part's checksum
 	// against the one it computed.
 	out, err := m.b.client.CreateMultipartUpload(ctx, &s3sdk.CreateMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key,
-		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32, Metadata: m.md})
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32, Metadata: md})
 	if err != nil {
 		return "", err
 	}

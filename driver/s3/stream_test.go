@@ -56,11 +56,11 @@ func TestStreamRefusedAtCommitSaysAborted(t *testing.T) {
 	bucket := srv.NewBucket(t)
 	b := s3.New(srv.Client(srv.URL()), bucket)
 	ctx := t.Context()
-	if _, err := b.Put(ctx, "k", []byte("x"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	body := bytes.Repeat([]byte("z"), driver.MinPartSize+1)
-	_, err := b.PutStream(ctx, "k", bytes.NewReader(body), driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize})
+	_, err := b.PutStream(ctx, "k", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("PutStream IfAbsent over an existing key: %v, want ErrPrecondition", err)
 	}

@@ -41,21 +41,27 @@ type Bucket struct {
 }
 
 // Put applies the configured misbehaviour.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if b.Only != nil && !b.Only(key) {
-		return b.Bucket.Put(ctx, key, data, cond)
+		return b.Bucket.Put(ctx, key, data, opts)
 	}
-	if cond.Absent() && b.Ignore&IgnoreIfAbsent != 0 {
-		cond = driver.Condition{}
+	if opts.If.Absent() && b.Ignore&IgnoreIfAbsent != 0 {
+		opts.If = driver.Condition{}
 	}
-	if _, ok := cond.Match(); ok && b.Ignore&IgnoreIfMatch != 0 {
-		cond = driver.Condition{}
+	if _, ok := opts.If.Match(); ok && b.Ignore&IgnoreIfMatch != 0 {
+		opts.If = driver.Condition{}
 	}
-	v, err := b.Bucket.Put(ctx, key, data, cond)
+	a, err := b.Bucket.Put(ctx, key, data, opts)
 	if errors.Is(err, driver.ErrPrecondition) && b.Ignore&LieOnRefusal != 0 {
-		return "lie", nil
+		return driver.Attrs{Version: "lie", Time: a.Time}, nil
 	}
-	return v, err
+	return a, err
+}
+
+// PutStream reads the body whole and writes it with Put, so that the
+// misbehaviour reaches a streamed write too (driver.PutWhole).
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, b, key, r, opts, s)
 }
 
 // Counting counts the requests that reach the inner bucket.
@@ -65,15 +71,21 @@ type Counting struct {
 }
 
 // Get counts and forwards.
-func (c *Counting) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (c *Counting) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	c.gets.Add(1)
-	return c.Bucket.Get(ctx, key)
+	return c.Bucket.Get(ctx, key, opts)
 }
 
 // Put counts and forwards.
-func (c *Counting) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (c *Counting) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	c.puts.Add(1)
-	return c.Bucket.Put(ctx, key, data, cond)
+	return c.Bucket.Put(ctx, key, data, opts)
+}
+
+// PutStream reads the body whole and writes it with Put, counted as one
+// (driver.PutWhole).
+func (c *Counting) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, c, key, r, opts, s)
 }
 
 // Delete counts and forwards.
@@ -111,12 +123,18 @@ func (l *LostReply) lost(op, key string, cond driver.Condition) error {
 }
 
 // Put forwards, then may lose the reply.
-func (l *LostReply) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	v, err := l.Bucket.Put(ctx, key, data, cond)
-	if l.drop("put", key, cond) {
-		return "", l.lost("put", key, cond)
+func (l *LostReply) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	a, err := l.Bucket.Put(ctx, key, data, opts)
+	if l.drop("put", key, opts.If) {
+		return driver.Attrs{}, l.lost("put", key, opts.If)
 	}
-	return v, err
+	return a, err
+}
+
+// PutStream reads the body whole and writes it with Put, which may lose
+// the reply (driver.PutWhole).
+func (l *LostReply) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, l, key, r, opts, s)
 }
 
 // Delete forwards, then may lose the reply.
@@ -153,19 +171,25 @@ func (f *Failing) before(ctx context.Context, op, key string, cond driver.Condit
 }
 
 // Get runs Before, then forwards.
-func (f *Failing) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (f *Failing) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	if err := f.before(ctx, "get", key, driver.Condition{}); err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
-	return f.Bucket.Get(ctx, key)
+	return f.Bucket.Get(ctx, key, opts)
 }
 
 // Put runs Before, then forwards.
-func (f *Failing) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if err := f.before(ctx, "put", key, cond); err != nil {
-		return "", err
+func (f *Failing) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if err := f.before(ctx, "put", key, opts.If); err != nil {
+		return driver.Attrs{}, err
 	}
-	return f.Bucket.Put(ctx, key, data, cond)
+	return f.Bucket.Put(ctx, key, data, opts)
+}
+
+// PutStream reads the body whole and writes it with Put, which runs
+// Before (driver.PutWhole).
+func (f *Failing) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, f, key, r, opts, s)
 }
 
 // Delete runs Before, then forwards.

@@ -24,8 +24,8 @@ var ErrKeyRateLimited = errors.New("faulty: 429 Too Many Requests: more than one
 // limited. Time is read from Clock's monotonic clock, so that lease tests
 // on a clock.Fake can use it. It declares the interval as its
 // KeyWriteInterval only if Declare is set: a driver that knows the limit,
-// or one that does not. driver.Wrap(r, r.Bucket) keeps the inner bucket's
-// optional interfaces (List, streamed writes), unlimited.
+// or one that does not. List and PutStream go to the inner bucket,
+// unlimited, as does Close (io.Closer).
 type RateLimit struct {
 	driver.Bucket
 	Clock      clock.Clock   // nil: clock.System
@@ -89,15 +89,18 @@ func (r *RateLimit) admit(op, key string, cond driver.Condition) error {
 }
 
 // Put refuses a write that comes too soon, and forwards any other.
-func (r *RateLimit) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (r *RateLimit) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	if err := r.admit("put", key, cond); err != nil {
-		return "", err
+	if err := r.admit("put", key, opts.If); err != nil {
+		return driver.Attrs{}, err
 	}
-	return r.Bucket.Put(ctx, key, data, cond)
+	return r.Bucket.Put(ctx, key, data, opts)
 }
+
+// Close closes the inner bucket (driver.Close).
+func (r *RateLimit) Close() error { return driver.Close(r.Bucket) }
 
 // Delete refuses a delete that comes too soon, and forwards any other.
 func (r *RateLimit) Delete(ctx context.Context, key string, cond driver.Condition) error {

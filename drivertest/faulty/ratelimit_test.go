@@ -24,25 +24,26 @@ func TestRateLimit(t *testing.T) {
 	if got := r.Capabilities().KeyWriteInterval; got != time.Second {
 		t.Errorf("declared %v", got)
 	}
-	v, err := r.Put(ctx, "k", []byte("1"), driver.IfAbsent())
+	a, err := r.Put(ctx, "k", []byte("1"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.Put(ctx, "k", []byte("2"), driver.IfMatch(v))
+	v := a.Version
+	_, err = r.Put(ctx, "k", []byte("2"), driver.PutOptions{If: driver.IfMatch(v)})
 	if !errors.Is(err, driver.ErrRateLimited) || errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("second write: %v", err)
 	}
 	if d, ok := driver.RetryAfter(err); !ok || d != time.Second {
 		t.Errorf("RetryAfter = %v %v", d, ok)
 	}
-	if data, _, _ := driver.ReadAll(ctx, inner, "k", 10); string(data) != "1" {
+	if data, _, _ := driver.ReadAll(ctx, inner, "k", 10, driver.GetOptions{}); string(data) != "1" {
 		t.Errorf("the refused write reached the store: %q", data)
 	}
-	if _, err := r.Put(ctx, "other", []byte("x"), driver.Condition{}); err != nil {
+	if _, err := r.Put(ctx, "other", []byte("x"), driver.PutOptions{}); err != nil {
 		t.Errorf("another key: %v", err)
 	}
 	c.Advance(time.Second)
-	if _, err := r.Put(ctx, "k", []byte("2"), driver.IfMatch(v)); err != nil {
+	if _, err := r.Put(ctx, "k", []byte("2"), driver.PutOptions{If: driver.IfMatch(v)}); err != nil {
 		t.Errorf("a second later: %v", err)
 	}
 	if err := r.Delete(ctx, "k", driver.Condition{}); !errors.Is(err, driver.ErrRateLimited) {

@@ -3,16 +3,19 @@ package faulty
 import (
 	"context"
 	"io"
+	"iter"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // NoServiceTime returns b as a driver without the service-time capability:
-// its callers get no driver.ServiceTime, so the lease judges records on the
-// machines' clocks alone ("clocks: assumed synchronised"). Checks that run
-// the lease on fake clocks far from a real service's (a takeover a TTL
-// later, without waiting a TTL) use it; b keeps its optional interfaces.
-func NoServiceTime(b driver.Bucket) driver.Bucket { return driver.Wrap(noServiceTime{Bucket: b}, b) }
+// the Attrs of its Get, Put and PutStream carry a zero Time, with an error
+// too, so the lease judges records on the machines' clocks alone ("clocks:
+// assumed synchronised"). Checks that run the lease on fake clocks far from
+// a real service's (a takeover a TTL later, without waiting a TTL) use it.
+// The result is a driver.PendingLister where b is one, and an io.Closer
+// that closes b (driver.Close).
+func NoServiceTime(b driver.Bucket) driver.Bucket { return hideTime(noServiceTime{Bucket: b}) }
 
 // OnFakeClocks returns b for a lease on fake clocks that move a TTL on
 // without waiting one: without the service's time (NoServiceTime), and
@@ -22,7 +25,15 @@ func NoServiceTime(b driver.Bucket) driver.Bucket { return driver.Wrap(noService
 // service's 429s, and its retries wait on the fake clock: run those checks
 // on the system clock there.
 func OnFakeClocks(b driver.Bucket) driver.Bucket {
-	return driver.Wrap(noServiceTime{Bucket: b, unpaced: true}, b)
+	return hideTime(noServiceTime{Bucket: b, unpaced: true})
+}
+
+// hideTime returns n, with ListPending where its bucket has it.
+func hideTime(n noServiceTime) driver.Bucket {
+	if _, ok := n.Bucket.(driver.PendingLister); ok {
+		return noServiceTimePending{n}
+	}
+	return n
 }
 
 type noServiceTime struct {
@@ -38,17 +49,30 @@ func (n noServiceTime) Capabilities() driver.Capabilities {
 	return c
 }
 
-func (n noServiceTime) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return n.Bucket.Get(hide(ctx), key)
+func (n noServiceTime) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	rc, a, err := n.Bucket.Get(ctx, key, opts)
+	a.Time = driver.ServiceTime{}
+	return rc, a, err
 }
 
-func (n noServiceTime) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	return n.Bucket.Put(hide(ctx), key, data, cond)
+func (n noServiceTime) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	a, err := n.Bucket.Put(ctx, key, data, opts)
+	a.Time = driver.ServiceTime{}
+	return a, err
 }
 
-func (n noServiceTime) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	return n.Bucket.Delete(hide(ctx), key, cond)
+func (n noServiceTime) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	a, err := n.Bucket.PutStream(ctx, key, r, opts, s)
+	a.Time = driver.ServiceTime{}
+	return a, err
 }
 
-// hide returns ctx with no callback for the service's time.
-func hide(ctx context.Context) context.Context { return driver.WithServiceTime(ctx, nil) }
+// Close closes the bucket under it.
+func (n noServiceTime) Close() error { return driver.Close(n.Bucket) }
+
+// noServiceTimePending is a noServiceTime over a driver.PendingLister.
+type noServiceTimePending struct{ noServiceTime }
+
+func (n noServiceTimePending) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return n.Bucket.(driver.PendingLister).ListPending(ctx, prefix)
+}

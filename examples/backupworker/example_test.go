@@ -48,7 +48,7 @@ func Example() {
 		fmt.Println("retention:", err)
 		return
 	}
-	for o, err := range driver.List(ctx, bucket, "db1/") {
+	for o, err := range bucket.List(ctx, "db1/") {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -58,7 +58,7 @@ func Example() {
 		}
 		fmt.Println(o.Key)
 	}
-	latest, _, _ := driver.ReadAll(ctx, b, "LATEST", 1<<10)
+	latest, _, _ := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{})
 	fmt.Println("LATEST ->", string(latest))
 	m, err := backupworker.RestoreLatest(ctx, b, st)
 	fmt.Println("restore:", m.Seq, len(m.Chunks), "chunks", err)

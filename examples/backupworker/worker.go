@@ -48,7 +48,7 @@ func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 			return err
 		}
 		key := "chunks/" + hex.EncodeToString(h.Sum(nil))[:16]
-		_, err := driver.PutStream(ctx, b, key, &buf, driver.IfAbsent(), nil)
+		_, err := b.PutStream(ctx, key, &buf, driver.PutOptions{If: driver.IfAbsent()}, nil)
 		if err != nil && !errors.Is(err, driver.ErrPrecondition) {
 			return err
 		}
@@ -56,16 +56,16 @@ func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 	}
 	data, _ := json.Marshal(m)
 	name := fmt.Sprintf("manifests/%08d.json", seq)
-	if _, err := b.Put(ctx, name, data, driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, name, data, driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		return err
 	}
 	cond := driver.IfAbsent()
-	if _, v, err := driver.ReadAll(ctx, b, "LATEST", 1<<10); err == nil {
-		cond = driver.IfMatch(v)
+	if _, a, err := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{}); err == nil {
+		cond = driver.IfMatch(a.Version)
 	} else if !errors.Is(err, driver.ErrNotExist) {
 		return err
 	}
-	_, err := b.Put(ctx, "LATEST", []byte(name), cond)
+	_, err := b.Put(ctx, "LATEST", []byte(name), driver.PutOptions{If: cond})
 	return err
 }
 
@@ -76,7 +76,7 @@ func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 // is never kept, so neither are the chunks only it names.
 func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) error {
 	var manifests, chunks []string
-	for o, err := range driver.List(ctx, b, "") {
+	for o, err := range b.List(ctx, "") {
 		if err != nil {
 			return err
 		}
@@ -145,7 +145,7 @@ func isLate(ctx context.Context, b driver.Bucket, st lease.Status, o driver.Obje
 func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manifest, error) {
 	var names []string
 	latest := false // LATEST is there, written in time
-	for o, err := range driver.List(ctx, b, "") {
+	for o, err := range b.List(ctx, "") {
 		if err != nil {
 			return Manifest{}, err
 		}
@@ -165,7 +165,7 @@ func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manif
 	}
 	slices.Sort(names)
 	if latest {
-		data, _, err := driver.ReadAll(ctx, b, "LATEST", 1<<10)
+		data, _, err := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{})
 		if err != nil {
 			return Manifest{}, err
 		}
@@ -180,7 +180,7 @@ func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manif
 }
 
 func readManifest(ctx context.Context, b driver.Bucket, name string) (Manifest, error) {
-	data, _, err := driver.ReadAll(ctx, b, name, 1<<20)
+	data, _, err := driver.ReadAll(ctx, b, name, 1<<20, driver.GetOptions{})
 	if err != nil {
 		return Manifest{}, err
 	}

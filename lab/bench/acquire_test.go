@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -175,7 +176,7 @@ func TestAcquireWays(t *testing.T) {
 			t.Errorf("%s: the lease is %v after a release, want released", prefix, st.State)
 		}
 	}
-	if _, _, err := b.Get(t.Context(), "sdk/LOCK"); err == nil {
+	if _, _, err := b.Get(t.Context(), "sdk/LOCK", driver.GetOptions{}); err == nil {
 		t.Error("the SDK's lock object is still there after its DELETE")
 	}
 }

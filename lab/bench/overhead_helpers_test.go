@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,12 +119,29 @@ func checkPairs(t *testing.T, pairs []Pair) {
 // driverPairs on the same mem bucket gets its own keys.
 type renamed struct{ b driver.Bucket }
 
-func (r *renamed) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	return r.b.Get(ctx, "other/"+key)
+func (r *renamed) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	return r.b.Get(ctx, "other/"+key, opts)
 }
 
-func (r *renamed) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
-	return r.b.Put(ctx, "other/"+key, data, c)
+func (r *renamed) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	return r.b.Put(ctx, "other/"+key, data, opts)
+}
+
+func (r *renamed) PutStream(ctx context.Context, key string, rd io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return r.b.PutStream(ctx, "other/"+key, rd, opts, s)
+}
+
+// List yields the objects under "other/"+prefix, with their keys as r
+// names them.
+func (r *renamed) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		for o, err := range r.b.List(ctx, "other/"+prefix) {
+			o.Key = strings.TrimPrefix(o.Key, "other/")
+			if !yield(o, err) {
+				return
+			}
+		}
+	}
 }
 
 func (r *renamed) Delete(ctx context.Context, key string, c driver.Condition) error {

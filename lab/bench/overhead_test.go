@@ -95,28 +95,29 @@ func benchPair(b *testing.B, p Pair) {
 func driverPairs(tb testing.TB, b driver.Bucket, raw rawOps) []Pair {
 	tb.Helper()
 	ctx := context.Background()
-	v, err := b.Put(ctx, "d-cas", payload, driver.IfAbsent())
+	a, err := b.Put(ctx, "d-cas", payload, driver.PutOptions{If: driver.IfAbsent()})
+	v := a.Version
 	if err != nil {
 		tb.Fatalf("seeding d-cas: %v", err)
 	}
-	if _, err := b.Put(ctx, "d-get", payload, driver.Condition{}); err != nil {
+	if _, err := b.Put(ctx, "d-get", payload, driver.PutOptions{}); err != nil {
 		tb.Fatalf("seeding d-get: %v", err)
 	}
 	var fresh atomic.Int64
 	return []Pair{
 		{Name: "put-ifmatch", Raw: raw.putIfMatch, Driver: func(ctx context.Context) error {
-			nv, err := b.Put(ctx, "d-cas", payload, driver.IfMatch(v))
+			na, err := b.Put(ctx, "d-cas", payload, driver.PutOptions{If: driver.IfMatch(v)})
 			if err == nil {
-				v = nv
+				v = na.Version
 			}
 			return err
 		}},
 		{Name: "put-ifabsent", Raw: raw.putIfAbsent, Driver: func(ctx context.Context) error {
-			_, err := b.Put(ctx, freshKey("d-fresh/", &fresh), payload, driver.IfAbsent())
+			_, err := b.Put(ctx, freshKey("d-fresh/", &fresh), payload, driver.PutOptions{If: driver.IfAbsent()})
 			return err
 		}},
 		{Name: "get", Raw: raw.get, Driver: func(ctx context.Context) error {
-			rc, _, err := b.Get(ctx, "d-get")
+			rc, _, err := b.Get(ctx, "d-get", driver.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"log/slog"
 	"net/http/httptrace"
 	"slices"
@@ -133,7 +132,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 	// The first conditional streamed write of a lease proves the commit's
 	// condition on a scratch key: do it now, before the timing starts.
 	for _, h := range hs {
-		if _, err := driver.PutStream(ctx, h.l.Bucket(), "warm-up", Body(1), driver.IfAbsent(), &cfg.Stream); err != nil {
+		if _, err := h.l.Bucket().PutStream(ctx, "warm-up", Body(1), driver.PutOptions{If: driver.IfAbsent()}, &cfg.Stream); err != nil {
 			return res, fmt.Errorf("warm-up write at TTL %v: %w", h.ttl, err)
 		}
 		_ = h.l.Bucket().Delete(ctx, "warm-up", driver.Condition{})
@@ -171,7 +170,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 			for n := 0; loadCtx.Err() == nil; n++ {
 				key := fmt.Sprintf("load/w%02d-%06d", w, n)
 				r := &pacedReader{r: Body(cfg.Body), rate: cfg.Offered / float64(cfg.Writers), start: time.Now()}
-				_, err := driver.PutStream(loadCtx, fb, key, r, driver.IfAbsent(), &cfg.Stream)
+				_, err := fb.PutStream(loadCtx, key, r, driver.PutOptions{If: driver.IfAbsent()}, &cfg.Stream)
 				switch {
 				case err == nil:
 					committed.Add(1)
@@ -328,13 +327,13 @@ func (t *timedBucket) start() { t.on.Store(true) }
 func (t *timedBucket) stop()  { t.on.Store(false) }
 
 // Put times a renewal: an If-Match Put on a watched key while on.
-func (t *timedBucket) Put(ctx context.Context, key string, data []byte, c driver.Condition) (driver.Version, error) {
+func (t *timedBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	t.mu.Lock()
 	l := t.lat[key]
 	t.mu.Unlock()
-	_, match := c.Match()
+	_, match := opts.If.Match()
 	if l == nil || !match || !t.on.Load() {
-		return t.Bucket.Put(ctx, key, data, c)
+		return t.Bucket.Put(ctx, key, data, opts)
 	}
 	var (
 		mu                                 sync.Mutex
@@ -364,7 +363,7 @@ func (t *timedBucket) Put(ctx context.Context, key string, data []byte, c driver
 		GotFirstResponseByte: func() { at(&firstByte) },
 	}
 	t0 := time.Now()
-	v, err := t.Bucket.Put(httptrace.WithClientTrace(ctx, trace), key, data, c)
+	a, err := t.Bucket.Put(httptrace.WithClientTrace(ctx, trace), key, data, opts)
 	mu.Lock()
 	p := phases{Total: time.Since(t0), Reused: reused, Attempts: attempts}
 	if !getConn.IsZero() && !gotConn.IsZero() {
@@ -382,17 +381,7 @@ func (t *timedBucket) Put(ctx context.Context, key string, data []byte, c driver
 	} else {
 		l.fail(p, err)
 	}
-	return v, err
-}
-
-// PutStream passes a streamed write through to the wrapped driver.
-func (t *timedBucket) PutStream(ctx context.Context, key string, r io.Reader, c driver.Condition, o *driver.StreamOptions) (driver.Version, error) {
-	return driver.PutStream(ctx, t.Bucket, key, r, c, o)
-}
-
-// List passes a listing through to the wrapped driver.
-func (t *timedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
-	return driver.List(ctx, t.Bucket, prefix)
+	return a, err
 }
 
 // pacedReader reads r no faster than rate bytes a second since start.

@@ -80,7 +80,7 @@ func TestInterleaveStreamsMem(t *testing.T) {
 		}
 	}
 	p := fencedPair(t, "mem", b, driver.MinPartSize, 2, func(ctx context.Context, key string, r io.Reader) error {
-		_, err := driver.PutStream(ctx, b, key, r, driver.IfAbsent(), streamOpts(driver.MinPartSize, 2))
+		_, err := b.PutStream(ctx, key, r, driver.PutOptions{If: driver.IfAbsent()}, streamOpts(driver.MinPartSize, 2))
 		return err
 	})
 	p.Driver, p.Raw = side("d", p.Driver), side("r", p.Raw)
@@ -92,7 +92,7 @@ func TestInterleaveStreamsMem(t *testing.T) {
 	if len(order) != 4 || order[0] != want[0] || order[1] != want[1] || order[2] != want[2] || order[3] != want[3] {
 		t.Errorf("calls %v, want %v", order, want)
 	}
-	for o, err := range driver.List(t.Context(), b, "") {
+	for o, err := range b.List(t.Context(), "") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestRenewUnderLoadMem(t *testing.T) {
 			t.Errorf("%v", l)
 		}
 	}
-	for o, err := range driver.List(context.Background(), b, "t/") {
+	for o, err := range b.List(context.Background(), "t/") {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -138,7 +138,7 @@ func leaseFor(tb testing.TB, b driver.Bucket) *lease.Lease {
 		stop()
 		<-done
 	})
-	if _, err := driver.PutStream(ctx, l.Bucket(), "warm-up", Body(1), driver.IfAbsent(), nil); err != nil {
+	if _, err := l.Bucket().PutStream(ctx, "warm-up", Body(1), driver.PutOptions{If: driver.IfAbsent()}, nil); err != nil {
 		tb.Fatalf("first streamed write through the lease: %v", err)
 	}
 	if err := l.Bucket().Delete(ctx, "warm-up", driver.Condition{}); err != nil {
@@ -157,7 +157,7 @@ func fencedPair(tb testing.TB, name string, b driver.Bucket, part int64, conc in
 	fb := l.Bucket()
 	p := StreamPair{Name: name,
 		Driver: func(ctx context.Context, key string, r io.Reader) error {
-			_, err := driver.PutStream(ctx, fb, key, r, driver.IfAbsent(), streamOpts(part, conc))
+			_, err := fb.PutStream(ctx, key, r, driver.PutOptions{If: driver.IfAbsent()}, streamOpts(part, conc))
 			return err
 		},
 		Raw: raw,

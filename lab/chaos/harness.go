@@ -488,7 +488,7 @@ func (r *runner) healAll() {
 func (r *runner) readLease(i int) (lease.Record, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.TTL+5*time.Second)
 	defer cancel()
-	data, _, err := driver.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), lease.MaxRecordSize)
+	data, _, err := driver.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return lease.Record{}, false
 	}
@@ -636,7 +636,7 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 		if p := r.be.prefixes[i]; p != "" {
 			lp = p + "/"
 		}
-		for o, err := range driver.List(lctx, r.be.directs[i], lp) {
+		for o, err := range r.be.directs[i].List(lctx, lp) {
 			if err != nil {
 				listed = nil
 				break
@@ -644,8 +644,7 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 			listed[o.Key] = o
 		}
 		for _, k := range keys {
-			var md driver.Metadata
-			data, v, err := readHead(driver.WithMetadataReport(lctx, func(m driver.Metadata) { md = m }), r.be.directs[i], k.key)
+			data, a, err := readHead(lctx, r.be.directs[i], k.key, driver.GetOptions{Metadata: true})
 			if errors.Is(err, driver.ErrNotExist) {
 				continue
 			}
@@ -661,10 +660,11 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 			if !ok {
 				lo.Size = -1
 			}
+			md := a.Metadata
 			if lo.Metadata != nil {
 				md = lo.Metadata
 			}
-			out = append(out, Object{Label: Label(i), Key: k.key, Name: name, Version: normVersion(string(v)),
+			out = append(out, Object{Label: Label(i), Key: k.key, Name: name, Version: normVersion(string(a.Version)),
 				Modified: k.modified, Body: data, Size: lo.Size, Listed: lo.ModTime, Metadata: md})
 		}
 		cancel()
@@ -673,16 +673,16 @@ func (r *runner) listAll(ctx context.Context) ([]Object, error) {
 }
 
 // normVersion makes an ETag comparable whichever driver reported it.
-// readHead reads the first 64 KiB of an object: all of a small one, the
-// header line of a big streamed chunk.
-func readHead(ctx context.Context, b driver.Bucket, key string) ([]byte, driver.Version, error) {
-	rc, v, err := b.Get(ctx, key)
+// readHead reads the first 64 KiB of an object under opts: all of a small
+// one, the header line of a big streamed chunk.
+func readHead(ctx context.Context, b driver.Bucket, key string, opts driver.GetOptions) ([]byte, driver.Attrs, error) {
+	rc, a, err := b.Get(ctx, key, opts)
 	if err != nil {
-		return nil, "", err
+		return nil, a, err
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, 64<<10))
-	return data, v, err
+	return data, a, err
 }
 
 func normVersion(v string) string { return strings.Trim(v, `"`) }

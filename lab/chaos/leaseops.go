@@ -92,35 +92,35 @@ func (r recorder) ret(n int64, op string, v driver.Version, body []byte, err err
 	r.log(e)
 }
 
-func (r recorder) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (r recorder) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	if key != r.key {
-		return r.Bucket.Get(ctx, key)
+		return r.Bucket.Get(ctx, key, opts)
 	}
 	n := r.call(register.Get, driver.Condition{}, nil)
-	rc, v, err := r.Bucket.Get(ctx, key)
+	rc, a, err := r.Bucket.Get(ctx, key, opts)
 	if err != nil {
 		r.ret(n, register.Get, "", nil, err)
-		return nil, "", err
+		return nil, a, err
 	}
 	// A LEASE object is small; read it whole, to log what was read.
 	data, rerr := io.ReadAll(io.LimitReader(rc, 1<<20))
 	rc.Close()
 	if rerr != nil {
 		r.ret(n, register.Get, "", nil, rerr)
-		return nil, "", rerr
+		return nil, driver.Attrs{Time: a.Time}, rerr
 	}
-	r.ret(n, register.Get, v, data, nil)
-	return io.NopCloser(bytes.NewReader(data)), v, nil
+	r.ret(n, register.Get, a.Version, data, nil)
+	return io.NopCloser(bytes.NewReader(data)), a, nil
 }
 
-func (r recorder) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (r recorder) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	if key != r.key {
-		return r.Bucket.Put(ctx, key, data, cond)
+		return r.Bucket.Put(ctx, key, data, opts)
 	}
-	n := r.call(register.Put, cond, data)
-	v, err := r.Bucket.Put(ctx, key, data, cond)
-	r.ret(n, register.Put, v, nil, err)
-	return v, err
+	n := r.call(register.Put, opts.If, data)
+	a, err := r.Bucket.Put(ctx, key, data, opts)
+	r.ret(n, register.Put, a.Version, nil, err)
+	return a, err
 }
 
 // PutStream passes a streamed write on (the lease streams no LEASE
@@ -134,23 +134,24 @@ func (r recorder) Put(ctx context.Context, key string, data []byte, cond driver.
 // (the stream probe's) are logged as they start and end (EvScratchStart,
 // EvScratchEnd), so that an upload one leaves pending can be told from
 // one nobody logged.
-func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
+func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
+	cond := po.If
 	if key == r.key {
 		data, err := io.ReadAll(rd)
 		if err != nil {
-			return "", err
+			return driver.Attrs{}, err
 		}
-		return r.Put(ctx, key, data, cond)
+		return r.Put(ctx, key, data, po)
 	}
 	if lease.IsScratchKey(key) {
 		r.log(Entry{Ev: EvScratchStart, Key: key, Cond: cond.String()})
-		v, err := driver.PutStream(ctx, r.Bucket, key, rd, cond, opts)
-		e := Entry{Ev: EvScratchEnd, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v)}
+		a, err := r.Bucket.PutStream(ctx, key, rd, po, opts)
+		e := Entry{Ev: EvScratchEnd, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(a.Version)}
 		if err != nil {
 			e.Err = err.Error()
 		}
 		r.log(e)
-		return v, err
+		return a, err
 	}
 	o := driver.StreamOptions{}
 	if opts != nil {
@@ -169,7 +170,7 @@ func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, cond 
 		}
 		return err
 	}
-	return driver.PutStream(ctx, r.Bucket, key, rd, cond, &o)
+	return r.Bucket.PutStream(ctx, key, rd, po, &o)
 }
 
 func (r recorder) Delete(ctx context.Context, key string, cond driver.Condition) error {
@@ -191,22 +192,19 @@ type liar struct {
 	once *sync.Once
 }
 
-func (l liar) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	v, err := l.Bucket.Put(ctx, key, data, cond)
-	if key == l.key && cond.Absent() && errors.Is(err, driver.ErrPrecondition) {
+// Put lies about the first refused If-None-Match Put of the lease's key;
+// a streamed write passes on untouched (the embedded PutStream): the lie
+// is about the LEASE object only.
+func (l liar) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	a, err := l.Bucket.Put(ctx, key, data, opts)
+	if key == l.key && opts.If.Absent() && errors.Is(err, driver.ErrPrecondition) {
 		lied := false
 		l.once.Do(func() { lied = true })
 		if lied {
-			return driver.Version("lie-" + digest(data)), nil
+			return driver.Attrs{Version: driver.Version("lie-" + digest(data)), Time: a.Time}, nil
 		}
 	}
-	return v, err
-}
-
-// PutStream passes a streamed write on untouched: the lie is about the
-// LEASE object only.
-func (l liar) PutStream(ctx context.Context, key string, rd io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
-	return driver.PutStream(ctx, l.Bucket, key, rd, cond, opts)
+	return a, err
 }
 
 // leaseOps turns the LEASE history in a run's logs into register

@@ -62,7 +62,7 @@ func TestStreamLeavesNoOrphan(t *testing.T) {
 				}
 				// A first write, so that the minio driver knows the
 				// bucket's location before the fault.
-				if _, err := bk.Put(ctx, JoinKey(prefix, "warm"), []byte("x"), driver.Condition{}); err != nil {
+				if _, err := bk.Put(ctx, JoinKey(prefix, "warm"), []byte("x"), driver.PutOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -76,8 +76,8 @@ func TestStreamLeavesNoOrphan(t *testing.T) {
 					px.SetDelay(200 * time.Millisecond) // the request reaches the server; the reply is not read
 					time.AfterFunc(300*time.Millisecond, cancel)
 				}
-				_, err = driver.PutStream(pctx, bk, JoinKey(prefix, "k"), bytes.NewReader(make([]byte, 2*driver.MinPartSize+1)),
-					driver.IfAbsent(), &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
+				_, err = bk.PutStream(pctx, JoinKey(prefix, "k"), bytes.NewReader(make([]byte, 2*driver.MinPartSize+1)),
+					driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
 				cancel()
 				px.Heal()
 				out, lerr := c.ListMultipartUploads(ctx, &s3sdk.ListMultipartUploadsInput{Bucket: &b})

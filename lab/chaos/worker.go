@@ -291,7 +291,7 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 		// learns the lease is lost. Its writes carry the lease's stamp,
 		// as a stale holder's requests through the fenced bucket do, so
 		// that the late check (late-write) sees them.
-		wb, wctx, keepCtx = w.lb, stamped(ctx, l), ctx
+		wb, wctx, keepCtx = stamped(w.lb, l), ctx, ctx
 	}
 	w.cur, w.holdCtx = l, ctx
 	kept := make(chan error, 1)
@@ -326,8 +326,9 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 // full keys.
 func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int) {
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
-	data, vLatest, err := driver.ReadAll(rctx, b, w.wkey("LATEST"), 64<<10)
+	data, latest, err := driver.ReadAll(rctx, b, w.wkey("LATEST"), 64<<10, driver.GetOptions{})
 	cancel()
+	vLatest := latest.Version
 	k := 1
 	switch {
 	case err == nil:
@@ -398,8 +399,9 @@ func (w *prefixWorker) put(ctx context.Context, b driver.Bucket, epoch int, name
 	key := w.key(name)
 	w.log(Entry{Ev: EvWriteStart, Epoch: epoch, Key: key, Cond: cond.String(), Prev: prev})
 	pctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
-	v, err := b.Put(pctx, w.wkey(name), []byte(body), cond)
+	a, err := b.Put(pctx, w.wkey(name), []byte(body), driver.PutOptions{If: cond})
 	cancel()
+	v := a.Version
 	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev}
 	if err != nil {
 		e.Err = err.Error()
@@ -443,13 +445,14 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 		// The control: past the fence, with the rest of the body held
 		// back until the lease may no longer write.
 		l := w.cur
-		b, ctx, wkey, timeout = w.lb, stamped(w.holdCtx, l), key, 20*w.cfg.TTL
+		b, ctx, wkey, timeout = stamped(w.lb, l), w.holdCtx, key, 20*w.cfg.TTL
 		pad.until = func() bool { return !l.MayWrite() }
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	r := io.MultiReader(strings.NewReader(body), pad)
-	v, err := driver.PutStream(pctx, b, wkey, r, cond, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
+	a, err := b.PutStream(pctx, wkey, r, driver.PutOptions{If: cond}, &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
 	cancel()
+	v := a.Version
 	e := Entry{Ev: EvWriteEnd, Epoch: epoch, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(v), Prev: prev, Detail: "streamed"}
 	if err != nil {
 		e.Err = err.Error()
@@ -459,15 +462,37 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 	return v, err
 }
 
-// stamped returns ctx carrying l's stamp as the metadata of every write
-// made with it (driver.WithMetadata): what the lease's fenced bucket would
-// have written on the objects of a write sent past it.
-func stamped(ctx context.Context, l *lease.Lease) context.Context {
+// stamped returns b writing l's stamp as the metadata of every write
+// (driver.PutOptions.Metadata): what the lease's fenced bucket would have
+// written on the objects of a write sent past it. It is b where the lease
+// stamps nothing.
+func stamped(b driver.Bucket, l *lease.Lease) driver.Bucket {
 	if leaseseam.Inside(l).Stamped {
 		st := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
-		return driver.WithMetadata(ctx, st.Metadata())
+		return stampBucket{Bucket: b, md: st.Metadata()}
 	}
-	return ctx
+	return b
+}
+
+// stampBucket writes md as the metadata of every Put and PutStream that
+// carries none of its own.
+type stampBucket struct {
+	driver.Bucket
+	md driver.Metadata
+}
+
+func (s stampBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if opts.Metadata == nil {
+		opts.Metadata = s.md
+	}
+	return s.Bucket.Put(ctx, key, data, opts)
+}
+
+func (s stampBucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, so *driver.StreamOptions) (driver.Attrs, error) {
+	if opts.Metadata == nil {
+		opts.Metadata = s.md
+	}
+	return s.Bucket.PutStream(ctx, key, r, opts, so)
 }
 
 // padding reads as n newlines, produced evenly over pace from start: a
@@ -537,7 +562,8 @@ func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.TTL)
 	defer cancel()
 	e := Entry{Ev: EvLostRead, Epoch: epoch, Ver: string(leaseseam.Inside(l).Version)}
-	data, v, err := driver.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize)
+	data, a, err := driver.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize, driver.GetOptions{})
+	v := a.Version
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		e.State = "absent"
@@ -620,11 +646,12 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	if n, err := strconv.ParseUint(os.Getenv("BUCKETLEASE_EPOCH"), 10, 64); err == nil && n > 0 {
 		e.LeaseEpoch = n
 		st := lease.Stamp{Epoch: n, Instance: lease.StampedInstance(cfg.ID)}
-		ctx = driver.WithMetadata(ctx, st.Metadata())
+		w.lb = stampBucket{Bucket: w.lb, md: st.Metadata()}
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.TTL)
-	data, v, err := driver.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize)
+	data, a, err := driver.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	cancel()
+	v := a.Version
 	rec, derr := lease.DecodeRecord(data)
 	acqStart := start
 	switch {

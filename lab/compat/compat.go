@@ -276,7 +276,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	if err := l.Release(ctx); err != nil {
 		return fmt.Sprintf("%s exclusion; release failed: %s", exclusion, oneLine(err.Error()))
 	}
-	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize)
+	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	if exclusion != driver.Conditional {
 		return leaseBestEffortText
 	}

@@ -88,7 +88,7 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 // holder returns the instance the lease object names, failing unless it is
 // a live (not released) record.
 func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver.Version, error) {
-	data, v, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize)
+	data, v, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return "", "", fmt.Errorf("reading the lease object: %w", err)
 	}
@@ -99,7 +99,7 @@ func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver
 	if rec.TTLSeconds == 0 {
 		return "", "", fmt.Errorf("the lease object is a released record of %q", rec.InstanceID)
 	}
-	return rec.InstanceID, v, nil
+	return rec.InstanceID, v.Version, nil
 }
 
 // race starts n contenders at once on one free prefix, rounds times (a fresh

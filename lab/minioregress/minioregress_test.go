@@ -227,11 +227,11 @@ func TestWorkerKeysForEveryURLShape(t *testing.T) {
 		if l.Key() != want {
 			t.Errorf("prefix %q: the lease object is %q, want %q", prefix, l.Key(), want)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("x"), driver.IfAbsent()); err != nil {
+		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatalf("prefix %q: put: %v", prefix, err)
 		}
 		chunk := strings.TrimSuffix(want, "LEASE") + "chunks/0001"
-		if _, _, err := b.Get(ctx, chunk); err != nil {
+		if _, _, err := b.Get(ctx, chunk, driver.GetOptions{}); err != nil {
 			t.Errorf("prefix %q: the chunk is not at %q: %v", prefix, chunk, err)
 		}
 		if err := l.Release(ctx); err != nil {

@@ -557,7 +557,7 @@ func (s *sim) deleteReleased(in *inst) {
 
 // storedRecord reads the LEASE object straight from the store.
 func (s *sim) storedRecord() (lease.Record, bool) {
-	data, _, err := driver.ReadAll(context.Background(), s.store, leaseKey, lease.MaxRecordSize)
+	data, _, err := driver.ReadAll(context.Background(), s.store, leaseKey, lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return lease.Record{}, false
 	}

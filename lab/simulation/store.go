@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,22 +45,41 @@ func (in *inst) conn() *conn { return &conn{s: in.s, in: in, inc: in.inc} }
 
 func (c *conn) Capabilities() driver.Capabilities { return c.s.store.Capabilities() }
 
-func (c *conn) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
-	data, v, err := c.do(ctx, "get", key, nil, driver.Condition{})
+// Get reads key; the store's metadata is not modelled (opts.Metadata is
+// ignored).
+func (c *conn) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+	data, a, err := c.do(ctx, "get", key, nil, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, a, err
 	}
-	return io.NopCloser(bytes.NewReader(data)), v, nil
+	return io.NopCloser(bytes.NewReader(data)), a, nil
 }
 
-func (c *conn) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	_, v, err := c.do(ctx, "put", key, bytes.Clone(data), cond)
-	return v, err
+// Put writes key under opts.If; the store's metadata is not modelled
+// (opts.Metadata is not sent).
+func (c *conn) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	_, a, err := c.do(ctx, "put", key, bytes.Clone(data), opts.If)
+	return a, err
+}
+
+// PutStream is one Put of the whole body: the simulated service stages no
+// parts.
+func (c *conn) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, c, key, r, opts, s)
 }
 
 func (c *conn) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	_, _, err := c.do(ctx, "delete", key, nil, cond)
 	return err
+}
+
+// List yields one error wrapping driver.ErrUnsupported: the simulated
+// service's listing is not modelled, and nothing the simulation runs lists.
+func (c *conn) List(_ context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		yield(driver.Object{}, &driver.OpError{Driver: "sim", Op: "list", Key: prefix, Kind: driver.ErrUnsupported,
+			Err: errors.New("the simulated service cannot list keys")})
+	}
 }
 
 // errors the simulated network and service return.
@@ -177,13 +197,16 @@ func hash(parts ...any) uint64 {
 }
 
 // do sends one request through the simulated network and waits for its
-// answer. It runs on whichever goroutine the lease or the simulation sends
-// from; it only queues the request, and the loop (serve) does the rest.
-func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
+// answer, which it returns with the Attrs of a driver's answer: the
+// version, and what the answer said of the service's clock (set with an
+// error too, where the service answered). It runs on whichever goroutine
+// the lease or the simulation sends from; it only queues the request, and
+// the loop (serve) does the rest.
+func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Attrs, error) {
 	s := c.s
 	if err := ctx.Err(); err != nil {
 		// A client does not send a request whose context has ended.
-		return nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: err}
+		return nil, driver.Attrs{}, &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: err}
 	}
 	r := &request{c: c, op: op, key: key, data: data, cond: cond, eff: cond, ctx: ctx, reply: make(chan reply, 1)}
 	if c.in != nil {
@@ -192,7 +215,7 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 	s.mu.Lock()
 	if s.over {
 		s.mu.Unlock()
-		return nil, "", &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errOver}
+		return nil, driver.Attrs{}, &driver.OpError{Driver: "sim", Op: op, Key: key, Cond: cond, Err: errOver}
 	}
 	s.pending = append(s.pending, r)
 	s.mu.Unlock()
@@ -201,10 +224,7 @@ func (c *conn) do(ctx context.Context, op, key string, data []byte, cond driver.
 	// beside the one that cancelled, and the lease's selects between a
 	// free turn and an ended context would choose at random.
 	rep := <-r.reply
-	// What the answer said about the service's clock reaches the caller
-	// as a driver's report does, before the call returns.
-	driver.ReportServiceTime(ctx, rep.st)
-	return rep.data, rep.v, rep.err
+	return rep.data, driver.Attrs{Version: rep.v, Time: rep.st}, rep.err
 }
 
 // scratch reports whether key is a scratch key the lease writes beside the
@@ -518,13 +538,13 @@ func condString(c driver.Condition) string {
 // state changes, and checks the data invariants on every write that lands.
 // It returns what the store's answer said of its clock.
 func (c *conn) apply(op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, driver.ServiceTime, error) {
-	var st driver.ServiceTime
-	ctx := driver.WithServiceTime(context.Background(), func(t driver.ServiceTime) { st = t })
-	out, v, err := c.applyCtx(ctx, op, key, data, cond)
-	return out, v, st, err
+	out, a, err := c.applyAttrs(context.Background(), op, key, data, cond)
+	return out, a.Version, a.Time, err
 }
 
-func (c *conn) applyCtx(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Version, error) {
+// applyAttrs is apply, returning the store's Attrs: its version, and what
+// its answer said of its clock (a delete's says nothing).
+func (c *conn) applyAttrs(ctx context.Context, op, key string, data []byte, cond driver.Condition) ([]byte, driver.Attrs, error) {
 	s := c.s
 	if s.cfg.Store == IgnoresDataPreconditions && key != leaseKey && !scratch(key) {
 		cond = driver.Condition{}
@@ -541,7 +561,7 @@ func (c *conn) applyCtx(ctx context.Context, op, key string, data []byte, cond d
 		cond = driver.Condition{}
 	case op == "delete" && match && missing && s.dev&StoreDeletesMissingOK != 0:
 		s.fault("store-deleted-missing-ok")
-		return nil, "", nil
+		return nil, driver.Attrs{}, nil
 	case op == "put" && match && missing && s.dev&StoreIfMatchMissingCreates != 0:
 		s.fault("store-if-match-missing-created")
 		s.storeDropped = true
@@ -549,39 +569,41 @@ func (c *conn) applyCtx(ctx context.Context, op, key string, data []byte, cond d
 	}
 	switch op {
 	case "get":
-		return readAllCtx(ctx, s, key)
+		return readAllAttrs(ctx, s, key)
 	case "put":
-		v, err := s.store.Put(ctx, key, data, cond)
+		a, err := s.store.Put(ctx, key, data, driver.PutOptions{If: cond})
 		if err == nil && key == leaseKey && c.in != nil {
-			s.leaseWriters[v] = writer{c.in, c.inc}
+			s.leaseWriters[a.Version] = writer{c.in, c.inc}
 		}
 		if err == nil && key != leaseKey && !scratch(key) {
 			s.dirty = true
 			s.landed(c.in, key, data)
 		}
-		return nil, v, err
+		return nil, a, err
 	default:
 		err := s.store.Delete(ctx, key, cond)
 		if err == nil && key != leaseKey && !scratch(key) {
 			s.dirty = true
 			delete(s.written, key)
 		}
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 }
 
 func readAll(s *sim, key string) ([]byte, driver.Version, error) {
-	return readAllCtx(context.Background(), s, key)
+	data, a, err := readAllAttrs(context.Background(), s, key)
+	return data, a.Version, err
 }
 
-// readAllCtx reads key from the store under ctx (which may collect the
-// store's report of its clock).
-func readAllCtx(ctx context.Context, s *sim, key string) ([]byte, driver.Version, error) {
-	rc, v, err := s.store.Get(ctx, key)
+// readAllAttrs reads key from the store, and returns its Attrs: the
+// version, and what the store's answer said of its clock (set for a
+// missing key too).
+func readAllAttrs(ctx context.Context, s *sim, key string) ([]byte, driver.Attrs, error) {
+	rc, a, err := s.store.Get(ctx, key, driver.GetOptions{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{Time: a.Time}, err
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
-	return data, v, err
+	return data, driver.Attrs{Version: a.Version, Time: a.Time}, err
 }

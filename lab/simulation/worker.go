@@ -89,7 +89,11 @@ func (in *inst) workStep() {
 			err  error
 		)
 		b := in.lease.Bucket()
-		in.call("worker", func() { data, v, err = driver.ReadAll(context.Background(), b, rel(latestKey), 1<<20) })
+		in.call("worker", func() {
+			var a driver.Attrs
+			data, a, err = driver.ReadAll(context.Background(), b, rel(latestKey), 1<<20, driver.GetOptions{})
+			v = a.Version
+		})
 		switch {
 		case err == nil:
 			f := fields(data)
@@ -151,11 +155,13 @@ func (in *inst) workStep() {
 	)
 	if s.cfg.WorkerIgnoresFence {
 		c := in.conn()
-		in.call("worker", func() { v, err = c.Put(context.Background(), key, data, cond) })
+		in.call("worker", func() { v, err = putVersion(c.Put(context.Background(), key, data, driver.PutOptions{If: cond})) })
 	} else {
 		l := in.lease
 		in.writingUnder = l
-		in.call("worker", func() { v, err = l.Bucket().Put(context.Background(), rel(key), data, cond) })
+		in.call("worker", func() {
+			v, err = putVersion(l.Bucket().Put(context.Background(), rel(key), data, driver.PutOptions{If: cond}))
+		})
 		in.writingUnder = nil
 	}
 	if in.shutdown != nil {
@@ -174,11 +180,14 @@ func (in *inst) sendPaused(p *pendingWrite) {
 		err error
 	)
 	c := in.conn()
-	in.call("paused write", func() { v, err = c.Put(context.Background(), p.key, p.data, p.cond) })
+	in.call("paused write", func() { v, err = putVersion(c.Put(context.Background(), p.key, p.data, driver.PutOptions{If: p.cond})) })
 	if in.work != nil {
 		in.wrote(v, err)
 	}
 }
+
+// putVersion is the version a Put returned, with its error.
+func putVersion(a driver.Attrs, err error) (driver.Version, error) { return a.Version, err }
 
 func (in *inst) abandon(err error) {
 	s := in.s

@@ -26,12 +26,14 @@
 //     token that is not a comment;
 //   - the longest function (from func to the closing brace), functions
 //     over 80 lines, the longest file and files over 500 lines;
-//   - context data channels: exported functions and methods that take a
-//     context.Context and return one (WithMetadata and its kind: request or
-//     response data carried in a context), less those that also return a
+//   - context data channels: exported functions and methods that carry
+//     request or response data in a context: those that take a
+//     context.Context and return one, less those that also return a
 //     context.CancelFunc (a scope of cancellation, as context.WithCancel,
-//     such as Lease.Fence); those of internal packages are listed apart,
-//     and no target judges them, since no user can call them;
+//     such as Lease.Fence), and those that store a value in a context
+//     (context.WithValue) or read one from a context they are given (its
+//     Value method); those of internal packages are listed apart, and no
+//     target judges them, since no user can call them;
 //   - the exported top-level Register… functions of the driver author's
 //     package (-author).
 //

@@ -33,8 +33,8 @@ type Package struct {
 	// Methods counts, per exported type, its exported methods (pointer and
 	// value receivers) or, for an interface, the methods it declares.
 	Methods map[string]int `json:"methods"`
-	// Contexts names the exported functions and methods that take a
-	// context.Context and return one, with no context.CancelFunc; Registers, the exported top-level
+	// Contexts names the exported functions and methods that carry data
+	// in a context (contextChannel); Registers, the exported top-level
 	// functions named Register….
 	Contexts  []string `json:"contexts"`
 	Registers []string `json:"registers"`
@@ -203,8 +203,7 @@ func (p *Package) funcDecl(fset *token.FileSet, d *ast.FuncDecl, ctxName string,
 			p.Registers = append(p.Registers, name)
 		}
 	}
-	if exported && ctxName != "" && hasType(d.Type.Params, ctxName, "Context") &&
-		hasType(d.Type.Results, ctxName, "Context") && !hasType(d.Type.Results, ctxName, "CancelFunc") {
+	if exported && ctxName != "" && contextChannel(d, ctxName) {
 		p.Contexts = append(p.Contexts, name)
 	}
 	n := span(fset, d) // from the func keyword to the closing brace
@@ -248,10 +247,8 @@ func hasType(fields *ast.FieldList, ctxName, name string) bool {
 		return false
 	}
 	for _, f := range fields.List {
-		if sel, ok := f.Type.(*ast.SelectorExpr); ok && sel.Sel.Name == name {
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == ctxName {
-				return true
-			}
+		if isSel(f.Type, ctxName, name) {
+			return true
 		}
 	}
 	return false
@@ -316,4 +313,56 @@ func (p *Package) fields(in string, st *ast.StructType) {
 			}
 		}
 	}
+}
+
+// contextChannel reports whether d carries request or response data in a
+// context, context being spelled ctxName: it takes a context.Context and
+// returns one without a context.CancelFunc (a With… of a channel, where a
+// scope of cancellation returns its CancelFunc), or its body stores a
+// value in a context (context.WithValue) or reads one from a context it
+// was given (the Value method of a context.Context parameter: the other
+// end of such a channel).
+func contextChannel(d *ast.FuncDecl, ctxName string) bool {
+	if hasType(d.Type.Params, ctxName, "Context") &&
+		hasType(d.Type.Results, ctxName, "Context") && !hasType(d.Type.Results, ctxName, "CancelFunc") {
+		return true
+	}
+	if d.Body == nil {
+		return false
+	}
+	params := map[string]bool{}
+	for _, f := range d.Type.Params.List {
+		if isSel(f.Type, ctxName, "Context") {
+			for _, n := range f.Names {
+				params[n.Name] = true
+			}
+		}
+	}
+	found := false
+	ast.Inspect(d.Body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if found || !ok {
+			return !found
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if x, ok := sel.X.(*ast.Ident); ok {
+			found = (x.Name == ctxName && sel.Sel.Name == "WithValue") ||
+				(params[x.Name] && sel.Sel.Name == "Value" && len(call.Args) == 1)
+		}
+		return !found
+	})
+	return found
+}
+
+// isSel reports whether e is pkg.name.
+func isSel(e ast.Expr, pkg, name string) bool {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != name {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	return ok && x.Name == pkg
 }

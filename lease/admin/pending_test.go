@@ -118,7 +118,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 		}
 		defer l.Release(context.WithoutCancel(ctx))
 	}
-	if _, err := b.Put(ctx, "db4/LEASE", []byte("not a lease"), driver.IfAbsent()); err != nil {
+	if _, err := b.Put(ctx, "db4/LEASE", []byte("not a lease"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	broken, err := lease.Acquire(ctx, b, "db5", &lease.Options{InstanceID: "broken", TTL: 30 * time.Second})
@@ -133,7 +133,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	defer pw.Close()
 	writing := make(chan error, 1)
 	go func() {
-		_, err := driver.PutStream(ctx, b, "db3/live.sql", pr, driver.IfAbsent(), nil)
+		_, err := b.PutStream(ctx, "db3/live.sql", pr, driver.PutOptions{If: driver.IfAbsent()}, nil)
 		writing <- err
 	}()
 	if _, err := pw.Write(make([]byte, 1<<10)); err != nil {

@@ -16,25 +16,38 @@ import (
 // in an error that names the URL (redacted) and the request, instead of a
 // hang. A Get's bound covers reading its body too.
 type deadlineBucket struct {
-	b     driver.Bucket
-	d     time.Duration
-	url   string // as it may be printed
-	bound string // where d comes from, for the message: "--timeout", "a third of the TTL"
+	driver.Bucket // PutStream, List and Capabilities pass through unbounded
+	d             time.Duration
+	url           string // as it may be printed
+	bound         string // where d comes from, for the message: "--timeout", "a third of the TTL"
 }
 
-// withDeadlines wraps b so that each request gets at most d, naming the
-// URL as loc prints it (redacted); d <= 0 returns
-// b itself. The result has b's optional interfaces (driver.Wrap),
-// which it passes through unbounded: a streamed write takes as long as its
-// body does (the fence bounds each part instead), and a listing is bounded
-// by its caller. A driver that cannot stream gets driver.PutStream's one
-// Put, bounded as any Put is.
+// withDeadlines wraps b so that each Get, Put and Delete gets at most d,
+// naming the URL as loc prints it (redacted); d <= 0 returns b itself.
+// PutStream and List pass through unbounded: a streamed write takes as
+// long as its body does (the fence bounds each part instead), and a
+// listing is bounded by its caller. The result is an io.Closer that
+// closes b, and a driver.PendingLister exactly where b is one.
 func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
-	return driver.Wrap(&deadlineBucket{b: b, d: d, url: loc.String(), bound: bound}, b)
+	t := &deadlineBucket{Bucket: b, d: d, url: loc.String(), bound: bound}
+	if pl, ok := b.(driver.PendingLister); ok {
+		return &deadlinePendingBucket{deadlineBucket: t, PendingLister: pl}
+	}
+	return t
 }
+
+// deadlinePendingBucket is the deadlineBucket of a driver that lists its
+// pending uploads, which it passes on unbounded.
+type deadlinePendingBucket struct {
+	*deadlineBucket
+	driver.PendingLister
+}
+
+// Close closes the wrapped bucket (driver.Close).
+func (t *deadlineBucket) Close() error { return driver.Close(t.Bucket) }
 
 // explainHang names what was waited for when err came from the request's
 // own deadline rather than the caller's.
@@ -47,34 +60,31 @@ func (t *deadlineBucket) explainHang(ctx, rctx context.Context, what string, err
 }
 
 // Get implements driver.Bucket.
-func (t *deadlineBucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (t *deadlineBucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.d)
-	rc, v, err := t.b.Get(rctx, key)
+	rc, a, err := t.Bucket.Get(rctx, key, opts)
 	if err != nil {
 		err = t.explainHang(ctx, rctx, "a read (GET) of "+key, err)
 		cancel()
-		return nil, "", err
+		return nil, a, err
 	}
-	return &cancelOnClose{ReadCloser: rc, cancel: cancel}, v, nil
+	return &cancelOnClose{ReadCloser: rc, cancel: cancel}, a, nil
 }
 
 // Put implements driver.Bucket.
-func (t *deadlineBucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
+func (t *deadlineBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.d)
 	defer cancel()
-	v, err := t.b.Put(rctx, key, data, cond)
-	return v, t.explainHang(ctx, rctx, "a write (PUT) of "+key, err)
+	a, err := t.Bucket.Put(rctx, key, data, opts)
+	return a, t.explainHang(ctx, rctx, "a write (PUT) of "+key, err)
 }
 
 // Delete implements driver.Bucket.
 func (t *deadlineBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	rctx, cancel := context.WithTimeout(ctx, t.d)
 	defer cancel()
-	return t.explainHang(ctx, rctx, "a DELETE of "+key, t.b.Delete(rctx, key, cond))
+	return t.explainHang(ctx, rctx, "a DELETE of "+key, t.Bucket.Delete(rctx, key, cond))
 }
-
-// Capabilities implements driver.Bucket.
-func (t *deadlineBucket) Capabilities() driver.Capabilities { return t.b.Capabilities() }
 
 // cancelOnClose ends a Get's deadline once its body is closed.
 type cancelOnClose struct {

@@ -1,42 +1,91 @@
 package cli
 
 import (
+	"context"
+	"iter"
 	"testing"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
-	"github.com/mushroomdb/bucketlease/internal/testsupport/wrapcheck"
 )
 
+// closingBucket is a driver's bucket that holds a client: Close counts.
+type closingBucket struct {
+	*mem.Bucket
+	closed *int
+}
+
+func (c closingBucket) Close() error { *c.closed++; return nil }
+
+// pendingBucket is a closingBucket that lists pending uploads: one, named
+// after the prefix it was asked for.
+type pendingBucket struct{ closingBucket }
+
+func (pendingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+	return func(yield func(driver.Pending, error) bool) {
+		yield(driver.Pending{Key: prefix + "k", Upload: "u1"}, nil)
+	}
+}
+
 // TestDeadlinesKeepAbilities: the bounded bucket of hold, put, show, break,
-// list and probe has exactly the optional interfaces of the driver's, each
-// reaching it: a Close of it closes the driver's client.
+// list and probe lists pending uploads exactly where the driver's bucket
+// does, through the driver's ListPending, and its Close closes the
+// driver's bucket.
 func TestDeadlinesKeepAbilities(t *testing.T) {
-	loc := mustParse(t, "mem://wrapcheck/p")
-	wrapcheck.Check(t, "deadlineBucket", func(_ *testing.T, in driver.Bucket) driver.Bucket {
-		return withDeadlines(in, time.Minute, loc, "--timeout")
-	})
+	loc := mustParse(t, "mem://abilities/p")
+	for _, pending := range []bool{false, true} {
+		closed := 0
+		var in driver.Bucket = closingBucket{Bucket: mem.New(), closed: &closed}
+		if pending {
+			in = pendingBucket{closingBucket{Bucket: mem.New(), closed: &closed}}
+		}
+		b := withDeadlines(in, time.Minute, loc, "--timeout")
+		pl, ok := b.(driver.PendingLister)
+		if ok != pending {
+			t.Errorf("over a driver that lists pending uploads (%v): the bounded bucket is a PendingLister: %v", pending, ok)
+		}
+		if ok {
+			var got []string
+			for p, err := range pl.ListPending(t.Context(), "db1/") {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, p.Key+" "+p.Upload)
+			}
+			if len(got) != 1 || got[0] != "db1/k u1" {
+				t.Errorf("ListPending through the bounded bucket: %q, want the driver's [db1/k u1]", got)
+			}
+		}
+		if err := driver.Close(b); err != nil || closed != 1 {
+			t.Errorf("closing the bounded bucket: %v, and the driver's was closed %d times; want once", err, closed)
+		}
+	}
 }
 
 // TestDeadlinesPassTheServiceTimeOn: the driver's report of the service's
-// time (driver.WithServiceTime) reaches the caller through the bounded
-// bucket, for a Put and a Get, whose request contexts it derives.
+// time (driver.Attrs.Time) reaches the caller through the bounded bucket,
+// for a Put and a Get, and for a Get of a missing key, whose request
+// contexts it derives.
 func TestDeadlinesPassTheServiceTimeOn(t *testing.T) {
 	loc := mustParse(t, "mem://servicetime/p")
 	date := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
 	b := withDeadlines(&mem.Bucket{Now: func() time.Time { return date }}, time.Minute, loc, "--timeout")
-	var got []driver.ServiceTime
-	ctx := driver.WithServiceTime(t.Context(), func(st driver.ServiceTime) { got = append(got, st) })
-	if _, err := b.Put(ctx, "k", []byte("x"), driver.IfAbsent()); err != nil {
+	put, err := b.Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
+	if err != nil {
 		t.Fatal(err)
 	}
-	rc, _, err := b.Get(ctx, "k")
+	rc, got, err := b.Get(t.Context(), "k", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc.Close()
-	if len(got) != 2 || !got[0].Date.Equal(date) || !got[1].Modified.Equal(date) {
-		t.Errorf("reports %+v, want the Put's Date and the Get's modification time, both %v", got, date)
+	_, missing, err := b.Get(t.Context(), "missing", driver.GetOptions{})
+	if err == nil {
+		t.Fatal("a Get of a missing key succeeded")
+	}
+	if !put.Time.Date.Equal(date) || !got.Time.Modified.Equal(date) || !missing.Time.Date.Equal(date) {
+		t.Errorf("times %+v, %+v, %+v; want the Put's Date, the Get's modification time and the failed Get's Date, all %v",
+			put.Time, got.Time, missing.Time, date)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -72,18 +73,39 @@ func (n *network) check(op, key string, cond driver.Condition) error {
 	return nil
 }
 
-func (n *network) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+func (n *network) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	if err := n.check("get", key, driver.Condition{}); err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
-	return n.Bucket.Get(ctx, key)
+	return n.Bucket.Get(ctx, key, opts)
 }
 
-func (n *network) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	if err := n.check("put", key, cond); err != nil {
-		return "", err
+func (n *network) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	if err := n.check("put", key, opts.If); err != nil {
+		return driver.Attrs{}, err
 	}
-	return n.Bucket.Put(ctx, key, data, cond)
+	return n.Bucket.Put(ctx, key, data, opts)
+}
+
+func (n *network) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	if err := n.check("put", key, opts.If); err != nil {
+		return driver.Attrs{}, err
+	}
+	return n.Bucket.PutStream(ctx, key, r, opts, s)
+}
+
+func (n *network) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return func(yield func(driver.Object, error) bool) {
+		if err := n.check("list", prefix, driver.Condition{}); err != nil {
+			yield(driver.Object{}, err)
+			return
+		}
+		for o, err := range n.Bucket.List(ctx, prefix) {
+			if !yield(o, err) {
+				return
+			}
+		}
+	}
 }
 
 func (n *network) Delete(ctx context.Context, key string, cond driver.Condition) error {

@@ -35,7 +35,7 @@ func TestDocsLateSession(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.IfAbsent()); err != nil {
+		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		return l
@@ -48,7 +48,7 @@ func TestDocsLateSession(t *testing.T) {
 	if err := next.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(driver.WithMetadata(ctx, stamp.Metadata()), "chunks/late", []byte("host-a wakes"), driver.Condition{}); err != nil {
+	if _, err := b.Put(ctx, "chunks/late", []byte("host-a wakes"), driver.PutOptions{Metadata: stamp.Metadata()}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -331,7 +331,7 @@ func overwriteLease(t *testing.T, dir, by string) {
 	}
 	now := time.Now()
 	rec := lease.Record{InstanceID: by, AcquiredAt: now, RenewedAt: now, TTLSeconds: 30}
-	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.Condition{}); err != nil {
+	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -409,7 +409,7 @@ func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.Condition{}); err != nil {
+	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Written when it says it was: the file driver reports the file's
@@ -417,11 +417,11 @@ func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
 	if err := os.Chtimes(filepath.Join(dir, "LEASE"), rec.RenewedAt, rec.RenewedAt); err != nil {
 		t.Fatal(err)
 	}
-	_, v, err := driver.ReadAll(context.Background(), b, "LEASE", 1<<12) // its version moves with its time
+	_, a, err := driver.ReadAll(context.Background(), b, "LEASE", 1<<12, driver.GetOptions{}) // its version moves with its time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return a.Version
 }
 
 // TestBreak: break refuses a changed version and a fresh lease, and

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -173,7 +174,7 @@ func leaseRecord(t *testing.T, dir string) lease.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, _, err := b.Get(context.Background(), "LEASE")
+	rc, _, err := b.Get(context.Background(), "LEASE", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,11 +90,11 @@ func TestPutStampsTheEpoch(t *testing.T) {
 	}
 	stampOf := func(key string) lease.Stamp {
 		t.Helper()
-		var md driver.Metadata
-		ctx := driver.WithMetadataReport(context.Background(), func(m driver.Metadata) { md = m })
-		if _, _, err := driver.ReadAll(ctx, b, key, 1<<10); err != nil {
+		_, a, err := driver.ReadAll(context.Background(), b, key, 1<<10, driver.GetOptions{Metadata: true})
+		if err != nil {
 			t.Fatal(err)
 		}
+		md := a.Metadata
 		st, ok := lease.StampOf(md)
 		if !ok {
 			t.Fatalf("%s carries no stamp: %v", key, md)

@@ -26,7 +26,7 @@ func init() {
 // this module's own, and notes://. A main package calls it with os.Args
 // and exits with what it returns.
 func Example() {
-	notes.Put(context.Background(), "db1/greeting", []byte("hello from notes://\n"), driver.Condition{})
+	notes.Put(context.Background(), "db1/greeting", []byte("hello from notes://\n"), driver.PutOptions{})
 
 	code := cli.Main([]string{"bucketlease", "get", "notes://db1", "greeting"})
 	fmt.Println("exit", code)

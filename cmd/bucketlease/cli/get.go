@@ -147,7 +147,8 @@ func openObject(ctx context.Context, cmd, rawURL, key string, timeout time.Durat
 		case <-answered:
 		}
 	}()
-	rc, v, err := b.Get(rctx, full)
+	rc, a, err := b.Get(rctx, full, driver.GetOptions{})
+	v := a.Version
 	close(answered)
 	if err != nil {
 		cancel()

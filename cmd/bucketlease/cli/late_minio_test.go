@@ -68,7 +68,7 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.IfAbsent()); err != nil {
+		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		return l
@@ -76,7 +76,7 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 	a := acquire("host-a")
 	putDone := make(chan error, 1)
 	go func() {
-		_, err := a.Bucket().Put(ctx, "chunks/late", []byte("sent before the pause"), driver.Condition{})
+		_, err := a.Bucket().Put(ctx, "chunks/late", []byte("sent before the pause"), driver.PutOptions{})
 		putDone <- err
 	}()
 	// host-a is frozen: no renewal. Its lease goes stale on both clocks
@@ -92,7 +92,7 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 		t.Fatalf("the late PUT: %v", err)
 	}
 	<-putDone
-	if _, _, err := b.Get(ctx, "db1/chunks/late"); err != nil {
+	if _, _, err := b.Get(ctx, "db1/chunks/late", driver.GetOptions{}); err != nil {
 		t.Fatalf("the late write did not land: %v", err)
 	}
 

@@ -268,12 +268,12 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 	}
 	t.Logf("put, woken:\n%s", putErr.String())
 
-	var md driver.Metadata
-	rc, _, err := b.Get(driver.WithMetadataReport(ctx, func(m driver.Metadata) { md = m }), "db1/"+key)
+	rc, at, err := b.Get(ctx, "db1/"+key, driver.GetOptions{Metadata: true})
 	if err != nil {
 		t.Fatalf("the late write did not land: %v", err)
 	}
 	rc.Close()
+	md := at.Metadata
 	st, ok := lease.StampOf(md)
 	if !ok || st.Epoch >= next.Epoch() || st.Instance != "host-p" {
 		t.Fatalf("the late manifest carries %v (stamp %+v, %v); want put's, host-p, of an epoch under host-b's %d", md, st, ok, next.Epoch())
@@ -291,7 +291,7 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The control: by the listing alone, the late manifest looks in time.
-	for o, err := range driver.List(ctx, next.Bucket(), "manifests/") {
+	for o, err := range next.Bucket().List(ctx, "manifests/") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,11 +308,11 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 	if err := backupworker.Retain(ctx, next.Bucket(), status, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(ctx, "db1/"+key); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(ctx, "db1/"+key, driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("retention kept the late %s: %v", key, err)
 	}
 	for _, k := range []string{"db1/manifests/00000001.json", "db1/manifests/00000002.json"} {
-		if _, _, err := b.Get(ctx, k); err != nil {
+		if _, _, err := b.Get(ctx, k, driver.GetOptions{}); err != nil {
 			t.Errorf("retention removed %s, written in time: %v", k, err)
 		}
 	}

@@ -176,7 +176,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var found []string
-	for obj, err := range driver.List(lctx, b, under) {
+	for obj, err := range b.List(lctx, under) {
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				return res, fmt.Errorf("the listing did not finish within --timeout %v (after %d keys): %w", timeout, res.Keys, err)

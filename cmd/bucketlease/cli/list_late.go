@@ -53,7 +53,7 @@ func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	under := strings.TrimSuffix(st.Key, lease.Key(""))
-	for obj, err := range driver.List(lctx, b, under) {
+	for obj, err := range b.List(lctx, under) {
 		if err == nil && res.Keys == maxKeys {
 			res.Truncated = true
 			break

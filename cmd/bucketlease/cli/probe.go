@@ -141,14 +141,14 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 // that ignores preconditions. ctx gets no deadline of its own, which would
 // end with the request's and hide which request got no answer.
 func preflight(ctx context.Context, b driver.Bucket, key string) error {
-	rc, _, err := b.Get(ctx, key)
+	rc, _, err := b.Get(ctx, key, driver.GetOptions{})
 	switch {
 	case err == nil:
 		rc.Close()
 	case !errors.Is(err, driver.ErrNotExist):
 		return fmt.Errorf("its first request, a read (GET) of the scratch key %s: %w", key, err)
 	}
-	if _, err := b.Put(ctx, key, []byte("bucketlease probe\n"), driver.Condition{}); err != nil {
+	if _, err := b.Put(ctx, key, []byte("bucketlease probe\n"), driver.PutOptions{}); err != nil {
 		return fmt.Errorf("writing the scratch key %s: %w", key, err)
 	}
 	if err := b.Delete(context.WithoutCancel(ctx), key, driver.Condition{}); err != nil {

@@ -148,14 +148,13 @@ func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Versi
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var md driver.Metadata
-	rc, v, err := l.Bucket().Get(driver.WithMetadataReport(rctx, func(m driver.Metadata) { md = m }), key)
+	rc, a, err := l.Bucket().Get(rctx, key, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return "", false
 	}
 	rc.Close()
-	got, ok := lease.StampOf(md)
-	return v, ok && got == want
+	got, ok := lease.StampOf(a.Metadata)
+	return a.Version, ok && got == want
 }
 
 // storedLate is put's outcome when the service answered its commit only
@@ -201,7 +200,8 @@ func refuseExisting(ctx context.Context, b driver.Bucket, key string, cond drive
 	if cond != driver.IfAbsent() {
 		return nil
 	}
-	rc, v, err := b.Get(ctx, key)
+	rc, a, err := b.Get(ctx, key, driver.GetOptions{})
+	v := a.Version
 	switch {
 	case err == nil:
 		rc.Close()
@@ -235,5 +235,6 @@ func putFenced(ctx context.Context, l *lease.Lease, key string, body io.Reader, 
 	})
 	defer stop()
 	defer pr.Close()
-	return driver.PutStream(fctx, l.Bucket(), key, pr, cond, opts)
+	a, err := l.Bucket().PutStream(fctx, key, pr, driver.PutOptions{If: cond}, opts)
+	return a.Version, err
 }

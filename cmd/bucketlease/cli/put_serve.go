@@ -35,7 +35,7 @@ const putSocketEnv = "BUCKETLEASE_PUT_SOCKET"
 //     end chunk is what tells a complete body from a client that died (or
 //     was killed at the fence) mid-body: a connection that ends without it
 //     is an aborted upload, never a truncated object;
-//  3. hold streams the body through Lease.Bucket with driver.PutStream
+//  3. hold streams the body through Lease.Bucket with its PutStream
 //     (so it is refused, cancelled and aborted at the fence, and Release
 //     waits for it) and answers one line: "ok VERSION" (VERSION quoted as
 //     Go quotes strings) or "error CLASS MESSAGE", CLASS one of
@@ -174,9 +174,9 @@ func (s *putServer) serve(conn *net.UnixConn) {
 		writeReply(conn, putClass(s.l, err), err.Error())
 		return
 	}
-	v, err := driver.PutStream(fctx, s.l.Bucket(), h.Key, &chunkReader{r: br}, cond,
+	a, err := s.l.Bucket().PutStream(fctx, h.Key, &chunkReader{r: br}, driver.PutOptions{If: cond},
 		&driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
-	v, late, err := fencedOutcome(s.ctx, s.l, h.Key, v, err)
+	v, late, err := fencedOutcome(s.ctx, s.l, h.Key, a.Version, err)
 	if err != nil {
 		writeReply(conn, putClass(s.l, err), err.Error())
 		return

@@ -5,6 +5,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -80,13 +81,13 @@ func TestPutServe(t *testing.T) {
 	if r := putOnce(t, sock, h, []string{"half of "}, false); !strings.HasPrefix(r, "error error ") || !strings.Contains(r, "went away") {
 		t.Errorf("a truncated body: %q", r)
 	}
-	if _, _, err := b.Get(ctx, "db1/chunks/1"); err == nil {
+	if _, _, err := b.Get(ctx, "db1/chunks/1", driver.GetOptions{}); err == nil {
 		t.Fatal("a truncated body was stored")
 	}
 	if r := putOnce(t, sock, h, []string{"all ", "of it"}, true); !strings.HasPrefix(r, "ok ") {
 		t.Fatalf("a complete body: %q", r)
 	}
-	rc, _, err := b.Get(ctx, "db1/chunks/1")
+	rc, _, err := b.Get(ctx, "db1/chunks/1", driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,12 +144,22 @@ type answerAfterFence struct {
 	ttl time.Duration
 }
 
-func (a answerAfterFence) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	v, err := a.Bucket.Put(ctx, key, data, cond)
+func (a answerAfterFence) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	at, err := a.Bucket.Put(ctx, key, data, opts)
 	if key == a.key {
 		a.clk.Advance(a.ttl)
 	}
-	return v, err
+	return at, err
+}
+
+// PutStream stores the object as Put does, and lets the clock pass the
+// fence before it answers, as Put does.
+func (a answerAfterFence) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	at, err := a.Bucket.PutStream(ctx, key, r, opts, s)
+	if key == a.key {
+		a.clk.Advance(a.ttl)
+	}
+	return at, err
 }
 
 // TestPutServeLateAnswer: a write through hold whose answer came only

@@ -26,10 +26,11 @@ func readObject(t *testing.T, dir, key string) ([]byte, driver.Version, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, v, err := b.Get(context.Background(), key)
+	rc, a, err := b.Get(context.Background(), key, driver.GetOptions{})
 	if err != nil {
 		return nil, "", false
 	}
+	v := a.Version
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
 	if err != nil {

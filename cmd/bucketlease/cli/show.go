@@ -153,7 +153,7 @@ func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Buc
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	n := 0
-	for o, err := range driver.List(c, b, base) {
+	for o, err := range b.List(c, base) {
 		if err != nil || n == maxScratchLooked {
 			break
 		}

@@ -1,7 +1,7 @@
 // Package httpdate gives a driver the Date header of the responses its
 // client library does not show it (minio-go's PutObject and its errors,
 // every call of the GCS client library), so that the driver can report the
-// service's time (driver.ReportServiceTime): a Transport records the Date
+// service's time (driver.Attrs.Time): a Transport records the Date
 // of each response to a request sent under a Capture's context, and the
 // driver reads the last one once its call returns.
 package httpdate

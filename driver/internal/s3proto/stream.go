@@ -29,8 +29,9 @@ type Part struct {
 // Multipart is one SDK's calls for an S3 multipart upload of one key. Each
 // returns the SDK's error as it is; Upload classifies and wraps it.
 type Multipart interface {
-	// Create starts the upload and returns its upload ID.
-	Create(ctx context.Context) (string, error)
+	// Create starts the upload, with the metadata md the object is to
+	// get at its commit, and returns its upload ID.
+	Create(ctx context.Context, md driver.Metadata) (string, error)
 	// Part uploads part n (from 1) and returns its ETag and, where the
 	// driver asked for one, its checksum.
 	Part(ctx context.Context, upload string, n int, data []byte) (etag, checksum string, err error)
@@ -50,12 +51,14 @@ type Multipart interface {
 }
 
 // Upload is a streamed conditional write of one key to an S3-compatible
-// service: the part of driver.Streamer that the s3 and minio drivers share.
+// service: the part of a PutStream that the s3 and minio drivers share.
 type Upload struct {
 	Caps   driver.Capabilities
 	Driver string
 	Key    string
-	Cond   driver.Condition
+	// Opts are the write's condition, checked at the commit, and its
+	// metadata, sent with CreateMultipartUpload.
+	Opts driver.PutOptions
 	// Single writes a body that fits one part with one conditional PUT
 	// (the driver's Put).
 	Single func(ctx context.Context, data []byte) (driver.Version, error)
@@ -95,18 +98,19 @@ var sweepPatience = 8 * time.Second
 // the key's pending uploads and aborts those that such a creation can
 // have begun (see sweep), so that a write that returned leaves nothing
 // staged, whatever it returned.
-func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions) (driver.Version, error) {
-	op, err := driver.Begin(ctx, u.Caps, u.Driver, driver.OpPut, u.Key, u.Cond)
+func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, u.Caps, u.Driver, u.Key, u.Opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
-	return driver.StreamParts(op, r, opts, driver.Parts{}, &steps{u: u})
+	return driver.StreamParts(op, r, opts, driver.Parts{}, &steps{u: u, md: op.Metadata})
 }
 
 // steps are driver.UploadSteps of one multipart upload.
 type steps struct {
 	u  Upload
-	id string // the upload ID Create returned
+	md driver.Metadata // what Create sends
+	id string          // the upload ID Create returned
 
 	mu    sync.Mutex
 	parts []Part
@@ -123,7 +127,7 @@ type steps struct {
 func (s *steps) Start(ctx context.Context) error {
 	s.created = time.Now()
 	cctx, sent := countRequests(ctx)
-	id, err := s.u.Multipart.Create(cctx)
+	id, err := s.u.Multipart.Create(cctx, s.md)
 	s.answered = time.Now()
 	s.unanswered = sent() > 1 || err != nil && sent() == 1 && s.u.Kind(err, driver.Condition{}) == nil
 	if err != nil {
@@ -180,7 +184,7 @@ func (s *steps) Kind(err error, commit bool) error {
 	if !commit {
 		return s.u.Kind(err, driver.Condition{})
 	}
-	if kind := s.u.Kind(err, s.u.Cond); kind != nil {
+	if kind := s.u.Kind(err, s.u.Opts.If); kind != nil {
 		return kind
 	}
 	// No answer that says what the service did: the commit may have

@@ -32,6 +32,7 @@ type fakeMP struct {
 	refuse    bool  // Complete answers 412
 	lost      bool  // Complete lands but its answer is lost
 	created   bool
+	md        driver.Metadata // what Create was given
 	aborted   bool
 	completed []byte
 	block     chan struct{} // if set, each Part waits for it (or its ctx)
@@ -56,8 +57,8 @@ func send(ctx context.Context) {
 	}
 }
 
-func (f *fakeMP) Create(ctx context.Context) (string, error) {
-	f.created = true
+func (f *fakeMP) Create(ctx context.Context, md driver.Metadata) (string, error) {
+	f.created, f.md = true, md
 	if f.create != nil {
 		return f.create(ctx)
 	}
@@ -144,7 +145,7 @@ var (
 
 func upload(f *fakeMP, single *[]byte) s3proto.Upload {
 	return s3proto.Upload{
-		Caps: driver.Capabilities{Exclusion: driver.Conditional}, Driver: "fake", Key: "k", Cond: driver.IfAbsent(),
+		Caps: driver.Capabilities{Exclusion: driver.Conditional}, Driver: "fake", Key: "k", Opts: driver.PutOptions{If: driver.IfAbsent()},
 		Single: func(_ context.Context, data []byte) (driver.Version, error) {
 			*single = bytes.Clone(data)
 			return "v-single", nil
@@ -174,8 +175,8 @@ func TestUploadOnePartIsOnePut(t *testing.T) {
 	for _, n := range []int{0, 1, driver.MinPartSize} {
 		f := &fakeMP{}
 		var single []byte
-		v, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(n)), &driver.StreamOptions{PartSize: driver.MinPartSize})
-		if err != nil || v != "v-single" || !bytes.Equal(single, body(n)) || f.created {
+		a, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(n)), &driver.StreamOptions{PartSize: driver.MinPartSize})
+		if v := a.Version; err != nil || v != "v-single" || !bytes.Equal(single, body(n)) || f.created {
 			t.Fatalf("a body of %d bytes: %q, %v, multipart started %t", n, v, err, f.created)
 		}
 	}
@@ -186,9 +187,14 @@ func TestUploadPartsInOrderWithinTheBound(t *testing.T) {
 	f := &fakeMP{}
 	var single []byte
 	data := body(7*driver.MinPartSize + 123)
-	v, err := upload(f, &single).Run(context.Background(), io.MultiReader(bytes.NewReader(data)), &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: par})
-	if err != nil || v != "v-multipart" {
-		t.Fatalf("%q, %v", v, err)
+	u := upload(f, &single)
+	u.Caps.Metadata, u.Opts.Metadata = true, driver.Metadata{"k": "v"}
+	a, err := u.Run(context.Background(), io.MultiReader(bytes.NewReader(data)), &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: par})
+	if err != nil || a.Version != "v-multipart" {
+		t.Fatalf("%q, %v", a.Version, err)
+	}
+	if f.md["k"] != "v" || len(f.md) != 1 {
+		t.Errorf("CreateMultipartUpload was given the metadata %v, want the write's k=v", f.md)
 	}
 	if !bytes.Equal(f.completed, data) {
 		t.Fatalf("the committed object is %d bytes, not the body's %d", len(f.completed), len(data))
@@ -364,10 +370,10 @@ func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
 			f := &fakeMP{withParts: map[string]bool{"RACER": true}}
 			f.create = c.create(f)
 			var single []byte
-			v, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
+			a, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
 				&driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1})
 			if c.ok != (err == nil) {
-				t.Fatalf("Run: %q, %v", v, err)
+				t.Fatalf("Run: %q, %v", a.Version, err)
 			}
 			if (f.listed > 0) != c.swept {
 				t.Errorf("the key's uploads were listed %d times, want a sweep: %t", f.listed, c.swept)

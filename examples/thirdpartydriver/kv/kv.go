@@ -8,22 +8,27 @@
 // test (kv_test.go) runs the whole drivertest suite.
 //
 // The driver is only the mapping of the service's API to the contract:
-// driver.Begin enforces the contract's mechanical rules, driver.Op.Context
-// lets Op.Fail tell a refused retry from a refused first attempt, and
-// driver.Op.Fail builds every error.
+// driver.Begin (driver.BeginPut for a write) enforces the contract's
+// mechanical rules, driver.Op.Context lets Op.Fail tell a refused retry
+// from a refused first attempt, driver.Op.Fail builds every error, and
+// driver.Listing runs the listing. The service cannot stage parts, so a
+// streamed write is one PUT (driver.PutWhole).
 package kv
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -97,13 +102,23 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
 }
 
+// objectURL is the URL of key: each segment escaped, so that a key with
+// "?", "#" or "%" in it names the object it spells.
+func (b *Bucket) objectURL(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return b.base + "/" + strings.Join(segs, "/")
+}
+
 // do sends one request for op with the given body and condition headers.
 func (b *Bucket) do(op *driver.Op, method string, body []byte) (*http.Response, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(op.Context(), method, b.base+"/"+op.Key, r)
+	req, err := http.NewRequestWithContext(op.Context(), method, b.objectURL(op.Key), r)
 	if err != nil {
 		return nil, err
 	}
@@ -147,50 +162,117 @@ func (b *Bucket) fail(op *driver.Op, resp *http.Response) error {
 	return op.Fail(kind(code, op.Cond), &serviceError{Status: resp.StatusCode, Code: code})
 }
 
-// Get returns the object's body and ETag from one response.
-func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, driver.Version, error) {
+// Get returns the object's body and ETag from one response. The service
+// keeps no metadata and states no time, so the Attrs carry the version
+// only, whatever opts asks.
+func (b *Bucket) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
 	if err != nil {
-		return nil, "", err
+		return nil, driver.Attrs{}, err
 	}
 	resp, err := b.do(op, http.MethodGet, nil)
 	if err != nil {
-		return nil, "", op.Fail(nil, err)
+		return nil, driver.Attrs{}, op.Fail(nil, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, "", b.fail(op, resp)
+		return nil, driver.Attrs{}, b.fail(op, resp)
 	}
 	v := driver.Version(resp.Header.Get("ETag"))
 	if v == "" {
 		resp.Body.Close()
-		return nil, "", op.Fail(nil, errors.New("the response carried no ETag"))
+		return nil, driver.Attrs{}, op.Fail(nil, errors.New("the response carried no ETag"))
 	}
-	return resp.Body, v, nil
+	return resp.Body, driver.Attrs{Version: v}, nil
 }
 
-// Put stores data with one PUT carrying the condition.
-func (b *Bucket) Put(ctx context.Context, key string, data []byte, cond driver.Condition) (driver.Version, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpPut, key, cond)
+// Put stores data with one PUT carrying opts.If. The driver does not
+// declare Capabilities.Metadata, so opts.Metadata is not sent.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+	op, err := driver.BeginPut(ctx, b.Capabilities(), Scheme, key, opts)
 	if err != nil {
-		return "", err
+		return driver.Attrs{}, err
 	}
 	if data == nil {
 		data = []byte{}
 	}
 	resp, err := b.do(op, http.MethodPut, data)
 	if err != nil {
-		return "", op.Fail(nil, err)
+		return driver.Attrs{}, op.Fail(nil, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", b.fail(op, resp)
+		return driver.Attrs{}, b.fail(op, resp)
 	}
 	v := driver.Version(resp.Header.Get("ETag"))
 	if v == "" {
-		return "", op.Fail(nil, errors.New("the response carried no ETag"))
+		return driver.Attrs{}, op.Fail(nil, errors.New("the response carried no ETag"))
 	}
-	return v, nil
+	return driver.Attrs{Version: v}, nil
+}
+
+// PutStream stores the body with one Put: the service cannot stage parts,
+// so driver.PutWhole reads it whole (up to s.Size() × s.Parallel() bytes).
+func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, b, key, r, opts, s)
+}
+
+// List yields the objects whose keys start with prefix, a page of the
+// service's listing at a time.
+func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
+		after := ""
+		for {
+			page, err := b.page(op, prefix, after)
+			if err != nil {
+				yield(driver.Object{}, err)
+				return
+			}
+			for _, o := range page.Objects {
+				if !yield(driver.Object{Key: o.Key, Size: o.Size, Version: driver.Version(o.ETag), ModTime: o.Modified}, nil) {
+					return
+				}
+			}
+			if page.Next == "" {
+				return
+			}
+			after = page.Next
+		}
+	})
+}
+
+// listPage is one response of the service's listing.
+type listPage struct {
+	Objects []struct {
+		Key      string    `json:"key"`
+		ETag     string    `json:"etag"`
+		Size     int64     `json:"size"`
+		Modified time.Time `json:"modified"`
+	} `json:"objects"`
+	Next string `json:"next"` // the after of the next page; "" on the last
+}
+
+// page reads the page of the listing of prefix that follows after.
+func (b *Bucket) page(op *driver.Op, prefix, after string) (*listPage, error) {
+	q := url.Values{"prefix": {prefix}, "after": {after}}
+	req, err := http.NewRequestWithContext(op.Context(), http.MethodGet, b.base+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, op.Fail(nil, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, op.Fail(nil, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, b.fail(op, resp)
+	}
+	var page listPage
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		return nil, op.Fail(nil, fmt.Errorf("decoding the listing: %w", err))
+	}
+	return &page, nil
 }
 
 // Delete removes key with one DELETE carrying the condition; a missing key

@@ -76,7 +76,7 @@ func TestBrokenVariantFailsWithTheRule(t *testing.T) {
 // TestPermission: a wrong token is driver.ErrPermission.
 func TestPermission(t *testing.T) {
 	b := kv.New(http.DefaultClient, service(t, false), "leases", "wrong-token")
-	if _, _, err := b.Get(context.Background(), "k"); !errors.Is(err, driver.ErrPermission) {
+	if _, _, err := b.Get(context.Background(), "k", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) {
 		t.Fatalf("Get with a wrong token: %v, want ErrPermission", err)
 	}
 }

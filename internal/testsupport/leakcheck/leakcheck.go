@@ -69,7 +69,7 @@ func openAndUse(t *testing.T, url, missing string) driver.Bucket {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Get(t.Context(), missing); !errors.Is(err, driver.ErrNotExist) {
+	if _, _, err := b.Get(t.Context(), missing, driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 		t.Fatalf("Get of the missing key %s: %v", missing, err)
 	}
 	return b

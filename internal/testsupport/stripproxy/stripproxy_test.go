@@ -102,13 +102,13 @@ func TestLargeBodyThroughProxy(t *testing.T) {
 	p := start(t, srv)
 	b := s3.New(srv.Client(p.URL()), srv.NewBucket(t))
 	big := strings.Repeat("L", 17<<20)
-	v, err := b.Put(t.Context(), "big", []byte(big), driver.Condition{})
+	pa, err := b.Put(t.Context(), "big", []byte(big), driver.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, gv, err := driver.ReadAll(t.Context(), b, "big", 18<<20)
-	if err != nil || len(data) != len(big) || gv != v {
-		t.Fatalf("read back %d bytes, version %s (put %s), %v", len(data), gv, v, err)
+	data, ga, err := driver.ReadAll(t.Context(), b, "big", 18<<20, driver.GetOptions{})
+	if err != nil || len(data) != len(big) || ga.Version != pa.Version {
+		t.Fatalf("read back %d bytes, version %s (put %s), %v", len(data), ga.Version, pa.Version, err)
 	}
 }
 
