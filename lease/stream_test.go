@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,5 +226,44 @@ func TestStreamProbeCleanupIsBounded(t *testing.T) {
 	defer rcancel()
 	if err := l.Release(rctx); err != nil {
 		t.Fatalf("Release after the streamed write returned: %v", err)
+	}
+}
+
+// wholeOnly is mem behind a driver that cannot stage parts: its PutStream
+// is one Put (driver.PutWhole). It counts its Deletes.
+type wholeOnly struct {
+	*mem.Bucket
+	deletes *atomic.Int64
+}
+
+func (w wholeOnly) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
+	return driver.PutWhole(ctx, w, key, r, opts, s)
+}
+
+func (w wholeOnly) Delete(ctx context.Context, key string, cond driver.Condition) error {
+	w.deletes.Add(1)
+	return w.Bucket.Delete(ctx, key, cond)
+}
+
+// A conditional streamed write through Lease.Bucket on a driver that
+// cannot stage parts is one conditional Put: the streamed-commit probe
+// sends nothing there (the acquire's probe proved the conditional Put), so
+// nothing is left to delete, and the condition still holds.
+func TestStreamedWriteOnADriverWithoutPartsIsOnePut(t *testing.T) {
+	ctx := context.Background()
+	b := wholeOnly{machineClocksOnly(), &atomic.Int64{}}
+	l := acquire(t, b, "A", clock.NewFake(t0))
+	before := b.deletes.Load()
+	for i, want := range []error{nil, driver.ErrPrecondition} {
+		_, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("small")), driver.PutOptions{If: driver.IfAbsent()}, nil)
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Fatalf("conditional streamed write %d: %v, want %v", i+1, err, want)
+		}
+	}
+	if n := b.deletes.Load() - before; n != 0 {
+		t.Errorf("%d deletes: the streamed-commit probe wrote on a driver that cannot stage parts", n)
+	}
+	for o, err := range b.List(ctx, "db1/LEASE.") {
+		t.Fatalf("the probe left %q behind (%v)", o.Key, err)
 	}
 }
