@@ -15,8 +15,8 @@
 // with [Register] and a [Scheme], as database/sql drivers do; [Open] opens a
 // URL and returns the [Bucket] and the prefix in it. [ParseURL] parses a URL
 // once into a [Location]: the bucket, prefix and endpoint it names, said
-// from the URL alone. [PutStream] writes a body of any length and [List]
-// lists a prefix, on any Bucket.
+// from the URL alone. A program that reads or writes backups uses package
+// bucket, a prefix of a Bucket with the conveniences a caller wants.
 //
 // # Writing a driver
 //
