@@ -20,7 +20,7 @@ type target struct {
 func (t target) met() bool { return t.skip != "" || t.missing == "" && t.got <= t.max }
 
 // targets lists what -check judges; a target on a package list that is empty
-// (the user's, by default) is skipped.
+// is skipped.
 func targets(r *Report, o Options) []target {
 	byDir := map[string]*Package{}
 	for _, p := range r.Packages {

@@ -138,7 +138,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print the report as JSON")
 	check := flag.Bool("check", false, "judge the targets; exit 1 if one is not met")
 	exclude := flag.String("exclude", "lab,examples,internal/testsupport", "directories left out of ./... (comma-separated)")
-	user := flag.String("user", "", "the user's package(s), comma-separated directories; none by default")
+	user := flag.String("user", "bucket", "the user's package(s), comma-separated directories")
 	author := flag.String("author", "driver", "the driver author's package(s), comma-separated directories")
 	flag.StringVar(&o.Lease, "lease", "lease", "the lease package's directory")
 	flag.StringVar(&o.CLI, "cli", "cmd/bucketlease/cli", "the directory of the command's commands")
