@@ -20,18 +20,18 @@ func Example() {
 	}
 	defer b.Close()
 
-	if _, err := b.Put(ctx, "manifest", []byte("v1"), &bucket.PutOptions{If: bucket.IfAbsent()}); err != nil {
+	if _, err := b.Put(ctx, "LATEST", []byte("v1"), &bucket.PutOptions{If: bucket.IfAbsent()}); err != nil {
 		log.Fatal(err)
 	}
-	data, attrs, err := b.ReadAll(ctx, "manifest", 1<<20)
+	data, attrs, err := b.ReadAll(ctx, "LATEST", 1<<20)
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Printf("read %s\n", data)
 
-	_, err = b.Put(ctx, "manifest", []byte("v2"), &bucket.PutOptions{If: bucket.IfMatch(attrs.Version)})
+	_, err = b.Put(ctx, "LATEST", []byte("v2"), &bucket.PutOptions{If: bucket.IfMatch(attrs.Version)})
 	fmt.Println("replace what was read:", err)
-	_, err = b.Put(ctx, "manifest", []byte("v3"), &bucket.PutOptions{If: bucket.IfMatch(attrs.Version)})
+	_, err = b.Put(ctx, "LATEST", []byte("v3"), &bucket.PutOptions{If: bucket.IfMatch(attrs.Version)})
 	fmt.Println("replace it again:", errors.Is(err, bucket.ErrPrecondition))
 	// Output:
 	// read v1
