@@ -590,10 +590,18 @@ func CheckRun(res *Result) *Check {
 		// When an epoch certainly held the lease: its acquire's return,
 		// or for bucketlease hold's the acquired_at of the LEASE object
 		// its command read (hold writes it with the system clock, and its
-		// command, started under the lease, may log well after).
+		// command, started under the lease, may log well after). A
+		// worker's acquire that was under way when the harness saw the
+		// lease move wrote the record it moved to: it held the lease from
+		// the move, however long its acquire took to return after it (its
+		// probes and its epoch's settling on a loaded machine).
+		moved := d.Moved.UnixNano()
 		held := func(f *epoch) int64 {
 			if f.kind == "cli" && f.detail == "" {
 				return f.acqStart
+			}
+			if f.kind != "cli" && !d.Moved.IsZero() && f.acqStart <= moved && moved <= f.acqEnd {
+				return moved
 			}
 			return f.acqEnd
 		}
