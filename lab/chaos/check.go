@@ -635,7 +635,9 @@ func CheckRun(res *Result) *Check {
 			c.add(Violation{Invariant: InvLiveness, Label: d.Label, At: end,
 				Detail: fmt.Sprintf("no live contender held the lease by %s, after its holder %s was killed at %s",
 					end.UTC().Format("15:04:05.000"), strings.Join(d.Procs, ","), d.Kill.UTC().Format("15:04:05.000")),
-				Procs: d.Procs, From: d.Kill.Add(-ttl), To: end})
+				// The report shows 3 TTLs past the deadline: who took
+				// the lease late, or whose acquire failed after the move.
+				Procs: d.Procs, From: d.Kill.Add(-ttl), To: end.Add(3 * ttl)})
 		} else {
 			c.Takeovers = append(c.Takeovers, time.Duration(heldAfter(took)-kill))
 		}
@@ -1045,7 +1047,7 @@ func (r *Result) Report(v Violation) string {
 			e.Ev == EvAcquireStart || e.Ev == EvAcquireFail && e.Err == "held" {
 			continue
 		}
-		key := e.Ev == EvAcquireOK || e.Ev == EvLease && e.Kind != "renewed" || e.Ev == EvLostRead ||
+		key := e.Ev == EvAcquireOK || e.Ev == EvAcquireFail || e.Ev == EvLease && e.Kind != "renewed" || e.Ev == EvLostRead ||
 			e.Ev == EvReleaseStart || e.Ev == EvStart || e.Ev == EvExit
 		if involved[e.Proc] || key {
 			lines = append(lines, "    "+e.String())
@@ -1056,7 +1058,7 @@ func (r *Result) Report(v Violation) string {
 		cut := len(lines) - maxLines
 		lines = append(append(lines[:maxLines/2:maxLines/2], fmt.Sprintf("    ... %d lines left out ...", cut)), lines[len(lines)-maxLines/2:]...)
 	}
-	fmt.Fprintf(&b, "  interleaving (%s: every line of %s but acquire attempts refused as held, and every lease change):\n",
+	fmt.Fprintf(&b, "  interleaving (%s: every line of %s but acquire attempts refused as held, every lease change, and every acquire that failed otherwise):\n",
 		v.Label, strings.Join(v.Procs, ", "))
 	b.WriteString(strings.Join(lines, "\n"))
 	b.WriteString("\n")
