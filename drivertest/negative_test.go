@@ -24,6 +24,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 )
 
 // The negative controls of the checks of failures, keys and the wire: for
@@ -665,21 +666,6 @@ func (b quietOnRefusal) Put(ctx context.Context, key string, data []byte, opts d
 	return a, err
 }
 
-// silent reports no service time at all.
-type silent struct{ *mem.Bucket }
-
-func (b silent) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	rc, a, err := b.Bucket.Get(ctx, key, opts)
-	a.Time = driver.ServiceTime{}
-	return rc, a, err
-}
-
-func (b silent) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	a, err := b.Bucket.Put(ctx, key, data, opts)
-	a.Time = driver.ServiceTime{}
-	return a, err
-}
-
 // TestServiceTimeOnEveryAnswer: a driver that reports the service's time
 // for successes only fails service-time-refused; one that reports none has
 // both checks skipped, saying so, since reporting is optional.
@@ -690,7 +676,7 @@ func TestServiceTimeOnEveryAnswer(t *testing.T) {
 		t.Errorf("service-time failed for a driver that reports every success plausibly: %s", got)
 	}
 
-	_, rep := failedChecks(t, silent{mem.New()}, drivertest.Options{}, namesWith("service-time")...)
+	_, rep := failedChecks(t, faulty.NoServiceTime(mem.New()), drivertest.Options{}, namesWith("service-time")...)
 	for _, r := range rep.Results {
 		if strings.HasPrefix(r.Name, "service-time") && (!r.Skipped || !strings.Contains(r.Got, "no service time")) {
 			t.Errorf("%s against a driver that reports nothing: %s (%s), want it skipped as no service time", r.Name, r.Status(), r.Got)
