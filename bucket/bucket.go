@@ -2,7 +2,6 @@ package bucket
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"iter"
 	"strings"
@@ -110,19 +109,11 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, Attrs, err
 // ReadAll reads key whole, refusing a body longer than limit bytes with
 // ErrTooLarge, so that a corrupt or hostile object cannot exhaust memory.
 func (b *Bucket) ReadAll(ctx context.Context, key string, limit int64) ([]byte, Attrs, error) {
-	rc, a, err := b.Get(ctx, key)
+	data, a, err := driver.ReadAll(ctx, b.d, b.prefix+key, limit, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return nil, Attrs{}, err
 	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, Attrs{}, fmt.Errorf("reading %s: %w", b.prefix+key, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, Attrs{}, fmt.Errorf("reading %s: %w: it is longer than %d bytes", b.prefix+key, ErrTooLarge, limit)
-	}
-	return data, a, nil
+	return data, Attrs{Version: a.Version, Metadata: a.Metadata, Modified: a.Time.Modified}, nil
 }
 
 // Put stores data under key in one request if opts.If holds, and returns the
