@@ -417,6 +417,45 @@ func TestCheckerDrillCLI(t *testing.T) {
 	}
 }
 
+// A worker's acquire that moved the lease and then ran out of the
+// worker's own deadline: the lease named a live contender from the move,
+// so the drill holds; anything less is still a violation.
+func TestCheckerDrillTakerTimedOut(t *testing.T) {
+	s := float64(time.Second)
+	at := func(x float64) int64 { return int64(x * s) }
+	kill, moved := time.Unix(10, 0), time.Unix(13, 0)
+	const deadline = "acquire p0/LEASE: context deadline exceeded; the lease had been taken (version 7), and is now released"
+	attempt := func(proc string, start, end float64, err string) []Entry {
+		id := strings.ToLower(proc)
+		return []Entry{
+			{T: at(start), Proc: proc, ID: id, Ev: EvAcquireStart, Prefix: "p0"},
+			{T: at(end), Proc: proc, ID: id, Ev: EvAcquireFail, Prefix: "p0", Err: err},
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		extra []Entry
+		want  string
+	}{
+		{"the mover ran out of its deadline", attempt("C", 12, 16, deadline), ""},
+		{"the mover failed otherwise", attempt("C", 12, 16, "acquire p0/LEASE: get: connection reset"), InvLiveness},
+		{"the timed-out acquire began after the move", attempt("C", 13.5, 17.5, deadline), InvLiveness},
+		{"the timed-out acquire was not the mover's", attempt("D", 12, 16, deadline), InvLiveness},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := synthetic(c.extra...)
+			res.Drills = []Drill{{Label: "p0", Kill: kill, Victims: []string{"b"}, Procs: []string{"B"}, Moved: moved, MovedTo: "c"}}
+			ch := CheckRun(res)
+			if got := invariants(ch); got != c.want {
+				t.Fatalf("violations %q, want %q", got, c.want)
+			}
+			if c.want == "" && (ch.TakersTimedOut != 1 || len(ch.Takeovers) != 1 || ch.Takeovers[0] != 3*time.Second) {
+				t.Errorf("timed-out takers %d, takeovers %v; want 1, [3s]", ch.TakersTimedOut, ch.Takeovers)
+			}
+		})
+	}
+}
+
 // A process started with a wall clock wrong from its start: its refusals
 // with ErrClock are counted, and a lease it acquired is a clock violation.
 func TestCheckerClockOffset(t *testing.T) {

@@ -133,6 +133,7 @@ type Drill struct {
 	Victims []string  // the instance ids killed
 	Procs   []string  // their processes
 	Moved   time.Time // when the harness saw another holder; zero if never
+	MovedTo string    // the instance ID the LEASE object named then
 	Skipped string    // why no drill ran (no live holder)
 }
 
@@ -535,7 +536,7 @@ func (r *runner) drill(a Action) {
 		}
 		time.Sleep(r.cfg.TTL / 10)
 		if cur, ok := r.readLease(0); ok && cur.TTLSeconds != 0 && cur.InstanceID != rec.InstanceID {
-			d.Moved = time.Now()
+			d.Moved, d.MovedTo = time.Now(), cur.InstanceID
 			break
 		}
 	}
