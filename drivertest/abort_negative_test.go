@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
@@ -45,6 +46,49 @@ func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
 	failed, _ := failedChecks(t, streamOnly{n}, drivertest.Options{Pending: pendingOf(n)}, checks...)
 	for _, check := range checks {
 		mustCatch(t, failed, check, "left a pending upload")
+	}
+}
+
+// An upload a failed write leaves where its error declares it left
+// (staged, not aborted, no abort error: a service with no call that
+// removes it, as Azure's blocks and GCS's sessions) is accepted; the same
+// upload behind an error that says it was aborted is not
+// (TestStreamNotAbortedSeenThroughOptionsPending).
+func TestStreamLeftoversDeclaredAreAccepted(t *testing.T) {
+	n := &brokenStream{Bucket: mem.New(), noAbort: true, declareLeft: true}
+	checks := append([]string{"stream-failed-leaves-nothing", "stream-reader-fails"}, abortChecks...)
+	rep := drivertest.CheckOnly(context.Background(), streamOnly{n}, drivertest.Options{Pending: pendingOf(n)}, checks...)
+	for _, r := range rep.Results {
+		if r.Status() != "PASS" {
+			t.Errorf("%s on a driver whose failed writes declare what they leave: %s (%s), want PASS", r.Name, r.Status(), r.Got)
+		}
+	}
+	n.mu.Lock()
+	left := len(n.pending)
+	n.mu.Unlock()
+	if left == 0 {
+		t.Fatal("the driver left nothing pending: the control proves nothing")
+	}
+}
+
+// stagesNothing is an Options.Pending for a driver that stages nothing
+// (driver.PutWhole): it has no uploads to list.
+func stagesNothing(context.Context, string) ([]string, error) { return nil, nil }
+
+// Over a driver that cannot stage parts (driver.PutWhole), alone and under
+// besteffort, stream-failed-leaves-nothing runs with bodies the driver
+// takes and passes; it does not skip for a body too long.
+func TestStreamFailedLeavesNothingOnAWholeDriver(t *testing.T) {
+	for name, b := range map[string]driver.Bucket{
+		"PutWhole":            wholeOnly{mem.New()},
+		"besteffort/PutWhole": besteffort.Wrap(wholeOnly{mem.New()}),
+	} {
+		rep := drivertest.CheckOnly(context.Background(), b, drivertest.Options{Pending: stagesNothing}, "stream-failed-leaves-nothing")
+		for _, r := range rep.Results {
+			if r.Status() != "PASS" {
+				t.Errorf("%s on %s: %s (%s), want PASS", r.Name, name, r.Status(), r.Got)
+			}
+		}
 	}
 }
 

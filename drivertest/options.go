@@ -90,8 +90,12 @@ type Options struct {
 	// (the service's API, the directory a local driver stages in). The
 	// checks of a failed streamed write use it, as they use ListPending
 	// where the driver has it, to prove that what the write staged was
-	// removed. Without either, the suite sees only what Get and List
-	// show, and stream-failed-leaves-nothing reports itself skipped.
+	// removed, or is left only where the write's *driver.UploadError
+	// declares it left (Staged, not Aborted, no AbortErr: the service has
+	// no call that removes it). Without either, the suite sees only what
+	// Get and List show, and stream-failed-leaves-nothing reports itself
+	// skipped. A driver that stages nothing (driver.PutWhole) passes a
+	// Pending that returns none.
 	Pending func(ctx context.Context, key string) ([]string, error)
 
 	// inTest, set by the package's own tests, runs under Check what only

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -98,33 +99,57 @@ func notStreamed(err error) error {
 	return nil
 }
 
-// nonePending fails if an upload is left pending under key where the
-// suite can see one: through ListPending where the driver is a
-// PendingLister, else through Options.Pending; with neither it proves
-// nothing (pendingUnseen says so). A listing may lag an abort (AWS
-// documents ListMultipartUploads as eventually consistent, and Versity S3
-// Gateway was seen listing an upload it had just aborted), so an upload
-// still listed is looked for again, for up to pendingGrace, before it
-// counts as left behind.
-func (s *scope) nonePending(ctx context.Context, key string) error {
+// pendingBefore returns the uploads pending on key before a write, where
+// the suite can see them (nil where it cannot), for nonePending to tell
+// what the write left from what was there already.
+func (s *scope) pendingBefore(ctx context.Context, key string) ([]string, error) {
 	pending := s.pendingOf()
 	if pending == nil {
+		return nil, nil
+	}
+	ups, err := pending(ctx, key)
+	if errors.Is(err, driver.ErrUnsupported) {
+		return nil, nil
+	}
+	return ups, err
+}
+
+// nonePending fails if the failed streamed write whose error is werr left
+// an upload pending under key (one not in before, what pendingBefore saw
+// ahead of it) where the suite can see one: through ListPending where the
+// driver is a PendingLister, else through Options.Pending; with neither it
+// proves nothing (streamFailedLeavesNothing says so). An upload the
+// write's error declares left (leftDeclared) is accepted. A listing may
+// lag an abort (AWS documents ListMultipartUploads as eventually
+// consistent, and Versity S3 Gateway was seen listing an upload it had
+// just aborted), so an upload still listed is looked for again, for up to
+// pendingGrace, before it counts as left behind.
+func (s *scope) nonePending(ctx context.Context, key string, before []string, werr error) error {
+	pending := s.pendingOf()
+	if pending == nil || leftDeclared(werr) {
 		return nil
 	}
 	deadline := time.Now().Add(pendingGrace)
 	for {
-		left, err := pending(ctx, key)
+		ups, err := pending(ctx, key)
 		if errors.Is(err, driver.ErrUnsupported) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
+		left := ""
+		for _, u := range ups {
+			if !slices.Contains(before, u) {
+				left = u
+				break
+			}
+		}
 		if left == "" {
 			return nil
 		}
 		if !time.Now().Before(deadline) {
-			return fmt.Errorf("the failed streamed write left a pending upload (%s) on %q: it was not aborted (still listed %v later)", left, key, pendingGrace)
+			return fmt.Errorf("the failed streamed write left a pending upload (%s) on %q: it was not aborted (still listed %v later), and its error does not declare it left (%s)", left, key, pendingGrace, declared(werr))
 		}
 		select {
 		case <-ctx.Done():
@@ -134,35 +159,59 @@ func (s *scope) nonePending(ctx context.Context, key string) error {
 	}
 }
 
-// pendingOf returns how the suite sees the uploads pending on a key (the
-// name of one, "" for none), or nil where it cannot.
-func (s *scope) pendingOf() func(ctx context.Context, key string) (string, error) {
+// leftDeclared reports whether err declares that what the write staged is
+// left behind because the service has no call that removes it: a
+// *driver.UploadError with Staged, not Aborted, and no AbortErr (an Azure
+// block, a GCS resumable session, each discarded by the service when it
+// expires). A write on a service that has such a call must abort, so an
+// abort that failed (AbortErr) does not excuse what it left.
+func leftDeclared(err error) bool {
+	var ue *driver.UploadError
+	return errors.As(err, &ue) && ue.Staged && !ue.Aborted && ue.AbortErr == nil
+}
+
+// declared says what err declares of the write's upload.
+func declared(err error) string {
+	var ue *driver.UploadError
+	switch {
+	case !errors.As(err, &ue):
+		return "no *driver.UploadError"
+	case !ue.Staged:
+		return "nothing staged"
+	case ue.Aborted:
+		return "staged and aborted"
+	default:
+		return fmt.Sprintf("staged, the abort failed: %v", ue.AbortErr)
+	}
+}
+
+// pendingOf returns how the suite sees the uploads pending on a key
+// (their names), or nil where it cannot.
+func (s *scope) pendingOf() func(ctx context.Context, key string) ([]string, error) {
 	if pl, ok := s.b.(driver.PendingLister); ok {
-		return func(ctx context.Context, key string) (string, error) {
+		return func(ctx context.Context, key string) ([]string, error) {
+			var ups []string
 			for p, err := range pl.ListPending(ctx, key) {
 				if errors.Is(err, driver.ErrUnsupported) {
-					return "", err
+					return nil, err
 				}
 				if err != nil {
-					return "", fmt.Errorf("ListPending %q: %s", key, outcome(err))
+					return nil, fmt.Errorf("ListPending %q: %s", key, outcome(err))
 				}
 				if p.Key == key {
-					return p.Upload, nil
+					ups = append(ups, p.Upload)
 				}
 			}
-			return "", nil
+			return ups, nil
 		}
 	}
 	if s.opts.Pending != nil {
-		return func(ctx context.Context, key string) (string, error) {
+		return func(ctx context.Context, key string) ([]string, error) {
 			ups, err := s.opts.Pending(ctx, key)
 			if err != nil {
-				return "", fmt.Errorf("Options.Pending(%q): %s", key, outcome(err))
+				return nil, fmt.Errorf("Options.Pending(%q): %s", key, outcome(err))
 			}
-			if len(ups) > 0 {
-				return ups[0], nil
-			}
-			return "", nil
+			return ups, nil
 		}
 	}
 	return nil

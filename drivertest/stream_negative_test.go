@@ -3,10 +3,12 @@ package drivertest_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"iter"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,10 +35,11 @@ type brokenStream struct {
 	ignoreCancel  bool // reads the whole body and commits whatever becomes of the context
 	ignoreGate    bool // never calls MayStart
 	noAbort       bool // leaves a failed write's upload pending instead of aborting it
+	declareLeft   bool // with noAbort, its error says so: staged, not aborted (as for an Azure block)
 	stageAsObject bool // stages under key + ".part", a key of the bucket, and leaves it there on failure
 
 	mu      sync.Mutex
-	pending []string
+	pending []driver.Pending
 }
 
 func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, o *driver.StreamOptions) (driver.Attrs, error) {
@@ -58,8 +61,12 @@ func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, p
 	}
 	if err != nil && b.noAbort {
 		b.mu.Lock()
-		b.pending = append(b.pending, key)
+		b.pending = append(b.pending, driver.Pending{Key: key, Upload: "u-" + strconv.Itoa(len(b.pending))})
 		b.mu.Unlock()
+		var ue *driver.UploadError
+		if b.declareLeft && errors.As(err, &ue) {
+			ue.Aborted = false
+		}
 	}
 	if err != nil && b.stageAsObject {
 		b.Bucket.Put(context.WithoutCancel(ctx), key+".part", []byte("staged"), driver.PutOptions{})
@@ -70,10 +77,10 @@ func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, p
 func (b *brokenStream) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
 		b.mu.Lock()
-		keys := slices.Clone(b.pending)
+		ps := slices.Clone(b.pending)
 		b.mu.Unlock()
-		for _, k := range keys {
-			if strings.HasPrefix(k, prefix) && !yield(driver.Pending{Key: k, Upload: "u-" + k}, nil) {
+		for _, p := range ps {
+			if strings.HasPrefix(p.Key, prefix) && !yield(p, nil) {
 				return
 			}
 		}

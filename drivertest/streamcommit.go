@@ -16,7 +16,11 @@ import (
 // refusedAtCommit checks a streamed write whose condition fails: the error
 // is ErrPrecondition, names the abort, and nothing changed.
 func refusedAtCommit(ctx context.Context, s *scope, k string, cond driver.Condition, keep []byte, v driver.Version) error {
-	_, err := stream(ctx, s.b, k, newBody(1, streamBig), cond, streamOpts(nil))
+	before, err := s.pendingBefore(ctx, k)
+	if err != nil {
+		return err
+	}
+	_, err = stream(ctx, s.b, k, newBody(1, streamBig), cond, streamOpts(nil))
 	if sk := notStreamed(err); sk != nil {
 		return sk
 	}
@@ -27,10 +31,10 @@ func refusedAtCommit(ctx context.Context, s *scope, k string, cond driver.Condit
 	if !errors.As(err, &ue) {
 		return fmt.Errorf("the refusal does not say what became of the upload (no *driver.UploadError in its chain): %v", err)
 	}
-	if err := unchanged(ctx, s.b, k, keep, v); err != nil {
-		return err
+	if uerr := unchanged(ctx, s.b, k, keep, v); uerr != nil {
+		return uerr
 	}
-	return s.nonePending(ctx, k)
+	return s.nonePending(ctx, k, before, err)
 }
 
 func streamIfAbsentExisting(ctx context.Context, s *scope) error {

@@ -75,15 +75,15 @@ var order = []string{
 	"version-header-missing",
 	"wildcard-never-sent",
 	"lease-lost-reply-wire",
-	// Issue 30: a body whose reader fails is never committed.
+	// A body whose reader fails is never committed.
 	"stream-reader-fails",
-	// Issue 30: keys that XML 1.0 cannot carry list back exactly.
+	// Keys that XML 1.0 cannot carry list back exactly.
 	"list-nonchar-keys",
-	// Issue 32: the service's time, where the driver reports it
+	// The service's time, where the driver reports it
 	// (obligation 15).
 	"service-time",
 	"service-time-refused",
-	// Issue 33: user metadata, where the driver declares it
+	// User metadata, where the driver declares it
 	// (obligation 16).
 	"metadata-roundtrip",
 	"metadata-streamed",

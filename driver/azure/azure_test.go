@@ -55,7 +55,8 @@ func newContainer(t *testing.T, connString string) string {
 func TestEmulatorConformance(t *testing.T) {
 	cs := emulator(t)
 	t.Setenv(azure.EnvConnectionString, cs)
-	u := "azblob://" + newContainer(t, cs) + "/ci/run"
+	name := newContainer(t, cs)
+	u := "azblob://" + name + "/ci/run"
 	b, prefix, err := driver.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,8 @@ func TestEmulatorConformance(t *testing.T) {
 	if prefix != "ci/run" {
 		t.Fatalf("prefix = %q", prefix)
 	}
-	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, KnownDeviations: emulatorDeviations, URL: u})
+	drivertest.Run(t, b, drivertest.Options{Prefix: prefix, KnownDeviations: emulatorDeviations, URL: u,
+		Pending: uncommittedBlocks(containerClient(t, cs, name, nil))})
 }
 
 // TestEmulatorErrors checks both refusal statuses on the wire, the error

@@ -43,8 +43,10 @@ func TestConformanceWithFaults(t *testing.T) {
 	cs := emulator(t)
 	name := newContainer(t, cs)
 	wrongCS := regexp.MustCompile(`AccountKey=[^;]*`).ReplaceAllString(cs, "AccountKey=d3Jvbmd3cm9uZ3dyb25nd3Jvbmd3cm9uZ3dyb25nd3Jvbmc=")
-	drivertest.Run(t, azure.New(containerClient(t, cs, name, nil)), drivertest.Options{
+	cc := containerClient(t, cs, name, nil)
+	drivertest.Run(t, azure.New(cc), drivertest.Options{
 		KnownDeviations:  emulatorDeviations,
+		Pending:          uncommittedBlocks(cc),
 		WrongCredentials: azure.New(containerClient(t, wrongCS, name, nil)),
 		MissingBucket:    azure.New(containerClient(t, cs, "bucketlease-no-such-container", nil)),
 		Transport: func(rt http.RoundTripper) (driver.Bucket, error) {

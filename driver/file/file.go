@@ -125,6 +125,10 @@ type Bucket struct {
 	// system keeps no user extended attributes, or the system is not
 	// Linux), or is nil where it does.
 	noMetadata error
+	// resolution is the Resolution of the service time the bucket
+	// reports: how much earlier than the true time a file's modification
+	// time may read, measured at Open (probeResolution).
+	resolution time.Duration
 }
 
 // Open returns the bucket kept in dir, creating dir if needed, with the
@@ -158,7 +162,12 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
 	}
-	b := &Bucket{root: dir, caps: caps, shared: fsType, mode: st.Mode().Perm() & 0o666}
+	b := &Bucket{root: dir, caps: caps, shared: fsType, mode: st.Mode().Perm() & 0o666, resolution: fallbackResolution}
+	if fsType == "" {
+		if r, err := probeResolution(filepath.Join(dir, metaDir, "tmp")); err == nil {
+			b.resolution = r
+		}
+	}
 	if err := probeMetadata(filepath.Join(dir, metaDir, "tmp")); err != nil {
 		b.noMetadata = err
 	} else {
@@ -182,21 +191,6 @@ func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 // on such a bucket are not stamped.
 func (b *Bucket) MetadataUnsupported() error { return b.noMetadata }
 
-// modTimeResolution is the Resolution of the time the driver reports
-// (driver.ServiceTime): how much earlier than the true time a file's
-// modification time may read. Date is the machine's clock read at the
-// answer (time.Now), exact; the modification time is what the file system
-// stamped, and no file system stamps it finer than this driver can trust
-// everywhere: Linux stamps it from the kernel's coarse clock, up to a tick
-// (4 to 10 ms) behind time.Now, in nanosecond fields on ext4, XFS, Btrfs
-// and tmpfs, but ext3 (and ext4 with 128-byte inodes) and HFS+ keep whole
-// seconds and FAT and exFAT two. A file system type does not say which
-// (ext4 may have either inode size), so the driver states the coarsest, two
-// seconds: stating less would let a record on FAT read up to two seconds
-// older than it is, where stating two costs the lease at most two seconds
-// of margin.
-const modTimeResolution = 2 * time.Second
-
 // serviceTime is the service's time (driver.Attrs.Time) a Get or Put that
 // got an answer returns: this machine's clock, read now, as the Date, and
 // for a Get the file's modification time (modified). Every party of a
@@ -209,7 +203,7 @@ func (b *Bucket) serviceTime(modified time.Time) driver.ServiceTime {
 	if b.shared != "" {
 		return driver.ServiceTime{}
 	}
-	return driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: modTimeResolution}
+	return driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: b.resolution}
 }
 
 // path maps a key to its file. Begin has checked the key against

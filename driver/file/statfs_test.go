@@ -191,8 +191,8 @@ func TestServiceTimeOnlyOnALocalFS(t *testing.T) {
 				switch {
 				case !tc.report && got[i] != (driver.ServiceTime{}):
 					t.Errorf("%s on %s returned the time %+v, want none", what, tc.name, got[i])
-				case tc.report && (got[i].Date.IsZero() || got[i].Resolution != modTimeResolution):
-					t.Errorf("%s returned the time %+v, want this machine's clock with a resolution of %v", what, got[i], modTimeResolution)
+				case tc.report && (got[i].Date.IsZero() || got[i].Resolution != b.resolution):
+					t.Errorf("%s returned the time %+v, want this machine's clock with a resolution of %v", what, got[i], b.resolution)
 				}
 			}
 			if tc.report && !got[1].Modified.Equal(dateOf(st, true)) {

@@ -4,7 +4,11 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,23 +17,101 @@ import (
 )
 
 // TestInterruptDuringAcquireLeavesNoLease: hold and put stopped by SIGTERM,
-// SIGINT or SIGHUP in their first second or two, while the acquire writes
-// the lease object, waits for the service's clock and rewrites it with an
-// epoch (about two seconds on file://, whose clock is read at a 2 s
-// resolution), exit 128+N and leave no fresh lease behind: the prefix is
-// free or released, and another instance takes it at once. A message that
-// says the lease was never taken is only printed when nothing was written.
+// SIGINT or SIGHUP during their acquire exit 128+N and leave no fresh
+// lease behind: the prefix is free or released, and another instance
+// takes it at once. A message that says the lease was never taken is only
+// printed when nothing was written. The acquire runs over a slowed link
+// (slowfile, slowLink a request), so that it takes seconds and a signal
+// lands inside it: at fixed moments from the start, and just after the
+// lease object appears on disk, while the acquire goes on to mint its
+// epoch.
 func TestInterruptDuringAcquireLeavesNoLease(t *testing.T) {
-	delays := []time.Duration{150 * time.Millisecond, 600 * time.Millisecond, 1200 * time.Millisecond}
-	for i, d := range delays {
+	prog := slowBinary(t)
+	moments := []time.Duration{150 * time.Millisecond, 1200 * time.Millisecond, afterLeaseWritten}
+	for i, d := range moments {
 		for _, cmd := range []string{"hold", "put"} {
-			t.Run(fmt.Sprintf("%s-%v", cmd, d), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s-%s", cmd, momentName(d)), func(t *testing.T) {
 				t.Parallel()
-				u, _ := fileURL(t)
-				interruptAcquire(t, nil, u, cmd, interruptSignals[i%len(interruptSignals)], d)
+				u, dir := fileURL(t)
+				slow := "slowfile://" + dir + "?delay=" + slowLink.String()
+				at := func(p *proc) {
+					if d != afterLeaseWritten {
+						time.Sleep(d)
+						return
+					}
+					waitForFile(t, p, filepath.Join(dir, "LEASE"))
+				}
+				errOut := interruptAcquire(t, nil, prog, slow, u, cmd, interruptSignals[i%len(interruptSignals)], at)
+				if d == afterLeaseWritten && !strings.Contains(errOut, "during an acquire") {
+					t.Errorf("the signal sent as the lease object appeared was not taken as one that came during the acquire:\n%s", errOut)
+				}
 			})
 		}
 	}
+}
+
+// slowLink is how long slowfile makes each request of the interrupted
+// acquire wait, as a distant service's round trip: an acquire on a new
+// prefix then takes seconds, and about three requests' time after its
+// lease object is written.
+const slowLink = 400 * time.Millisecond
+
+// afterLeaseWritten is the moment, among those at which
+// TestInterruptDuringAcquireLeavesNoLease interrupts an acquire, at which
+// the lease object has just been written.
+const afterLeaseWritten = time.Duration(-1)
+
+func momentName(d time.Duration) string {
+	if d == afterLeaseWritten {
+		return "lease-written"
+	}
+	return d.String()
+}
+
+// waitForFile returns once name exists, polling; it fails the test if p
+// exits or 30 s pass first.
+func waitForFile(t *testing.T, p *proc, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(name); err == nil {
+			return
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("the command exited before %s appeared:\n%s", name, p.output())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within 30 s:\n%s", name, p.output())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var (
+	slowOnce sync.Once
+	slowProg string
+	slowErr  error
+)
+
+// slowBinary builds, once, the bucketlease command with the slowfile
+// scheme (testdata/slowfile) and returns its path.
+func slowBinary(t *testing.T) string {
+	t.Helper()
+	slowOnce.Do(func() {
+		prog := filepath.Join(filepath.Dir(binary), "bucketlease-slowfile")
+		out, err := exec.Command("go", "build", "-o", prog, "./testdata/slowfile").CombinedOutput()
+		if err != nil {
+			slowErr = fmt.Errorf("building testdata/slowfile: %v\n%s", err, out)
+			return
+		}
+		slowProg = prog
+	})
+	if slowErr != nil {
+		t.Fatal(slowErr)
+	}
+	return slowProg
 }
 
 // TestInterruptDuringAcquireLeavesNoLeaseMinIO is the same on MinIO, where
@@ -43,7 +125,7 @@ func TestInterruptDuringAcquireLeavesNoLeaseMinIO(t *testing.T) {
 		for _, cmd := range []string{"hold", "put"} {
 			t.Run(fmt.Sprintf("%s-%v", cmd, d), func(t *testing.T) {
 				u := "minio://" + srv.Addr + "/" + bucket + "/" + fmt.Sprintf("interrupt-%s-%d", cmd, i) + "?tls=false"
-				interruptAcquire(t, env, u, cmd, interruptSignals[i%len(interruptSignals)], d)
+				interruptAcquire(t, env, binary, u, u, cmd, interruptSignals[i%len(interruptSignals)], func(*proc) { time.Sleep(d) })
 			})
 		}
 	}
@@ -51,20 +133,22 @@ func TestInterruptDuringAcquireLeavesNoLeaseMinIO(t *testing.T) {
 
 var interruptSignals = []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
 
-// interruptAcquire starts hold or put on u, sends sig d after its start,
-// and checks what it leaves.
-func interruptAcquire(t *testing.T, env []string, u, cmd string, sig syscall.Signal, d time.Duration) {
+// interruptAcquire starts hold or put, the program prog, on acquireURL,
+// sends sig at the moment at returns (called with the started process),
+// and checks what it leaves on u, the same prefix, with the bucketlease
+// command. It returns the stopped command's stderr.
+func interruptAcquire(t *testing.T, env []string, prog, acquireURL, u, cmd string, sig syscall.Signal, at func(*proc)) string {
 	t.Helper()
-	args := []string{"hold", u, "--ttl", "1h", "--instance-id", "alpha", "--", "sleep", "60"}
+	args := []string{"hold", acquireURL, "--ttl", "1h", "--instance-id", "alpha", "--", "sleep", "60"}
 	if cmd == "put" {
-		args = []string{"put", u, "obj", "--ttl", "1h", "--instance-id", "alpha", "--", "sh", "-c", "sleep 60; echo x"}
+		args = []string{"put", acquireURL, "obj", "--ttl", "1h", "--instance-id", "alpha", "--", "sh", "-c", "sleep 60; echo x"}
 	}
-	p := start(t, env, args...)
-	time.Sleep(d)
+	p := startProg(t, env, prog, args...)
+	at(p)
 	p.signal(sig)
 	code := p.wait()
 	errOut := p.errOutput()
-	t.Logf("%s stopped by %v at %v: exit %d\n%s", cmd, sig, d, code, errOut)
+	t.Logf("%s stopped by %v: exit %d\n%s", cmd, sig, code, errOut)
 	// -1: the signal came before the command had set up its handlers, and
 	// killed it, before any request.
 	if code != 128+int(sig) && code != 0 && code != -1 {
@@ -72,8 +156,8 @@ func interruptAcquire(t *testing.T, env []string, u, cmd string, sig syscall.Sig
 	}
 	s := showWith(t, env, u)
 	if s.State != "free" && s.State != "released" {
-		t.Fatalf("after %s was stopped by %v at %v, the lease is %s (held by %s, renewed %.0fs ago): nobody will renew or release it\nstderr:\n%s",
-			cmd, sig, d, s.State, s.Holder, s.RenewedAgoS, errOut)
+		t.Fatalf("after %s was stopped by %v, the lease is %s (held by %s, renewed %.0fs ago): nobody will renew or release it\nstderr:\n%s",
+			cmd, sig, s.State, s.Holder, s.RenewedAgoS, errOut)
 	}
 	if strings.Contains(errOut, "before the lease could be taken") && s.State != "free" {
 		t.Errorf("%s said the lease was never taken, yet it was written (now %s):\n%s", cmd, s.State, errOut)
@@ -81,4 +165,5 @@ func interruptAcquire(t *testing.T, env []string, u, cmd string, sig syscall.Sig
 	if _, errB, code := runCLI(t, env, "hold", u, "--instance-id", "beta", "--", "true"); code != 0 {
 		t.Errorf("another instance could not take the lease at once: exit %d\n%s", code, errB)
 	}
+	return errOut
 }
