@@ -1,91 +1,83 @@
-package cli
+package put
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 )
 
-// putInput is where put's body comes from: FILE, stdin, or a producer
-// run after "--", and what it is checked against before the commit.
-type putInput struct {
-	file   string
-	opened *os.File // FILE, opened
-	argv   []string // the producer, or nil
-	path   string   // the producer's program, looked up
-	self   string   // this program, which runs the producer's watchdog ("": os.Executable)
-	pidNS  bool     // the producer in a PID namespace where allowed
-	check  inputCheck
-	stderr io.Writer
-	count  func(io.Reader) io.Reader // the progress's counter
+// An Input is where put's body comes from: a file, stdin, or a producer
+// run under the watchdog, and what it is checked against before the
+// commit.
+type Input struct {
+	File     *os.File                        // the file to read, or nil for stdin (unless Argv)
+	Argv     []string                        // the producer, or nil
+	Path     string                          // the producer's program, looked up
+	Self     string                          // this program, which runs the producer's watchdog ("": os.Executable)
+	PIDNS    bool                            // the producer in a PID namespace where allowed
+	Check    Check                           // what the input must match
+	Stderr   io.Writer                       // the producer's stderr
+	Count    func(io.Reader) io.Reader       // counts what is read (a Progress's Count), or nil
+	SignalOf func(context.Context) os.Signal // the signal that ended a context, or nil
 
 	prod *supervise.Producer
 }
 
-// open returns the body; for a producer, it starts it.
-func (in *putInput) open(key string) (*checkedReader, io.Reader, error) {
+// Open returns the body, and the reader to upload (the body, counted); for
+// a producer, it starts it. A producer that cannot start is a
+// *supervise.StartError.
+func (in *Input) Open(key string) (*Body, io.Reader, error) {
 	var r io.Reader = os.Stdin
 	switch {
-	case in.argv != nil:
-		p, err := supervise.StartProducer(in.self, in.path, in.argv, in.stderr, in.pidNS)
-		var se *supervise.StartError
-		if errors.As(err, &se) {
-			err = withCode(se.Code, err)
-		}
+	case in.Argv != nil:
+		p, err := supervise.StartProducer(in.Self, in.Path, in.Argv, in.Stderr, in.PIDNS)
 		if err != nil {
 			return nil, nil, err
 		}
 		in.prod, r = p, p.Output()
-	case in.opened != nil:
-		r = in.opened
+	case in.File != nil:
+		r = in.File
 	}
-	body := newCheckedReader(r, key, in.prod, in.check)
-	return body, in.count(body), nil
+	body := NewBody(r, key, in.prod, in.Check)
+	if in.Count == nil {
+		return body, body, nil
+	}
+	return body, in.Count(body), nil
 }
 
-// close stops a producer whose output was not all read (the put failed),
+// Close stops a producer whose output was not all read (the put failed),
 // and waits for it.
-func (in *putInput) close() { in.prod.Stop(supervise.ProducerGrace) }
+func (in *Input) Close() { in.prod.Stop(supervise.ProducerGrace) }
 
-// forward passes the signal that ended ctx (a signalContext) on to the
+// Forward passes the signal that ended ctx, if one did, on to the
 // producer.
-func (in *putInput) forward(ctx context.Context) {
-	var sc signalCause
-	if errors.As(context.Cause(ctx), &sc) {
-		in.prod.Signal(sc.sig)
+func (in *Input) Forward(ctx context.Context) {
+	if in.SignalOf == nil {
+		return
+	}
+	if s := in.SignalOf(ctx); s != nil {
+		in.prod.Signal(s)
 	}
 }
 
-// ignorePipeSignal makes a write to a closed stdout an error put reports
-// (exit 9) rather than a death by SIGPIPE, unless SIGPIPE was ignored
-// anyway.
-func ignorePipeSignal() {
-	if !signal.Ignored(syscall.SIGPIPE) {
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	}
-}
-
-// progress reports the bytes read so far and the rate on a terminal.
-type progress struct {
+// A Progress reports the bytes read so far and the rate on a terminal.
+type Progress struct {
 	n     atomic.Int64
 	done  chan struct{}
 	ended chan struct{}
 	once  atomic.Bool
 }
 
-// startProgress starts reporting on w if it is a terminal; otherwise the
+// StartProgress starts reporting on w if it is a terminal; otherwise the
 // progress reports nothing.
-func startProgress(w io.Writer, key string) *progress {
-	p := &progress{done: make(chan struct{}), ended: make(chan struct{})}
+func StartProgress(w io.Writer, key string) *Progress {
+	p := &Progress{done: make(chan struct{}), ended: make(chan struct{})}
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(f) {
 		close(p.ended)
@@ -114,11 +106,11 @@ func startProgress(w io.Writer, key string) *progress {
 	return p
 }
 
-// count returns r counting what is read from it.
-func (p *progress) count(r io.Reader) io.Reader { return &countingReader{r: r, n: &p.n} }
+// Count returns r counting what is read from it.
+func (p *Progress) Count(r io.Reader) io.Reader { return &countingReader{r: r, n: &p.n} }
 
-// stop ends the report (its last line says the total) and waits for it.
-func (p *progress) stop() {
+// Stop ends the report (its last line says the total) and waits for it.
+func (p *Progress) Stop() {
 	if p.once.CompareAndSwap(false, true) {
 		close(p.done)
 	}
