@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+		"syscall"
+	"testing"
+	"time"
+
+	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
+)
+
+// BenchmarkStreamPut measures what a backup sidecar runs: "bucketlease
+// put minio://…/stream KEY" reading $BUCKETLEASE_BENCH_STREAM_SIZE (default
+// 64 MiB; scripts/bench passes 1GiB) from a pipe, at its default part size
+// and concurrency, against lab/bench/cmd/sdkput, which streams the same
+// pipe with minio-go's PutObject at the SDK's defaults, alternating in one
+// loop on the same MinIO (one round is one upload of each). It reports
+// each side's median peak resident set (cmd-rss-MiB, sdk-rss-MiB: the
+// process's maxrss) and throughput (cmd-MiB/s, sdk-MiB/s), and the
+// target: a command within 64 MiB resident.
+func BenchmarkStreamPut(b *testing.B) {
+	size, err := envSize(EnvStreamSize, 64<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := miniotest.Env(b)
+	bucket := minioBucket(b, srv)
+	dir := b.TempDir()
+	cmdBin, sdkBin := filepath.Join(dir, "bucketlease"), filepath.Join(dir, "sdkput")
+	for bin, pkg := range map[string]string{cmdBin: "github.com/mushroomdb/bucketlease/cmd/bucketlease", sdkBin: "github.com/mushroomdb/bucketlease/lab/bench/cmd/sdkput"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			b.Fatalf("building %s: %v\n%s", pkg, err, out)
+		}
+	}
+	env := append(os.Environ(), "MINIO_ROOT_USER="+srv.AccessKey, "MINIO_ROOT_PASSWORD="+srv.SecretKey, "XDG_STATE_HOME="+b.TempDir())
+	url := "minio://" + srv.Addr + "/" + bucket + "/stream?tls=false"
+	var cmdRSS, sdkRSS, cmdRate, sdkRate []float64
+	round := 0
+	for b.Loop() {
+		round++
+		key := fmt.Sprintf("k%d", round)
+		rss, rate, err := measurePipe(exec.Command(cmdBin, "put", url, key), env, size)
+		if err != nil {
+			b.Fatalf("bucketlease put: %v", err)
+		}
+		cmdRSS, cmdRate = append(cmdRSS, rss), append(cmdRate, rate)
+		rss, rate, err = measurePipe(exec.Command(sdkBin, srv.Addr, bucket, "sdk/"+key), env, size)
+		if err != nil {
+			b.Fatalf("sdkput: %v", err)
+		}
+		sdkRSS, sdkRate = append(sdkRSS, rss), append(sdkRate, rate)
+	}
+	const mib = 1 << 20
+	b.ReportMetric(medianFloat(cmdRSS)/mib, "cmd-rss-MiB")
+	b.ReportMetric(medianFloat(sdkRSS)/mib, "sdk-rss-MiB")
+	b.ReportMetric(medianFloat(cmdRate)/mib, "cmd-MiB/s")
+	b.ReportMetric(medianFloat(sdkRate)/mib, "sdk-MiB/s")
+	b.ReportMetric(64, "rss-target-MiB")
+	b.ReportMetric(float64(size)/mib, "size-MiB")
+}
+
+// measurePipe runs cmd with env and size bytes of a pattern on a pipe as
+// its stdin, and returns its peak resident set in bytes and its
+// throughput in bytes a second.
+func measurePipe(cmd *exec.Cmd, env []string, size int64) (rss, rate float64, err error) {
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	chunk := bytes.Repeat([]byte("bucketlease put benchmark body. "), 32<<10) // 1 MiB
+	var werr error
+	for left := size; left > 0 && werr == nil; left -= int64(len(chunk)) {
+		_, werr = w.Write(chunk[:min(left, int64(len(chunk)))])
+	}
+	w.Close()
+	if err := cmd.Wait(); err != nil {
+		return 0, 0, fmt.Errorf("%v\n%s", err, out.Bytes())
+	}
+	if werr != nil && werr != io.ErrClosedPipe {
+		return 0, 0, werr
+	}
+	secs := time.Since(began).Seconds()
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0, 0, fmt.Errorf("no rusage on this system")
+	}
+	return float64(ru.Maxrss) * 1024, float64(size) / secs, nil
+}
