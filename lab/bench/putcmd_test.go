@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-		"syscall"
+	"syscall"
 	"testing"
 	"time"
 
