@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -129,8 +130,8 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.ifMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "write whatever is there")
 	fs.BoolVar(&f.leaseObject, "overwrite-lease-object", false, "allow a KEY named as the lease object or a scratch key of a prefix further down (sub/LEASE), which replaces or forges that prefix's lease whoever holds it")
-	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB; default 16MiB); memory is part size × concurrency")
-	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 4)")
+	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB; default 8MiB); memory is part size × concurrency")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 2)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
 	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
 	fs.BoolVar(&f.pidNS, "pid-namespace", true, "put -- COMMAND, on Linux: run the producer in a new PID namespace where allowed, as hold runs its command; false runs it without one (so that it can signal processes outside), as where none is allowed")
@@ -346,7 +347,7 @@ func (f *putFlags) header(set map[string]bool) (put.Header, error) {
 	case f.concurrency > 256:
 		return put.Header{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
 	}
-	h := put.Header{Cond: "if-absent", PartSize: f.partSize, Concurrency: f.concurrency}
+	h := put.Header{Cond: "if-absent", PartSize: cmp.Or(f.partSize, put.DefaultPartSize), Concurrency: cmp.Or(f.concurrency, put.DefaultConcurrency)}
 	switch {
 	case set["if-match"]:
 		h.Cond, h.Version = "if-match", f.ifMatch

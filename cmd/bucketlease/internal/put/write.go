@@ -12,6 +12,15 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
+// The part size and concurrency of an upload that does not set them:
+// two parts of 8 MiB in flight keep a 1 GiB stream from a pipe at the
+// SDKs' speed on a loopback MinIO within 64 MB resident, where the
+// drivers' own defaults (four of 16 MiB) hold twice as much.
+const (
+	DefaultPartSize    = 8 << 20
+	DefaultConcurrency = 2
+)
+
 // Settle settles what a write of key through l's fenced bucket did, from
 // its result v, err. late reports, with err nil, an object stored but
 // perhaps late (a LateError's case): the service answered only after the
