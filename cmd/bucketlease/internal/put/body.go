@@ -44,9 +44,9 @@ type Body struct {
 	done bool  // the input ended cleanly and passed the checks
 }
 
-// NewBody returns the body of key read from r, the output of prod (nil
+// newBody returns the body of key read from r, the output of prod (nil
 // for a file or stdin), checked against check.
-func NewBody(r io.Reader, key string, prod *supervise.Producer, check Check) *Body {
+func newBody(r io.Reader, key string, prod *supervise.Producer, check Check) *Body {
 	return &Body{r: r, key: key, prod: prod, check: check, h: sha256.New()}
 }
 

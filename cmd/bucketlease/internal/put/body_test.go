@@ -32,7 +32,7 @@ func TestBodyChecks(t *testing.T) {
 		{"sum", Check{SHA256: strings.Repeat("0", 64)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewBody(strings.NewReader(data), "k", nil, tc.check)
+			b := newBody(strings.NewReader(data), "k", nil, tc.check)
 			_, err := io.ReadAll(b)
 			if tc.ok {
 				if err != nil || b.N() != 12 || b.Sum() != good || b.Failed() != nil {
@@ -54,7 +54,7 @@ func TestBodyChecks(t *testing.T) {
 // without io.ErrUnexpectedEOF (which an upload could take for a short last
 // part), and Failed does not count it as the input's own failure.
 func TestBodyReadErrorIsNotTheInputsFailure(t *testing.T) {
-	b := NewBody(io.MultiReader(strings.NewReader("x"), errReader{io.ErrUnexpectedEOF}), "k", nil, Check{})
+	b := newBody(io.MultiReader(strings.NewReader("x"), errReader{io.ErrUnexpectedEOF}), "k", nil, Check{})
 	_, err := io.ReadAll(b)
 	if err == nil || errors.Is(err, io.ErrUnexpectedEOF) || b.Failed() != nil || b.Failure() == nil {
 		t.Fatalf("read: %v, failed %v, failure %v", err, b.Failed(), b.Failure())
@@ -93,21 +93,21 @@ func TestChunks(t *testing.T) {
 // TestParseReply: hold's answers become put's outcomes: a version, a late
 // version with a LateError, a classed Error, or a closed connection.
 func TestParseReply(t *testing.T) {
-	if v, err := ParseReply("k", "ok \"v1\"\n"); v != "v1" || err != nil {
+	if v, err := parseReply("k", "ok \"v1\"\n"); v != "v1" || err != nil {
 		t.Errorf("ok: %q, %v", v, err)
 	}
 	var late *LateError
-	if v, err := ParseReply("k", "late \"v2\"\n"); v != "v2" || !errors.As(err, &late) || !errors.Is(err, lease.ErrFenced) {
+	if v, err := parseReply("k", "late \"v2\"\n"); v != "v2" || !errors.As(err, &late) || !errors.Is(err, lease.ErrFenced) {
 		t.Errorf("late: %q, %v", v, err)
 	}
 	var pe *Error
-	if v, err := ParseReply("k", "error precondition the key exists\n"); v != "" || !errors.As(err, &pe) || pe.Class != ClassPrecondition || err.Error() != "put k: the key exists" {
+	if v, err := parseReply("k", "error precondition the key exists\n"); v != "" || !errors.As(err, &pe) || pe.Class != ClassPrecondition || err.Error() != "put k: the key exists" {
 		t.Errorf("error: %q, %v", v, err)
 	}
-	if v, err := ParseReply("k", ""); v != "" || err == nil || !strings.Contains(err.Error(), "without an answer") {
+	if v, err := parseReply("k", ""); v != "" || err == nil || !strings.Contains(err.Error(), "without an answer") {
 		t.Errorf("no answer: %q, %v", v, err)
 	}
-	if _, err := ParseReply("k", "ok unquoted\n"); err == nil {
+	if _, err := parseReply("k", "ok unquoted\n"); err == nil {
 		t.Error("an unquoted version was taken")
 	}
 }

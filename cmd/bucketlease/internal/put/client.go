@@ -76,12 +76,12 @@ func (c *Client) Upload(ctx context.Context, in *Input) (driver.Version, *Body, 
 		// upload. Its answer still says whether it had committed.
 		_ = c.conn.CloseWrite()
 		line = <-replies
-		if v, err := ParseReply(key, line); v != "" {
+		if v, err := parseReply(key, line); v != "" {
 			return v, checked, err // committed before the signal (late, if hold says so)
 		}
 		return "", checked, ErrInterrupted
 	}
-	v, err := ParseReply(key, line)
+	v, err := parseReply(key, line)
 	if v != "" {
 		return v, checked, err // stored; err says if it was late
 	}
@@ -136,8 +136,8 @@ func sendBody(conn *net.UnixConn, body io.Reader, bodyErr *atomic.Value) <-chan 
 	return sent
 }
 
-// ParseReply turns hold's answer to an upload of key into put's outcome.
-func ParseReply(key, line string) (driver.Version, error) {
+// parseReply turns hold's answer to an upload of key into put's outcome.
+func parseReply(key, line string) (driver.Version, error) {
 	line = strings.TrimSuffix(line, "\n")
 	for _, outcome := range []string{"ok ", "late "} {
 		if rest, ok := strings.CutPrefix(line, outcome); ok {

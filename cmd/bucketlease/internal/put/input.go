@@ -44,7 +44,7 @@ func (in *Input) Open(key string) (*Body, io.Reader, error) {
 	case in.File != nil:
 		r = in.File
 	}
-	body := NewBody(r, key, in.prod, in.Check)
+	body := newBody(r, key, in.prod, in.Check)
 	if in.Count == nil {
 		return body, body, nil
 	}

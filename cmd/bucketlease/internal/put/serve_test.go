@@ -181,7 +181,7 @@ func TestPutServeLateAnswer(t *testing.T) {
 	if !strings.HasPrefix(reply, "late ") {
 		t.Fatalf("hold answered %q; want late and the version", reply)
 	}
-	v, err := ParseReply("chunks/late", reply)
+	v, err := parseReply("chunks/late", reply)
 	var late *LateError
 	if v == "" || !errors.As(err, &late) || !errors.Is(err, lease.ErrFenced) {
 		t.Fatalf("put's outcome: version %q, %v; want the version and a LateError", v, err)
