@@ -19,7 +19,7 @@ import (
 // put minio://…/stream KEY" reading $BUCKETLEASE_BENCH_STREAM_SIZE (default
 // 64 MiB; scripts/bench passes 1GiB) from a pipe, at its default part size
 // and concurrency, against lab/bench/cmd/sdkput, which streams the same
-// pipe with minio-go's PutObject at the SDK's defaults, alternating in one
+// pipe with minio-go's PutObject in 16 MiB parts, alternating in one
 // loop on the same MinIO (one round is one upload of each). It reports
 // each side's median peak resident set (cmd-rss-MiB, sdk-rss-MiB: the
 // process's maxrss; cmd-anon-MiB, sdk-anon-MiB: the peak of its

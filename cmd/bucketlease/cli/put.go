@@ -130,7 +130,7 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.ifMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "write whatever is there")
 	fs.BoolVar(&f.leaseObject, "overwrite-lease-object", false, "allow a KEY named as the lease object or a scratch key of a prefix further down (sub/LEASE), which replaces or forges that prefix's lease whoever holds it")
-	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB; default 8MiB); memory is part size × concurrency")
+	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB, the default); memory is part size × concurrency")
 	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 2)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
 	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
@@ -191,6 +191,9 @@ func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []s
 		body *put.Body
 	)
 	if pl.oneShot {
+		if e.getenv("GOMEMLIMIT") == "" {
+			defer put.LimitHeap(cond)()
+		}
 		v, body, err = putOneShot(ctx, e, f, pl.loc, cond, in)
 	} else {
 		v, body, err = putViaHold(ctx, pl.sock, cond, in)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
@@ -13,13 +14,27 @@ import (
 )
 
 // The part size and concurrency of an upload that does not set them:
-// two parts of 8 MiB in flight keep a 1 GiB stream from a pipe at the
-// SDKs' speed on a loopback MinIO within 64 MB resident, where the
-// drivers' own defaults (four of 16 MiB) hold twice as much.
+// two parts of 5 MiB in flight (and LimitHeap) keep a 1 GiB stream from
+// a pipe to a loopback MinIO within 64 MiB resident, where the drivers'
+// own defaults (four parts of 16 MiB) hold twice as much.
 const (
-	DefaultPartSize    = 8 << 20
+	DefaultPartSize    = 5 << 20
 	DefaultConcurrency = 2
 )
+
+// heapSlack is what an upload's heap holds beyond its parts in flight:
+// the body's pipe, the HTTP client's buffers, the parts' hashes.
+const heapSlack = 14 << 20
+
+// LimitHeap sets the Go runtime's soft memory limit to what an upload of
+// h holds (its parts in flight, and heapSlack), so that the garbage it
+// makes is collected before the heap doubles, and returns the function
+// that restores the limit before. The command calls it unless GOMEMLIMIT
+// sets the user's own limit.
+func LimitHeap(h Header) (restore func()) {
+	prev := debug.SetMemoryLimit(h.PartSize*int64(h.Concurrency) + heapSlack)
+	return func() { debug.SetMemoryLimit(prev) }
+}
 
 // Settle settles what a write of key through l's fenced bucket did, from
 // its result v, err. late reports, with err nil, an object stored but

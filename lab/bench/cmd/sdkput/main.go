@@ -1,6 +1,7 @@
 // Command sdkput streams its stdin into one object with minio-go's
-// PutObject, size unknown, at the SDK's defaults and with If-None-Match:
-// *: the SDK side of BenchmarkStreamPut, a program as small as the
+// PutObject, size unknown, in parts of 16 MiB (its smallest; its default
+// for an unknown size, 512 MiB parts, holds 600 MB) one at a time, and
+// with If-None-Match: *: the SDK side of BenchmarkStreamPut, a program as small as the
 // command's job allows, whose resident set the benchmark compares with
 // bucketlease put's.
 //
@@ -28,7 +29,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	opts := miniogo.PutObjectOptions{}
+	opts := miniogo.PutObjectOptions{PartSize: 16 << 20}
 	opts.SetMatchETagExcept("*")
 	if _, err := c.PutObject(context.Background(), os.Args[2], os.Args[3], os.Stdin, -1, opts); err != nil {
 		fmt.Fprintln(os.Stderr, err)
