@@ -1,15 +1,21 @@
 package cli
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -124,8 +130,8 @@ func setupPut(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.ifMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
 	fs.BoolVar(&f.overwrite, "overwrite", false, "write whatever is there")
 	fs.BoolVar(&f.leaseObject, "overwrite-lease-object", false, "allow a KEY named as the lease object or a scratch key of a prefix further down (sub/LEASE), which replaces or forges that prefix's lease whoever holds it")
-	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB; default 16MiB); memory is part size × concurrency")
-	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 4)")
+	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB, the default); memory is part size × concurrency")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 2)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
 	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
 	fs.BoolVar(&f.pidNS, "pid-namespace", true, "put -- COMMAND, on Linux: run the producer in a new PID namespace where allowed, as hold runs its command; false runs it without one (so that it can signal processes outside), as where none is allowed")
@@ -144,8 +150,9 @@ func setupPut(fs *flag.FlagSet) runFunc {
 // input, and where it goes: through the lease at loc (put URL, oneShot) or
 // through the hold whose socket is sock (put KEY inside hold).
 type putPlan struct {
-	cond    putHeader
-	in      putInput
+	cond    put.Header
+	in      put.Input
+	file    string // FILE, or "-" for stdin
 	oneShot bool
 	loc     *driver.Location
 	sock    string
@@ -159,40 +166,43 @@ func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []s
 		return err
 	}
 	cond, in := pl.cond, &pl.in
-	if in.argv != nil {
+	if in.Argv != nil {
 		// Before the lease is taken and anything is written: a
 		// mistyped producer is refused at once.
-		if in.path, err = lookProducer(in.argv[0]); err != nil {
+		if in.Path, err = lookProducer(in.Argv[0]); err != nil {
 			return err
 		}
-	} else if in.file != "-" {
+	} else if pl.file != "-" {
 		// FILE is opened now, so that a missing one is an error
 		// before the lease is taken.
-		fh, err := os.Open(in.file)
+		fh, err := os.Open(pl.file)
 		if err != nil {
 			return err
 		}
 		defer fh.Close()
-		in.opened = fh
+		in.File = fh
 	}
 	ignorePipeSignal()
-	prog := startProgress(e.stderr, cond.Key)
-	defer prog.stop()
-	in.count = prog.count
+	prog := put.StartProgress(e.stderr, cond.Key)
+	defer prog.Stop()
+	in.Count = prog.Count
 	var (
 		v    driver.Version
-		body *checkedReader
+		body *put.Body
 	)
 	if pl.oneShot {
+		if e.getenv("GOMEMLIMIT") == "" {
+			defer put.LimitHeap(cond)()
+		}
 		v, body, err = putOneShot(ctx, e, f, pl.loc, cond, in)
 	} else {
 		v, body, err = putViaHold(ctx, pl.sock, cond, in)
 	}
-	prog.stop()
+	prog.Stop()
 	if v == "" {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.n, body.sum(), v)
+	fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.N(), body.Sum(), v)
 	if _, werr := fmt.Fprintln(e.stdout, v); werr != nil {
 		lost := withCode(exitVersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
 		if err != nil {
@@ -219,9 +229,9 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	if pl.cond, err = f.header(set); err != nil {
 		return nil, err
 	}
-	pl.in = putInput{stderr: e.stderr, self: e.self, pidNS: f.pidNS, check: inputCheck{size: f.size, hasSize: set["size"]}}
+	pl.in = put.Input{Stderr: e.stderr, Self: e.self, PIDNS: f.pidNS, Check: put.Check{Size: f.size, HasSize: set["size"]}, SignalOf: signalOf}
 	if set["sha256"] {
-		if pl.in.check.sha256, err = parseSHA256(f.sha256); err != nil {
+		if pl.in.Check.SHA256, err = parseSHA256(f.sha256); err != nil {
 			return nil, usageErrorf("%v", err)
 		}
 	}
@@ -237,15 +247,15 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	if err := checkPutKey(pl.cond.Key, f.leaseObject); err != nil {
 		return nil, err
 	}
-	pl.in.file = "-"
+	pl.file = "-"
 	if len(pos) == 2 {
-		pl.in.file = pos[1]
+		pl.file = pos[1]
 	}
 	if hasCommand {
-		if len(pos) == 2 && pl.in.file != "-" {
-			return nil, usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.in.file)
+		if len(pos) == 2 && pl.file != "-" {
+			return nil, usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.file)
 		}
-		pl.in.argv = after
+		pl.in.Argv = after
 	}
 	pl.sock = e.getenv(putSocketEnv)
 	if err := pl.checkLease(fs, f, set, rawURL); err != nil {
@@ -319,7 +329,7 @@ func btoi(b bool) int {
 }
 
 // header checks the condition flags and returns the header they ask for.
-func (f *putFlags) header(set map[string]bool) (putHeader, error) {
+func (f *putFlags) header(set map[string]bool) (put.Header, error) {
 	n := 0
 	for _, c := range []string{"if-absent", "if-match", "overwrite"} {
 		if set[c] {
@@ -328,19 +338,19 @@ func (f *putFlags) header(set map[string]bool) (putHeader, error) {
 	}
 	switch {
 	case n > 1:
-		return putHeader{}, usageErrorf("put: --if-absent, --if-match and --overwrite exclude each other")
+		return put.Header{}, usageErrorf("put: --if-absent, --if-match and --overwrite exclude each other")
 	case set["if-match"] && f.ifMatch == "":
-		return putHeader{}, usageErrorf("put: --if-match needs a version, as a previous put printed it")
+		return put.Header{}, usageErrorf("put: --if-match needs a version, as a previous put printed it")
 	case f.partSize < 0 || (f.partSize > 0 && f.partSize < driver.MinPartSize):
-		return putHeader{}, usageErrorf("--part-size %d: a part is at least 5MiB (%d bytes)", f.partSize, driver.MinPartSize)
+		return put.Header{}, usageErrorf("--part-size %d: a part is at least 5MiB (%d bytes)", f.partSize, driver.MinPartSize)
 	case f.partSize > 5<<30:
-		return putHeader{}, usageErrorf("--part-size %d: a part is at most 5GiB", f.partSize)
+		return put.Header{}, usageErrorf("--part-size %d: a part is at most 5GiB", f.partSize)
 	case set["concurrency"] && (f.concurrency < 1 || f.concurrency > 256):
-		return putHeader{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
+		return put.Header{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
 	case f.concurrency > 256:
-		return putHeader{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
+		return put.Header{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
 	}
-	h := putHeader{Cond: "if-absent", PartSize: f.partSize, Concurrency: f.concurrency}
+	h := put.Header{Cond: "if-absent", PartSize: cmp.Or(f.partSize, put.DefaultPartSize), Concurrency: cmp.Or(f.concurrency, put.DefaultConcurrency)}
 	switch {
 	case set["if-match"]:
 		h.Cond, h.Version = "if-match", f.ifMatch
@@ -353,14 +363,58 @@ func (f *putFlags) header(set map[string]bool) (putHeader, error) {
 // putError gives err the exit code of its class.
 func putError(class string, err error) error {
 	switch class {
-	case putClassPrecondition:
+	case put.ClassPrecondition:
 		return withCode(exitPutRefused, err)
-	case putClassFenced:
+	case put.ClassFenced:
 		return withCode(exitLeaseEnded, err)
-	case putClassUsage:
+	case put.ClassUsage:
 		return withCode(exitUsage, err)
 	}
 	return err
+}
+
+// Exit codes of put's checks on its input, and of verify.
+const (
+	// exitProducerFailed: put -- COMMAND: the producer exited non-zero
+	// or was killed by a signal; the upload was aborted, nothing was
+	// written.
+	exitProducerFailed = 7
+	// exitMismatch: put: the input did not match --size or --sha256, so
+	// nothing was written; verify: the stored object does not match them.
+	exitMismatch = 8
+	// exitVersionLost: put: the object was stored, but its version could
+	// not be written to stdout (closed, or full).
+	exitVersionLost = 9
+)
+
+// putSocketEnv names the socket of the hold that "bucketlease put KEY"
+// talks to.
+const putSocketEnv = put.SocketEnv
+
+// errInputMismatch is what a put whose input did not match --size or
+// --sha256 returns, and verify's mismatch (through errors.Is).
+var errInputMismatch = put.ErrMismatch
+
+// parseSHA256 checks a --sha256 value: 64 hex digits, either case.
+func parseSHA256(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if b, err := hex.DecodeString(s); err != nil || len(b) != sha256.Size {
+		return "", fmt.Errorf("--sha256 %q: want the 64 hex digits of a SHA-256, as sha256sum prints them", s)
+	}
+	return s, nil
+}
+
+// lookProducer finds the producer before anything is taken or written,
+// and maps one that cannot run to the shell's codes, as hold does.
+func lookProducer(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path, nil
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return "", withCode(127, fmt.Errorf("put: the producer %q was not found: %w; nothing was written", name, err))
+	}
+	return "", withCode(126, fmt.Errorf("put: the producer %q cannot be run: %w; nothing was written", name, err))
 }
 
 // sizeValue is a byte size flag: 5242880, 5MiB, 64M, 1GiB.

@@ -295,3 +295,22 @@ func openFifoWriter(t *testing.T, fifo string, p *proc) *os.File {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPutNoCredentialPrinted: put URL redacts the URL as the other
+// commands do.
+func TestPutNoCredentialPrinted(t *testing.T) {
+	for _, u := range []string{
+		"ftp://user:hunter2secret@host/p",
+		"s3://bucket/p?region=us-east-1&secret_key=hunter2secret",
+		"file://user:hunter2secret@elsewhere/tmp/x",
+		"mem://b/p?token=hunter2secret",
+	} {
+		out, errOut, code := runInProcess(t, "put", u, "k", "/dev/null")
+		if code == 0 {
+			t.Errorf("put %s: exit 0, want an error", u)
+		}
+		if strings.Contains(out+errOut, "hunter2secret") {
+			t.Errorf("put %s printed the secret:\n%s%s", u, out, errOut)
+		}
+	}
+}

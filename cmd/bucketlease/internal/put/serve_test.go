@@ -1,10 +1,11 @@
 //go:build unix
 
-package cli
+package put
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -23,7 +24,7 @@ import (
 
 // putOnce sends one upload to the socket: the header, the chunks, the end
 // chunk if end, and returns hold's answer.
-func putOnce(t *testing.T, sock string, h putHeader, chunks []string, end bool) string {
+func putOnce(t *testing.T, sock string, h Header, chunks []string, end bool) string {
 	t.Helper()
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
@@ -34,7 +35,7 @@ func putOnce(t *testing.T, sock string, h putHeader, chunks []string, end bool) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Write([]byte(putMagic + " " + line)); err != nil {
+	if _, err := conn.Write([]byte(magic + " " + line)); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range chunks {
@@ -69,15 +70,15 @@ func TestPutServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	stop, err := servePut(l)
+	stop, err := Serve(l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := os.Getenv(putSocketEnv)
+	sock := os.Getenv(SocketEnv)
 	if st, err := os.Stat(filepath.Dir(sock)); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("the socket's directory: %v, %v; want 0700", st, err)
 	}
-	h := putHeader{Key: "chunks/1", Cond: "if-absent"}
+	h := Header{Key: "chunks/1", Cond: "if-absent"}
 	if r := putOnce(t, sock, h, []string{"half of "}, false); !strings.HasPrefix(r, "error error ") || !strings.Contains(r, "went away") {
 		t.Errorf("a truncated body: %q", r)
 	}
@@ -100,37 +101,18 @@ func TestPutServe(t *testing.T) {
 	if r := putOnce(t, sock, h, []string{"again"}, true); !strings.HasPrefix(r, "error precondition ") {
 		t.Errorf("the same key again: %q", r)
 	}
-	if r := putOnce(t, sock, putHeader{Key: "chunks/2", Cond: "if-match"}, nil, true); !strings.HasPrefix(r, "error usage ") {
+	if r := putOnce(t, sock, Header{Key: "chunks/2", Cond: "if-match"}, nil, true); !strings.HasPrefix(r, "error usage ") {
 		t.Errorf("if-match without a version: %q", r)
 	}
-	if r := putOnce(t, sock, putHeader{Key: "LEASE", Cond: "overwrite"}, []string{"x"}, true); !strings.HasPrefix(r, "error ") {
+	if r := putOnce(t, sock, Header{Key: "LEASE", Cond: "overwrite"}, []string{"x"}, true); !strings.HasPrefix(r, "error ") {
 		t.Errorf("a write to the lease object itself: %q", r)
 	}
 	stop()
 	if _, err := os.Stat(filepath.Dir(sock)); !os.IsNotExist(err) {
 		t.Errorf("the socket's directory is still there: %v", err)
 	}
-	if v, ok := os.LookupEnv(putSocketEnv); ok {
-		t.Errorf("%s=%s is still set", putSocketEnv, v)
-	}
-}
-
-// TestPutNoCredentialPrinted: put URL redacts the URL as the other
-// commands do.
-func TestPutNoCredentialPrinted(t *testing.T) {
-	for _, u := range []string{
-		"ftp://user:hunter2secret@host/p",
-		"s3://bucket/p?region=us-east-1&secret_key=hunter2secret",
-		"file://user:hunter2secret@elsewhere/tmp/x",
-		"mem://b/p?token=hunter2secret",
-	} {
-		out, errOut, code := runInProcess(t, "put", u, "k", "/dev/null")
-		if code == 0 {
-			t.Errorf("put %s: exit 0, want an error", u)
-		}
-		if strings.Contains(out+errOut, "hunter2secret") {
-			t.Errorf("put %s printed the secret:\n%s%s", u, out, errOut)
-		}
+	if v, ok := os.LookupEnv(SocketEnv); ok {
+		t.Errorf("%s=%s is still set", SocketEnv, v)
 	}
 }
 
@@ -164,7 +146,7 @@ func (a answerAfterFence) PutStream(ctx context.Context, key string, r io.Reader
 
 // TestPutServeLateAnswer: a write through hold whose answer came only
 // after the lease was fenced is answered "late" with its version, and put
-// exits 11 (stored, perhaps late), never 0.
+// exits 11 (stored, perhaps late: a LateError), never 0.
 func TestPutServeLateAnswer(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Now())
@@ -190,17 +172,18 @@ func TestPutServeLateAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	stop, err := servePut(l)
+	stop, err := Serve(l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	reply := putOnce(t, os.Getenv(putSocketEnv), putHeader{Key: "chunks/late", Cond: "if-absent"}, []string{"sent in time"}, true)
+	reply := putOnce(t, os.Getenv(SocketEnv), Header{Key: "chunks/late", Cond: "if-absent"}, []string{"sent in time"}, true)
 	if !strings.HasPrefix(reply, "late ") {
 		t.Fatalf("hold answered %q; want late and the version", reply)
 	}
 	v, err := parseReply("chunks/late", reply)
-	if code, _ := codeOf(err); v == "" || code != exitStoredLate {
-		t.Fatalf("put's outcome: version %q, %v (exit %d); want the version and exit %d", v, err, code, exitStoredLate)
+	var late *LateError
+	if v == "" || !errors.As(err, &late) || !errors.Is(err, lease.ErrFenced) {
+		t.Fatalf("put's outcome: version %q, %v; want the version and a LateError", v, err)
 	}
 }

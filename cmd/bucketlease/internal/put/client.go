@@ -1,9 +1,10 @@
-package cli
+package put
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,53 +15,73 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// putViaHold streams the body to the hold whose socket is sock and returns
-// what it answered. A signal (SIGINT, SIGTERM, SIGHUP) goes on to the
-// producer, cuts the body off (hold aborts the upload), and put exits
-// 128+N.
-func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (driver.Version, *checkedReader, error) {
+// ErrInterrupted is what Upload returns (through errors.Is) when its
+// context ended before hold answered: the body was cut off, and hold
+// aborts the upload.
+var ErrInterrupted = errors.New("interrupted before hold answered")
+
+// A Client is one upload to the hold that serves put's socket.
+type Client struct {
+	conn *net.UnixConn
+	h    Header
+}
+
+// Dial connects to the hold whose socket is sock and sends it h.
+func Dial(sock string, h Header) (*Client, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
-		return "", nil, fmt.Errorf("put: cannot reach the hold that started this command (%s=%s): %w", putSocketEnv, sock, err)
+		return nil, fmt.Errorf("put: cannot reach the hold that started this command (%s=%s): %w", SocketEnv, sock, err)
 	}
-	defer conn.Close()
 	hdr, err := jsonLine(h)
 	if err != nil {
-		return "", nil, err
+		conn.Close()
+		return nil, err
 	}
-	if _, err := io.WriteString(conn, putMagic+" "+hdr); err != nil {
-		return "", nil, fmt.Errorf("put: writing to hold: %w", err)
+	if _, err := io.WriteString(conn, magic+" "+hdr); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("put: writing to hold: %w", err)
 	}
-	sigCtx, stopSignals := signalContext(ctx, holdSignals()...)
-	defer stopSignals()
-	checked, body, err := in.open(h.Key)
+	return &Client{conn: conn, h: h}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Upload opens in, streams it to hold, and returns what hold answered: the
+// version stored (with a *LateError if hold answered "late"), or a
+// *Error, or the input's own failure. If ctx ends first (a signal),
+// it is forwarded to the producer and the body is cut off (hold aborts the
+// upload); Upload returns the version if hold had committed all the same,
+// and ErrInterrupted if not.
+func (c *Client) Upload(ctx context.Context, in *Input) (driver.Version, *Body, error) {
+	key := c.h.Key
+	checked, body, err := in.Open(key)
 	if err != nil {
 		return "", nil, err
 	}
-	defer in.close()
+	defer in.Close()
 	replies := make(chan string, 1)
 	go func() {
-		line, _ := bufio.NewReader(conn).ReadString('\n')
+		line, _ := bufio.NewReader(c.conn).ReadString('\n')
 		replies <- line
 	}()
 	var bodyErr atomic.Value
-	sent := sendBody(conn, body, &bodyErr)
+	sent := sendBody(c.conn, body, &bodyErr)
 	var line string
 	select {
 	case line = <-replies:
-	case <-sigCtx.Done():
-		in.forward(sigCtx)
+	case <-ctx.Done():
+		in.Forward(ctx)
 		// Cut the body off without its end chunk: hold aborts the
 		// upload. Its answer still says whether it had committed.
-		_ = conn.CloseWrite()
+		_ = c.conn.CloseWrite()
 		line = <-replies
-		if v, err := parseReply(h.Key, line); v != "" {
+		if v, err := parseReply(key, line); v != "" {
 			return v, checked, err // committed before the signal (late, if hold says so)
 		}
-		code, why := interruptCode(sigCtx)
-		return "", checked, withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
+		return "", checked, ErrInterrupted
 	}
-	v, err := parseReply(h.Key, line)
+	v, err := parseReply(key, line)
 	if v != "" {
 		return v, checked, err // stored; err says if it was late
 	}
@@ -68,7 +89,7 @@ func putViaHold(ctx context.Context, sock string, h putHeader, in *putInput) (dr
 		// The input's own failure was recorded before the body was cut
 		// off, so before hold answered; asked now, before the deferred
 		// close stops a producer that hold's refusal left running.
-		if ierr := inputCode(checked, nil); ierr != nil {
+		if ierr := checked.Failed(); ierr != nil {
 			return "", checked, ierr
 		}
 		if err, ok := bodyErr.Load().(error); ok {
@@ -115,7 +136,7 @@ func sendBody(conn *net.UnixConn, body io.Reader, bodyErr *atomic.Value) <-chan 
 	return sent
 }
 
-// parseReply turns hold's answer into put's outcome.
+// parseReply turns hold's answer to an upload of key into put's outcome.
 func parseReply(key, line string) (driver.Version, error) {
 	line = strings.TrimSuffix(line, "\n")
 	for _, outcome := range []string{"ok ", "late "} {
@@ -125,7 +146,7 @@ func parseReply(key, line string) (driver.Version, error) {
 				return "", fmt.Errorf("put %s: hold answered %q", key, line)
 			}
 			if outcome == "late " {
-				return driver.Version(v), storedLate(key, driver.Version(v))
+				return driver.Version(v), &LateError{Key: key, Version: driver.Version(v)}
 			}
 			return driver.Version(v), nil
 		}
@@ -135,10 +156,11 @@ func parseReply(key, line string) (driver.Version, error) {
 		return "", fmt.Errorf("put %s: hold closed the connection without an answer (it exited, or the lease ended); the upload, if it started, was aborted", key)
 	}
 	class, msg, _ := strings.Cut(rest, " ")
-	return "", putError(class, fmt.Errorf("put %s: %s", key, msg))
+	return "", &Error{Class: class, Err: fmt.Errorf("put %s: %s", key, msg)}
 }
 
-func jsonLine(h putHeader) (string, error) {
+// jsonLine is h as a line of JSON.
+func jsonLine(h Header) (string, error) {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package cli
+package put
 
 import (
 	"bufio"
@@ -20,16 +20,16 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// putSocketEnv names the Unix socket through which "bucketlease put KEY",
+// SocketEnv names the Unix socket through which "bucketlease put KEY",
 // run by hold's command, streams an object under hold's lease.
-const putSocketEnv = "BUCKETLEASE_PUT_SOCKET"
+const SocketEnv = "BUCKETLEASE_PUT_SOCKET"
 
 // The put protocol, one upload per connection, on a Unix socket in a
 // private (0700) directory that hold creates after it has taken the lease
 // and removes at exit:
 //
-//  1. the client sends one header line: putMagic, a space, a JSON
-//     putHeader, "\n";
+//  1. the client sends one header line: magic, a space, a JSON Header,
+//     "\n";
 //  2. then the body as chunks, each a 4-byte big-endian length and that
 //     many bytes, ended by a chunk of length 0; then it half-closes. The
 //     end chunk is what tells a complete body from a client that died (or
@@ -38,13 +38,15 @@ const putSocketEnv = "BUCKETLEASE_PUT_SOCKET"
 //  3. hold streams the body through Lease.Bucket with its PutStream
 //     (so it is refused, cancelled and aborted at the fence, and Release
 //     waits for it) and answers one line: "ok VERSION" (VERSION quoted as
-//     Go quotes strings) or "error CLASS MESSAGE", CLASS one of
-//     putClasses. hold may answer early (an error) without reading the
-//     rest of the body.
-const putMagic = "bucketlease-put/1"
+//     Go quotes strings), "late VERSION" (stored, but answered after the
+//     fence: a LateError) or "error CLASS MESSAGE", CLASS one of the
+//     classes below. hold may answer early (an error) without reading
+//     the rest of the body.
+const magic = "bucketlease-put/1"
 
-// putHeader is what the client asks for.
-type putHeader struct {
+// A Header is what the client asks for: the key, its condition, and the
+// upload's part size and concurrency (0: the driver's defaults).
+type Header struct {
 	Key         string `json:"key"`
 	Cond        string `json:"cond"` // "if-absent", "if-match" or "overwrite"
 	Version     string `json:"version,omitempty"`
@@ -52,21 +54,29 @@ type putHeader struct {
 	Concurrency int    `json:"concurrency,omitempty"`
 }
 
-// The classes of a refused or failed put, as hold answers them, and the
-// exit code put gives each.
+// The classes of a refused or failed put, as hold answers them.
 const (
-	putClassPrecondition = "precondition" // the condition did not hold: exitPutRefused
-	putClassFenced       = "fenced"       // the lease was fenced, lost or released: exitLeaseEnded
-	putClassUsage        = "usage"        // a bad key or header: exitUsage
-	putClassError        = "error"        // anything else: exitError
+	ClassPrecondition = "precondition" // the condition did not hold
+	ClassFenced       = "fenced"       // the lease was fenced, lost or released
+	ClassUsage        = "usage"        // a bad key or header
+	ClassError        = "error"        // anything else
 )
 
-// maxPutChunk bounds one chunk of the body, so that a garbled length is an
-// error rather than an allocation.
-const maxPutChunk = 16 << 20
+// An Error is a put that hold refused or that failed, with its class.
+type Error struct {
+	Class string
+	Err   error
+}
 
-// condition returns the header's condition.
-func (h putHeader) condition() (driver.Condition, error) {
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// maxChunk bounds one chunk of the body, so that a garbled length is an
+// error rather than an allocation.
+const maxChunk = 16 << 20
+
+// Condition returns the header's condition.
+func (h Header) Condition() (driver.Condition, error) {
 	switch h.Cond {
 	case "", "if-absent":
 		return driver.IfAbsent(), nil
@@ -81,13 +91,13 @@ func (h putHeader) condition() (driver.Condition, error) {
 	return driver.Condition{}, fmt.Errorf("unknown condition %q", h.Cond)
 }
 
-// servePut serves put's socket for l's holder: it creates the socket in a
+// Serve serves put's socket for l's holder: it creates the socket in a
 // private directory, puts its path in this process's environment (which
 // hold's command inherits, and nothing outside hold's tree), and returns
 // the function that stops serving, waits for the uploads in flight,
 // removes the directory and the variable. Hold calls it once it holds the
 // lease and before it starts its command, and defers the stop.
-func servePut(l *lease.Lease) (stop func(), err error) {
+func Serve(l *lease.Lease) (stop func(), err error) {
 	dir, err := os.MkdirTemp("", "bucketlease-put-")
 	if err != nil {
 		return nil, fmt.Errorf("put's socket: %w", err)
@@ -103,10 +113,10 @@ func servePut(l *lease.Lease) (stop func(), err error) {
 		return nil, fmt.Errorf("put's socket: %w", err)
 	}
 	ln.SetUnlinkOnClose(true)
-	prev, hadPrev := os.LookupEnv(putSocketEnv)
-	os.Setenv(putSocketEnv, path)
+	prev, hadPrev := os.LookupEnv(SocketEnv)
+	os.Setenv(SocketEnv, path)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &putServer{l: l, ctx: ctx}
+	s := &server{l: l, ctx: ctx}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -129,39 +139,40 @@ func servePut(l *lease.Lease) (stop func(), err error) {
 		wg.Wait()
 		os.RemoveAll(dir)
 		if hadPrev {
-			os.Setenv(putSocketEnv, prev)
+			os.Setenv(SocketEnv, prev)
 		} else {
-			os.Unsetenv(putSocketEnv)
+			os.Unsetenv(SocketEnv)
 		}
 	}, nil
 }
 
-type putServer struct {
+// A server runs the uploads that hold's put clients send it.
+type server struct {
 	l   *lease.Lease
 	ctx context.Context // ends when hold stops serving
 }
 
 // serve runs one upload and answers it.
-func (s *putServer) serve(conn *net.UnixConn) {
+func (s *server) serve(conn *net.UnixConn) {
 	defer conn.Close()
 	br := bufio.NewReaderSize(conn, 64<<10)
 	line, err := br.ReadString('\n')
 	if err != nil {
 		return // nothing was asked
 	}
-	var h putHeader
-	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), putMagic+" ")
+	var h Header
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), magic+" ")
 	if !ok {
-		writeReply(conn, putClassUsage, fmt.Sprintf("not a %s header", putMagic))
+		writeReply(conn, ClassUsage, fmt.Sprintf("not a %s header", magic))
 		return
 	}
 	if err := json.Unmarshal([]byte(rest), &h); err != nil {
-		writeReply(conn, putClassUsage, "bad header: "+err.Error())
+		writeReply(conn, ClassUsage, "bad header: "+err.Error())
 		return
 	}
-	cond, err := h.condition()
+	cond, err := h.Condition()
 	if err != nil {
-		writeReply(conn, putClassUsage, err.Error())
+		writeReply(conn, ClassUsage, err.Error())
 		return
 	}
 	// A body that stalls (the client waits on its own input) is cut off
@@ -170,35 +181,35 @@ func (s *putServer) serve(conn *net.UnixConn) {
 	defer cancel()
 	stopAfter := context.AfterFunc(fctx, func() { _ = conn.SetReadDeadline(time.Now()) })
 	defer stopAfter()
-	if err := refuseExisting(fctx, s.l.Bucket(), h.Key, cond); err != nil {
-		writeReply(conn, putClass(s.l, err), err.Error())
+	if err := RefuseExisting(fctx, s.l.Bucket(), h.Key, cond); err != nil {
+		writeReply(conn, Classify(s.l, err), err.Error())
 		return
 	}
 	a, err := s.l.Bucket().PutStream(fctx, h.Key, &chunkReader{r: br}, driver.PutOptions{If: cond},
 		&driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
-	v, late, err := fencedOutcome(s.ctx, s.l, h.Key, a.Version, err)
+	v, late, err := Settle(s.ctx, s.l, h.Key, a.Version, err)
 	if err != nil {
-		writeReply(conn, putClass(s.l, err), err.Error())
+		writeReply(conn, Classify(s.l, err), err.Error())
 		return
 	}
 	if late {
-		fmt.Fprintf(conn, "late %s\n", strconv.Quote(string(v))) // stored, answered after the fence: storedLate
+		fmt.Fprintf(conn, "late %s\n", strconv.Quote(string(v))) // stored, answered after the fence: a LateError
 		return
 	}
 	fmt.Fprintf(conn, "ok %s\n", strconv.Quote(string(v)))
 }
 
-// putClass classifies a failed upload.
-func putClass(l *lease.Lease, err error) string {
+// Classify returns the class of a failed upload under l.
+func Classify(l *lease.Lease, err error) string {
 	switch {
 	case errors.Is(err, driver.ErrPrecondition):
-		return putClassPrecondition
+		return ClassPrecondition
 	case errors.Is(err, lease.ErrFenced), errors.Is(err, lease.ErrLost), errors.Is(err, lease.ErrReleased), !l.MayWrite():
-		return putClassFenced
+		return ClassFenced
 	case errors.Is(err, driver.ErrInvalidKey):
-		return putClassUsage
+		return ClassUsage
 	}
-	return putClassError
+	return ClassError
 }
 
 func writeReply(w io.Writer, class, msg string) {
@@ -226,8 +237,8 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 			c.done = true
 			return 0, io.EOF
 		}
-		if c.left > maxPutChunk {
-			return 0, fmt.Errorf("a chunk of %d bytes, more than %d: not a put client", c.left, maxPutChunk)
+		if c.left > maxChunk {
+			return 0, fmt.Errorf("a chunk of %d bytes, more than %d: not a put client", c.left, maxChunk)
 		}
 	}
 	if uint32(len(p)) > c.left {
