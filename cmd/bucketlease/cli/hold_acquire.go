@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -31,7 +32,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 				if !vanished {
 					vanished = true
 					p.note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",
-						st.Key, holderText(last.Holder()), utc(gate)), func(r *record) { r.Key, r.Holder, r.TakeoverAt = st.Key, last.Holder(), utc(gate) })
+						st.Key, holderText(last.Holder()), report.UTC(gate)), func(r *record) { r.Key, r.Holder, r.TakeoverAt = st.Key, last.Holder(), report.UTC(gate) })
 				}
 				if err := sleep(ctx, min(time.Until(gate)+10*time.Millisecond, waitPoll(f.ttl))); err != nil {
 					return nil, stoppedWaiting(ctx, last, nil)
@@ -85,7 +86,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 func sameIDError(held *lease.HeldError, id string) error {
 	//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 	return withCode(exitInstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
-		held, term.Safe(id), utc(held.TakeoverAt)))
+		held, term.Safe(id), report.UTC(held.TakeoverAt)))
 }
 
 // vanishedGate is when a waiter that last saw the fresh lease last (at

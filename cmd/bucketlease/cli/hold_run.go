@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/statedir"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -102,7 +104,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 		return err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.ttl), loc, "a third of the TTL")
+	b = bounded.New(b, requestTimeout(f.ttl), loc, "a third of the TTL")
 	c, err := holdContender(e, f, loc, b, command, logger, p)
 	if err != nil {
 		return err
@@ -164,7 +166,7 @@ func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, 
 	}
 	opts := leaseseam.With(&lease.Options{TTL: f.ttl, InstanceID: f.instanceID, Logger: logger, OnEvent: p.event, Holder: lease.ThisProcess(tool)}, leaseseam.Seams{Getenv: e.getenv})
 	var err error
-	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
+	opts.StateDir, err = statedir.For(e.getenv, f.stateDir, loc)
 	if err != nil {
 		return nil, usageErrorf("--state-dir: %v", err)
 	}

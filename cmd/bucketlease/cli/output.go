@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -184,17 +185,17 @@ func eventMessage(ev lease.Event) string {
 // held prints who holds the lease while hold waits for it.
 func (p *printer) held(h *lease.HeldError, waiting bool) {
 	r := record{Event: "held", Key: h.Key, Holder: h.Holder(), State: h.State.String(), Version: string(h.Version),
-		TakeoverAt: utc(h.TakeoverAt), Detail: h.Reason}
+		TakeoverAt: report.UTC(h.TakeoverAt), Detail: h.Reason}
 	r.Message = h.Error()
 	if h.State == lease.Fresh && h.Holder() == lease.BreakerID {
 		// A break of a fresh lease (lease.Break): free once the broken
 		// holder must have stopped.
 		r.Message = fmt.Sprintf("lease %s was broken by an operator (bucketlease break) while its holder was live; that holder may still be writing until its fence, so the lease is free only at %s, when the break's record goes stale",
-			h.Key, utc(h.TakeoverAt))
+			h.Key, report.UTC(h.TakeoverAt))
 	}
 	if waiting {
 		r.Event = "waiting"
-		r.Message = fmt.Sprintf("%s; waiting (takeover possible at %s, looking again every few seconds)", r.Message, utc(h.TakeoverAt))
+		r.Message = fmt.Sprintf("%s; waiting (takeover possible at %s, looking again every few seconds)", r.Message, report.UTC(h.TakeoverAt))
 	}
 	p.emit(h.Now, r)
 }
@@ -230,38 +231,6 @@ func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
-}
-
-// holderName renders a holder's instance id, saying who break is.
-func holderName(id string) string {
-	if id == lease.BreakerID {
-		return id + " (broken by an operator with bucketlease break)"
-	}
-	return term.Safe(id)
-}
-
-// utc renders t for people and scripts alike: RFC 3339 in UTC, with its Z.
-func utc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-
-// ago renders how long before now t was, for people: "4s ago", "in 3s".
-func ago(now, t time.Time) string {
-	d := now.Sub(t).Round(time.Second)
-	switch {
-	case d > 0:
-		return d.String() + " ago"
-	case d < 0:
-		return "in " + (-d).String() + " (stamped in the future)"
-	default:
-		return "just now"
-	}
-}
-
-// yesNo renders a bool as "yes" or "no".
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // exit reports, as the last event, the code hold exits with and why: so a
@@ -344,7 +313,7 @@ func jsonFailure(w io.Writer, command string, err error) error {
 	if err == nil || !show {
 		return err
 	}
-	_ = writeJSON(w, errorJSON{Command: command, Exit: code, Class: errorClass(err), Message: err.Error()})
+	_ = report.WriteJSON(w, errorJSON{Command: command, Exit: code, Class: errorClass(err), Message: err.Error()})
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -328,7 +329,7 @@ func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 		n, _ := strconv.Atoi(arg(1))
 		sv.k.stop()
 		note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
-			sv.pid, supervise.SignalName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = sv.pid; r.Signal = supervise.SignalName(syscall.Signal(n)) })
+			sv.pid, supervise.SignalName(syscall.Signal(n)), report.UTC(l.Deadline())), func(r *record) { r.PID = sv.pid; r.Signal = supervise.SignalName(syscall.Signal(n)) })
 	case "continued":
 		if l.MayWrite() {
 			sv.k.start()

@@ -1,7 +1,8 @@
-package cli
+// Package drivers links every driver of this module into the command, so
+// that every scheme works in the installed binary; the file driver is
+// Unix-only (drivers_unix.go). Importing it registers them.
+package drivers
 
-// Every driver of this module is linked in, so that every scheme works in
-// the installed binary. The file driver is Unix-only (drivers_unix.go).
 import (
 	_ "github.com/mushroomdb/bucketlease/driver/azure"
 	_ "github.com/mushroomdb/bucketlease/driver/gcs"

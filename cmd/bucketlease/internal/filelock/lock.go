@@ -1,16 +1,16 @@
-package cli
+package filelock
 
 import "fmt"
 
-// lockHolder is a process holding the file driver's lock on the lease
-// object (file.LockHolder).
-type lockHolder struct {
-	Pid     int
-	Stopped bool
+// A Holder is a process holding the file driver's lock on a key
+// (file.LockHolder), as show --json reports it.
+type Holder struct {
+	Pid     int  `json:"pid"`
+	Stopped bool `json:"stopped"`
 }
 
-// lockRows writes the holders of the lock on key as rows of printStatus.
-func lockRows(key string, hs []lockHolder, row func(k, v string)) {
+// Rows writes the holders of the lock on key as rows of show's status.
+func Rows(key string, hs []Holder, row func(k, v string)) {
 	for _, h := range hs {
 		if h.Stopped {
 			row("lock", fmt.Sprintf("the file driver's lock on %s is held by process %d, which is stopped "+
@@ -20,19 +20,4 @@ func lockRows(key string, hs []lockHolder, row func(k, v string)) {
 		}
 		row("lock", fmt.Sprintf("the file driver's lock on %s is held by process %d, writing it now", key, h.Pid))
 	}
-}
-
-// lockHolderJSON is a holder of the file driver's lock on the lease
-// object, in show --json.
-type lockHolderJSON struct {
-	Pid     int  `json:"pid"`
-	Stopped bool `json:"stopped"`
-}
-
-func lockJSON(hs []lockHolder) []lockHolderJSON {
-	var out []lockHolderJSON
-	for _, h := range hs {
-		out = append(out, lockHolderJSON(h))
-	}
-	return out
 }

@@ -1,9 +1,9 @@
 //go:build !unix
 
-package cli
+package filelock
 
 import "github.com/mushroomdb/bucketlease/driver"
 
-// lockHolders returns nil: the file driver, whose lock it names, is built
+// Holders returns nil: the file driver, whose lock it names, is built
 // for unix systems only.
-func lockHolders(driver.Bucket, string) []lockHolder { return nil }
+func Holders(driver.Bucket, string) []Holder { return nil }

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"context"
@@ -9,67 +9,47 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.
 const maxPendingShown = 100
 
-// pendingUploads is what show found pending under the prefix: uploads
+// Pending is what show found pending under the prefix: uploads
 // started and neither completed nor aborted (S3 multipart uploads), which
 // the service keeps, and bills, until something aborts them.
-type pendingUploads struct {
-	available bool   // the driver can list them (driver.PendingLister)
-	under     string // the key prefix listed
-	uploads   []driver.Pending
-	truncated bool // more than maxPendingShown, or more than maxPendingScanned looked at
-	err       error
+type Pending struct {
+	Available bool   // the driver can list them (driver.PendingLister)
+	Under     string // the key prefix listed
+	Uploads   []driver.Pending
+	Truncated bool // more than maxPendingShown, or more than maxPendingScanned looked at
+	Err       error
 }
 
-// listPending lists the uploads pending under prefix through b, if its
+// ListPending lists the uploads pending under prefix through b, if its
 // driver can (driver.PendingLister), within timeout. b is nil when the
-// driver was not opened (a free file:// directory: fileStaged lists its
-// staged files).
+// driver was not opened.
 //
 // It asks for the uploads under the prefix first. Some services match that
 // prefix against whole keys only (MinIO lists an object's uploads for its
 // exact name and none for a "directory"), so when that finds none it looks
 // at the bucket's uploads, at most maxPendingScanned of them, and keeps
 // those under the prefix.
-func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout time.Duration) pendingUploads {
-	p := pendingUploads{under: strings.TrimPrefix(prefix+"/", "/")}
+func ListPending(ctx context.Context, b driver.Bucket, prefix string, timeout time.Duration) Pending {
+	p := Pending{Under: strings.TrimPrefix(prefix+"/", "/")}
 	pl, ok := b.(driver.PendingLister)
 	if b == nil || !ok {
 		return p
 	}
-	p.available = true
+	p.Available = true
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if p.scan(c, pl, p.under, maxPendingShown+1); p.err == nil && p.available && len(p.uploads) == 0 && p.under != "" {
+	if p.scan(c, pl, p.Under, maxPendingShown+1); p.Err == nil && p.Available && len(p.Uploads) == 0 && p.Under != "" {
 		p.scan(c, pl, "", maxPendingScanned)
 	}
-	if errors.Is(p.err, context.DeadlineExceeded) && ctx.Err() == nil {
-		p.err = fmt.Errorf("no answer within %v (--timeout): %w", timeout, p.err)
+	if errors.Is(p.Err, context.DeadlineExceeded) && ctx.Err() == nil {
+		p.Err = fmt.Errorf("no answer within %v (--timeout): %w", timeout, p.Err)
 	}
 	return p
-}
-
-// fileStaged lists the staged files of a free file:// directory, which
-// show found free without opening the driver: it opens the driver only if
-// that creates nothing (the driver's folder .bucketlease, with its locks
-// and tmp, is there). Without that folder the driver never staged a write
-// there, so nothing is pending.
-func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration) pendingUploads {
-	if !file.Opened(fileDir(loc)) {
-		return pendingUploads{available: true}
-	}
-	b, err := openLocation(ctx, loc)
-	if err != nil {
-		return pendingUploads{available: true, err: err}
-	}
-	prefix := loc.Prefix
-	defer driver.Close(b)
-	return listPending(ctx, b, prefix, timeout)
 }
 
 // maxPendingScanned bounds how many of a bucket's uploads show looks at
@@ -77,58 +57,58 @@ func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration
 const maxPendingScanned = 10_000
 
 // scan lists the pending uploads whose key starts with listPrefix, looking
-// at most at limit of them, and keeps those under p.under.
-func (p *pendingUploads) scan(ctx context.Context, pl driver.PendingLister, listPrefix string, limit int) {
+// at most at limit of them, and keeps those under p.Under.
+func (p *Pending) scan(ctx context.Context, pl driver.PendingLister, listPrefix string, limit int) {
 	seen := 0
 	for u, err := range pl.ListPending(ctx, listPrefix) {
 		switch {
 		case errors.Is(err, driver.ErrUnsupported):
-			p.available = false
+			p.Available = false
 			return
 		case err != nil:
-			p.err = err
+			p.Err = err
 			return
 		case seen == limit:
-			p.truncated = true
+			p.Truncated = true
 			return
 		}
 		seen++
-		if !strings.HasPrefix(u.Key, p.under) {
+		if !strings.HasPrefix(u.Key, p.Under) {
 			continue
 		}
-		if len(p.uploads) == maxPendingShown {
-			p.truncated = true
+		if len(p.Uploads) == maxPendingShown {
+			p.Truncated = true
 			return
 		}
-		p.uploads = append(p.uploads, u)
+		p.Uploads = append(p.Uploads, u)
 	}
 }
 
-// pendingJSON is show --json's "pending".
-type pendingJSON struct {
+// PendingJSON is show --json's "pending".
+type PendingJSON struct {
 	// Available is false when the driver cannot list pending uploads.
 	Available bool                `json:"available"`
 	Prefix    string              `json:"prefix"`
-	Uploads   []pendingUploadJSON `json:"uploads"`
+	Uploads   []PendingUploadJSON `json:"uploads"`
 	Truncated bool                `json:"truncated,omitempty"`
 	Error     string              `json:"error,omitempty"`
 }
 
-type pendingUploadJSON struct {
+type PendingUploadJSON struct {
 	Key       string `json:"key"`
 	Upload    string `json:"upload"`
 	Initiated string `json:"initiated,omitempty"`
 }
 
-func (p pendingUploads) json() *pendingJSON {
-	j := &pendingJSON{Available: p.available, Prefix: p.under, Uploads: []pendingUploadJSON{}, Truncated: p.truncated}
-	if p.err != nil {
-		j.Error = p.err.Error()
+func (p Pending) JSON() *PendingJSON {
+	j := &PendingJSON{Available: p.Available, Prefix: p.Under, Uploads: []PendingUploadJSON{}, Truncated: p.Truncated}
+	if p.Err != nil {
+		j.Error = p.Err.Error()
 	}
-	for _, u := range p.uploads {
-		uj := pendingUploadJSON{Key: u.Key, Upload: u.Upload}
+	for _, u := range p.Uploads {
+		uj := PendingUploadJSON{Key: u.Key, Upload: u.Upload}
 		if !u.Initiated.IsZero() {
-			uj.Initiated = utc(u.Initiated)
+			uj.Initiated = UTC(u.Initiated)
 		}
 		j.Uploads = append(j.Uploads, uj)
 	}
@@ -136,28 +116,28 @@ func (p pendingUploads) json() *pendingJSON {
 }
 
 // rows writes the pending uploads for people, as rows of printStatus.
-func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
-	where := p.under
+func (p Pending) Rows(loc *driver.Location, row func(k, v string)) {
+	where := p.Under
 	if where == "" {
 		where = "the bucket"
 	}
 	switch {
-	case !p.available:
+	case !p.Available:
 		row("pending", fmt.Sprintf("not available on this driver (%s)", loc.Scheme))
-	case p.err != nil:
-		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, term.OneLine(p.err.Error())))
-	case len(p.uploads) == 0 && p.truncated:
+	case p.Err != nil:
+		row("pending", fmt.Sprintf("could not list the uploads pending under %s: %s", where, term.OneLine(p.Err.Error())))
+	case len(p.Uploads) == 0 && p.Truncated:
 		row("pending", fmt.Sprintf("none under %s among the first %d uploads of the bucket (it has more)", where, maxPendingScanned))
-	case len(p.uploads) == 0:
+	case len(p.Uploads) == 0:
 		row("pending", fmt.Sprintf("none: no upload under %s was started and left uncompleted", where))
 	default:
-		n := fmt.Sprintf("%d uploads", len(p.uploads))
+		n := fmt.Sprintf("%d uploads", len(p.Uploads))
 		switch {
-		case p.truncated && len(p.uploads) == maxPendingShown:
+		case p.Truncated && len(p.Uploads) == maxPendingShown:
 			n = fmt.Sprintf("more than %d uploads (the first %d shown)", maxPendingShown, maxPendingShown)
-		case p.truncated:
-			n = fmt.Sprintf("%d uploads (among the first %d of the bucket; it has more)", len(p.uploads), maxPendingScanned)
-		case len(p.uploads) == 1:
+		case p.Truncated:
+			n = fmt.Sprintf("%d uploads (among the first %d of the bucket; it has more)", len(p.Uploads), maxPendingScanned)
+		case len(p.Uploads) == 1:
 			n = "1 upload"
 		}
 		why := "a put still running, or one cut off: the service keeps its parts until they are aborted; bucketlease prune removes those no live holder may still commit"
@@ -166,10 +146,10 @@ func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
 		}
 		row("pending", fmt.Sprintf("%s under %s started and neither completed nor aborted (%s)", n, where, why))
 		now := time.Now()
-		for _, u := range p.uploads {
+		for _, u := range p.Uploads {
 			started := ""
 			if !u.Initiated.IsZero() {
-				started = fmt.Sprintf(", started %s (%s)", ago(now, u.Initiated), utc(u.Initiated))
+				started = fmt.Sprintf(", started %s (%s)", Ago(now, u.Initiated), UTC(u.Initiated))
 			}
 			row("", fmt.Sprintf("%s%s, upload %s", u.Key, started, u.Upload))
 		}
