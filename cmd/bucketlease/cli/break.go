@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -214,7 +215,7 @@ func brokeText(st, after lease.Status, overlap bool, now time.Time) string {
 	switch {
 	case overlap && st.State == lease.Fresh:
 		until := st.Record.RenewedAt.Add(st.Record.TTL() * 2 / 3)
-		who := "its holder " + holderText(st.Holder())
+		who := "its holder " + holding.HolderText(st.Holder())
 		if st.Holder() == lease.BreakerID { // a break's record keeps the broken holder's renewal
 			who = "the holder broken before"
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
@@ -248,7 +249,7 @@ func TestUsageErrorsInJSON(t *testing.T) {
 		{"hold", "file:///nonexistent/p", "--json", "--log-level", "loud"},
 	} {
 		out, errOut, code := runInProcess(t, args...)
-		var ev record
+		var ev report.Record
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || code != exitUsage || ev.Event != "exit" || ev.Status == nil ||
 			*ev.Status != exitUsage || ev.Detail != "usage" || ev.Error == "" || out != "" || strings.Contains(errOut, "RAN") {

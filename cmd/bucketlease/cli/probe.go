@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 var probeCommand = &command{
@@ -55,7 +56,7 @@ The verdicts, and the exit code of each:
 
 A service that ignores preconditions cannot keep a
 second writer out: the lease refuses to run on it (set
-` + envConditional + `=off to run best-effort instead).
+` + lease.EnvConditional + `=off to run best-effort instead).
 
 Examples:
   bucketlease probe file:///var/backups/db1

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package holding
 
 import (
 	"errors"
@@ -8,18 +8,31 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 const (
-	// commandSupported: there is no watchdog for this system yet.
-	commandSupported = false
-	sigQuit          = syscall.SIGQUIT
+	// CommandSupported: there is no watchdog for this system yet.
+	CommandSupported = false
+	// SigQuit is SIGQUIT, one of the signals hold passes on.
+	SigQuit = syscall.SIGQUIT
 )
 
-// superviseCommand is not available here: there is no watchdog for this
+// A Command is what hold would run under the lease through a watchdog.
+type Command struct {
+	Self         string
+	Path         string
+	Argv         []string
+	Grace        time.Duration
+	PIDNamespace bool
+	Pause        func()
+	Resume       func()
+}
+
+// Run is not available here: there is no watchdog for this
 // system yet, and running a command without one would not keep the
 // lease's promise.
-func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, pidNS bool, p *printer) error {
+func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *report.Printer) error {
 	return errors.New("hold -- COMMAND needs a Unix system: there is no watchdog for this one")
 }
