@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
@@ -323,5 +324,17 @@ func TestProbeReportFits100Columns(t *testing.T) {
 	// The control: the old table's lines were wider.
 	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
 		t.Errorf("wrapText kept a long line whole or lost its spacing: %q", got)
+	}
+}
+
+// TestDemoRunsQuickly: the README's first command finishes at once.
+func TestDemoRunsQuickly(t *testing.T) {
+	start := time.Now()
+	out, errOut, code := runInProcess(t, "demo")
+	if code != 0 || errOut != "" || !strings.Contains(out, "TOOK OVER") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the demo took %v", d)
 	}
 }
