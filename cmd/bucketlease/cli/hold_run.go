@@ -146,16 +146,15 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	k.start()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	gone := holding.Watch(watchCtx, l, b, prefix, f.watchEvery)
-	var result error
-	if len(command) == 0 {
-		result = holding.HoldUntilSignal(l, sigs, gone, p.Printer)
-	} else {
+	result := holding.HoldUntilSignal
+	if len(command) > 0 {
 		cmd := &holding.Command{Self: e.self, Path: path, Argv: command, Grace: f.grace, PIDNamespace: f.pidNS, Pause: k.stop, Resume: k.start}
-		result = cmd.Run(l, sigs, gone, p.Printer)
+		result = cmd.Run
 	}
+	err = result(l, sigs, gone, p.Printer)
 	stopWatch()
 	k.stop()
-	return releaseAfter(l, loc, b, prefix, p, result)
+	return releaseAfter(l, loc, b, prefix, p, err)
 }
 
 // holdContender makes hold's contender for the lease at loc, through b,
