@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -109,7 +113,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			return err // the error object is written by jsonFailure
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		return writeJSON(e.stdout, errorJSON{Command: "break", Exit: exitOK, Class: "ok", Message: lines[len(lines)-1]})
+		return report.WriteJSON(e.stdout, errorJSON{Command: "break", Exit: exitOK, Class: "ok", Message: lines[len(lines)-1]})
 	}
 }
 
@@ -149,7 +153,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 		return err
 	}
 	prefix := loc.Prefix
-	b := withDeadlines(raw, timeout, loc, "--timeout")
+	b := bounded.New(raw, timeout, loc, "--timeout")
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	if err != nil {
 		return explain(loc, err)
@@ -159,7 +163,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 		return nil
 	}
 	fmt.Fprintln(w, "The lease object:")
-	printStatus(w, loc, st)
+	report.PrintStatus(w, loc, st)
 	if !sameVersion(st.Version, v) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
 			st.Key, st.Version, v, term.ShellQuote(loc.String()))))
@@ -167,7 +171,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 	v = st.Version // as the service spells it, quotes and all
 	if st.State == lease.Fresh && !how.force {
 		return withCode(exitRefused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
-			st.Key, st.Holder(), ago(st.Now, st.Record.RenewedAt))))
+			st.Key, st.Holder(), report.Ago(st.Now, st.Record.RenewedAt))))
 	}
 	if confirm != nil {
 		// The answer may take a while; the break is still If-Match v, so a
@@ -177,13 +181,13 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 		}
 	}
 	if how.killStopped {
-		if err := endStoppedLockHolders(ctx, w, raw, st.Key); err != nil {
+		if err := filelock.EndStopped(ctx, w, raw, st.Key); err != nil {
 			return explain(loc, err)
 		}
 	}
 	err = lease.Break(ctx, b, prefix, v, time.Now(), how.overlap)
 	if !how.killStopped {
-		err = withKillStoppedHint(err)
+		err = filelock.KillStoppedHint(err)
 	}
 	if errors.Is(err, driver.ErrPrecondition) {
 		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
@@ -211,12 +215,12 @@ func brokeText(st, after lease.Status, overlap bool, now time.Time) string {
 	switch {
 	case overlap && st.State == lease.Fresh:
 		until := st.Record.RenewedAt.Add(st.Record.TTL() * 2 / 3)
-		who := "its holder " + holderText(st.Holder())
+		who := "its holder " + holding.HolderText(st.Holder())
 		if st.Holder() == lease.BreakerID { // a break's record keeps the broken holder's renewal
 			who = "the holder broken before"
 		}
 		return fmt.Sprintf("overwrote it with If-Match by a released record (ttl_s 0), as --allow-overlap asks. Another instance may take it now, while %s, if alive, may still write until its fence, about %s (%s), two thirds of its TTL after its last renewal.",
-			who, utc(until), fromNow(now, until))
+			who, report.UTC(until), fromNow(now, until))
 	case overlap || st.State == lease.Stale || st.State == lease.Released:
 		return "overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now."
 	case st.State == lease.Fresh:
@@ -225,7 +229,7 @@ func brokeText(st, after lease.Status, overlap bool, now time.Time) string {
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s that keeps its renewed_at and ttl_s, so it stays suspect: a contender takes it over once it has seen it unchanged for one of its own TTLs", lease.BreakerID)
 	case after.State == lease.Fresh: // not a lease record
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it from %s (%s) on, when that record goes stale",
-			lease.BreakerID, lease.DefaultTTL, utc(after.TakeoverAt), fromNow(now, after.TakeoverAt))
+			lease.BreakerID, lease.DefaultTTL, report.UTC(after.TakeoverAt), fromNow(now, after.TakeoverAt))
 	default: // not a lease record
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it once that has passed (bucketlease show says when)", lease.BreakerID, lease.DefaultTTL)
 	}
@@ -241,11 +245,11 @@ func brokeFreshText(st, after lease.Status, now time.Time) string {
 	const stops = "its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once."
 	if after.State == lease.Fresh {
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when a waiter takes it over (a TTL after the broken holder's last renewal, or after the service stored the break, whichever is later): %s",
-			lease.BreakerID, utc(after.TakeoverAt), fromNow(now, after.TakeoverAt), stops)
+			lease.BreakerID, report.UTC(after.TakeoverAt), fromNow(now, after.TakeoverAt), stops)
 	}
 	free := st.Record.RenewedAt.Add(st.Record.TTL())
 	return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s) at the earliest, when the broken record would have gone stale, and up to a TTL after the break where the service's clock is checked (it could not be read back: bucketlease show says when): %s",
-		lease.BreakerID, utc(free), fromNow(now, free), stops)
+		lease.BreakerID, report.UTC(free), fromNow(now, free), stops)
 }
 
 // fromNow renders how long after now t comes, for people: "in 12s", or

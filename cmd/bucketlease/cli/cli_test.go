@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
@@ -248,7 +250,7 @@ func TestUsageErrorsInJSON(t *testing.T) {
 		{"hold", "file:///nonexistent/p", "--json", "--log-level", "loud"},
 	} {
 		out, errOut, code := runInProcess(t, args...)
-		var ev record
+		var ev report.Record
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || code != exitUsage || ev.Event != "exit" || ev.Status == nil ||
 			*ev.Status != exitUsage || ev.Detail != "usage" || ev.Error == "" || out != "" || strings.Contains(errOut, "RAN") {
@@ -322,5 +324,17 @@ func TestProbeReportFits100Columns(t *testing.T) {
 	// The control: the old table's lines were wider.
 	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
 		t.Errorf("wrapText kept a long line whole or lost its spacing: %q", got)
+	}
+}
+
+// TestDemoRunsQuickly: the README's first command finishes at once.
+func TestDemoRunsQuickly(t *testing.T) {
+	start := time.Now()
+	out, errOut, code := runInProcess(t, "demo")
+	if code != 0 || errOut != "" || !strings.Contains(out, "TOOK OVER") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the demo took %v", d)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/demo"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -334,4 +337,159 @@ func (v durationValue) Set(s string) error {
 	}
 	*v.d = d
 	return nil
+}
+
+// errorJSON is what show, break and probe print with --json when they
+// fail or refuse: one object on stdout, so that a script reading it can
+// tell every outcome apart without the exit code or stderr (which still
+// has the message, for people).
+type errorJSON struct {
+	Command string `json:"command"`
+	Exit    int    `json:"exit"`
+	Class   string `json:"class"`
+	Message string `json:"message"`
+}
+
+// classedErr is an error with the class --json reports for it, for a
+// refusal whose cause no sentinel names.
+type classedErr struct {
+	class string
+	err   error
+}
+
+func (e *classedErr) Error() string { return e.err.Error() }
+func (e *classedErr) Unwrap() error { return e.err }
+
+// withClass marks err with its class for --json.
+func withClass(class string, err error) error { return &classedErr{class: class, err: err} }
+
+// errorClass is the class of err: usage, held, precondition, permission,
+// not-found, invalid-key, timeout, probe-failed, or error for anything
+// else (the network, the service, a URL the driver refused).
+func errorClass(err error) string {
+	var ce *classedErr
+	code, _ := codeOf(err)
+	switch {
+	case errors.As(err, &ce):
+		return ce.class
+	case code == exitUsage:
+		return "usage"
+	case code == exitProbeFailed:
+		return "probe-failed"
+	case errors.Is(err, driver.ErrPrecondition):
+		return "precondition"
+	case errors.Is(err, driver.ErrPermission):
+		return "permission"
+	case errors.Is(err, driver.ErrBucketNotExist), errors.Is(err, driver.ErrNotExist), errors.Is(err, fs.ErrNotExist):
+		return "not-found"
+	case errors.Is(err, driver.ErrInvalidKey):
+		return "invalid-key"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	default:
+		return "error"
+	}
+}
+
+// jsonFailure writes err as show's, break's, probe's or list's --json error object
+// on w, and returns err for the exit code and stderr. A nil err, or help,
+// writes nothing.
+func jsonFailure(w io.Writer, command string, err error) error {
+	code, show := codeOf(err)
+	if err == nil || !show {
+		return err
+	}
+	_ = report.WriteJSON(w, errorJSON{Command: command, Exit: code, Class: errorClass(err), Message: err.Error()})
+	return err
+}
+
+// The commands whose --json covers their failures and refusals too (hold
+// reports its own, as its exit event).
+func init() {
+	for _, c := range []*command{showCommand, breakCommand, probeCommand, listCommand, pruneCommand} {
+		setup := c.setup
+		c.setup = func(fs *flag.FlagSet) runFunc {
+			run := setup(fs)
+			return func(ctx context.Context, e *env, args []string) error {
+				out := &countingWriter{w: e.stdout}
+				ce := *e
+				ce.stdout = out
+				err := run(ctx, &ce, args)
+				// A command that printed its own object (probe's report
+				// of checks that failed) is not given a second one.
+				// A usage error may have stopped the flag package before
+				// it got to --json: look at the command line itself.
+				code, _ := codeOf(err)
+				if f := fs.Lookup("json"); f != nil && (f.Value.String() == "true" || code == exitUsage && wantsJSON(args)) && out.n == 0 {
+					return jsonFailure(e.stdout, fs.Name(), err)
+				}
+				return err
+			}
+		}
+	}
+}
+
+// waitSeconds is hold's -w SECS, as flock's: wait at most SECS seconds (a
+// number, fractions allowed, no unit) for the lease; it sets --wait and
+// --wait-timeout.
+type waitSeconds struct {
+	wait    *bool
+	timeout *time.Duration
+}
+
+func (w waitSeconds) String() string {
+	if w.timeout == nil || *w.timeout == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(w.timeout.Seconds(), 'f', -1, 64)
+}
+
+func (w waitSeconds) Set(s string) error {
+	secs, err := strconv.ParseFloat(s, 64)
+	if err != nil || secs <= 0 || secs > 1e9 || secs != secs {
+		return fmt.Errorf("%q: -w takes a number of seconds greater than 0, as flock -w (for a duration with a unit, use --wait --wait-timeout)", s)
+	}
+	*w.wait, *w.timeout = true, time.Duration(secs*float64(time.Second))
+	return nil
+}
+
+// countingWriter counts what is written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+var demoCommand = &command{
+	name:    "demo",
+	args:    "",
+	summary: "show what the lease does: two instances, a refusal, a fence, a takeover (in memory, instant)",
+	help: `Plays a scripted story on an in-memory bucket, in one process, with a fake
+clock per instance so that it takes no time and needs no service or
+credentials: two instances start together and one wins; the other is refused
+and told who holds the lease; the holder is cut off from the bucket, fences
+itself before its lease can be taken, and the second takes over; the old
+holder, back on the network, learns that it lost the lease.
+
+Every line is real: the lease library runs unchanged, only time is simulated.
+
+Example:
+  go run github.com/mushroomdb/bucketlease/cmd/bucketlease@latest demo`,
+	setup: func(fs *flag.FlagSet) runFunc {
+		return func(ctx context.Context, e *env, args []string) error {
+			pos, after, err := parseArgs(fs, args)
+			if err != nil {
+				return err
+			}
+			if len(pos)+len(after) > 0 {
+				return usageErrorf("demo takes no arguments")
+			}
+			return demo.Run(ctx, e.stdout)
+		}
+	},
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
@@ -70,7 +71,7 @@ func logWriter(who, log string) string {
 // command that writes to the same log; an operator breaks A's fresh lease
 // with break --force. It returns the log, the record that was broken, and
 // A's output.
-func breakWhileWaiting(t *testing.T, env []string, u string) (writes []write, broken showJSON, outA string) {
+func breakWhileWaiting(t *testing.T, env []string, u string) (writes []write, broken report.ShowJSON, outA string) {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "writes")
 	a := start(t, env, "hold", u, "--ttl", "6s", "--instance-id", "alpha", "--grace", "10m", "--", "sh", "-c", logWriter("A", log))
@@ -114,7 +115,7 @@ func breakWhileWaiting(t *testing.T, env []string, u string) (writes []write, br
 
 // checkNoOverlap fails t if B wrote before A's last write, or before the
 // broken record went stale by this machine's clock (renewed_at + ttl_s).
-func checkNoOverlap(t *testing.T, writes []write, broken showJSON) {
+func checkNoOverlap(t *testing.T, writes []write, broken report.ShowJSON) {
 	t.Helper()
 	var lastA, firstB time.Time
 	for _, w := range writes {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -31,14 +32,14 @@ func TestBreakForcePrintsTakeoverTime(t *testing.T) {
 	b := start(t, nil, "hold", u, "--ttl", "20s", "--instance-id", "beta", "--wait")
 	waiting := printedTime(t, `takeover possible at (\S+Z)`, b.waitFor(`takeover possible at`))
 	if d := waiting.Sub(until); d < -1500*time.Millisecond || d > 1500*time.Millisecond {
-		t.Errorf("break printed %s, hold --wait says takeover possible at %s", utc(until), utc(waiting))
+		t.Errorf("break printed %s, hold --wait says takeover possible at %s", report.UTC(until), report.UTC(waiting))
 	}
 	b.waitFor(`took-over|acquired`)
 	took := time.Now()
 	// until is printed to the second, rounded down: the waiter takes over
 	// after it, and well within a few seconds of it.
 	if took.Before(until.Add(-500*time.Millisecond)) || took.After(until.Add(8*time.Second)) {
-		t.Errorf("break printed %s, the waiter took over at %s", utc(until), took.UTC().Format(time.RFC3339Nano))
+		t.Errorf("break printed %s, the waiter took over at %s", report.UTC(until), took.UTC().Format(time.RFC3339Nano))
 	}
 	b.signal(syscall.SIGTERM)
 	b.wait()

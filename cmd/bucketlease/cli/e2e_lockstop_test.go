@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
@@ -93,7 +94,7 @@ func TestFrozenLockHolderFile(t *testing.T) {
 	names := regexp.MustCompile(`process ` + strconv.Itoa(pid) + `, which is stopped.*kill -CONT ` + strconv.Itoa(pid))
 
 	s := showJSONOf(t, u)
-	if len(s.LockHolders) != 1 || s.LockHolders[0] != (lockHolderJSON{Pid: pid, Stopped: true}) {
+	if len(s.LockHolders) != 1 || s.LockHolders[0] != (filelock.Holder{Pid: pid, Stopped: true}) {
 		t.Errorf("show --json names the lock's holders %+v, want process %d, stopped", s.LockHolders, pid)
 	}
 	if out, _, _ := runCLI(t, nil, "show", u); !strings.Contains(out, "held by process "+strconv.Itoa(pid)+", which is stopped") {

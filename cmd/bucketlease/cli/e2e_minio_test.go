@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
 )
@@ -196,13 +196,13 @@ func TestFencedHolderReleaseMinIO(t *testing.T) {
 }
 
 // showWith runs show --json with env.
-func showWith(t *testing.T, env []string, u string) showJSON {
+func showWith(t *testing.T, env []string, u string) report.ShowJSON {
 	t.Helper()
 	out, errOut, code := runCLI(t, env, "show", u, "--json")
 	if code != 0 {
 		t.Fatalf("show: exit %d: %s", code, errOut)
 	}
-	var s showJSON
+	var s report.ShowJSON
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("show printed %q: %v", out, err)
 	}

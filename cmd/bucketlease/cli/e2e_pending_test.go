@@ -11,7 +11,7 @@ import (
 	"time"
 
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
@@ -53,7 +53,7 @@ func TestShowListsPendingUploadsMinIO(t *testing.T) {
 			t.Errorf("%s: show: exit %d\n%s%s", name, code, out, errOut)
 		}
 		out, errOut, code = runCLI(t, env, "show", u, "--json")
-		var j showJSON
+		var j report.ShowJSON
 		if err := json.Unmarshal([]byte(out), &j); err != nil || code != 0 || j.Pending == nil || !j.Pending.Available || len(j.Pending.Uploads) != 1 ||
 			j.Pending.Uploads[0].Key != key || j.Pending.Uploads[0].Upload != upload || j.Pending.Uploads[0].Initiated == "" || j.Pending.Prefix != "db1/" {
 			t.Errorf("%s: show --json: exit %d, %v\n%s%s", name, code, err, out, errOut)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
@@ -247,13 +248,13 @@ func fileURL(t *testing.T) (string, string) {
 }
 
 // showJSONOf runs show --json.
-func showJSONOf(t *testing.T, u string) showJSON {
+func showJSONOf(t *testing.T, u string) report.ShowJSON {
 	t.Helper()
 	out, errOut, code := runCLI(t, nil, "show", u, "--json")
 	if code != 0 {
 		t.Fatalf("show --json: exit %d: %s", code, errOut)
 	}
-	var s showJSON
+	var s report.ShowJSON
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("show --json printed %q: %v", out, err)
 	}

@@ -1,50 +1,24 @@
 package cli
 
 import (
-	"errors"
-	"flag"
-	"fmt"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
-// Exit codes. They are listed in "bucketlease help" and docs/cli.md;
-// keep the three in step.
+// Exit codes (package exitcode). They are listed in "bucketlease help" and
+// docs/cli.md; keep the three in step.
 const (
-	exitOK = 0
-	// exitError: something failed (the service, the URL, the network).
-	exitError = 1
-	// exitUsage: the command line is wrong.
-	exitUsage = 2
-	// exitHeld: another instance holds the lease (hold without --wait).
-	exitHeld = 3
-	// exitRefused: break refused, because the lease changed since you
-	// looked at it or is still fresh, or (on a terminal) not confirmed.
-	exitRefused = 4
-	// exitProbeFailed: probe found that the service does not give the
-	// exclusion its driver declares; hold, put URL: the lease found that
-	// the service ignores write preconditions.
-	exitProbeFailed = 5
-	// exitInstanceInUse: hold, put URL: a fresh lease names this instance
-	// id but this process did not write it: another live process with the
-	// same id, or (seen once, without --wait) this instance's previous
-	// process that died; with --wait, seen renewed: waiting would not help.
-	exitInstanceInUse = 6
-	// exitLate: list --late found objects written after their writer's
-	// lease had passed on.
-	exitLate = 10
-	// exitStoredLate: put stored the object, but the service's answer
-	// came after the lease was fenced, so it may have landed after
-	// another holder took the prefix over: a late write.
-	exitStoredLate = 11
-	// exitReleaseFailed: hold: the lease could not be released; it stays
-	// until its TTL runs out.
-	exitReleaseFailed = 125
-	// exitInterrupted: hold --wait was interrupted before it took the lease
-	// by a signal it cannot name (a signal N exits 128+N).
-	exitInterrupted = 130
-	// exitLeaseEnded: the lease was lost or fenced while hold held it (and
-	// its command, if any, was stopped). Like timeout(1)'s 124, it is out of
-	// the range commands usually use for their own failures.
-	exitLeaseEnded = 124
+	exitOK            = exitcode.OK
+	exitError         = exitcode.Failure
+	exitUsage         = exitcode.Usage
+	exitHeld          = exitcode.Held
+	exitRefused       = exitcode.Refused
+	exitProbeFailed   = exitcode.ProbeFailed
+	exitInstanceInUse = exitcode.InstanceInUse
+	exitLate          = exitcode.Late
+	exitStoredLate    = exitcode.StoredLate
+	exitReleaseFailed = exitcode.ReleaseFailed
+	exitInterrupted   = exitcode.Interrupted
+	exitLeaseEnded    = exitcode.LeaseEnded
 )
 
 // exitCodesHelp documents the exit codes.
@@ -81,41 +55,14 @@ const exitCodesHelp = `Exit codes:
   other  hold -- COMMAND: the command's own exit status (128+N if it was killed by signal N)
 `
 
-// exitErr is an error with the exit code it ends the process with. A nil
-// err exits silently.
-type exitErr struct {
-	code int
-	err  error
-}
-
-func (e *exitErr) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitErr) Unwrap() error { return e.err }
+// exitErr is an error with the exit code it ends the process with.
+type exitErr = exitcode.Error
 
 // withCode wraps err with an exit code.
-func withCode(code int, err error) error { return &exitErr{code: code, err: err} }
+func withCode(code int, err error) error { return exitcode.With(code, err) }
 
 // usageErrorf reports a wrong command line (exit 2).
-func usageErrorf(format string, args ...any) error {
-	return withCode(exitUsage, fmt.Errorf(format, args...))
-}
+func usageErrorf(format string, args ...any) error { return exitcode.Usagef(format, args...) }
 
 // codeOf returns the exit code for err and whether to print err.
-func codeOf(err error) (int, bool) {
-	var ee *exitErr
-	switch {
-	case err == nil:
-		return exitOK, false
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK, false
-	case errors.As(err, &ee):
-		return ee.code, ee.err != nil
-	default:
-		return exitError, true
-	}
-}
+func codeOf(err error) (int, bool) { return exitcode.Of(err) }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -137,7 +139,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if f.instanceID == lease.BreakerID {
 			return usageErrorf("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", lease.BreakerID)
 		}
-		if len(command) > 0 && !commandSupported {
+		if len(command) > 0 && !holding.CommandSupported {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}
 		return f.remap(hold(ctx, e, f, loc, command))
@@ -149,8 +151,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		// usage error, the flag package's among them, which may have come
 		// before --json on the command line) is reported here, on stderr.
 		if !f.reported && (f.json || wantsJSON(args)) && !errors.Is(err, flag.ErrHelp) {
-			p := &printer{w: e.stderr, json: true}
-			p.exit(err)
+			report.NewPrinter(e.stderr, true, false).Exit(err)
 		}
 		return err
 	}
@@ -161,12 +162,12 @@ func setupHold(fs *flag.FlagSet) runFunc {
 // without an error) is never changed.
 func (f *holdFlags) remap(err error) error {
 	var ee *exitErr
-	if errors.As(err, &ee) && ee.err != nil {
-		switch ee.code {
+	if errors.As(err, &ee) && ee.Err != nil {
+		switch ee.Code {
 		case exitHeld:
-			ee.code = f.conflict
+			ee.Code = f.conflict
 		case exitLeaseEnded:
-			ee.code = f.lost
+			ee.Code = f.lost
 		}
 	}
 	return err
@@ -195,7 +196,7 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 		return usageErrorf("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
 	}
 	if !set["watch"] {
-		f.watchEvery = leaseWatchInterval(f.ttl)
+		f.watchEvery = holding.WatchInterval(f.ttl)
 	}
 	return nil
 }

@@ -16,6 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/statedir"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -25,7 +29,7 @@ import (
 // on to the command; one ignored when hold started stays ignored.
 func holdSignals() []os.Signal {
 	var out []os.Signal
-	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sigQuit} {
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, holding.SigQuit} {
 		if !signal.Ignored(s) {
 			out = append(out, s)
 		}
@@ -102,7 +106,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 		return err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.ttl), loc, "a third of the TTL")
+	b = bounded.New(b, requestTimeout(f.ttl), loc, "a third of the TTL")
 	c, err := holdContender(e, f, loc, b, command, logger, p)
 	if err != nil {
 		return err
@@ -141,16 +145,16 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 	k := &keeper{l: l, parent: ctx}
 	k.start()
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	gone := watchLease(watchCtx, l, b, prefix, f.watchEvery)
-	var result error
-	if len(command) == 0 {
-		result = holdUntilSignal(l, sigs, gone, p)
-	} else {
-		result = superviseCommand(e, l, k, path, command, sigs, gone, f.grace, f.pidNS, p)
+	gone := holding.Watch(watchCtx, l, b, prefix, f.watchEvery)
+	result := holding.HoldUntilSignal
+	if len(command) > 0 {
+		cmd := &holding.Command{Self: e.self, Path: path, Argv: command, Grace: f.grace, PIDNamespace: f.pidNS, Pause: k.stop, Resume: k.start}
+		result = cmd.Run
 	}
+	err = result(l, sigs, gone, p.Printer)
 	stopWatch()
 	k.stop()
-	return releaseAfter(l, loc, b, prefix, p, result)
+	return releaseAfter(l, loc, b, prefix, p, err)
 }
 
 // holdContender makes hold's contender for the lease at loc, through b,
@@ -162,15 +166,15 @@ func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, 
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
 	}
-	opts := leaseseam.With(&lease.Options{TTL: f.ttl, InstanceID: f.instanceID, Logger: logger, OnEvent: p.event, Holder: lease.ThisProcess(tool)}, leaseseam.Seams{Getenv: e.getenv})
+	opts := leaseseam.With(&lease.Options{TTL: f.ttl, InstanceID: f.instanceID, Logger: logger, OnEvent: p.Event, Holder: lease.ThisProcess(tool)}, leaseseam.Seams{Getenv: e.getenv})
 	var err error
-	opts.StateDir, err = stateDirFor(e, f.stateDir, loc)
+	opts.StateDir, err = statedir.For(e.getenv, f.stateDir, loc)
 	if err != nil {
 		return nil, usageErrorf("--state-dir: %v", err)
 	}
 	c, err := lease.NewContender(b, loc.Prefix, opts)
 	if err != nil && f.stateDir == "" && opts.StateDir != "" {
-		p.note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
+		p.Note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
 		opts.StateDir = ""
 		c, err = lease.NewContender(b, loc.Prefix, opts)
 	}
@@ -187,9 +191,9 @@ func noteHolding(l *lease.Lease, loc *driver.Location, p *printer) {
 	if leaseseam.Inside(l).ServiceClock {
 		clocks, clocksSaid = "service", "clocks checked against the service's"
 	}
-	p.note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
+	p.Note("holding", fmt.Sprintf("holding lease %s on %s as instance %s, epoch %d: ttl %v, renewing every %v, exclusion %s, %s",
 		l.Key(), loc, l.InstanceID(), l.Epoch(), leaseseam.Inside(l).TTL, (leaseseam.Inside(l).TTL/3).Round(time.Millisecond), l.Exclusion(), clocksSaid),
-		func(r *record) {
+		func(r *report.Record) {
 			r.Key, r.Instance, r.TTLSeconds, r.Exclusion = l.Key(), l.InstanceID(), int64(leaseseam.Inside(l).TTL/time.Second), l.Exclusion().String()
 			r.Epoch = l.Epoch()
 			r.Clocks = clocks
@@ -197,8 +201,8 @@ func noteHolding(l *lease.Lease, loc *driver.Location, p *printer) {
 	if l.Exclusion() != driver.Conditional {
 		// Said whatever --log-level is: the lease's own WARN goes to a log
 		// that is off by default.
-		p.note("warning", fmt.Sprintf("exclusion is %s (%s=off): each step is a read then an unconditional write, so two instances that start together may both proceed",
-			l.Exclusion(), lease.EnvConditional), func(r *record) { r.Exclusion = l.Exclusion().String() })
+		p.Note("warning", fmt.Sprintf("exclusion is %s (%s=off): each step is a read then an unconditional write, so two instances that start together may both proceed",
+			l.Exclusion(), lease.EnvConditional), func(r *report.Record) { r.Exclusion = l.Exclusion().String() })
 	}
 }
 
@@ -231,4 +235,22 @@ func (k *keeper) stop() {
 	k.cancel()
 	<-k.done
 	k.cancel, k.done = nil, nil
+}
+
+// newLogger returns the logger for --log-level, on stderr, as JSON with
+// --json; "off" (the default) discards it. Hold's events come from
+// lease.Options.OnEvent, never from the log: the log is for debugging.
+func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
+	if level == "off" {
+		return slog.New(slog.DiscardHandler), nil
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErrorf("--log-level %q: use off, debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
 }

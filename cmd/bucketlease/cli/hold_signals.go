@@ -3,24 +3,25 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
 )
-
-// errInterrupted matches hold's errors for a signal that came before the
-// lease was held (errors.Is).
-var errInterrupted = errors.New("interrupted")
 
 // interrupted is such an error.
 type interrupted struct{ err error }
 
 func (e interrupted) Error() string        { return e.err.Error() }
 func (e interrupted) Unwrap() error        { return e.err }
-func (e interrupted) Is(target error) bool { return target == errInterrupted }
+func (e interrupted) Is(target error) bool { return target == holding.ErrInterrupted }
 
 // signalCause is the cause of a context that a signal ended.
 type signalCause struct{ sig os.Signal }
@@ -90,4 +91,39 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// acquire takes the lease, or with --wait keeps trying until it can
+// (holding.Acquire), and says why a wait that ctx ended stopped.
+func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, f *holdFlags, p *printer) (*lease.Lease, error) {
+	l, err := holding.Acquire(ctx, c, b, prefix, holding.Wait{Wait: f.wait, Timeout: f.waitTimeout, TTL: f.ttl, Verbose: f.verbose}, p.init())
+	if se := (*holding.StoppedError)(nil); errors.As(err, &se) {
+		return nil, stoppedWaiting(ctx, se.Last, se.Err)
+	}
+	return l, err
+}
+
+// stoppedWaiting is the error for a wait that a signal or --wait-timeout
+// ended. acquireErr is the error of the acquire it cut short, if any:
+// that acquire finished on its own and released anything it had written,
+// and its error says which.
+func stoppedWaiting(ctx context.Context, last *lease.HeldError, acquireErr error) error {
+	if acquireErr != nil && !errors.Is(acquireErr, lease.ErrHeld) {
+		code, why := interruptCode(ctx)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
+			code, why = exitcode.Held, "--wait-timeout passed"
+		}
+		return exitcode.With(code, interrupted{fmt.Errorf("%s during an acquire: %w", why, acquireErr)})
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
+		if last != nil {
+			return exitcode.With(exitcode.Held, fmt.Errorf("--wait-timeout passed before the lease could be taken: %w", last))
+		}
+		return exitcode.With(exitcode.Held, errors.New("--wait-timeout passed before the lease could be taken"))
+	}
+	code, why := interruptCode(ctx)
+	if last != nil {
+		return exitcode.With(code, interrupted{fmt.Errorf("%s before the lease could be taken: %w", why, last)})
+	}
+	return exitcode.With(code, interrupted{fmt.Errorf("%s before the lease could be taken", why)})
 }

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -80,7 +82,7 @@ func setupList(fs *flag.FlagSet) runFunc {
 			return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 		}
 		if *asJSON {
-			if err := writeJSON(e.stdout, res); err != nil {
+			if err := report.WriteJSON(e.stdout, res); err != nil {
 				return err
 			}
 		} else {
@@ -110,7 +112,7 @@ type listJSON struct {
 // the error reading it.
 type listLeaseJSON struct {
 	Prefix string `json:"prefix"`
-	showJSON
+	report.ShowJSON
 	Error string `json:"error,omitempty"`
 }
 
@@ -193,7 +195,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 		}
 	}
 	cancel()
-	rb := withDeadlines(b, timeout, loc, "--timeout")
+	rb := bounded.New(b, timeout, loc, "--timeout")
 	for _, p := range found {
 		st, err := lease.Inspect(ctx, rb, p, time.Now())
 		j := listLeaseJSON{Prefix: p}
@@ -201,7 +203,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 			j.Key, j.Error = lease.Key(p), err.Error()
 			res.Failed++
 		} else {
-			j.showJSON = statusJSON(loc, st)
+			j.ShowJSON = report.StatusJSON(loc, st)
 		}
 		j.URL = leaseURL(loc, p)
 		res.Leases = append(res.Leases, j)
@@ -234,7 +236,7 @@ func printList(w io.Writer, loc *driver.Location, res listJSON) {
 			default:
 				renewed = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", term.ShellQuote(l.URL), l.State, holderName(holder), renewed, l.Version)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", term.ShellQuote(l.URL), l.State, report.HolderName(holder), renewed, l.Version)
 		}
 		tw.Flush()
 	}

@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -40,7 +42,7 @@ type lateWriteJSON struct {
 // its lease had passed to another (lease.Status.Late), looking at maxKeys
 // objects at most, and exits exitLate if it found any.
 func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
-	rb := withDeadlines(b, timeout, loc, "--timeout")
+	rb := bounded.New(b, timeout, loc, "--timeout")
 	st, err := lease.Inspect(ctx, rb, loc.Prefix, time.Now())
 	if err != nil {
 		return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
@@ -71,12 +73,12 @@ func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location
 			return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 		case late:
 			res.Late = append(res.Late, lateWriteJSON{Key: w.Key, Instance: w.Stamp.Instance, Epoch: w.Stamp.Epoch,
-				Modified: utc(w.Modified), AfterEpoch: w.After.Epoch, AfterBegan: utc(w.After.Began), LateByS: seconds(w.By)})
+				Modified: report.UTC(w.Modified), AfterEpoch: w.After.Epoch, AfterBegan: report.UTC(w.After.Began), LateByS: report.Seconds(w.By)})
 		}
 	}
 	res.Now = time.Now().UTC().Format(time.RFC3339Nano)
 	if asJSON {
-		if err := writeJSON(e.stdout, res); err != nil {
+		if err := report.WriteJSON(e.stdout, res); err != nil {
 			return err
 		}
 	} else {
@@ -97,7 +99,7 @@ func printLate(w io.Writer, loc *driver.Location, res lateJSON) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "KEY\tWRITTEN BY\tEPOCH\tMODIFIED\tLATE BY\tAFTER EPOCH")
 		for _, l := range res.Late {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", term.Safe(l.Key), holderName(l.Instance), l.Epoch, l.Modified,
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\n", term.Safe(l.Key), report.HolderName(l.Instance), l.Epoch, l.Modified,
 				(time.Duration(l.LateByS * float64(time.Second))).Round(time.Second), l.AfterEpoch)
 		}
 		tw.Flush()

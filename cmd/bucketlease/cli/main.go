@@ -30,6 +30,7 @@ import (
 	"context"
 	"os"
 
+	_ "github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/drivers" // every scheme of this module
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 )
 

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 var probeCommand = &command{
@@ -53,7 +56,7 @@ The verdicts, and the exit code of each:
 
 A service that ignores preconditions cannot keep a
 second writer out: the lease refuses to run on it (set
-` + envConditional + `=off to run best-effort instead).
+` + lease.EnvConditional + `=off to run best-effort instead).
 
 Examples:
   bucketlease probe file:///var/backups/db1
@@ -88,7 +91,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			}
 			fmt.Fprintf(e.stderr, "probing %s with scratch keys under %s/ (%s)…\n", loc.String(), scratch, removed)
 		}
-		if err := preflight(ctx, withDeadlines(b, *timeout, loc, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
+		if err := preflight(ctx, bounded.New(b, *timeout, loc, "--timeout"), strings.TrimPrefix(scratch+"/preflight", "/")); err != nil {
 			return explain(loc, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", loc.String(), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
@@ -112,7 +115,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 		// whatever else could not complete: the verdict is the failure.
 		if bad := erroredChecks(rep); len(bad) > 0 && rep.Observed == rep.Declared {
 			if *asJSON {
-				_ = writeJSON(e.stdout, probeJSON(loc, rep))
+				_ = report.WriteJSON(e.stdout, probeJSON(loc, rep))
 			} else {
 				printReport(e.stdout, rep)
 			}
@@ -120,7 +123,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 				strings.Join(bad, ", "), *timeout))
 		}
 		if *asJSON {
-			if err := writeJSON(e.stdout, probeJSON(loc, rep)); err != nil {
+			if err := report.WriteJSON(e.stdout, probeJSON(loc, rep)); err != nil {
 				return err
 			}
 		} else {
@@ -189,7 +192,7 @@ func probeClocks(rep *drivertest.Report) string {
 }
 
 func capsText(c driver.Capabilities) string {
-	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, yesNo(c.ConditionalDelete))
+	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, report.YesNo(c.ConditionalDelete))
 }
 
 // leftovers is what a probe leaves behind on purpose: on file://, the

@@ -8,6 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
@@ -81,12 +83,12 @@ func setupPrune(fs *flag.FlagSet) runFunc {
 		}
 		defer driver.Close(b)
 		o := admin.PendingOptions{OlderThan: olderThan, DryRun: *dry, Timeout: *timeout}
-		r, err := admin.RemovePending(ctx, withDeadlines(b, *timeout, loc, "--timeout"), loc.Prefix, o)
+		r, err := admin.RemovePending(ctx, bounded.New(b, *timeout, loc, "--timeout"), loc.Prefix, o)
 		if errors.Is(err, driver.ErrUnsupported) && len(r.Uploads) == 0 {
 			return fmt.Errorf("prune %s: the %s driver cannot list pending uploads, so it cannot remove them (%w)", loc, loc.Scheme, err)
 		}
 		if *asJSON {
-			if jerr := writeJSON(e.stdout, pruneJSONOf(r, o)); jerr != nil {
+			if jerr := report.WriteJSON(e.stdout, pruneJSONOf(r, o)); jerr != nil {
 				return jerr
 			}
 		} else {
@@ -141,7 +143,7 @@ func printPruned(w io.Writer, r admin.PendingReport, o admin.PendingOptions, now
 		}
 		started := ""
 		if !u.Initiated.IsZero() {
-			started = fmt.Sprintf(", started %s (%s)", ago(now, u.Initiated), utc(u.Initiated))
+			started = fmt.Sprintf(", started %s (%s)", report.Ago(now, u.Initiated), report.UTC(u.Initiated))
 		}
 		fmt.Fprintf(w, "%s %s%s, upload %s: %s\n", what, term.Safe(u.Key), started, term.Safe(u.Upload), term.Safe(u.Why))
 	}
@@ -180,7 +182,7 @@ func pruneJSONOf(r admin.PendingReport, o admin.PendingOptions) pruneJSON {
 	for _, u := range r.Uploads {
 		p := prunedJSON{Key: u.Key, Upload: u.Upload, Removed: u.Removed, Why: u.Why}
 		if !u.Initiated.IsZero() {
-			p.Initiated = utc(u.Initiated)
+			p.Initiated = report.UTC(u.Initiated)
 		}
 		if u.Err != nil {
 			p.Error = u.Err.Error()

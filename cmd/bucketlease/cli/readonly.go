@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -36,42 +33,22 @@ func fileLeaseAbsent(loc *driver.Location) (bool, error) {
 	case !fi.IsDir():
 		return false, fmt.Errorf("%s: %q is not a directory", loc, dir)
 	}
-	if _, err := os.Lstat(file.Path(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
-		return true, nil
-	}
-	return false, nil
+	return file.Absent(dir, lease.Key("")), nil
 }
 
-// fileDir is the directory a file:// URL names, as fileLeaseAbsent reads
-// it, or "" when the URL is not one it would read.
+// fileDir is the directory a file:// URL names (file.Dir), or "" when the
+// URL is not one show reads without opening the driver.
 func fileDir(loc *driver.Location) string {
 	if loc.Scheme != "file" {
 		return ""
 	}
-	u := loc.URL()
-	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" || !knownFileQuery(u.Query()) {
-		return "" // the driver says what is wrong with it
-	}
-	return filepath.Clean(u.Path)
+	return file.Dir(loc.URL())
 }
 
 // freeStatus is the status of a prefix without a lease object.
 func freeStatus() lease.Status {
 	now := time.Now()
 	return lease.Status{Key: lease.Key(""), State: lease.Free, Now: now, TakeoverAt: now}
-}
-
-// knownFileQuery reports whether q holds only parameters the file driver
-// knows (driver/file: trust_network_flock), so that show and break may
-// look without opening the driver; anything else is left to the driver to
-// refuse, as hold does.
-func knownFileQuery(q url.Values) bool {
-	for k := range q {
-		if k != "trust_network_flock" {
-			return false
-		}
-	}
-	return true
 }
 
 // fileLeaseNotObject refuses a file:// URL whose {prefix}/LEASE is a
@@ -85,26 +62,16 @@ func fileLeaseNotObject(loc *driver.Location) error {
 	if loc.Scheme != "file" {
 		return nil
 	}
-	u := loc.URL()
-	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
-		return nil // the driver says what is wrong with it
-	}
-	p := file.Path(u.Path, lease.Key(""))
-	fi, err := os.Lstat(p)
-	if err != nil || !fi.IsDir() {
+	p, names, isDir := file.KeyDir(loc.URL(), lease.Key(""))
+	if !isDir {
 		return nil
 	}
 	holds := "nothing"
-	if f, err := os.Open(p); err == nil {
-		names, _ := f.Readdirnames(3) // a few, to say what is in it; bounded
-		f.Close()
-		slices.Sort(names)
-		switch {
-		case len(names) > 2:
-			holds = fmt.Sprintf("%s, %s and more", names[0], names[1])
-		case len(names) > 0:
-			holds = strings.Join(names, " and ")
-		}
+	switch {
+	case len(names) > 2:
+		holds = fmt.Sprintf("%s, %s and more", names[0], names[1])
+	case len(names) > 0:
+		holds = strings.Join(names, " and ")
 	}
 	return fmt.Errorf("%s: %w: %s is a directory, not an object (it holds %s): no lease object can be stored there, and it is not a free lease either; the file driver keeps an object as a file, so remove or rename the directory (or use another prefix)",
 		loc, driver.ErrInvalidKey, p, holds)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -61,24 +63,24 @@ func setupShow(fs *flag.FlagSet) runFunc {
 		if b != nil {
 			defer driver.Close(b)
 		}
-		pend := listPending(ctx, b, prefix, *timeout)
+		pend := report.ListPending(ctx, b, prefix, *timeout)
 		if b == nil && fileDir(loc) != "" {
 			pend = fileStaged(ctx, loc, *timeout)
 		}
 		scratch := leftoverScratchKeys(ctx, loc, b, prefix, *timeout)
-		locked := lockHolders(b, st.Key)
+		locked := filelock.Holders(b, st.Key)
 		if *asJSON {
-			j := statusJSON(loc, st)
-			j.Pending = pend.json()
+			j := report.StatusJSON(loc, st)
+			j.Pending = pend.JSON()
 			for _, o := range scratch {
-				j.ScratchKeys = append(j.ScratchKeys, scratchKeyJSON{Key: o.Key, Modified: utcOrEmpty(o.ModTime)})
+				j.ScratchKeys = append(j.ScratchKeys, report.ScratchKeyJSON{Key: o.Key, Modified: utcOrEmpty(o.ModTime)})
 			}
-			j.LockHolders = lockJSON(locked)
-			return writeJSON(e.stdout, j)
+			j.LockHolders = locked
+			return report.WriteJSON(e.stdout, j)
 		}
-		printStatus(e.stdout, loc, st, func(row func(k, v string)) {
-			lockRows(st.Key, locked, row)
-			pend.rows(loc, row)
+		report.PrintStatus(e.stdout, loc, st, func(row func(k, v string)) {
+			filelock.Rows(st.Key, locked, row)
+			pend.Rows(loc, row)
 			scratchRows(scratch, row)
 		})
 		return nil
@@ -101,11 +103,29 @@ func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (
 		return lease.Status{}, nil, "", err
 	}
 	prefix := loc.Prefix
-	st, err := lease.Inspect(ctx, withDeadlines(b, timeout, loc, "--timeout"), prefix, time.Now())
+	st, err := lease.Inspect(ctx, bounded.New(b, timeout, loc, "--timeout"), prefix, time.Now())
 	if err != nil {
 		return lease.Status{}, nil, "", explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}
 	return st, b, prefix, nil
+}
+
+// fileStaged lists the staged files of a free file:// directory, which
+// show found free without opening the driver: it opens the driver only if
+// that creates nothing (the driver's folder .bucketlease, with its locks
+// and tmp, is there). Without that folder the driver never staged a write
+// there, so nothing is pending.
+func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration) report.Pending {
+	if !file.Opened(fileDir(loc)) {
+		return report.Pending{Available: true}
+	}
+	b, err := openLocation(ctx, loc)
+	if err != nil {
+		return report.Pending{Available: true, Err: err}
+	}
+	prefix := loc.Prefix
+	defer driver.Close(b)
+	return report.ListPending(ctx, b, prefix, timeout)
 }
 
 // maxScratchLooked bounds how many keys beginning {prefix}/LEASE. show
@@ -127,27 +147,11 @@ func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Buc
 		if dir == "" {
 			return nil
 		}
-		f, err := os.Open(dir)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		for range maxScratchLooked / 100 {
-			entries, err := f.ReadDir(100)
-			for _, d := range entries {
-				if name := d.Name(); strings.HasPrefix(name, base) && isScratchBeside(name, "") && d.Type().IsRegular() {
-					o := driver.Object{Key: name}
-					if fi, err := d.Info(); err == nil {
-						o.ModTime = fi.ModTime()
-					}
-					found = append(found, o)
-				}
-			}
-			if err != nil || len(entries) == 0 {
-				break
+		for _, o := range file.Peek(dir, base, maxScratchLooked) {
+			if isScratchBeside(o.Key, "") {
+				found = append(found, o)
 			}
 		}
-		slices.SortFunc(found, func(a, b driver.Object) int { return strings.Compare(a.Key, b.Key) })
 		return found
 	}
 	c, cancel := context.WithTimeout(ctx, timeout)
@@ -186,7 +190,7 @@ func scratchRows(keys []driver.Object, row func(k, v string)) {
 	for _, o := range keys {
 		when := ""
 		if !o.ModTime.IsZero() {
-			when = fmt.Sprintf(", written %s (%s)", ago(now, o.ModTime), utc(o.ModTime))
+			when = fmt.Sprintf(", written %s (%s)", report.Ago(now, o.ModTime), report.UTC(o.ModTime))
 		}
 		row("", o.Key+when)
 	}
@@ -196,5 +200,5 @@ func utcOrEmpty(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return utc(t)
+	return report.UTC(t)
 }

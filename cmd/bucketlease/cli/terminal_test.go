@@ -46,14 +46,6 @@ func TestHostileRecordNeverReachesTheTerminal(t *testing.T) {
 	}
 }
 
-// TestHolderNameEscapes: a holder's id is printed escaped, whatever the
-// lease lets through.
-func TestHolderNameEscapes(t *testing.T) {
-	if got, want := holderName("x\x1b]0;pwned\ay\u202etxt.exe"), `x\x1b]0;pwned\ay\u202etxt.exe`; got != want {
-		t.Errorf("holderName = %q, want %q", got, want)
-	}
-}
-
 // TestProbeReportEscapesTheServicesWords: a check's "got:" line quotes the
 // service's own error text, which a hostile endpoint chooses.
 func TestProbeReportEscapesTheServicesWords(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // scheme describes one URL scheme for help and error messages.
@@ -59,7 +60,7 @@ func urlHelp() string {
 			fmt.Fprintf(&sb, "      credentials: %s\n", s.creds)
 		}
 	}
-	fmt.Fprintf(&sb, "  Set %s=off to run best-effort on a service that ignores conditional writes.\n", envConditional)
+	fmt.Fprintf(&sb, "  Set %s=off to run best-effort on a service that ignores conditional writes.\n", lease.EnvConditional)
 	return sb.String()
 }
 

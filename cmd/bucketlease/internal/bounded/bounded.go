@@ -1,4 +1,4 @@
-package cli
+package bounded
 
 import (
 	"context"
@@ -11,47 +11,47 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// deadlineBucket bounds every request to a bucket: a service that accepts
+// bucket bounds every request to a bucket: a service that accepts
 // a connection and never answers (a dead proxy, a black-holed route) ends
 // in an error that names the URL (redacted) and the request, instead of a
 // hang. A Get's bound covers reading its body too.
-type deadlineBucket struct {
+type bucket struct {
 	driver.Bucket // PutStream, List and Capabilities pass through unbounded
 	d             time.Duration
 	url           string // as it may be printed
 	bound         string // where d comes from, for the message: "--timeout", "a third of the TTL"
 }
 
-// withDeadlines wraps b so that each Get, Put and Delete gets at most d,
+// New wraps b so that each Get, Put and Delete gets at most d,
 // naming the URL as loc prints it (redacted); d <= 0 returns b itself.
 // PutStream and List pass through unbounded: a streamed write takes as
 // long as its body does (the fence bounds each part instead), and a
 // listing is bounded by its caller. The result is an io.Closer that
 // closes b, and a driver.PendingLister exactly where b is one.
-func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
+func New(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
-	t := &deadlineBucket{Bucket: b, d: d, url: loc.String(), bound: bound}
+	t := &bucket{Bucket: b, d: d, url: loc.String(), bound: bound}
 	if pl, ok := b.(driver.PendingLister); ok {
-		return &deadlinePendingBucket{deadlineBucket: t, PendingLister: pl}
+		return &pendingBucket{bucket: t, PendingLister: pl}
 	}
 	return t
 }
 
-// deadlinePendingBucket is the deadlineBucket of a driver that lists its
+// pendingBucket is the bucket of a driver that lists its
 // pending uploads, which it passes on unbounded.
-type deadlinePendingBucket struct {
-	*deadlineBucket
+type pendingBucket struct {
+	*bucket
 	driver.PendingLister
 }
 
 // Close closes the wrapped bucket (driver.Close).
-func (t *deadlineBucket) Close() error { return driver.Close(t.Bucket) }
+func (t *bucket) Close() error { return driver.Close(t.Bucket) }
 
 // explainHang names what was waited for when err came from the request's
 // own deadline rather than the caller's.
-func (t *deadlineBucket) explainHang(ctx, rctx context.Context, what string, err error) error {
+func (t *bucket) explainHang(ctx, rctx context.Context, what string, err error) error {
 	if err == nil || ctx.Err() != nil || !errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return err
 	}
@@ -60,7 +60,7 @@ func (t *deadlineBucket) explainHang(ctx, rctx context.Context, what string, err
 }
 
 // Get implements driver.Bucket.
-func (t *deadlineBucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
+func (t *bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.d)
 	rc, a, err := t.Bucket.Get(rctx, key, opts)
 	if err != nil {
@@ -72,7 +72,7 @@ func (t *deadlineBucket) Get(ctx context.Context, key string, opts driver.GetOpt
 }
 
 // Put implements driver.Bucket.
-func (t *deadlineBucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
+func (t *bucket) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	rctx, cancel := context.WithTimeout(ctx, t.d)
 	defer cancel()
 	a, err := t.Bucket.Put(rctx, key, data, opts)
@@ -80,7 +80,7 @@ func (t *deadlineBucket) Put(ctx context.Context, key string, data []byte, opts 
 }
 
 // Delete implements driver.Bucket.
-func (t *deadlineBucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
+func (t *bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
 	rctx, cancel := context.WithTimeout(ctx, t.d)
 	defer cancel()
 	return t.explainHang(ctx, rctx, "a DELETE of "+key, t.Bucket.Delete(rctx, key, cond))
@@ -98,12 +98,3 @@ func (c *cancelOnClose) Close() error {
 	c.once.Do(c.cancel)
 	return err
 }
-
-// requestTimeout is the bound on each of hold's requests: a third of the
-// TTL. A renewal that takes longer has missed its turn anyway (the next is
-// due), and the fence, two thirds of a TTL after the last renewal, leaves
-// room for two such attempts.
-func requestTimeout(ttl time.Duration) time.Duration { return ttl / 3 }
-
-// defaultTimeout is show's and break's default --timeout.
-const defaultTimeout = 30 * time.Second

@@ -1,16 +1,17 @@
-package cli
+package report
 
 import (
 	"encoding/json"
 	"io"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// showJSON is show's --json output.
-type showJSON struct {
+// ShowJSON is show's --json output.
+type ShowJSON struct {
 	URL          string  `json:"url"`
 	Key          string  `json:"key"`
 	State        string  `json:"state"`
@@ -33,7 +34,7 @@ type showJSON struct {
 	Process *lease.HolderInfo `json:"process,omitempty"`
 	// Pending is what the prefix has pending: uploads started and not
 	// completed, where the driver can list them.
-	Pending *pendingJSON `json:"pending,omitempty"`
+	Pending *PendingJSON `json:"pending,omitempty"`
 	// Clocks is "service" when the record was judged against the
 	// service's clock too, "assumed synchronised" when the driver reports
 	// no service time.
@@ -47,25 +48,25 @@ type showJSON struct {
 	StampOffsetS       *float64 `json:"stamp_offset_s,omitempty"`
 	// ScratchKeys are scratch keys beside the lease object that a probe
 	// left (lease.IsScratchKey): a process that died during one.
-	ScratchKeys []scratchKeyJSON `json:"scratch_keys,omitempty"`
+	ScratchKeys []ScratchKeyJSON `json:"scratch_keys,omitempty"`
 	// LockHolders are the processes holding the file driver's lock on
 	// the lease object (file:// on Linux): one writing it now, or one
 	// stopped while it did, which blocks every write of it.
-	LockHolders []lockHolderJSON `json:"lock_holders,omitempty"`
+	LockHolders []filelock.Holder `json:"lock_holders,omitempty"`
 }
 
-type scratchKeyJSON struct {
+type ScratchKeyJSON struct {
 	Key      string `json:"key"`
 	Modified string `json:"modified,omitempty"`
 }
 
-func statusJSON(loc *driver.Location, st lease.Status) showJSON {
-	j := showJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
+func StatusJSON(loc *driver.Location, st lease.Status) ShowJSON {
+	j := ShowJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
-		j.AcquiredAt, j.RenewedAt = utc(acquiredSecond(*r)), utcMilli(r.RenewedAt)
-		j.AcquiredAgoS = seconds(st.Now.Sub(acquiredSecond(*r)))
-		j.RenewedAgoS = seconds(st.Now.Sub(r.RenewedAt))
+		j.AcquiredAt, j.RenewedAt = UTC(acquiredSecond(*r)), utcMilli(r.RenewedAt)
+		j.AcquiredAgoS = Seconds(st.Now.Sub(acquiredSecond(*r)))
+		j.RenewedAgoS = Seconds(st.Now.Sub(r.RenewedAt))
 		ttl := r.TTLSeconds
 		j.TTLSeconds = &ttl
 		j.Epoch = r.Epoch
@@ -73,27 +74,27 @@ func statusJSON(loc *driver.Location, st lease.Status) showJSON {
 	}
 	j.Clocks = "assumed synchronised"
 	if svc := st.Service; svc != nil {
-		off, unc := seconds(svc.Offset), seconds(svc.Uncertainty)
+		off, unc := Seconds(svc.Offset), Seconds(svc.Uncertainty)
 		j.Clocks, j.OffsetS, j.OffsetUncertaintyS = "service", &off, &unc
 	}
 	if so, ok := st.StampOffset(); ok {
-		s := seconds(so)
+		s := Seconds(so)
 		j.StampOffsetS = &s
 	}
 	if !st.TakeoverAt.IsZero() {
 		j.TakeoverAt = utcMilli(st.TakeoverAt)
-		j.TakeoverInS = max(seconds(st.TakeoverAt.Sub(st.Now)), 0)
+		j.TakeoverInS = max(Seconds(st.TakeoverAt.Sub(st.Now)), 0)
 	} else {
 		j.TakeoverInS = -1 // suspect: it depends on a contender's watch
 	}
 	return j
 }
 
-func seconds(d time.Duration) float64 {
+func Seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
-func writeJSON(w io.Writer, v any) error {
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -1,5 +1,5 @@
 //go:build unix
 
-package cli
+package drivers
 
 import _ "github.com/mushroomdb/bucketlease/driver/file"

@@ -1,4 +1,4 @@
-package cli
+package report
 
 import (
 	"fmt"
@@ -34,9 +34,9 @@ func stateMeaning(st lease.Status) string {
 	}
 }
 
-// printStatus prints st for people, then the rows that more adds (show's
+// PrintStatus prints st for people, then the rows that more adds (show's
 // pending uploads).
-func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
+func PrintStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, term.Safe(v)) }
@@ -52,12 +52,12 @@ func printStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...fun
 		return
 	}
 	if r := st.Record; r != nil {
-		row("holder", holderName(r.InstanceID))
+		row("holder", HolderName(r.InstanceID))
 		if h := holderDescription(r.Holder); h != "" {
 			row("process", h)
 		}
-		row("acquired", fmt.Sprintf("%s (%s)", ago(st.Now, acquiredSecond(*r)), utc(acquiredSecond(*r))))
-		row("renewed", fmt.Sprintf("%s (%s)", ago(st.Now, r.RenewedAt), utc(r.RenewedAt)))
+		row("acquired", fmt.Sprintf("%s (%s)", Ago(st.Now, acquiredSecond(*r)), UTC(acquiredSecond(*r))))
+		row("renewed", fmt.Sprintf("%s (%s)", Ago(st.Now, r.RenewedAt), UTC(r.RenewedAt)))
 		row("ttl", r.TTL().String())
 		row("epoch", epochText(r.Epoch))
 	} else {
@@ -97,10 +97,10 @@ func takeoverText(st lease.Status) string {
 		return "now"
 	case st.Record != nil && st.Record.InstanceID == lease.BreakerID:
 		return fmt.Sprintf("in %v (%s), when the break's record goes stale (a TTL after the broken holder's last renewal, or after the service stored the break, whichever is later)",
-			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
+			st.TakeoverAt.Sub(st.Now).Round(time.Second), UTC(st.TakeoverAt))
 	default:
 		return fmt.Sprintf("in %v (%s), if its holder stops renewing",
-			st.TakeoverAt.Sub(st.Now).Round(time.Second), utc(st.TakeoverAt))
+			st.TakeoverAt.Sub(st.Now).Round(time.Second), UTC(st.TakeoverAt))
 	}
 }
 

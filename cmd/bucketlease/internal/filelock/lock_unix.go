@@ -1,17 +1,17 @@
 //go:build unix
 
-package cli
+package filelock
 
 import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
-// lockHolders names the processes holding the file driver's lock on the
+// Holders names the processes holding the file driver's lock on the
 // lease object key (file.Bucket.LockHolders), or nil for another driver,
 // a bucket show did not open (a directory without LEASE), or holders it
 // cannot read: the lease is what show is for.
-func lockHolders(b driver.Bucket, key string) []lockHolder {
+func Holders(b driver.Bucket, key string) []Holder {
 	fb, ok := b.(*file.Bucket)
 	if !ok {
 		return nil
@@ -20,9 +20,9 @@ func lockHolders(b driver.Bucket, key string) []lockHolder {
 	if err != nil {
 		return nil
 	}
-	out := make([]lockHolder, 0, len(hs))
+	out := make([]Holder, 0, len(hs))
 	for _, h := range hs {
-		out = append(out, lockHolder{Pid: h.Pid, Stopped: h.Stopped})
+		out = append(out, Holder{Pid: h.Pid, Stopped: h.Stopped})
 	}
 	return out
 }

@@ -1,16 +1,22 @@
-package cli
+package statedir
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	_ "github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/drivers"
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // stateDirOf is hold's state directory for rawURL under base.
 func stateDirOf(t *testing.T, base, rawURL string) string {
 	t.Helper()
-	loc := mustParse(t, rawURL)
-	dir, err := stateDirFor(&env{getenv: func(string) string { return "" }}, base, loc)
+	loc, err := driver.ParseURL(rawURL)
+	if err != nil {
+		t.Fatalf("%s: %v", rawURL, err)
+	}
+	dir, err := For(func(string) string { return "" }, base, loc)
 	if err != nil {
 		t.Fatalf("%s: %v", rawURL, err)
 	}
@@ -63,7 +69,7 @@ func TestStateDirSpellings(t *testing.T) {
 func TestStateDirKeepsTheOldOne(t *testing.T) {
 	base := t.TempDir()
 	const rawURL = "s3://bkt/db1/?region=eu-west-1"
-	old := filepath.Join(base, hashName(displayURL(rawURL)))
+	old := filepath.Join(base, hashName(rawURL))
 	if err := os.MkdirAll(old, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +87,7 @@ func TestStateDirKeepsTheOldOne(t *testing.T) {
 		t.Fatalf("the old state directory is still there: %v", err)
 	}
 	// Another spelling's old directory does not replace the new one.
-	other := filepath.Join(base, hashName(displayURL("s3://bkt/db1")))
+	other := filepath.Join(base, hashName("s3://bkt/db1"))
 	if err := os.MkdirAll(other, 0o700); err != nil {
 		t.Fatal(err)
 	}

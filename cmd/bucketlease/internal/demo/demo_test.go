@@ -1,4 +1,4 @@
-package cli
+package demo
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ func find(lines []storyLine, from int, what string) int {
 // than a TTL after the last renewal, and the old holder learning it lost.
 func TestDemoStory(t *testing.T) {
 	var out bytes.Buffer
-	if err := runDemo(context.Background(), &out); err != nil {
+	if err := Run(context.Background(), &out); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	lines := parseStory(t, out.String())
@@ -102,16 +102,4 @@ func TestDemoStory(t *testing.T) {
 		t.Errorf("the demo does not show Renew returning ErrLost:\n%s", out.String())
 	}
 	step(0, "released the lease")
-}
-
-// TestDemoRunsQuickly: the README's first command finishes at once.
-func TestDemoRunsQuickly(t *testing.T) {
-	start := time.Now()
-	out, errOut, code := runInProcess(t, "demo")
-	if code != 0 || errOut != "" || !strings.Contains(out, "TOOK OVER") {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the demo took %v", d)
-	}
 }

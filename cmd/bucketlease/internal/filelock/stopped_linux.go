@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package filelock
 
 import (
 	"context"
@@ -20,14 +20,14 @@ import (
 // gone.
 const stoppedExitWait = 10 * time.Second
 
-// endStoppedLockHolders ends, with SIGKILL, every process that holds the
+// EndStopped ends, with SIGKILL, every process that holds the
 // file driver's lock on key in b (a *file.Bucket) and is stopped, and waits until each is
 // gone, which lets go of the lock. A stopped process runs none of its own
 // code before SIGKILL ends it, so nothing it staged lands after the break:
 // that is why it is killed, not resumed or sent SIGTERM, which it would act
 // on only once resumed, after finishing its write. It says on w what it
 // ended.
-func endStoppedLockHolders(ctx context.Context, w io.Writer, b driver.Bucket, key string) error {
+func EndStopped(ctx context.Context, w io.Writer, b driver.Bucket, key string) error {
 	fb, ok := b.(*file.Bucket)
 	if !ok {
 		return fmt.Errorf("--kill-stopped-lock-holder: %w: only the file driver takes a lock held by a process on this machine", driver.ErrUnsupported)
@@ -51,9 +51,9 @@ func endStoppedLockHolders(ctx context.Context, w io.Writer, b driver.Bucket, ke
 	return nil
 }
 
-// withKillStoppedHint adds to err, if it is the file driver's refusal to
+// KillStoppedHint adds to err, if it is the file driver's refusal to
 // wait for a stopped holder of a lock, that break can end that holder.
-func withKillStoppedHint(err error) error {
+func KillStoppedHint(err error) error {
 	var locked *file.LockedError
 	if errors.As(err, &locked) && slices.ContainsFunc(locked.Holders, func(h file.LockHolder) bool { return h.Stopped }) {
 		return fmt.Errorf("%w (or let break end it: add --kill-stopped-lock-holder)", err)

@@ -1,7 +1,5 @@
-package cli
+package drivers
 
-// Every driver of this module is linked in, so that every scheme works in
-// the installed binary. The file driver is Unix-only (drivers_unix.go).
 import (
 	_ "github.com/mushroomdb/bucketlease/driver/azure"
 	_ "github.com/mushroomdb/bucketlease/driver/gcs"

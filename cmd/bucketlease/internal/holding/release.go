@@ -1,4 +1,4 @@
-package cli
+package holding
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -15,28 +17,28 @@ import (
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// holdUntilSignal holds the lease until a signal or until it ends.
-func holdUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *printer) error {
+// HoldUntilSignal holds the lease until a signal or until it ends.
+func HoldUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *report.Printer) error {
 	select {
 	case s := <-sigs:
-		p.note("signal", fmt.Sprintf("received %s; releasing the lease", supervise.SignalName(s)), func(r *record) { r.Signal = supervise.SignalName(s) })
+		p.Note("signal", fmt.Sprintf("received %s; releasing the lease", supervise.SignalName(s)), func(r *report.Record) { r.Signal = supervise.SignalName(s) })
 		return nil
 	case <-l.Done():
 		return leaseEnded(l, p)
 	case why := <-gone:
-		p.note("lease-gone", why+"; another instance may take the lease at once", func(r *record) { r.Key = l.Key() })
-		return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), why))
+		p.Note("lease-gone", why+"; another instance may take the lease at once", func(r *report.Record) { r.Key = l.Key() })
+		return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), why))
 	}
 }
 
-// leaseWatchInterval is how often hold reads its lease object back between
+// WatchInterval is how often hold reads its lease object back between
 // renewals by default: a thirtieth of the TTL, from 100 ms to 1 s (one
 // small GET a second at the default TTL).
-func leaseWatchInterval(ttl time.Duration) time.Duration {
+func WatchInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/30, 100*time.Millisecond), time.Second)
 }
 
-// watchLease reads the lease object every interval (never, if interval is
+// Watch reads the lease object every interval (never, if interval is
 // 0) while ctx lasts, and sends on the channel it returns, once, why the
 // lease is no longer this holder's: the object is gone or names another
 // instance (or is no lease record at all). Nothing of bucketlease deletes a
@@ -44,7 +46,7 @@ func leaseWatchInterval(ttl time.Duration) time.Duration {
 // deleted it (a sync with --delete, a clean-up) has let the next contender
 // in at once, without waiting for this holder's fence. A read that fails is
 // no evidence and is ignored: the renewals handle the service's errors.
-func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, interval time.Duration) <-chan string {
+func Watch(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, interval time.Duration) <-chan string {
 	out := make(chan string, 1)
 	if interval <= 0 {
 		return out
@@ -113,15 +115,15 @@ func notOurs(st lease.Status, l *lease.Lease, before driver.Version) (why string
 
 // leaseEnded is the error for a lease that was fenced, lost or broken
 // while held.
-func leaseEnded(l *lease.Lease, p *printer) error {
-	return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), endReason(l, p)))
+func leaseEnded(l *lease.Lease, p *report.Printer) error {
+	return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), endReason(l, p)))
 }
 
 // endReason says why the lease ended, in words.
-func endReason(l *lease.Lease, p *printer) string {
+func endReason(l *lease.Lease, p *report.Printer) string {
 	err := l.Err()
 	switch {
-	case p.broken.Load():
+	case p.Broken():
 		return "it was broken by an operator (bucketlease break)"
 	case errors.Is(err, lease.ErrInstanceInUse):
 		return err.Error() + "; give each process its own --instance-id"
@@ -132,30 +134,35 @@ func endReason(l *lease.Lease, p *printer) string {
 	}
 }
 
-// releaseAfter releases the lease after result (what hold or its command
-// came to), reports the release only once it happened, and returns the
+// ErrInterrupted matches the errors for a signal that came before the
+// lease was held (errors.Is).
+var ErrInterrupted = errors.New("interrupted")
+
+// Release releases the lease after result (what hold or its command came
+// to), reports the release on p only once it happened, and returns the
 // error hold exits with: result, or, when the release failed and the lease
-// had not ended anyway, the release failure (exit 125).
-func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *printer, result error) error {
+// had not ended anyway, the release failure (exit 125), with the hints
+// explain adds to a service's error.
+func Release(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *report.Printer, result error, explain func(error) error) error {
 	endedBefore := l.Err()
 	ctx, cancel := context.WithTimeout(context.Background(), max(leaseseam.Inside(l).TTL, 10*time.Second))
 	defer cancel()
 	relErr := l.Release(ctx)
 	if relErr != nil {
-		relErr = explain(loc, fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, leaseseam.Inside(l).TTL))
-		p.note("release-failed", relErr.Error(), func(r *record) { r.Key, r.Error = l.Key(), relErr.Error() })
-		code, _ := codeOf(result)
-		if code == exitLeaseEnded || errors.Is(result, errInterrupted) {
+		relErr = explain(fmt.Errorf("could not release the lease %s: %w; it stays until its TTL (%v) runs out", l.Key(), relErr, leaseseam.Inside(l).TTL))
+		p.Note("release-failed", relErr.Error(), func(r *report.Record) { r.Key, r.Error = l.Key(), relErr.Error() })
+		code, _ := exitcode.Of(result)
+		if code == exitcode.LeaseEnded || errors.Is(result, ErrInterrupted) {
 			return errors.Join(result, relErr)
 		}
 		if result != nil {
-			if ee := (*exitErr)(nil); errors.As(result, &ee) && ee.err == nil {
-				relErr = fmt.Errorf("%w (the command %s)", relErr, exitText(ee.code))
+			if ee := (*exitcode.Error)(nil); errors.As(result, &ee) && ee.Err == nil {
+				relErr = fmt.Errorf("%w (the command %s)", relErr, exitText(ee.Code))
 			} else {
 				relErr = fmt.Errorf("%w; before that: %v", relErr, result)
 			}
 		}
-		return withCode(exitReleaseFailed, relErr)
+		return exitcode.With(exitcode.ReleaseFailed, relErr)
 	}
 	if errors.Is(endedBefore, lease.ErrLost) {
 		return result // lost: there was nothing of ours to release
@@ -164,20 +171,20 @@ func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix 
 	st, err := lease.Inspect(ctx, b, prefix, time.Now())
 	switch {
 	case err != nil:
-		p.note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *record) { r.Key = l.Key() })
+		p.Note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *report.Record) { r.Key = l.Key() })
 	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released:
-		p.note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *record) { r.Key = l.Key() })
+		p.Note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *report.Record) { r.Key = l.Key() })
 	case st.State == lease.Free:
 		// Release never deletes the lease object: something else did,
 		// and there was nothing of ours left to release.
-		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
-			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
+		p.Note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
+			func(r *report.Record) { r.Key, r.State = l.Key(), st.State.String() })
 	case st.Record == nil:
-		p.note("not-released", fmt.Sprintf("did not release lease %s: its lease object is no longer a lease record (%s); left alone", l.Key(), st.Reason),
-			func(r *record) { r.Key, r.State = l.Key(), st.State.String() })
+		p.Note("not-released", fmt.Sprintf("did not release lease %s: its lease object is no longer a lease record (%s); left alone", l.Key(), st.Reason),
+			func(r *report.Record) { r.Key, r.State = l.Key(), st.State.String() })
 	default:
-		p.note("not-released", fmt.Sprintf("did not release lease %s: it is %s, held by %s, no longer ours", l.Key(), st.State, holderText(st.Holder())),
-			func(r *record) { r.Key, r.Holder, r.State = l.Key(), st.Holder(), st.State.String() })
+		p.Note("not-released", fmt.Sprintf("did not release lease %s: it is %s, held by %s, no longer ours", l.Key(), st.State, HolderText(st.Holder())),
+			func(r *report.Record) { r.Key, r.Holder, r.State = l.Key(), st.Holder(), st.State.String() })
 	}
 	return result
 }
@@ -190,8 +197,8 @@ func exitText(code int) string {
 	return fmt.Sprintf("exited with status %d", code)
 }
 
-// holderText names a holder for people, saying who break is.
-func holderText(id string) string {
+// HolderText names a holder for people, saying who break is.
+func HolderText(id string) string {
 	if id == lease.BreakerID {
 		return "an operator (bucketlease break)"
 	}

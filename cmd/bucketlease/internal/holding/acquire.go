@@ -1,4 +1,4 @@
-package cli
+package holding
 
 import (
 	"context"
@@ -6,16 +6,46 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-// acquire takes the lease, or with --wait keeps trying until it can.
-func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, f *holdFlags, p *printer) (*lease.Lease, error) {
-	if f.wait && f.waitTimeout > 0 {
+// Wait is how Acquire waits for a held lease: not at all unless Wait
+// (--wait), for at most Timeout if it is not 0 (--wait-timeout), looking
+// again as often as a lease of TTL asks, and saying each look if Verbose.
+type Wait struct {
+	Wait    bool
+	Timeout time.Duration
+	TTL     time.Duration
+	Verbose bool
+}
+
+// A StoppedError is Acquire's error for a wait that its context ended
+// (a signal, or the wait's Timeout): Last is the holder it saw last, if
+// any, and Err the error of the acquire it cut short, if any, which
+// finished on its own and released anything it had written.
+type StoppedError struct {
+	Last *lease.HeldError
+	Err  error
+}
+
+func (e *StoppedError) Error() string {
+	if e.Err != nil {
+		return "stopped during an acquire: " + e.Err.Error()
+	}
+	return "stopped before the lease could be taken"
+}
+
+// Acquire takes the lease through c, or with w.Wait keeps trying until it
+// can, saying on p who holds it meanwhile. A wait that ctx ended returns
+// a *StoppedError.
+func Acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, w Wait, p *report.Printer) (*lease.Lease, error) {
+	if w.Wait && w.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
+		ctx, cancel = context.WithTimeout(ctx, w.Timeout)
 		defer cancel()
 	}
 	var last *lease.HeldError
@@ -30,11 +60,11 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 			if st, err := lease.Inspect(ctx, b, prefix, time.Now()); err == nil && st.State == lease.Free {
 				if !vanished {
 					vanished = true
-					p.note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",
-						st.Key, holderText(last.Holder()), utc(gate)), func(r *record) { r.Key, r.Holder, r.TakeoverAt = st.Key, last.Holder(), utc(gate) })
+					p.Note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",
+						st.Key, HolderText(last.Holder()), report.UTC(gate)), func(r *report.Record) { r.Key, r.Holder, r.TakeoverAt = st.Key, last.Holder(), report.UTC(gate) })
 				}
-				if err := sleep(ctx, min(time.Until(gate)+10*time.Millisecond, waitPoll(f.ttl))); err != nil {
-					return nil, stoppedWaiting(ctx, last, nil)
+				if err := sleep(ctx, min(time.Until(gate)+10*time.Millisecond, waitPoll(w.TTL))); err != nil {
+					return nil, &StoppedError{Last: last}
 				}
 				continue
 			}
@@ -45,34 +75,34 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		case err == nil:
 			return l, nil
 		case ctx.Err() != nil:
-			return nil, stoppedWaiting(ctx, last, err)
+			return nil, &StoppedError{Last: last, Err: err}
 		case errors.Is(err, lease.ErrInstanceInUse):
 			//lint:ignore ST1005 the line after the error is a sentence for people, as printed
-			return nil, withCode(exitInstanceInUse, fmt.Errorf("%w\nAnother live process holds this lease under the same instance id (%s). Give each process its own --instance-id; waiting would not help.",
+			return nil, exitcode.With(exitcode.InstanceInUse, fmt.Errorf("%w\nAnother live process holds this lease under the same instance id (%s). Give each process its own --instance-id; waiting would not help.",
 				err, c.InstanceID()))
 		case errors.Is(err, lease.ErrPreconditionsIgnored):
-			return nil, withCode(exitProbeFailed, err)
+			return nil, exitcode.With(exitcode.ProbeFailed, err)
 		case errors.As(err, &held):
 			failures = 0
-			if !f.wait && held.SameID {
+			if !w.Wait && held.SameID {
 				return nil, sameIDError(held, c.InstanceID())
 			}
-			if !f.wait {
+			if !w.Wait {
 				//lint:ignore ST1005 the line after the error is a sentence for people, as printed
-				return nil, withCode(exitHeld, fmt.Errorf("%w\nRun with --wait to take it over when it is free.", err))
+				return nil, exitcode.With(exitcode.Held, fmt.Errorf("%w\nRun with --wait to take it over when it is free.", err))
 			}
-			if f.verbose || last == nil || last.Holder() != held.Holder() || last.State != held.State {
-				p.held(held, true)
+			if w.Verbose || last == nil || last.Holder() != held.Holder() || last.State != held.State {
+				p.Held(held, true)
 			}
 			last, lastSeen, vanished = held, time.Now(), false
-		case f.wait && retriable(err) && failures < maxWaitFailures:
+		case w.Wait && retriable(err) && failures < maxWaitFailures:
 			failures++
-			p.note("retrying", fmt.Sprintf("acquire failed (%d of %d in a row): %v", failures, maxWaitFailures, err), nil)
+			p.Note("retrying", fmt.Sprintf("acquire failed (%d of %d in a row): %v", failures, maxWaitFailures, err), nil)
 		default:
 			return nil, err
 		}
-		if err := sleep(ctx, retryDelay(held, failures, f.ttl)); err != nil {
-			return nil, stoppedWaiting(ctx, last, nil)
+		if err := sleep(ctx, retryDelay(held, failures, w.TTL)); err != nil {
+			return nil, &StoppedError{Last: last}
 		}
 	}
 }
@@ -84,8 +114,8 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 // them apart (exit 6 when the record is renewed, a takeover once stale).
 func sameIDError(held *lease.HeldError, id string) error {
 	//lint:ignore ST1005 the line after the error is a sentence for people, as printed
-	return withCode(exitInstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
-		held, term.Safe(id), utc(held.TakeoverAt)))
+	return exitcode.With(exitcode.InstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
+		held, term.Safe(id), report.UTC(held.TakeoverAt)))
 }
 
 // vanishedGate is when a waiter that last saw the fresh lease last (at
@@ -128,27 +158,14 @@ func retryDelay(held *lease.HeldError, failures int, ttl time.Duration) time.Dur
 	return min(max(held.TakeoverAt.Sub(held.Now)+100*time.Millisecond, 100*time.Millisecond), waitPoll(ttl))
 }
 
-// stoppedWaiting is the error for a wait that a signal or --wait-timeout
-// ended. acquireErr is the error of the acquire it cut short, if any:
-// that acquire finished on its own and released anything it had written,
-// and its error says which.
-func stoppedWaiting(ctx context.Context, last *lease.HeldError, acquireErr error) error {
-	if acquireErr != nil && !errors.Is(acquireErr, lease.ErrHeld) {
-		code, why := interruptCode(ctx)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
-			code, why = exitHeld, "--wait-timeout passed"
-		}
-		return withCode(code, interrupted{fmt.Errorf("%s during an acquire: %w", why, acquireErr)})
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(context.Cause(ctx), new(signalCause)) {
-		if last != nil {
-			return withCode(exitHeld, fmt.Errorf("--wait-timeout passed before the lease could be taken: %w", last))
-		}
-		return withCode(exitHeld, errors.New("--wait-timeout passed before the lease could be taken"))
-	}
-	code, why := interruptCode(ctx)
-	if last != nil {
-		return withCode(code, interrupted{fmt.Errorf("%s before the lease could be taken: %w", why, last)})
-	}
-	return withCode(code, interrupted{fmt.Errorf("%s before the lease could be taken", why)})
 }

@@ -1,9 +1,8 @@
-package cli
+package demo
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"iter"
@@ -18,35 +17,6 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
-
-var demoCommand = &command{
-	name:    "demo",
-	args:    "",
-	summary: "show what the lease does: two instances, a refusal, a fence, a takeover (in memory, instant)",
-	help: `Plays a scripted story on an in-memory bucket, in one process, with a fake
-clock per instance so that it takes no time and needs no service or
-credentials: two instances start together and one wins; the other is refused
-and told who holds the lease; the holder is cut off from the bucket, fences
-itself before its lease can be taken, and the second takes over; the old
-holder, back on the network, learns that it lost the lease.
-
-Every line is real: the lease library runs unchanged, only time is simulated.
-
-Example:
-  go run github.com/mushroomdb/bucketlease/cmd/bucketlease@latest demo`,
-	setup: func(fs *flag.FlagSet) runFunc {
-		return func(ctx context.Context, e *env, args []string) error {
-			pos, after, err := parseArgs(fs, args)
-			if err != nil {
-				return err
-			}
-			if len(pos)+len(after) > 0 {
-				return usageErrorf("demo takes no arguments")
-			}
-			return runDemo(ctx, e.stdout)
-		}
-	},
-}
 
 // The demo's settings: the default TTL, so the story's numbers are the
 // ones a user meets.
@@ -191,8 +161,8 @@ func newInstance(s *story, shared driver.Bucket, name string) (*instance, error)
 	return in, err
 }
 
-// runDemo plays the story to w.
-func runDemo(ctx context.Context, w io.Writer) error {
+// Run plays the story to w.
+func Run(ctx context.Context, w io.Writer) error {
 	s := &story{w: w}
 	shared := mem.New()
 	alpha, err := newInstance(s, shared, "alpha")

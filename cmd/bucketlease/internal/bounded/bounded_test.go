@@ -1,4 +1,4 @@
-package cli
+package bounded
 
 import (
 	"context"
@@ -18,11 +18,11 @@ type closingBucket struct {
 
 func (c closingBucket) Close() error { *c.closed++; return nil }
 
-// pendingBucket is a closingBucket that lists pending uploads: one, named
+// listingBucket is a closingBucket that lists pending uploads: one, named
 // after the prefix it was asked for.
-type pendingBucket struct{ closingBucket }
+type listingBucket struct{ closingBucket }
 
-func (pendingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (listingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[driver.Pending, error] {
 	return func(yield func(driver.Pending, error) bool) {
 		yield(driver.Pending{Key: prefix + "k", Upload: "u1"}, nil)
 	}
@@ -33,14 +33,14 @@ func (pendingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[dri
 // does, through the driver's ListPending, and its Close closes the
 // driver's bucket.
 func TestDeadlinesKeepAbilities(t *testing.T) {
-	loc := mustParse(t, "mem://abilities/p")
+	loc := parse(t, "mem://abilities/p")
 	for _, pending := range []bool{false, true} {
 		closed := 0
 		var in driver.Bucket = closingBucket{Bucket: mem.New(), closed: &closed}
 		if pending {
-			in = pendingBucket{closingBucket{Bucket: mem.New(), closed: &closed}}
+			in = listingBucket{closingBucket{Bucket: mem.New(), closed: &closed}}
 		}
-		b := withDeadlines(in, time.Minute, loc, "--timeout")
+		b := New(in, time.Minute, loc, "--timeout")
 		pl, ok := b.(driver.PendingLister)
 		if ok != pending {
 			t.Errorf("over a driver that lists pending uploads (%v): the bounded bucket is a PendingLister: %v", pending, ok)
@@ -68,9 +68,9 @@ func TestDeadlinesKeepAbilities(t *testing.T) {
 // for a Put and a Get, and for a Get of a missing key, whose request
 // contexts it derives.
 func TestDeadlinesPassTheServiceTimeOn(t *testing.T) {
-	loc := mustParse(t, "mem://servicetime/p")
+	loc := parse(t, "mem://servicetime/p")
 	date := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
-	b := withDeadlines(&mem.Bucket{Now: func() time.Time { return date }}, time.Minute, loc, "--timeout")
+	b := New(&mem.Bucket{Now: func() time.Time { return date }}, time.Minute, loc, "--timeout")
 	put, err := b.Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatal(err)
@@ -88,4 +88,13 @@ func TestDeadlinesPassTheServiceTimeOn(t *testing.T) {
 		t.Errorf("times %+v, %+v, %+v; want the Put's Date, the Get's modification time and the failed Get's Date, all %v",
 			put.Time, got.Time, missing.Time, date)
 	}
+}
+
+func parse(t *testing.T, rawURL string) *driver.Location {
+	t.Helper()
+	loc, err := driver.ParseURL(rawURL)
+	if err != nil {
+		t.Fatalf("%s: %v", rawURL, err)
+	}
+	return loc
 }

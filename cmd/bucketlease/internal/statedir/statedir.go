@@ -1,4 +1,4 @@
-package cli
+package statedir
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// stateDirFor is the state directory hold gives the lease at loc: the one
+// For is the state directory hold gives the lease at loc: the one
 // --state-dir names (or the default under $XDG_STATE_HOME or
 // ~/.local/state), with a subdirectory per location, since a lease key
 // names a lease only within its bucket; "" for --state-dir none.
@@ -29,15 +29,15 @@ import (
 // it did not write), so a rename that fails is not an error; neither is a
 // process of the earlier version still running there, whose lock moves
 // with its file.
-func stateDirFor(e *env, flagValue string, loc *driver.Location) (string, error) {
+func For(getenv func(string) string, flagValue string, loc *driver.Location) (string, error) {
 	dir := flagValue
 	switch dir {
 	case "none":
 		return "", nil
 	case "":
-		if x := e.getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
 			dir = filepath.Join(x, "bucketlease")
-		} else if h := e.getenv("HOME"); h != "" && filepath.IsAbs(h) {
+		} else if h := getenv("HOME"); h != "" && filepath.IsAbs(h) {
 			dir = filepath.Join(h, ".local", "state", "bucketlease")
 		} else {
 			return "", nil

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package holding
 
 import (
 	"errors"
@@ -11,15 +11,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
-const sigQuit = syscall.SIGQUIT
+// SigQuit is SIGQUIT, one of the signals hold passes on.
+const SigQuit = syscall.SIGQUIT
 
-// commandSupported: hold can run a command under its watchdog here.
-const commandSupported = true
+// CommandSupported: hold can run a command under its watchdog here.
+const CommandSupported = true
 
 // watchdogMargin is how much before the lease's fence deadline the
 // watchdog kills the command: a tenth of the TTL, at most a second, for
@@ -36,26 +39,38 @@ func watchdogDeadline(l *lease.Lease) (mono, wall int64) {
 	return m + int64(time.Until(fence)), fence.UnixNano()
 }
 
-// superviseCommand runs argv (found at path) under the lease through the
-// watchdog, passes signals on to it, stops it when the lease ends, and
-// returns once it and everything it started are gone: nil or the
-// command's exit status, or exit 124 if the lease ended under it.
-func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []string, sigs <-chan os.Signal, gone <-chan string, grace time.Duration, pidNS bool, p *printer) error {
+// A Command is what hold runs under the lease through the watchdog: argv,
+// found at Path, killed after Grace once asked to stop.
+type Command struct {
+	Self         string // this program, which runs as the watchdog; "" finds it
+	Path         string
+	Argv         []string
+	Grace        time.Duration
+	PIDNamespace bool   // run the watchdog in a PID namespace where allowed
+	Pause        func() // stops renewing the lease: the command is stopped
+	Resume       func() // renews it again: the command continued
+}
+
+// Run runs the command under the lease l through the watchdog, passes
+// sigs on to it, stops it when the lease ends or gone says its object was
+// lost, and returns once it and everything it started are gone: nil or
+// the command's exit status, or exit 124 if the lease ended under it.
+func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *report.Printer) error {
 	if !l.MayWrite() { // ended, or fenced already: the command must not start
 		if l.Err() == nil {
-			return withCode(exitLeaseEnded, fmt.Errorf("the lease %s reached its fence deadline before the command could start", l.Key()))
+			return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the lease %s reached its fence deadline before the command could start", l.Key()))
 		}
 		return leaseEnded(l, p)
 	}
-	self := e.self
+	self := c.Self
 	if self == "" {
 		var err error
 		if self, err = os.Executable(); err != nil {
 			return fmt.Errorf("cannot find this program to run its watchdog: %w", err)
 		}
 	}
-	sv := &supervisor{l: l, k: k, p: p, argv: argv, grace: grace, status: -1, gone: gone}
-	repR, err := sv.launch(self, path, pidNS)
+	sv := &supervisor{l: l, c: c, p: p, argv: c.Argv, grace: c.Grace, status: -1, gone: gone}
+	repR, err := sv.launch(self, c.Path, c.PIDNamespace)
 	if err != nil {
 		return err
 	}
@@ -73,8 +88,8 @@ func superviseCommand(e *env, l *lease.Lease, k *keeper, path string, argv []str
 // and of the lease.
 type supervisor struct {
 	l     *lease.Lease
-	k     *keeper
-	p     *printer
+	c     *Command
+	p     *report.Printer
 	argv  []string
 	grace time.Duration
 	ctl   *os.File // hold's messages to the watchdog
@@ -212,15 +227,15 @@ func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan supervise.Repor
 	case why := <-sv.gone:
 		// Another instance may hold the lease already: no grace.
 		sv.gone, sv.goneWhy, sv.ended = nil, why, true
-		p.note("lease-gone", why+": another instance may take the lease at once, so the command and everything it started are killed now (no grace)", func(r *record) { r.Key = l.Key(); r.PID = sv.pid })
+		p.Note("lease-gone", why+": another instance may take the lease at once, so the command and everything it started are killed now (no grace)", func(r *report.Record) { r.Key = l.Key(); r.PID = sv.pid })
 		sv.send("kill the lease object was deleted or replaced")
 	case <-sv.leaseEnd:
 		sv.onLeaseEnd()
 	case <-sv.stopAfter:
 		sv.stopAfter = nil
 		if sv.status < 0 {
-			p.note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), sv.grace),
-				func(r *record) { r.PID = sv.pid; r.Signal = "SIGTERM" })
+			p.Note("stopping", fmt.Sprintf("the lease ended (%s): sending SIGTERM to the command and everything it started, SIGKILL in %v or at the fence deadline", endReason(l, p), sv.grace),
+				func(r *report.Record) { r.PID = sv.pid; r.Signal = "SIGTERM" })
 		}
 		sv.send("stop %d", int64(sv.grace)) // hurries what the command left behind, if it is gone
 	case rep, ok = <-reports:
@@ -236,24 +251,24 @@ func (sv *supervisor) onSignal(s os.Signal) {
 	p, pid := sv.p, sv.pid
 	ss, _ := s.(syscall.Signal)
 	if sv.status >= 0 {
-		p.note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", supervise.SignalName(s)), func(r *record) { r.Signal = supervise.SignalName(s) })
+		p.Note("signal", fmt.Sprintf("received %s; the command has ended, waiting for what it left running", supervise.SignalName(s)), func(r *report.Record) { r.Signal = supervise.SignalName(s) })
 		return
 	}
 	if supervise.TerminalDelivers(ss, sv.mode.SharesGroup) {
-		p.note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", supervise.SignalName(s), pid), func(r *record) { r.Signal = supervise.SignalName(s); r.PID = pid })
+		p.Note("signal", fmt.Sprintf("received %s from the terminal, which sent it to pid %d too", supervise.SignalName(s), pid), func(r *report.Record) { r.Signal = supervise.SignalName(s); r.PID = pid })
 		return
 	}
 	if ss == syscall.SIGTERM && sv.termKill == nil {
 		sv.termKill = time.After(sv.grace)
-		p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", supervise.SignalName(s), pid, sv.grace),
-			func(r *record) { r.Signal = supervise.SignalName(s); r.PID = pid })
+		p.Note("signal", fmt.Sprintf("received %s; passing it on to pid %d; SIGKILL to it and everything it started in %v unless it has exited", supervise.SignalName(s), pid, sv.grace),
+			func(r *report.Record) { r.Signal = supervise.SignalName(s); r.PID = pid })
 	} else {
 		if pid == 0 {
 			// The watchdog has started the command (it reads
 			// this only then) but its report is not read yet.
-			p.note("signal", fmt.Sprintf("received %s; passing it on to the command", supervise.SignalName(s)), func(r *record) { r.Signal = supervise.SignalName(s) })
+			p.Note("signal", fmt.Sprintf("received %s; passing it on to the command", supervise.SignalName(s)), func(r *report.Record) { r.Signal = supervise.SignalName(s) })
 		} else {
-			p.note("signal", fmt.Sprintf("received %s; passing it on to pid %d", supervise.SignalName(s), pid), func(r *record) { r.Signal = supervise.SignalName(s); r.PID = pid })
+			p.Note("signal", fmt.Sprintf("received %s; passing it on to pid %d", supervise.SignalName(s), pid), func(r *report.Record) { r.Signal = supervise.SignalName(s); r.PID = pid })
 		}
 	}
 	sv.send("signal %d", int(ss))
@@ -273,8 +288,8 @@ func (sv *supervisor) onLeaseEnd() {
 		if sv.status >= 0 {
 			what = "whatever the command left running is"
 		}
-		p.note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so "+what+" killed now (SIGKILL, no grace)",
-			func(r *record) { r.PID = sv.pid; r.Signal = "SIGKILL" })
+		p.Note("stopping", "the lease was taken from this holder (broken, taken over or overwritten): another instance may hold it already, so "+what+" killed now (SIGKILL, no grace)",
+			func(r *report.Record) { r.PID = sv.pid; r.Signal = "SIGKILL" })
 		sv.send("kill the lease was lost")
 		return
 	}
@@ -290,14 +305,14 @@ func (sv *supervisor) finish() error {
 	<-sv.exited
 	if sv.status >= 0 && sv.how == "clean" {
 		if sv.goneWhy != "" {
-			return withCode(exitLeaseEnded, fmt.Errorf("the lease %s ended while held: %s; the command was killed", sv.l.Key(), sv.goneWhy))
+			return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the lease %s ended while held: %s; the command was killed", sv.l.Key(), sv.goneWhy))
 		}
 		return commandResult(sv.l, sv.p, sv.status, sv.ended)
 	}
 	// The watchdog died: what it supervised is ours now.
 	n := supervise.KillOrphans(sv.pid, sv.subreaper)
 	err := fmt.Errorf("the watchdog (pid %d) died; killed %d processes it supervised", sv.proc.Pid, n)
-	sv.p.note("watchdog-died", err.Error(), func(r *record) { r.PID = sv.proc.Pid })
+	sv.p.Note("watchdog-died", err.Error(), func(r *report.Record) { r.PID = sv.proc.Pid })
 	return err
 }
 
@@ -306,7 +321,7 @@ func (sv *supervisor) finish() error {
 func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 	l, argv, mode := sv.l, sv.argv, sv.mode
 	f := rep.Fields
-	note := func(event, msg string, fill func(*record)) { sv.p.noteAt(rep.At, event, msg, fill) }
+	note := func(event, msg string, fill func(*report.Record)) { sv.p.NoteAt(rep.At, event, msg, fill) }
 	arg := func(i int) string {
 		if i < len(f) {
 			return f[i]
@@ -317,32 +332,32 @@ func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 	case "started":
 		sv.pid, _ = strconv.Atoi(arg(1))
 		note("command-started", fmt.Sprintf("started %q (pid %d) under the lease, watched by pid %d %s", argv[0], sv.pid, sv.proc.Pid, mode.Words),
-			func(r *record) { r.PID = sv.pid; r.Detail = mode.Name })
+			func(r *report.Record) { r.PID = sv.pid; r.Detail = mode.Name })
 	case "start-failed":
 		code, _ := strconv.Atoi(arg(1))
 		<-sv.exited
-		return true, withCode(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
+		return true, exitcode.With(code, fmt.Errorf("command %q could not be started: %s", argv[0], arg(2)))
 	case "warning":
 		note("warning", "watchdog: "+strings.Join(f[1:], " "), nil)
 	case "stopped":
 		n, _ := strconv.Atoi(arg(1))
-		sv.k.stop()
+		sv.c.Pause()
 		note("command-stopped", fmt.Sprintf("pid %d was stopped (%s); the lease is not renewed while it is stopped: unless it continues, it is killed at the fence deadline, %s",
-			sv.pid, supervise.SignalName(syscall.Signal(n)), utc(l.Deadline())), func(r *record) { r.PID = sv.pid; r.Signal = supervise.SignalName(syscall.Signal(n)) })
+			sv.pid, supervise.SignalName(syscall.Signal(n)), report.UTC(l.Deadline())), func(r *report.Record) { r.PID = sv.pid; r.Signal = supervise.SignalName(syscall.Signal(n)) })
 	case "continued":
 		if l.MayWrite() {
-			sv.k.start()
-			note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", sv.pid), func(r *record) { r.PID = sv.pid })
+			sv.c.Resume()
+			note("command-continued", fmt.Sprintf("pid %d continued; renewing the lease again", sv.pid), func(r *report.Record) { r.PID = sv.pid })
 		}
 	case "exited":
 		sv.status, _ = strconv.Atoi(arg(1))
 		code := sv.status
-		note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], sv.pid, arg(2)), func(r *record) { r.PID = sv.pid; r.Status = &code })
+		note("command-exited", fmt.Sprintf("%q (pid %d) %s", argv[0], sv.pid, arg(2)), func(r *report.Record) { r.PID = sv.pid; r.Status = &code })
 	case "leftover":
 		note("stopping", fmt.Sprintf("sent SIGTERM to %s processes pid %d left running; SIGKILL in %v", arg(1), sv.pid, sv.grace),
-			func(r *record) { r.PID = sv.pid; r.Signal = "SIGTERM" })
+			func(r *report.Record) { r.PID = sv.pid; r.Signal = "SIGTERM" })
 	case "killed":
-		note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
+		note("killed", fmt.Sprintf("the watchdog sent SIGKILL to %s processes: %s", arg(1), arg(2)), func(r *report.Record) { r.Signal = "SIGKILL"; r.Detail = arg(2) })
 		if strings.Contains(arg(2), "fence deadline") {
 			sv.ended = true
 		}
@@ -354,7 +369,7 @@ func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 
 // commandResult is what hold exits with once the command and everything
 // it started are gone.
-func commandResult(l *lease.Lease, p *printer, status int, ended bool) error {
+func commandResult(l *lease.Lease, p *report.Printer, status int, ended bool) error {
 	if l.Err() == nil && !l.MayWrite() {
 		// Past the fence deadline (hold was stopped, say): the lease's
 		// fence timer, due now, ends it and reports "fenced"; wait for
@@ -366,12 +381,12 @@ func commandResult(l *lease.Lease, p *printer, status int, ended bool) error {
 	}
 	if ended || l.Err() != nil {
 		if l.Err() == nil {
-			return withCode(exitLeaseEnded, fmt.Errorf("the command was killed at the fence deadline of the lease %s: hold could not renew it in time", l.Key()))
+			return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the command was killed at the fence deadline of the lease %s: hold could not renew it in time", l.Key()))
 		}
 		return leaseEnded(l, p)
 	}
 	if status != 0 {
-		return withCode(status, nil)
+		return exitcode.With(status, nil)
 	}
 	return nil
 }
