@@ -94,9 +94,15 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // acquire takes the lease, or with --wait keeps trying until it can
-// (holding.Acquire), and says why a wait that ctx ended stopped.
+// (holding.Acquire), for at most --wait-timeout, and says why a wait that
+// ctx or the timeout ended stopped.
 func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, f *holdFlags, p *printer) (*lease.Lease, error) {
-	l, err := holding.Acquire(ctx, c, b, prefix, holding.Wait{Wait: f.wait, Timeout: f.waitTimeout, TTL: f.ttl, Verbose: f.verbose}, p.init())
+	if f.wait && f.waitTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
+		defer cancel()
+	}
+	l, err := holding.Acquire(ctx, c, b, prefix, holding.Wait{Wait: f.wait, TTL: f.ttl, Verbose: f.verbose}, p.init())
 	if se := (*holding.StoppedError)(nil); errors.As(err, &se) {
 		return nil, stoppedWaiting(ctx, se.Last, se.Err)
 	}

@@ -14,17 +14,16 @@ import (
 )
 
 // Wait is how Acquire waits for a held lease: not at all unless Wait
-// (--wait), for at most Timeout if it is not 0 (--wait-timeout), looking
-// again as often as a lease of TTL asks, and saying each look if Verbose.
+// (--wait), looking again as often as a lease of TTL asks, and saying
+// each look if Verbose. The caller's context bounds the wait.
 type Wait struct {
 	Wait    bool
-	Timeout time.Duration
 	TTL     time.Duration
 	Verbose bool
 }
 
 // A StoppedError is Acquire's error for a wait that its context ended
-// (a signal, or the wait's Timeout): Last is the holder it saw last, if
+// (a signal, or --wait-timeout): Last is the holder it saw last, if
 // any, and Err the error of the acquire it cut short, if any, which
 // finished on its own and released anything it had written.
 type StoppedError struct {
@@ -43,11 +42,6 @@ func (e *StoppedError) Error() string {
 // can, saying on p who holds it meanwhile. A wait that ctx ended returns
 // a *StoppedError.
 func Acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, w Wait, p *report.Printer) (*lease.Lease, error) {
-	if w.Wait && w.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.Timeout)
-		defer cancel()
-	}
 	var last *lease.HeldError
 	var lastSeen time.Time // when last was read, by our clock
 	failures := 0
