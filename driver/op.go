@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -284,13 +283,20 @@ func (o *Op) RateLimited(err error, retryAfter time.Duration) error {
 	return e
 }
 
-// FailSettled is Fail for a write whose request the client library sent
-// more than once and whose outcome the driver has settled by reading the
-// object back (see SettleRetriedWrite): kind is kept as it is, not turned
-// from ErrPrecondition into ErrOutcomeUnknown, since the read-back proved
-// that no attempt of the write landed.
+// FailSettled is Fail with kind kept as it is, never turned from
+// ErrPrecondition into ErrOutcomeUnknown: for a failure whose outcome is
+// known although more than one request went through Context (a write the
+// driver settled by reading the object back; the parts of a streamed
+// write, whose commit is judged by its own Step).
 func (o *Op) FailSettled(kind, err error) error {
 	return o.fail(kind, err, false)
+}
+
+// Step returns an Op for the request that completes o's operation (the
+// commit of a streamed write), on o's context, whose Fail judges the
+// attempts of that request alone.
+func (o *Op) Step() *Op {
+	return &Op{Driver: o.Driver, Name: o.Name, Key: o.Key, Cond: o.Cond, ctx: o.ctx, sent: &sentCount{}}
 }
 
 func (o *Op) fail(kind, err error, upgrade bool) error {
@@ -305,70 +311,4 @@ func (o *Op) fail(kind, err error, upgrade bool) error {
 		err = cerr
 	}
 	return &OpError{Driver: o.Driver, Op: o.Name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
-}
-
-// Settled is what reading an object back after a write whose request the
-// client library sent more than once proves (SettleRetriedWrite).
-type Settled int
-
-const (
-	// SettledUnknown: the read-back proves nothing; the outcome stays
-	// unknown.
-	SettledUnknown Settled = iota
-	// SettledOurs: the object holds exactly the write's bytes and was
-	// not last modified before the first attempt: an attempt landed (or
-	// an identical body was written meanwhile), and its version is the
-	// write's.
-	SettledOurs
-	// SettledNotApplied: the object was last modified before the write's
-	// first attempt was sent, by the service's own clock, whatever bytes
-	// it holds: no attempt landed, since one that had would be newer.
-	SettledNotApplied
-)
-
-// ReadBack is an object as a driver read it back to settle a write: its
-// bytes (Data, at most the write's length + 1), version, last
-// modification and the service's clock at the read (the response's Date
-// header), both as the service gives them, to the second. Exists is false
-// when the key does not exist.
-type ReadBack struct {
-	Exists   bool
-	Data     []byte
-	Version  Version
-	Modified time.Time
-	Now      time.Time
-}
-
-// SettleRetriedWrite judges what a read-back proves of a write of data
-// whose first attempt was sent at sent (this machine's clock, read with
-// its monotonic reading) and that the client library sent more than once:
-// SettledNotApplied if the service last modified the object before the
-// write's first attempt, whatever bytes it holds; otherwise SettledOurs if
-// it holds data (an identical body that another writer stored during the
-// write is taken for this one: bytes cannot tell them apart). The age is
-// judged on the service's clock alone, so that the two machines' clocks
-// may differ: the service's time at the first attempt
-// is at least rb.Now minus the time elapsed here since sent (read
-// monotonically, when the read-back's answer had come), and the second
-// granularity of Date and Last-Modified is allowed for. Anything else
-// (the key missing, other bytes newer than that) proves nothing.
-func SettleRetriedWrite(data []byte, sent time.Time, rb ReadBack) Settled {
-	if !rb.Exists || rb.Version == "" {
-		return SettledUnknown
-	}
-	// Age first: an object last written before the first attempt is not
-	// this write's, even with the same bytes (an identical body stored
-	// earlier, which IfAbsent or a stale IfMatch must still refuse).
-	if !rb.Now.IsZero() && !rb.Modified.IsZero() {
-		elapsed := time.Since(sent)
-		// The modification happened before Modified+1s; the first attempt
-		// at or after rb.Now-elapsed on the service's clock.
-		if !rb.Modified.Add(time.Second).After(rb.Now.Add(-elapsed)) {
-			return SettledNotApplied
-		}
-	}
-	if bytes.Equal(rb.Data, data) {
-		return SettledOurs
-	}
-	return SettledUnknown
 }

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -123,37 +122,5 @@ func TestFailAfterRetry(t *testing.T) {
 		if n == 2 && errors.Is(err, driver.ErrPrecondition) {
 			t.Errorf("after a retry the refusal still reads as ErrPrecondition: %v", err)
 		}
-	}
-}
-
-// SettleRetriedWrite: the write's bytes are the write's; other bytes prove
-// that nothing landed only when the service last modified them before the
-// first attempt, judged on the service's clock and to the second.
-func TestSettleRetriedWrite(t *testing.T) {
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	sent := time.Now() // elapsed: about nothing
-	for _, c := range []struct {
-		name string
-		rb   driver.ReadBack
-		want driver.Settled
-	}{
-		{"ours", driver.ReadBack{Exists: true, Data: []byte("mine"), Version: "v", Modified: now, Now: now}, driver.SettledOurs},
-		{"missing", driver.ReadBack{}, driver.SettledUnknown},
-		{"the same bytes, stored before the first attempt", driver.ReadBack{Exists: true, Data: []byte("mine"), Version: "v", Modified: now.Add(-5 * time.Second), Now: now}, driver.SettledNotApplied},
-		{"other, old", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-5 * time.Second), Now: now}, driver.SettledNotApplied},
-		{"other, this second", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now, Now: now}, driver.SettledUnknown},
-		{"other, a second ago (within Last-Modified's granularity)", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-999 * time.Millisecond), Now: now}, driver.SettledUnknown},
-		{"other, no Date", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-time.Hour)}, driver.SettledUnknown},
-	} {
-		if got := driver.SettleRetriedWrite([]byte("mine"), sent, c.rb); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-	// An object older than the service's clock says, but not older than
-	// the time since the first attempt: it may be this write overwritten.
-	long := time.Now().Add(-time.Minute)
-	rb := driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-30 * time.Second), Now: now}
-	if got := driver.SettleRetriedWrite([]byte("mine"), long, rb); got != driver.SettledUnknown {
-		t.Errorf("an object modified after the first attempt: %v, want SettledUnknown", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
@@ -38,7 +39,7 @@ func pendingOf(n *brokenStream) func(ctx context.Context, key string) ([]string,
 
 func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
 	n := &brokenStream{Bucket: mem.New(), noAbort: true}
-	if _, ok := any(streamOnly{n}).(driver.PendingLister); ok {
+	if _, ok := any(streamOnly{n}).(multipart.PendingLister); ok {
 		t.Fatal("streamOnly lists its pending uploads")
 	}
 	checks := append([]string{"stream-failed-leaves-nothing"}, abortChecks...)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // A check that fails because an operation could not complete (a reset
@@ -23,11 +24,11 @@ type recorder struct {
 }
 
 // recorded returns b through a new recorder, and the recorder. The
-// result is a driver.PendingLister where b is one, and an io.Closer that
+// result is a multipart.PendingLister where b is one, and an io.Closer that
 // closes b (driver.Close).
 func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	rec := &recorder{Bucket: b}
-	if _, ok := b.(driver.PendingLister); ok {
+	if _, ok := b.(multipart.PendingLister); ok {
 		return pendingRecorder{rec}, rec
 	}
 	return rec, rec
@@ -120,13 +121,13 @@ func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Obj
 // Close closes the driver (driver.Close).
 func (r *recorder) Close() error { return driver.Close(r.Bucket) }
 
-// pendingRecorder is the recorder of a driver.PendingLister.
+// pendingRecorder is the recorder of a multipart.PendingLister.
 type pendingRecorder struct{ *recorder }
 
 // ListPending lists the driver's pending uploads, noting the error.
-func (r pendingRecorder) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		for p, err := range r.Bucket.(driver.PendingLister).ListPending(ctx, prefix) {
+func (r pendingRecorder) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return func(yield func(multipart.Pending, error) bool) {
+		for p, err := range r.Bucket.(multipart.PendingLister).ListPending(ctx, prefix) {
 			r.note(err)
 			if !yield(p, err) {
 				return

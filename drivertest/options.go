@@ -84,7 +84,7 @@ type Options struct {
 	// it too.
 	URL string
 
-	// Pending, for a driver that is no driver.PendingLister, returns the
+	// Pending, for a driver that is no multipart.PendingLister, returns the
 	// uploads staged for key and neither committed nor aborted (their
 	// names, as the service gives them), found by the author's own means
 	// (the service's API, the directory a local driver stages in). The

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // The checks of streamed writes (Bucket.PutStream), obligation 13 in
@@ -137,7 +138,7 @@ func (s *scope) nonePending(ctx context.Context, key string) error {
 // pendingOf returns how the suite sees the uploads pending on a key (the
 // name of one, "" for none), or nil where it cannot.
 func (s *scope) pendingOf() func(ctx context.Context, key string) (string, error) {
-	if pl, ok := s.b.(driver.PendingLister); ok {
+	if pl, ok := s.b.(multipart.PendingLister); ok {
 		return func(ctx context.Context, key string) (string, error) {
 			for p, err := range pl.ListPending(ctx, key) {
 				if errors.Is(err, driver.ErrUnsupported) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
@@ -22,7 +23,7 @@ import (
 // drivers pass them all (TestMem, TestFile).
 
 // brokenStream is the mem driver with its streamed writes broken in the
-// ways its fields say, and a driver.PendingLister of the uploads it left
+// ways its fields say, and a multipart.PendingLister of the uploads it left
 // (streamOnly hides that). One type serves every negative control of a
 // streamed write, so that each says only how its driver is broken.
 type brokenStream struct {
@@ -67,13 +68,13 @@ func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, p
 	return a, err
 }
 
-func (b *brokenStream) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
+func (b *brokenStream) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return func(yield func(multipart.Pending, error) bool) {
 		b.mu.Lock()
 		keys := slices.Clone(b.pending)
 		b.mu.Unlock()
 		for _, k := range keys {
-			if strings.HasPrefix(k, prefix) && !yield(driver.Pending{Key: k, Upload: "u-" + k}, nil) {
+			if strings.HasPrefix(k, prefix) && !yield(multipart.Pending{Key: k, Upload: "u-" + k}, nil) {
 				return
 			}
 		}

@@ -445,7 +445,7 @@ func (b *Bucket) fail(op *driver.Op, kind, err error) error {
 			if perr != nil {
 				now = time.Now()
 			}
-			wait, _ = driver.ParseRetryAfter(re.RawResponse.Header.Get("Retry-After"), now)
+			wait, _ = httpdate.RetryAfter(re.RawResponse.Header.Get("Retry-After"), now)
 		}
 		return op.RateLimited(err, wait)
 	}

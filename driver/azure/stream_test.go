@@ -20,6 +20,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -176,9 +177,9 @@ func TestStreamMayStart(t *testing.T) {
 			return nil
 		}
 		_, err := b.PutStream(t.Context(), key, unknownLength(body(n, 2)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
-		var ue *driver.UploadError
+		var ue *multipart.UploadError
 		if !errors.Is(err, refused) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "put "+key) {
-			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *driver.UploadError, naming the key", at, err)
+			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *multipart.UploadError, naming the key", at, err)
 		}
 		if ue.Staged != (at > 1) || (at > 1 && !strings.Contains(err.Error(), "left uncommitted")) || strings.Contains(err.Error(), "canceled") {
 			t.Errorf("refused at call %d: Staged = %v in %q", at, ue.Staged, err)
@@ -586,9 +587,9 @@ func TestStreamErrorSaysBlocksAreLeft(t *testing.T) {
 			return nil
 		}
 		_, err := b.PutStream(ctx, key, unknownLength(body(block*2+5, 8)), driver.PutOptions{If: c.cond}, &opts)
-		var ue *driver.UploadError
+		var ue *multipart.UploadError
 		if !errors.As(err, &ue) {
-			t.Fatalf("%s: %v; want a *driver.UploadError", c.name, err)
+			t.Fatalf("%s: %v; want a *multipart.UploadError", c.name, err)
 		}
 		msg := err.Error()
 		t.Logf("%s: %s", c.name, msg)

@@ -9,7 +9,7 @@
 // lease logs it at WARN.
 //
 // A streamed write is checked as Put is; Get and List pass through. The
-// wrapper is a driver.PendingLister exactly where the wrapped bucket is
+// wrapper is a multipart.PendingLister exactly where the wrapped bucket is
 // one, and its Close closes the wrapped bucket (driver.Close).
 package besteffort
 
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // bucket wraps a bucket, emulating preconditions. Get and List are the
@@ -29,18 +30,18 @@ type bucket struct {
 	driver.Bucket
 }
 
-// pendingBucket is bucket over a driver.PendingLister.
+// pendingBucket is bucket over a multipart.PendingLister.
 type pendingBucket struct {
 	*bucket
-	pl driver.PendingLister
+	pl multipart.PendingLister
 }
 
 // Wrap returns b with every precondition emulated by a read. The result
-// is a driver.PendingLister if b is one, and an io.Closer that closes b;
+// is a multipart.PendingLister if b is one, and an io.Closer that closes b;
 // its Unwrap method returns b.
 func Wrap(b driver.Bucket) driver.Bucket {
 	w := &bucket{Bucket: b}
-	if pl, ok := b.(driver.PendingLister); ok {
+	if pl, ok := b.(multipart.PendingLister); ok {
 		return &pendingBucket{bucket: w, pl: pl}
 	}
 	return w
@@ -53,7 +54,7 @@ func (b *bucket) Unwrap() driver.Bucket { return b.Bucket }
 func (b *bucket) Close() error { return driver.Close(b.Bucket) }
 
 // ListPending yields the wrapped bucket's pending uploads.
-func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	return b.pl.ListPending(ctx, prefix)
 }
 
@@ -138,7 +139,7 @@ func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, opts dr
 	if _, err := b.check(ctx, op, key, opts.If); err != nil {
 		var oe *driver.OpError
 		if errors.As(err, &oe) && oe.Err == nil {
-			oe.Err = &driver.UploadError{Err: errors.New("the condition did not hold when the write started")}
+			oe.Err = &multipart.UploadError{Err: errors.New("the condition did not hold when the write started")}
 		}
 		return driver.Attrs{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 )
@@ -73,7 +74,7 @@ func TestConformanceOverAStreamingStore(t *testing.T) {
 	drivertest.Run(t, besteffort.Wrap(mem.New()), drivertest.Options{})
 }
 
-// abilities is a bucket with the optional interfaces (driver.PendingLister,
+// abilities is a bucket with the optional interfaces (multipart.PendingLister,
 // io.Closer) that counts the calls of those and of List and PutStream.
 type abilities struct {
 	driver.Bucket
@@ -90,9 +91,9 @@ func (a *abilities) PutStream(ctx context.Context, key string, r io.Reader, opts
 	return a.Bucket.PutStream(ctx, key, r, opts, s)
 }
 
-func (a *abilities) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (a *abilities) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	a.pending++
-	return func(func(driver.Pending, error) bool) {}
+	return func(func(multipart.Pending, error) bool) {}
 }
 
 func (a *abilities) Close() error {
@@ -100,15 +101,15 @@ func (a *abilities) Close() error {
 	return nil
 }
 
-// TestWrapKeepsAbilities: the wrapper is a driver.PendingLister exactly
+// TestWrapKeepsAbilities: the wrapper is a multipart.PendingLister exactly
 // where the bucket it wraps is one, and its ListPending, Close, List and
 // PutStream reach that bucket's; over a bucket without Close its Close
 // closes nothing and succeeds.
 func TestWrapKeepsAbilities(t *testing.T) {
 	ctx := context.Background()
 	plain := besteffort.Wrap(mem.New())
-	if _, ok := plain.(driver.PendingLister); ok {
-		t.Error("over mem, which lists no pending uploads, the wrapper is a driver.PendingLister")
+	if _, ok := plain.(multipart.PendingLister); ok {
+		t.Error("over mem, which lists no pending uploads, the wrapper is a multipart.PendingLister")
 	}
 	if err := driver.Close(plain); err != nil {
 		t.Errorf("Close over mem: %v", err)
@@ -116,9 +117,9 @@ func TestWrapKeepsAbilities(t *testing.T) {
 
 	in := &abilities{Bucket: mem.New()}
 	w := besteffort.Wrap(in)
-	pl, ok := w.(driver.PendingLister)
+	pl, ok := w.(multipart.PendingLister)
 	if !ok {
-		t.Fatal("over a driver.PendingLister, the wrapper is none")
+		t.Fatal("over a multipart.PendingLister, the wrapper is none")
 	}
 	for _, err := range pl.ListPending(ctx, "") {
 		if err != nil {

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -99,8 +100,8 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 }
 
 var (
-	_ driver.Bucket        = (*Bucket)(nil)
-	_ driver.PendingLister = (*Bucket)(nil)
+	_ driver.Bucket           = (*Bucket)(nil)
+	_ multipart.PendingLister = (*Bucket)(nil)
 )
 
 // Options tune OpenWith.

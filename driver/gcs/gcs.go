@@ -323,7 +323,7 @@ func fail(op *driver.Op, k, err error) error {
 		if perr != nil {
 			now = time.Now()
 		}
-		wait, _ = driver.ParseRetryAfter(ge.Header.Get("Retry-After"), now)
+		wait, _ = httpdate.RetryAfter(ge.Header.Get("Retry-After"), now)
 	}
 	return op.RateLimited(err, wait)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -173,9 +174,9 @@ func TestStreamMayStartRefused(t *testing.T) {
 				return nil
 			}
 			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 2)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
-			var ue *driver.UploadError
+			var ue *multipart.UploadError
 			if !errors.Is(err, refused) || !errors.As(err, &ue) {
-				t.Fatalf("PutStream refused by MayStart: %v; want the refusal inside a *driver.UploadError", err)
+				t.Fatalf("PutStream refused by MayStart: %v; want the refusal inside a *multipart.UploadError", err)
 			}
 			if ue.Staged != (at > 1) || !strings.Contains(err.Error(), "put k") {
 				t.Errorf("error %q: Staged = %v, want %v, and the key named", err, ue.Staged, at > 1)
@@ -383,9 +384,9 @@ func TestStreamErrorSaysSessionIsLeft(t *testing.T) {
 				return nil
 			}
 			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 9)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
-			var ue *driver.UploadError
+			var ue *multipart.UploadError
 			if !errors.As(err, &ue) {
-				t.Fatalf("%v; want a *driver.UploadError", err)
+				t.Fatalf("%v; want a *multipart.UploadError", err)
 			}
 			msg := err.Error()
 			t.Log(msg)

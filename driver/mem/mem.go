@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -191,7 +192,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		return driver.Attrs{}, err
 	}
 	fail := func(kind, cause error) error {
-		return op.Fail(kind, &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"})
+		return op.Fail(kind, &multipart.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"})
 	}
 	var data []byte
 	part := make([]byte, opts.Size())
@@ -199,7 +200,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		if err := opts.Allow(); err != nil {
 			return driver.Attrs{}, fail(nil, fmt.Errorf("MayStart refused part %d: %w", no, err))
 		}
-		n, err := driver.ReadPart(ctx, r, part)
+		n, err := multipart.ReadPart(ctx, r, part)
 		data = append(data, part[:n]...)
 		if err == io.EOF {
 			break
@@ -219,7 +220,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 			if cause == nil {
 				cause = errors.New("the condition did not hold at the commit")
 			}
-			oe.Err = &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"}
+			oe.Err = &multipart.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"}
 		}
 	}
 	return v, err

@@ -16,7 +16,7 @@ func (b *Bucket) abortFunc(key, id string) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := (multipart{b: b, key: key}).Abort(op.Context(), id); err != nil {
+		if err := (uploads{b: b, key: key}).Abort(op.Context(), id); err != nil {
 			return op.Fail(kind(err, driver.Condition{}), fmt.Errorf("aborting the pending upload %s: %w", id, err))
 		}
 		return nil

@@ -21,7 +21,9 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/settle"
 )
 
 // MaxPutSize is the largest body Put sends: S3's limit for a single PUT.
@@ -228,10 +230,10 @@ func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key st
 	if rerr != nil {
 		return "", op.Fail(k, fmt.Errorf("%w (reading the object back to settle the write failed too: %w)", err, rerr))
 	}
-	switch driver.SettleRetriedWrite(data, sent, rb) {
-	case driver.SettledOurs:
+	switch settle.Judge(data, sent, rb) {
+	case settle.Ours:
 		return rb.Version, nil
-	case driver.SettledNotApplied:
+	case settle.NotApplied:
 		// The object has not changed since before the first attempt; if it
 		// fails the condition, it did throughout, so every attempt that
 		// reached the service was refused, whether or not its answer came.
@@ -245,22 +247,22 @@ func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key st
 	return "", op.Fail(k, err)
 }
 
-// readBack reads key as driver.SettleRetriedWrite needs it: at most limit
+// readBack reads key as settle.Judge needs it: at most limit
 // bytes, the version, Last-Modified and the response's Date.
-func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (driver.ReadBack, error) {
+func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (settle.ReadBack, error) {
 	out, err := b.ctl.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
 		if errors.Is(kind(err, driver.Condition{}), driver.ErrNotExist) {
-			return driver.ReadBack{}, nil
+			return settle.ReadBack{}, nil
 		}
-		return driver.ReadBack{}, err
+		return settle.ReadBack{}, err
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(out.Body, limit))
 	if err != nil {
-		return driver.ReadBack{}, err
+		return settle.ReadBack{}, err
 	}
-	rb := driver.ReadBack{Exists: true, Data: data, Version: driver.Version(aws.ToString(out.ETag)), Modified: aws.ToTime(out.LastModified)}
+	rb := settle.ReadBack{Exists: true, Data: data, Version: driver.Version(aws.ToString(out.ETag)), Modified: aws.ToTime(out.LastModified)}
 	if raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response); ok {
 		if t, err := http.ParseTime(raw.Header.Get("Date")); err == nil {
 			rb.Now = t
@@ -341,7 +343,7 @@ func fail(op *driver.Op, k, err error) error {
 		if perr != nil {
 			now = time.Now()
 		}
-		wait, _ = driver.ParseRetryAfter(re.Response.Header.Get("Retry-After"), now)
+		wait, _ = httpdate.RetryAfter(re.Response.Header.Get("Retry-After"), now)
 	}
 	return op.RateLimited(err, wait)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
 )
 
@@ -95,7 +96,7 @@ func TestStreamLeavesNoOrphan(t *testing.T) {
 				case fault == "drop-replies-throughout":
 					// Nothing can be swept while every reply is lost: the
 					// error must say that something may be left.
-					var ue *driver.UploadError
+					var ue *multipart.UploadError
 					if err == nil || !errors.As(err, &ue) || (n > 0 && (!ue.Staged || ue.Aborted)) ||
 						(n > 0 && !strings.Contains(err.Error(), "service's clean-up")) {
 						t.Errorf("%d upload(s) left and the error does not say so: %v", n, err)

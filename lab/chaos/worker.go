@@ -507,7 +507,7 @@ type padding struct {
 }
 
 // paceStep bounds how long one Read of padding sleeps, so that a caller
-// that looks at its context between Reads (driver.ReadPart does) stops soon.
+// that looks at its context between Reads (multipart.ReadPart does) stops soon.
 const paceStep = 20 * time.Millisecond
 
 func (p *padding) Read(b []byte) (int, error) {
