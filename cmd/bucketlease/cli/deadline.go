@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // deadlineBucket bounds every request to a bucket: a service that accepts
@@ -27,13 +28,13 @@ type deadlineBucket struct {
 // PutStream and List pass through unbounded: a streamed write takes as
 // long as its body does (the fence bounds each part instead), and a
 // listing is bounded by its caller. The result is an io.Closer that
-// closes b, and a driver.PendingLister exactly where b is one.
+// closes b, and a multipart.PendingLister exactly where b is one.
 func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
 	t := &deadlineBucket{Bucket: b, d: d, url: loc.String(), bound: bound}
-	if pl, ok := b.(driver.PendingLister); ok {
+	if pl, ok := b.(multipart.PendingLister); ok {
 		return &deadlinePendingBucket{deadlineBucket: t, PendingLister: pl}
 	}
 	return t
@@ -43,7 +44,7 @@ func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound
 // pending uploads, which it passes on unbounded.
 type deadlinePendingBucket struct {
 	*deadlineBucket
-	driver.PendingLister
+	multipart.PendingLister
 }
 
 // Close closes the wrapped bucket (driver.Close).

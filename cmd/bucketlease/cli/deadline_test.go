@@ -8,6 +8,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // closingBucket is a driver's bucket that holds a client: Close counts.
@@ -22,9 +23,9 @@ func (c closingBucket) Close() error { *c.closed++; return nil }
 // after the prefix it was asked for.
 type pendingBucket struct{ closingBucket }
 
-func (pendingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		yield(driver.Pending{Key: prefix + "k", Upload: "u1"}, nil)
+func (pendingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return func(yield func(multipart.Pending, error) bool) {
+		yield(multipart.Pending{Key: prefix + "k", Upload: "u1"}, nil)
 	}
 }
 
@@ -41,7 +42,7 @@ func TestDeadlinesKeepAbilities(t *testing.T) {
 			in = pendingBucket{closingBucket{Bucket: mem.New(), closed: &closed}}
 		}
 		b := withDeadlines(in, time.Minute, loc, "--timeout")
-		pl, ok := b.(driver.PendingLister)
+		pl, ok := b.(multipart.PendingLister)
 		if ok != pending {
 			t.Errorf("over a driver that lists pending uploads (%v): the bounded bucket is a PendingLister: %v", pending, ok)
 		}

@@ -603,7 +603,7 @@ func TestFlagRangesAsProcesses(t *testing.T) {
 
 // TestShowPendingOnFreeFileDirectory: show finds a free file:// directory
 // free without opening the driver (which would create its metadata
-// folder); the file driver lists its staged files (driver.PendingLister),
+// folder); the file driver lists its staged files (multipart.PendingLister),
 // so show says there are none where it never staged a write, and creates
 // nothing.
 func TestShowPendingOnFreeFileDirectory(t *testing.T) {

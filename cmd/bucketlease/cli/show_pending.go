@@ -10,6 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.
@@ -19,15 +20,15 @@ const maxPendingShown = 100
 // started and neither completed nor aborted (S3 multipart uploads), which
 // the service keeps, and bills, until something aborts them.
 type pendingUploads struct {
-	available bool   // the driver can list them (driver.PendingLister)
+	available bool   // the driver can list them (multipart.PendingLister)
 	under     string // the key prefix listed
-	uploads   []driver.Pending
+	uploads   []multipart.Pending
 	truncated bool // more than maxPendingShown, or more than maxPendingScanned looked at
 	err       error
 }
 
 // listPending lists the uploads pending under prefix through b, if its
-// driver can (driver.PendingLister), within timeout. b is nil when the
+// driver can (multipart.PendingLister), within timeout. b is nil when the
 // driver was not opened (a free file:// directory: fileStaged lists its
 // staged files).
 //
@@ -38,7 +39,7 @@ type pendingUploads struct {
 // those under the prefix.
 func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout time.Duration) pendingUploads {
 	p := pendingUploads{under: strings.TrimPrefix(prefix+"/", "/")}
-	pl, ok := b.(driver.PendingLister)
+	pl, ok := b.(multipart.PendingLister)
 	if b == nil || !ok {
 		return p
 	}
@@ -78,7 +79,7 @@ const maxPendingScanned = 10_000
 
 // scan lists the pending uploads whose key starts with listPrefix, looking
 // at most at limit of them, and keeps those under p.under.
-func (p *pendingUploads) scan(ctx context.Context, pl driver.PendingLister, listPrefix string, limit int) {
+func (p *pendingUploads) scan(ctx context.Context, pl multipart.PendingLister, listPrefix string, limit int) {
 	seen := 0
 	for u, err := range pl.ListPending(ctx, listPrefix) {
 		switch {
