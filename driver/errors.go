@@ -23,9 +23,6 @@ var (
 	// ErrUnsupported: the service cannot express the requested condition.
 	ErrUnsupported = errors.New("condition not supported by this service")
 
-	// ErrTooLarge: an object was larger than the reader's bound (ReadAll).
-	ErrTooLarge = errors.New("object too large")
-
 	// ErrBucketNotExist: the bucket (or container, or directory) itself does
 	// not exist. It is never reported as ErrNotExist: a missing bucket is a
 	// configuration error, and a lease must never read as free because its

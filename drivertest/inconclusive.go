@@ -9,6 +9,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // A check that fails because an operation could not complete (a reset
@@ -25,7 +27,7 @@ type recorder struct {
 
 // recorded returns b through a new recorder, and the recorder. The
 // result is a multipart.PendingLister where b is one, and an io.Closer that
-// closes b (driver.Close).
+// closes b (bucket.Bucket.Close).
 func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	rec := &recorder{Bucket: b}
 	if _, ok := b.(multipart.PendingLister); ok {
@@ -37,7 +39,7 @@ func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 // expected are the errors a conforming service gives the checks, and the
 // cancellations the checks make themselves.
 var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
-	driver.ErrOutcomeUnknown, driver.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
+	driver.ErrOutcomeUnknown, objects.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
 
 // note records err if no conforming service would have given it.
 func (r *recorder) note(err error) {
@@ -118,8 +120,8 @@ func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Obj
 	}
 }
 
-// Close closes the driver (driver.Close).
-func (r *recorder) Close() error { return driver.Close(r.Bucket) }
+// Close closes the driver (bucket.Bucket.Close).
+func (r *recorder) Close() error { return location.Close(r.Bucket) }
 
 // pendingRecorder is the recorder of a multipart.PendingLister.
 type pendingRecorder struct{ *recorder }

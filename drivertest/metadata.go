@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The checks of user metadata (PutOptions.Metadata, Attrs.Metadata),
@@ -243,7 +244,7 @@ func metadataRefusedWrite(ctx context.Context, s *scope) error {
 		cond driver.Condition
 	}{
 		{"IfAbsent on the existing key", driver.IfAbsent()},
-		{"IfMatch of a made-up version", driver.IfMatch(driver.FakeVersion(v))},
+		{"IfMatch of a made-up version", driver.IfMatch(objects.FakeVersion(v))},
 	} {
 		_, err := putMeta(ctx, s.b, k, []byte("late"), c.cond, late)
 		if !errors.Is(err, driver.ErrPrecondition) {

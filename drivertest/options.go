@@ -44,7 +44,7 @@ type Options struct {
 	// a header from replies, or watch what is sent, so that they see the
 	// driver through its real client library (put-retry-after-landed,
 	// version-header-missing, wildcard-never-sent, lease-lost-reply-wire).
-	// The suite closes the bucket it returns (driver.Close) when the check
+	// The suite closes the bucket it returns (bucket.Bucket.Close) when the check
 	// ends. nil skips those checks.
 	Transport func(rt http.RoundTripper) (driver.Bucket, error)
 
@@ -69,7 +69,7 @@ type Options struct {
 	// the next release.
 	Lossy func(rt http.RoundTripper) (driver.Bucket, error)
 
-	// URL names the bucket under test for driver.Open (its driver's scheme
+	// URL names the bucket under test for bucket.Open (its driver's scheme
 	// registered in the test binary, credentials from the environment),
 	// for the check exclusion-across-processes: it runs the test that
 	// called Run again in several child processes (the test binary,

@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The negative controls of the streaming, listing and cancellation checks:
@@ -55,7 +56,7 @@ func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, p
 	}
 	a, err := b.Bucket.PutStream(ctx, key, r, po, o)
 	if b.wrongVersion {
-		a.Version = driver.FakeVersion(a.Version)
+		a.Version = objects.FakeVersion(a.Version)
 	}
 	if err != nil && b.noAbort {
 		b.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // closeCounter is mem with a Close that counts its calls.
@@ -46,7 +47,7 @@ func TestRecorderKeepsAbilities(t *testing.T) {
 				}
 			}
 		}
-		if err := driver.Close(b); err != nil {
+		if err := location.Close(b); err != nil {
 			t.Errorf("Close of the recorder of %s: %v", tc.name, err)
 		}
 	}

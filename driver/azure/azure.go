@@ -46,23 +46,20 @@ func init() {
 // and the prefix, on the storage account's blob service (the endpoint
 // parameter, else the account parameter or AZURE_STORAGE_ACCOUNT), or on the
 // account AZURE_STORAGE_CONNECTION_STRING names.
-func Locate(u *url.URL) (driver.Location, error) {
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	q, err := checkURL(u)
 	if err != nil {
-		return driver.Location{}, err
+		return "", "", "", err
 	}
-	p := driver.Location{Bucket: u.Host, Prefix: u.Path}
 	if cs := os.Getenv(EnvConnectionString); cs != "" {
 		account, _ := connStringAccount(cs)
-		p.Endpoint = "connection string of account " + account
-		return p, nil
+		return u.Host, u.Path, "connection string of account " + account, nil
 	}
-	endpoint, err := serviceURL(q.Get("account"), q.Get("endpoint"))
+	endpoint, err = serviceURL(q.Get("account"), q.Get("endpoint"))
 	if err != nil {
-		return driver.Location{}, err
+		return "", "", "", err
 	}
-	p.Endpoint = endpoint
-	return p, nil
+	return u.Host, u.Path, endpoint, nil
 }
 
 // accountName is the shape of a storage account name (Azurite's is longer

@@ -21,6 +21,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -97,7 +98,7 @@ func streamBucket(t *testing.T) (*azure.Bucket, *requestCounter) {
 // read returns key's body and version.
 func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, ga, err := driver.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
+	data, ga, err := objects.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
@@ -434,7 +435,7 @@ func TestCanceledAfterTheServiceAnswered(t *testing.T) {
 			t.Errorf("%s whose context ended as the service's success arrived: %v; want success", c.what, err)
 		}
 		plain := azure.New(containerClient(t, cs, name, nil))
-		got, _, err := driver.ReadAll(t.Context(), plain, "k", 64<<20, driver.GetOptions{})
+		got, _, err := objects.ReadAll(t.Context(), plain, "k", 64<<20, driver.GetOptions{})
 		if c.want == nil && !errors.Is(err, driver.ErrNotExist) || c.want != nil && !bytes.Equal(got, c.want) {
 			t.Errorf("after %s: %d bytes (%v)", c.what, len(got), err)
 		}

@@ -10,7 +10,7 @@
 //
 // A streamed write is checked as Put is; Get and List pass through. The
 // wrapper is a multipart.PendingLister exactly where the wrapped bucket is
-// one, and its Close closes the wrapped bucket (driver.Close).
+// one, and its Close closes the wrapped bucket (bucket.Bucket.Close).
 package besteffort
 
 import (
@@ -22,6 +22,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // bucket wraps a bucket, emulating preconditions. Get and List are the
@@ -50,8 +51,8 @@ func Wrap(b driver.Bucket) driver.Bucket {
 // Unwrap returns the wrapped bucket.
 func (b *bucket) Unwrap() driver.Bucket { return b.Bucket }
 
-// Close closes the wrapped bucket (driver.Close).
-func (b *bucket) Close() error { return driver.Close(b.Bucket) }
+// Close closes the wrapped bucket (bucket.Bucket.Close).
+func (b *bucket) Close() error { return location.Close(b.Bucket) }
 
 // ListPending yields the wrapped bucket's pending uploads.
 func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {

@@ -15,6 +15,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // ignoring is a store that ignores the preconditions of every write: of
@@ -56,7 +58,7 @@ func TestReadThenWrite(t *testing.T) {
 	if gets, puts, _ := counting.Counts(); gets != 1 || puts != 1 {
 		t.Fatalf("IfAbsent cost %d reads and %d writes, want one of each", gets, puts)
 	}
-	if _, err := b.Put(ctx, "k", []byte("2"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(v))}); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "k", []byte("2"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(v))}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfMatch with a wrong version: %v", err)
 	}
 	if err := b.Delete(ctx, "k", driver.IfAbsent()); !errors.Is(err, driver.ErrUnsupported) {
@@ -111,7 +113,7 @@ func TestWrapKeepsAbilities(t *testing.T) {
 	if _, ok := plain.(multipart.PendingLister); ok {
 		t.Error("over mem, which lists no pending uploads, the wrapper is a multipart.PendingLister")
 	}
-	if err := driver.Close(plain); err != nil {
+	if err := location.Close(plain); err != nil {
 		t.Errorf("Close over mem: %v", err)
 	}
 
@@ -134,7 +136,7 @@ func TestWrapKeepsAbilities(t *testing.T) {
 	if _, err := w.PutStream(ctx, "k", strings.NewReader("body"), driver.PutOptions{If: driver.IfAbsent()}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Close(w); err != nil {
+	if err := location.Close(w); err != nil {
 		t.Fatal(err)
 	}
 	if in.pending != 1 || in.closed != 1 || in.listed != 1 || in.streamed != 1 {
@@ -155,14 +157,14 @@ func TestWriteTimeHasNoModified(t *testing.T) {
 	if err != nil || put.Time.Date.IsZero() || !put.Time.Modified.IsZero() {
 		t.Fatalf("Put: %+v, %v; want a Date and no modification time", put.Time, err)
 	}
-	refused, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(put.Version))})
+	refused, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(put.Version))})
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("a Put of a made-up version: %v", err)
 	}
 	if !refused.Time.Date.After(put.Time.Date) || !refused.Time.Modified.IsZero() {
 		t.Errorf("a refused Put: %+v; want a Date after the Put's %v and no modification time", refused.Time, put.Time.Date)
 	}
-	_, got, err := driver.ReadAll(ctx, b, "k", 10, driver.GetOptions{})
+	_, got, err := objects.ReadAll(ctx, b, "k", 10, driver.GetOptions{})
 	if err != nil || got.Time.Modified.IsZero() {
 		t.Errorf("Get: %+v, %v; want the object's modification time", got.Time, err)
 	}

@@ -32,8 +32,8 @@ func init() {
 
 // Locate is the Locate of the driver.Scheme for gs:// URLs: the bucket, the
 // prefix and the endpoint parameter (empty for Cloud Storage).
-func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	return u.Host, u.Path, u.Query().Get("endpoint"), nil
 }
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.
@@ -67,10 +67,10 @@ func New(client *storage.Client, name string) *Bucket {
 	return &Bucket{bkt: h, ctl: h}
 }
 
-// Close closes the client OpenURL created for b (driver.Open's bucket)
+// Close closes the client OpenURL created for b (bucket.Open's bucket)
 // and its HTTP transport's idle connections; a Bucket from New leaves its
 // caller's client open and Close does nothing. Call it, through
-// driver.Close, once no operation of b is in flight; b is not to be used
+// bucket.Bucket.Close, once no operation of b is in flight; b is not to be used
 // afterwards. Closing twice returns the first result.
 func (b *Bucket) Close() error {
 	if b.owned == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -83,7 +84,7 @@ func streamBucket(t *testing.T) (*gcs.Bucket, *requestCounter) {
 // read returns key's body and version.
 func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, v, err := driver.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
+	data, v, err := objects.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}

@@ -34,8 +34,8 @@ func init() {
 
 // Locate is the Locate of the driver.Scheme for mem:// URLs: the named bucket
 // and the prefix.
-func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path}, nil
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	return u.Host, u.Path, "", nil
 }
 
 // named holds the buckets opened by URL, shared by name within the process.

@@ -75,9 +75,9 @@ type Bucket struct {
 }
 
 // Close closes the connections the client OpenWithProfile (and so OpenURL,
-// driver.Open) made for b keeps open; a Bucket from New or NewWithProfile
+// bucket.Open) made for b keeps open; a Bucket from New or NewWithProfile
 // leaves its caller's client as it is and Close does nothing. Call it,
-// through driver.Close, once no operation of b is in flight; b is not to be
+// through bucket.Bucket.Close, once no operation of b is in flight; b is not to be
 // used afterwards. It returns nil.
 func (b *Bucket) Close() error {
 	if b.conns != nil {

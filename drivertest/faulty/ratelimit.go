@@ -9,6 +9,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // ErrKeyRateLimited is the service's error inside the driver.ErrRateLimited
@@ -99,8 +100,8 @@ func (r *RateLimit) Put(ctx context.Context, key string, data []byte, opts drive
 	return r.Bucket.Put(ctx, key, data, opts)
 }
 
-// Close closes the inner bucket (driver.Close).
-func (r *RateLimit) Close() error { return driver.Close(r.Bucket) }
+// Close closes the inner bucket (bucket.Bucket.Close).
+func (r *RateLimit) Close() error { return location.Close(r.Bucket) }
 
 // Delete refuses a delete that comes too soon, and forwards any other.
 func (r *RateLimit) Delete(ctx context.Context, key string, cond driver.Condition) error {

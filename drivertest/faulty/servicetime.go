@@ -7,6 +7,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // NoServiceTime returns b as a driver without the service-time capability:
@@ -15,7 +16,7 @@ import (
 // assumed synchronised"). Checks that run the lease on fake clocks far from
 // a real service's (a takeover a TTL later, without waiting a TTL) use it.
 // The result is a multipart.PendingLister where b is one, and an io.Closer
-// that closes b (driver.Close).
+// that closes b (bucket.Bucket.Close).
 func NoServiceTime(b driver.Bucket) driver.Bucket { return hideTime(noServiceTime{Bucket: b}) }
 
 // OnFakeClocks returns b for a lease on fake clocks that move a TTL on
@@ -69,7 +70,7 @@ func (n noServiceTime) PutStream(ctx context.Context, key string, r io.Reader, o
 }
 
 // Close closes the bucket under it.
-func (n noServiceTime) Close() error { return driver.Close(n.Bucket) }
+func (n noServiceTime) Close() error { return location.Close(n.Bucket) }
 
 // noServiceTimePending is a noServiceTime over a multipart.PendingLister.
 type noServiceTimePending struct{ noServiceTime }

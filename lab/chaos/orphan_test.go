@@ -19,6 +19,7 @@ import (
 	_ "github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // TestStreamLeavesNoOrphan replays, on one streamed write through the
@@ -57,7 +58,7 @@ func TestStreamLeavesNoOrphan(t *testing.T) {
 				if drv == "minio" {
 					u = "minio://" + px.Addr() + "/" + b + "/x?tls=false"
 				}
-				bk, prefix, err := driver.Open(ctx, u)
+				bk, prefix, err := location.Open(ctx, u)
 				if err != nil {
 					t.Fatal(err)
 				}
