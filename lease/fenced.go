@@ -11,6 +11,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // Bucket returns the bucket for the worker's own writes under the lease,
@@ -297,7 +298,7 @@ func (l *Lease) proveStreamCommit(ctx context.Context, md driver.Metadata) error
 	for _, c := range []struct {
 		name string
 		cond driver.Condition
-	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(a.Version))}} {
+	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(a.Version))}} {
 		_, err := stream(c.cond)
 		switch {
 		case err == nil:
@@ -365,7 +366,7 @@ func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) ite
 
 // Close does nothing: the bucket is the one the lease was given, its
 // caller's to close after Release. It is there so that closing
-// Lease.Bucket (driver.Close) is harmless.
+// Lease.Bucket (bucket.Bucket.Close) is harmless.
 func (f fencedBucket) Close() error { return nil }
 
 // base is the lease's prefix with a slash, or "" for a whole bucket.
