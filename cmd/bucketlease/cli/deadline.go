@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // deadlineBucket bounds every request to a bucket: a service that accepts
@@ -29,7 +30,7 @@ type deadlineBucket struct {
 // long as its body does (the fence bounds each part instead), and a
 // listing is bounded by its caller. The result is an io.Closer that
 // closes b, and a multipart.PendingLister exactly where b is one.
-func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
+func withDeadlines(b driver.Bucket, d time.Duration, loc *location.Location, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
@@ -47,8 +48,8 @@ type deadlinePendingBucket struct {
 	multipart.PendingLister
 }
 
-// Close closes the wrapped bucket (driver.Close).
-func (t *deadlineBucket) Close() error { return driver.Close(t.Bucket) }
+// Close closes the wrapped bucket (bucket.Bucket.Close).
+func (t *deadlineBucket) Close() error { return location.Close(t.Bucket) }
 
 // explainHang names what was waited for when err came from the request's
 // own deadline rather than the caller's.

@@ -9,6 +9,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // closingBucket is a driver's bucket that holds a client: Close counts.
@@ -58,7 +59,7 @@ func TestDeadlinesKeepAbilities(t *testing.T) {
 				t.Errorf("ListPending through the bounded bucket: %q, want the driver's [db1/k u1]", got)
 			}
 		}
-		if err := driver.Close(b); err != nil || closed != 1 {
+		if err := location.Close(b); err != nil || closed != 1 {
 			t.Errorf("closing the bounded bucket: %v, and the driver's was closed %d times; want once", err, closed)
 		}
 	}

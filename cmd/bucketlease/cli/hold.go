@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -127,7 +127,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		}
 		// The URL is parsed once: the driver, the messages and the state
 		// directory read loc.
-		loc, err := driver.ParseURL(pos[0])
+		loc, err := location.Parse(pos[0])
 		if err != nil {
 			return err
 		}

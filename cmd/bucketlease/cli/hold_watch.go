@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -136,7 +137,7 @@ func endReason(l *lease.Lease, p *printer) string {
 // came to), reports the release only once it happened, and returns the
 // error hold exits with: result, or, when the release failed and the lease
 // had not ended anyway, the release failure (exit 125).
-func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *printer, result error) error {
+func releaseAfter(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix string, p *printer, result error) error {
 	endedBefore := l.Err()
 	ctx, cancel := context.WithTimeout(context.Background(), max(leaseseam.Inside(l).TTL, 10*time.Second))
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -147,7 +148,7 @@ type putPlan struct {
 	cond    putHeader
 	in      putInput
 	oneShot bool
-	loc     *driver.Location
+	loc     *location.Location
 	sock    string
 }
 
@@ -275,7 +276,7 @@ func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool
 		return err
 	}
 	var err error
-	if pl.loc, err = driver.ParseURL(rawURL); err != nil {
+	if pl.loc, err = location.Parse(rawURL); err != nil {
 		return err
 	}
 	if err := refuseInProcess("put", pl.loc); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -22,7 +23,7 @@ import (
 // without a LEASE file is free; either way nothing is created. It returns
 // true when the lease is known to be free without opening the driver. For
 // other schemes it returns false and no error.
-func fileLeaseAbsent(loc *driver.Location) (bool, error) {
+func fileLeaseAbsent(loc *location.Location) (bool, error) {
 	dir := fileDir(loc)
 	if dir == "" { // anything unusual in the URL is the driver's to judge
 		return false, nil
@@ -44,7 +45,7 @@ func fileLeaseAbsent(loc *driver.Location) (bool, error) {
 
 // fileDir is the directory a file:// URL names, as fileLeaseAbsent reads
 // it, or "" when the URL is not one it would read.
-func fileDir(loc *driver.Location) string {
+func fileDir(loc *location.Location) string {
 	if loc.Scheme != "file" {
 		return ""
 	}
@@ -81,7 +82,7 @@ func knownFileQuery(q url.Values) bool {
 // their own. show, break, hold, put and probe call it before they open the
 // driver; the error names the path and the fix. Other schemes, and a LEASE
 // that is not a directory, give nil.
-func fileLeaseNotObject(loc *driver.Location) error {
+func fileLeaseNotObject(loc *location.Location) error {
 	if loc.Scheme != "file" {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -59,7 +60,7 @@ func setupShow(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if b != nil {
-			defer driver.Close(b)
+			defer location.Close(b)
 		}
 		pend := listPending(ctx, b, prefix, *timeout)
 		if b == nil && fileDir(loc) != "" {
@@ -89,7 +90,7 @@ func setupShow(fs *flag.FlagSet) runFunc {
 // on file://. It returns the bucket it opened and the prefix, or a nil
 // bucket when a file:// directory without a LEASE was found free without
 // opening the driver.
-func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
+func inspect(ctx context.Context, loc *location.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
 	if err := fileLeaseNotObject(loc); err != nil {
 		return lease.Status{}, nil, "", err
 	}
@@ -119,7 +120,7 @@ const maxScratchLooked = 1000
 // maxScratchLooked keys, and says nothing when it cannot list: the lease
 // is what show is for. b is nil for a file:// directory found free without
 // opening the driver, which is read directly.
-func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
+func leftoverScratchKeys(ctx context.Context, loc *location.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
 	base := strings.TrimPrefix(prefix+"/", "/") + lease.Key("") + "."
 	var found []driver.Object
 	if b == nil {

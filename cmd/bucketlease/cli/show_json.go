@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -59,7 +59,7 @@ type scratchKeyJSON struct {
 	Modified string `json:"modified,omitempty"`
 }
 
-func statusJSON(loc *driver.Location, st lease.Status) showJSON {
+func statusJSON(loc *location.Location, st lease.Status) showJSON {
 	j := showJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {

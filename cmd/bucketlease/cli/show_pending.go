@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.
@@ -60,7 +61,7 @@ func listPending(ctx context.Context, b driver.Bucket, prefix string, timeout ti
 // that creates nothing (the driver's folder .bucketlease, with its locks
 // and tmp, is there). Without that folder the driver never staged a write
 // there, so nothing is pending.
-func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration) pendingUploads {
+func fileStaged(ctx context.Context, loc *location.Location, timeout time.Duration) pendingUploads {
 	if !file.Opened(fileDir(loc)) {
 		return pendingUploads{available: true}
 	}
@@ -69,7 +70,7 @@ func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration
 		return pendingUploads{available: true, err: err}
 	}
 	prefix := loc.Prefix
-	defer driver.Close(b)
+	defer location.Close(b)
 	return listPending(ctx, b, prefix, timeout)
 }
 
@@ -137,7 +138,7 @@ func (p pendingUploads) json() *pendingJSON {
 }
 
 // rows writes the pending uploads for people, as rows of printStatus.
-func (p pendingUploads) rows(loc *driver.Location, row func(k, v string)) {
+func (p pendingUploads) rows(loc *location.Location, row func(k, v string)) {
 	where := p.under
 	if where == "" {
 		where = "the bucket"
