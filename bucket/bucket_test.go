@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -89,7 +90,7 @@ func TestGetReturnsMetadataAndModified(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.Close()
-	if !a.Metadata.Equal(md) || a.Modified.IsZero() {
+	if !maps.Equal(a.Metadata, md) || a.Modified.IsZero() {
 		t.Fatalf("Get's Attrs = %+v, want metadata %v and a modification time", a, md)
 	}
 	if _, err := b.Put(ctx, "bad", []byte("x"), &bucket.PutOptions{Metadata: bucket.Metadata{"Bad_Key": "v"}}); !errors.Is(err, bucket.ErrInvalidMetadata) {

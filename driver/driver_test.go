@@ -3,7 +3,6 @@ package driver_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -64,24 +63,4 @@ func ExampleRegister() {
 			return u.Host, u.Path, "", nil
 		},
 	})
-}
-
-func TestWithContext(t *testing.T) {
-	sdk := errors.New("request send failed: use of closed network connection")
-	ctx, cancel := context.WithCancel(context.Background())
-	if driver.WithContext(ctx, sdk) != sdk {
-		t.Fatal("a live context changed the error")
-	}
-	cancel()
-	err := driver.WithContext(ctx, sdk)
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, sdk) {
-		t.Fatalf("%v: lost the cancellation or the SDK's error", err)
-	}
-	already := fmt.Errorf("wrapped: %w", context.Canceled)
-	if driver.WithContext(ctx, already) != already {
-		t.Fatal("an error that already matches was wrapped again")
-	}
-	if driver.WithContext(ctx, nil) != nil {
-		t.Fatal("nil became an error")
-	}
 }

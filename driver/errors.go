@@ -156,12 +156,12 @@ func (e *OpError) Unwrap() []error {
 	return errs
 }
 
-// WithContext returns err, joined with ctx's error when ctx has ended and
+// withContext returns err, joined with ctx's error when ctx has ended and
 // err does not already match it. SDKs report a cancelled request in their
-// own ways (a wrapped net error, a retry that gave up); a driver passes its
-// SDK's error through WithContext so that errors.Is(err, context.Canceled)
+// own ways (a wrapped net error, a retry that gave up); Op.Fail passes the
+// SDK's error through it so that errors.Is(err, context.Canceled)
 // or context.DeadlineExceeded holds whatever the SDK made of it.
-func WithContext(ctx context.Context, err error) error {
+func withContext(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && err != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w (%w)", err, cerr)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptrace"
 	"strings"
 	"sync"
@@ -11,13 +12,13 @@ import (
 	"unicode/utf8"
 )
 
-// MaxKeyLen is the longest key CheckKey accepts, in bytes: the limit of S3,
+// maxKeyLen is the longest key CheckKey accepts, in bytes: the limit of S3,
 // GCS and Azure Blob alike.
-const MaxKeyLen = 1024
+const maxKeyLen = 1024
 
 // CheckKey reports whether key follows the portable key rule, which every
 // driver applies so that two different keys never name one object on any
-// service: a non-empty UTF-8 string of at most MaxKeyLen bytes, made of
+// service: a non-empty UTF-8 string of at most 1024 bytes, made of
 // segments separated by single slashes, no segment empty (so no leading,
 // trailing or double slash), "." or "..", and no backslash or control
 // character. MinIO would store "/a/k" as "a/k", Azure Blob "a\k" as "a/k",
@@ -41,8 +42,8 @@ func keyProblem(key string) string {
 	switch {
 	case key == "":
 		why = "it is empty"
-	case len(key) > MaxKeyLen:
-		why = fmt.Sprintf("it is %d bytes long, more than %d", len(key), MaxKeyLen)
+	case len(key) > maxKeyLen:
+		why = fmt.Sprintf("it is %d bytes long, more than %d", len(key), maxKeyLen)
 	case !utf8.ValidString(key):
 		why = "it is not valid UTF-8"
 	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
@@ -69,7 +70,7 @@ func keyProblem(key string) string {
 	}
 	return fmt.Sprintf("%q: %s; a key is a non-empty UTF-8 string of at most %d bytes whose segments, "+
 		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash, control character, U+FFFE or U+FFFF",
-		clipKey(key), why, MaxKeyLen)
+		clipKey(key), why, maxKeyLen)
 }
 
 func clipKey(k string) string {
@@ -79,14 +80,14 @@ func clipKey(k string) string {
 	return k
 }
 
-// CheckVersion reports whether v could be a version a service issued, so
+// checkVersion reports whether v could be a version a service issued, so
 // that IfMatch(v) means "the current version is v" on every service. It
 // refuses the empty Version, which most services read as no condition, and
 // anything a service would read as a wildcard or a list of versions ("*",
 // "\"*\"", a comma, a weak W/ tag), or that is not one token of printable
 // ASCII. No service issues such a version, so IfMatch of it can never hold:
 // its error wraps ErrPrecondition.
-func CheckVersion(v Version) error {
+func checkVersion(v Version) error {
 	if why := versionProblem(v); why != "" {
 		return fmt.Errorf("%w: %s", ErrPrecondition, why)
 	}
@@ -119,7 +120,7 @@ func versionProblem(v Version) string {
 	return fmt.Sprintf("version %q is %s; it matches no object, so nothing was sent", clipKey(s), why)
 }
 
-// OpName names the operation an Op is: OpGet, OpPut, OpDelete or OpList.
+// OpName names the operation an Op is: OpGet, OpPut or OpDelete.
 type OpName string
 
 // The operations of a driver, as Begin takes them and errors name them.
@@ -127,7 +128,7 @@ const (
 	OpGet    OpName = "get"
 	OpPut    OpName = "put"
 	OpDelete OpName = "delete"
-	OpList   OpName = "list"
+	opList   OpName = "list" // beginList's
 )
 
 // Op is one operation of a driver, and the one place the contract's
@@ -196,7 +197,7 @@ func (c *sentCount) last() int {
 //   - a Delete under IfAbsent, or under IfMatch where caps does not declare
 //     ConditionalDelete: ErrUnsupported (a condition the service would
 //     ignore is never sent);
-//   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition;
+//   - IfMatch of a version no service issues (see checkVersion): ErrPrecondition;
 //
 // A Get passes the zero Condition. A Put or PutStream begins with BeginPut.
 func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
@@ -235,7 +236,7 @@ func BeginPut(ctx context.Context, caps Capabilities, driverName, key string, op
 	if err := opts.Metadata.Validate(); err != nil {
 		return o, o.Fail(nil, fmt.Errorf("%w; nothing was written", err))
 	}
-	o.Metadata = opts.Metadata.Clone()
+	o.Metadata = maps.Clone(opts.Metadata)
 	return o, nil
 }
 
@@ -257,7 +258,7 @@ func (o *Op) requests() int { return o.sent.last() }
 
 // Fail returns the *OpError for the operation: kind is the classification
 // (one of the sentinels, or nil), err the service's or SDK's error, kept in
-// the chain and passed through WithContext so that an ended context shows.
+// the chain and passed through withContext so that an ended context shows.
 // If kind is ErrPrecondition but more than one request was started through
 // Context, the refusal may be the service seeing this operation's own
 // earlier attempt, so the kind becomes ErrOutcomeUnknown.
@@ -306,7 +307,7 @@ func (o *Op) fail(kind, err error, upgrade bool) error {
 			"so an earlier one may have landed; read the object back: %w", o.requests(), err)
 	}
 	if err != nil {
-		err = WithContext(o.ctx, err)
+		err = withContext(o.ctx, err)
 	} else if cerr := o.ctx.Err(); cerr != nil && kind == nil {
 		err = cerr
 	}

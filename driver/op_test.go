@@ -38,19 +38,6 @@ func TestCheckKey(t *testing.T) {
 	}
 }
 
-func TestCheckVersion(t *testing.T) {
-	for _, ok := range []driver.Version{`"9b2cf535f27731c974343645a3985328"`, "9b2cf535f27731c9", "1700000000000009", `"0x8DCBA9F00FF"`, `"abc-2"`} {
-		if err := driver.CheckVersion(ok); err != nil {
-			t.Errorf("CheckVersion(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []driver.Version{"", `""`, "*", `"*"`, `"a","b"`, "a,b", `W/"a"`, `"a`, `a"`, "a b", `"a"b"`, "\x00"} {
-		if err := driver.CheckVersion(bad); !errors.Is(err, driver.ErrPrecondition) {
-			t.Errorf("CheckVersion(%q) = %v, want ErrPrecondition", bad, err)
-		}
-	}
-}
-
 // TestBegin: the mechanical rules, each settled before any request.
 func TestBegin(t *testing.T) {
 	ctx := context.Background()

@@ -14,25 +14,26 @@ import (
 // object is committed or the upload is aborted, so that whoever waits for
 // the call (Lease.Release does) knows that nothing of it is still in flight.
 
-// Default part size and concurrency of a streamed write.
+// The part size and concurrency of a streamed write that sets none:
+// 16 MiB and 4.
 const (
-	DefaultPartSize    = 16 << 20
-	DefaultConcurrency = 4
+	defaultPartSize    = 16 << 20
+	defaultConcurrency = 4
 	// MinPartSize is the smallest part size a driver must accept: S3's
 	// minimum for every part but the last.
 	MinPartSize = 5 << 20
 )
 
-// StreamOptions tune a streamed write. The zero value (or nil) means
-// DefaultPartSize and DefaultConcurrency, with no gate.
+// StreamOptions tune a streamed write. The zero value (or nil) means parts
+// of 16 MiB, 4 at once, with no gate.
 type StreamOptions struct {
 	// PartSize is the size of each part (S3 multipart part, Azure block,
 	// GCS resumable chunk) and of each read from the body. It is raised to
-	// MinPartSize if smaller. Default DefaultPartSize.
+	// MinPartSize if smaller. Default 16 MiB.
 	PartSize int64
 
 	// Concurrency is how many parts are uploaded at once. Memory is
-	// bounded by PartSize × Concurrency. Default DefaultConcurrency.
+	// bounded by PartSize × Concurrency. Default 4.
 	Concurrency int
 
 	// MayStart, if set, is called before each request of the upload is
@@ -47,7 +48,7 @@ type StreamOptions struct {
 // Size returns the part size in effect.
 func (o *StreamOptions) Size() int64 {
 	if o == nil || o.PartSize <= 0 {
-		return DefaultPartSize
+		return defaultPartSize
 	}
 	return max(o.PartSize, MinPartSize)
 }
@@ -55,7 +56,7 @@ func (o *StreamOptions) Size() int64 {
 // Parallel returns the concurrency in effect.
 func (o *StreamOptions) Parallel() int {
 	if o == nil || o.Concurrency <= 0 {
-		return DefaultConcurrency
+		return defaultConcurrency
 	}
 	return o.Concurrency
 }
@@ -117,12 +118,12 @@ type Object struct {
 }
 
 // Listing is the iterator a driver's List or ListPending returns: it
-// starts the listing with BeginList and, if that fails, yields its error
+// starts the listing with beginList and, if that fails, yields its error
 // alone; otherwise it runs list, which yields the listing's entries and
 // builds each error with op.Fail.
 func Listing[T any](ctx context.Context, driverName, prefix string, list func(op *Op, yield func(T, error) bool)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		op, err := BeginList(ctx, driverName, prefix)
+		op, err := beginList(ctx, driverName, prefix)
 		if err != nil {
 			var zero T
 			yield(zero, err)
@@ -132,22 +133,22 @@ func Listing[T any](ctx context.Context, driverName, prefix string, list func(op
 	}
 }
 
-// BeginList starts a List (or ListPending) of prefix, as Begin starts the
+// beginList starts a List (or ListPending) of prefix, as Begin starts the
 // other operations: it returns the error to yield at once if ctx has ended
-// or the prefix could match no valid key (longer than MaxKeyLen, not
+// or the prefix could match no valid key (longer than maxKeyLen, not
 // UTF-8, a control character, a backslash, U+FFFE or U+FFFF), and
 // otherwise an *Op whose Fail builds every error of the listing. Unlike a
 // key, a prefix may be empty (the whole bucket) and may end in a slash or
 // mid-segment.
-func BeginList(ctx context.Context, driverName, prefix string) (*Op, error) {
-	o := &Op{Driver: driverName, Name: string(OpList), Key: prefix, ctx: ctx, sent: &sentCount{}}
+func beginList(ctx context.Context, driverName, prefix string) (*Op, error) {
+	o := &Op{Driver: driverName, Name: string(opList), Key: prefix, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
 	why := ""
 	switch {
-	case len(prefix) > MaxKeyLen:
-		why = fmt.Sprintf("it is %d bytes long, more than a key may be (%d)", len(prefix), MaxKeyLen)
+	case len(prefix) > maxKeyLen:
+		why = fmt.Sprintf("it is %d bytes long, more than a key may be (%d)", len(prefix), maxKeyLen)
 	case !utf8.ValidString(prefix):
 		why = "it is not valid UTF-8"
 	case strings.ContainsFunc(prefix, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' || r == 0xfffe || r == 0xffff }):

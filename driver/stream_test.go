@@ -11,27 +11,33 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-func TestBeginList(t *testing.T) {
+// TestListing: a listing starts only for a prefix some valid key could
+// have and a live context, and its op names the listing in its errors.
+func TestListing(t *testing.T) {
 	ctx := context.Background()
+	first := func(ctx context.Context, p string) error {
+		for _, err := range driver.Listing(ctx, "x", p, func(op *driver.Op, yield func(int, error) bool) {
+			yield(0, op.Fail(nil, errors.New("boom")))
+		}) {
+			return err
+		}
+		return nil
+	}
 	for _, p := range []string{"", "db1", "db1/", "db1/c", "a b/%/ü"} {
-		if _, err := driver.BeginList(ctx, "x", p); err != nil {
-			t.Errorf("BeginList(%q): %v", p, err)
+		var oe *driver.OpError
+		if err := first(ctx, p); !errors.As(err, &oe) || oe.Op != "list" || oe.Key != p || oe.Kind != nil {
+			t.Errorf("Listing(%q): %v, want the listing's own error", p, err)
 		}
 	}
-	for _, p := range []string{`a\b`, "a\x00", string([]byte{0xff}), strings.Repeat("a", driver.MaxKeyLen+1)} {
-		if _, err := driver.BeginList(ctx, "x", p); !errors.Is(err, driver.ErrInvalidKey) {
-			t.Errorf("BeginList(%q): %v, want ErrInvalidKey", p, err)
+	for _, p := range []string{`a\b`, "a\x00", string([]byte{0xff}), strings.Repeat("a", 1024+1)} {
+		if err := first(ctx, p); !errors.Is(err, driver.ErrInvalidKey) {
+			t.Errorf("Listing(%q): %v, want ErrInvalidKey", p, err)
 		}
 	}
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
-	op, err := driver.BeginList(dead, "x", "p")
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("BeginList with a cancelled context: %v", err)
-	}
-	var oe *driver.OpError
-	if !errors.As(op.Fail(nil, errors.New("boom")), &oe) || oe.Op != "list" || oe.Key != "p" {
-		t.Errorf("the list operation's error names %+v", oe)
+	if err := first(dead, "p"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Listing with a cancelled context: %v", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -120,7 +121,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	}
 	a := driver.Attrs{Version: o.version, Time: b.time(now, o.mod)}
 	if opts.Metadata {
-		a.Metadata = o.meta.Clone()
+		a.Metadata = maps.Clone(o.meta)
 	}
 	return io.NopCloser(bytes.NewReader(o.data)), a, nil
 }
@@ -174,7 +175,7 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	}
 	b.writes++
 	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
-	meta := op.Metadata.Clone()
+	meta := maps.Clone(op.Metadata)
 	if meta == nil {
 		meta = driver.Metadata{}
 	}
@@ -234,7 +235,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 		var objs []driver.Object
 		for k, o := range b.objects {
 			if strings.HasPrefix(k, prefix) {
-				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod, Metadata: o.meta.Clone()})
+				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod, Metadata: maps.Clone(o.meta)})
 			}
 		}
 		b.mu.Unlock()

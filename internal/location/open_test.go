@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	_ "github.com/mushroomdb/bucketlease/driver/mem" // registers mem://
 	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
