@@ -57,8 +57,9 @@ func TestBeginPutCarriesTheMetadata(t *testing.T) {
 	if op.Metadata["epoch"] != "1" || len(op.Metadata) != 1 {
 		t.Errorf("op.Metadata = %s, want a copy of epoch=1", op.Metadata)
 	}
-	if !op.Cond.Absent() || op.Name != string(driver.OpPut) || op.Key != "k" {
-		t.Errorf("BeginPut's Op is %s %q %s, want put \"k\" IfAbsent", op.Name, op.Key, op.Cond)
+	var oe *driver.OpError
+	if !op.Cond.Absent() || op.Key != "k" || !errors.As(op.Fail(nil, errors.New("x")), &oe) || oe.Op != "put" {
+		t.Errorf("BeginPut's Op is %v %q %s, want put \"k\" IfAbsent", oe, op.Key, op.Cond)
 	}
 	if op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{}); err != nil || op.Metadata != nil {
 		t.Errorf("a write with no metadata: %v, op.Metadata = %#v, want nil", err, op.Metadata)

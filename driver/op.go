@@ -146,15 +146,15 @@ const (
 //		return "", op.Fail(classify(err), err)
 //	}
 type Op struct {
-	Driver string    // the driver's name in errors
-	Name   string    // "get", "put" or "delete"
-	Key    string    // the object key
-	Cond   Condition // the condition of a put or delete
+	Key  string    // the object key, or the listing's prefix
+	Cond Condition // the condition of a put or delete
 	// Metadata is what a Put begun by BeginPut stores with the object.
 	Metadata Metadata
 
-	ctx  context.Context
-	sent *sentCount
+	driver string // the driver's name in errors
+	name   string // "get", "put", "delete" or "list"
+	ctx    context.Context
+	sent   *sentCount
 }
 
 // sentCount counts the requests started through an Op's context, per
@@ -201,7 +201,7 @@ func (c *sentCount) last() int {
 //
 // A Get passes the zero Condition. A Put or PutStream begins with BeginPut.
 func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
-	o := &Op{Driver: driverName, Name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
+	o := &Op{driver: driverName, name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
@@ -297,7 +297,7 @@ func (o *Op) FailSettled(kind, err error) error {
 // commit of a streamed write), on o's context, whose Fail judges the
 // attempts of that request alone.
 func (o *Op) Step() *Op {
-	return &Op{Driver: o.Driver, Name: o.Name, Key: o.Key, Cond: o.Cond, ctx: o.ctx, sent: &sentCount{}}
+	return &Op{driver: o.driver, name: o.name, Key: o.Key, Cond: o.Cond, ctx: o.ctx, sent: &sentCount{}}
 }
 
 func (o *Op) fail(kind, err error, upgrade bool) error {
@@ -311,5 +311,5 @@ func (o *Op) fail(kind, err error, upgrade bool) error {
 	} else if cerr := o.ctx.Err(); cerr != nil && kind == nil {
 		err = cerr
 	}
-	return &OpError{Driver: o.Driver, Op: o.Name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
+	return &OpError{Driver: o.driver, Op: o.name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
 }
