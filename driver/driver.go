@@ -161,11 +161,11 @@ type Bucket interface {
 	//
 	// On any failure (ctx ended, r failed, s.MayStart refused, a part or
 	// the commit failed or was refused) it aborts what it had staged before
-	// it returns, and its error (an UploadError) says whether the abort
+	// it returns, and its error (a multipart.UploadError) says whether the abort
 	// succeeded. It returns only once no request of the upload is still in
 	// flight. The body is read in the caller's goroutine, and ctx is looked
 	// at before every Read. A driver whose service cannot stage parts
-	// delegates to PutWhole. StreamParts does the rest from UploadSteps.
+	// delegates to PutWhole; one that can gives its requests to multipart.Stream.
 	PutStream(ctx context.Context, key string, r io.Reader, opts PutOptions, s *StreamOptions) (Attrs, error)
 
 	// Delete removes key if cond holds. Deleting a missing key
