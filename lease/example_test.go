@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -109,11 +110,12 @@ func ExampleLease_Bucket() {
 // under it, through the lease's bucket, or returns an error and runs
 // nothing.
 func backupUnderLease(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
-	bucket, prefix, err := location.Open(ctx, url)
+	b, err := bucket.Open(ctx, url)
 	if err != nil {
 		return err
 	}
-	c, err := lease.NewContender(bucket, prefix, &lease.Options{InstanceID: id}) // one per process
+	defer b.Close()
+	c, err := lease.NewContender(b.Driver(), b.Prefix(), &lease.Options{InstanceID: id}) // one per process
 	if err != nil {
 		return err
 	}
