@@ -21,7 +21,7 @@
 //
 // A driver implements [Bucket]: six methods that map the operations to one
 // SDK's calls and the SDK's errors to this package's sentinels, and nothing
-// else. Each method starts with [Begin] (a write with [BeginPut]), which
+// else. Each method starts with [BeginGet], [BeginPut] or [BeginDelete], which
 // enforces the mechanical rules and returns an [Op] whose Context the SDK
 // call uses and whose Fail builds every error; [Listing] runs a listing.
 // A service that stages a streamed write in parts uses package

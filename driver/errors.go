@@ -52,7 +52,7 @@ var (
 	// ErrInvalidMetadata: the metadata of a write (PutOptions.Metadata) is
 	// outside the portable rule (see Metadata.Validate). A driver that
 	// declares Capabilities.Metadata refuses such a write before sending
-	// anything (Begin does this), so nothing was written. It is not
+	// anything (BeginPut does this), so nothing was written. It is not
 	// ErrInvalidKey: the key may be fine.
 	ErrInvalidMetadata = errors.New("invalid metadata")
 

@@ -115,15 +115,3 @@ func (m Metadata) String() string {
 	sb.WriteString("}")
 	return sb.String()
 }
-
-// LowerMetadata returns the user metadata of a service's response (an SDK's
-// map, whose keys may come back in the case the service chose, canonical
-// HTTP case on MinIO, as set on Azure) with lowercase keys, and an empty,
-// non-nil Metadata for none. Drivers pass what they report through it.
-func LowerMetadata(m map[string]string) Metadata {
-	out := make(Metadata, len(m))
-	for k, v := range m {
-		out[strings.ToLower(k)] = v
-	}
-	return out
-}

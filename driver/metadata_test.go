@@ -70,15 +70,6 @@ func TestBeginPutCarriesTheMetadata(t *testing.T) {
 	}
 }
 
-func TestLowerMetadata(t *testing.T) {
-	if l := driver.LowerMetadata(map[string]string{"Epoch": "3"}); l["epoch"] != "3" || len(l) != 1 {
-		t.Errorf("LowerMetadata = %s", l)
-	}
-	if l := driver.LowerMetadata(nil); l == nil || len(l) != 0 {
-		t.Errorf("LowerMetadata(nil) = %#v, want an empty map", l)
-	}
-}
-
 // TestBeginPutRefusesInvalidMetadata: a driver that declares metadata
 // refuses invalid metadata before sending anything; one that does not
 // ignores it. BeginPut applies Begin's rules too.

@@ -120,24 +120,23 @@ func versionProblem(v Version) string {
 	return fmt.Sprintf("version %q is %s; it matches no object, so nothing was sent", clipKey(s), why)
 }
 
-// OpName names the operation an Op is: OpGet, OpPut or OpDelete.
-type OpName string
+// opName names the operation an Op is, as its errors name it.
+type opName string
 
-// The operations of a driver, as Begin takes them and errors name them.
 const (
-	OpGet    OpName = "get"
-	OpPut    OpName = "put"
-	OpDelete OpName = "delete"
-	opList   OpName = "list" // beginList's
+	opGet    opName = "get"
+	opPut    opName = "put"
+	opDelete opName = "delete"
+	opList   opName = "list"
 )
 
 // Op is one operation of a driver, and the one place the contract's
 // mechanical rules are enforced, so that a driver is only its SDK's mapping.
-// A driver's method starts with Begin, returns Begin's error if there is
-// one, sends its request with Op.Context, and builds every error with
-// Op.Fail:
+// A driver's method starts with BeginGet, BeginPut or BeginDelete (a
+// listing with Listing), returns its error if there is one, sends its
+// request with Op.Context, and builds every error with Op.Fail:
 //
-//	op, err := driver.Begin(ctx, b.Capabilities(), "mydriver", driver.OpPut, key, cond)
+//	op, err := driver.BeginPut(ctx, b.Capabilities(), "mydriver", key, opts)
 //	if err != nil {
 //		return "", err
 //	}
@@ -188,7 +187,24 @@ func (c *sentCount) last() int {
 	return c.perHost[c.host]
 }
 
-// Begin starts an operation and returns the error the driver must return at
+// BeginGet starts a Get of key. It returns the error the driver must return
+// at once, without sending anything, if the contract settles the operation
+// before any request: ctx has ended (an error matching ctx.Err()), or the
+// key breaks the portable key rule (CheckKey: ErrInvalidKey).
+func BeginGet(ctx context.Context, driverName, key string) (*Op, error) {
+	return begin(ctx, Capabilities{}, driverName, opGet, key, Condition{})
+}
+
+// BeginDelete starts a Delete of key under cond, as BeginGet starts a Get;
+// it also refuses IfAbsent, and IfMatch where caps does not declare
+// ConditionalDelete, with ErrUnsupported (a condition the service would
+// ignore is never sent), and IfMatch of a version no service issues with
+// ErrPrecondition.
+func BeginDelete(ctx context.Context, caps Capabilities, driverName, key string, cond Condition) (*Op, error) {
+	return begin(ctx, caps, driverName, opDelete, key, cond)
+}
+
+// begin starts an operation and returns the error the driver must return at
 // once, without sending anything, if the contract settles the operation
 // before any request:
 //
@@ -199,8 +215,8 @@ func (c *sentCount) last() int {
 //     ignore is never sent);
 //   - IfMatch of a version no service issues (see checkVersion): ErrPrecondition;
 //
-// A Get passes the zero Condition. A Put or PutStream begins with BeginPut.
-func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
+// A Get passes the zero Condition.
+func begin(ctx context.Context, caps Capabilities, driverName string, op opName, key string, cond Condition) (*Op, error) {
 	o := &Op{driver: driverName, name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
@@ -208,11 +224,11 @@ func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName,
 	if keyProblem(key) != "" {
 		return o, o.Fail(ErrInvalidKey, errors.New("key "+keyProblem(key)))
 	}
-	if op == OpDelete && cond.Absent() {
+	if op == opDelete && cond.Absent() {
 		return o, o.Fail(ErrUnsupported, errors.New("IfAbsent makes no sense for a delete"))
 	}
 	if v, match := cond.Match(); match {
-		if op == OpDelete && !caps.ConditionalDelete {
+		if op == opDelete && !caps.ConditionalDelete {
 			return o, o.Fail(ErrUnsupported, errors.New("the driver declares no conditional delete (its service "+
 				"would ignore the condition), so the condition is not sent"))
 		}
@@ -223,13 +239,14 @@ func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName,
 	return o, nil
 }
 
-// BeginPut is Begin for a Put or a PutStream under opts. Where caps
-// declares Metadata, it also refuses metadata that breaks the portable rule
+// BeginPut starts a Put or a PutStream of key under opts, as BeginDelete
+// starts a Delete under opts.If (IfAbsent included). Where caps declares
+// Metadata, it also refuses metadata that breaks the portable rule
 // (Metadata.Validate) with ErrInvalidMetadata, and the Op carries a copy of
 // opts.Metadata for the driver to send; a driver that does not declare it
 // writes without the metadata, and the Op's Metadata is nil.
 func BeginPut(ctx context.Context, caps Capabilities, driverName, key string, opts PutOptions) (*Op, error) {
-	o, err := Begin(ctx, caps, driverName, OpPut, key, opts.If)
+	o, err := begin(ctx, caps, driverName, opPut, key, opts.If)
 	if err != nil || !caps.Metadata {
 		return o, err
 	}

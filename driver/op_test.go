@@ -46,7 +46,7 @@ func TestBegin(t *testing.T) {
 	cancel()
 	cases := []struct {
 		ctx  context.Context
-		op   driver.OpName
+		op   string
 		key  string
 		cond driver.Condition
 		want error
@@ -59,17 +59,26 @@ func TestBegin(t *testing.T) {
 		{ctx, "put", "k", driver.IfMatch(""), driver.ErrPrecondition},
 	}
 	for _, c := range cases {
-		op, err := driver.Begin(c.ctx, caps, "test", c.op, c.key, c.cond)
+		var op *driver.Op
+		var err error
+		switch c.op {
+		case "get":
+			op, err = driver.BeginGet(c.ctx, "test", c.key)
+		case "put":
+			op, err = driver.BeginPut(c.ctx, caps, "test", c.key, driver.PutOptions{If: c.cond})
+		default:
+			op, err = driver.BeginDelete(c.ctx, caps, "test", c.key, c.cond)
+		}
 		var oe *driver.OpError
 		if !errors.Is(err, c.want) || !errors.As(err, &oe) || oe.Driver != "test" || oe.Key != c.key || op == nil {
 			t.Errorf("Begin(%s %q %s) = %v, want %v in an OpError", c.op, c.key, c.cond, err, c.want)
 		}
 	}
-	if _, err := driver.Begin(ctx, caps, "test", driver.OpPut, "k", driver.IfMatch(`"abc"`)); err != nil {
+	if _, err := driver.BeginPut(ctx, caps, "test", "k", driver.PutOptions{If: driver.IfMatch(`"abc"`)}); err != nil {
 		t.Errorf("a valid put: %v", err)
 	}
 	withDelete := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
-	if _, err := driver.Begin(ctx, withDelete, "test", driver.OpDelete, "k", driver.IfMatch(`"abc"`)); err != nil {
+	if _, err := driver.BeginDelete(ctx, withDelete, "test", "k", driver.IfMatch(`"abc"`)); err != nil {
 		t.Errorf("a conditional delete where declared: %v", err)
 	}
 }
@@ -93,7 +102,7 @@ func TestFailAfterRetry(t *testing.T) {
 	}
 	sdkErr := errors.New("412 from the service")
 	for n, want := range map[int]error{1: driver.ErrPrecondition, 2: driver.ErrOutcomeUnknown} {
-		op, err := driver.Begin(context.Background(), driver.Capabilities{}, "test", driver.OpPut, "k", driver.IfAbsent())
+		op, err := driver.BeginPut(context.Background(), driver.Capabilities{}, "test", "k", driver.PutOptions{If: driver.IfAbsent()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -133,7 +133,7 @@ func Listing[T any](ctx context.Context, driverName, prefix string, list func(op
 	}
 }
 
-// beginList starts a List (or ListPending) of prefix, as Begin starts the
+// beginList starts a List (or ListPending) of prefix, as begin starts the
 // other operations: it returns the error to yield at once if ctx has ended
 // or the prefix could match no valid key (longer than maxKeyLen, not
 // UTF-8, a control character, a backslash, U+FFFE or U+FFFF), and

@@ -342,7 +342,7 @@ func (b *wireBucket) Capabilities() driver.Capabilities {
 }
 
 func (b *wireBucket) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, "wire", key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -374,7 +374,7 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, opts driv
 	if b.flaw == wireSendsWildcard {
 		begin = driver.Condition{}
 	}
-	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpPut, key, begin)
+	op, err := driver.BeginPut(ctx, b.Capabilities(), "wire", key, driver.PutOptions{If: begin})
 	if err != nil {
 		return driver.Attrs{}, err
 	}

@@ -117,7 +117,7 @@ func (b *bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 
 // Delete checks cond by reading, then deletes unconditionally.
 func (b *bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), "besteffort", key, cond)
 	if err != nil {
 		return err
 	}

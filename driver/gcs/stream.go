@@ -16,6 +16,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
@@ -135,7 +136,7 @@ type upload struct {
 // Start makes the Writer, which sends nothing until it holds a chunk or is
 // closed. Its context must outlive Close; cancelling it aborts the upload.
 func (u *upload) Start(ctx context.Context) error {
-	u.wop, _ = u.b.begin(ctx, driver.OpPut, u.key, u.cond)
+	u.wop, _ = driver.BeginPut(ctx, u.b.Capabilities(), driverName, u.key, driver.PutOptions{If: u.cond})
 	wctx, cancel := context.WithCancel(u.wop.Context())
 	u.w, u.cancel = u.obj.NewWriter(wctx), cancel
 	u.w.ChunkSize = int(u.chunk)
@@ -319,7 +320,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				return
 			}
 			o := driver.Object{Key: attrs.Name, Size: attrs.Size, Version: version(attrs.Generation), ModTime: attrs.Updated,
-				Metadata: driver.LowerMetadata(attrs.Metadata)}
+				Metadata: metadata.Lower(attrs.Metadata)}
 			if !yield(o, nil) {
 				return
 			}

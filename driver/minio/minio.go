@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
@@ -186,15 +187,11 @@ func userMetadata(md driver.Metadata) map[string]string {
 	return out
 }
 
-func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
-	return driver.Begin(ctx, b.Capabilities(), Scheme, op, key, cond)
-}
-
 // Get returns the object's body and its Attrs (the ETag, the service's
 // time and, under opts.Metadata, the x-amz-meta-* headers), all from one
 // GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -216,7 +213,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	}
 	if opts.Metadata {
 		// minio-go gives the keys in canonical header case ("Epoch").
-		a.Metadata = driver.LowerMetadata(info.UserMetadata)
+		a.Metadata = metadata.Lower(info.UserMetadata)
 	}
 	return body, a, nil
 }
@@ -286,7 +283,7 @@ func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpd
 // condition is refused with driver.ErrUnsupported without a request, since
 // the server would ignore it.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), Scheme, key, cond)
 	if err != nil {
 		return err
 	}

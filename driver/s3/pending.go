@@ -12,7 +12,7 @@ import (
 // aborted) a success.
 func (b *Bucket) abortFunc(key, id string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		op, err := b.begin(ctx, driver.OpDelete, key, driver.Condition{})
+		op, err := driver.BeginDelete(ctx, b.caps, b.profile.Driver, key, driver.Condition{})
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 	"github.com/mushroomdb/bucketlease/driver/internal/settle"
 )
@@ -130,15 +131,11 @@ func IsAWSEndpoint(endpoint string) bool {
 // client reaches AWS.
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
-func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
-	return driver.Begin(ctx, b.caps, b.profile.Driver, op, key, cond)
-}
-
 // Get returns the object's body and its Attrs (the ETag, the service's
 // time and, under opts.Metadata, the x-amz-meta-* headers) from one
 // GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, b.profile.Driver, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -152,7 +149,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 		return nil, driver.Attrs{Time: a.Time}, op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
 	if opts.Metadata {
-		a.Metadata = driver.LowerMetadata(out.Metadata)
+		a.Metadata = metadata.Lower(out.Metadata)
 	}
 	return out.Body, a, nil
 }
@@ -299,7 +296,7 @@ func serviceTime(md *middleware.Metadata, err error, modified *time.Time) driver
 // success. IfMatch is sent as If-Match where the bucket declares a
 // conditional delete, and refused with driver.ErrUnsupported otherwise.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.caps, b.profile.Driver, key, cond)
 	if err != nil {
 		return err
 	}

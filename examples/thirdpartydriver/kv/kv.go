@@ -166,7 +166,7 @@ func (b *Bucket) fail(op *driver.Op, resp *http.Response) error {
 // keeps no metadata and states no time, so the Attrs carry the version
 // only, whatever opts asks.
 func (b *Bucket) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -278,7 +278,7 @@ func (b *Bucket) page(op *driver.Op, prefix, after string) (*listPage, error) {
 // Delete removes key with one DELETE carrying the condition; a missing key
 // is success.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), Scheme, key, cond)
 	if err != nil {
 		return err
 	}
