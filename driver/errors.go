@@ -77,10 +77,10 @@ var (
 // the caller then waits Capabilities.KeyWriteInterval, or a second.
 func RetryAfter(err error) (time.Duration, bool) {
 	var oe *OpError
-	if !errors.As(err, &oe) || oe.Kind != ErrRateLimited || oe.RetryAfter <= 0 {
+	if !errors.As(err, &oe) || oe.Kind != ErrRateLimited || oe.retryAfter <= 0 {
 		return 0, false
 	}
-	return oe.RetryAfter, true
+	return oe.retryAfter, true
 }
 
 // OpError is the error a driver returns from a failed operation. It keeps
@@ -95,11 +95,11 @@ type OpError struct {
 	Cond   Condition // the condition of a put or delete
 	Kind   error     // one of the sentinels above (ErrNotExist, ErrPrecondition, ...) or nil
 	Err    error     // the underlying error, if any
-	// RetryAfter is, for Kind ErrRateLimited, how long the service asked
+	// retryAfter is, for Kind ErrRateLimited, how long the service asked
 	// the caller to wait before sending the request again (its
-	// Retry-After header), or 0 where it named no time. Read it with the
-	// function RetryAfter, which finds it through any wrapping.
-	RetryAfter time.Duration
+	// Retry-After header), or 0 where it named no time: Op.RateLimited
+	// sets it, RetryAfter reads it.
+	retryAfter time.Duration
 }
 
 // printableKey is key as written where strconv.Quote would leave it as it
@@ -132,9 +132,9 @@ func (e *OpError) Error() string {
 		sb.WriteString(": ")
 		sb.WriteString(e.Kind.Error())
 	}
-	if e.RetryAfter > 0 {
+	if e.retryAfter > 0 {
 		sb.WriteString(" (retry after ")
-		sb.WriteString(e.RetryAfter.String())
+		sb.WriteString(e.retryAfter.String())
 		sb.WriteString(")")
 	}
 	if e.Err != nil {

@@ -297,7 +297,7 @@ func (o *Op) Attempts() int { return o.requests() }
 // the last attempt was rate-limited too.
 func (o *Op) RateLimited(err error, retryAfter time.Duration) error {
 	e := o.fail(ErrRateLimited, err, false).(*OpError)
-	e.RetryAfter = max(retryAfter, 0)
+	e.retryAfter = max(retryAfter, 0)
 	return e
 }
 

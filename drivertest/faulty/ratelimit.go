@@ -60,6 +60,18 @@ func (r *RateLimit) interval() time.Duration {
 	return time.Second
 }
 
+// refusal returns an Op for a put or a delete of key under cond, to build
+// the refusal's error with.
+func refusal(op, key string, cond driver.Condition) *driver.Op {
+	caps := driver.Capabilities{ConditionalDelete: true}
+	if op == "delete" {
+		o, _ := driver.BeginDelete(context.Background(), caps, "faulty", key, cond)
+		return o
+	}
+	o, _ := driver.BeginPut(context.Background(), caps, "faulty", key, driver.PutOptions{If: cond})
+	return o
+}
+
 // admit decides whether a write to key may reach the service now, and
 // returns the refusal if not.
 func (r *RateLimit) admit(op, key string, cond driver.Condition) error {
@@ -82,8 +94,7 @@ func (r *RateLimit) admit(op, key string, cond driver.Condition) error {
 		if after < 0 {
 			after = r.interval() - (now - last)
 		}
-		return &driver.OpError{Driver: "faulty", Op: op, Key: key, Cond: cond, Kind: driver.ErrRateLimited,
-			Err: ErrKeyRateLimited, RetryAfter: after}
+		return refusal(op, key, cond).RateLimited(ErrKeyRateLimited, after)
 	}
 	r.last[key] = now
 	return nil
