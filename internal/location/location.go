@@ -1,3 +1,7 @@
+// Package location parses a bucket URL once, with what its scheme
+// registered, into the Location every layer of this module reads, and opens
+// it: package bucket's Open and the command use it; users open a URL with
+// bucket.Open.
 package location
 
 import (
