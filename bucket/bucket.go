@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // Bucket is one prefix of a bucket. It is safe for concurrent use.
@@ -21,7 +23,7 @@ type Bucket struct {
 // the schemes of the drivers the program imports) and returns it scoped to
 // the URL's prefix. Close it when done.
 func Open(ctx context.Context, rawURL string) (*Bucket, error) {
-	d, prefix, err := driver.Open(ctx, rawURL)
+	d, prefix, err := location.Open(ctx, rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func (b *Bucket) Close() error {
 	if !b.owned {
 		return nil
 	}
-	return driver.Close(b.d)
+	return location.Close(b.d)
 }
 
 // Attrs is what a read or a write learned about an object.
@@ -109,7 +111,7 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, Attrs, err
 // ReadAll reads key whole, refusing a body longer than limit bytes with
 // ErrTooLarge, so that a corrupt or hostile object cannot exhaust memory.
 func (b *Bucket) ReadAll(ctx context.Context, key string, limit int64) ([]byte, Attrs, error) {
-	data, a, err := driver.ReadAll(ctx, b.d, b.prefix+key, limit, driver.GetOptions{Metadata: true})
+	data, a, err := objects.ReadAll(ctx, b.d, b.prefix+key, limit, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return nil, Attrs{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 func TestKeysAreRelativeToThePrefix(t *testing.T) {
@@ -28,7 +30,7 @@ func TestKeysAreRelativeToThePrefix(t *testing.T) {
 	if _, err := d.Put(ctx, "db10/chunks/1", []byte("other"), driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	data, _, err := driver.ReadAll(ctx, d, "db1/chunks/1", 10, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, d, "db1/chunks/1", 10, driver.GetOptions{})
 	if err != nil || string(data) != "one" {
 		t.Fatalf("the driver's db1/chunks/1 = %q, %v; want one", data, err)
 	}
@@ -88,7 +90,7 @@ func TestGetReturnsMetadataAndModified(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.Close()
-	if !a.Metadata.Equal(md) || a.Modified.IsZero() {
+	if !maps.Equal(a.Metadata, md) || a.Modified.IsZero() {
 		t.Fatalf("Get's Attrs = %+v, want metadata %v and a modification time", a, md)
 	}
 	if _, err := b.Put(ctx, "bad", []byte("x"), &bucket.PutOptions{Metadata: bucket.Metadata{"Bad_Key": "v"}}); !errors.Is(err, bucket.ErrInvalidMetadata) {
@@ -147,10 +149,10 @@ func TestOpenScopesAndCloses(t *testing.T) {
 	if _, err := b.Put(ctx, "k", []byte("v"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := driver.ReadAll(ctx, b.Driver(), "backups/db1/k", 10, driver.GetOptions{}); err != nil {
+	if _, _, err := objects.ReadAll(ctx, b.Driver(), "backups/db1/k", 10, driver.GetOptions{}); err != nil {
 		t.Fatalf("the key under the URL's prefix: %v", err)
 	}
-	if _, err := bucket.Open(ctx, "nosuch://x/y"); !errors.Is(err, driver.ErrUnknownScheme) {
+	if _, err := bucket.Open(ctx, "nosuch://x/y"); !errors.Is(err, bucket.ErrUnknownScheme) {
 		t.Fatalf("an unknown scheme: %v", err)
 	}
 }

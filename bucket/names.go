@@ -1,6 +1,11 @@
 package bucket
 
-import "github.com/mushroomdb/bucketlease/driver"
+import "github.com/mushroomdb/bucketlease/internal/objects"
+
+import (
+	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
+)
 
 // Condition is what a write expects of the object it replaces: IfAbsent,
 // IfMatch, or the zero Condition for nothing.
@@ -36,18 +41,19 @@ const (
 	NoExclusion = driver.NoExclusion
 )
 
-// The errors a caller acts on, checked with errors.Is. They are the driver
-// package's values, so a check works whichever package the error came
+// The errors a caller acts on, checked with errors.Is. They are the values
+// drivers report, so a check works whichever package the error came
 // through.
 var (
 	ErrNotExist        = driver.ErrNotExist        // no such key
 	ErrPrecondition    = driver.ErrPrecondition    // the write's condition did not hold; nothing was written
 	ErrOutcomeUnknown  = driver.ErrOutcomeUnknown  // the write may have landed: read the key back
 	ErrUnsupported     = driver.ErrUnsupported     // the store cannot do what was asked
-	ErrTooLarge        = driver.ErrTooLarge        // longer than the reader's limit
+	ErrTooLarge        = objects.ErrTooLarge       // longer than the reader's limit
 	ErrInvalidKey      = driver.ErrInvalidKey      // a key outside the portable rule
 	ErrPermission      = driver.ErrPermission      // the credentials do not allow it
 	ErrBucketNotExist  = driver.ErrBucketNotExist  // the bucket itself is missing
 	ErrRateLimited     = driver.ErrRateLimited     // the store asked to slow down
 	ErrInvalidMetadata = driver.ErrInvalidMetadata // metadata outside the portable rule; nothing was written
+	ErrUnknownScheme   = location.ErrUnknownScheme // Open: no driver the program imports has the URL's scheme
 )

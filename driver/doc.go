@@ -9,24 +9,24 @@
 // directory or memory, and so that a third party can add a store in an
 // afternoon and prove it with the drivertest package.
 //
-// # Using a driver
+// # Registering a driver
 //
 // A driver registers its URL scheme once, from its package's init function,
-// with [Register] and a [Scheme], as database/sql drivers do; [Open] opens a
-// URL and returns the [Bucket] and the prefix in it. [ParseURL] parses a URL
-// once into a [Location]: the bucket, prefix and endpoint it names, said
-// from the URL alone. A program that reads or writes backups uses package
-// bucket, a prefix of a Bucket with the conveniences a caller wants.
+// with [Register] and a [Scheme], as database/sql drivers do: the Scheme's
+// Open opens a URL, and its Locate says which bucket, prefix and endpoint
+// the URL names. A program that reads or writes backups does not import
+// this package: it opens a URL with bucket.Open and uses package bucket.
 //
 // # Writing a driver
 //
 // A driver implements [Bucket]: six methods that map the operations to one
 // SDK's calls and the SDK's errors to this package's sentinels, and nothing
-// else. Each method starts with [Begin] (a write with [BeginPut]), which
+// else. Each method starts with [BeginGet], [BeginPut] or [BeginDelete], which
 // enforces the mechanical rules and returns an [Op] whose Context the SDK
-// call uses and whose Fail builds every error; [StreamParts] runs a streamed
-// write from a few upload steps, and [Listing] a listing. What a call sends
-// is in its options ([PutOptions], [GetOptions]) and what it learned is in
+// call uses and whose Fail builds every error; [Listing] runs a listing.
+// A service that stages a streamed write in parts uses package
+// driver/multipart; one that cannot delegates PutStream to [PutWhole].
+// What a call sends is in its options ([PutOptions], [GetOptions]) and what it learned is in
 // its [Attrs]: the version, the metadata, the service's time.
 // [Capabilities] declares the exclusion the service gives; the lease does
 // not take it on trust, but probes the service at every acquire.
@@ -36,8 +36,8 @@
 // rules for rate limits ([ErrRateLimited]), the service's time
 // ([ServiceTime]) and streaming.
 //
-// [PendingLister] and io.Closer are optional, found by a type assertion
-// as database/sql finds a driver's optional interfaces. A Bucket that wraps
-// another embeds it, overrides what it changes, and implements the optional
+// io.Closer (and multipart.PendingLister) are optional, found by a type
+// assertion as database/sql finds a driver's optional interfaces. A
+// Bucket that wraps another embeds it, overrides what it changes, and implements the optional
 // ones it passes on.
 package driver

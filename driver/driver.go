@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"iter"
 	"strconv"
@@ -162,11 +161,11 @@ type Bucket interface {
 	//
 	// On any failure (ctx ended, r failed, s.MayStart refused, a part or
 	// the commit failed or was refused) it aborts what it had staged before
-	// it returns, and its error (an UploadError) says whether the abort
+	// it returns, and its error (a multipart.UploadError) says whether the abort
 	// succeeded. It returns only once no request of the upload is still in
 	// flight. The body is read in the caller's goroutine, and ctx is looked
 	// at before every Read. A driver whose service cannot stage parts
-	// delegates to PutWhole. StreamParts does the rest from UploadSteps.
+	// delegates to PutWhole; one that can gives its requests to multipart.Stream.
 	PutStream(ctx context.Context, key string, r io.Reader, opts PutOptions, s *StreamOptions) (Attrs, error)
 
 	// Delete removes key if cond holds. Deleting a missing key
@@ -220,59 +219,4 @@ type Attrs struct {
 	// Time is what the answer said about the service's clock; zero where
 	// the driver reports none.
 	Time ServiceTime
-}
-
-// FakeVersion returns a version that has the shape of v (same length, a hex
-// digit where v has one, a decimal digit where v has one, other characters
-// unchanged) but differs from it in every digit. A service therefore accepts
-// it as well formed, and its refusal of IfMatch(FakeVersion(v)) is the
-// service's own decision, not a parse error. The lease's probe and drivertest
-// use it. For the empty Version it returns "0".
-//
-// A made-up version must also be one the object will not reach. That holds
-// for ETags (content hashes) and GCS generations (microsecond timestamps),
-// whose every digit it changes; a driver whose versions are small counters
-// must scramble them, as the mem driver does. This is obligation 5 in
-// docs/drivers.md, and drivertest's version-unguessable check fails
-// first, naming the rule, for a driver that breaks it.
-func FakeVersion(v Version) Version {
-	if v == "" {
-		return "0"
-	}
-	b := []byte(v)
-	for i, c := range b {
-		switch {
-		case c >= '0' && c <= '8':
-			b[i] = c + 1
-		case c == '9':
-			b[i] = '1' // never '0', which a generation number reads as "absent"
-		case c >= 'a' && c <= 'e', c >= 'A' && c <= 'E':
-			b[i] = c + 1
-		case c == 'f':
-			b[i] = 'a'
-		case c == 'F':
-			b[i] = 'A'
-		}
-	}
-	return Version(b)
-}
-
-// ReadAll reads at most limit bytes of key and returns them with their
-// Attrs. A body longer than limit is an error wrapping ErrTooLarge, so a
-// hostile or corrupt object cannot exhaust memory.
-func ReadAll(ctx context.Context, b Bucket, key string, limit int64, opts GetOptions) ([]byte, Attrs, error) {
-	rc, a, err := b.Get(ctx, key, opts)
-	if err != nil {
-		return nil, Attrs{Time: a.Time}, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, Attrs{Time: a.Time}, &OpError{Op: "get", Key: key, Err: err}
-	}
-	if int64(len(data)) > limit {
-		return nil, a, &OpError{Op: "get", Key: key, Kind: ErrTooLarge,
-			Err: fmt.Errorf("object is larger than %d bytes", limit)}
-	}
-	return data, a, nil
 }

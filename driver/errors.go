@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +22,6 @@ var (
 
 	// ErrUnsupported: the service cannot express the requested condition.
 	ErrUnsupported = errors.New("condition not supported by this service")
-
-	// ErrTooLarge: an object was larger than the reader's bound (ReadAll).
-	ErrTooLarge = errors.New("object too large")
 
 	// ErrBucketNotExist: the bucket (or container, or directory) itself does
 	// not exist. It is never reported as ErrNotExist: a missing bucket is a
@@ -56,7 +52,7 @@ var (
 	// ErrInvalidMetadata: the metadata of a write (PutOptions.Metadata) is
 	// outside the portable rule (see Metadata.Validate). A driver that
 	// declares Capabilities.Metadata refuses such a write before sending
-	// anything (Begin does this), so nothing was written. It is not
+	// anything (BeginPut does this), so nothing was written. It is not
 	// ErrInvalidKey: the key may be fine.
 	ErrInvalidMetadata = errors.New("invalid metadata")
 
@@ -81,32 +77,10 @@ var (
 // the caller then waits Capabilities.KeyWriteInterval, or a second.
 func RetryAfter(err error) (time.Duration, bool) {
 	var oe *OpError
-	if !errors.As(err, &oe) || oe.Kind != ErrRateLimited || oe.RetryAfter <= 0 {
+	if !errors.As(err, &oe) || oe.Kind != ErrRateLimited || oe.retryAfter <= 0 {
 		return 0, false
 	}
-	return oe.RetryAfter, true
-}
-
-// ParseRetryAfter reads an HTTP Retry-After header, given in seconds or as
-// an HTTP date (then relative to now, the time of the answer), and returns
-// the wait it asks for and true, or false if the header is empty or
-// malformed. A date in the past, or 0 seconds, is a wait of 0 with true.
-func ParseRetryAfter(h string, now time.Time) (time.Duration, bool) {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
-		if n < 0 {
-			return 0, false
-		}
-		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second, true
-	}
-	t, err := http.ParseTime(h)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
+	return oe.retryAfter, true
 }
 
 // OpError is the error a driver returns from a failed operation. It keeps
@@ -121,11 +95,11 @@ type OpError struct {
 	Cond   Condition // the condition of a put or delete
 	Kind   error     // one of the sentinels above (ErrNotExist, ErrPrecondition, ...) or nil
 	Err    error     // the underlying error, if any
-	// RetryAfter is, for Kind ErrRateLimited, how long the service asked
+	// retryAfter is, for Kind ErrRateLimited, how long the service asked
 	// the caller to wait before sending the request again (its
-	// Retry-After header), or 0 where it named no time. Read it with the
-	// function RetryAfter, which finds it through any wrapping.
-	RetryAfter time.Duration
+	// Retry-After header), or 0 where it named no time: Op.RateLimited
+	// sets it, RetryAfter reads it.
+	retryAfter time.Duration
 }
 
 // printableKey is key as written where strconv.Quote would leave it as it
@@ -158,9 +132,9 @@ func (e *OpError) Error() string {
 		sb.WriteString(": ")
 		sb.WriteString(e.Kind.Error())
 	}
-	if e.RetryAfter > 0 {
+	if e.retryAfter > 0 {
 		sb.WriteString(" (retry after ")
-		sb.WriteString(e.RetryAfter.String())
+		sb.WriteString(e.retryAfter.String())
 		sb.WriteString(")")
 	}
 	if e.Err != nil {
@@ -182,12 +156,12 @@ func (e *OpError) Unwrap() []error {
 	return errs
 }
 
-// WithContext returns err, joined with ctx's error when ctx has ended and
+// withContext returns err, joined with ctx's error when ctx has ended and
 // err does not already match it. SDKs report a cancelled request in their
-// own ways (a wrapped net error, a retry that gave up); a driver passes its
-// SDK's error through WithContext so that errors.Is(err, context.Canceled)
+// own ways (a wrapped net error, a retry that gave up); Op.Fail passes the
+// SDK's error through it so that errors.Is(err, context.Canceled)
 // or context.DeadlineExceeded holds whatever the SDK made of it.
-func WithContext(ctx context.Context, err error) error {
+func withContext(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && err != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("%w (%w)", err, cerr)
 	}

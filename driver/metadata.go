@@ -17,29 +17,29 @@ import (
 // A Metadata is portable only within the rule Validate checks, the
 // intersection of what every service keeps as it was given:
 //
-//   - a key is 1 to MaxMetadataKeyLen characters, lowercase ASCII letters
+//   - a key is 1 to 40 characters, lowercase ASCII letters
 //     and digits only, starting with a letter: S3 and MinIO send keys as
 //     HTTP header names, which HTTP treats case-insensitively and MinIO
 //     returns in canonical case; Azure's must be C# identifiers, compared
 //     without case; proxies (nginx by default) drop header names with an
 //     underscore; and so no case, no '-', no '_';
 //   - a value is printable ASCII (0x20 to 0x7e), 1 to
-//     MaxMetadataValueLen bytes, without a leading or trailing space: a
+//     256 bytes, without a leading or trailing space: a
 //     header value that no service encodes, trims or folds (HTTP trims
 //     the spaces around a header value, and a client may send an empty
 //     one as no header at all);
-//   - all keys and values together are at most MaxMetadataSize bytes, far
+//   - all keys and values together are at most 1024 bytes, far
 //     below S3's 2 KiB and Azure's 8 KiB.
 //
 // Drivers report a Get's metadata with lowercase keys whatever case the
 // service returned them in.
 type Metadata map[string]string
 
-// The limits of Metadata's rule (Validate).
+// The limits of Metadata's rule (Validate), as its documentation states them.
 const (
-	MaxMetadataKeyLen   = 40
-	MaxMetadataValueLen = 256
-	MaxMetadataSize     = 1024
+	maxMetadataKeyLen   = 40
+	maxMetadataValueLen = 256
+	maxMetadataSize     = 1024
 )
 
 // Validate reports whether m follows the portable rule (see Metadata). Its
@@ -52,15 +52,15 @@ func (m Metadata) Validate() error {
 		total += len(k) + len(v)
 		if why := metadataKeyProblem(k); why != "" {
 			return fmt.Errorf("%w: key %q %s; a key is 1 to %d lowercase ASCII letters and digits, starting with a letter",
-				ErrInvalidMetadata, clipKey(k), why, MaxMetadataKeyLen)
+				ErrInvalidMetadata, clipKey(k), why, maxMetadataKeyLen)
 		}
 		if why := metadataValueProblem(v); why != "" {
 			return fmt.Errorf("%w: the value of %q %s; a value is 1 to %d bytes of printable ASCII (0x20 to 0x7e), without a leading or trailing space",
-				ErrInvalidMetadata, k, why, MaxMetadataValueLen)
+				ErrInvalidMetadata, k, why, maxMetadataValueLen)
 		}
 	}
-	if total > MaxMetadataSize {
-		return fmt.Errorf("%w: its keys and values come to %d bytes, more than %d", ErrInvalidMetadata, total, MaxMetadataSize)
+	if total > maxMetadataSize {
+		return fmt.Errorf("%w: its keys and values come to %d bytes, more than %d", ErrInvalidMetadata, total, maxMetadataSize)
 	}
 	return nil
 }
@@ -70,8 +70,8 @@ func metadataKeyProblem(k string) string {
 	switch {
 	case k == "":
 		return "is empty"
-	case len(k) > MaxMetadataKeyLen:
-		return fmt.Sprintf("is %d characters long, more than %d", len(k), MaxMetadataKeyLen)
+	case len(k) > maxMetadataKeyLen:
+		return fmt.Sprintf("is %d characters long, more than %d", len(k), maxMetadataKeyLen)
 	case k[0] < 'a' || k[0] > 'z':
 		return "does not start with a lowercase letter"
 	}
@@ -89,8 +89,8 @@ func metadataValueProblem(v string) string {
 	switch {
 	case v == "":
 		return "is empty, which some clients send as no header at all"
-	case len(v) > MaxMetadataValueLen:
-		return fmt.Sprintf("is %d bytes long, more than %d", len(v), MaxMetadataValueLen)
+	case len(v) > maxMetadataValueLen:
+		return fmt.Sprintf("is %d bytes long, more than %d", len(v), maxMetadataValueLen)
 	case strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r > 0x7e }):
 		return "holds a byte outside printable ASCII"
 	case strings.HasPrefix(v, " ") || strings.HasSuffix(v, " "):
@@ -98,13 +98,6 @@ func metadataValueProblem(v string) string {
 	}
 	return ""
 }
-
-// Clone returns a copy of m, or nil for a nil m.
-func (m Metadata) Clone() Metadata { return maps.Clone(m) }
-
-// Equal reports whether m and o hold the same keys and values; nil and
-// empty are equal.
-func (m Metadata) Equal(o Metadata) bool { return maps.Equal(m, o) }
 
 // String renders m with its keys sorted, for messages.
 func (m Metadata) String() string {
@@ -121,16 +114,4 @@ func (m Metadata) String() string {
 	}
 	sb.WriteString("}")
 	return sb.String()
-}
-
-// LowerMetadata returns the user metadata of a service's response (an SDK's
-// map, whose keys may come back in the case the service chose, canonical
-// HTTP case on MinIO, as set on Azure) with lowercase keys, and an empty,
-// non-nil Metadata for none. Drivers pass what they report through it.
-func LowerMetadata(m map[string]string) Metadata {
-	out := make(Metadata, len(m))
-	for k, v := range m {
-		out[strings.ToLower(k)] = v
-	}
-	return out
 }

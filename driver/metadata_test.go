@@ -57,8 +57,9 @@ func TestBeginPutCarriesTheMetadata(t *testing.T) {
 	if op.Metadata["epoch"] != "1" || len(op.Metadata) != 1 {
 		t.Errorf("op.Metadata = %s, want a copy of epoch=1", op.Metadata)
 	}
-	if !op.Cond.Absent() || op.Name != string(driver.OpPut) || op.Key != "k" {
-		t.Errorf("BeginPut's Op is %s %q %s, want put \"k\" IfAbsent", op.Name, op.Key, op.Cond)
+	var oe *driver.OpError
+	if !op.Cond.Absent() || op.Key != "k" || !errors.As(op.Fail(nil, errors.New("x")), &oe) || oe.Op != "put" {
+		t.Errorf("BeginPut's Op is %v %q %s, want put \"k\" IfAbsent", oe, op.Key, op.Cond)
 	}
 	if op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{}); err != nil || op.Metadata != nil {
 		t.Errorf("a write with no metadata: %v, op.Metadata = %#v, want nil", err, op.Metadata)
@@ -66,15 +67,6 @@ func TestBeginPutCarriesTheMetadata(t *testing.T) {
 	caps.Metadata = false
 	if op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{Metadata: md}); err != nil || op.Metadata != nil {
 		t.Errorf("without the capability: %v, op.Metadata = %s, want none", err, op.Metadata)
-	}
-}
-
-func TestLowerMetadata(t *testing.T) {
-	if l := driver.LowerMetadata(map[string]string{"Epoch": "3"}); l["epoch"] != "3" || len(l) != 1 {
-		t.Errorf("LowerMetadata = %s", l)
-	}
-	if l := driver.LowerMetadata(nil); l == nil || len(l) != 0 {
-		t.Errorf("LowerMetadata(nil) = %#v, want an empty map", l)
 	}
 }
 

@@ -1,10 +1,10 @@
 package driver
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptrace"
 	"strings"
 	"sync"
@@ -12,13 +12,13 @@ import (
 	"unicode/utf8"
 )
 
-// MaxKeyLen is the longest key CheckKey accepts, in bytes: the limit of S3,
+// maxKeyLen is the longest key CheckKey accepts, in bytes: the limit of S3,
 // GCS and Azure Blob alike.
-const MaxKeyLen = 1024
+const maxKeyLen = 1024
 
 // CheckKey reports whether key follows the portable key rule, which every
 // driver applies so that two different keys never name one object on any
-// service: a non-empty UTF-8 string of at most MaxKeyLen bytes, made of
+// service: a non-empty UTF-8 string of at most 1024 bytes, made of
 // segments separated by single slashes, no segment empty (so no leading,
 // trailing or double slash), "." or "..", and no backslash or control
 // character. MinIO would store "/a/k" as "a/k", Azure Blob "a\k" as "a/k",
@@ -42,8 +42,8 @@ func keyProblem(key string) string {
 	switch {
 	case key == "":
 		why = "it is empty"
-	case len(key) > MaxKeyLen:
-		why = fmt.Sprintf("it is %d bytes long, more than %d", len(key), MaxKeyLen)
+	case len(key) > maxKeyLen:
+		why = fmt.Sprintf("it is %d bytes long, more than %d", len(key), maxKeyLen)
 	case !utf8.ValidString(key):
 		why = "it is not valid UTF-8"
 	case strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }):
@@ -70,7 +70,7 @@ func keyProblem(key string) string {
 	}
 	return fmt.Sprintf("%q: %s; a key is a non-empty UTF-8 string of at most %d bytes whose segments, "+
 		"separated by single slashes, are not empty, \".\" or \"..\", with no backslash, control character, U+FFFE or U+FFFF",
-		clipKey(key), why, MaxKeyLen)
+		clipKey(key), why, maxKeyLen)
 }
 
 func clipKey(k string) string {
@@ -80,14 +80,14 @@ func clipKey(k string) string {
 	return k
 }
 
-// CheckVersion reports whether v could be a version a service issued, so
+// checkVersion reports whether v could be a version a service issued, so
 // that IfMatch(v) means "the current version is v" on every service. It
 // refuses the empty Version, which most services read as no condition, and
 // anything a service would read as a wildcard or a list of versions ("*",
 // "\"*\"", a comma, a weak W/ tag), or that is not one token of printable
 // ASCII. No service issues such a version, so IfMatch of it can never hold:
 // its error wraps ErrPrecondition.
-func CheckVersion(v Version) error {
+func checkVersion(v Version) error {
 	if why := versionProblem(v); why != "" {
 		return fmt.Errorf("%w: %s", ErrPrecondition, why)
 	}
@@ -120,24 +120,23 @@ func versionProblem(v Version) string {
 	return fmt.Sprintf("version %q is %s; it matches no object, so nothing was sent", clipKey(s), why)
 }
 
-// OpName names the operation an Op is: OpGet, OpPut, OpDelete or OpList.
-type OpName string
+// opName names the operation an Op is, as its errors name it.
+type opName string
 
-// The operations of a driver, as Begin takes them and errors name them.
 const (
-	OpGet    OpName = "get"
-	OpPut    OpName = "put"
-	OpDelete OpName = "delete"
-	OpList   OpName = "list"
+	opGet    opName = "get"
+	opPut    opName = "put"
+	opDelete opName = "delete"
+	opList   opName = "list"
 )
 
 // Op is one operation of a driver, and the one place the contract's
 // mechanical rules are enforced, so that a driver is only its SDK's mapping.
-// A driver's method starts with Begin, returns Begin's error if there is
-// one, sends its request with Op.Context, and builds every error with
-// Op.Fail:
+// A driver's method starts with BeginGet, BeginPut or BeginDelete (a
+// listing with Listing), returns its error if there is one, sends its
+// request with Op.Context, and builds every error with Op.Fail:
 //
-//	op, err := driver.Begin(ctx, b.Capabilities(), "mydriver", driver.OpPut, key, cond)
+//	op, err := driver.BeginPut(ctx, b.Capabilities(), "mydriver", key, opts)
 //	if err != nil {
 //		return "", err
 //	}
@@ -146,15 +145,15 @@ const (
 //		return "", op.Fail(classify(err), err)
 //	}
 type Op struct {
-	Driver string    // the driver's name in errors
-	Name   string    // "get", "put" or "delete"
-	Key    string    // the object key
-	Cond   Condition // the condition of a put or delete
+	Key  string    // the object key, or the listing's prefix
+	Cond Condition // the condition of a put or delete
 	// Metadata is what a Put begun by BeginPut stores with the object.
 	Metadata Metadata
 
-	ctx  context.Context
-	sent *sentCount
+	driver string // the driver's name in errors
+	name   string // "get", "put", "delete" or "list"
+	ctx    context.Context
+	sent   *sentCount
 }
 
 // sentCount counts the requests started through an Op's context, per
@@ -188,7 +187,24 @@ func (c *sentCount) last() int {
 	return c.perHost[c.host]
 }
 
-// Begin starts an operation and returns the error the driver must return at
+// BeginGet starts a Get of key. It returns the error the driver must return
+// at once, without sending anything, if the contract settles the operation
+// before any request: ctx has ended (an error matching ctx.Err()), or the
+// key breaks the portable key rule (CheckKey: ErrInvalidKey).
+func BeginGet(ctx context.Context, driverName, key string) (*Op, error) {
+	return begin(ctx, Capabilities{}, driverName, opGet, key, Condition{})
+}
+
+// BeginDelete starts a Delete of key under cond, as BeginGet starts a Get;
+// it also refuses IfAbsent, and IfMatch where caps does not declare
+// ConditionalDelete, with ErrUnsupported (a condition the service would
+// ignore is never sent), and IfMatch of a version no service issues with
+// ErrPrecondition.
+func BeginDelete(ctx context.Context, caps Capabilities, driverName, key string, cond Condition) (*Op, error) {
+	return begin(ctx, caps, driverName, opDelete, key, cond)
+}
+
+// begin starts an operation and returns the error the driver must return at
 // once, without sending anything, if the contract settles the operation
 // before any request:
 //
@@ -197,22 +213,22 @@ func (c *sentCount) last() int {
 //   - a Delete under IfAbsent, or under IfMatch where caps does not declare
 //     ConditionalDelete: ErrUnsupported (a condition the service would
 //     ignore is never sent);
-//   - IfMatch of a version no service issues (CheckVersion): ErrPrecondition;
+//   - IfMatch of a version no service issues (see checkVersion): ErrPrecondition;
 //
-// A Get passes the zero Condition. A Put or PutStream begins with BeginPut.
-func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName, key string, cond Condition) (*Op, error) {
-	o := &Op{Driver: driverName, Name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
+// A Get passes the zero Condition.
+func begin(ctx context.Context, caps Capabilities, driverName string, op opName, key string, cond Condition) (*Op, error) {
+	o := &Op{driver: driverName, name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
 	if keyProblem(key) != "" {
 		return o, o.Fail(ErrInvalidKey, errors.New("key "+keyProblem(key)))
 	}
-	if op == OpDelete && cond.Absent() {
+	if op == opDelete && cond.Absent() {
 		return o, o.Fail(ErrUnsupported, errors.New("IfAbsent makes no sense for a delete"))
 	}
 	if v, match := cond.Match(); match {
-		if op == OpDelete && !caps.ConditionalDelete {
+		if op == opDelete && !caps.ConditionalDelete {
 			return o, o.Fail(ErrUnsupported, errors.New("the driver declares no conditional delete (its service "+
 				"would ignore the condition), so the condition is not sent"))
 		}
@@ -223,20 +239,21 @@ func Begin(ctx context.Context, caps Capabilities, driverName string, op OpName,
 	return o, nil
 }
 
-// BeginPut is Begin for a Put or a PutStream under opts. Where caps
-// declares Metadata, it also refuses metadata that breaks the portable rule
+// BeginPut starts a Put or a PutStream of key under opts, as BeginDelete
+// starts a Delete under opts.If (IfAbsent included). Where caps declares
+// Metadata, it also refuses metadata that breaks the portable rule
 // (Metadata.Validate) with ErrInvalidMetadata, and the Op carries a copy of
 // opts.Metadata for the driver to send; a driver that does not declare it
 // writes without the metadata, and the Op's Metadata is nil.
 func BeginPut(ctx context.Context, caps Capabilities, driverName, key string, opts PutOptions) (*Op, error) {
-	o, err := Begin(ctx, caps, driverName, OpPut, key, opts.If)
+	o, err := begin(ctx, caps, driverName, opPut, key, opts.If)
 	if err != nil || !caps.Metadata {
 		return o, err
 	}
 	if err := opts.Metadata.Validate(); err != nil {
 		return o, o.Fail(nil, fmt.Errorf("%w; nothing was written", err))
 	}
-	o.Metadata = opts.Metadata.Clone()
+	o.Metadata = maps.Clone(opts.Metadata)
 	return o, nil
 }
 
@@ -258,7 +275,7 @@ func (o *Op) requests() int { return o.sent.last() }
 
 // Fail returns the *OpError for the operation: kind is the classification
 // (one of the sentinels, or nil), err the service's or SDK's error, kept in
-// the chain and passed through WithContext so that an ended context shows.
+// the chain and passed through withContext so that an ended context shows.
 // If kind is ErrPrecondition but more than one request was started through
 // Context, the refusal may be the service seeing this operation's own
 // earlier attempt, so the kind becomes ErrOutcomeUnknown.
@@ -280,17 +297,24 @@ func (o *Op) Attempts() int { return o.requests() }
 // the last attempt was rate-limited too.
 func (o *Op) RateLimited(err error, retryAfter time.Duration) error {
 	e := o.fail(ErrRateLimited, err, false).(*OpError)
-	e.RetryAfter = max(retryAfter, 0)
+	e.retryAfter = max(retryAfter, 0)
 	return e
 }
 
-// FailSettled is Fail for a write whose request the client library sent
-// more than once and whose outcome the driver has settled by reading the
-// object back (see SettleRetriedWrite): kind is kept as it is, not turned
-// from ErrPrecondition into ErrOutcomeUnknown, since the read-back proved
-// that no attempt of the write landed.
+// FailSettled is Fail with kind kept as it is, never turned from
+// ErrPrecondition into ErrOutcomeUnknown: for a failure whose outcome is
+// known although more than one request went through Context (a write the
+// driver settled by reading the object back; the parts of a streamed
+// write, whose commit is judged by its own Step).
 func (o *Op) FailSettled(kind, err error) error {
 	return o.fail(kind, err, false)
+}
+
+// Step returns an Op for the request that completes o's operation (the
+// commit of a streamed write), on o's context, whose Fail judges the
+// attempts of that request alone.
+func (o *Op) Step() *Op {
+	return &Op{driver: o.driver, name: o.name, Key: o.Key, Cond: o.Cond, ctx: o.ctx, sent: &sentCount{}}
 }
 
 func (o *Op) fail(kind, err error, upgrade bool) error {
@@ -300,75 +324,9 @@ func (o *Op) fail(kind, err error, upgrade bool) error {
 			"so an earlier one may have landed; read the object back: %w", o.requests(), err)
 	}
 	if err != nil {
-		err = WithContext(o.ctx, err)
+		err = withContext(o.ctx, err)
 	} else if cerr := o.ctx.Err(); cerr != nil && kind == nil {
 		err = cerr
 	}
-	return &OpError{Driver: o.Driver, Op: o.Name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
-}
-
-// Settled is what reading an object back after a write whose request the
-// client library sent more than once proves (SettleRetriedWrite).
-type Settled int
-
-const (
-	// SettledUnknown: the read-back proves nothing; the outcome stays
-	// unknown.
-	SettledUnknown Settled = iota
-	// SettledOurs: the object holds exactly the write's bytes and was
-	// not last modified before the first attempt: an attempt landed (or
-	// an identical body was written meanwhile), and its version is the
-	// write's.
-	SettledOurs
-	// SettledNotApplied: the object was last modified before the write's
-	// first attempt was sent, by the service's own clock, whatever bytes
-	// it holds: no attempt landed, since one that had would be newer.
-	SettledNotApplied
-)
-
-// ReadBack is an object as a driver read it back to settle a write: its
-// bytes (Data, at most the write's length + 1), version, last
-// modification and the service's clock at the read (the response's Date
-// header), both as the service gives them, to the second. Exists is false
-// when the key does not exist.
-type ReadBack struct {
-	Exists   bool
-	Data     []byte
-	Version  Version
-	Modified time.Time
-	Now      time.Time
-}
-
-// SettleRetriedWrite judges what a read-back proves of a write of data
-// whose first attempt was sent at sent (this machine's clock, read with
-// its monotonic reading) and that the client library sent more than once:
-// SettledNotApplied if the service last modified the object before the
-// write's first attempt, whatever bytes it holds; otherwise SettledOurs if
-// it holds data (an identical body that another writer stored during the
-// write is taken for this one: bytes cannot tell them apart). The age is
-// judged on the service's clock alone, so that the two machines' clocks
-// may differ: the service's time at the first attempt
-// is at least rb.Now minus the time elapsed here since sent (read
-// monotonically, when the read-back's answer had come), and the second
-// granularity of Date and Last-Modified is allowed for. Anything else
-// (the key missing, other bytes newer than that) proves nothing.
-func SettleRetriedWrite(data []byte, sent time.Time, rb ReadBack) Settled {
-	if !rb.Exists || rb.Version == "" {
-		return SettledUnknown
-	}
-	// Age first: an object last written before the first attempt is not
-	// this write's, even with the same bytes (an identical body stored
-	// earlier, which IfAbsent or a stale IfMatch must still refuse).
-	if !rb.Now.IsZero() && !rb.Modified.IsZero() {
-		elapsed := time.Since(sent)
-		// The modification happened before Modified+1s; the first attempt
-		// at or after rb.Now-elapsed on the service's clock.
-		if !rb.Modified.Add(time.Second).After(rb.Now.Add(-elapsed)) {
-			return SettledNotApplied
-		}
-	}
-	if bytes.Equal(rb.Data, data) {
-		return SettledOurs
-	}
-	return SettledUnknown
+	return &OpError{Driver: o.driver, Op: o.name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -39,19 +38,6 @@ func TestCheckKey(t *testing.T) {
 	}
 }
 
-func TestCheckVersion(t *testing.T) {
-	for _, ok := range []driver.Version{`"9b2cf535f27731c974343645a3985328"`, "9b2cf535f27731c9", "1700000000000009", `"0x8DCBA9F00FF"`, `"abc-2"`} {
-		if err := driver.CheckVersion(ok); err != nil {
-			t.Errorf("CheckVersion(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []driver.Version{"", `""`, "*", `"*"`, `"a","b"`, "a,b", `W/"a"`, `"a`, `a"`, "a b", `"a"b"`, "\x00"} {
-		if err := driver.CheckVersion(bad); !errors.Is(err, driver.ErrPrecondition) {
-			t.Errorf("CheckVersion(%q) = %v, want ErrPrecondition", bad, err)
-		}
-	}
-}
-
 // TestBegin: the mechanical rules, each settled before any request.
 func TestBegin(t *testing.T) {
 	ctx := context.Background()
@@ -60,7 +46,7 @@ func TestBegin(t *testing.T) {
 	cancel()
 	cases := []struct {
 		ctx  context.Context
-		op   driver.OpName
+		op   string
 		key  string
 		cond driver.Condition
 		want error
@@ -73,17 +59,26 @@ func TestBegin(t *testing.T) {
 		{ctx, "put", "k", driver.IfMatch(""), driver.ErrPrecondition},
 	}
 	for _, c := range cases {
-		op, err := driver.Begin(c.ctx, caps, "test", c.op, c.key, c.cond)
+		var op *driver.Op
+		var err error
+		switch c.op {
+		case "get":
+			op, err = driver.BeginGet(c.ctx, "test", c.key)
+		case "put":
+			op, err = driver.BeginPut(c.ctx, caps, "test", c.key, driver.PutOptions{If: c.cond})
+		default:
+			op, err = driver.BeginDelete(c.ctx, caps, "test", c.key, c.cond)
+		}
 		var oe *driver.OpError
 		if !errors.Is(err, c.want) || !errors.As(err, &oe) || oe.Driver != "test" || oe.Key != c.key || op == nil {
 			t.Errorf("Begin(%s %q %s) = %v, want %v in an OpError", c.op, c.key, c.cond, err, c.want)
 		}
 	}
-	if _, err := driver.Begin(ctx, caps, "test", driver.OpPut, "k", driver.IfMatch(`"abc"`)); err != nil {
+	if _, err := driver.BeginPut(ctx, caps, "test", "k", driver.PutOptions{If: driver.IfMatch(`"abc"`)}); err != nil {
 		t.Errorf("a valid put: %v", err)
 	}
 	withDelete := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true}
-	if _, err := driver.Begin(ctx, withDelete, "test", driver.OpDelete, "k", driver.IfMatch(`"abc"`)); err != nil {
+	if _, err := driver.BeginDelete(ctx, withDelete, "test", "k", driver.IfMatch(`"abc"`)); err != nil {
 		t.Errorf("a conditional delete where declared: %v", err)
 	}
 }
@@ -107,7 +102,7 @@ func TestFailAfterRetry(t *testing.T) {
 	}
 	sdkErr := errors.New("412 from the service")
 	for n, want := range map[int]error{1: driver.ErrPrecondition, 2: driver.ErrOutcomeUnknown} {
-		op, err := driver.Begin(context.Background(), driver.Capabilities{}, "test", driver.OpPut, "k", driver.IfAbsent())
+		op, err := driver.BeginPut(context.Background(), driver.Capabilities{}, "test", "k", driver.PutOptions{If: driver.IfAbsent()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,37 +118,5 @@ func TestFailAfterRetry(t *testing.T) {
 		if n == 2 && errors.Is(err, driver.ErrPrecondition) {
 			t.Errorf("after a retry the refusal still reads as ErrPrecondition: %v", err)
 		}
-	}
-}
-
-// SettleRetriedWrite: the write's bytes are the write's; other bytes prove
-// that nothing landed only when the service last modified them before the
-// first attempt, judged on the service's clock and to the second.
-func TestSettleRetriedWrite(t *testing.T) {
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	sent := time.Now() // elapsed: about nothing
-	for _, c := range []struct {
-		name string
-		rb   driver.ReadBack
-		want driver.Settled
-	}{
-		{"ours", driver.ReadBack{Exists: true, Data: []byte("mine"), Version: "v", Modified: now, Now: now}, driver.SettledOurs},
-		{"missing", driver.ReadBack{}, driver.SettledUnknown},
-		{"the same bytes, stored before the first attempt", driver.ReadBack{Exists: true, Data: []byte("mine"), Version: "v", Modified: now.Add(-5 * time.Second), Now: now}, driver.SettledNotApplied},
-		{"other, old", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-5 * time.Second), Now: now}, driver.SettledNotApplied},
-		{"other, this second", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now, Now: now}, driver.SettledUnknown},
-		{"other, a second ago (within Last-Modified's granularity)", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-999 * time.Millisecond), Now: now}, driver.SettledUnknown},
-		{"other, no Date", driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-time.Hour)}, driver.SettledUnknown},
-	} {
-		if got := driver.SettleRetriedWrite([]byte("mine"), sent, c.rb); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-	// An object older than the service's clock says, but not older than
-	// the time since the first attempt: it may be this write overwritten.
-	long := time.Now().Add(-time.Minute)
-	rb := driver.ReadBack{Exists: true, Data: []byte("old"), Version: "v", Modified: now.Add(-30 * time.Second), Now: now}
-	if got := driver.SettleRetriedWrite([]byte("mine"), long, rb); got != driver.SettledUnknown {
-		t.Errorf("an object modified after the first attempt: %v, want SettledUnknown", got)
 	}
 }

@@ -2,27 +2,12 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"net/url"
-	"strings"
 	"testing"
 )
 
 // nilOpen opens nothing, successfully, at the URL's path.
 func nilOpen(_ context.Context, u *url.URL) (Bucket, string, error) { return nil, u.Path, nil }
-
-func TestUnknownSchemeListsKnown(t *testing.T) {
-	var r registry
-	r.register("alpha", Scheme{Open: nilOpen})
-	r.register("beta", Scheme{Open: nilOpen})
-	_, _, err := r.open(context.Background(), "gamma://b/p")
-	if !errors.Is(err, ErrUnknownScheme) {
-		t.Fatalf("err = %v, want ErrUnknownScheme", err)
-	}
-	if !strings.Contains(err.Error(), "alpha, beta") {
-		t.Errorf("error %q does not list the registered schemes", err)
-	}
-}
 
 func TestRegisterTwicePanics(t *testing.T) {
 	var r registry
@@ -32,7 +17,7 @@ func TestRegisterTwicePanics(t *testing.T) {
 			t.Fatal("a second Register of one scheme did not panic")
 		}
 	}()
-	r.register("X", Scheme{Open: nilOpen, Locate: genericLocation})
+	r.register("X", Scheme{Open: nilOpen, Locate: func(*url.URL) (string, string, string, error) { return "", "", "", nil }})
 }
 
 func TestRegisterRefusesANilOpen(t *testing.T) {
@@ -42,58 +27,5 @@ func TestRegisterRefusesANilOpen(t *testing.T) {
 			t.Fatal("Register without Open did not panic")
 		}
 	}()
-	r.register("x", Scheme{Locate: genericLocation})
-}
-
-// TestLocateNamesOnePlace: with a Locate, two spellings of one place have
-// one Key and another place another; without one, the Key is the generic
-// one and the prefix is the one Open returns.
-func TestLocateNamesOnePlace(t *testing.T) {
-	var r registry
-	r.register("loc", Scheme{Open: nilOpen, Locate: func(u *url.URL) (Location, error) {
-		return Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
-	}})
-	r.register("gen", Scheme{Open: func(context.Context, *url.URL) (Bucket, string, error) { return nil, "/q/", nil }})
-	key := func(raw string) string {
-		t.Helper()
-		l, err := r.parse(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l.Key()
-	}
-	if a, b := key("loc://b/p/?region=x"), key("LOC://b/p"); a != b {
-		t.Errorf("two spellings of one place: %s and %s", a, b)
-	}
-	if a, b := key("loc://b/p?endpoint=HTTP://H:80/"), key("loc://b/p/?endpoint=http://h"); a != b {
-		t.Errorf("two spellings of one endpoint: %s and %s", a, b)
-	}
-	if a, b := key("loc://b/p"), key("loc://b/q"); a == b {
-		t.Errorf("two places share the key %s", a)
-	}
-	if a, b := key("gen://b/p?x=1"), key("gen://b/p?x=2"); a == b {
-		t.Errorf("the generic Location joined two places: %s", a)
-	}
-	l, err := r.parse("gen://b/p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Open(context.Background()); err != nil || l.Prefix != "q" {
-		t.Errorf("Open: %v; prefix %q, want the driver's %q", err, l.Prefix, "q")
-	}
-}
-
-// TestOpenRefusesAPrefixLocateDisagreesWith: Open and Locate naming two
-// prefixes is a driver bug, refused.
-func TestOpenRefusesAPrefixLocateDisagreesWith(t *testing.T) {
-	var r registry
-	r.register("bad", Scheme{Open: nilOpen, Locate: func(u *url.URL) (Location, error) {
-		return Location{Bucket: u.Host, Prefix: "elsewhere"}, nil
-	}})
-	if _, _, err := r.open(context.Background(), "bad://b/p"); err == nil || !strings.Contains(err.Error(), "a driver bug") {
-		t.Fatalf("err = %v, want a driver bug", err)
-	}
-	if _, err := (&Location{Scheme: "bad"}).Open(context.Background()); err == nil {
-		t.Fatal("a Location ParseURL did not make opened")
-	}
+	r.register("x", Scheme{Locate: func(*url.URL) (string, string, string, error) { return "", "", "", nil }})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // passThrough is a wrapper that overrides nothing, as a wrapper that
@@ -69,7 +70,7 @@ func TestServiceTimeThroughWrappers(t *testing.T) {
 					get.Modified, put.Date, get.Date)
 			}
 
-			ra, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(pa.Version))})
+			ra, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(pa.Version))})
 			if err == nil {
 				t.Fatal("a Put of a made-up version succeeded")
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -12,51 +11,33 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-func TestBeginList(t *testing.T) {
+// TestListing: a listing starts only for a prefix some valid key could
+// have and a live context, and its op names the listing in its errors.
+func TestListing(t *testing.T) {
 	ctx := context.Background()
+	first := func(ctx context.Context, p string) error {
+		for _, err := range driver.Listing(ctx, "x", p, func(op *driver.Op, yield func(int, error) bool) {
+			yield(0, op.Fail(nil, errors.New("boom")))
+		}) {
+			return err
+		}
+		return nil
+	}
 	for _, p := range []string{"", "db1", "db1/", "db1/c", "a b/%/ü"} {
-		if _, err := driver.BeginList(ctx, "x", p); err != nil {
-			t.Errorf("BeginList(%q): %v", p, err)
+		var oe *driver.OpError
+		if err := first(ctx, p); !errors.As(err, &oe) || oe.Op != "list" || oe.Key != p || oe.Kind != nil {
+			t.Errorf("Listing(%q): %v, want the listing's own error", p, err)
 		}
 	}
-	for _, p := range []string{`a\b`, "a\x00", string([]byte{0xff}), strings.Repeat("a", driver.MaxKeyLen+1)} {
-		if _, err := driver.BeginList(ctx, "x", p); !errors.Is(err, driver.ErrInvalidKey) {
-			t.Errorf("BeginList(%q): %v, want ErrInvalidKey", p, err)
+	for _, p := range []string{`a\b`, "a\x00", string([]byte{0xff}), strings.Repeat("a", 1024+1)} {
+		if err := first(ctx, p); !errors.Is(err, driver.ErrInvalidKey) {
+			t.Errorf("Listing(%q): %v, want ErrInvalidKey", p, err)
 		}
 	}
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
-	op, err := driver.BeginList(dead, "x", "p")
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("BeginList with a cancelled context: %v", err)
-	}
-	var oe *driver.OpError
-	if !errors.As(op.Fail(nil, errors.New("boom")), &oe) || oe.Op != "list" || oe.Key != "p" {
-		t.Errorf("the list operation's error names %+v", oe)
-	}
-}
-
-func TestUploadErrorSaysWhatBecameOfTheUpload(t *testing.T) {
-	cause := errors.New("part 2 failed")
-	abortErr := errors.New("abort refused")
-	for _, c := range []struct {
-		e    driver.UploadError
-		want string
-	}{
-		{driver.UploadError{Err: cause}, "nothing had been staged"},
-		{driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "multipart upload U"}, "(multipart upload U) was aborted"},
-		{driver.UploadError{Err: cause, Staged: true, AbortErr: abortErr, Upload: "multipart upload U"}, "failed too (abort refused)"},
-	} {
-		if got := c.e.Error(); !strings.Contains(got, c.want) || !strings.HasPrefix(got, "part 2 failed") {
-			t.Errorf("%+v: %q, want it to say %q", c.e, got, c.want)
-		}
-		if !errors.Is(&c.e, cause) {
-			t.Errorf("%+v does not wrap its cause", c.e)
-		}
-	}
-	e := &driver.UploadError{Err: cause, Staged: true, AbortErr: abortErr}
-	if !errors.Is(e, abortErr) {
-		t.Error("the abort's error is not in the chain")
+	if err := first(dead, "p"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Listing with a cancelled context: %v", err)
 	}
 }
 
@@ -106,62 +87,3 @@ func TestPutWhole(t *testing.T) {
 		t.Fatalf("MayStart refusing: %v, %d puts; want its error and nothing written", err, len(s.puts))
 	}
 }
-
-// oneShot returns its bytes and its error from one Read, then err alone.
-type oneShot struct {
-	data []byte
-	err  error
-}
-
-func (o *oneShot) Read(p []byte) (int, error) {
-	n := copy(p, o.data)
-	o.data = o.data[n:]
-	if len(o.data) > 0 {
-		return n, nil
-	}
-	return n, o.err
-}
-
-// Only the reader's own io.EOF ends a body: its io.ErrUnexpectedEOF (a cut
-// HTTP body, gzip) and an error that comes with the bytes that fill the
-// buffer are the read's error.
-func TestReadPartKeepsTheReadersError(t *testing.T) {
-	ctx := context.Background()
-	other := errors.New("the producer died")
-	for _, c := range []struct {
-		name string
-		data int
-		err  error
-		want error
-	}{
-		{"clean EOF, short part", 3, io.EOF, io.EOF},
-		{"clean EOF with the bytes that fill the buffer: the last part", 8, io.EOF, io.EOF},
-		{"no error, filled", 9, io.EOF, nil},
-		{"reader's unexpected EOF, short part", 3, io.ErrUnexpectedEOF, io.ErrUnexpectedEOF},
-		{"reader's unexpected EOF with the bytes that fill the buffer", 8, io.ErrUnexpectedEOF, io.ErrUnexpectedEOF},
-		{"other error with the bytes that fill the buffer", 8, other, other},
-		{"other error, short part", 5, other, other},
-	} {
-		buf := make([]byte, 8)
-		n, err := driver.ReadPart(ctx, &oneShot{data: bytes.Repeat([]byte("x"), c.data), err: c.err}, buf)
-		if n != min(c.data, len(buf)) || err != c.want {
-			t.Errorf("%s: ReadPart = %d, %v; want %d, %v", c.name, n, err, min(c.data, len(buf)), c.want)
-		}
-	}
-	// Empty reads, then the end: bounded, so that a ReadPart that waits
-	// through empty reads for ever (as io.ReadFull does) fails, not hangs.
-	empty := 0
-	stalls := readerFunc(func([]byte) (int, error) {
-		if empty++; empty > 1000 {
-			return 0, io.EOF
-		}
-		return 0, nil
-	})
-	if _, err := driver.ReadPart(ctx, stalls, make([]byte, 8)); err != io.ErrNoProgress {
-		t.Errorf("a reader that returns nothing, read after read: %v, want io.ErrNoProgress", err)
-	}
-}
-
-type readerFunc func([]byte) (int, error)
-
-func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

@@ -13,7 +13,9 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The negative controls of stream-failed-leaves-nothing and
@@ -39,7 +41,7 @@ func pendingOf(n *brokenStream) func(ctx context.Context, key string) ([]string,
 
 func TestStreamNotAbortedSeenThroughOptionsPending(t *testing.T) {
 	n := &brokenStream{Bucket: mem.New(), noAbort: true}
-	if _, ok := any(streamOnly{n}).(driver.PendingLister); ok {
+	if _, ok := any(streamOnly{n}).(multipart.PendingLister); ok {
 		t.Fatal("streamOnly lists its pending uploads")
 	}
 	checks := append([]string{"stream-failed-leaves-nothing"}, abortChecks...)
@@ -156,12 +158,12 @@ func (d *derivedVersions) inner(ctx context.Context, key string, c driver.Condit
 	}
 	_, iv, v, err := d.current(ctx, key)
 	if err != nil {
-		return driver.IfMatch(driver.FakeVersion(driver.Version(fmt.Sprint("missing-", w))))
+		return driver.IfMatch(objects.FakeVersion(driver.Version(fmt.Sprint("missing-", w))))
 	}
 	if v == w {
 		return driver.IfMatch(iv)
 	}
-	return driver.IfMatch(driver.FakeVersion(iv))
+	return driver.IfMatch(objects.FakeVersion(iv))
 }
 
 func (d *derivedVersions) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // Delete, and its condition where declared: obligation 7.
@@ -45,7 +46,7 @@ var deleteChecks = []check{
 			if err := want("Delete IfMatch(stale)", s.b.Delete(ctx, k, driver.IfMatch(v1)), driver.ErrPrecondition); err != nil {
 				return err
 			}
-			if err := want("Delete IfMatch(made-up)", s.b.Delete(ctx, k, driver.IfMatch(driver.FakeVersion(v2))), driver.ErrPrecondition); err != nil {
+			if err := want("Delete IfMatch(made-up)", s.b.Delete(ctx, k, driver.IfMatch(objects.FakeVersion(v2))), driver.ErrPrecondition); err != nil {
 				return err
 			}
 			return unchanged(ctx, s.b, k, []byte("two"), v2)

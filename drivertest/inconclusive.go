@@ -8,6 +8,9 @@ import (
 	"sync"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // A check that fails because an operation could not complete (a reset
@@ -23,11 +26,11 @@ type recorder struct {
 }
 
 // recorded returns b through a new recorder, and the recorder. The
-// result is a driver.PendingLister where b is one, and an io.Closer that
-// closes b (driver.Close).
+// result is a multipart.PendingLister where b is one, and an io.Closer that
+// closes b (bucket.Bucket.Close).
 func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	rec := &recorder{Bucket: b}
-	if _, ok := b.(driver.PendingLister); ok {
+	if _, ok := b.(multipart.PendingLister); ok {
 		return pendingRecorder{rec}, rec
 	}
 	return rec, rec
@@ -36,7 +39,7 @@ func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 // expected are the errors a conforming service gives the checks, and the
 // cancellations the checks make themselves.
 var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
-	driver.ErrOutcomeUnknown, driver.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
+	driver.ErrOutcomeUnknown, objects.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
 
 // note records err if no conforming service would have given it.
 func (r *recorder) note(err error) {
@@ -117,16 +120,16 @@ func (r *recorder) List(ctx context.Context, prefix string) iter.Seq2[driver.Obj
 	}
 }
 
-// Close closes the driver (driver.Close).
-func (r *recorder) Close() error { return driver.Close(r.Bucket) }
+// Close closes the driver (bucket.Bucket.Close).
+func (r *recorder) Close() error { return location.Close(r.Bucket) }
 
-// pendingRecorder is the recorder of a driver.PendingLister.
+// pendingRecorder is the recorder of a multipart.PendingLister.
 type pendingRecorder struct{ *recorder }
 
 // ListPending lists the driver's pending uploads, noting the error.
-func (r pendingRecorder) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		for p, err := range r.Bucket.(driver.PendingLister).ListPending(ctx, prefix) {
+func (r pendingRecorder) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return func(yield func(multipart.Pending, error) bool) {
+		for p, err := range r.Bucket.(multipart.PendingLister).ListPending(ctx, prefix) {
 			r.note(err)
 			if !yield(p, err) {
 				return

@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -59,7 +60,7 @@ func declaresExclusion(c driver.Capabilities) bool { return c.Exclusion != drive
 
 // holds fails unless the lease object names id.
 func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
-	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the lease object: %s", outcome(err))
 	}

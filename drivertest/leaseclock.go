@@ -10,6 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -40,7 +41,7 @@ func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	if _, err := put(ctx, s.b, k, []byte("clock"), driver.Condition{}); err != nil {
 		return 0, fmt.Errorf("Put %s: %s", k, outcome(err))
 	}
-	_, a, err := driver.ReadAll(ctx, s.b, k, 1<<10, driver.GetOptions{})
+	_, a, err := objects.ReadAll(ctx, s.b, k, 1<<10, driver.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("Get %s: %s", k, outcome(err))
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // The checks of listing (Bucket.List), obligation 14 in
@@ -226,14 +227,14 @@ func listNoncharKeys(ctx context.Context, s *scope) error {
 // driver that sent them would list the wrong keys, or none, and a caller
 // could not tell that from an empty prefix.
 func listInvalidPrefix(ctx context.Context, s *scope) error {
-	pl, pending := s.b.(driver.PendingLister)
-	_, rawPending := s.raw.(driver.PendingLister)
+	pl, pending := s.b.(multipart.PendingLister)
+	_, rawPending := s.raw.(multipart.PendingLister)
 	for _, p := range []struct{ why, tail string }{
 		{"a control character", "ctl\x01"},
 		{"a backslash", "back\\slash"},
 		{"U+FFFF", "nonchar\uffff"},
 		{"bad UTF-8", "utf8\xff"},
-		{"more bytes than a key may have", strings.Repeat("p", driver.MaxKeyLen)},
+		{"more bytes than a key may have", strings.Repeat("p", 1024)},
 	} {
 		prefix := s.prefix + "/" + p.tail
 		if err := refusedListing("List", p.why, s.b.List(ctx, prefix)); err != nil {

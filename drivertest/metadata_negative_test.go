@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"iter"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ type keepsOldKeys struct{ *mem.Bucket }
 
 func (b keepsOldKeys) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	old, _ := currentMeta(ctx, b.Bucket, key)
-	md := old.Clone()
+	md := maps.Clone(old)
 	if md == nil {
 		md = driver.Metadata{}
 	}

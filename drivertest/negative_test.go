@@ -25,6 +25,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The negative controls of the checks of failures, keys and the wire: for
@@ -273,7 +274,7 @@ func wireStore(t *testing.T, inner *mem.Bucket) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := strings.TrimPrefix(r.URL.Path, "/")
 		if r.Method == http.MethodGet {
-			data, a, err := driver.ReadAll(r.Context(), inner, key, 1<<30, driver.GetOptions{})
+			data, a, err := objects.ReadAll(r.Context(), inner, key, 1<<30, driver.GetOptions{})
 			switch {
 			case errors.Is(err, driver.ErrNotExist):
 				w.WriteHeader(http.StatusNotFound)
@@ -341,7 +342,7 @@ func (b *wireBucket) Capabilities() driver.Capabilities {
 }
 
 func (b *wireBucket) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, "wire", key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -373,7 +374,7 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, opts driv
 	if b.flaw == wireSendsWildcard {
 		begin = driver.Condition{}
 	}
-	op, err := driver.Begin(ctx, b.Capabilities(), "wire", driver.OpPut, key, begin)
+	op, err := driver.BeginPut(ctx, b.Capabilities(), "wire", key, driver.PutOptions{If: begin})
 	if err != nil {
 		return driver.Attrs{}, err
 	}
@@ -397,7 +398,7 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, opts driv
 			break
 		}
 		if b.flaw == wireLostIsSuccess {
-			return driver.Attrs{Version: driver.FakeVersion(driver.Version(key))}, nil
+			return driver.Attrs{Version: objects.FakeVersion(driver.Version(key))}, nil
 		}
 	}
 	if err != nil {

@@ -44,7 +44,7 @@ type Options struct {
 	// a header from replies, or watch what is sent, so that they see the
 	// driver through its real client library (put-retry-after-landed,
 	// version-header-missing, wildcard-never-sent, lease-lost-reply-wire).
-	// The suite closes the bucket it returns (driver.Close) when the check
+	// The suite closes the bucket it returns (bucket.Bucket.Close) when the check
 	// ends. nil skips those checks.
 	Transport func(rt http.RoundTripper) (driver.Bucket, error)
 
@@ -69,7 +69,7 @@ type Options struct {
 	// the next release.
 	Lossy func(rt http.RoundTripper) (driver.Bucket, error)
 
-	// URL names the bucket under test for driver.Open (its driver's scheme
+	// URL names the bucket under test for bucket.Open (its driver's scheme
 	// registered in the test binary, credentials from the environment),
 	// for the check exclusion-across-processes: it runs the test that
 	// called Run again in several child processes (the test binary,
@@ -84,13 +84,13 @@ type Options struct {
 	// it too.
 	URL string
 
-	// Pending, for a driver that is no driver.PendingLister, returns the
+	// Pending, for a driver that is no multipart.PendingLister, returns the
 	// uploads staged for key and neither committed nor aborted (their
 	// names, as the service gives them), found by the author's own means
 	// (the service's API, the directory a local driver stages in). The
 	// checks of a failed streamed write use it, as they use ListPending
 	// where the driver has it, to prove that what the write staged was
-	// removed, or is left only where the write's *driver.UploadError
+	// removed, or is left only where the write's *multipart.UploadError
 	// declares it left (Staged, not Aborted, no AbortErr: the service has
 	// no call that removes it). Without either, the suite sees only what
 	// Get and List show, and stream-failed-leaves-nothing reports itself

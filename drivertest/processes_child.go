@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // The child's side of exclusion-across-processes (processes.go).
@@ -60,11 +61,11 @@ func raceAsChild(t *testing.T, env string) {
 // race is child p's part: open the bucket, check that it is the suite's,
 // say so on stdout, wait for "go" on stdin, and race.
 func (sp *xprocSpec) race(ctx context.Context, p int, stdin io.Reader, stdout io.Writer) xprocResult {
-	b, _, err := driver.Open(ctx, sp.URL)
+	b, _, err := location.Open(ctx, sp.URL)
 	if err != nil {
 		return xprocResult{Err: fmt.Sprintf("opening Options.URL: %v", err)}
 	}
-	defer driver.Close(b)
+	defer location.Close(b)
 	if why := sp.await(ctx, b, stdin, stdout); why != "" {
 		return xprocResult{Err: why}
 	}
@@ -78,10 +79,10 @@ func (sp *xprocSpec) await(ctx context.Context, b driver.Bucket, stdin io.Reader
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the bucket Options.URL (%s) opens is not the bucket under test: Get of the key %s the suite wrote there: %s",
-			driver.Redact(sp.URL), sp.Marker, outcome(err))
+			location.Redact(sp.URL), sp.Marker, outcome(err))
 	case string(data) != sp.MarkerBody:
 		return fmt.Sprintf("the bucket Options.URL (%s) opens is not the bucket under test: the key %s the suite wrote holds %q",
-			driver.Redact(sp.URL), sp.Marker, clip(data))
+			location.Redact(sp.URL), sp.Marker, clip(data))
 	}
 	if _, err := fmt.Fprintln(stdout, sp.Ready); err != nil {
 		return fmt.Sprintf("writing to stdout: %v", err)

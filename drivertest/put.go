@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // Put and its conditions, alone and under concurrency: obligation 3.
@@ -98,7 +99,7 @@ var putChecks = []check{
 			if err != nil {
 				return err
 			}
-			_, err = put(ctx, s.b, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+			_, err = put(ctx, s.b, k, []byte("two"), driver.IfMatch(objects.FakeVersion(v)))
 			if err := want("Put IfMatch(made-up)", err, driver.ErrPrecondition); err != nil {
 				return err
 			}
@@ -134,7 +135,7 @@ var putChecks = []check{
 				return err
 			}
 			big := bytes.Repeat([]byte{'L'}, largeSize)
-			_, err = put(ctx, s.b, k, big, driver.IfMatch(driver.FakeVersion(v)))
+			_, err = put(ctx, s.b, k, big, driver.IfMatch(objects.FakeVersion(v)))
 			if err := notStored("large Put IfMatch(made-up)", err); err != nil {
 				return err
 			}

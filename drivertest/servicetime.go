@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The service's time: obligation 15 in docs/drivers.md.
@@ -211,7 +212,7 @@ var serviceTimeChecks = []check{
 			if !errors.Is(aerr, driver.ErrPrecondition) {
 				return fmt.Errorf("Put IfAbsent on an existing key: %s", outcome(aerr))
 			}
-			stale, _, serr := timedPut(ctx, s.b, k, []byte("two"), driver.IfMatch(driver.FakeVersion(v)))
+			stale, _, serr := timedPut(ctx, s.b, k, []byte("two"), driver.IfMatch(objects.FakeVersion(v)))
 			if !errors.Is(serr, driver.ErrPrecondition) {
 				return fmt.Errorf("Put IfMatch of a made-up version: %s", outcome(serr))
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // The checks of streamed writes (Bucket.PutStream), obligation 13 in
@@ -161,21 +162,21 @@ func (s *scope) nonePending(ctx context.Context, key string, before []string, we
 
 // leftDeclared reports whether err declares that what the write staged is
 // left behind because the service has no call that removes it: a
-// *driver.UploadError with Staged, not Aborted, and no AbortErr (an Azure
+// *multipart.UploadError with Staged, not Aborted, and no AbortErr (an Azure
 // block, a GCS resumable session, each discarded by the service when it
 // expires). A write on a service that has such a call must abort, so an
 // abort that failed (AbortErr) does not excuse what it left.
 func leftDeclared(err error) bool {
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	return errors.As(err, &ue) && ue.Staged && !ue.Aborted && ue.AbortErr == nil
 }
 
 // declared says what err declares of the write's upload.
 func declared(err error) string {
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	switch {
 	case !errors.As(err, &ue):
-		return "no *driver.UploadError"
+		return "no *multipart.UploadError"
 	case !ue.Staged:
 		return "nothing staged"
 	case ue.Aborted:
@@ -188,7 +189,7 @@ func declared(err error) string {
 // pendingOf returns how the suite sees the uploads pending on a key
 // (their names), or nil where it cannot.
 func (s *scope) pendingOf() func(ctx context.Context, key string) ([]string, error) {
-	if pl, ok := s.b.(driver.PendingLister); ok {
+	if pl, ok := s.b.(multipart.PendingLister); ok {
 		return func(ctx context.Context, key string) ([]string, error) {
 			var ups []string
 			for p, err := range pl.ListPending(ctx, key) {

@@ -15,7 +15,9 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The negative controls of the streaming, listing and cancellation checks:
@@ -24,7 +26,7 @@ import (
 // drivers pass them all (TestMem, TestFile).
 
 // brokenStream is the mem driver with its streamed writes broken in the
-// ways its fields say, and a driver.PendingLister of the uploads it left
+// ways its fields say, and a multipart.PendingLister of the uploads it left
 // (streamOnly hides that). One type serves every negative control of a
 // streamed write, so that each says only how its driver is broken.
 type brokenStream struct {
@@ -39,7 +41,7 @@ type brokenStream struct {
 	stageAsObject bool // stages under key + ".part", a key of the bucket, and leaves it there on failure
 
 	mu      sync.Mutex
-	pending []driver.Pending
+	pending []multipart.Pending
 }
 
 func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, o *driver.StreamOptions) (driver.Attrs, error) {
@@ -57,13 +59,13 @@ func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, p
 	}
 	a, err := b.Bucket.PutStream(ctx, key, r, po, o)
 	if b.wrongVersion {
-		a.Version = driver.FakeVersion(a.Version)
+		a.Version = objects.FakeVersion(a.Version)
 	}
 	if err != nil && b.noAbort {
 		b.mu.Lock()
-		b.pending = append(b.pending, driver.Pending{Key: key, Upload: "u-" + strconv.Itoa(len(b.pending))})
+		b.pending = append(b.pending, multipart.Pending{Key: key, Upload: "u-" + strconv.Itoa(len(b.pending))})
 		b.mu.Unlock()
-		var ue *driver.UploadError
+		var ue *multipart.UploadError
 		if b.declareLeft && errors.As(err, &ue) {
 			ue.Aborted = false
 		}
@@ -74,8 +76,8 @@ func (b *brokenStream) PutStream(ctx context.Context, key string, r io.Reader, p
 	return a, err
 }
 
-func (b *brokenStream) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
+func (b *brokenStream) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return func(yield func(multipart.Pending, error) bool) {
 		b.mu.Lock()
 		ps := slices.Clone(b.pending)
 		b.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // The streamed-write checks (stream.go) of a condition that must hold at
@@ -27,9 +28,9 @@ func refusedAtCommit(ctx context.Context, s *scope, k string, cond driver.Condit
 	if err := want("PutStream ("+cond.String()+") of a body of three parts", err, driver.ErrPrecondition); err != nil {
 		return err
 	}
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) {
-		return fmt.Errorf("the refusal does not say what became of the upload (no *driver.UploadError in its chain): %v", err)
+		return fmt.Errorf("the refusal does not say what became of the upload (no *multipart.UploadError in its chain): %v", err)
 	}
 	if uerr := unchanged(ctx, s.b, k, keep, v); uerr != nil {
 		return uerr

@@ -310,7 +310,7 @@ func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
 	}
 	saw += " and List of the check's prefix shows nothing else"
 	if s.pendingOf() == nil {
-		return skipped{"skipped: " + saw + ", but an upload staged where Get and List do not reach cannot be seen: the driver is no driver.PendingLister and Options.Pending is nil, so that the failed writes were aborted is not proven"}
+		return skipped{"skipped: " + saw + ", but an upload staged where Get and List do not reach cannot be seen: the driver is no multipart.PendingLister and Options.Pending is nil, so that the failed writes were aborted is not proven"}
 	}
 	return nil
 }

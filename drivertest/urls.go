@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
-// URLCases are URLs for RunURLs to open with driver.Open, for a driver's
+// URLCases are URLs for RunURLs to open with bucket.Open, for a driver's
 // own scheme. Opening must not contact the service.
 type URLCases struct {
 	// Valid URLs must open.
@@ -40,30 +40,30 @@ func RunURLs(t *testing.T, c URLCases) {
 // sentence each.
 func CheckURLs(c URLCases) []string {
 	ctx := context.Background()
-	open := driver.Open
+	open := location.Open
 	var problems []string
 	for _, u := range c.Valid {
 		if _, _, err := open(ctx, u); err != nil {
-			problems = append(problems, fmt.Sprintf("Open(%q): %v", driver.Redact(u), err))
+			problems = append(problems, fmt.Sprintf("Open(%q): %v", location.Redact(u), err))
 		}
 	}
 	for u, want := range c.Invalid {
 		_, _, err := open(ctx, u)
 		if err == nil {
-			problems = append(problems, fmt.Sprintf("Open(%q) succeeded; want a refusal saying %q", driver.Redact(u), want))
+			problems = append(problems, fmt.Sprintf("Open(%q) succeeded; want a refusal saying %q", location.Redact(u), want))
 			continue
 		}
 		if !strings.Contains(err.Error(), want) {
-			problems = append(problems, fmt.Sprintf("Open(%q) = %v; want it to say %q", driver.Redact(u), err, want))
+			problems = append(problems, fmt.Sprintf("Open(%q) = %v; want it to say %q", location.Redact(u), err, want))
 		}
 		for _, s := range c.Secrets {
 			switch {
 			case strings.Contains(err.Error(), s):
-				problems = append(problems, fmt.Sprintf("Open(%q) printed the secret: %s", driver.Redact(u),
+				problems = append(problems, fmt.Sprintf("Open(%q) printed the secret: %s", location.Redact(u),
 					strings.ReplaceAll(err.Error(), s, "<the secret>")))
 			case containsAnyDecoding(err.Error(), s):
 				problems = append(problems, fmt.Sprintf("Open(%q) printed the secret percent-encoded (the message is not shown)",
-					driver.Redact(u)))
+					location.Redact(u)))
 			}
 		}
 	}

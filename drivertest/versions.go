@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // Versions: what IfMatch may name, and that the next one cannot be guessed (obligations 4 and 5).
@@ -33,8 +34,8 @@ var versionChecks = []check{
 			if err != nil {
 				return err
 			}
-			for _, w := range []driver.Version{"*", `"*"`, v + "," + driver.FakeVersion(v), v + ", *",
-				driver.FakeVersion(v) + "," + v, "W/" + v, ""} {
+			for _, w := range []driver.Version{"*", `"*"`, v + "," + objects.FakeVersion(v), v + ", *",
+				objects.FakeVersion(v) + "," + v, "W/" + v, ""} {
 				_, err := put(ctx, s.b, k, []byte("overwritten by "+string(w)), driver.IfMatch(w))
 				if err := want(fmt.Sprintf("Put IfMatch(%q)", w), err, driver.ErrPrecondition); err != nil {
 					return err
@@ -75,7 +76,7 @@ func versionUnguessable(ctx context.Context, s *scope) error {
 			if nv == old {
 				return fmt.Errorf("the version %q came back for a later write: versions must be unique per key", nv)
 			}
-			if nv == driver.FakeVersion(old) {
+			if nv == objects.FakeVersion(old) {
 				return fmt.Errorf("versions are guessable: after %q came %q, which is FakeVersion(%q). "+
 					"Rule (docs/drivers.md, obligation 5, Versions): a version must not be predictable from an earlier one, "+
 					"since the lease's probe expects IfMatch(FakeVersion(v)) to be refused; "+

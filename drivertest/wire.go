@@ -14,6 +14,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -79,7 +81,7 @@ func needsWire(o Options) string {
 }
 
 // wire opens the driver under test through tr with Options.Transport, and
-// closes it (driver.Close) when the check ends.
+// closes it (bucket.Bucket.Close) when the check ends.
 func (s *scope) wire(tr http.RoundTripper) (driver.Bucket, error) {
 	b, err := s.opts.transportHook()(tr)
 	if err != nil {
@@ -89,7 +91,7 @@ func (s *scope) wire(tr http.RoundTripper) (driver.Bucket, error) {
 		return nil, errors.New("setup: Options.Transport returned a nil bucket")
 	}
 	s.mu.Lock()
-	s.closers = append(s.closers, func() { _ = driver.Close(b) })
+	s.closers = append(s.closers, func() { _ = location.Close(b) })
 	s.mu.Unlock()
 	return b, nil
 }
@@ -220,7 +222,7 @@ func wildcardNeverSent(ctx context.Context, s *scope) error {
 	if err := throughHook(&c, 0, "Put IfAbsent"); err != nil {
 		return err
 	}
-	for _, w := range []driver.Version{"*", `"*"`, v + "," + driver.FakeVersion(v), v + ", *", "W/" + v} {
+	for _, w := range []driver.Version{"*", `"*"`, v + "," + objects.FakeVersion(v), v + ", *", "W/" + v} {
 		mu.Lock()
 		armed = true
 		mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // closeCounter is mem with a Close that counts its calls.
@@ -17,7 +19,7 @@ type closeCounter struct {
 func (c *closeCounter) Close() error { c.closed++; return nil }
 
 // TestRecorderKeepsAbilities: the checks see the driver through the
-// recorder, which is a driver.PendingLister exactly where the driver is
+// recorder, which is a multipart.PendingLister exactly where the driver is
 // one (so that a check of pending uploads is not applicable rather than
 // run on nothing), and whose Close closes the driver.
 func TestRecorderKeepsAbilities(t *testing.T) {
@@ -25,7 +27,7 @@ func TestRecorderKeepsAbilities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := driver.Bucket(fb).(driver.PendingLister); !ok {
+	if _, ok := driver.Bucket(fb).(multipart.PendingLister); !ok {
 		t.Fatal("setup: the file driver is no PendingLister")
 	}
 	cc := &closeCounter{Bucket: mem.New()}
@@ -35,17 +37,17 @@ func TestRecorderKeepsAbilities(t *testing.T) {
 		pending bool
 	}{{"mem", mem.New(), false}, {"file", fb, true}, {"closer", cc, false}} {
 		b, _ := recorded(tc.b)
-		if _, ok := b.(driver.PendingLister); ok != tc.pending {
+		if _, ok := b.(multipart.PendingLister); ok != tc.pending {
 			t.Errorf("the recorder of %s is a PendingLister: %t, want %t", tc.name, ok, tc.pending)
 		}
 		if tc.pending {
-			for _, err := range b.(driver.PendingLister).ListPending(t.Context(), "x/") {
+			for _, err := range b.(multipart.PendingLister).ListPending(t.Context(), "x/") {
 				if err != nil {
 					t.Errorf("ListPending through the recorder of %s: %v", tc.name, err)
 				}
 			}
 		}
-		if err := driver.Close(b); err != nil {
+		if err := location.Close(b); err != nil {
 			t.Errorf("Close of the recorder of %s: %v", tc.name, err)
 		}
 	}

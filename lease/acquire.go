@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // A Contender tries to take the lease on one prefix for one instance. It
@@ -345,7 +346,7 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 	}
 	fake := make(chan result, 1)
 	go func() {
-		fa, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), driver.IfMatch(driver.FakeVersion(over)), a.until(st))
+		fa, err := a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), driver.IfMatch(objects.FakeVersion(over)), a.until(st))
 		fake <- result{fa.Version, err}
 	}()
 	v, err := a.put(ctx, st, driver.IfMatch(over))

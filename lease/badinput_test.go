@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -163,7 +164,7 @@ func TestHolderWhoseRecordTurnsToGarbage(t *testing.T) {
 	if err := h.Release(context.Background()); err != nil {
 		t.Fatalf("release over garbage: %v", err)
 	}
-	data, _, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 2<<20, driver.GetOptions{})
+	data, _, err := objects.ReadAll(context.Background(), b, "db1/LEASE", 2<<20, driver.GetOptions{})
 	if err != nil || !bytes.Equal(data, garbage) {
 		t.Fatalf("release touched an object that is not ours: %d bytes, %v", len(data), err)
 	}
@@ -248,7 +249,7 @@ func TestReacquireOwnRecordWithOutOfRangeTime(t *testing.T) {
 		return // refusing to adopt it is acceptable
 	}
 	defer l.Release(context.Background())
-	data, _, _ := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
+	data, _, _ := objects.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if _, err := lease.DecodeRecord(data); err != nil {
 		t.Fatalf("after re-acquiring its own record the lease stored %q: %v", data, err)
 	}

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"path"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -18,7 +20,7 @@ import (
 // holder is fenced and cancels one in flight at that moment.
 func Example_worker() {
 	ctx := context.Background()
-	bucket, prefix, err := driver.Open(ctx, "mem://example/backups/db1")
+	bucket, prefix, err := location.Open(ctx, "mem://example/backups/db1")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,7 +60,7 @@ func Example_worker() {
 // could be taken over.
 func ExampleHeldError() {
 	ctx := context.Background()
-	bucket, prefix, _ := driver.Open(ctx, "mem://example-held/db1")
+	bucket, prefix, _ := location.Open(ctx, "mem://example-held/db1")
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	first, _ := lease.Acquire(ctx, bucket, prefix, &lease.Options{InstanceID: "machine-a", Logger: quiet})
 	defer first.Release(ctx)
@@ -78,7 +80,7 @@ func ExampleLease_Bucket() {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, url := range []string{"mem://shapes-a", "mem://shapes-b/backups/db1", "mem://shapes-c/backups/db1/"} {
-		bucket, prefix, err := driver.Open(ctx, url)
+		bucket, prefix, err := location.Open(ctx, url)
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -108,11 +110,12 @@ func ExampleLease_Bucket() {
 // under it, through the lease's bucket, or returns an error and runs
 // nothing.
 func backupUnderLease(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
-	bucket, prefix, err := driver.Open(ctx, url)
+	b, err := bucket.Open(ctx, url)
 	if err != nil {
 		return err
 	}
-	c, err := lease.NewContender(bucket, prefix, &lease.Options{InstanceID: id}) // one per process
+	defer b.Close()
+	c, err := lease.NewContender(b.Driver(), b.Prefix(), &lease.Options{InstanceID: id}) // one per process
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // Bucket returns the bucket for the worker's own writes under the lease,
@@ -27,13 +29,13 @@ import (
 // object visible.
 //
 // A streamed write (PutStream) runs under the fence, and listing (List)
-// has keys relative to the prefix. It is a driver.PendingLister, with keys
+// has keys relative to the prefix. It is a multipart.PendingLister, with keys
 // relative to the prefix, where the bucket the lease was given is one, and
 // an io.Closer whose Close does nothing, since that bucket is its caller's
 // and the lease uses it until Release: close it there, after Release.
 func (l *Lease) Bucket() driver.Bucket {
 	f := fencedBucket{l}
-	if _, ok := l.b.(driver.PendingLister); ok {
+	if _, ok := l.b.(multipart.PendingLister); ok {
 		return fencedPendingBucket{f}
 	}
 	return f
@@ -45,12 +47,12 @@ func (l *Lease) Bucket() driver.Bucket {
 type fencedBucket struct{ l *Lease }
 
 // fencedPendingBucket is Lease.Bucket over a bucket that lists its pending
-// uploads (driver.PendingLister).
+// uploads (multipart.PendingLister).
 type fencedPendingBucket struct{ fencedBucket }
 
 var (
-	_ io.Closer            = fencedBucket{}
-	_ driver.PendingLister = fencedPendingBucket{}
+	_ io.Closer               = fencedBucket{}
+	_ multipart.PendingLister = fencedPendingBucket{}
 )
 
 func (f fencedBucket) Capabilities() driver.Capabilities { return f.l.b.Capabilities() }
@@ -296,7 +298,7 @@ func (l *Lease) proveStreamCommit(ctx context.Context, md driver.Metadata) error
 	for _, c := range []struct {
 		name string
 		cond driver.Condition
-	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(a.Version))}} {
+	}{{"If-None-Match: * over an existing object", driver.IfAbsent()}, {"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(a.Version))}} {
 		_, err := stream(c.cond)
 		switch {
 		case err == nil:
@@ -347,10 +349,10 @@ func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.
 
 // ListPending yields the uploads pending under prefix, relative to the
 // lease's prefix as List's keys are, with their keys relative to it.
-func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	base := f.base()
-	return func(yield func(driver.Pending, error) bool) {
-		for p, err := range f.l.b.(driver.PendingLister).ListPending(ctx, base+prefix) {
+	return func(yield func(multipart.Pending, error) bool) {
+		for p, err := range f.l.b.(multipart.PendingLister).ListPending(ctx, base+prefix) {
 			if err == nil && !strings.HasPrefix(p.Key, base) {
 				continue
 			}
@@ -364,7 +366,7 @@ func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) ite
 
 // Close does nothing: the bucket is the one the lease was given, its
 // caller's to close after Release. It is there so that closing
-// Lease.Bucket (driver.Close) is harmless.
+// Lease.Bucket (bucket.Bucket.Close) is harmless.
 func (f fencedBucket) Close() error { return nil }
 
 // base is the lease's prefix with a slash, or "" for a whole bucket.

@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -96,7 +97,7 @@ func acquire(t *testing.T, b driver.Bucket, id string, c clock.Clock) *lease.Lea
 // readRecord returns the record stored in db1/LEASE.
 func readRecord(t *testing.T, b driver.Bucket) (lease.Record, driver.Version, bool) {
 	t.Helper()
-	data, a, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
+	data, a, err := objects.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if err != nil {
 		return lease.Record{}, "", false
 	}

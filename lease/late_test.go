@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -210,7 +211,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, latest, err := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10, driver.GetOptions{})
+		_, latest, err := objects.ReadAll(ctx, w.b, "db1/LATEST", 1<<10, driver.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +238,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			}
 		}
 		// The control: LATEST, trusted, names the late day 3.
-		if latest, _, _ := driver.ReadAll(ctx, w.b, "db1/LATEST", 1<<10, driver.GetOptions{}); string(latest) != "manifests/00000003.json" {
+		if latest, _, _ := objects.ReadAll(ctx, w.b, "db1/LATEST", 1<<10, driver.GetOptions{}); string(latest) != "manifests/00000003.json" {
 			t.Fatalf("LATEST names %q; the scenario needs A's late move of it", latest)
 		}
 

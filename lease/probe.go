@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // proveLease sends, together, the probes of the preconditions not yet
@@ -28,7 +29,7 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 		probes = append(probes, probe{"If-None-Match: *", driver.IfAbsent(), make(chan error, 1)})
 	}
 	if !ifMatchProven {
-		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(v)), make(chan error, 1)})
+		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(v)), make(chan error, 1)})
 	}
 	// The other side of If-Match: a write with the current version must be
 	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -152,7 +153,7 @@ func readmeExampleProblems(body readmeBody) []string {
 
 	// Another instance holds the lease.
 	name := uniqueName()
-	bucket, prefix, err := driver.Open(ctx, "mem://"+name+"/db1")
+	bucket, prefix, err := location.Open(ctx, "mem://"+name+"/db1")
 	if err != nil {
 		return append(problems, err.Error())
 	}
@@ -184,7 +185,7 @@ func readmeExampleProblems(body readmeBody) []string {
 		if !ran || err != nil {
 			bad("working store: ran %v, returned %v; want the backup run and nil", ran, err)
 		}
-		b, _, _ := driver.Open(ctx, "mem://"+name)
+		b, _, _ := location.Open(ctx, "mem://"+name)
 		if _, _, err := b.Get(ctx, "db1/chunks/0001", driver.GetOptions{}); err != nil {
 			bad("working store: the backup's chunk is not in the bucket: %v", err)
 		}
@@ -202,7 +203,7 @@ func readmeExampleProblems(body readmeBody) []string {
 // in readmeBody's shape: the negative control of readmeFailsClosed.
 func oldReadmeExample(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
 	//lint:ignore SA4006 the old example overwrote this error unchecked; that is what this control shows
-	bucket, prefix, err := driver.Open(ctx, url)
+	bucket, prefix, err := location.Open(ctx, url)
 	//lint:ignore SA4006 likewise
 	c, err := lease.NewContender(bucket, prefix, &lease.Options{InstanceID: id}) // one per process
 	l, err := c.Acquire(ctx)

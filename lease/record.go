@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // MaxSaneTTL is the longest TTL a lease record is trusted with. A record
@@ -349,11 +350,11 @@ type readResult struct {
 func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (readResult, driver.Version, error) {
 	var data []byte
 	a, svc, err := timedCall(clk, func() (a driver.Attrs, err error) {
-		data, a, err = driver.ReadAll(ctx, b, key, MaxRecordSize, driver.GetOptions{})
+		data, a, err = objects.ReadAll(ctx, b, key, MaxRecordSize, driver.GetOptions{})
 		return a, err
 	})
 	v := a.Version
-	if errors.Is(err, driver.ErrTooLarge) {
+	if errors.Is(err, objects.ErrTooLarge) {
 		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil
 	}
 	if err != nil {

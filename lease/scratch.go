@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The lease proves a path to the service on scratch keys beside the lease
@@ -83,7 +84,7 @@ func proveConditions(ctx context.Context, b driver.Bucket, p *pacer, key, kind s
 		// The reply may have been lost, or the client's retry refused,
 		// with the write landed: the key is random, so if it exists, it
 		// is this write.
-		if _, ra, rerr := driver.ReadAll(ctx, b, scratch, int64(len(note))+1, driver.GetOptions{}); rerr == nil {
+		if _, ra, rerr := objects.ReadAll(ctx, b, scratch, int64(len(note))+1, driver.GetOptions{}); rerr == nil {
 			sv, err = ra.Version, nil
 		}
 	}
@@ -95,7 +96,7 @@ func proveConditions(ctx context.Context, b driver.Bucket, p *pacer, key, kind s
 		name string
 		cond driver.Condition
 	}
-	probes := []probe{{"If-Match on a made-up version", driver.IfMatch(driver.FakeVersion(sv))}}
+	probes := []probe{{"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(sv))}}
 	if ifAbsent {
 		probes = append(probes, probe{"If-None-Match: * over an existing object", driver.IfAbsent()})
 	}

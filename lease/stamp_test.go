@@ -10,13 +10,14 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // metadataOf reads key from b and returns the metadata its Get returned.
 func metadataOf(t *testing.T, b driver.Bucket, key string) driver.Metadata {
 	t.Helper()
-	_, a, err := driver.ReadAll(context.Background(), b, key, 64<<20, driver.GetOptions{Metadata: true})
+	_, a, err := objects.ReadAll(context.Background(), b, key, 64<<20, driver.GetOptions{Metadata: true})
 	if err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -198,7 +199,7 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 	if !ok || r.Holder == nil || *r.Holder != *o.Holder {
 		t.Fatalf("stored holder %+v", r.Holder)
 	}
-	data, _, err := driver.ReadAll(ctx, b, "db1/LEASE", 1<<20, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

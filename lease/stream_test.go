@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -107,7 +108,7 @@ func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := a.Version
-	got, ga, err := driver.ReadAll(ctx, b, "db1/chunks/1", 1<<30, driver.GetOptions{})
+	got, ga, err := objects.ReadAll(ctx, b, "db1/chunks/1", 1<<30, driver.GetOptions{})
 	gv := ga.Version
 	if err != nil || !bytes.Equal(got, body) || gv != v {
 		t.Fatalf("stored %d bytes at %s (err %v), want %d at %s", len(got), gv, err, len(body), v)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -17,7 +18,7 @@ func TestWorkerKeysOnAFileURL(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	for i, url := range []string{"file://" + dir, "file://" + dir + "/"} {
-		b, prefix, err := driver.Open(ctx, url)
+		b, prefix, err := location.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}

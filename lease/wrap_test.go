@@ -9,19 +9,20 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // pendingMem is mem with the optional interfaces mem lacks, counting their
-// calls: ListPending (driver.PendingLister) and Close (io.Closer).
+// calls: ListPending (multipart.PendingLister) and Close (io.Closer).
 type pendingMem struct {
 	*mem.Bucket
 	pending, closes *int
 }
 
-func (p pendingMem) ListPending(context.Context, string) iter.Seq2[driver.Pending, error] {
+func (p pendingMem) ListPending(context.Context, string) iter.Seq2[multipart.Pending, error] {
 	*p.pending++
-	return func(func(driver.Pending, error) bool) {}
+	return func(func(multipart.Pending, error) bool) {}
 }
 
 func (p pendingMem) Close() error {
@@ -29,7 +30,7 @@ func (p pendingMem) Close() error {
 	return nil
 }
 
-// TestBucketKeepsAbilities: Lease.Bucket is a driver.PendingLister exactly
+// TestBucketKeepsAbilities: Lease.Bucket is a multipart.PendingLister exactly
 // where the bucket the lease was given is one, under EnvConditional=off
 // (through besteffort) too, and its ListPending reaches that bucket's; it
 // is always an io.Closer, whose Close leaves that bucket open, since the
@@ -55,7 +56,7 @@ func TestBucketKeepsAbilities(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := l.Bucket()
-			pl, ok := w.(driver.PendingLister)
+			pl, ok := w.(multipart.PendingLister)
 			if ok != lists {
 				t.Errorf("conditional %s: Lease.Bucket over a bucket that lists pending uploads (%v) is a PendingLister: %v", conditional, lists, ok)
 			}

@@ -46,23 +46,20 @@ func init() {
 // and the prefix, on the storage account's blob service (the endpoint
 // parameter, else the account parameter or AZURE_STORAGE_ACCOUNT), or on the
 // account AZURE_STORAGE_CONNECTION_STRING names.
-func Locate(u *url.URL) (driver.Location, error) {
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	q, err := checkURL(u)
 	if err != nil {
-		return driver.Location{}, err
+		return "", "", "", err
 	}
-	p := driver.Location{Bucket: u.Host, Prefix: u.Path}
 	if cs := os.Getenv(EnvConnectionString); cs != "" {
 		account, _ := connStringAccount(cs)
-		p.Endpoint = "connection string of account " + account
-		return p, nil
+		return u.Host, u.Path, "connection string of account " + account, nil
 	}
-	endpoint, err := serviceURL(q.Get("account"), q.Get("endpoint"))
+	endpoint, err = serviceURL(q.Get("account"), q.Get("endpoint"))
 	if err != nil {
-		return driver.Location{}, err
+		return "", "", "", err
 	}
-	p.Endpoint = endpoint
-	return p, nil
+	return u.Host, u.Path, endpoint, nil
 }
 
 // accountName is the shape of a storage account name (Azurite's is longer
@@ -230,14 +227,18 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true, ListMetadata: true}
 }
 
-// begin starts an operation (driver.Begin), and also refuses a key with a
+// beginGet starts a Get (driver.BeginGet), and also refuses a key with a
 // segment ending in a dot (dotted).
-func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
-	o, err := driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
-	return dotted(o, err)
+func (b *Bucket) beginGet(ctx context.Context, key string) (*driver.Op, error) {
+	return dotted(driver.BeginGet(ctx, driverName, key))
 }
 
-// beginPut is begin for a Put or PutStream under opts (driver.BeginPut).
+// beginDelete is beginGet for a Delete under cond (driver.BeginDelete).
+func (b *Bucket) beginDelete(ctx context.Context, key string, cond driver.Condition) (*driver.Op, error) {
+	return dotted(driver.BeginDelete(ctx, b.Capabilities(), driverName, key, cond))
+}
+
+// beginPut is beginGet for a Put or PutStream under opts (driver.BeginPut).
 func (b *Bucket) beginPut(ctx context.Context, key string, opts driver.PutOptions) (*driver.Op, error) {
 	o, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, opts)
 	return dotted(o, err)
@@ -263,7 +264,7 @@ func dotted(o *driver.Op, err error) (*driver.Op, error) {
 // service's time and, under opts.Metadata, the blob's metadata), all from
 // the one Get Blob response.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
+	op, err := b.beginGet(ctx, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -334,7 +335,7 @@ func serviceTime(raw *http.Response, modified *time.Time) driver.ServiceTime {
 // Delete removes the blob if cond holds. An unconditional Delete of a
 // missing blob succeeds; under IfMatch a missing blob is ErrPrecondition.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, driver.OpDelete, key, cond)
+	op, err := b.beginDelete(ctx, key, cond)
 	if err != nil {
 		return err
 	}
@@ -445,7 +446,7 @@ func (b *Bucket) fail(op *driver.Op, kind, err error) error {
 			if perr != nil {
 				now = time.Now()
 			}
-			wait, _ = driver.ParseRetryAfter(re.RawResponse.Header.Get("Retry-After"), now)
+			wait, _ = httpdate.RetryAfter(re.RawResponse.Header.Get("Retry-After"), now)
 		}
 		return op.RateLimited(err, wait)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
@@ -57,7 +59,7 @@ func TestEmulatorConformance(t *testing.T) {
 	t.Setenv(azure.EnvConnectionString, cs)
 	name := newContainer(t, cs)
 	u := "azblob://" + name + "/ci/run"
-	b, prefix, err := driver.Open(t.Context(), u)
+	b, prefix, err := location.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestEmulatorErrors(t *testing.T) {
 	if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) || re.StatusCode != http.StatusConflict || re.ErrorCode != "BlobAlreadyExists" {
 		t.Fatalf("IfAbsent on an existing blob: %v; want ErrPrecondition from 409 BlobAlreadyExists", err)
 	}
-	_, err = b.Put(ctx, "dir/k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(v))})
+	_, err = b.Put(ctx, "dir/k", []byte("two"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(v))})
 	if !errors.Is(err, driver.ErrPrecondition) || !errors.As(err, &re) || re.StatusCode != http.StatusPreconditionFailed {
 		t.Fatalf("IfMatch(made-up): %v; want ErrPrecondition from 412", err)
 	}
@@ -128,7 +130,7 @@ func TestOpenURL(t *testing.T) {
 	t.Setenv(azure.EnvConnectionString, "")
 	t.Setenv(azure.EnvAccount, "")
 
-	_, prefix, err := driver.Open(ctx, "azblob://cnt/backups/db1/?account=myaccount")
+	_, prefix, err := location.Open(ctx, "azblob://cnt/backups/db1/?account=myaccount")
 	if err != nil || prefix != "backups/db1" {
 		t.Fatalf("Open = %q, %v", prefix, err)
 	}
@@ -154,29 +156,29 @@ func TestOpenURL(t *testing.T) {
 	}})
 
 	t.Setenv(azure.EnvAccount, "fromenv")
-	if _, _, err := driver.Open(ctx, "azblob://cnt/p"); err != nil {
+	if _, _, err := location.Open(ctx, "azblob://cnt/p"); err != nil {
 		t.Errorf("the account from %s was not used: %v", azure.EnvAccount, err)
 	}
 
 	// With a connection string in the environment.
 	t.Setenv(azure.EnvConnectionString, "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="+secret+";EndpointSuffix=core.windows.net")
-	if _, _, err := driver.Open(ctx, "azblob://cnt/p"); err != nil {
+	if _, _, err := location.Open(ctx, "azblob://cnt/p"); err != nil {
 		t.Errorf("Open with a connection string: %v", err)
 	}
-	if _, _, err := driver.Open(ctx, "azblob://cnt/p?account=acct"); err != nil {
+	if _, _, err := location.Open(ctx, "azblob://cnt/p?account=acct"); err != nil {
 		t.Errorf("Open with a connection string for the same account: %v", err)
 	}
 	for raw, want := range map[string]string{
 		"azblob://cnt/p?account=other":            `names account "other" but AZURE_STORAGE_CONNECTION_STRING is for account "acct"`,
 		"azblob://cnt/p?endpoint=http://h:1/acct": "cannot be used while AZURE_STORAGE_CONNECTION_STRING is set",
 	} {
-		if _, _, err := driver.Open(ctx, raw); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) {
+		if _, _, err := location.Open(ctx, raw); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), secret) {
 			t.Errorf("Open(%q) = %v, want an error containing %q and no key", raw, err, want)
 		}
 	}
 	for _, bad := range []string{"AccountName=acct;AccountKey=" + secret + ";junk", "AccountKey=" + secret, secret} {
 		t.Setenv(azure.EnvConnectionString, bad)
-		_, _, err := driver.Open(ctx, "azblob://cnt/p")
+		_, _, err := location.Open(ctx, "azblob://cnt/p")
 		if err == nil || !strings.Contains(err.Error(), "not a valid connection string") {
 			t.Errorf("a malformed connection string gave %v", err)
 		} else if strings.Contains(err.Error(), secret) {
@@ -190,7 +192,7 @@ func TestOpenURL(t *testing.T) {
 // from AZURE_STORAGE_CONNECTION_STRING or the default Azure credential chain.
 func TestCloud(t *testing.T) {
 	raw := testenv.Cloud(t, "Azure Blob Storage", "BUCKETLEASE_TEST_AZURE_URL")["BUCKETLEASE_TEST_AZURE_URL"]
-	b, prefix, err := driver.Open(t.Context(), raw)
+	b, prefix, err := location.Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}

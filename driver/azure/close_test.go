@@ -8,6 +8,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -19,7 +20,7 @@ func TestOpenWithoutClose(t *testing.T) {
 	t.Setenv(azure.EnvConnectionString, cs)
 	url := "azblob://" + newContainer(t, cs) + "/db1"
 	use := func() {
-		b, _, err := driver.Open(t.Context(), url)
+		b, _, err := location.Open(t.Context(), url)
 		if err != nil {
 			t.Fatal(err)
 		}

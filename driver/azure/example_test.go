@@ -9,13 +9,14 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // Opening by URL: importing the package registers azblob://. Opening sends
 // no request. (Credentials come from AZURE_STORAGE_CONNECTION_STRING if it is
 // set, else the default Azure credential chain.)
 func Example_open() {
-	b, prefix, err := driver.Open(context.Background(), "azblob://backups/db1?account=mystorageaccount")
+	b, prefix, err := location.Open(context.Background(), "azblob://backups/db1?account=mystorageaccount")
 	if err != nil {
 		fmt.Println(err)
 		return

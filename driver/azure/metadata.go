@@ -4,6 +4,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 )
 
 // toAzure returns md as the SDK's metadata map, nil for none.
@@ -30,5 +31,5 @@ func fromAzure(m map[string]*string) driver.Metadata {
 			out[k] = ""
 		}
 	}
-	return driver.LowerMetadata(out)
+	return metadata.Lower(out)
 }

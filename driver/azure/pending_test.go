@@ -13,12 +13,13 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // uncommittedBlocks is the drivertest Options.Pending of the driver: the
 // IDs of the blocks staged for key and not committed, read with Get Block
 // List. Blob Storage has no call that discards them, so a failed streamed
-// write leaves them, and its *driver.UploadError declares them left
+// write leaves them, and its *multipart.UploadError declares them left
 // (Staged, not Aborted, no AbortErr), which the suite accepts; blocks no
 // error declared fail it.
 func uncommittedBlocks(c *container.Client) func(ctx context.Context, key string) ([]string, error) {
@@ -63,7 +64,7 @@ func TestUncommittedBlocksSeen(t *testing.T) {
 	body := io.LimitReader(zeros{}, 3*driver.MinPartSize)
 	_, err := b.PutStream(ctx, "k", body, driver.PutOptions{If: driver.IfAbsent()},
 		&driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 1, MayStart: gate})
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) || !ue.Staged || ue.Aborted || ue.AbortErr != nil {
 		t.Fatalf("PutStream refused at its third block: %v; want an UploadError declaring its blocks left", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // listPage is the page size List asks for: Blob Storage's maximum (5,000)
@@ -50,7 +51,7 @@ func newUploadID() string {
 
 // PutStream stores the body read from r under key, with opts.Metadata, if
 // opts.If holds when it is committed, and returns the new ETag, through
-// driver.StreamParts.
+// multipart.Stream.
 //
 // A body that fits in one block (s.Size() bytes) is one conditional Put
 // Blob, as Put sends. A longer one is staged as blocks of s.Size()
@@ -75,7 +76,7 @@ func newUploadID() string {
 // PutStream returns once none is, without committing anything. Blob
 // Storage has no call that discards staged blocks: the service discards
 // uncommitted blocks a week after the blob's last Put Block, or when the
-// blob is next committed. The *driver.UploadError in the error says how
+// blob is next committed. The *multipart.UploadError in the error says how
 // many blocks were staged. r is read in the caller's goroutine, between
 // checks of ctx: a Read that blocks holds PutStream until it returns.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
@@ -84,11 +85,11 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts dr
 		return driver.Attrs{}, err
 	}
 	steps := &blocks{b: b, ctx: ctx, key: key, cond: op.Cond, md: op.Metadata, bb: b.c.NewBlockBlobClient(key), upload: newUploadID()}
-	plan := driver.Parts{Size: min(s.Size(), blockblob.MaxStageBlockBytes), Max: blockblob.MaxBlocks}
-	return driver.StreamParts(op, r, s, plan, steps)
+	plan := multipart.Parts{Size: min(s.Size(), blockblob.MaxStageBlockBytes), Max: blockblob.MaxBlocks}
+	return multipart.Stream(op, r, s, plan, steps)
 }
 
-// blocks are the driver.UploadSteps of one upload: blocks staged with Put
+// blocks are the multipart.UploadSteps of one upload: blocks staged with Put
 // Block and committed with Put Block List.
 type blocks struct {
 	b    *Bucket
@@ -149,17 +150,17 @@ func (s *blocks) Commit(ctx context.Context, n int) (driver.Version, error) {
 // uncommitted blocks, and says what becomes of them. committing is a
 // failed commit, which may have landed (the OpError's kind tells:
 // ErrPrecondition did not, ErrOutcomeUnknown may have).
-func (s *blocks) Abort(_ context.Context, committing bool) driver.Leftover {
+func (s *blocks) Abort(_ context.Context, committing bool) multipart.Leftover {
 	n := s.started.Load()
 	if n == 0 {
-		return driver.Leftover{}
+		return multipart.Leftover{}
 	}
 	blocks := fmt.Sprintf("the %d blocks it started (IDs bl%s-*)", n, s.upload)
 	const expiry = "Blob Storage discards them 7 days after the blob's last Put Block, or when the blob is next committed"
 	if committing {
-		return driver.Leftover{Upload: blocks + " were sent to be committed; unless the commit landed, they are left uncommitted, and " + expiry}
+		return multipart.Leftover{Upload: blocks + " were sent to be committed; unless the commit landed, they are left uncommitted, and " + expiry}
 	}
-	return driver.Leftover{Upload: "nothing was committed, and " + blocks + " are left uncommitted: " + expiry}
+	return multipart.Leftover{Upload: "nothing was committed, and " + blocks + " are left uncommitted: " + expiry}
 }
 
 // Kind classifies a failed commit as Commit did, and a failed Put Block:

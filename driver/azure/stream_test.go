@@ -20,6 +20,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -96,7 +98,7 @@ func streamBucket(t *testing.T) (*azure.Bucket, *requestCounter) {
 // read returns key's body and version.
 func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, ga, err := driver.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
+	data, ga, err := objects.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
@@ -176,9 +178,9 @@ func TestStreamMayStart(t *testing.T) {
 			return nil
 		}
 		_, err := b.PutStream(t.Context(), key, unknownLength(body(n, 2)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
-		var ue *driver.UploadError
+		var ue *multipart.UploadError
 		if !errors.Is(err, refused) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "put "+key) {
-			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *driver.UploadError, naming the key", at, err)
+			t.Fatalf("PutStream refused by MayStart at call %d: %v; want the refusal inside a *multipart.UploadError, naming the key", at, err)
 		}
 		if ue.Staged != (at > 1) || (at > 1 && !strings.Contains(err.Error(), "left uncommitted")) || strings.Contains(err.Error(), "canceled") {
 			t.Errorf("refused at call %d: Staged = %v in %q", at, ue.Staged, err)
@@ -433,7 +435,7 @@ func TestCanceledAfterTheServiceAnswered(t *testing.T) {
 			t.Errorf("%s whose context ended as the service's success arrived: %v; want success", c.what, err)
 		}
 		plain := azure.New(containerClient(t, cs, name, nil))
-		got, _, err := driver.ReadAll(t.Context(), plain, "k", 64<<20, driver.GetOptions{})
+		got, _, err := objects.ReadAll(t.Context(), plain, "k", 64<<20, driver.GetOptions{})
 		if c.want == nil && !errors.Is(err, driver.ErrNotExist) || c.want != nil && !bytes.Equal(got, c.want) {
 			t.Errorf("after %s: %d bytes (%v)", c.what, len(got), err)
 		}
@@ -586,9 +588,9 @@ func TestStreamErrorSaysBlocksAreLeft(t *testing.T) {
 			return nil
 		}
 		_, err := b.PutStream(ctx, key, unknownLength(body(block*2+5, 8)), driver.PutOptions{If: c.cond}, &opts)
-		var ue *driver.UploadError
+		var ue *multipart.UploadError
 		if !errors.As(err, &ue) {
-			t.Fatalf("%s: %v; want a *driver.UploadError", c.name, err)
+			t.Fatalf("%s: %v; want a *multipart.UploadError", c.name, err)
 		}
 		msg := err.Error()
 		t.Logf("%s: %s", c.name, msg)

@@ -9,8 +9,8 @@
 // lease logs it at WARN.
 //
 // A streamed write is checked as Put is; Get and List pass through. The
-// wrapper is a driver.PendingLister exactly where the wrapped bucket is
-// one, and its Close closes the wrapped bucket (driver.Close).
+// wrapper is a multipart.PendingLister exactly where the wrapped bucket is
+// one, and its Close closes the wrapped bucket (bucket.Bucket.Close).
 package besteffort
 
 import (
@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // bucket wraps a bucket, emulating preconditions. Get and List are the
@@ -29,18 +31,18 @@ type bucket struct {
 	driver.Bucket
 }
 
-// pendingBucket is bucket over a driver.PendingLister.
+// pendingBucket is bucket over a multipart.PendingLister.
 type pendingBucket struct {
 	*bucket
-	pl driver.PendingLister
+	pl multipart.PendingLister
 }
 
 // Wrap returns b with every precondition emulated by a read. The result
-// is a driver.PendingLister if b is one, and an io.Closer that closes b;
+// is a multipart.PendingLister if b is one, and an io.Closer that closes b;
 // its Unwrap method returns b.
 func Wrap(b driver.Bucket) driver.Bucket {
 	w := &bucket{Bucket: b}
-	if pl, ok := b.(driver.PendingLister); ok {
+	if pl, ok := b.(multipart.PendingLister); ok {
 		return &pendingBucket{bucket: w, pl: pl}
 	}
 	return w
@@ -49,11 +51,11 @@ func Wrap(b driver.Bucket) driver.Bucket {
 // Unwrap returns the wrapped bucket.
 func (b *bucket) Unwrap() driver.Bucket { return b.Bucket }
 
-// Close closes the wrapped bucket (driver.Close).
-func (b *bucket) Close() error { return driver.Close(b.Bucket) }
+// Close closes the wrapped bucket (bucket.Bucket.Close).
+func (b *bucket) Close() error { return location.Close(b.Bucket) }
 
 // ListPending yields the wrapped bucket's pending uploads.
-func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	return b.pl.ListPending(ctx, prefix)
 }
 
@@ -115,7 +117,7 @@ func (b *bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 
 // Delete checks cond by reading, then deletes unconditionally.
 func (b *bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), "besteffort", driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), "besteffort", key, cond)
 	if err != nil {
 		return err
 	}
@@ -138,7 +140,7 @@ func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, opts dr
 	if _, err := b.check(ctx, op, key, opts.If); err != nil {
 		var oe *driver.OpError
 		if errors.As(err, &oe) && oe.Err == nil {
-			oe.Err = &driver.UploadError{Err: errors.New("the condition did not hold when the write started")}
+			oe.Err = &multipart.UploadError{Err: errors.New("the condition did not hold when the write started")}
 		}
 		return driver.Attrs{}, err
 	}

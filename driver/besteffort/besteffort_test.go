@@ -12,8 +12,11 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // ignoring is a store that ignores the preconditions of every write: of
@@ -55,7 +58,7 @@ func TestReadThenWrite(t *testing.T) {
 	if gets, puts, _ := counting.Counts(); gets != 1 || puts != 1 {
 		t.Fatalf("IfAbsent cost %d reads and %d writes, want one of each", gets, puts)
 	}
-	if _, err := b.Put(ctx, "k", []byte("2"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(v))}); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "k", []byte("2"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(v))}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfMatch with a wrong version: %v", err)
 	}
 	if err := b.Delete(ctx, "k", driver.IfAbsent()); !errors.Is(err, driver.ErrUnsupported) {
@@ -73,7 +76,7 @@ func TestConformanceOverAStreamingStore(t *testing.T) {
 	drivertest.Run(t, besteffort.Wrap(mem.New()), drivertest.Options{})
 }
 
-// abilities is a bucket with the optional interfaces (driver.PendingLister,
+// abilities is a bucket with the optional interfaces (multipart.PendingLister,
 // io.Closer) that counts the calls of those and of List and PutStream.
 type abilities struct {
 	driver.Bucket
@@ -90,9 +93,9 @@ func (a *abilities) PutStream(ctx context.Context, key string, r io.Reader, opts
 	return a.Bucket.PutStream(ctx, key, r, opts, s)
 }
 
-func (a *abilities) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
+func (a *abilities) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	a.pending++
-	return func(func(driver.Pending, error) bool) {}
+	return func(func(multipart.Pending, error) bool) {}
 }
 
 func (a *abilities) Close() error {
@@ -100,25 +103,25 @@ func (a *abilities) Close() error {
 	return nil
 }
 
-// TestWrapKeepsAbilities: the wrapper is a driver.PendingLister exactly
+// TestWrapKeepsAbilities: the wrapper is a multipart.PendingLister exactly
 // where the bucket it wraps is one, and its ListPending, Close, List and
 // PutStream reach that bucket's; over a bucket without Close its Close
 // closes nothing and succeeds.
 func TestWrapKeepsAbilities(t *testing.T) {
 	ctx := context.Background()
 	plain := besteffort.Wrap(mem.New())
-	if _, ok := plain.(driver.PendingLister); ok {
-		t.Error("over mem, which lists no pending uploads, the wrapper is a driver.PendingLister")
+	if _, ok := plain.(multipart.PendingLister); ok {
+		t.Error("over mem, which lists no pending uploads, the wrapper is a multipart.PendingLister")
 	}
-	if err := driver.Close(plain); err != nil {
+	if err := location.Close(plain); err != nil {
 		t.Errorf("Close over mem: %v", err)
 	}
 
 	in := &abilities{Bucket: mem.New()}
 	w := besteffort.Wrap(in)
-	pl, ok := w.(driver.PendingLister)
+	pl, ok := w.(multipart.PendingLister)
 	if !ok {
-		t.Fatal("over a driver.PendingLister, the wrapper is none")
+		t.Fatal("over a multipart.PendingLister, the wrapper is none")
 	}
 	for _, err := range pl.ListPending(ctx, "") {
 		if err != nil {
@@ -133,7 +136,7 @@ func TestWrapKeepsAbilities(t *testing.T) {
 	if _, err := w.PutStream(ctx, "k", strings.NewReader("body"), driver.PutOptions{If: driver.IfAbsent()}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Close(w); err != nil {
+	if err := location.Close(w); err != nil {
 		t.Fatal(err)
 	}
 	if in.pending != 1 || in.closed != 1 || in.listed != 1 || in.streamed != 1 {
@@ -154,14 +157,14 @@ func TestWriteTimeHasNoModified(t *testing.T) {
 	if err != nil || put.Time.Date.IsZero() || !put.Time.Modified.IsZero() {
 		t.Fatalf("Put: %+v, %v; want a Date and no modification time", put.Time, err)
 	}
-	refused, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(put.Version))})
+	refused, err := b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(put.Version))})
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("a Put of a made-up version: %v", err)
 	}
 	if !refused.Time.Date.After(put.Time.Date) || !refused.Time.Modified.IsZero() {
 		t.Errorf("a refused Put: %+v; want a Date after the Put's %v and no modification time", refused.Time, put.Time.Date)
 	}
-	_, got, err := driver.ReadAll(ctx, b, "k", 10, driver.GetOptions{})
+	_, got, err := objects.ReadAll(ctx, b, "k", 10, driver.GetOptions{})
 	if err != nil || got.Time.Modified.IsZero() {
 		t.Errorf("Get: %+v, %v; want the object's modification time", got.Time, err)
 	}

@@ -23,7 +23,7 @@ func (b *Bucket) abortFunc(key, p string) func(context.Context) error {
 			if errors.Is(err, errStagedLive) {
 				kind = driver.ErrPrecondition
 			}
-			return &driver.OpError{Driver: Scheme, Op: string(driver.OpDelete), Key: key, Kind: kind,
+			return &driver.OpError{Driver: Scheme, Op: "delete", Key: key, Kind: kind,
 				Err: fmt.Errorf("removing the staged file %s: %w", p, err)}
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // countdown is a context that cancels itself at its n-th look (Done or
@@ -107,7 +108,7 @@ func TestPutStreamHonoursCancellationAtEveryStep(t *testing.T) {
 		if _, _, err := b.Get(ctx, "k", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
 			t.Fatalf("a PutStream cancelled at its look %d of %d: Get: %v, want ErrNotExist", n, looks, err)
 		}
-		var ue *driver.UploadError
+		var ue *multipart.UploadError
 		if errors.As(err, &ue) && ue.Staged && !ue.Aborted {
 			t.Fatalf("a PutStream cancelled at its look %d of %d: %v does not say its temporary file was removed", n, looks, err)
 		}

@@ -16,7 +16,7 @@ import (
 // Delete removes key if cond holds, then the directories the removal left
 // empty, up to the bucket's own.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.caps, Scheme, key, cond)
 	if err != nil {
 		return err
 	}

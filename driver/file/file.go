@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -65,8 +66,8 @@ func init() {
 // cleaned (file:///var/b/db1/ and file:///var/b/./db1 are one), as the
 // bucket, with no prefix; trust_network_flock says how far to trust the lock,
 // not which directory it is.
-func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: filepath.Clean(u.Path)}, nil
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	return filepath.Clean(u.Path), "", "", nil
 }
 
 // OpenURL is the Open of the driver.Scheme for file:///abs/dir URLs, which
@@ -99,8 +100,8 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 }
 
 var (
-	_ driver.Bucket        = (*Bucket)(nil)
-	_ driver.PendingLister = (*Bucket)(nil)
+	_ driver.Bucket           = (*Bucket)(nil)
+	_ multipart.PendingLister = (*Bucket)(nil)
 )
 
 // Options tune OpenWith.

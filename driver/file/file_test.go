@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 const helperEnv = "BUCKETLEASE_FILE_HELPER_DIR"
@@ -197,7 +198,7 @@ func TestKeysCannotEscape(t *testing.T) {
 
 func TestOpenURL(t *testing.T) {
 	dir := t.TempDir()
-	b, prefix, err := driver.Open(context.Background(), "file://"+dir)
+	b, prefix, err := location.Open(context.Background(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestOpenURL(t *testing.T) {
 	}
 	for _, bad := range []string{"file://relative/dir", "file:///" + dir + "?mode=fast", "file://user:pass@localhost" + dir,
 		"file://" + dir + "?trust_network_flock=maybe"} {
-		if _, _, err := driver.Open(context.Background(), bad); err == nil {
+		if _, _, err := location.Open(context.Background(), bad); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
 		}
 	}
@@ -283,11 +284,11 @@ func init() { driver.Register("localdir", driver.Scheme{Open: file.OpenURL, Loca
 // scheme of the caller's choosing.
 func TestOpenURLUnderAnotherScheme(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := driver.Open(context.Background(), "localdir://"+dir); err != nil {
+	if _, _, err := location.Open(context.Background(), "localdir://"+dir); err != nil {
 		t.Fatal(err)
 	}
-	a, errA := driver.ParseURL("localdir://" + dir + "/")
-	b, errB := driver.ParseURL("file://" + dir)
+	a, errA := location.Parse("localdir://" + dir + "/")
+	b, errB := location.Parse("file://" + dir)
 	if errA != nil || errB != nil || a.Bucket != b.Bucket || a.Prefix != b.Prefix {
 		t.Fatalf("localdir and file name %v and %v (%v, %v)", a, b, errA, errB)
 	}

@@ -14,12 +14,13 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // readObject reads key through the driver.
 func readObject(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, v, err := driver.ReadAll(context.Background(), b, key, 1<<30, driver.GetOptions{})
+	data, v, err := objects.ReadAll(context.Background(), b, key, 1<<30, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("Get %q: %v", key, err)
 	}
@@ -145,7 +146,7 @@ func TestLegacyObjectsReadBack(t *testing.T) {
 	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfAbsent over a legacy object: %v, want ErrPrecondition", err)
 	}
-	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(old))}); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := b.Put(ctx, "dumps/db1.sql", []byte("x"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(old))}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfMatch of a made-up version over a legacy object: %v, want ErrPrecondition", err)
 	}
 	v, err := b.Put(ctx, "dumps/db1.sql", []byte("CREATE TABLE u;\n"), driver.PutOptions{If: driver.IfMatch(old)})

@@ -24,7 +24,7 @@ import (
 // metadata) the metadata kept on the file whose body it returns. A missing
 // key returns the service's time with ErrNotExist.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := driver.Begin(ctx, b.caps, Scheme, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 const (
@@ -160,16 +161,16 @@ func locked(p string) (bool, error) {
 // the file was created. A staged file without a note (left by an earlier
 // version of the driver) has an empty Key and is listed only for the empty
 // prefix. It removes nothing.
-func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Pending, error) bool) {
+func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(multipart.Pending, error) bool) {
 		if kind := b.rootMissing(); kind != nil {
-			yield(driver.Pending{}, op.Fail(kind, nil))
+			yield(multipart.Pending{}, op.Fail(kind, nil))
 			return
 		}
 		dir := filepath.Join(b.root, metaDir, "tmp")
 		ents, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			yield(driver.Pending{}, op.Fail(osKind(err), err))
+			yield(multipart.Pending{}, op.Fail(osKind(err), err))
 			return
 		}
 		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
@@ -179,11 +180,11 @@ func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[drive
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				yield(driver.Pending{}, op.Fail(nil, err))
+				yield(multipart.Pending{}, op.Fail(nil, err))
 				return
 			}
 			p := filepath.Join(dir, name)
-			u := driver.Pending{Upload: filepath.Join(metaDir, "tmp", name)}
+			u := multipart.Pending{Upload: filepath.Join(metaDir, "tmp", name)}
 			if fi, err := e.Info(); err == nil {
 				u.Initiated = fi.ModTime()
 			}

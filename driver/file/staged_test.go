@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 const streamHelperEnv = "BUCKETLEASE_FILE_STREAM_HELPER_DIR"
@@ -114,9 +115,9 @@ func tmpNames(t *testing.T, dir string) []string {
 }
 
 // pending lists the bucket's pending uploads under prefix.
-func pending(t *testing.T, b *file.Bucket, prefix string) []driver.Pending {
+func pending(t *testing.T, b *file.Bucket, prefix string) []multipart.Pending {
 	t.Helper()
-	var ps []driver.Pending
+	var ps []multipart.Pending
 	for p, err := range b.ListPending(context.Background(), prefix) {
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // satisfied reports whether cond holds for the stored version cur ("" when
@@ -110,7 +111,7 @@ func newVersion() driver.Version {
 // the commit, then takes the key's lock and renames the file over the
 // object only if cond holds and ctx has not ended. On any failure the
 // temporary file is removed before it returns, and the error's
-// *driver.UploadError says whether that succeeded. po.Metadata is kept on
+// *multipart.UploadError says whether that succeeded. po.Metadata is kept on
 // the temporary file before the rename.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, p, err := b.beginWrite(ctx, key, po)
@@ -125,7 +126,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 			if err := opts.Allow(); err != nil {
 				return fmt.Errorf("MayStart refused part %d: %w", no, err)
 			}
-			n, rerr := driver.ReadPart(ctx, r, buf)
+			n, rerr := multipart.ReadPart(ctx, r, buf)
 			if _, err := f.Write(buf[:n]); err != nil {
 				return err
 			}
@@ -149,7 +150,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		s.done()
 		return driver.Attrs{Version: v}, nil
 	}
-	ue := &driver.UploadError{Err: err}
+	ue := &multipart.UploadError{Err: err}
 	if s != nil {
 		ue.Staged, ue.Upload = true, "temporary file "+s.name
 		if rerr := s.discard(); rerr == nil {

@@ -78,7 +78,7 @@ func readMetadata(f *os.File) (driver.Metadata, error) {
 		if !ok {
 			continue
 		}
-		buf := make([]byte, driver.MaxMetadataValueLen+1)
+		buf := make([]byte, 256+1) // a portable value is at most 256 bytes
 		n, err := unix.Fgetxattr(fd, string(name), buf)
 		if errors.Is(err, unix.ENODATA) {
 			continue // removed meanwhile

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -37,7 +38,7 @@ func TestCloseLeavesCallersClient(t *testing.T) {
 	c := client(t, endpoint, nil)
 	name := newBucket(t, endpoint)
 	b := gcs.New(c, name)
-	if err := driver.Close(b); err != nil {
+	if err := location.Close(b); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
@@ -46,14 +47,14 @@ func TestCloseLeavesCallersClient(t *testing.T) {
 	if _, err := gcs.New(c, name).Put(t.Context(), "k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatalf("the caller's client after the Bucket's Close: %v", err)
 	}
-	opened, _, err := driver.Open(t.Context(), "gs://"+name+"?endpoint="+endpoint)
+	opened, _, err := location.Open(t.Context(), "gs://"+name+"?endpoint="+endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Close(opened); err != nil {
+	if err := location.Close(opened); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.Close(opened); err != nil {
+	if err := location.Close(opened); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
 }
@@ -87,7 +88,7 @@ func TestOpenURLCredentials(t *testing.T) {
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", file)
 	t.Setenv("STORAGE_EMULATOR_HOST", "")
 	for _, url := range []string{"gs://bkt/p", "gs://bkt/p?endpoint=https://127.0.0.1:1"} {
-		b, _, err := driver.Open(t.Context(), url)
+		b, _, err := location.Open(t.Context(), url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +96,7 @@ func TestOpenURLCredentials(t *testing.T) {
 		if _, _, err := b.Get(t.Context(), "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrPermission) || !errors.As(err, &ae) {
 			t.Errorf("%s: Get with refused credentials: %v, want ErrPermission with *auth.Error", url, err)
 		}
-		if err := driver.Close(b); err != nil {
+		if err := location.Close(b); err != nil {
 			t.Error(err)
 		}
 	}
@@ -109,11 +110,11 @@ func TestOpenURLEmulatorHost(t *testing.T) {
 	name := newBucket(t, endpoint)
 	t.Setenv("STORAGE_EMULATOR_HOST", endpoint)
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", filepath.Join(t.TempDir(), "none.json"))
-	b, prefix, err := driver.Open(t.Context(), "gs://"+name+"/db1")
+	b, prefix, err := location.Open(t.Context(), "gs://"+name+"/db1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer driver.Close(b)
+	defer location.Close(b)
 	v, err := b.Put(t.Context(), prefix+"/LEASE", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		t.Fatalf("Put through STORAGE_EMULATOR_HOST: %v", err)

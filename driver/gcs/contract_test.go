@@ -20,6 +20,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // client returns a client for the emulator through rt (nil: the default).
@@ -107,7 +108,7 @@ func fakeService(t *testing.T, status int, reason string) string {
 func TestPermission(t *testing.T) {
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
 		url := fakeService(t, status, "forbidden")
-		b, _, err := driver.Open(t.Context(), "gs://bkt/p?endpoint="+url)
+		b, _, err := location.Open(t.Context(), "gs://bkt/p?endpoint="+url)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +129,7 @@ func TestPermission(t *testing.T) {
 // conditionNotMet is not a refused condition.
 func TestOther412NotAPrecondition(t *testing.T) {
 	url := fakeService(t, http.StatusPreconditionFailed, "retentionPolicyNotMet")
-	b, _, err := driver.Open(t.Context(), "gs://bkt/p?endpoint="+url)
+	b, _, err := location.Open(t.Context(), "gs://bkt/p?endpoint="+url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestOther412NotAPrecondition(t *testing.T) {
 		t.Errorf("Put answered 412 retentionPolicyNotMet: %v, want an error that is not ErrPrecondition", err)
 	}
 	url = fakeService(t, http.StatusPreconditionFailed, "conditionNotMet")
-	b, _, _ = driver.Open(t.Context(), "gs://bkt/p?endpoint="+url)
+	b, _, _ = location.Open(t.Context(), "gs://bkt/p?endpoint="+url)
 	if _, err := b.Put(t.Context(), "p/LEASE", []byte("x"), driver.PutOptions{If: driver.IfMatch("1700000000000001")}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Errorf("Put answered 412 conditionNotMet: %v, want ErrPrecondition", err)
 	}

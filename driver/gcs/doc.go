@@ -22,7 +22,7 @@
 // A bucket opened by URL owns its client and its HTTP transports (one for
 // streamed writes and listing, one for the small requests, so that a
 // renewal never queues behind a streamed upload's chunks): close it with
-// driver.Close when done. A Bucket from New leaves its caller's client
+// bucket.Bucket.Close when done. A Bucket from New leaves its caller's client
 // open.
 //
 // docs/drivers.md ("gs:// — Google Cloud Storage") has the details: how

@@ -8,12 +8,13 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // Opening by URL: importing the package registers gs://. Opening sends no
 // request, so this runs without a server.
 func Example_open() {
-	b, prefix, err := driver.Open(context.Background(), "gs://my-bucket/backups/db1?endpoint=http://127.0.0.1:4443")
+	b, prefix, err := location.Open(context.Background(), "gs://my-bucket/backups/db1?endpoint=http://127.0.0.1:4443")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -32,8 +33,8 @@ func init() {
 
 // Locate is the Locate of the driver.Scheme for gs:// URLs: the bucket, the
 // prefix and the endpoint parameter (empty for Cloud Storage).
-func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	return u.Host, u.Path, u.Query().Get("endpoint"), nil
 }
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.
@@ -67,10 +68,10 @@ func New(client *storage.Client, name string) *Bucket {
 	return &Bucket{bkt: h, ctl: h}
 }
 
-// Close closes the client OpenURL created for b (driver.Open's bucket)
+// Close closes the client OpenURL created for b (bucket.Open's bucket)
 // and its HTTP transport's idle connections; a Bucket from New leaves its
 // caller's client open and Close does nothing. Call it, through
-// driver.Close, once no operation of b is in flight; b is not to be used
+// bucket.Bucket.Close, once no operation of b is in flight; b is not to be used
 // afterwards. Closing twice returns the first result.
 func (b *Bucket) Close() error {
 	if b.owned == nil {
@@ -109,10 +110,6 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 	return c
 }
 
-func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
-	return driver.Begin(ctx, b.Capabilities(), driverName, op, key, cond)
-}
-
 // Get reads the object and returns its body, its generation and the
 // service's time, all from the one read response. Under opts.Metadata it
 // returns the object's metadata too: from the read response's
@@ -125,7 +122,7 @@ func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond d
 // again, up to metadataReads times. Without opts.Metadata that second
 // request is not sent.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, driverName, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -170,7 +167,7 @@ const metadataReads = 3
 // or its metadata changed, since r's response: read the object again.
 func (b *Bucket) metadata(op *driver.Op, key string, r *storage.Reader) (md driver.Metadata, again bool, err error) {
 	if m := r.Metadata(); len(m) > 0 {
-		return driver.LowerMetadata(m), false, nil
+		return metadata.Lower(m), false, nil
 	}
 	obj := b.ctl.Object(key).Generation(r.Attrs.Generation)
 	if r.Attrs.Metageneration > 0 {
@@ -186,7 +183,7 @@ func (b *Bucket) metadata(op *driver.Op, key string, r *storage.Reader) (md driv
 	case err != nil:
 		return nil, false, fmt.Errorf("reading the metadata of generation %d: %w", r.Attrs.Generation, err)
 	}
-	return driver.LowerMetadata(attrs.Metadata), false, nil
+	return metadata.Lower(attrs.Metadata), false, nil
 }
 
 // Put uploads data with opts.Metadata in one request if opts.If holds and
@@ -287,7 +284,7 @@ func (b *Bucket) object(h *storage.BucketHandle, key string, cond driver.Conditi
 // Delete removes the object if cond holds. An unconditional Delete of a
 // missing key succeeds; under IfMatch a missing key is ErrPrecondition.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), driverName, key, cond)
 	if err != nil {
 		return err
 	}
@@ -323,7 +320,7 @@ func fail(op *driver.Op, k, err error) error {
 		if perr != nil {
 			now = time.Now()
 		}
-		wait, _ = driver.ParseRetryAfter(ge.Header.Get("Retry-After"), now)
+		wait, _ = httpdate.RetryAfter(ge.Header.Get("Retry-After"), now)
 	}
 	return op.RateLimited(err, wait)
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
@@ -63,7 +65,7 @@ func TestEmulatorConformance(t *testing.T) {
 	endpoint := emulator(t)
 	bucket := newBucket(t, endpoint)
 	u := "gs://" + bucket + "/ci/run?endpoint=" + endpoint
-	b, prefix, err := driver.Open(t.Context(), u)
+	b, prefix, err := location.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestEmulatorConformance(t *testing.T) {
 // errors.Is, the SDK's own error for errors.As, and the key in the message.
 func TestEmulatorErrors(t *testing.T) {
 	endpoint := emulator(t)
-	b, _, err := driver.Open(t.Context(), "gs://"+newBucket(t, endpoint)+"?endpoint="+endpoint)
+	b, _, err := location.Open(t.Context(), "gs://"+newBucket(t, endpoint)+"?endpoint="+endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestEmulatorErrors(t *testing.T) {
 	if !strings.Contains(err.Error(), "put k") {
 		t.Errorf("the error %q does not name the key", err)
 	}
-	_, err = b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(driver.FakeVersion(v.Version))})
+	_, err = b.Put(ctx, "k", []byte("two"), driver.PutOptions{If: driver.IfMatch(objects.FakeVersion(v.Version))})
 	if !errors.As(err, &ge) || ge.Code != http.StatusPreconditionFailed {
 		t.Fatalf("IfMatch(made-up) was not refused by the service with 412: %v", err)
 	}
@@ -114,7 +116,7 @@ func TestVersionNotAGeneration(t *testing.T) {
 		http.Error(w, "this test expects no request", http.StatusTeapot)
 	}))
 	defer srv.Close()
-	b, _, err := driver.Open(t.Context(), "gs://bkt?endpoint="+srv.URL)
+	b, _, err := location.Open(t.Context(), "gs://bkt?endpoint="+srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func TestVersionNotAGeneration(t *testing.T) {
 
 func TestOpenURL(t *testing.T) {
 	ctx := context.Background()
-	_, prefix, err := driver.Open(ctx, "gs://bkt/backups/db1/?endpoint=http://127.0.0.1:1")
+	_, prefix, err := location.Open(ctx, "gs://bkt/backups/db1/?endpoint=http://127.0.0.1:1")
 	if err != nil || prefix != "backups/db1" {
 		t.Fatalf("Open = %q, %v", prefix, err)
 	}
@@ -165,7 +167,7 @@ func TestOpenURL(t *testing.T) {
 // deviations allowed: the service must honour every condition.
 func TestCloud(t *testing.T) {
 	raw := testenv.Cloud(t, "Google Cloud Storage", "BUCKETLEASE_TEST_GCS_URL")["BUCKETLEASE_TEST_GCS_URL"]
-	b, prefix, err := driver.Open(t.Context(), raw)
+	b, prefix, err := location.Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}

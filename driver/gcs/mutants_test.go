@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // notFoundService answers a bucket lookup (GET /storage/v1/b/bkt) with the
@@ -43,7 +44,7 @@ func notFoundService(t *testing.T, bucketExists bool) string {
 // gcs-no-bucket-lookup.)
 func TestNotFoundClassesWithoutEmulator(t *testing.T) {
 	ctx := t.Context()
-	b, _, err := driver.Open(ctx, "gs://bkt/p?endpoint="+notFoundService(t, true))
+	b, _, err := location.Open(ctx, "gs://bkt/p?endpoint="+notFoundService(t, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestNotFoundClassesWithoutEmulator(t *testing.T) {
 		t.Errorf("Put IfMatch of a missing object: %v, want ErrPrecondition and not ErrNotExist", err)
 	}
 
-	missing, _, err := driver.Open(ctx, "gs://bkt/p?endpoint="+notFoundService(t, false))
+	missing, _, err := location.Open(ctx, "gs://bkt/p?endpoint="+notFoundService(t, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func refusingService(t *testing.T, status int, reason string, date time.Time) st
 func TestServiceTimeWithARefusal(t *testing.T) {
 	ctx := t.Context()
 	date := time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)
-	b, _, err := driver.Open(ctx, "gs://bkt/p?endpoint="+refusingService(t, http.StatusNotFound, "notFound", date))
+	b, _, err := location.Open(ctx, "gs://bkt/p?endpoint="+refusingService(t, http.StatusNotFound, "notFound", date))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestServiceTimeWithARefusal(t *testing.T) {
 	if !errors.Is(err, driver.ErrPrecondition) || !a.Time.Date.Equal(date) || a.Version != "" {
 		t.Errorf("Put IfMatch of a missing object: %+v, %v; want ErrPrecondition with the service's Date %v", a, err, date)
 	}
-	b, _, err = driver.Open(ctx, "gs://bkt/p?endpoint="+refusingService(t, http.StatusPreconditionFailed, "conditionNotMet", date))
+	b, _, err = location.Open(ctx, "gs://bkt/p?endpoint="+refusingService(t, http.StatusPreconditionFailed, "conditionNotMet", date))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 // OpenURL is the Open of the driver.Scheme for
 // gs://BUCKET/PREFIX?endpoint=URL, which init registers; a program may
 // register it under a scheme of its own too. The Bucket owns the client it
-// creates: close it with driver.Close (Bucket.Close) when done.
+// creates: close it with bucket.Bucket.Close (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // TestRateLimitedClassified: Cloud Storage's answer to
@@ -29,7 +30,7 @@ func TestRateLimitedClassified(t *testing.T) {
 		w.Write([]byte(`{"error":{"code":429,"message":"The object exceeded the rate limit for object mutation operations (create, update, and delete).","errors":[{"reason":"rateLimitExceeded","message":"rate"}]}}`))
 	}))
 	defer srv.Close()
-	b, _, err := driver.Open(t.Context(), "gs://bkt?endpoint="+srv.URL)
+	b, _, err := location.Open(t.Context(), "gs://bkt?endpoint="+srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 var (
@@ -50,7 +52,7 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 
 // PutStream stores the body read from r, with opts.Metadata, under key if
 // opts.If holds when the upload is finalised, and returns the new
-// generation, through driver.StreamParts.
+// generation, through multipart.Stream.
 //
 // A body shorter than one chunk (see below) is one conditional multipart
 // request, as Put sends. A longer one is a resumable upload: the session is
@@ -84,7 +86,7 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 // have landed, which only reading the object back tells. The client
 // library does not expose the session's URI, so the session cannot be
 // deleted: Cloud Storage discards it, with the chunks it received, when it
-// expires a week after it started. The *driver.UploadError in the error
+// expires a week after it started. The *multipart.UploadError in the error
 // says whether a session had been started.
 //
 // Once finalised, the object is checked against what was sent: its length,
@@ -104,11 +106,11 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		return driver.Attrs{}, op.Fail(driver.ErrPrecondition, err)
 	}
 	u := &upload{b: b, ctx: ctx, key: key, cond: op.Cond, meta: op.Metadata, obj: obj, chunk: chunkSize(opts)}
-	return driver.StreamParts(op, r, opts, driver.Parts{Size: u.chunk, Piece: handOver}, u)
+	return multipart.Stream(op, r, opts, multipart.Parts{Size: u.chunk, Piece: handOver}, u)
 }
 
-// upload is the driver.UploadSteps of one streamed write: the client
-// library's Writer, handed the body a piece at a time (driver.Parts.Piece),
+// upload is the multipart.UploadSteps of one streamed write: the client
+// library's Writer, handed the body a piece at a time (multipart.Parts.Piece),
 // which buffers a chunk and sends it once it holds it whole.
 type upload struct {
 	b     *Bucket
@@ -134,7 +136,7 @@ type upload struct {
 // Start makes the Writer, which sends nothing until it holds a chunk or is
 // closed. Its context must outlive Close; cancelling it aborts the upload.
 func (u *upload) Start(ctx context.Context) error {
-	u.wop, _ = u.b.begin(ctx, driver.OpPut, u.key, u.cond)
+	u.wop, _ = driver.BeginPut(ctx, u.b.Capabilities(), driverName, u.key, driver.PutOptions{If: u.cond})
 	wctx, cancel := context.WithCancel(u.wop.Context())
 	u.w, u.cancel = u.obj.NewWriter(wctx), cancel
 	u.w.ChunkSize = int(u.chunk)
@@ -235,7 +237,7 @@ func (u *upload) resumable() bool { return u.written >= u.chunk }
 // Abort cancels the Writer's requests and waits for the client library's
 // upload to end. No abort is sent (Leftover.Err stays nil): the session
 // cannot be deleted, so the Leftover says what becomes of it.
-func (u *upload) Abort(context.Context, bool) driver.Leftover {
+func (u *upload) Abort(context.Context, bool) multipart.Leftover {
 	u.cancel()
 	if !u.closed {
 		u.closed = true
@@ -243,13 +245,13 @@ func (u *upload) Abort(context.Context, bool) driver.Leftover {
 	}
 	switch {
 	case u.wrong != "":
-		return driver.Leftover{Upload: u.wrong}
+		return multipart.Leftover{Upload: u.wrong}
 	case !u.resumable():
-		return driver.Leftover{}
+		return multipart.Leftover{}
 	case u.final:
-		return driver.Leftover{Upload: finalFailed}
+		return multipart.Leftover{Upload: finalFailed}
 	}
-	return driver.Leftover{Upload: abandoned}
+	return multipart.Leftover{Upload: abandoned}
 }
 
 // abandoned and finalFailed are UploadError.Upload of a resumable upload
@@ -318,7 +320,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 				return
 			}
 			o := driver.Object{Key: attrs.Name, Size: attrs.Size, Version: version(attrs.Generation), ModTime: attrs.Updated,
-				Metadata: driver.LowerMetadata(attrs.Metadata)}
+				Metadata: metadata.Lower(attrs.Metadata)}
 			if !yield(o, nil) {
 				return
 			}

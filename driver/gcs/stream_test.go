@@ -17,6 +17,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -82,7 +84,7 @@ func streamBucket(t *testing.T) (*gcs.Bucket, *requestCounter) {
 // read returns key's body and version.
 func read(t *testing.T, b driver.Bucket, key string) ([]byte, driver.Version) {
 	t.Helper()
-	data, v, err := driver.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
+	data, v, err := objects.ReadAll(t.Context(), b, key, 64<<20, driver.GetOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", key, err)
 	}
@@ -173,9 +175,9 @@ func TestStreamMayStartRefused(t *testing.T) {
 				return nil
 			}
 			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 2)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
-			var ue *driver.UploadError
+			var ue *multipart.UploadError
 			if !errors.Is(err, refused) || !errors.As(err, &ue) {
-				t.Fatalf("PutStream refused by MayStart: %v; want the refusal inside a *driver.UploadError", err)
+				t.Fatalf("PutStream refused by MayStart: %v; want the refusal inside a *multipart.UploadError", err)
 			}
 			if ue.Staged != (at > 1) || !strings.Contains(err.Error(), "put k") {
 				t.Errorf("error %q: Staged = %v, want %v, and the key named", err, ue.Staged, at > 1)
@@ -383,9 +385,9 @@ func TestStreamErrorSaysSessionIsLeft(t *testing.T) {
 				return nil
 			}
 			_, err := b.PutStream(t.Context(), "k", unknownLength(body(testChunk*2+100, 9)), driver.PutOptions{If: driver.IfAbsent()}, &opts)
-			var ue *driver.UploadError
+			var ue *multipart.UploadError
 			if !errors.As(err, &ue) {
-				t.Fatalf("%v; want a *driver.UploadError", err)
+				t.Fatalf("%v; want a *multipart.UploadError", err)
 			}
 			msg := err.Error()
 			t.Log(msg)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // wireOfWhatWasRead plays a network that delivers whatever of a single
@@ -75,7 +76,7 @@ func TestPutNeverTorn(t *testing.T) {
 			t.Fatalf("setup: the Put (%s) returned (%v) before 1 MiB of its body was on the wire", cond, err)
 		}
 		cancel()
-		got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20, driver.GetOptions{})
+		got, _, rerr := objects.ReadAll(t.Context(), plain, key, 64<<20, driver.GetOptions{})
 		switch {
 		case errors.Is(rerr, driver.ErrNotExist):
 		case rerr != nil:
@@ -128,7 +129,7 @@ func TestStreamResentChunkIsNotKept(t *testing.T) {
 			b := gcs.New(client(t, endpoint, &lostChunkReply{nth: nth}), name)
 			want := body(3*driver.MinPartSize+17, 7)
 			v, err := b.PutStream(t.Context(), key, unknownLength(want), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
-			got, _, rerr := driver.ReadAll(t.Context(), plain, key, 64<<20, driver.GetOptions{})
+			got, _, rerr := objects.ReadAll(t.Context(), plain, key, 64<<20, driver.GetOptions{})
 			switch {
 			case errors.Is(rerr, driver.ErrNotExist):
 				if err == nil {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // Scheme is the URL scheme this package registers.
@@ -33,8 +35,8 @@ func init() {
 
 // Locate is the Locate of the driver.Scheme for mem:// URLs: the named bucket
 // and the prefix.
-func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path}, nil
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	return u.Host, u.Path, "", nil
 }
 
 // named holds the buckets opened by URL, shared by name within the process.
@@ -106,7 +108,7 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 // Get returns a copy of the object's bytes and its version, and a copy of
 // its metadata under opts.Metadata.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -119,7 +121,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	}
 	a := driver.Attrs{Version: o.version, Time: b.time(now, o.mod)}
 	if opts.Metadata {
-		a.Metadata = o.meta.Clone()
+		a.Metadata = maps.Clone(o.meta)
 	}
 	return io.NopCloser(bytes.NewReader(o.data)), a, nil
 }
@@ -173,7 +175,7 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	}
 	b.writes++
 	v := driver.Version(fmt.Sprintf("%016x", mix(b.writes)))
-	meta := op.Metadata.Clone()
+	meta := maps.Clone(op.Metadata)
 	if meta == nil {
 		meta = driver.Metadata{}
 	}
@@ -191,7 +193,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		return driver.Attrs{}, err
 	}
 	fail := func(kind, cause error) error {
-		return op.Fail(kind, &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"})
+		return op.Fail(kind, &multipart.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"})
 	}
 	var data []byte
 	part := make([]byte, opts.Size())
@@ -199,7 +201,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		if err := opts.Allow(); err != nil {
 			return driver.Attrs{}, fail(nil, fmt.Errorf("MayStart refused part %d: %w", no, err))
 		}
-		n, err := driver.ReadPart(ctx, r, part)
+		n, err := multipart.ReadPart(ctx, r, part)
 		data = append(data, part[:n]...)
 		if err == io.EOF {
 			break
@@ -219,7 +221,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 			if cause == nil {
 				cause = errors.New("the condition did not hold at the commit")
 			}
-			oe.Err = &driver.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"}
+			oe.Err = &multipart.UploadError{Err: cause, Staged: true, Aborted: true, Upload: "in memory"}
 		}
 	}
 	return v, err
@@ -233,7 +235,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 		var objs []driver.Object
 		for k, o := range b.objects {
 			if strings.HasPrefix(k, prefix) {
-				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod, Metadata: o.meta.Clone()})
+				objs = append(objs, driver.Object{Key: k, Size: int64(len(o.data)), Version: o.version, ModTime: o.mod, Metadata: maps.Clone(o.meta)})
 			}
 		}
 		b.mu.Unlock()
@@ -252,7 +254,7 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 
 // Delete removes key if cond holds.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), Scheme, key, cond)
 	if err != nil {
 		return err
 	}

@@ -8,14 +8,14 @@ import (
 	miniogo "github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // A misspelled parameter is refused: "insecure" is not how this driver
 // turns TLS off; tls=false is.
 func Example_unknownParameter() {
-	_, _, err := driver.Open(context.Background(), "minio://127.0.0.1:9000/backups/db1?insecure=true")
+	_, _, err := location.Open(context.Background(), "minio://127.0.0.1:9000/backups/db1?insecure=true")
 	fmt.Println(err)
 	// Output:
 	// open minio://127.0.0.1:9000/backups/db1?insecure=true: unknown query parameter "insecure"; allowed: tls, region

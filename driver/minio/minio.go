@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
 )
 
@@ -31,19 +32,19 @@ func init() {
 // Locate is the Locate of the driver.Scheme for minio:// URLs: the bucket and
 // prefix of the path, on the server the host and the tls parameter name
 // (https unless tls=false); the region says nothing of which bucket it is.
-func Locate(u *url.URL) (driver.Location, error) {
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	scheme := "https"
 	if s := u.Query().Get("tls"); s != "" {
 		secure, err := strconv.ParseBool(s)
 		if err != nil {
-			return driver.Location{}, fmt.Errorf("tls=%q is not true or false", s)
+			return "", "", "", fmt.Errorf("tls=%q is not true or false", s)
 		}
 		if !secure {
 			scheme = "http"
 		}
 	}
-	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: scheme + "://" + u.Host}, nil
+	bucket, prefix, _ = strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	return bucket, prefix, scheme + "://" + u.Host, nil
 }
 
 // MaxPutSize is the largest body Put sends. Every Put is one PUT request
@@ -62,9 +63,9 @@ type Bucket struct {
 	transport *http.Transport
 }
 
-// Close closes the idle connections of the client OpenURL (driver.Open)
+// Close closes the idle connections of the client OpenURL (bucket.Open)
 // made for b; a Bucket from New leaves its caller's client as it is and
-// Close does nothing. Call it, through driver.Close, once no operation of b
+// Close does nothing. Call it, through bucket.Bucket.Close, once no operation of b
 // is in flight; b is not to be used afterwards. It returns nil.
 func (b *Bucket) Close() error {
 	if b.transport != nil {
@@ -129,7 +130,7 @@ func newClient(endpoint string, secure bool, region string) (*miniogo.Client, *h
 // OpenURL is the Open of the driver.Scheme for
 // minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R, which init registers; a
 // program may register it under a scheme of its own too. The Bucket owns the
-// client it creates: close it with driver.Close (Bucket.Close) when done.
+// client it creates: close it with bucket.Bucket.Close (Bucket.Close) when done.
 func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "tls", "region")
 	if err != nil {
@@ -186,15 +187,11 @@ func userMetadata(md driver.Metadata) map[string]string {
 	return out
 }
 
-func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
-	return driver.Begin(ctx, b.Capabilities(), Scheme, op, key, cond)
-}
-
 // Get returns the object's body and its Attrs (the ETag, the service's
 // time and, under opts.Metadata, the x-amz-meta-* headers), all from one
 // GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -216,7 +213,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	}
 	if opts.Metadata {
 		// minio-go gives the keys in canonical header case ("Epoch").
-		a.Metadata = driver.LowerMetadata(info.UserMetadata)
+		a.Metadata = metadata.Lower(info.UserMetadata)
 	}
 	return body, a, nil
 }
@@ -286,7 +283,7 @@ func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpd
 // condition is refused with driver.ErrUnsupported without a request, since
 // the server would ignore it.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), Scheme, key, cond)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
@@ -35,7 +36,7 @@ func open(t *testing.T, srv miniotest.Server, bucket, path string) (driver.Bucke
 	isolateCreds(t)
 	t.Setenv("MINIO_ACCESS_KEY", srv.AccessKey)
 	t.Setenv("MINIO_SECRET_KEY", srv.SecretKey)
-	b, prefix, err := driver.Open(t.Context(), "minio://"+srv.Addr+"/"+bucket+"/"+path+"?tls=false")
+	b, prefix, err := location.Open(t.Context(), "minio://"+srv.Addr+"/"+bucket+"/"+path+"?tls=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestTLSByDefault(t *testing.T) {
 	isolateCreds(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	b, _, err := driver.Open(t.Context(), "minio://"+srv.Addr+"/"+bucket+"/p")
+	b, _, err := location.Open(t.Context(), "minio://"+srv.Addr+"/"+bucket+"/p")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestConditionalDeleteNotSent(t *testing.T) {
 func TestOpenURL(t *testing.T) {
 	isolateCreds(t)
 	ctx := context.Background()
-	if _, _, err := driver.Open(ctx, "minio://127.0.0.1:9000/bkt/p?tls=false"); !errors.Is(err, driver.ErrPermission) || !strings.Contains(err.Error(), "MINIO_ACCESS_KEY") {
+	if _, _, err := location.Open(ctx, "minio://127.0.0.1:9000/bkt/p?tls=false"); !errors.Is(err, driver.ErrPermission) || !strings.Contains(err.Error(), "MINIO_ACCESS_KEY") {
 		t.Errorf("Open without credentials: %v, want an error naming the variables", err)
 	}
 	t.Setenv("MINIO_ACCESS_KEY", "minioadmin-test")
@@ -189,7 +190,7 @@ func TestGetBodyAndVersionAgree(t *testing.T) {
 // credentials in MINIO_ACCESS_KEY and MINIO_SECRET_KEY.
 func TestCloud(t *testing.T) {
 	env := testenv.Cloud(t, "MinIO deployment", "BUCKETLEASE_TEST_MINIO_URL")
-	b, prefix, err := driver.Open(t.Context(), env["BUCKETLEASE_TEST_MINIO_URL"])
+	b, prefix, err := location.Open(t.Context(), env["BUCKETLEASE_TEST_MINIO_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,11 +235,11 @@ func TestTLSToPlainHTTPSaysTLSFalse(t *testing.T) {
 	t.Setenv("MINIO_ACCESS_KEY", "test-access")
 	t.Setenv("MINIO_SECRET_KEY", "test-secret-hunter2")
 	host := strings.TrimPrefix(srv.URL, "http://")
-	b, _, err := driver.Open(t.Context(), "minio://"+host+"/bkt/p")
+	b, _, err := location.Open(t.Context(), "minio://"+host+"/bkt/p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer driver.Close(b)
+	defer location.Close(b)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	_, err = b.Put(ctx, "p/k", []byte("x"), driver.PutOptions{If: driver.IfAbsent()})

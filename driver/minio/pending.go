@@ -12,11 +12,11 @@ import (
 // aborted) a success.
 func (b *Bucket) abortFunc(key, id string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		op, err := b.begin(ctx, driver.OpDelete, key, driver.Condition{})
+		op, err := driver.BeginDelete(ctx, b.Capabilities(), Scheme, key, driver.Condition{})
 		if err != nil {
 			return err
 		}
-		if err := (multipart{b: b, key: key}).Abort(op.Context(), id); err != nil {
+		if err := (uploads{b: b, key: key}).Abort(op.Context(), id); err != nil {
 			return op.Fail(kind(err, driver.Condition{}), fmt.Errorf("aborting the pending upload %s: %w", id, err))
 		}
 		return nil

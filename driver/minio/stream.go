@@ -13,9 +13,10 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-var _ driver.PendingLister = (*Bucket)(nil)
+var _ multipart.PendingLister = (*Bucket)(nil)
 
 // PutStream stores the body read from r under key if opts.If holds when it
 // is committed, with opts.Metadata (on the PUT, or on the
@@ -26,7 +27,7 @@ var _ driver.PendingLister = (*Bucket)(nil)
 // opts.If as If-None-Match: * or If-Match (minio-go sends the
 // PutObjectOptions' headers on the complete request). s.Allow is called
 // before each part and before the commit. On any failure the upload is
-// aborted before PutStream returns, and the error's *driver.UploadError
+// aborted before PutStream returns, and the error's *multipart.UploadError
 // says whether the abort succeeded. After a CreateMultipartUpload that got
 // no answer, or that minio-go retried, the key's pending uploads are swept
 // for the ones it began (see docs/drivers.md).
@@ -37,21 +38,21 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts dr
 			a, err := b.Put(ctx, key, data, opts)
 			return a.Version, err
 		},
-		Multipart: multipart{b: b, key: key, cond: opts.If},
+		Multipart: uploads{b: b, key: key, cond: opts.If},
 		Kind:      kind,
 	}.Run(ctx, r, s)
 }
 
-// multipart is s3proto.Multipart on minio-go's Core API.
-type multipart struct {
+// uploads is s3proto.Multipart on minio-go's Core API.
+type uploads struct {
 	b    *Bucket
 	key  string
 	cond driver.Condition
 }
 
-func (m multipart) core() miniogo.Core { return miniogo.Core{Client: m.b.client} }
+func (m uploads) core() miniogo.Core { return miniogo.Core{Client: m.b.client} }
 
-func (m multipart) Create(ctx context.Context, md driver.Metadata) (string, error) {
+func (m uploads) Create(ctx context.Context, md driver.Metadata) (string, error) {
 	// Look the bucket's region up first (see Put), so that the commit's
 	// operation counts its own attempts only.
 	if _, err := m.b.client.GetBucketLocation(ctx, m.b.bucket); err != nil {
@@ -64,7 +65,7 @@ func (m multipart) Create(ctx context.Context, md driver.Metadata) (string, erro
 	return id, err
 }
 
-func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, string, error) {
+func (m uploads) Part(ctx context.Context, upload string, n int, data []byte) (string, string, error) {
 	p, err := m.core().PutObjectPart(ctx, m.b.bucket, m.key, upload, n, bytes.NewReader(data), int64(len(data)), partOptions(m.b.client, data))
 	if err != nil {
 		return "", "", err
@@ -91,7 +92,7 @@ func partOptions(c *miniogo.Client, data []byte) miniogo.PutObjectPartOptions {
 	return miniogo.PutObjectPartOptions{DisableContentSha256: true, Sha256Hex: hex.EncodeToString(sum[:])}
 }
 
-func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
+func (m uploads) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
 	cps := make([]miniogo.CompletePart, len(parts))
 	for i, p := range parts {
 		cps[i] = miniogo.CompletePart{PartNumber: p.Number, ETag: p.ETag}
@@ -109,7 +110,7 @@ func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.
 	return driver.Version(unquote(driver.Version(info.ETag))), nil
 }
 
-func (m multipart) Abort(ctx context.Context, upload string) error {
+func (m uploads) Abort(ctx context.Context, upload string) error {
 	err := m.core().AbortMultipartUpload(ctx, m.b.bucket, m.key, upload)
 	if code, _ := errorResponse(err); code == "NoSuchUpload" {
 		return nil
@@ -117,11 +118,11 @@ func (m multipart) Abort(ctx context.Context, upload string) error {
 	return err
 }
 
-func (m multipart) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
+func (m uploads) Pending(ctx context.Context) iter.Seq2[multipart.Pending, error] {
 	return m.b.ListPending(ctx, m.key)
 }
 
-func (m multipart) HasParts(ctx context.Context, upload string) (bool, error) {
+func (m uploads) HasParts(ctx context.Context, upload string) (bool, error) {
 	res, err := m.core().ListObjectParts(ctx, m.b.bucket, m.key, upload, 0, 1)
 	if err != nil {
 		return false, err
@@ -161,17 +162,17 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 // ListPending yields the multipart uploads under prefix that are neither
 // completed nor aborted. The MinIO server lists only the uploads of the key
 // the prefix names exactly.
-func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Pending, error) bool) {
+func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(multipart.Pending, error) bool) {
 		keyMarker, idMarker := "", ""
 		for {
 			res, err := miniogo.Core{Client: b.client}.ListMultipartUploads(op.Context(), b.bucket, prefix, keyMarker, idMarker, "", 1000)
 			if err != nil {
-				yield(driver.Pending{}, op.Fail(kind(err, driver.Condition{}), err))
+				yield(multipart.Pending{}, op.Fail(kind(err, driver.Condition{}), err))
 				return
 			}
 			for _, u := range res.Uploads {
-				p := driver.Pending{Key: u.Key, Upload: u.UploadID, Initiated: u.Initiated, Abort: b.abortFunc(u.Key, u.UploadID)}
+				p := multipart.Pending{Key: u.Key, Upload: u.UploadID, Initiated: u.Initiated, Abort: b.abortFunc(u.Key, u.UploadID)}
 				if !yield(p, nil) {
 					return
 				}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
@@ -135,7 +136,7 @@ func TestStreamCorruptPartRefused(t *testing.T) {
 	if err == nil {
 		t.Fatal("PutStream with part 2 corrupted on the wire succeeded")
 	}
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) || !ue.Aborted {
 		t.Errorf("error %v: want an *UploadError whose upload was aborted", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
@@ -25,14 +26,14 @@ func TestErrorClasses(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	ctx := t.Context()
-	missing, _, err := driver.Open(ctx, "r2://"+account+"/bltest-no-such-bucket/p?endpoint="+srv.URL())
+	missing, _, err := location.Open(ctx, "r2://"+account+"/bltest-no-such-bucket/p?endpoint="+srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := missing.Get(ctx, "p/LEASE", driver.GetOptions{}); !errors.Is(err, driver.ErrBucketNotExist) || errors.Is(err, driver.ErrNotExist) {
 		t.Errorf("Get in a missing bucket: %v, want ErrBucketNotExist", err)
 	}
-	b, _, err := driver.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
+	b, _, err := location.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestErrorClasses(t *testing.T) {
 		}})
 
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-key")
-	wrong, _, err := driver.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
+	wrong, _, err := location.Open(ctx, "r2://"+account+"/"+bucket+"/p?endpoint="+srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,13 @@ func init() {
 // Locate is the Locate of the driver.Scheme for r2:// URLs: the bucket and
 // prefix of the path, on the endpoint parameter or else the account's
 // endpoint.
-func Locate(u *url.URL) (driver.Location, error) {
-	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-	endpoint := u.Query().Get("endpoint")
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	bucket, prefix, _ = strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	endpoint = u.Query().Get("endpoint")
 	if endpoint == "" {
 		endpoint = Endpoint(strings.ToLower(u.Host))
 	}
-	return driver.Location{Bucket: bucket, Prefix: prefix, Endpoint: endpoint}, nil
+	return bucket, prefix, endpoint, nil
 }
 
 // Profile is R2's profile for the S3 driver: conditional writes, and no
@@ -85,7 +85,7 @@ func validAccountID(id string) bool {
 // OpenURL is the Open of the driver.Scheme for
 // r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E, which init registers; a program
 // may register it under a scheme of its own too. The Bucket owns the client
-// it creates: close it with driver.Close (Bucket.Close) when done.
+// it creates: close it with bucket.Bucket.Close (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {
@@ -118,7 +118,7 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 			p.KeyWriteInterval = 0
 		}
 	}
-	// The bucket owns the client it opens: driver.Close closes it.
+	// The bucket owns the client it opens: bucket.Bucket.Close closes it.
 	b, err := s3.OpenWithProfile(ctx, o, bucket, p)
 	if err != nil {
 		return nil, "", err

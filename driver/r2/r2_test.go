@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
@@ -31,7 +32,7 @@ func TestConformanceMinIO(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	u := "r2://" + account + "/" + bucket + "/ci/run?endpoint=" + srv.URL()
-	b, prefix, err := driver.Open(t.Context(), u)
+	b, prefix, err := location.Open(t.Context(), u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestOpenURL(t *testing.T) {
 // token in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 func TestCloud(t *testing.T) {
 	env := testenv.Cloud(t, "Cloudflare R2", "BUCKETLEASE_TEST_R2_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-	b, prefix, err := driver.Open(t.Context(), env["BUCKETLEASE_TEST_R2_URL"])
+	b, prefix, err := location.Open(t.Context(), env["BUCKETLEASE_TEST_R2_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestWireHeaders(t *testing.T) {
 	}
 	put := func(rawURL string) http.Header {
 		t.Helper()
-		b, prefix, err := driver.Open(t.Context(), rawURL)
+		b, prefix, err := location.Open(t.Context(), rawURL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,13 +176,13 @@ func TestKeyWriteIntervalOnlyForR2Itself(t *testing.T) {
 		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=https://0123456789abcdef0123456789abcdef.eu.r2.cloudflarestorage.com": time.Second,
 		"r2://0123456789abcdef0123456789abcdef/bkt/p?endpoint=http://127.0.0.1:9000":                                                0,
 	} {
-		b, _, err := driver.Open(t.Context(), u)
+		b, _, err := location.Open(t.Context(), u)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := b.Capabilities().KeyWriteInterval; got != want {
 			t.Errorf("%s: KeyWriteInterval %v, want %v", u, got, want)
 		}
-		driver.Close(b)
+		location.Close(b)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
@@ -31,7 +32,7 @@ func TestCloseLeavesCallersClient(t *testing.T) {
 	bucket := srv.NewBucket(t)
 	c := srv.Client(srv.URL())
 	b := s3.New(c, bucket)
-	if err := driver.Close(b); err != nil {
+	if err := location.Close(b); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/drivertest/wirefault"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
@@ -60,7 +62,7 @@ func TestConditionalDeleteOnlyForAWS(t *testing.T) {
 			t.Errorf("endpoint %q: ConditionalDelete %v, want %v", endpoint, got, want)
 		}
 	}
-	b, _, err := driver.Open(context.Background(), "s3://bkt/p?region=us-east-1&endpoint=http://127.0.0.1:9")
+	b, _, err := location.Open(context.Background(), "s3://bkt/p?region=us-east-1&endpoint=http://127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestRetriedWriteThatLanded(t *testing.T) {
 			t.Errorf("Put (%s) whose first attempt landed: %v; want success, settled by reading back", c.cond, err)
 			continue
 		}
-		if data, ga, err := driver.ReadAll(ctx, b, c.key, 100, driver.GetOptions{}); err != nil || string(data) != "two" || ga.Version != got {
+		if data, ga, err := objects.ReadAll(ctx, b, c.key, 100, driver.GetOptions{}); err != nil || string(data) != "two" || ga.Version != got {
 			t.Errorf("after Put (%s): the object is %q at %s (%v), want %q at the version Put returned, %s", c.cond, data, ga.Version, err, "two", got)
 		}
 	}
@@ -206,7 +208,7 @@ func TestNoCredentials(t *testing.T) {
 	srv := miniotest.Env(t)
 	bucket := srv.NewBucket(t)
 	testenv.IsolateAWS(t)
-	b, _, err := driver.Open(t.Context(), "s3://"+bucket+"/p?region=us-east-1&path_style=true&endpoint="+srv.URL())
+	b, _, err := location.Open(t.Context(), "s3://"+bucket+"/p?region=us-east-1&path_style=true&endpoint="+srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // A misspelled parameter is refused rather than ignored.
 func Example_unknownParameter() {
-	_, _, err := driver.Open(context.Background(), "s3://my-bucket/backups?regoin=eu-west-1")
+	_, _, err := location.Open(context.Background(), "s3://my-bucket/backups?regoin=eu-west-1")
 	fmt.Println(err)
 	// Output:
 	// open s3://my-bucket/backups?regoin=eu-west-1: unknown query parameter "regoin"; allowed: region, endpoint, path_style

@@ -30,8 +30,8 @@ func init() {
 // Locate is the Locate of the driver.Scheme for s3:// URLs: the bucket, the
 // prefix and the endpoint parameter (empty for AWS); the region and
 // path_style say how to reach the bucket, not which it is.
-func Locate(u *url.URL) (driver.Location, error) {
-	return driver.Location{Bucket: u.Host, Prefix: u.Path, Endpoint: u.Query().Get("endpoint")}, nil
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	return u.Host, u.Path, u.Query().Get("endpoint"), nil
 }
 
 // ClientOptions say how NewClient builds a client. Credentials are not among
@@ -64,7 +64,7 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, error) {
 
 // OpenWithProfile builds a client from o as NewClient does and returns the
 // bucket named bucket on it, with profile p (NewWithProfile). The Bucket
-// owns the client: its Close (driver.Close) closes the connections the
+// owns the client: its Close (bucket.Bucket.Close) closes the connections the
 // client's HTTP transport keeps open. OpenURL opens buckets this way.
 //
 // It builds two clients on one configuration (and one credential cache),
@@ -189,7 +189,7 @@ func checkEndpoint(raw string) error {
 // OpenURL is the Open of the driver.Scheme for
 // s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true, which init
 // registers; a program may register it under a scheme of its own too. The
-// Bucket owns the client it creates: close it with driver.Close
+// Bucket owns the client it creates: close it with bucket.Bucket.Close
 // (Bucket.Close) when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "region", "endpoint", "path_style")

@@ -21,7 +21,10 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/internal/httpdate"
+	"github.com/mushroomdb/bucketlease/driver/internal/metadata"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/internal/settle"
 )
 
 // MaxPutSize is the largest body Put sends: S3's limit for a single PUT.
@@ -73,9 +76,9 @@ type Bucket struct {
 }
 
 // Close closes the connections the client OpenWithProfile (and so OpenURL,
-// driver.Open) made for b keeps open; a Bucket from New or NewWithProfile
+// bucket.Open) made for b keeps open; a Bucket from New or NewWithProfile
 // leaves its caller's client as it is and Close does nothing. Call it,
-// through driver.Close, once no operation of b is in flight; b is not to be
+// through bucket.Bucket.Close, once no operation of b is in flight; b is not to be
 // used afterwards. It returns nil.
 func (b *Bucket) Close() error {
 	if b.conns != nil {
@@ -128,15 +131,11 @@ func IsAWSEndpoint(endpoint string) bool {
 // client reaches AWS.
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
-func (b *Bucket) begin(ctx context.Context, op driver.OpName, key string, cond driver.Condition) (*driver.Op, error) {
-	return driver.Begin(ctx, b.caps, b.profile.Driver, op, key, cond)
-}
-
 // Get returns the object's body and its Attrs (the ETag, the service's
 // time and, under opts.Metadata, the x-amz-meta-* headers) from one
 // GetObject response.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := b.begin(ctx, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, b.profile.Driver, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -150,7 +149,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 		return nil, driver.Attrs{Time: a.Time}, op.Fail(nil, errors.New("the response carried no ETag, so the object's version is unknown"))
 	}
 	if opts.Metadata {
-		a.Metadata = driver.LowerMetadata(out.Metadata)
+		a.Metadata = metadata.Lower(out.Metadata)
 	}
 	return out.Body, a, nil
 }
@@ -228,10 +227,10 @@ func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key st
 	if rerr != nil {
 		return "", op.Fail(k, fmt.Errorf("%w (reading the object back to settle the write failed too: %w)", err, rerr))
 	}
-	switch driver.SettleRetriedWrite(data, sent, rb) {
-	case driver.SettledOurs:
+	switch settle.Judge(data, sent, rb) {
+	case settle.Ours:
 		return rb.Version, nil
-	case driver.SettledNotApplied:
+	case settle.NotApplied:
 		// The object has not changed since before the first attempt; if it
 		// fails the condition, it did throughout, so every attempt that
 		// reached the service was refused, whether or not its answer came.
@@ -245,22 +244,22 @@ func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key st
 	return "", op.Fail(k, err)
 }
 
-// readBack reads key as driver.SettleRetriedWrite needs it: at most limit
+// readBack reads key as settle.Judge needs it: at most limit
 // bytes, the version, Last-Modified and the response's Date.
-func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (driver.ReadBack, error) {
+func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (settle.ReadBack, error) {
 	out, err := b.ctl.GetObject(ctx, &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
 		if errors.Is(kind(err, driver.Condition{}), driver.ErrNotExist) {
-			return driver.ReadBack{}, nil
+			return settle.ReadBack{}, nil
 		}
-		return driver.ReadBack{}, err
+		return settle.ReadBack{}, err
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(out.Body, limit))
 	if err != nil {
-		return driver.ReadBack{}, err
+		return settle.ReadBack{}, err
 	}
-	rb := driver.ReadBack{Exists: true, Data: data, Version: driver.Version(aws.ToString(out.ETag)), Modified: aws.ToTime(out.LastModified)}
+	rb := settle.ReadBack{Exists: true, Data: data, Version: driver.Version(aws.ToString(out.ETag)), Modified: aws.ToTime(out.LastModified)}
 	if raw, ok := awsmiddleware.GetRawResponse(out.ResultMetadata).(*smithyhttp.Response); ok {
 		if t, err := http.ParseTime(raw.Header.Get("Date")); err == nil {
 			rb.Now = t
@@ -297,7 +296,7 @@ func serviceTime(md *middleware.Metadata, err error, modified *time.Time) driver
 // success. IfMatch is sent as If-Match where the bucket declares a
 // conditional delete, and refused with driver.ErrUnsupported otherwise.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := b.begin(ctx, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.caps, b.profile.Driver, key, cond)
 	if err != nil {
 		return err
 	}
@@ -341,7 +340,7 @@ func fail(op *driver.Op, k, err error) error {
 		if perr != nil {
 			now = time.Now()
 		}
-		wait, _ = driver.ParseRetryAfter(re.Response.Header.Get("Retry-After"), now)
+		wait, _ = httpdate.RetryAfter(re.Response.Header.Get("Retry-After"), now)
 	}
 	return op.RateLimited(err, wait)
 }

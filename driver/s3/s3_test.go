@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
@@ -43,7 +44,7 @@ func TestOpenMinIO(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
 	ctx := t.Context()
-	b, prefix, err := driver.Open(ctx, "s3://"+bucket+"/backups/db1?region=us-east-1&path_style=true&endpoint="+srv.URL())
+	b, prefix, err := location.Open(ctx, "s3://"+bucket+"/backups/db1?region=us-east-1&path_style=true&endpoint="+srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestOpenURL(t *testing.T) {
 // AWS itself still does (TestURLs: "no region").
 func TestRegionDefaultForAnEndpoint(t *testing.T) {
 	testenv.IsolateAWS(t)
-	if _, _, err := driver.Open(context.Background(), "s3://bucket/p?endpoint=http://127.0.0.1:9000&path_style=true"); err != nil {
+	if _, _, err := location.Open(context.Background(), "s3://bucket/p?endpoint=http://127.0.0.1:9000&path_style=true"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -126,7 +127,7 @@ func TestRegionDefaultForAnEndpoint(t *testing.T) {
 func TestRegionFromEnvironment(t *testing.T) {
 	testenv.IsolateAWS(t)
 	t.Setenv("AWS_REGION", "eu-central-1")
-	if _, _, err := driver.Open(context.Background(), "s3://bucket/p"); err != nil {
+	if _, _, err := location.Open(context.Background(), "s3://bucket/p"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -160,7 +161,7 @@ func TestEmptyVersionRefusedLocally(t *testing.T) {
 // from the AWS SDK's default chain.
 func TestCloud(t *testing.T) {
 	env := testenv.Cloud(t, "AWS S3", "BUCKETLEASE_TEST_S3_URL")
-	b, prefix, err := driver.Open(t.Context(), env["BUCKETLEASE_TEST_S3_URL"])
+	b, prefix, err := location.Open(t.Context(), env["BUCKETLEASE_TEST_S3_URL"])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
@@ -36,7 +37,7 @@ func TestRetriedRefusalIsSettled(t *testing.T) {
 	for i := range 20 {
 		cond := driver.IfAbsent()
 		if i%2 == 1 {
-			cond = driver.IfMatch(driver.FakeVersion(old))
+			cond = driver.IfMatch(objects.FakeVersion(old))
 		}
 		_, err := b.PutStream(ctx, "k", bytes.NewReader(body), driver.PutOptions{If: cond}, nil)
 		if strings.Contains(err.Error(), "times;") {
@@ -46,7 +47,7 @@ func TestRetriedRefusalIsSettled(t *testing.T) {
 			t.Errorf("write %d (%s) of 12 MiB over an existing key: %v, want ErrPrecondition", i, cond, err)
 		}
 	}
-	data, got, err := driver.ReadAll(ctx, b, "k", 100, driver.GetOptions{})
+	data, got, err := objects.ReadAll(ctx, b, "k", 100, driver.GetOptions{})
 	if err != nil || string(data) != "old" || got.Version != old {
 		t.Fatalf("the object is %q at %s (%v), want %q at %s unchanged", data, got.Version, err, "old", old)
 	}

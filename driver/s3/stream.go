@@ -13,9 +13,10 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-var _ driver.PendingLister = (*Bucket)(nil)
+var _ multipart.PendingLister = (*Bucket)(nil)
 
 // PutStream stores the body read from r under key if opts.If holds when it
 // is committed, with opts.Metadata (on the PutObject, or on the
@@ -27,7 +28,7 @@ var _ driver.PendingLister = (*Bucket)(nil)
 // the step that makes the object visible. s.Allow is called before each part
 // and before the commit. On any failure the upload is aborted
 // (AbortMultipartUpload) before PutStream returns, and the error's
-// *driver.UploadError says whether the abort succeeded (after a
+// *multipart.UploadError says whether the abort succeeded (after a
 // CreateMultipartUpload that got no answer, or that the SDK retried, the
 // key's pending uploads are swept for the ones it began: docs/drivers.md);
 // what a killed process leaves is removed by a lifecycle rule with
@@ -39,19 +40,19 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts dr
 			a, err := b.put(ctx, b.client, key, data, opts)
 			return a.Version, err
 		},
-		Multipart: multipart{b: b, key: key, cond: opts.If},
+		Multipart: uploads{b: b, key: key, cond: opts.If},
 		Kind:      kind,
 	}.Run(ctx, r, s)
 }
 
-// multipart is s3proto.Multipart on the AWS SDK.
-type multipart struct {
+// uploads is s3proto.Multipart on the AWS SDK.
+type uploads struct {
 	b    *Bucket
 	key  string
 	cond driver.Condition
 }
 
-func (m multipart) Create(ctx context.Context, md driver.Metadata) (string, error) {
+func (m uploads) Create(ctx context.Context, md driver.Metadata) (string, error) {
 	// CRC32 on every part, handed back in the completed parts, as the
 	// SDK's own transfer manager does: AWS S3 checks each part's checksum
 	// against the one it computed.
@@ -66,7 +67,7 @@ func (m multipart) Create(ctx context.Context, md driver.Metadata) (string, erro
 	return aws.ToString(out.UploadId), nil
 }
 
-func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) (string, string, error) {
+func (m uploads) Part(ctx context.Context, upload string, n int, data []byte) (string, string, error) {
 	out, err := m.b.client.UploadPart(ctx, &s3sdk.UploadPartInput{
 		Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload, PartNumber: aws.Int32(int32(n)),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
@@ -78,7 +79,7 @@ func (m multipart) Part(ctx context.Context, upload string, n int, data []byte) 
 	return aws.ToString(out.ETag), aws.ToString(out.ChecksumCRC32), nil
 }
 
-func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
+func (m uploads) Complete(ctx context.Context, upload string, parts []s3proto.Part) (driver.Version, error) {
 	in := &s3sdk.CompleteMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload,
 		MultipartUpload: &types.CompletedMultipartUpload{}}
 	for _, p := range parts {
@@ -100,7 +101,7 @@ func (m multipart) Complete(ctx context.Context, upload string, parts []s3proto.
 	return driver.Version(aws.ToString(out.ETag)), nil
 }
 
-func (m multipart) Abort(ctx context.Context, upload string) error {
+func (m uploads) Abort(ctx context.Context, upload string) error {
 	_, err := m.b.client.AbortMultipartUpload(ctx, &s3sdk.AbortMultipartUploadInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload})
 	var nsu *types.NoSuchUpload
 	if errors.As(err, &nsu) {
@@ -109,11 +110,11 @@ func (m multipart) Abort(ctx context.Context, upload string) error {
 	return err
 }
 
-func (m multipart) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
+func (m uploads) Pending(ctx context.Context) iter.Seq2[multipart.Pending, error] {
 	return m.b.ListPending(ctx, m.key)
 }
 
-func (m multipart) HasParts(ctx context.Context, upload string) (bool, error) {
+func (m uploads) HasParts(ctx context.Context, upload string) (bool, error) {
 	out, err := m.b.client.ListParts(ctx, &s3sdk.ListPartsInput{Bucket: &m.b.bucket, Key: &m.key, UploadId: &upload, MaxParts: aws.Int32(1)})
 	if err != nil {
 		return false, err
@@ -146,17 +147,17 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 
 // ListPending yields the multipart uploads under prefix that are neither
 // completed nor aborted (ListMultipartUploads, paged).
-func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return driver.Listing(ctx, b.profile.Driver, prefix, func(op *driver.Op, yield func(driver.Pending, error) bool) {
+func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return driver.Listing(ctx, b.profile.Driver, prefix, func(op *driver.Op, yield func(multipart.Pending, error) bool) {
 		in := &s3sdk.ListMultipartUploadsInput{Bucket: &b.bucket, Prefix: &prefix}
 		for {
 			out, err := b.client.ListMultipartUploads(op.Context(), in)
 			if err != nil {
-				yield(driver.Pending{}, op.Fail(kind(err, driver.Condition{}), err))
+				yield(multipart.Pending{}, op.Fail(kind(err, driver.Condition{}), err))
 				return
 			}
 			for _, u := range out.Uploads {
-				p := driver.Pending{Key: aws.ToString(u.Key), Upload: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)}
+				p := multipart.Pending{Key: aws.ToString(u.Key), Upload: aws.ToString(u.UploadId), Initiated: aws.ToTime(u.Initiated)}
 				p.Abort = b.abortFunc(p.Key, p.Upload)
 				if !yield(p, nil) {
 					return

@@ -9,6 +9,7 @@ import (
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
@@ -27,8 +28,8 @@ func TestListPendingSeesAnUpload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := func() []driver.Pending {
-		var ps []driver.Pending
+	pending := func() []multipart.Pending {
+		var ps []multipart.Pending
 		for p, err := range b.ListPending(ctx, key) {
 			if err != nil {
 				t.Fatal(err)
@@ -64,7 +65,7 @@ func TestStreamRefusedAtCommitSaysAborted(t *testing.T) {
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("PutStream IfAbsent over an existing key: %v, want ErrPrecondition", err)
 	}
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) || !ue.Staged || !ue.Aborted {
 		t.Fatalf("the error does not say the upload was aborted: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // TestNoServiceTimeHidesTheReports: through NoServiceTime, neither Get nor
@@ -28,7 +29,7 @@ func TestNoServiceTimeHidesTheReports(t *testing.T) {
 			t.Fatal(err)
 		}
 		times = append(times, a.Time)
-		if _, a, err = driver.ReadAll(ctx, tc.b, k, 10, driver.GetOptions{}); err != nil {
+		if _, a, err = objects.ReadAll(ctx, tc.b, k, 10, driver.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		times = append(times, a.Time)
@@ -36,7 +37,7 @@ func TestNoServiceTimeHidesTheReports(t *testing.T) {
 			t.Fatalf("%s: a second IfAbsent write succeeded", tc.name)
 		}
 		times = append(times, a.Time)
-		if _, a, err = driver.ReadAll(ctx, tc.b, k+"-missing", 10, driver.GetOptions{}); err == nil {
+		if _, a, err = objects.ReadAll(ctx, tc.b, k+"-missing", 10, driver.GetOptions{}); err == nil {
 			t.Fatalf("%s: a Get of a missing key succeeded", tc.name)
 		}
 		times = append(times, a.Time)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // ErrKeyRateLimited is the service's error inside the driver.ErrRateLimited
@@ -59,6 +60,18 @@ func (r *RateLimit) interval() time.Duration {
 	return time.Second
 }
 
+// refusal returns an Op for a put or a delete of key under cond, to build
+// the refusal's error with.
+func refusal(op, key string, cond driver.Condition) *driver.Op {
+	caps := driver.Capabilities{ConditionalDelete: true}
+	if op == "delete" {
+		o, _ := driver.BeginDelete(context.Background(), caps, "faulty", key, cond)
+		return o
+	}
+	o, _ := driver.BeginPut(context.Background(), caps, "faulty", key, driver.PutOptions{If: cond})
+	return o
+}
+
 // admit decides whether a write to key may reach the service now, and
 // returns the refusal if not.
 func (r *RateLimit) admit(op, key string, cond driver.Condition) error {
@@ -81,8 +94,7 @@ func (r *RateLimit) admit(op, key string, cond driver.Condition) error {
 		if after < 0 {
 			after = r.interval() - (now - last)
 		}
-		return &driver.OpError{Driver: "faulty", Op: op, Key: key, Cond: cond, Kind: driver.ErrRateLimited,
-			Err: ErrKeyRateLimited, RetryAfter: after}
+		return refusal(op, key, cond).RateLimited(ErrKeyRateLimited, after)
 	}
 	r.last[key] = now
 	return nil
@@ -99,8 +111,8 @@ func (r *RateLimit) Put(ctx context.Context, key string, data []byte, opts drive
 	return r.Bucket.Put(ctx, key, data, opts)
 }
 
-// Close closes the inner bucket (driver.Close).
-func (r *RateLimit) Close() error { return driver.Close(r.Bucket) }
+// Close closes the inner bucket (bucket.Bucket.Close).
+func (r *RateLimit) Close() error { return location.Close(r.Bucket) }
 
 // Delete refuses a delete that comes too soon, and forwards any other.
 func (r *RateLimit) Delete(ctx context.Context, key string, cond driver.Condition) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // TestRateLimit: a second write to one key within the interval is refused
@@ -36,7 +37,7 @@ func TestRateLimit(t *testing.T) {
 	if d, ok := driver.RetryAfter(err); !ok || d != time.Second {
 		t.Errorf("RetryAfter = %v %v", d, ok)
 	}
-	if data, _, _ := driver.ReadAll(ctx, inner, "k", 10, driver.GetOptions{}); string(data) != "1" {
+	if data, _, _ := objects.ReadAll(ctx, inner, "k", 10, driver.GetOptions{}); string(data) != "1" {
 		t.Errorf("the refused write reached the store: %q", data)
 	}
 	if _, err := r.Put(ctx, "other", []byte("x"), driver.PutOptions{}); err != nil {

@@ -6,6 +6,8 @@ import (
 	"iter"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // NoServiceTime returns b as a driver without the service-time capability:
@@ -13,8 +15,8 @@ import (
 // too, so the lease judges records on the machines' clocks alone ("clocks:
 // assumed synchronised"). Checks that run the lease on fake clocks far from
 // a real service's (a takeover a TTL later, without waiting a TTL) use it.
-// The result is a driver.PendingLister where b is one, and an io.Closer
-// that closes b (driver.Close).
+// The result is a multipart.PendingLister where b is one, and an io.Closer
+// that closes b (bucket.Bucket.Close).
 func NoServiceTime(b driver.Bucket) driver.Bucket { return hideTime(noServiceTime{Bucket: b}) }
 
 // OnFakeClocks returns b for a lease on fake clocks that move a TTL on
@@ -30,7 +32,7 @@ func OnFakeClocks(b driver.Bucket) driver.Bucket {
 
 // hideTime returns n, with ListPending where its bucket has it.
 func hideTime(n noServiceTime) driver.Bucket {
-	if _, ok := n.Bucket.(driver.PendingLister); ok {
+	if _, ok := n.Bucket.(multipart.PendingLister); ok {
 		return noServiceTimePending{n}
 	}
 	return n
@@ -68,11 +70,11 @@ func (n noServiceTime) PutStream(ctx context.Context, key string, r io.Reader, o
 }
 
 // Close closes the bucket under it.
-func (n noServiceTime) Close() error { return driver.Close(n.Bucket) }
+func (n noServiceTime) Close() error { return location.Close(n.Bucket) }
 
-// noServiceTimePending is a noServiceTime over a driver.PendingLister.
+// noServiceTimePending is a noServiceTime over a multipart.PendingLister.
 type noServiceTimePending struct{ noServiceTime }
 
-func (n noServiceTimePending) ListPending(ctx context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return n.Bucket.(driver.PendingLister).ListPending(ctx, prefix)
+func (n noServiceTimePending) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return n.Bucket.(multipart.PendingLister).ListPending(ctx, prefix)
 }

@@ -58,7 +58,11 @@ func Example() {
 		}
 		fmt.Println(o.Key)
 	}
-	latest, _, _ := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{})
+	var latest []byte
+	if rc, _, err := b.Get(ctx, "LATEST", driver.GetOptions{}); err == nil {
+		latest, _ = io.ReadAll(rc)
+		rc.Close()
+	}
 	fmt.Println("LATEST ->", string(latest))
 	m, err := backupworker.RestoreLatest(ctx, b, st)
 	fmt.Println("restore:", m.Seq, len(m.Chunks), "chunks", err)

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -60,7 +61,7 @@ func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 		return err
 	}
 	cond := driver.IfAbsent()
-	if _, a, err := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{}); err == nil {
+	if _, a, err := bucket.New(b, "").ReadAll(ctx, "LATEST", 1<<10); err == nil {
 		cond = driver.IfMatch(a.Version)
 	} else if !errors.Is(err, driver.ErrNotExist) {
 		return err
@@ -165,7 +166,7 @@ func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manif
 	}
 	slices.Sort(names)
 	if latest {
-		data, _, err := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{})
+		data, _, err := bucket.New(b, "").ReadAll(ctx, "LATEST", 1<<10)
 		if err != nil {
 			return Manifest{}, err
 		}
@@ -180,7 +181,7 @@ func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manif
 }
 
 func readManifest(ctx context.Context, b driver.Bucket, name string) (Manifest, error) {
-	data, _, err := driver.ReadAll(ctx, b, name, 1<<20, driver.GetOptions{})
+	data, _, err := bucket.New(b, "").ReadAll(ctx, name, 1<<20)
 	if err != nil {
 		return Manifest{}, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
 )
@@ -192,7 +193,7 @@ func (b *backend) minio(ctx context.Context, name, dir string, getenv func(strin
 	// key's own).
 	b.pending = func(ctx context.Context) ([]PendingUpload, error) {
 		var out []PendingUpload
-		for p, err := range driver.PendingLister(direct).ListPending(ctx, "") {
+		for p, err := range multipart.PendingLister(direct).ListPending(ctx, "") {
 			if err != nil {
 				return nil, err
 			}
@@ -437,7 +438,7 @@ func (b *backend) file(dir string, k int) error {
 }
 
 // pendingOf names the label and lease-relative key of a pending upload.
-func (b *backend) pendingOf(p driver.Pending) PendingUpload {
+func (b *backend) pendingOf(p multipart.Pending) PendingUpload {
 	u := PendingUpload{Key: p.Key, Name: p.Key, Upload: p.Upload, Initiated: p.Initiated}
 	for i, pfx := range b.prefixes {
 		if pfx != "" && strings.HasPrefix(p.Key, pfx+"/") {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -489,7 +490,7 @@ func (r *runner) healAll() {
 func (r *runner) readLease(i int) (lease.Record, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.TTL+5*time.Second)
 	defer cancel()
-	data, _, err := driver.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return lease.Record{}, false
 	}

@@ -17,7 +17,9 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/minio"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // TestStreamLeavesNoOrphan replays, on one streamed write through the
@@ -56,7 +58,7 @@ func TestStreamLeavesNoOrphan(t *testing.T) {
 				if drv == "minio" {
 					u = "minio://" + px.Addr() + "/" + b + "/x?tls=false"
 				}
-				bk, prefix, err := driver.Open(ctx, u)
+				bk, prefix, err := location.Open(ctx, u)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -95,7 +97,7 @@ func TestStreamLeavesNoOrphan(t *testing.T) {
 				case fault == "drop-replies-throughout":
 					// Nothing can be swept while every reply is lost: the
 					// error must say that something may be left.
-					var ue *driver.UploadError
+					var ue *multipart.UploadError
 					if err == nil || !errors.As(err, &ue) || (n > 0 && (!ue.Staged || ue.Aborted)) ||
 						(n > 0 && !strings.Contains(err.Error(), "service's clean-up")) {
 						t.Errorf("%d upload(s) left and the error does not say so: %v", n, err)

@@ -20,6 +20,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -122,7 +124,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	for i, u := range cfg.URLs {
 		// Opened without ctx: a client must outlive the signal, for
 		// the release.
-		b, prefix, err := driver.Open(context.Background(), u)
+		b, prefix, err := location.Open(context.Background(), u)
 		if err != nil {
 			cfg.Log.Log(Entry{Ev: EvExit, Err: "open: " + err.Error()})
 			return fmt.Errorf("open URL %d: %w", i, err)
@@ -326,7 +328,7 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 // full keys.
 func (w *prefixWorker) backup(ctx context.Context, b driver.Bucket, epoch, n int) {
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.TTL)
-	data, latest, err := driver.ReadAll(rctx, b, w.wkey("LATEST"), 64<<10, driver.GetOptions{})
+	data, latest, err := objects.ReadAll(rctx, b, w.wkey("LATEST"), 64<<10, driver.GetOptions{})
 	cancel()
 	vLatest := latest.Version
 	k := 1
@@ -507,7 +509,7 @@ type padding struct {
 }
 
 // paceStep bounds how long one Read of padding sleeps, so that a caller
-// that looks at its context between Reads (driver.ReadPart does) stops soon.
+// that looks at its context between Reads (multipart.ReadPart does) stops soon.
 const paceStep = 20 * time.Millisecond
 
 func (p *padding) Read(b []byte) (int, error) {
@@ -562,7 +564,7 @@ func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.TTL)
 	defer cancel()
 	e := Entry{Ev: EvLostRead, Epoch: epoch, Ver: string(leaseseam.Inside(l).Version)}
-	data, a, err := driver.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, a, err := objects.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize, driver.GetOptions{})
 	v := a.Version
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
@@ -630,7 +632,7 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 		ctx, cancel = context.WithDeadline(ctx, cfg.Deadline)
 		defer cancel()
 	}
-	b, prefix, err := driver.Open(context.Background(), cfg.URLs[0])
+	b, prefix, err := location.Open(context.Background(), cfg.URLs[0])
 	if err != nil {
 		return err
 	}
@@ -649,7 +651,7 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 		w.lb = stampBucket{Bucket: w.lb, md: st.Metadata()}
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.TTL)
-	data, a, err := driver.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, a, err := objects.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	cancel()
 	v := a.Version
 	rec, derr := lease.DecodeRecord(data)

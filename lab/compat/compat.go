@@ -26,6 +26,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 
 	// Every driver a server may be reached through.
@@ -216,7 +218,7 @@ func measureDriver(ctx context.Context, s Server, scheme, bucket string, opts Op
 		run.Error = err.Error()
 		return run
 	}
-	b, prefix, err := driver.Open(ctx, rawURL)
+	b, prefix, err := location.Open(ctx, rawURL)
 	if err != nil {
 		run.Error = "open: " + oneLine(err.Error())
 		return run
@@ -276,7 +278,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	if err := l.Release(ctx); err != nil {
 		return fmt.Sprintf("%s exclusion; release failed: %s", exclusion, oneLine(err.Error()))
 	}
-	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	if exclusion != driver.Conditional {
 		return leaseBestEffortText
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -88,7 +89,7 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 // holder returns the instance the lease object names, failing unless it is
 // a live (not released) record.
 func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver.Version, error) {
-	data, v, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, v, err := objects.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return "", "", fmt.Errorf("reading the lease object: %w", err)
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/testenv"
 )
 
@@ -56,7 +56,7 @@ func TestVersityGateway(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, prefix, err := driver.Open(t.Context(), rawURL)
+			b, prefix, err := location.Open(t.Context(), rawURL)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	_ "github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -43,7 +44,7 @@ func drivers(t *testing.T) map[string]driver.Bucket {
 	}
 	out := map[string]driver.Bucket{}
 	for name, u := range urls {
-		b, _, err := driver.Open(t.Context(), u)
+		b, _, err := location.Open(t.Context(), u)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -216,7 +217,7 @@ func TestWorkerKeysForEveryURLShape(t *testing.T) {
 		"s3://" + bucket + "/q/" + q: "q/LEASE",
 	} {
 		ctx := context.Background()
-		b, prefix, err := driver.Open(ctx, url)
+		b, prefix, err := location.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}

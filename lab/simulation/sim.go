@@ -51,6 +51,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -557,7 +558,7 @@ func (s *sim) deleteReleased(in *inst) {
 
 // storedRecord reads the LEASE object straight from the store.
 func (s *sim) storedRecord() (lease.Record, bool) {
-	data, _, err := driver.ReadAll(context.Background(), s.store, leaseKey, lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(context.Background(), s.store, leaseKey, lease.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return lease.Record{}, false
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
 // The worker writes backups the way the spec says: every immutable object
@@ -91,7 +92,7 @@ func (in *inst) workStep() {
 		b := in.lease.Bucket()
 		in.call("worker", func() {
 			var a driver.Attrs
-			data, a, err = driver.ReadAll(context.Background(), b, rel(latestKey), 1<<20, driver.GetOptions{})
+			data, a, err = objects.ReadAll(context.Background(), b, rel(latestKey), 1<<20, driver.GetOptions{})
 			v = a.Version
 		})
 		switch {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // PendingOptions say which pending uploads RemovePending removes.
@@ -27,7 +28,7 @@ type PendingOptions struct {
 
 // PendingOutcome is what RemovePending did with one pending upload.
 type PendingOutcome struct {
-	driver.Pending
+	multipart.Pending
 	// Removed reports that it was aborted (or, under DryRun, would be).
 	Removed bool
 	// Why says why it was removed or kept, for people.
@@ -51,8 +52,8 @@ type PendingReport struct {
 
 // Removed returns the uploads that were removed (or, under DryRun, would
 // be).
-func (r PendingReport) Removed() []driver.Pending {
-	var out []driver.Pending
+func (r PendingReport) Removed() []multipart.Pending {
+	var out []multipart.Pending
 	for _, u := range r.Uploads {
 		if u.Removed {
 			out = append(out, u.Pending)
@@ -92,7 +93,7 @@ const maxPendingScanned = 10_000
 // writer that writes under the prefix without taking the lease is judged
 // by age alone. The error joins every failure (the listing, a lease that
 // could not be read, an abort), each naming its key; the report holds
-// what was done all the same. Without a driver.PendingLister the error
+// what was done all the same. Without a multipart.PendingLister the error
 // wraps driver.ErrUnsupported. b is the bucket as opened, not a Lease's
 // Bucket, whose keys are relative to its prefix.
 func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
@@ -104,7 +105,7 @@ func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o Pendin
 	if o.OlderThan < 0 {
 		return r, fmt.Errorf("remove pending uploads under %q: OlderThan %v is negative", r.Prefix, o.OlderThan)
 	}
-	pl, ok := b.(driver.PendingLister)
+	pl, ok := b.(multipart.PendingLister)
 	if !ok {
 		return r, fmt.Errorf("remove pending uploads under %q: %w: the driver cannot list pending uploads", r.Prefix, driver.ErrUnsupported)
 	}
@@ -156,7 +157,7 @@ func (out *PendingOutcome) remove(ctx context.Context) {
 // exact name and none for a "directory"), so when that finds none it looks
 // at the bucket's uploads, at most maxPendingScanned of them, and keeps
 // those under the prefix.
-func listUnder(ctx context.Context, pl driver.PendingLister, under string) ([]driver.Pending, bool, error) {
+func listUnder(ctx context.Context, pl multipart.PendingLister, under string) ([]multipart.Pending, bool, error) {
 	uploads, truncated, err := scanPending(ctx, pl, under, under)
 	if err == nil && len(uploads) == 0 && under != "" {
 		return scanPending(ctx, pl, "", under)
@@ -166,8 +167,8 @@ func listUnder(ctx context.Context, pl driver.PendingLister, under string) ([]dr
 
 // scanPending lists the uploads whose key starts with listPrefix, at most
 // maxPendingScanned of them, and keeps those under under.
-func scanPending(ctx context.Context, pl driver.PendingLister, listPrefix, under string) ([]driver.Pending, bool, error) {
-	var out []driver.Pending
+func scanPending(ctx context.Context, pl multipart.PendingLister, listPrefix, under string) ([]multipart.Pending, bool, error) {
+	var out []multipart.Pending
 	seen := 0
 	for u, err := range pl.ListPending(ctx, listPrefix) {
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -41,7 +42,7 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 }
 
 // judge decides whether u may be removed, and says why.
-func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan time.Duration) PendingOutcome {
+func (j *pendingJudge) judge(ctx context.Context, u multipart.Pending, olderThan time.Duration) PendingOutcome {
 	out := PendingOutcome{Pending: u}
 	var free []string
 	held := ""
@@ -88,7 +89,7 @@ func (j *pendingJudge) judge(ctx context.Context, u driver.Pending, olderThan ti
 
 // mayRemove reports whether the lease st leaves no live holder that may
 // still commit u, and says why, or why not.
-func mayRemove(st lease.Status, u driver.Pending) (bool, string) {
+func mayRemove(st lease.Status, u multipart.Pending) (bool, string) {
 	switch st.State {
 	case lease.Free:
 		return true, "no lease at " + st.Key

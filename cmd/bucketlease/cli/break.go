@@ -17,6 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -138,7 +139,7 @@ type breakHow struct{ force, overlap, killStopped bool }
 
 // breakLease breaks the lease at loc if it is still version v; confirm,
 // if not nil, is asked once the lease is shown and found breakable.
-func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver.Version, how breakHow, timeout time.Duration, confirm func() error) error {
+func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driver.Version, how breakHow, timeout time.Duration, confirm func() error) error {
 	if err := fileLeaseNotObject(loc); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 func TestHelp(t *testing.T) {
@@ -143,9 +144,9 @@ func TestCredentialHint(t *testing.T) {
 type errString string
 
 // mustParse is rawURL parsed, as a command parses its URL.
-func mustParse(t testing.TB, rawURL string) *driver.Location {
+func mustParse(t testing.TB, rawURL string) *location.Location {
 	t.Helper()
-	loc, err := driver.ParseURL(rawURL)
+	loc, err := location.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("%s: %v", rawURL, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // env is what a command may touch of the process, so that tests can run
@@ -269,7 +270,7 @@ func parseNoCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // oneLocation parses args, checks that they hold exactly one URL, and
 // parses that URL: once, for everything the command does after.
-func oneLocation(fs *flag.FlagSet, args []string) (*driver.Location, error) {
+func oneLocation(fs *flag.FlagSet, args []string) (*location.Location, error) {
 	pos, err := parseNoCommand(fs, args)
 	if err != nil {
 		return nil, err
@@ -278,7 +279,7 @@ func oneLocation(fs *flag.FlagSet, args []string) (*driver.Location, error) {
 	case 0:
 		return nil, usageErrorf("%s needs a URL, such as file:///var/backups/db1 or s3://bucket/prefix", fs.Name())
 	case 1:
-		return driver.ParseURL(pos[0])
+		return location.Parse(pos[0])
 	default:
 		return nil, usageErrorf("%s takes one URL, got %d arguments", fs.Name(), len(pos))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )

@@ -24,6 +24,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -418,7 +419,7 @@ func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
 	if err := os.Chtimes(filepath.Join(dir, "LEASE"), rec.RenewedAt, rec.RenewedAt); err != nil {
 		t.Fatal(err)
 	}
-	_, a, err := driver.ReadAll(context.Background(), b, "LEASE", 1<<12, driver.GetOptions{}) // its version moves with its time
+	_, a, err := objects.ReadAll(context.Background(), b, "LEASE", 1<<12, driver.GetOptions{}) // its version moves with its time
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +605,7 @@ func TestFlagRangesAsProcesses(t *testing.T) {
 
 // TestShowPendingOnFreeFileDirectory: show finds a free file:// directory
 // free without opening the driver (which would create its metadata
-// folder); the file driver lists its staged files (driver.PendingLister),
+// folder); the file driver lists its staged files (multipart.PendingLister),
 // so show says there are none where it never staged a write, and creates
 // nothing.
 func TestShowPendingOnFreeFileDirectory(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -90,7 +91,7 @@ func TestPutStampsTheEpoch(t *testing.T) {
 	}
 	stampOf := func(key string) lease.Stamp {
 		t.Helper()
-		_, a, err := driver.ReadAll(context.Background(), b, key, 1<<10, driver.GetOptions{Metadata: true})
+		_, a, err := objects.ReadAll(context.Background(), b, key, 1<<10, driver.GetOptions{Metadata: true})
 		if err != nil {
 			t.Fatal(err)
 		}

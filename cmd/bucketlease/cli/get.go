@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 var getCommand = &command{
@@ -117,7 +118,7 @@ func readFailed(ctx context.Context, cmd, key, full string, err error) error {
 // the wait for the response, not the body. With want set, an object of
 // another version is refused (exit 4) before a byte of it is read.
 func openObject(ctx context.Context, cmd, rawURL, key string, timeout time.Duration, want string) (io.ReadCloser, driver.Version, string, error) {
-	loc, err := driver.ParseURL(rawURL)
+	loc, err := location.Parse(rawURL)
 	if err != nil {
 		return nil, "", "", err
 	}

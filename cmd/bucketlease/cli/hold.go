@@ -9,7 +9,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -129,7 +129,7 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		}
 		// The URL is parsed once: the driver, the messages and the state
 		// directory read loc.
-		loc, err := driver.ParseURL(pos[0])
+		loc, err := location.Parse(pos[0])
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/statedir"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -76,7 +77,7 @@ func resolveCommand(name string) (string, error) {
 	}
 }
 
-func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, command []string) (holdErr error) {
+func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, command []string) (holdErr error) {
 	logger, err := newLogger(e.stderr, f.logLevel, f.json)
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *driver.Location, comma
 // named in the LEASE object after the command (or bucketlease hold). If
 // the default state directory cannot be made (a read-only home, say), it
 // runs without one, as before state directories existed.
-func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, command []string, logger *slog.Logger, p *printer) (*lease.Contender, error) {
+func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket, command []string, logger *slog.Logger, p *printer) (*lease.Contender, error) {
 	tool := "bucketlease hold"
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
@@ -186,7 +187,7 @@ func holdContender(e *env, f *holdFlags, loc *driver.Location, b driver.Bucket, 
 
 // noteHolding says that l is held: its key, instance, epoch, TTL,
 // exclusion and clocks, and warns when the exclusion is not conditional.
-func noteHolding(l *lease.Lease, loc *driver.Location, p *printer) {
+func noteHolding(l *lease.Lease, loc *location.Location, p *printer) {
 	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
 	if leaseseam.Inside(l).ServiceClock {
 		clocks, clocksSaid = "service", "clocks checked against the service's"

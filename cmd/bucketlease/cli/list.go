@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -73,7 +74,7 @@ func setupList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		prefix := loc.Prefix
-		defer driver.Close(b)
+		defer location.Close(b)
 		if *late {
 			return listLate(ctx, e, b, loc, *asJSON, *maxKeys, *timeout)
 		}
@@ -157,7 +158,7 @@ func leasePrefix(key string) (string, bool) {
 
 // leaseURL is the URL of the lease of prefix p under loc's prefix, as
 // show and break take it (redacted if loc's URL holds secrets).
-func leaseURL(loc *driver.Location, p string) string {
+func leaseURL(loc *location.Location, p string) string {
 	if p == "" {
 		return loc.String()
 	}
@@ -169,7 +170,7 @@ func leaseURL(loc *driver.Location, p string) string {
 
 // listLeases lists the keys under prefix, at most maxKeys of them, and
 // inspects every lease object among them.
-func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, loc *driver.Location) (listJSON, error) {
+func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, loc *location.Location) (listJSON, error) {
 	res := listJSON{URL: loc.String(), Leases: []listLeaseJSON{}}
 	under := strings.Trim(prefix, "/")
 	if under != "" {
@@ -213,7 +214,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 }
 
 // printList prints a listing for people: one lease a line.
-func printList(w io.Writer, loc *driver.Location, res listJSON) {
+func printList(w io.Writer, loc *location.Location, res listJSON) {
 	if len(res.Leases) == 0 {
 		fmt.Fprintf(w, "No lease under %s (%d keys looked at).\n", loc.String(), res.Keys)
 	} else {

@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -41,7 +42,7 @@ type lateWriteJSON struct {
 // listLate lists the objects under loc's prefix that a holder wrote after
 // its lease had passed to another (lease.Status.Late), looking at maxKeys
 // objects at most, and exits exitLate if it found any.
-func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
+func listLate(ctx context.Context, e *env, b driver.Bucket, loc *location.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
 	rb := bounded.New(b, timeout, loc, "--timeout")
 	st, err := lease.Inspect(ctx, rb, loc.Prefix, time.Now())
 	if err != nil {
@@ -92,7 +93,7 @@ func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location
 }
 
 // printLate prints list --late's findings for people.
-func printLate(w io.Writer, loc *driver.Location, res lateJSON) {
+func printLate(w io.Writer, loc *location.Location, res lateJSON) {
 	if len(res.Late) == 0 {
 		fmt.Fprintf(w, "No late write under %s (%d objects looked at).\n", loc.String(), res.Keys)
 	} else {

@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -104,7 +105,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			printReport(w, rep)
 			left.print(w)
 		}
-		probeJSON := func(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
+		probeJSON := func(loc *location.Location, rep *drivertest.Report) probeReportJSON {
 			j := probeJSON(loc, rep)
 			if left.lockFiles > 0 {
 				j.LockFilesLeft, j.LockDir = left.lockFiles, left.dir
@@ -215,7 +216,7 @@ func (l leftovers) print(w io.Writer) {
 // fileLocks is where the file driver keeps its lock files for a file://
 // URL, one per key ever written, and how many there are; "" for another
 // scheme.
-func fileLocks(loc *driver.Location) (string, int) {
+func fileLocks(loc *location.Location) (string, int) {
 	if u := loc.URL(); loc.Scheme == "file" && filepath.IsAbs(u.Path) {
 		return file.LockFiles(u.Path)
 	}
@@ -290,7 +291,7 @@ type probeResultJSON struct {
 	Errored   bool   `json:"errored,omitempty"`
 }
 
-func probeJSON(loc *driver.Location, rep *drivertest.Report) probeReportJSON {
+func probeJSON(loc *location.Location, rep *drivertest.Report) probeReportJSON {
 	j := probeReportJSON{URL: loc.String(), OK: rep.OK(),
 		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
 		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}, Clocks: probeClocks(rep)}

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
@@ -81,7 +82,7 @@ func setupPrune(fs *flag.FlagSet) runFunc {
 		if err != nil {
 			return err
 		}
-		defer driver.Close(b)
+		defer location.Close(b)
 		o := admin.PendingOptions{OlderThan: olderThan, DryRun: *dry, Timeout: *timeout}
 		r, err := admin.RemovePending(ctx, bounded.New(b, *timeout, loc, "--timeout"), loc.Prefix, o)
 		if errors.Is(err, driver.ErrUnsupported) && len(r.Uploads) == 0 {

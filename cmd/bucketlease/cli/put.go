@@ -17,6 +17,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -154,7 +155,7 @@ type putPlan struct {
 	in      put.Input
 	file    string // FILE, or "-" for stdin
 	oneShot bool
-	loc     *driver.Location
+	loc     *location.Location
 	sock    string
 }
 
@@ -285,7 +286,7 @@ func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool
 		return err
 	}
 	var err error
-	if pl.loc, err = driver.ParseURL(rawURL); err != nil {
+	if pl.loc, err = location.Parse(rawURL); err != nil {
 		return err
 	}
 	if err := refuseInProcess("put", pl.loc); err != nil {

@@ -14,12 +14,13 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // putOneShot takes the lease at loc, streams the body under it, and
 // releases it.
-func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, h put.Header, in *put.Input) (driver.Version, *put.Body, error) {
+func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location, h put.Header, in *put.Input) (driver.Version, *put.Body, error) {
 	cond, err := h.Condition()
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
@@ -101,7 +102,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 // uploadFailed is put URL's error for an upload of key under l that
 // failed with err: a signal's exit 128+N, the input's own failure, or the
 // service's error as put classifies it.
-func uploadFailed(upCtx context.Context, l *lease.Lease, loc *driver.Location, key string, checked *put.Body, err error) error {
+func uploadFailed(upCtx context.Context, l *lease.Lease, loc *location.Location, key string, checked *put.Body, err error) error {
 	class := put.Classify(l, err)
 	switch {
 	case signalled(upCtx):

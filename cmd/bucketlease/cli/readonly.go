@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -19,7 +20,7 @@ import (
 // without a LEASE file is free; either way nothing is created. It returns
 // true when the lease is known to be free without opening the driver. For
 // other schemes it returns false and no error.
-func fileLeaseAbsent(loc *driver.Location) (bool, error) {
+func fileLeaseAbsent(loc *location.Location) (bool, error) {
 	dir := fileDir(loc)
 	if dir == "" { // anything unusual in the URL is the driver's to judge
 		return false, nil
@@ -38,7 +39,7 @@ func fileLeaseAbsent(loc *driver.Location) (bool, error) {
 
 // fileDir is the directory a file:// URL names (file.Dir), or "" when the
 // URL is not one show reads without opening the driver.
-func fileDir(loc *driver.Location) string {
+func fileDir(loc *location.Location) string {
 	if loc.Scheme != "file" {
 		return ""
 	}
@@ -58,7 +59,7 @@ func freeStatus() lease.Status {
 // their own. show, break, hold, put and probe call it before they open the
 // driver; the error names the path and the fix. Other schemes, and a LEASE
 // that is not a directory, give nil.
-func fileLeaseNotObject(loc *driver.Location) error {
+func fileLeaseNotObject(loc *location.Location) error {
 	if loc.Scheme != "file" {
 		return nil
 	}

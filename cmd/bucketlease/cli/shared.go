@@ -8,11 +8,12 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // withDeadlines is bounded.New, under the name the put commands call.
-func withDeadlines(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
+func withDeadlines(b driver.Bucket, d time.Duration, loc *location.Location, bound string) driver.Bucket {
 	return bounded.New(b, d, loc, bound)
 }
 
@@ -48,6 +49,6 @@ func (p *printer) exit(err error)        { p.init().Exit(err) }
 
 // releaseAfter releases the lease after result (holding.Release), with
 // the driver's hints on a failure.
-func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *printer, result error) error {
+func releaseAfter(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix string, p *printer, result error) error {
 	return holding.Release(l, loc, b, prefix, p.init(), result, func(err error) error { return explain(loc, err) })
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -61,7 +62,7 @@ func setupShow(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if b != nil {
-			defer driver.Close(b)
+			defer location.Close(b)
 		}
 		pend := report.ListPending(ctx, b, prefix, *timeout)
 		if b == nil && fileDir(loc) != "" {
@@ -91,7 +92,7 @@ func setupShow(fs *flag.FlagSet) runFunc {
 // on file://. It returns the bucket it opened and the prefix, or a nil
 // bucket when a file:// directory without a LEASE was found free without
 // opening the driver.
-func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
+func inspect(ctx context.Context, loc *location.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
 	if err := fileLeaseNotObject(loc); err != nil {
 		return lease.Status{}, nil, "", err
 	}
@@ -115,7 +116,7 @@ func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (
 // that creates nothing (the driver's folder .bucketlease, with its locks
 // and tmp, is there). Without that folder the driver never staged a write
 // there, so nothing is pending.
-func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration) report.Pending {
+func fileStaged(ctx context.Context, loc *location.Location, timeout time.Duration) report.Pending {
 	if !file.Opened(fileDir(loc)) {
 		return report.Pending{Available: true}
 	}
@@ -124,7 +125,7 @@ func fileStaged(ctx context.Context, loc *driver.Location, timeout time.Duration
 		return report.Pending{Available: true, Err: err}
 	}
 	prefix := loc.Prefix
-	defer driver.Close(b)
+	defer location.Close(b)
 	return report.ListPending(ctx, b, prefix, timeout)
 }
 
@@ -139,7 +140,7 @@ const maxScratchLooked = 1000
 // maxScratchLooked keys, and says nothing when it cannot list: the lease
 // is what show is for. b is nil for a file:// directory found free without
 // opening the driver, which is read directly.
-func leftoverScratchKeys(ctx context.Context, loc *driver.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
+func leftoverScratchKeys(ctx context.Context, loc *location.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
 	base := strings.TrimPrefix(prefix+"/", "/") + lease.Key("") + "."
 	var found []driver.Object
 	if b == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -49,7 +50,7 @@ func lookupScheme(name string) (scheme, bool) {
 func urlHelp() string {
 	var sb strings.Builder
 	sb.WriteString("URLs (credentials never go in the URL; each driver reads its own):\n")
-	for _, name := range driver.Schemes() {
+	for _, name := range location.Schemes() {
 		s, ok := lookupScheme(name)
 		if !ok {
 			fmt.Fprintf(&sb, "  %s://…\n", name)
@@ -68,7 +69,7 @@ func urlHelp() string {
 // problem (an error wrapping driver.ErrPermission, which every driver maps
 // its service's 401, 403 and authentication errors to), the variables the
 // driver of loc's scheme reads.
-func explain(loc *driver.Location, err error) error {
+func explain(loc *location.Location, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -84,7 +85,7 @@ func explain(loc *driver.Location, err error) error {
 
 // openLocation opens the bucket at loc (its prefix is loc.Prefix), and
 // says what to do about missing credentials.
-func openLocation(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
+func openLocation(ctx context.Context, loc *location.Location) (driver.Bucket, error) {
 	b, err := loc.Open(ctx)
 	return b, explain(loc, err)
 }
@@ -92,7 +93,7 @@ func openLocation(ctx context.Context, loc *driver.Location) (driver.Bucket, err
 // openUnder opens the bucket at loc for a command that writes under its
 // prefix (hold, put, probe): after fileLeaseNotObject has refused a
 // file:// prefix whose LEASE is a directory, as openLocation does.
-func openUnder(ctx context.Context, loc *driver.Location) (driver.Bucket, error) {
+func openUnder(ctx context.Context, loc *location.Location) (driver.Bucket, error) {
 	if err := fileLeaseNotObject(loc); err != nil {
 		return nil, err
 	}
@@ -100,11 +101,11 @@ func openUnder(ctx context.Context, loc *driver.Location) (driver.Bucket, error)
 }
 
 // displayURL returns rawURL as it may be printed: as typed when it holds
-// nothing driver.Redact would hide, else redacted. A URL the user typed is
+// nothing location.Redact would hide, else redacted. A URL the user typed is
 // printed as its Location's String; this is for one built from it (list's
 // lease URLs).
 func displayURL(rawURL string) string {
-	red := driver.Redact(rawURL)
+	red := location.Redact(rawURL)
 	a, errA := url.QueryUnescape(red)
 	b, errB := url.QueryUnescape(rawURL)
 	if errA == nil && errB == nil && a == b {
@@ -117,7 +118,7 @@ func displayURL(rawURL string) string {
 // processes: a mem:// bucket lives inside this one process, so no other
 // hold, show or break can see it, and a lease there excludes nobody, while
 // it would still report "exclusion conditional".
-func refuseInProcess(cmd string, loc *driver.Location) error {
+func refuseInProcess(cmd string, loc *location.Location) error {
 	if loc.Scheme != "mem" {
 		return nil
 	}

@@ -9,6 +9,8 @@ package httpdate
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -90,4 +92,26 @@ func (t *transport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// RetryAfter reads an HTTP Retry-After header, given in seconds or as
+// an HTTP date (then relative to now, the time of the answer), and returns
+// the wait it asks for and true, or false if the header is empty or
+// malformed. A date in the past, or 0 seconds, is a wait of 0 with true.
+func RetryAfter(h string, now time.Time) (time.Duration, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second, true
+	}
+	t, err := http.ParseTime(h)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
 }

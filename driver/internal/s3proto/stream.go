@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
 // Part is one uploaded part of a multipart upload.
@@ -44,7 +45,7 @@ type Multipart interface {
 	// Pending yields the uploads of the key not yet completed or aborted
 	// (ListMultipartUploads with the key as the prefix; Run keeps those
 	// whose key is exactly the key).
-	Pending(ctx context.Context) iter.Seq2[driver.Pending, error]
+	Pending(ctx context.Context) iter.Seq2[multipart.Pending, error]
 	// HasParts reports whether any part of the upload has been uploaded
 	// (ListParts).
 	HasParts(ctx context.Context, upload string) (bool, error)
@@ -70,7 +71,7 @@ type Upload struct {
 
 // abortTimeout bounds the sweep sent after a failure; it is sent even
 // when the caller's context has ended.
-const abortTimeout = driver.AbortTimeout
+const abortTimeout = multipart.AbortTimeout
 
 // createSkew is how far the service's clock may be from this machine's
 // for the sweep after an unanswered CreateMultipartUpload to find the
@@ -83,12 +84,12 @@ const createSkew = 5 * time.Second
 var sweepPatience = 8 * time.Second
 
 // Run reads r in parts of opts.Size() bytes, at most opts.Parallel() of
-// them held or in flight at once, through driver.StreamParts. A body that
+// them held or in flight at once, through multipart.Stream. A body that
 // fits one part is one conditional PUT (Single); a longer one is a
 // multipart upload whose CompleteMultipartUpload carries the condition.
 // opts.Allow is called before each part and before the commit. On any
 // failure the upload is aborted before Run returns, every part's request
-// has returned, and the error's *driver.UploadError says whether the abort
+// has returned, and the error's *multipart.UploadError says whether the abort
 // succeeded.
 //
 // A CreateMultipartUpload that got no answer (a lost reply, a request
@@ -103,10 +104,10 @@ func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	return driver.StreamParts(op, r, opts, driver.Parts{}, &steps{u: u, md: op.Metadata})
+	return multipart.Stream(op, r, opts, multipart.Parts{}, &steps{u: u, md: op.Metadata})
 }
 
-// steps are driver.UploadSteps of one multipart upload.
+// steps are multipart.UploadSteps of one multipart upload.
 type steps struct {
 	u  Upload
 	md driver.Metadata // what Create sends
@@ -163,8 +164,8 @@ func (s *steps) Commit(ctx context.Context, _ int) (driver.Version, error) {
 	return v, nil
 }
 
-func (s *steps) Abort(ctx context.Context, _ bool) driver.Leftover {
-	var lo driver.Leftover
+func (s *steps) Abort(ctx context.Context, _ bool) multipart.Leftover {
+	var lo multipart.Leftover
 	if s.id != "" {
 		lo.Upload = "multipart upload " + s.id
 		if err := s.u.Multipart.Abort(ctx, s.id); err != nil {
@@ -198,7 +199,7 @@ func (s *steps) PutSingle(ctx context.Context, data []byte) (driver.Version, err
 
 // noteSweep adds to lo what the sweep after an unanswered
 // CreateMultipartUpload aborted, and why it failed.
-func noteSweep(lo *driver.Leftover, aborted []string, err error) {
+func noteSweep(lo *multipart.Leftover, aborted []string, err error) {
 	if len(aborted) > 0 {
 		found := "multipart upload " + strings.Join(aborted, ", ") + " (begun by a CreateMultipartUpload whose answer never came, found by listing the key's uploads)"
 		if lo.Upload != "" {

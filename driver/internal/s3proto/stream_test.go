@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/internal/s3proto"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
@@ -40,13 +41,13 @@ type fakeMP struct {
 	// create, if set, is Create (it calls send once per request it
 	// stands for); otherwise Create returns U1.
 	create    func(ctx context.Context) (string, error)
-	pending   []driver.Pending // what Pending yields
-	withParts map[string]bool  // uploads HasParts reports parts of
-	listErr   error            // what Pending fails with
-	listed    int              // calls of Pending
-	abortedID []string         // what Abort was called with
+	pending   []multipart.Pending // what Pending yields
+	withParts map[string]bool     // uploads HasParts reports parts of
+	listErr   error               // what Pending fails with
+	listed    int                 // calls of Pending
+	abortedID []string            // what Abort was called with
 	// pendingAt, if set, gives what the n-th call of Pending yields.
-	pendingAt func(n int) []driver.Pending
+	pendingAt func(n int) []multipart.Pending
 }
 
 // send stands for one HTTP request started with ctx: it calls the
@@ -66,14 +67,14 @@ func (f *fakeMP) Create(ctx context.Context, md driver.Metadata) (string, error)
 	return "U1", nil
 }
 
-func (f *fakeMP) Pending(ctx context.Context) iter.Seq2[driver.Pending, error] {
+func (f *fakeMP) Pending(ctx context.Context) iter.Seq2[multipart.Pending, error] {
 	f.listed++
 	if f.pendingAt != nil {
 		f.pending = f.pendingAt(f.listed)
 	}
-	return func(yield func(driver.Pending, error) bool) {
+	return func(yield func(multipart.Pending, error) bool) {
 		if f.listErr != nil {
-			yield(driver.Pending{}, f.listErr)
+			yield(multipart.Pending{}, f.listErr)
 			return
 		}
 		for _, p := range f.pending {
@@ -253,7 +254,7 @@ func TestUploadAbortsAndSays(t *testing.T) {
 			if after := leakcheck.Settle(before); after > before {
 				t.Errorf("%d goroutines before Run, %d after it returned", before, after)
 			}
-			var ue *driver.UploadError
+			var ue *multipart.UploadError
 			if !errors.As(err, &ue) || !ue.Staged || ue.Aborted != c.abort || !c.f.aborted {
 				t.Fatalf("%v: want an UploadError saying aborted=%t (Abort called: %t)", err, c.abort, c.f.aborted)
 			}
@@ -320,8 +321,8 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
 	defer s3proto.ShortenSweepLate(100 * time.Millisecond)()
 	lost := errors.New("read tcp: connection reset by peer")
-	others := func(now time.Time) []driver.Pending {
-		return []driver.Pending{
+	others := func(now time.Time) []multipart.Pending {
+		return []multipart.Pending{
 			{Key: "k", Upload: "RACER", Initiated: now},               // has parts: another writer's
 			{Key: "k", Upload: "OLD", Initiated: now.Add(-time.Hour)}, // began long before
 			{Key: "k/x", Upload: "OTHERKEY", Initiated: now},          // another key under the prefix
@@ -338,7 +339,7 @@ func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
 		{"the answer is lost", func(f *fakeMP) func(ctx context.Context) (string, error) {
 			return func(ctx context.Context) (string, error) {
 				send(ctx)
-				f.pending = append(others(time.Now()), driver.Pending{Key: "k", Upload: "ORPHAN", Initiated: time.Now()})
+				f.pending = append(others(time.Now()), multipart.Pending{Key: "k", Upload: "ORPHAN", Initiated: time.Now()})
 				return "", lost
 			}
 		}, false, true, []string{"ORPHAN"}, "ORPHAN (begun by a CreateMultipartUpload whose answer never came"},
@@ -346,8 +347,8 @@ func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
 			return func(ctx context.Context) (string, error) {
 				send(ctx)
 				send(ctx)
-				f.pending = append(others(time.Now()), driver.Pending{Key: "k", Upload: "ORPHAN", Initiated: time.Now()},
-					driver.Pending{Key: "k", Upload: "U1", Initiated: time.Now()})
+				f.pending = append(others(time.Now()), multipart.Pending{Key: "k", Upload: "ORPHAN", Initiated: time.Now()},
+					multipart.Pending{Key: "k", Upload: "U1", Initiated: time.Now()})
 				return "U1", nil
 			}
 		}, true, true, []string{"ORPHAN"}, ""},
@@ -384,7 +385,7 @@ func TestUploadSweepsWhatAnUnansweredCreateBegan(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), c.wantSaying) {
 				t.Errorf("%v does not say %q", err, c.wantSaying)
 			}
-			var ue *driver.UploadError
+			var ue *multipart.UploadError
 			if err != nil && (!errors.As(err, &ue) || ue.Staged != (len(c.wantAbort) > 0) || ue.Aborted != ue.Staged) {
 				t.Errorf("%v: want an UploadError saying staged and aborted: %t", err, len(c.wantAbort) > 0)
 			}
@@ -402,7 +403,7 @@ func TestUploadSweepThatFailsSaysSo(t *testing.T) {
 	var single []byte
 	_, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
 		&driver.StreamOptions{PartSize: driver.MinPartSize})
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) || !ue.Staged || ue.Aborted || ue.AbortErr == nil {
 		t.Fatalf("%v: want an UploadError saying something may be staged and was not aborted", err)
 	}
@@ -430,11 +431,11 @@ func TestUploadSweepFindsACreateThatLandsLate(t *testing.T) {
 	}
 	// Counted, not timed: absent at the first listing, there from the
 	// second on.
-	f.pendingAt = func(n int) []driver.Pending {
+	f.pendingAt = func(n int) []multipart.Pending {
 		if n < 2 {
 			return nil
 		}
-		return []driver.Pending{{Key: "k", Upload: "LATE", Initiated: began.Add(time.Second)}}
+		return []multipart.Pending{{Key: "k", Upload: "LATE", Initiated: began.Add(time.Second)}}
 	}
 	var single []byte
 	_, err := upload(f, &single).Run(context.Background(), bytes.NewReader(body(2*driver.MinPartSize+1)),
@@ -445,7 +446,7 @@ func TestUploadSweepFindsACreateThatLandsLate(t *testing.T) {
 	if !slices.Equal(f.abortedID, []string{"LATE"}) {
 		t.Fatalf("aborted %v after %d listings, want [LATE]: an upload begun after the first listing is left pending (%v)", f.abortedID, f.listed, err)
 	}
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) || !ue.Staged || !ue.Aborted || !strings.Contains(err.Error(), "LATE") {
 		t.Errorf("%v: want an UploadError saying the late upload LATE was aborted", err)
 	}

@@ -45,19 +45,19 @@ func init() { driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locat
 // on the server its host and tls parameter name. It is the Locate of the
 // driver.Scheme init registers, so that two spellings of one URL name one
 // place.
-func Locate(u *url.URL) (driver.Location, error) {
-	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
+	bucket, prefix, _ = strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	scheme := "https"
 	if s := u.Query().Get("tls"); s != "" {
 		tls, err := strconv.ParseBool(s)
 		if err != nil {
-			return driver.Location{}, fmt.Errorf("tls=%q is not true or false", s)
+			return "", "", "", fmt.Errorf("tls=%q is not true or false", s)
 		}
 		if !tls {
 			scheme = "http"
 		}
 	}
-	return driver.Location{Bucket: bucket, Prefix: strings.Trim(prefix, "/"), Endpoint: scheme + "://" + u.Host}, nil
+	return bucket, strings.Trim(prefix, "/"), scheme + "://" + strings.ToLower(u.Host), nil
 }
 
 // OpenURL is the Open of the driver.Scheme init registers, for
@@ -69,18 +69,18 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	if u.User != nil {
 		return nil, "", errors.New("kv URLs carry no credentials; set " + EnvToken)
 	}
-	loc, err := Locate(u)
+	bucket, prefix, endpoint, err := Locate(u)
 	if err != nil {
 		return nil, "", err
 	}
-	if u.Host == "" || loc.Bucket == "" {
+	if u.Host == "" || bucket == "" {
 		return nil, "", errors.New("use kv://HOST:PORT/BUCKET/PREFIX")
 	}
 	token := os.Getenv(EnvToken)
 	if token == "" {
 		return nil, "", fmt.Errorf("%w: no credentials: set %s", driver.ErrPermission, EnvToken)
 	}
-	return New(http.DefaultClient, loc.Endpoint, loc.Bucket, token), loc.Prefix, nil
+	return New(http.DefaultClient, endpoint, bucket, token), prefix, nil
 }
 
 // Bucket is one bucket of a kvstore service.
@@ -166,7 +166,7 @@ func (b *Bucket) fail(op *driver.Op, resp *http.Response) error {
 // keeps no metadata and states no time, so the Attrs carry the version
 // only, whatever opts asks.
 func (b *Bucket) Get(ctx context.Context, key string, _ driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpGet, key, driver.Condition{})
+	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
@@ -278,7 +278,7 @@ func (b *Bucket) page(op *driver.Op, prefix, after string) (*listPage, error) {
 // Delete removes key with one DELETE carrying the condition; a missing key
 // is success.
 func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	op, err := driver.Begin(ctx, b.Capabilities(), Scheme, driver.OpDelete, key, cond)
+	op, err := driver.BeginDelete(ctx, b.Capabilities(), Scheme, key, cond)
 	if err != nil {
 		return err
 	}

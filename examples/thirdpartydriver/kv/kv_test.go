@@ -3,8 +3,10 @@ package kv_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -91,16 +93,20 @@ func TestURLs(t *testing.T) {
 	})
 }
 
-// TestLocate: two spellings of one kv:// place are one Location, and
-// another server or bucket is another.
+// TestLocate: two spellings of one kv:// place are located as one place,
+// and another server or bucket is another.
 func TestLocate(t *testing.T) {
 	key := func(raw string) string {
 		t.Helper()
-		l, err := driver.ParseURL(raw)
+		u, err := url.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l.Key()
+		bucket, prefix, endpoint, err := kv.Locate(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%q %q %q", bucket, prefix, endpoint)
 	}
 	if a, b := key("kv://H:1/leases/db1/?tls=false"), key("kv://h:1/leases/db1?tls=0"); a != b {
 		t.Errorf("one place, two keys: %s and %s", a, b)

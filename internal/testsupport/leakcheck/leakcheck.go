@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // slack is how many goroutines more than the baseline are not a leak: the
@@ -19,7 +20,7 @@ const slack = 5
 // kept is how many buckets the negative control leaves open.
 const kept = 50
 
-// OpenClose opens the bucket at url with driver.Open, as a user would,
+// OpenClose opens the bucket at url with bucket.Open, as a user would,
 // reads the missing key through it (so that its client holds a kept-alive
 // connection to the server) and closes it, rounds times; it fails t if the
 // goroutines then outnumber those before by more than a few. Then the
@@ -31,12 +32,12 @@ func OpenClose(t *testing.T, url, missing string, rounds int) {
 	t.Helper()
 	// One round first, so that whatever is started once per process (the
 	// client library's and the transport's) is in the baseline.
-	if err := driver.Close(openAndUse(t, url, missing)); err != nil {
+	if err := location.Close(openAndUse(t, url, missing)); err != nil {
 		t.Fatal(err)
 	}
 	base := Steady()
 	for range rounds {
-		if err := driver.Close(openAndUse(t, url, missing)); err != nil {
+		if err := location.Close(openAndUse(t, url, missing)); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
 	}
@@ -53,7 +54,7 @@ func OpenClose(t *testing.T, url, missing string, rounds int) {
 			kept, n, base, kept)
 	}
 	for _, b := range open {
-		if err := driver.Close(b); err != nil {
+		if err := location.Close(b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +66,7 @@ func OpenClose(t *testing.T, url, missing string, rounds int) {
 // openAndUse opens the bucket at url and reads the missing key.
 func openAndUse(t *testing.T, url, missing string) driver.Bucket {
 	t.Helper()
-	b, _, err := driver.Open(t.Context(), url)
+	b, _, err := location.Open(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -106,7 +107,7 @@ func TestLargeBodyThroughProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, ga, err := driver.ReadAll(t.Context(), b, "big", 18<<20, driver.GetOptions{})
+	data, ga, err := objects.ReadAll(t.Context(), b, "big", 18<<20, driver.GetOptions{})
 	if err != nil || len(data) != len(big) || ga.Version != pa.Version {
 		t.Fatalf("read back %d bytes, version %s (put %s), %v", len(data), ga.Version, pa.Version, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // bucket bounds every request to a bucket: a service that accepts
@@ -27,13 +29,13 @@ type bucket struct {
 // PutStream and List pass through unbounded: a streamed write takes as
 // long as its body does (the fence bounds each part instead), and a
 // listing is bounded by its caller. The result is an io.Closer that
-// closes b, and a driver.PendingLister exactly where b is one.
-func New(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) driver.Bucket {
+// closes b, and a multipart.PendingLister exactly where b is one.
+func New(b driver.Bucket, d time.Duration, loc *location.Location, bound string) driver.Bucket {
 	if d <= 0 {
 		return b
 	}
 	t := &bucket{Bucket: b, d: d, url: loc.String(), bound: bound}
-	if pl, ok := b.(driver.PendingLister); ok {
+	if pl, ok := b.(multipart.PendingLister); ok {
 		return &pendingBucket{bucket: t, PendingLister: pl}
 	}
 	return t
@@ -43,11 +45,11 @@ func New(b driver.Bucket, d time.Duration, loc *driver.Location, bound string) d
 // pending uploads, which it passes on unbounded.
 type pendingBucket struct {
 	*bucket
-	driver.PendingLister
+	multipart.PendingLister
 }
 
 // Close closes the wrapped bucket (driver.Close).
-func (t *bucket) Close() error { return driver.Close(t.Bucket) }
+func (t *bucket) Close() error { return location.Close(t.Bucket) }
 
 // explainHang names what was waited for when err came from the request's
 // own deadline rather than the caller's.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // closingBucket is a driver's bucket that holds a client: Close counts.
@@ -22,9 +24,9 @@ func (c closingBucket) Close() error { *c.closed++; return nil }
 // after the prefix it was asked for.
 type listingBucket struct{ closingBucket }
 
-func (listingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[driver.Pending, error] {
-	return func(yield func(driver.Pending, error) bool) {
-		yield(driver.Pending{Key: prefix + "k", Upload: "u1"}, nil)
+func (listingBucket) ListPending(_ context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
+	return func(yield func(multipart.Pending, error) bool) {
+		yield(multipart.Pending{Key: prefix + "k", Upload: "u1"}, nil)
 	}
 }
 
@@ -41,7 +43,7 @@ func TestDeadlinesKeepAbilities(t *testing.T) {
 			in = listingBucket{closingBucket{Bucket: mem.New(), closed: &closed}}
 		}
 		b := New(in, time.Minute, loc, "--timeout")
-		pl, ok := b.(driver.PendingLister)
+		pl, ok := b.(multipart.PendingLister)
 		if ok != pending {
 			t.Errorf("over a driver that lists pending uploads (%v): the bounded bucket is a PendingLister: %v", pending, ok)
 		}
@@ -57,7 +59,7 @@ func TestDeadlinesKeepAbilities(t *testing.T) {
 				t.Errorf("ListPending through the bounded bucket: %q, want the driver's [db1/k u1]", got)
 			}
 		}
-		if err := driver.Close(b); err != nil || closed != 1 {
+		if err := location.Close(b); err != nil || closed != 1 {
 			t.Errorf("closing the bounded bucket: %v, and the driver's was closed %d times; want once", err, closed)
 		}
 	}
@@ -90,9 +92,9 @@ func TestDeadlinesPassTheServiceTimeOn(t *testing.T) {
 	}
 }
 
-func parse(t *testing.T, rawURL string) *driver.Location {
+func parse(t *testing.T, rawURL string) *location.Location {
 	t.Helper()
-	loc, err := driver.ParseURL(rawURL)
+	loc, err := location.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("%s: %v", rawURL, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -143,7 +144,7 @@ var ErrInterrupted = errors.New("interrupted")
 // error hold exits with: result, or, when the release failed and the lease
 // had not ended anyway, the release failure (exit 125), with the hints
 // explain adds to a service's error.
-func Release(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix string, p *report.Printer, result error, explain func(error) error) error {
+func Release(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix string, p *report.Printer, result error, explain func(error) error) error {
 	endedBefore := l.Err()
 	ctx, cancel := context.WithTimeout(context.Background(), max(leaseseam.Inside(l).TTL, 10*time.Second))
 	defer cancel()

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -60,7 +60,7 @@ type ScratchKeyJSON struct {
 	Modified string `json:"modified,omitempty"`
 }
 
-func StatusJSON(loc *driver.Location, st lease.Status) ShowJSON {
+func StatusJSON(loc *location.Location, st lease.Status) ShowJSON {
 	j := ShowJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {

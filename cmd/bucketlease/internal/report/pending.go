@@ -9,6 +9,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // maxPendingShown bounds how many pending uploads show lists.
@@ -18,15 +20,15 @@ const maxPendingShown = 100
 // started and neither completed nor aborted (S3 multipart uploads), which
 // the service keeps, and bills, until something aborts them.
 type Pending struct {
-	Available bool   // the driver can list them (driver.PendingLister)
+	Available bool   // the driver can list them (multipart.PendingLister)
 	Under     string // the key prefix listed
-	Uploads   []driver.Pending
+	Uploads   []multipart.Pending
 	Truncated bool // more than maxPendingShown, or more than maxPendingScanned looked at
 	Err       error
 }
 
 // ListPending lists the uploads pending under prefix through b, if its
-// driver can (driver.PendingLister), within timeout. b is nil when the
+// driver can (multipart.PendingLister), within timeout. b is nil when the
 // driver was not opened.
 //
 // It asks for the uploads under the prefix first. Some services match that
@@ -36,7 +38,7 @@ type Pending struct {
 // those under the prefix.
 func ListPending(ctx context.Context, b driver.Bucket, prefix string, timeout time.Duration) Pending {
 	p := Pending{Under: strings.TrimPrefix(prefix+"/", "/")}
-	pl, ok := b.(driver.PendingLister)
+	pl, ok := b.(multipart.PendingLister)
 	if b == nil || !ok {
 		return p
 	}
@@ -58,7 +60,7 @@ const maxPendingScanned = 10_000
 
 // scan lists the pending uploads whose key starts with listPrefix, looking
 // at most at limit of them, and keeps those under p.Under.
-func (p *Pending) scan(ctx context.Context, pl driver.PendingLister, listPrefix string, limit int) {
+func (p *Pending) scan(ctx context.Context, pl multipart.PendingLister, listPrefix string, limit int) {
 	seen := 0
 	for u, err := range pl.ListPending(ctx, listPrefix) {
 		switch {
@@ -116,7 +118,7 @@ func (p Pending) JSON() *PendingJSON {
 }
 
 // rows writes the pending uploads for people, as rows of printStatus.
-func (p Pending) Rows(loc *driver.Location, row func(k, v string)) {
+func (p Pending) Rows(loc *location.Location, row func(k, v string)) {
 	where := p.Under
 	if where == "" {
 		where = "the bucket"

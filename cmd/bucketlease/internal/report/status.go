@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -36,7 +36,7 @@ func stateMeaning(st lease.Status) string {
 
 // PrintStatus prints st for people, then the rows that more adds (show's
 // pending uploads).
-func PrintStatus(w io.Writer, loc *driver.Location, st lease.Status, more ...func(row func(k, v string))) {
+func PrintStatus(w io.Writer, loc *location.Location, st lease.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, term.Safe(v)) }

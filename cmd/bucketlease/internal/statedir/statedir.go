@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // For is the state directory hold gives the lease at loc: the one
@@ -29,7 +29,7 @@ import (
 // it did not write), so a rename that fails is not an error; neither is a
 // process of the earlier version still running there, whose lock moves
 // with its file.
-func For(getenv func(string) string, flagValue string, loc *driver.Location) (string, error) {
+func For(getenv func(string) string, flagValue string, loc *location.Location) (string, error) {
 	dir := flagValue
 	switch dir {
 	case "none":

@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	_ "github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/drivers"
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
 // stateDirOf is hold's state directory for rawURL under base.
 func stateDirOf(t *testing.T, base, rawURL string) string {
 	t.Helper()
-	loc, err := driver.ParseURL(rawURL)
+	loc, err := location.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("%s: %v", rawURL, err)
 	}

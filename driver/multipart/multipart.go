@@ -1,4 +1,4 @@
-package driver
+package multipart
 
 import (
 	"context"
@@ -7,34 +7,36 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // UploadSteps are one streamed write's requests on one service: all a
-// driver writes to stream, StreamParts doing the rest (see the package
+// driver writes to stream, Stream doing the rest (see the package
 // documentation, "Streaming a body"). A value serves one write, so it may
 // keep what Start learnt (an upload ID) for the later steps. It is a
 // driver's own seam, not an optional interface of a Bucket: no wrapper
 // forwards it.
 type UploadSteps interface {
 	// Start begins the upload (S3's CreateMultipartUpload; nothing where
-	// the service needs no call, as for Azure's blocks). StreamParts calls
+	// the service needs no call, as for Azure's blocks). Stream calls
 	// it once, right before the first part is handed to StagePart, or
 	// before the commit of a body with no part. Its error names the
 	// request (as "starting the multipart upload: ...").
 	Start(ctx context.Context) error
 	// StagePart stages part n (from 1), whose bytes are data, and returns
-	// once its request has ended. data is StreamParts' buffer, reused once
+	// once its request has ended. data is Stream's buffer, reused once
 	// StagePart has returned. Up to opts.Parallel() calls run at once
 	// (one at a time with Parts.Piece), each with a context that ends at
 	// the upload's first failure. Its error is the service's, as it is:
-	// StreamParts names the part.
+	// Stream names the part.
 	StagePart(ctx context.Context, n int, data []byte) error
 	// Commit makes the object visible from parts 1 to parts, under the
 	// write's condition, and returns the version Get would return. ctx
 	// counts its own requests, so that a refusal after the client library
-	// sent the commit twice is ErrOutcomeUnknown. Its error names the
+	// sent the commit twice is driver.ErrOutcomeUnknown. Its error names the
 	// request.
-	Commit(ctx context.Context, parts int) (Version, error)
+	Commit(ctx context.Context, parts int) (driver.Version, error)
 	// Abort removes what the upload staged, whatever happened to it, and
 	// says what that was. It is called once, after a failure, when Start
 	// has been called (whether it succeeded or not), with no StagePart in
@@ -45,13 +47,13 @@ type UploadSteps interface {
 	// Kind classifies an error of Start or StagePart (commit false) or of
 	// Commit (commit true) as one of the contract's sentinels, or nil. A
 	// Commit error that says nothing of what the service did with the
-	// commit (a lost reply) is ErrOutcomeUnknown: StreamParts then reports
+	// commit (a lost reply) is driver.ErrOutcomeUnknown: Stream then reports
 	// UploadError.MayHaveCommitted.
 	Kind(err error, commit bool) error
 }
 
 // Leftover is what UploadSteps.Abort reports of what a failed upload had
-// staged; StreamParts copies it into the UploadError.
+// staged; Stream copies it into the UploadError.
 type Leftover struct {
 	// Upload names what was staged (an upload ID); where the service has
 	// no call that removes it, with what becomes of it. It is "" when
@@ -73,7 +75,7 @@ type SinglePutter interface {
 	// PutSingle stores data, the whole body, under the write's condition
 	// in one request, as the driver's Put does, and returns its version
 	// or the driver's error for it.
-	PutSingle(ctx context.Context, data []byte) (Version, error)
+	PutSingle(ctx context.Context, data []byte) (driver.Version, error)
 }
 
 // Drainer is the optional interface of UploadSteps whose client library
@@ -86,8 +88,8 @@ type Drainer interface {
 	Drain(ctx context.Context) error
 }
 
-// Parts says how StreamParts cuts a body for one service. Zero fields
-// take StreamOptions' values.
+// Parts says how Stream cuts a body for one service. Zero fields
+// take the driver.StreamOptions' values.
 type Parts struct {
 	// Size is the size of every part but the last; 0 means opts.Size().
 	Size int64
@@ -105,24 +107,24 @@ type Parts struct {
 // streamed write; it runs even when the caller's context has ended.
 const AbortTimeout = 30 * time.Second
 
-// StreamParts runs a streamed write of the body read from r through
-// steps: it is a driver's PutStream once BeginPut has returned op.
+// Stream runs a streamed write of the body read from r through
+// steps: it is a driver's PutStream once driver.BeginPut has returned op.
 // It reads the body in parts (ReadPart: only r's own io.EOF ends it),
 // asks opts.MayStart before each part and before the commit, stages up to
 // the concurrency's parts at once, commits, and on any failure (ctx
 // ended, r failed, MayStart refused, a part or the commit failed) ends the
 // parts in flight, waits for them, aborts what was staged, and returns an
-// *OpError whose cause is an *UploadError saying what happened. A body of
+// *driver.OpError whose cause is an *UploadError saying what happened. A body of
 // one part or less goes to PutSingle where steps has it. It returns only
 // once no request of the write is in flight, and holds at most part size
 // × concurrency bytes of the body.
-func StreamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps UploadSteps) (Attrs, error) {
+func Stream(op *driver.Op, r io.Reader, opts *driver.StreamOptions, plan Parts, steps UploadSteps) (driver.Attrs, error) {
 	v, err := streamParts(op, r, opts, plan, steps)
-	return Attrs{Version: v}, err
+	return driver.Attrs{Version: v}, err
 }
 
-func streamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps UploadSteps) (Version, error) {
-	u := &upload{op: op, ctx: op.ctx, steps: steps, opts: opts, size: plan.Size, par: opts.Parallel(), max: plan.Max}
+func streamParts(op *driver.Op, r io.Reader, opts *driver.StreamOptions, plan Parts, steps UploadSteps) (driver.Version, error) {
+	u := &upload{op: op, ctx: op.Context(), steps: steps, opts: opts, size: plan.Size, par: opts.Parallel(), max: plan.Max}
 	if u.size <= 0 {
 		u.size = opts.Size()
 	}
@@ -136,12 +138,12 @@ func streamParts(op *Op, r io.Reader, opts *StreamOptions, plan Parts, steps Upl
 	return u.finish()
 }
 
-// upload is the state of one StreamParts.
+// upload is the state of one Stream.
 type upload struct {
-	op    *Op
-	ctx   context.Context // the caller's
+	op    *driver.Op
+	ctx   context.Context // the caller's, from op.Context
 	steps UploadSteps
-	opts  *StreamOptions
+	opts  *driver.StreamOptions
 	size  int64 // of a part
 	par   int   // parts staged at once
 	max   int   // parts the service takes, or 0
@@ -226,7 +228,7 @@ func (u *upload) stage(no int, data []byte) {
 // parts stages the body in whole parts, up to u.par at once, each in a
 // buffer of its own. done reports that the body was one part or less and
 // went to PutSingle, whose result v and err are.
-func (u *upload) parts(r io.Reader) (v Version, err error, done bool) {
+func (u *upload) parts(r io.Reader) (v driver.Version, err error, done bool) {
 	src := &partSource{r: r}
 	buf := make([]byte, u.size)
 	n, last, rerr := src.next(u.uctx, buf)
@@ -315,7 +317,7 @@ func (u *upload) pieces(r io.Reader, piece int64) {
 
 // finish waits for the parts in flight, then commits, or aborts after a
 // failure, and returns the write's result.
-func (u *upload) finish() (Version, error) {
+func (u *upload) finish() (driver.Version, error) {
 	u.wg.Wait()
 	if u.failed() == nil && u.ctx.Err() != nil {
 		u.fail(nil, context.Cause(u.ctx))
@@ -331,17 +333,17 @@ func (u *upload) finish() (Version, error) {
 		u.fail(nil, context.Cause(u.ctx))
 	}
 	if err := u.failed(); err != nil {
-		return "", u.op.Fail(u.kind, u.abort(err, false))
+		return "", u.op.FailSettled(u.kind, u.abort(err, false))
 	}
 	// The commit is its own operation, so that Fail counts its attempts
 	// only: a commit the client library sent twice and whose second
-	// attempt was refused is ErrOutcomeUnknown.
-	cop := &Op{Driver: u.op.Driver, Name: u.op.Name, Key: u.op.Key, Cond: u.op.Cond, ctx: u.ctx, sent: &sentCount{}}
+	// attempt was refused is driver.ErrOutcomeUnknown.
+	cop := u.op.Step()
 	v, err := u.steps.Commit(cop.Context(), u.staged)
 	if err != nil {
 		kind := u.steps.Kind(err, true)
 		ue := u.abort(err, true)
-		if kind == ErrOutcomeUnknown {
+		if kind == driver.ErrOutcomeUnknown {
 			// No answer said what the service did: the commit may have
 			// landed, and no abort sent after it can tell (S3 forgets an
 			// upload once it is completed or aborted alike).
@@ -371,36 +373,4 @@ func (u *upload) abort(cause error, committing bool) *UploadError {
 	ue.Aborted = ue.Staged && lo.Aborted && lo.Err == nil
 	ue.AbortErr, ue.Upload = lo.Err, lo.Upload
 	return ue
-}
-
-// partSource cuts a reader into parts, looking one byte ahead so that a
-// part that ends exactly at the end of the body is known to be the last.
-type partSource struct {
-	r     io.Reader
-	carry []byte
-	one   [1]byte
-}
-
-// next fills buf and reports how many bytes it holds and whether it is the
-// body's last part.
-func (s *partSource) next(ctx context.Context, buf []byte) (n int, last bool, err error) {
-	n = copy(buf, s.carry)
-	s.carry = nil
-	m, err := ReadPart(ctx, s.r, buf[n:])
-	n += m
-	if err == io.EOF {
-		return n, true, nil
-	}
-	if err != nil {
-		return n, false, err
-	}
-	k, err := ReadPart(ctx, s.r, s.one[:])
-	if err == io.EOF && k == 0 {
-		return n, true, nil
-	}
-	if err != nil && err != io.EOF {
-		return n, false, err
-	}
-	s.carry = s.one[:k]
-	return n, false, nil
 }

@@ -1,4 +1,4 @@
-package driver_test
+package multipart_test
 
 import (
 	"bytes"
@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/leakcheck"
 )
 
-// memSteps are driver.UploadSteps in memory that record what they are
+// memSteps are multipart.UploadSteps in memory that record what they are
 // asked, and fail where told.
 type memSteps struct {
 	mu       sync.Mutex
@@ -96,11 +97,11 @@ func (m *memSteps) Commit(_ context.Context, n int) (driver.Version, error) {
 	return "v1", nil
 }
 
-func (m *memSteps) Abort(ctx context.Context, _ bool) driver.Leftover {
+func (m *memSteps) Abort(ctx context.Context, _ bool) multipart.Leftover {
 	m.note("abort")
 	_, deadline := ctx.Deadline()
 	m.abortCtxOK = ctx.Err() == nil && deadline
-	return driver.Leftover{Upload: "upload U", Aborted: true}
+	return multipart.Leftover{Upload: "upload U", Aborted: true}
 }
 
 func (m *memSteps) Kind(err error, commit bool) error {
@@ -156,13 +157,13 @@ func (s *slowStart) Read(p []byte) (int, error) {
 	return s.r.Read(p)
 }
 
-// stream runs driver.StreamParts for key "k" IfAbsent.
-func stream(ctx context.Context, r io.Reader, opts *driver.StreamOptions, plan driver.Parts, steps driver.UploadSteps) (driver.Attrs, error) {
+// stream runs multipart.Stream for key "k" IfAbsent.
+func stream(ctx context.Context, r io.Reader, opts *driver.StreamOptions, plan multipart.Parts, steps multipart.UploadSteps) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, driver.Capabilities{Exclusion: driver.Conditional}, "mem-steps", "k", driver.PutOptions{If: driver.IfAbsent()})
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	return driver.StreamParts(op, r, opts, plan, steps)
+	return multipart.Stream(op, r, opts, plan, steps)
 }
 
 // gate returns a MayStart that counts its calls and refuses call refuse
@@ -192,7 +193,7 @@ func TestStreamPartsStoresTheBodyInParts(t *testing.T) {
 			m := &memSteps{}
 			allow, calls := gate(0)
 			want := testBody(c.n)
-			a, err := stream(t.Context(), &slowStart{r: bytes.NewReader(want), left: 100}, &driver.StreamOptions{PartSize: part, Concurrency: 2, MayStart: allow}, driver.Parts{}, m)
+			a, err := stream(t.Context(), &slowStart{r: bytes.NewReader(want), left: 100}, &driver.StreamOptions{PartSize: part, Concurrency: 2, MayStart: allow}, multipart.Parts{}, m)
 			if err != nil || a.Version != "v1" {
 				t.Fatalf("%q, %v", a.Version, err)
 			}
@@ -217,7 +218,7 @@ func TestStreamPartsConcurrencyBound(t *testing.T) {
 	m := &memSteps{block: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := stream(t.Context(), bytes.NewReader(testBody(6*part)), &driver.StreamOptions{PartSize: part, Concurrency: 3}, driver.Parts{}, m)
+		_, err := stream(t.Context(), bytes.NewReader(testBody(6*part)), &driver.StreamOptions{PartSize: part, Concurrency: 3}, multipart.Parts{}, m)
 		done <- err
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -241,7 +242,7 @@ func TestStreamPartsOnePartOrLess(t *testing.T) {
 	for _, n := range []int{0, 1, part} {
 		m := &memSteps{}
 		allow, calls := gate(0)
-		a, err := stream(t.Context(), bytes.NewReader(testBody(n)), &driver.StreamOptions{PartSize: part, MayStart: allow}, driver.Parts{}, singleSteps{m})
+		a, err := stream(t.Context(), bytes.NewReader(testBody(n)), &driver.StreamOptions{PartSize: part, MayStart: allow}, multipart.Parts{}, singleSteps{m})
 		if err != nil || a.Version != "v-single" || !bytes.Equal(m.committed, testBody(n)) {
 			t.Errorf("a body of %d bytes with PutSingle: %q, %v", n, a.Version, err)
 		}
@@ -254,7 +255,7 @@ func TestStreamPartsOnePartOrLess(t *testing.T) {
 	}
 	// Without PutSingle an empty body is started and committed with no part.
 	m := &memSteps{}
-	if _, err := stream(t.Context(), bytes.NewReader(nil), nil, driver.Parts{}, m); err != nil {
+	if _, err := stream(t.Context(), bytes.NewReader(nil), nil, multipart.Parts{}, m); err != nil {
 		t.Fatal(err)
 	}
 	if log := m.calls(); !slices.Equal(log, []string{"start", "commit 0"}) {
@@ -266,9 +267,9 @@ func TestStreamPartsOnePartOrLess(t *testing.T) {
 // upload was aborted (or, if may, may have been committed).
 func failure(t *testing.T, err error, m *memSteps, cause, kind error, saying string, may bool) {
 	t.Helper()
-	var ue *driver.UploadError
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) {
-		t.Fatalf("%v: want a *driver.UploadError", err)
+		t.Fatalf("%v: want a *multipart.UploadError", err)
 	}
 	if !errors.Is(err, cause) || kind != nil && !errors.Is(err, kind) {
 		t.Errorf("%v: want %v of kind %v in the chain", err, cause, kind)
@@ -293,7 +294,7 @@ func failure(t *testing.T, err error, m *memSteps, cause, kind error, saying str
 func TestStreamPartsAFailingPartAborts(t *testing.T) {
 	m := &memSteps{failPart: 2}
 	before := runtime.NumGoroutine()
-	_, err := stream(t.Context(), bytes.NewReader(testBody(4*part)), &driver.StreamOptions{PartSize: part, Concurrency: 2}, driver.Parts{}, m)
+	_, err := stream(t.Context(), bytes.NewReader(testBody(4*part)), &driver.StreamOptions{PartSize: part, Concurrency: 2}, multipart.Parts{}, m)
 	if n := m.inFlight.Load(); n != 0 {
 		t.Errorf("%d parts in flight after StreamParts returned", n)
 	}
@@ -310,7 +311,7 @@ func TestStreamPartsAFailingPartAborts(t *testing.T) {
 
 func TestStreamPartsFailingCommit(t *testing.T) {
 	m := &memSteps{commitErr: fmt.Errorf("completing: %w", errRefused)}
-	a, err := stream(t.Context(), bytes.NewReader(testBody(2*part+1)), nil, driver.Parts{Size: part}, m)
+	a, err := stream(t.Context(), bytes.NewReader(testBody(2*part+1)), nil, multipart.Parts{Size: part}, m)
 	failure(t, err, m, errRefused, driver.ErrPrecondition, "was aborted", false)
 	if a.Version != "" {
 		t.Errorf("a refused commit returned the version %q", a.Version)
@@ -319,7 +320,7 @@ func TestStreamPartsFailingCommit(t *testing.T) {
 	// A commit whose answer is lost may have landed: it is not reported
 	// aborted, whatever the abort after it did.
 	m = &memSteps{commitErr: errLost}
-	_, err = stream(t.Context(), bytes.NewReader(testBody(2*part+1)), nil, driver.Parts{Size: part}, m)
+	_, err = stream(t.Context(), bytes.NewReader(testBody(2*part+1)), nil, multipart.Parts{Size: part}, m)
 	failure(t, err, m, errLost, driver.ErrOutcomeUnknown, "may have been committed", true)
 }
 
@@ -351,7 +352,7 @@ func TestStreamPartsReaderFails(t *testing.T) {
 			{"mid-part", part + part/3},
 			{"at a part boundary", 2 * part},
 		} {
-			for _, plan := range []driver.Parts{{}, {Piece: 256 << 10}} {
+			for _, plan := range []multipart.Parts{{}, {Piece: 256 << 10}} {
 				t.Run(fmt.Sprintf("%v %s piece %d", fail, c.name, plan.Piece), func(t *testing.T) {
 					m := &memSteps{}
 					_, err := stream(t.Context(), &failingReader{body: testBody(c.at), err: fail}, &driver.StreamOptions{PartSize: part, Concurrency: 2}, plan, m)
@@ -376,7 +377,7 @@ func TestStreamPartsCancelled(t *testing.T) {
 	defer cancel()
 	r := &cancelAt{r: bytes.NewReader(testBody(6 * part)), at: 3 * part, cancel: cancel}
 	before := runtime.NumGoroutine()
-	_, err := stream(ctx, r, &driver.StreamOptions{PartSize: part, Concurrency: 4}, driver.Parts{}, m)
+	_, err := stream(ctx, r, &driver.StreamOptions{PartSize: part, Concurrency: 4}, multipart.Parts{}, m)
 	if n := m.inFlight.Load(); n != 0 {
 		t.Errorf("%d parts in flight after StreamParts returned", n)
 	}
@@ -412,7 +413,7 @@ func TestStreamPartsMayStartRefuses(t *testing.T) {
 	for _, refuse := range []int{2, 4} { // part 2; the commit of three parts
 		m := &memSteps{}
 		allow, calls := gate(refuse)
-		_, err := stream(t.Context(), bytes.NewReader(testBody(2*part+7)), &driver.StreamOptions{PartSize: part, Concurrency: 2, MayStart: allow}, driver.Parts{}, m)
+		_, err := stream(t.Context(), bytes.NewReader(testBody(2*part+7)), &driver.StreamOptions{PartSize: part, Concurrency: 2, MayStart: allow}, multipart.Parts{}, m)
 		failure(t, err, m, errMayStart, nil, "MayStart refused", false)
 		if calls() != refuse {
 			t.Errorf("refused at call %d: asked %d times", refuse, calls())
@@ -425,8 +426,8 @@ func TestStreamPartsMayStartRefuses(t *testing.T) {
 	// aborted.
 	m := &memSteps{}
 	allow, _ := gate(1)
-	_, err := stream(t.Context(), bytes.NewReader(testBody(2*part)), &driver.StreamOptions{PartSize: part, MayStart: allow}, driver.Parts{}, m)
-	var ue *driver.UploadError
+	_, err := stream(t.Context(), bytes.NewReader(testBody(2*part)), &driver.StreamOptions{PartSize: part, MayStart: allow}, multipart.Parts{}, m)
+	var ue *multipart.UploadError
 	if !errors.As(err, &ue) || ue.Staged || len(m.calls()) != 0 || !errors.Is(err, errMayStart) {
 		t.Errorf("%v (steps %v): want nothing staged and no step called", err, m.calls())
 	}
@@ -445,7 +446,7 @@ func TestStreamPartsPieces(t *testing.T) {
 		return nil
 	}}
 	want := testBody(2*part + piece + 10)
-	a, err := stream(t.Context(), bytes.NewReader(want), opts, driver.Parts{Piece: piece}, drainSteps{m})
+	a, err := stream(t.Context(), bytes.NewReader(want), opts, multipart.Parts{Piece: piece}, drainSteps{m})
 	if err != nil || a.Version != "v1" || !bytes.Equal(m.committed, want) {
 		t.Fatalf("%q, %v, %d bytes committed", a.Version, err, len(m.committed))
 	}
