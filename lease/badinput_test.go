@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // countingBucket counts the bytes read from object bodies.
@@ -177,7 +178,7 @@ func TestHolderWhoseRecordTurnsToGarbage(t *testing.T) {
 // whole seconds, over MaxSaneTTL or enormous is refused up front.
 func TestOptionsTTLOutOfRange(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, -1, 1, 999 * time.Millisecond, 1500 * time.Millisecond,
-		lease.MaxSaneTTL + time.Second, math.MaxInt64, math.MinInt64} {
+		admin.MaxSaneTTL + time.Second, math.MaxInt64, math.MinInt64} {
 		o := opts("me", clock.NewFake(t0), nil)
 		o.TTL = d
 		if _, err := lease.NewContender(fileBucket(t), "db1", o); err == nil {
@@ -223,7 +224,7 @@ func TestContenderClockFarFromTheRecord(t *testing.T) {
 func TestDecodedRecordAlwaysReencodes(t *testing.T) {
 	for _, at := range []string{"9999-12-31T23:59:59-01:00", "0000-01-01T00:00:00+01:00"} {
 		data := `{"instance_id":"x","acquired_at":"` + at + `","renewed_at":"2026-01-01T00:00:00Z","ttl_s":30}`
-		r, err := lease.DecodeRecord([]byte(data))
+		r, err := admin.DecodeRecord([]byte(data))
 		if err != nil {
 			continue // refusing it is a fix too
 		}
@@ -249,7 +250,7 @@ func TestReacquireOwnRecordWithOutOfRangeTime(t *testing.T) {
 	}
 	defer l.Release(context.Background())
 	data, _, _ := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
-	if _, err := lease.DecodeRecord(data); err != nil {
+	if _, err := admin.DecodeRecord(data); err != nil {
 		t.Fatalf("after re-acquiring its own record the lease stored %q: %v", data, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // epochs records the epoch of every lease a test takes, in order, and
@@ -83,7 +84,7 @@ func TestEpochsOnlyGrow(t *testing.T) {
 		d := take("takeover of a stale lease", "d")
 		_ = c
 
-		st, err := lease.Inspect(ctx, w.b, "db1", w.now())
+		st, err := admin.Inspect(ctx, w.b, "db1", w.now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +102,7 @@ func TestEpochsOnlyGrow(t *testing.T) {
 		if err := w.b.Delete(ctx, "db1/LEASE", driver.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		old := lease.Record{InstanceID: "old", AcquiredAt: w.now(), RenewedAt: w.now(), TTLSeconds: 0}
+		old := admin.Record{InstanceID: "old", AcquiredAt: w.now(), RenewedAt: w.now(), TTLSeconds: 0}
 		if _, err := w.b.Put(ctx, "db1/LEASE", old.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestEpochInEventsAndInspect(t *testing.T) {
 			t.Errorf("%v event: epoch %d, want %d", e.Kind, e.Epoch, l.Epoch())
 		}
 	}
-	st, err := lease.Inspect(ctx, b, "db1", time.Now())
+	st, err := admin.Inspect(ctx, b, "db1", time.Now())
 	if err != nil || st.Record == nil || st.Record.Epoch != l.Epoch() {
 		t.Fatalf("Inspect: %+v, %v; want the record's epoch %d", st.Record, err, l.Epoch())
 	}
@@ -207,7 +208,7 @@ func TestEpochInEventsAndInspect(t *testing.T) {
 func TestEpochAtItsLimitIsRefused(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
-	rec := lease.Record{InstanceID: "x", AcquiredAt: t0, RenewedAt: t0, TTLSeconds: 0, Epoch: 1 << 53}
+	rec := admin.Record{InstanceID: "x", AcquiredAt: t0, RenewedAt: t0, TTLSeconds: 0, Epoch: 1 << 53}
 	if _, err := b.Put(ctx, "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ type createGate struct {
 }
 
 func (g createGate) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if key != lease.Key("db1") || !opts.If.Absent() {
+	if key != admin.Key("db1") || !opts.If.Absent() {
 		return g.Bucket.Put(ctx, key, data, opts)
 	}
 	if g.first {

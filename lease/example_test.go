@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // A backup worker: take the lease, keep it renewed in the background, and
@@ -50,7 +51,7 @@ func Example_worker() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("backup written under", lease.Key(prefix), "with", l.Exclusion(), "exclusion")
+	fmt.Println("backup written under", admin.Key(prefix), "with", l.Exclusion(), "exclusion")
 	// Output: backup written under backups/db1/LEASE with conditional exclusion
 }
 

@@ -121,7 +121,7 @@ func cutOff(op, key string, cond driver.Condition, why, err error) error {
 	}
 	return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond, Kind: driver.ErrOutcomeUnknown,
 		Err: fmt.Errorf("cancelled in flight when the lease ended (%w); the request may have reached the service, so the object may be stored: "+
-			"read it back, and do not restore from it if Status.Late finds it late: %w", why, err)}
+			"read it back, and do not restore from it if admin.Status.Late finds it late: %w", why, err)}
 }
 
 // startWrite admits one write under the lease, or refuses it once MayWrite

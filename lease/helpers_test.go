@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 const ttl = 30 * time.Second
@@ -94,13 +95,13 @@ func acquire(t *testing.T, b driver.Bucket, id string, c clock.Clock) *lease.Lea
 }
 
 // readRecord returns the record stored in db1/LEASE.
-func readRecord(t *testing.T, b driver.Bucket) (lease.Record, driver.Version, bool) {
+func readRecord(t *testing.T, b driver.Bucket) (admin.Record, driver.Version, bool) {
 	t.Helper()
 	data, a, err := driver.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if err != nil {
-		return lease.Record{}, "", false
+		return admin.Record{}, "", false
 	}
-	r, err := lease.DecodeRecord(data)
+	r, err := admin.DecodeRecord(data)
 	if err != nil {
 		t.Fatalf("stored record: %v", err)
 	}
@@ -117,12 +118,12 @@ func put(t *testing.T, b driver.Bucket, data string) driver.Version {
 }
 
 func foreign(id string, renewed time.Time, ttlS int64) string {
-	return string(lease.Record{InstanceID: id, AcquiredAt: renewed, RenewedAt: renewed, TTLSeconds: ttlS}.Encode())
+	return string(admin.Record{InstanceID: id, AcquiredAt: renewed, RenewedAt: renewed, TTLSeconds: ttlS}.Encode())
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// scratchLeft counts the scratch keys (lease.IsScratchKey) left in b.
+// scratchLeft counts the scratch keys (admin.IsScratchKey) left in b.
 func scratchLeft(t *testing.T, b driver.Bucket) int {
 	t.Helper()
 	n := 0
@@ -130,7 +131,7 @@ func scratchLeft(t *testing.T, b driver.Bucket) int {
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
-		if lease.IsScratchKey(o.Key) {
+		if admin.IsScratchKey(o.Key) {
 			n++
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // cancelAfterLeaseWrite is a bucket that cancels the acquire's context the
@@ -77,8 +78,8 @@ func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
 			if !contains(err.Error(), "is now released") && !contains(err.Error(), "is now marked released") && !contains(err.Error(), "no lease of") {
 				t.Errorf("the error does not say what was left: %v", err)
 			}
-			st, ierr := lease.Inspect(context.Background(), b, "db1", time.Now())
-			if ierr != nil || (st.State != lease.Free && st.State != lease.Released) {
+			st, ierr := admin.Inspect(context.Background(), b, "db1", time.Now())
+			if ierr != nil || (st.State != admin.Free && st.State != admin.Released) {
 				t.Errorf("after the interrupted acquire the lease is %v (%v), want free or released", st.State, ierr)
 			}
 			if _, err := lease.Acquire(context.Background(), b, "db1", opts("b", clock.System{}, nil)); err != nil {

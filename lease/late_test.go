@@ -16,13 +16,14 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // lateKeys returns the keys LateWrites yields for db1 in b.
 func lateKeys(t *testing.T, b driver.Bucket, now time.Time) []string {
 	t.Helper()
 	var keys []string
-	for w, err := range lease.LateWrites(context.Background(), b, "db1", now) {
+	for w, err := range admin.LateWrites(context.Background(), b, "db1", now) {
 		if err != nil {
 			t.Fatalf("LateWrites: %v", err)
 		}
@@ -85,7 +86,7 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		if got := lateKeys(t, w.b, w.now()); !slices.Equal(got, []string{"chunks/late"}) {
 			t.Fatalf("late writes %v, want [chunks/late]", got)
 		}
-		for lw, err := range lease.LateWrites(ctx, w.b, "db1", w.now()) {
+		for lw, err := range admin.LateWrites(ctx, w.b, "db1", w.now()) {
 			if err != nil || lw.Stamp.Epoch != a.Epoch() || lw.Stamp.Instance != "a" || lw.After.Epoch != b.Epoch() || lw.By < time.Second {
 				t.Errorf("%+v, %v: want A's stamp, after B's era, by at least a second", lw, err)
 			}
@@ -182,8 +183,8 @@ func TestLateWritesNeedsEras(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	for _, err := range lease.LateWrites(ctx, b, "db1", t0) {
-		if !errors.Is(err, lease.ErrNoEras) {
+	for _, err := range admin.LateWrites(ctx, b, "db1", t0) {
+		if !errors.Is(err, admin.ErrNoEras) {
 			t.Fatalf("LateWrites without service time: %v, want ErrNoEras", err)
 		}
 		return
@@ -241,7 +242,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatalf("LATEST names %q; the scenario needs A's late move of it", latest)
 		}
 
-		status, err := lease.Inspect(ctx, w.b, "db1", w.now())
+		status, err := admin.Inspect(ctx, w.b, "db1", w.now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 func TestStartTogetherExactlyOneLease(t *testing.T) {
@@ -139,7 +140,7 @@ func TestLostReplyOfTheScratchKeyIsReadBack(t *testing.T) {
 			inner := machineClocksOnly()
 			var dropped atomic.Int32
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
-				return op == "put" && lease.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
+				return op == "put" && admin.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
 			}}
 			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
 			if err != nil {
@@ -307,7 +308,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	// Err says at once, with no waiting, whether the fence has fired.
 	var inflight context.Context
 	blocking.Before = func(ctx context.Context, _, key string, _ driver.Condition) error {
-		if key == "db1/LEASE" || lease.IsScratchKey(key) {
+		if key == "db1/LEASE" || admin.IsScratchKey(key) {
 			return nil
 		}
 		inflight = ctx
@@ -401,7 +402,7 @@ func TestFutureStampedRecordCountsAsFresh(t *testing.T) {
 	put(t, b, foreign("fast-clock", t0.Add(ttl/2), 30))
 	_, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
 	var he *lease.HeldError
-	if !errors.As(err, &he) || he.State != lease.Fresh {
+	if !errors.As(err, &he) || he.State != admin.Fresh {
 		t.Fatalf("acquire over a record stamped %v ahead: %v, want held and fresh", ttl/2, err)
 	}
 	if !he.TakeoverAt.Equal(t0.Add(ttl/2 + ttl)) {
@@ -412,7 +413,7 @@ func TestFutureStampedRecordCountsAsFresh(t *testing.T) {
 func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 	cases := map[string]string{
 		"stamped beyond its TTL in the future": foreign("far-future", t0.Add(ttl+time.Minute), 30),
-		"TTL over MaxSaneTTL":                  foreign("long-ttl", t0, int64(lease.MaxSaneTTL/time.Second)+1),
+		"TTL over MaxSaneTTL":                  foreign("long-ttl", t0, int64(admin.MaxSaneTTL/time.Second)+1),
 		"unparseable":                          "{not json",
 		"empty":                                "",
 		"oversized":                            strings.Repeat("x", 5<<20),
@@ -430,7 +431,7 @@ func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 			}
 			_, err = ct.Acquire(context.Background())
 			var he *lease.HeldError
-			if !errors.As(err, &he) || he.State != lease.Suspect {
+			if !errors.As(err, &he) || he.State != admin.Suspect {
 				t.Fatalf("first acquire: %v, want held and suspect", err)
 			}
 			c.Advance(ttl - time.Millisecond)

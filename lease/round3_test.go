@@ -15,6 +15,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // slowData is a store whose writes to keys other than the lease object
@@ -32,7 +33,7 @@ func newSlowData() *slowData {
 }
 
 func (s *slowData) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if key == "db1/LEASE" || lease.IsScratchKey(key) {
+	if key == "db1/LEASE" || admin.IsScratchKey(key) {
 		return s.Bucket.Put(ctx, key, data, opts)
 	}
 	s.started <- key
@@ -41,7 +42,7 @@ func (s *slowData) Put(ctx context.Context, key string, data []byte, opts driver
 }
 
 func (s *slowData) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if key == "db1/LEASE" || lease.IsScratchKey(key) {
+	if key == "db1/LEASE" || admin.IsScratchKey(key) {
 		return s.Bucket.Delete(ctx, key, cond)
 	}
 	s.started <- key
@@ -391,11 +392,11 @@ func clockSteppedBack(t *testing.T) string {
 		hc.Advance(ttl / 3)
 		rc.Advance(ttl / 3)
 		renewErr := h.Renew(ctx)
-		st, err := lease.Inspect(ctx, b, "db1", rc.Wall())
+		st, err := admin.Inspect(ctx, b, "db1", rc.Wall())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State != lease.Fresh && h.MayWrite() {
+		if st.State != admin.Fresh && h.MayWrite() {
 			return "a reader finds the lease " + st.State.String() + " while its holder may still write"
 		}
 		if renewErr != nil {
@@ -545,7 +546,7 @@ func TestSteppedBackClockDoesNotReacquire(t *testing.T) {
 func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
 	c := clock.NewFake(t0)
 	slow := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, _ driver.Condition) error {
-		if op == "put" && lease.IsScratchKey(key) {
+		if op == "put" && admin.IsScratchKey(key) {
 			c.Advance(5 * time.Second)
 		}
 		return nil
@@ -603,11 +604,11 @@ func contenderClockSteppedBack(t *testing.T) string {
 		nc.Advance(ttl / 3)
 		rc.Advance(ttl / 3)
 	}
-	st, err := lease.Inspect(ctx, b, "db1", rc.Wall())
+	st, err := admin.Inspect(ctx, b, "db1", rc.Wall())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != lease.Fresh && l.MayWrite() {
+	if st.State != admin.Fresh && l.MayWrite() {
 		return "the contender took the lease over with a record a reader finds " + st.State.String() + " while it may still write"
 	}
 	return ""

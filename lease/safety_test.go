@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The regression tests of the lease's fixed safety defects (a fenced
@@ -558,7 +559,7 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 	}
 	// A fresh lease: the break record keeps it fresh until it would have
 	// gone stale (TestBreakWaitsForTheBrokenHoldersFence).
-	if r, _, ok := readRecord(t, counted); !ok || r.InstanceID != lease.BreakerID || r.TTLSeconds != renewed.TTLSeconds || !r.RenewedAt.Equal(renewed.RenewedAt) {
+	if r, _, ok := readRecord(t, counted); !ok || r.InstanceID != admin.BreakerID || r.TTLSeconds != renewed.TTLSeconds || !r.RenewedAt.Equal(renewed.RenewedAt) {
 		t.Fatalf("after break: %+v", r)
 	}
 	if _, _, deletes := counted.Counts(); deletes-acquireDeletes != 1 {
@@ -579,7 +580,7 @@ func TestBreakOnAServiceIgnoringIfMatchFailsClosed(t *testing.T) {
 
 func TestKeyOfAPrefixWithATrailingSlash(t *testing.T) {
 	for prefix, want := range map[string]string{"db1": "db1/LEASE", "db1/": "db1/LEASE", "db1//": "db1/LEASE", "": "LEASE", "/": "LEASE"} {
-		if got := lease.Key(prefix); got != want {
+		if got := admin.Key(prefix); got != want {
 			t.Errorf("Key(%q) = %q, want %q", prefix, got, want)
 		}
 	}
@@ -754,9 +755,9 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 		for cc.Wall().Add(-skew).Before(fence) || cc.Wall().Before(rec.RenewedAt.Add(rec.TTL())) {
 			_, err := lease.Acquire(context.Background(), b, "db1", opts("next", cc, nil))
 			var held *lease.HeldError
-			if !errors.As(err, &held) || held.Holder() != lease.BreakerID {
+			if !errors.As(err, &held) || held.Holder() != admin.BreakerID {
 				t.Fatalf("skew %v: acquire at %v, %v before the broken holder's fence and %v before the record's stale time: %v, want held by %s",
-					skew, cc.Wall(), fence.Sub(cc.Wall().Add(-skew)), rec.RenewedAt.Add(rec.TTL()).Sub(cc.Wall()), err, lease.BreakerID)
+					skew, cc.Wall(), fence.Sub(cc.Wall().Add(-skew)), rec.RenewedAt.Add(rec.TTL()).Sub(cc.Wall()), err, admin.BreakerID)
 			}
 			cc.Advance(time.Second)
 		}

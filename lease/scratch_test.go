@@ -8,7 +8,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 func TestIsScratchKey(t *testing.T) {
@@ -24,7 +24,7 @@ func TestIsScratchKey(t *testing.T) {
 		"db1/chunks/LEASE.x":                         false,
 		"db1/LEASE.acquire-probe-0123456789abcdef/x": false,
 	} {
-		if got := lease.IsScratchKey(key); got != want {
+		if got := admin.IsScratchKey(key); got != want {
 			t.Errorf("IsScratchKey(%q) = %v, want %v", key, got, want)
 		}
 	}

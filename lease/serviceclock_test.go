@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // serviceWorld is a mem bucket whose clock is true time, inside a
@@ -154,7 +155,7 @@ func TestHolderWhoseClockRunsAheadIsFencedAndNotTakenOverEarly(t *testing.T) {
 		for w.now().Sub(renewed) < ttl+time.Second {
 			_, err := c.Acquire(context.Background())
 			var held *lease.HeldError
-			if !errors.As(err, &held) || held.State != lease.Fresh {
+			if !errors.As(err, &held) || held.State != admin.Fresh {
 				t.Fatalf("acquire %v after the renewal: %v, want a fresh lease held", w.now().Sub(renewed), err)
 			}
 			w.advance(time.Second)
@@ -190,15 +191,15 @@ func TestRecordStampedByAWrongClockIsJudgedByTheService(t *testing.T) {
 			inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 				start := w.now()
 				stamp := start.Add(off)
-				rec := lease.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
+				rec := admin.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
 				if _, err := w.b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 					t.Fatal(err)
 				}
-				st, err := lease.Inspect(context.Background(), w.b, "db1", w.now())
+				st, err := admin.Inspect(context.Background(), w.b, "db1", w.now())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.State != lease.Fresh {
+				if st.State != admin.Fresh {
 					t.Errorf("Inspect: %v, want fresh", st.State)
 				}
 				if so, ok := st.StampOffset(); !ok || so != off {
@@ -209,7 +210,7 @@ func TestRecordStampedByAWrongClockIsJudgedByTheService(t *testing.T) {
 					t.Fatal(err)
 				}
 				var held *lease.HeldError
-				if _, err := c.Acquire(context.Background()); !errors.As(err, &held) || held.State != lease.Fresh {
+				if _, err := c.Acquire(context.Background()); !errors.As(err, &held) || held.State != admin.Fresh {
 					t.Fatalf("acquire at once: %v, want a fresh lease held", err)
 				}
 				if want := start.Add(ttl + time.Second); held.TakeoverAt.Before(want) {
@@ -276,7 +277,7 @@ func TestInspectReportsTheOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(context.Background())
-	st, err := lease.Inspect(context.Background(), b, "db1", time.Now())
+	st, err := admin.Inspect(context.Background(), b, "db1", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestInspectReportsTheOffsets(t *testing.T) {
 	if so, ok := st.StampOffset(); !ok || so > time.Second || so < -time.Second {
 		t.Errorf("StampOffset = %v, %v", so, ok)
 	}
-	st, err = lease.Inspect(context.Background(), machineClocksOnly(), "db1", time.Now())
+	st, err = admin.Inspect(context.Background(), machineClocksOnly(), "db1", time.Now())
 	if err != nil || st.Service != nil {
 		t.Errorf("Inspect without service time: %+v, %v", st.Service, err)
 	}

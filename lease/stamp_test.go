@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // metadataOf reads key from b and returns the metadata its Get returned.
@@ -50,7 +51,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	}
 	for key, extra := range map[string]driver.Metadata{"db1/chunks/1": {"tool": "pgdump"}, "db1/chunks/2": nil} {
 		md := metadataOf(t, b, key)
-		got, ok := lease.StampOf(md)
+		got, ok := admin.StampOf(md)
 		if !ok || got != want {
 			t.Errorf("%s: stamp %+v (%t), want %+v; metadata %v", key, got, ok, want, md)
 		}
@@ -70,7 +71,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	if _, err := next.Bucket().Put(ctx, "chunks/3", []byte("three"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := lease.StampOf(metadataOf(t, b, "db1/chunks/3")); got.Epoch <= want.Epoch || got.Instance != "host-b" {
+	if got, _ := admin.StampOf(metadataOf(t, b, "db1/chunks/3")); got.Epoch <= want.Epoch || got.Instance != "host-b" {
 		t.Errorf("the next holder's object: %+v, want an epoch over %d by host-b", got, want.Epoch)
 	}
 }
@@ -91,7 +92,7 @@ func TestBucketWithoutMetadataSaysSo(t *testing.T) {
 	if _, err := l.Bucket().Put(ctx, "k", []byte("v"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := lease.StampOf(metadataOf(t, b.Bucket, "db1/k")); ok {
+	if _, ok := admin.StampOf(metadataOf(t, b.Bucket, "db1/k")); ok {
 		t.Error("an object is stamped though the lease's driver declares no metadata")
 	}
 }
@@ -124,7 +125,7 @@ func TestRefusedWriteIsNotStamped(t *testing.T) {
 	if _, err := l.Bucket().Put(ctx, "j", []byte("late"), driver.PutOptions{}); !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("a write after Release: %v", err)
 	}
-	if _, ok := lease.StampOf(metadataOf(t, b, "db1/k")); ok {
+	if _, ok := admin.StampOf(metadataOf(t, b, "db1/k")); ok {
 		t.Error("a refused write stamped the object it did not replace")
 	}
 	if _, _, err := b.Get(ctx, "db1/j", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
@@ -141,18 +142,18 @@ func TestStampedInstance(t *testing.T) {
 		" padded":                "%20padded",
 		strings.Repeat("é", 128): "sha256:",
 	} {
-		got := lease.StampedInstance(id)
+		got := admin.StampedInstance(id)
 		if !strings.HasPrefix(got, want) || (want != "sha256:" && got != want) {
 			t.Errorf("StampedInstance(%q) = %q, want %q", id, got, want)
 		}
-		if err := (lease.Stamp{Epoch: 1, Instance: got}).Metadata().Validate(); err != nil {
+		if err := (admin.Stamp{Epoch: 1, Instance: got}).Metadata().Validate(); err != nil {
 			t.Errorf("StampedInstance(%q) = %q: %v", id, got, err)
 		}
 	}
-	if _, ok := lease.StampOf(driver.Metadata{lease.MetaEpoch: "0"}); ok {
+	if _, ok := admin.StampOf(driver.Metadata{"bucketleaseepoch": "0"}); ok {
 		t.Error("epoch 0 read as a stamp")
 	}
-	if _, ok := lease.StampOf(driver.Metadata{lease.MetaEpoch: "x1"}); ok {
+	if _, ok := admin.StampOf(driver.Metadata{"bucketleaseepoch": "x1"}); ok {
 		t.Error("a malformed epoch read as a stamp")
 	}
 }

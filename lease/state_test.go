@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // withState returns options for instance id with a state directory.
@@ -190,7 +191,7 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	o := opts("me", clock.NewFake(t0), nil)
-	o.Holder = &lease.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
+	o.Holder = &admin.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
 	if _, err := lease.Acquire(ctx, b, "db1", o); err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +213,14 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 		t.Fatalf("a reader of the four spec fields: %+v, %v", spec, err)
 	}
 	old := `{"instance_id":"a","acquired_at":"2026-11-30T12:00:00Z","renewed_at":"2026-11-30T12:00:00Z","ttl_s":30}`
-	if r, err := lease.DecodeRecord([]byte(old)); err != nil || r.Holder != nil || r.InstanceID != "a" {
+	if r, err := admin.DecodeRecord([]byte(old)); err != nil || r.Holder != nil || r.InstanceID != "a" {
 		t.Fatalf("a record written by earlier versions: %+v, %v", r, err)
 	}
 	mangled := `{"instance_id":"a","acquired_at":"2026-11-30T12:00:00Z","renewed_at":"2026-11-30T12:00:00Z","ttl_s":30,"holder":5}`
-	if r, err := lease.DecodeRecord([]byte(mangled)); err != nil || r.Holder != nil {
+	if r, err := admin.DecodeRecord([]byte(mangled)); err != nil || r.Holder != nil {
 		t.Fatalf("a record with a mangled holder: %+v, %v", r, err)
 	}
-	o.Holder = &lease.HolderInfo{Tool: "evil\ntool"}
+	o.Holder = &admin.HolderInfo{Tool: "evil\ntool"}
 	if _, err := lease.NewContender(b, "db1", o); err == nil {
 		t.Fatal("a holder description with a control character was accepted")
 	}

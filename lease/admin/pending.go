@@ -75,15 +75,15 @@ const maxPendingScanned = 10_000
 //     service does not give is kept;
 //   - no live holder may still commit it: for the lease of every prefix
 //     that contains its key (the prefix's own, a nested prefix's, an
-//     enclosing one's), the lease is lease.Free, lease.Released or lease.Stale (its holder
+//     enclosing one's), the lease is Free, Released or Stale (its holder
 //     has stopped renewing, so its fence has closed every write it
-//     started, for good), or it is lease.Fresh and the upload was started more
-//     than one TTL before the current holder's lease began (lease.Record.Began,
+//     started, for good), or it is Fresh and the upload was started more
+//     than one TTL before the current holder's lease began (Record.Began,
 //     or AcquiredAt before the first renewal): an earlier holder's, whose
 //     fence closed it before the current one took over. An upload a
-//     lease.Fresh holder started since, of any age, every upload under a fresh
+//     Fresh holder started since, of any age, every upload under a fresh
 //     record of Break (the broken holder may write until it goes stale),
-//     and any upload under a lease.Suspect lease object are kept;
+//     and any upload under a Suspect lease object are kept;
 //   - the driver can abort it (Pending.Abort); the file driver refuses a
 //     staged file whose process still runs, and such a file is kept.
 //

@@ -126,7 +126,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer broken.Release(context.WithoutCancel(ctx))
-	if st, err := lease.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now(), false) != nil {
+	if st, err := admin.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now(), false) != nil {
 		t.Fatalf("breaking db5: %v", err)
 	}
 	pr, pw := io.Pipe()

@@ -1,4 +1,4 @@
-package lease
+package admin
 
 import (
 	"context"
@@ -58,12 +58,12 @@ func (s Status) Holder() string {
 // nil. Any other read failure is an error naming the key.
 func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
-	if err := checkLeaseKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Status{}, err
 	}
 	st := Status{Key: key, Now: now}
-	cur, v, err := readLease(ctx, clock.System{}, b, key)
-	st.Service = cur.svc
+	cur, v, err := Read(ctx, clock.System{}, b, key)
+	st.Service = cur.Service
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		st.State, st.TakeoverAt = Free, now
@@ -72,15 +72,15 @@ func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time)
 		return Status{}, fmt.Errorf("inspect %s: %w", key, err)
 	}
 	st.Version = v
-	if cur.err != nil {
-		st.State, st.Reason = Suspect, cur.err.Error()
+	if cur.Err != nil {
+		st.State, st.Reason = Suspect, cur.Err.Error()
 		return st, nil
 	}
-	rec := cur.rec
+	rec := cur.Record
 	st.Record = &rec
-	st.State, st.TakeoverAt = judgeRecord(rec, now, cur.svc)
+	st.State, st.TakeoverAt = Judge(rec, now, cur.Service)
 	if st.State == Suspect {
-		st.Reason = rec.suspicion(now)
+		st.Reason = rec.Suspicion(now)
 	}
 	return st, nil
 }

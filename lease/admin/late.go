@@ -1,4 +1,4 @@
-package lease
+package admin
 
 import (
 	"context"
@@ -27,32 +27,32 @@ type Era struct {
 
 func (e Era) equal(o Era) bool { return e.Epoch == o.Epoch && e.Began.Equal(o.Began) }
 
-// eraOf returns the era of the holder of rec, read in an answer that said
+// Era returns the era of the holder of r, read in an answer that said
 // svc about the service's clock: its Began, or, while it has not renewed
 // (or where it writes none), the lease object's modification time plus
 // the resolution, which is no earlier than the write that took the
 // prefix. ok is false when neither is known, or rec has no epoch.
-func eraOf(rec Record, svc *ServiceClock) (Era, bool) {
+func (r Record) Era(svc *ServiceClock) (Era, bool) {
 	switch {
-	case rec.Epoch == 0:
+	case r.Epoch == 0:
 		return Era{}, false
-	case !rec.Began.IsZero():
-		return Era{Epoch: rec.Epoch, Began: rec.Began}, true
+	case !r.Began.IsZero():
+		return Era{Epoch: r.Epoch, Began: r.Began}, true
 	case svc != nil && !svc.Modified.IsZero():
-		return Era{Epoch: rec.Epoch, Began: svc.Modified.Add(svc.Resolution)}, true
+		return Era{Epoch: r.Epoch, Began: svc.Modified.Add(svc.Resolution)}, true
 	}
 	return Era{}, false
 }
 
-// before returns what a new holder's record remembers of the holders up
+// Remembered returns what a new holder's record remembers of the holders up
 // to prev, read in an answer that said svc: prev's era, then what prev
 // remembered, at most maxBefore in all.
-func before(prev *Record, svc *ServiceClock) []Era {
-	if !follows(prev) {
+func Remembered(prev *Record, svc *ServiceClock) []Era {
+	if prev == nil || prev.Epoch == 0 {
 		return nil
 	}
 	var out []Era
-	if e, ok := eraOf(*prev, svc); ok {
+	if e, ok := prev.Era(svc); ok {
 		out = append(out, e)
 	}
 	out = append(out, prev.Before...)
@@ -68,7 +68,7 @@ func (s Status) Eras() []Era {
 		return nil
 	}
 	var out []Era
-	if e, ok := eraOf(*s.Record, s.Service); ok {
+	if e, ok := s.Record.Era(s.Service); ok {
 		out = append(out, e)
 	}
 	return append(out, s.Record.Before...)
