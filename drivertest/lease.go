@@ -14,6 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease's own scenarios, run on the driver under test. Time is a fake
@@ -59,11 +60,11 @@ func declaresExclusion(c driver.Capabilities) bool { return c.Exclusion != drive
 
 // holds fails unless the lease object names id.
 func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
-	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := driver.ReadAll(ctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the lease object: %s", outcome(err))
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil {
 		return fmt.Errorf("the lease object: %v", err)
 	}
@@ -194,11 +195,11 @@ var leaseChecks = []check{
 			if err := a.Release(ctx); err != nil {
 				return fmt.Errorf("the fenced holder's release: %v", err)
 			}
-			st, err := lease.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, bc.Wall())
+			st, err := admin.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, bc.Wall())
 			if err != nil {
 				return fmt.Errorf("inspect: %v", err)
 			}
-			if st.State != lease.Fresh || st.Holder() != "b" || st.Version != leaseseam.Inside(b).Version {
+			if st.State != admin.Fresh || st.Holder() != "b" || st.Version != leaseseam.Inside(b).Version {
 				return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
 					st.State, st.Holder(), st.Version, leaseseam.Inside(b).Version)
 			}
@@ -217,7 +218,7 @@ var leaseChecks = []check{
 			// The reply of the first If-None-Match write of the lease object
 			// itself (not of the scratch key that proves the path first).
 			var dropped atomic.Bool
-			key := lease.Key(s.prefix)
+			key := admin.Key(s.prefix)
 			lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, k string, cond driver.Condition) bool {
 				return op == "put" && k == key && cond.Absent() && dropped.CompareAndSwap(false, true)
 			}}
@@ -246,7 +247,7 @@ var leaseChecks = []check{
 			if l.MayWrite() {
 				return errors.New("a released lease may still write")
 			}
-			if st, err := lease.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, c.Wall()); err != nil || st.State != lease.Released {
+			if st, err := admin.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, c.Wall()); err != nil || st.State != admin.Released {
 				return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
 			}
 			next, err := s.acquire(ctx, s.b, "second", c)
@@ -259,22 +260,22 @@ var leaseChecks = []check{
 }
 
 // leaseStamps is the check lease-stamps: every object written through
-// Lease.Bucket carries its lease's stamp (lease.Stamp), and the next
+// Lease.Bucket carries its lease's stamp (admin.Stamp), and the next
 // holder's objects carry a greater epoch.
 func leaseStamps(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
 	}
 	c := clock.NewFake(leaseStart)
-	stampOf := func(key string) (lease.Stamp, error) {
+	stampOf := func(key string) (admin.Stamp, error) {
 		_, _, md, err := getMeta(ctx, s.b, key)
 		switch {
 		case err != nil:
-			return lease.Stamp{}, fmt.Errorf("Get of %s: %s", key, outcome(err))
+			return admin.Stamp{}, fmt.Errorf("Get of %s: %s", key, outcome(err))
 		case md == nil:
-			return lease.Stamp{}, fmt.Errorf("Get of %s reported no metadata", key)
+			return admin.Stamp{}, fmt.Errorf("Get of %s reported no metadata", key)
 		}
-		st, ok := lease.StampOf(md)
+		st, ok := admin.StampOf(md)
 		if !ok {
 			return st, fmt.Errorf("%s, written through Lease.Bucket, carries no stamp: its metadata is %v", key, md)
 		}
@@ -286,7 +287,7 @@ func leaseStamps(ctx context.Context, s *scope) error {
 		if err != nil {
 			return fmt.Errorf("acquire as %s: %v", id, err)
 		}
-		want := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
+		want := admin.Stamp{Epoch: l.Epoch(), Instance: admin.StampedInstance(l.InstanceID())}
 		written, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
 		s.key(written)
 		s.key(streamed)

@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease against the service's clock, on the driver under test: a
@@ -74,7 +75,7 @@ func leaseEpoch(ctx context.Context, s *scope) error {
 	var prev uint64
 	for i, how := range []string{"on a free prefix", "after a release", "after the lease object was deleted"} {
 		if i == 2 {
-			if err := s.b.Delete(ctx, lease.Key(s.prefix), driver.Condition{}); err != nil {
+			if err := s.b.Delete(ctx, admin.Key(s.prefix), driver.Condition{}); err != nil {
 				return fmt.Errorf("deleting the lease object: %s", outcome(err))
 			}
 		}
@@ -162,7 +163,7 @@ var leaseClockChecks = []check{
 			}
 			o = clockOpts("contender", clock.System{}, s.b.Capabilities(), 24*time.Second, 24*time.Second)
 			var held *lease.HeldError
-			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); !errors.As(err, &held) || held.State != lease.Fresh {
+			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); !errors.As(err, &held) || held.State != admin.Fresh {
 				return fmt.Errorf("a contender just after the renewal stamped 11s ahead: %v, want the lease held (fresh on the service's clock)", err)
 			}
 			return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Example is a small backup worker under the lease: three backups of two
@@ -39,7 +40,7 @@ func Example() {
 			return
 		}
 	}
-	st, err := lease.Inspect(ctx, bucket, "db1", time.Now())
+	st, err := admin.Inspect(ctx, bucket, "db1", time.Now())
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,7 +8,7 @@
 //
 // It works on keys relative to the prefix, through the bucket
 // lease.Lease.Bucket gives; the readers take the lease object's status
-// (lease.Inspect), whose eras they judge by.
+// (admin.Inspect), whose eras they judge by.
 package backupworker
 
 import (
@@ -24,7 +24,7 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Manifest names the chunks of one restore point, in order.
@@ -72,9 +72,9 @@ func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 // Retain keeps the newest keep manifests written in time and deletes every
 // other manifest and every chunk that no kept manifest names. A manifest
 // that a holder wrote after its lease had passed on (late, by its stamp
-// and the eras st, the lease object's status, knows: lease.Status.Late)
+// and the eras st, the lease object's status, knows: admin.Status.Late)
 // is never kept, so neither are the chunks only it names.
-func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) error {
+func Retain(ctx context.Context, b driver.Bucket, st admin.Status, keep int) error {
 	var manifests, chunks []string
 	for o, err := range b.List(ctx, "") {
 		if err != nil {
@@ -131,7 +131,7 @@ func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) err
 // are not late: this worker writes every object under the lease. Only
 // manifests and LATEST are judged; a chunk is named by its content and
 // judged by the manifests that name it.
-func isLate(ctx context.Context, b driver.Bucket, st lease.Status, o driver.Object) (bool, error) {
+func isLate(ctx context.Context, b driver.Bucket, st admin.Status, o driver.Object) (bool, error) {
 	_, late, err := st.Late(ctx, b, o)
 	return late, err
 }
@@ -142,7 +142,7 @@ func isLate(ctx context.Context, b driver.Bucket, st lease.Status, o driver.Obje
 // read it), and then the newest manifest that was not. It reads the
 // prefix through b (keys relative to it) and judges by st, the lease
 // object's status; the chunks it would read are named by their content.
-func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manifest, error) {
+func RestoreLatest(ctx context.Context, b driver.Bucket, st admin.Status) (Manifest, error) {
 	var names []string
 	latest := false // LATEST is there, written in time
 	for o, err := range b.List(ctx, "") {

@@ -19,6 +19,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // acquireDelay is the one-way delay of the link in front of MinIO in
@@ -168,11 +169,11 @@ func TestAcquireWays(t *testing.T) {
 	}
 	b := s3.New(srv.Client(srv.URL()), bucket)
 	for _, prefix := range []string{"cmd", "lib"} {
-		st, err := lease.Inspect(t.Context(), b, prefix, time.Now())
+		st, err := admin.Inspect(t.Context(), b, prefix, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State != lease.Released {
+		if st.State != admin.Released {
 			t.Errorf("%s: the lease is %v after a release, want released", prefix, st.State)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 
 	// Every driver a server may be reached through.
 	_ "github.com/mushroomdb/bucketlease/driver/azure"
@@ -264,7 +265,7 @@ const (
 func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	defer b.Delete(context.WithoutCancel(ctx), lease.Key(prefix), driver.Condition{})
+	defer b.Delete(context.WithoutCancel(ctx), admin.Key(prefix), driver.Condition{})
 	l, err := lease.Acquire(ctx, b, prefix, leaseOptions("behaviour", nil))
 	switch {
 	case errors.Is(err, lease.ErrPreconditionsIgnored):
@@ -276,7 +277,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	if err := l.Release(ctx); err != nil {
 		return fmt.Sprintf("%s exclusion; release failed: %s", exclusion, oneLine(err.Error()))
 	}
-	data, _, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := driver.ReadAll(ctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	if exclusion != driver.Conditional {
 		return leaseBestEffortText
 	}
@@ -286,7 +287,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	case err != nil:
 		return "conditional exclusion; reading the lease after release: " + oneLine(err.Error())
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err == nil && rec.TTLSeconds == 0 {
 		return LeaseReleaseRecord
 	}

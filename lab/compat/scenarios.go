@@ -16,6 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease scenarios run on each server, in order.
@@ -62,7 +63,7 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		p := prefix + "/" + name + "-" + randomHex(3)
-		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
+		defer b.Delete(context.WithoutCancel(ctx), admin.Key(p), driver.Condition{})
 		detail, err := f(ctx, p)
 		if errors.Is(err, lease.ErrPreconditionsIgnored) {
 			return ScenarioResult{Name: name, FailedClosed: true, Detail: evidence(err.Error())}
@@ -88,11 +89,11 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 // holder returns the instance the lease object names, failing unless it is
 // a live (not released) record.
 func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver.Version, error) {
-	data, v, err := driver.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, v, err := driver.ReadAll(ctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return "", "", fmt.Errorf("reading the lease object: %w", err)
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil {
 		return "", "", fmt.Errorf("the lease object: %w", err)
 	}
@@ -114,7 +115,7 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 	releaseErr := ""
 	for round := range rounds {
 		p := fmt.Sprintf("%s/round-%d", prefix, round)
-		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
+		defer b.Delete(context.WithoutCancel(ctx), admin.Key(p), driver.Condition{})
 		start := clock.NewFake(time.Now())
 		var (
 			mu      sync.Mutex

@@ -18,6 +18,7 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 const ttl = 30 * time.Second
@@ -99,11 +100,11 @@ func fencedHolderReleases(t *testing.T, b driver.Bucket) string {
 	if err := a.Release(ctx); err != nil {
 		return "A's release failed: " + err.Error()
 	}
-	st, err := lease.Inspect(ctx, b, "db1", bc.Wall())
+	st, err := admin.Inspect(ctx, b, "db1", bc.Wall())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != lease.Fresh || st.Holder() != "B" || st.Version != leaseseam.Inside(succ).Version {
+	if st.State != admin.Fresh || st.Holder() != "B" || st.Version != leaseseam.Inside(succ).Version {
 		return "after the fenced holder's release the lease is " + st.State.String() + ", held by " + st.Holder()
 	}
 	if _, err := lease.Acquire(ctx, b, "db1", opts("C", cc)); !errors.Is(err, lease.ErrHeld) {
@@ -158,11 +159,11 @@ func TestReleaseOfOldLeaseOnMinIO(t *testing.T) {
 			if err := old.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			st, err := lease.Inspect(ctx, b, "db1", c.Wall())
+			st, err := admin.Inspect(ctx, b, "db1", c.Wall())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.State != lease.Fresh || st.Version != leaseseam.Inside(cur).Version {
+			if st.State != admin.Fresh || st.Version != leaseseam.Inside(cur).Version {
 				t.Fatalf("releasing the old lease left the new one %s at %s", st.State, st.Version)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var demoCommand = &command{
@@ -211,7 +212,7 @@ last renewal, and nobody may take the lease over until %v after it.
 (An in-memory bucket and simulated time; the lease library runs unchanged.)
 
    TIME  WHO    WHAT HAPPENED, AND WHY
-`, demoPrefix, lease.Key(demoPrefix), demoTTL, demoTTL/3, demoTTL*2/3, demoTTL)
+`, demoPrefix, admin.Key(demoPrefix), demoTTL, demoTTL/3, demoTTL*2/3, demoTTL)
 	clocks := []*clock.Fake{alpha.clock, beta.clock}
 	advanceTo := func(elapsed time.Duration) {
 		for _, c := range clocks {

@@ -13,6 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestDocsLateSession runs docs/cli.md's list --late session: host-a
@@ -41,7 +42,7 @@ func TestDocsLateSession(t *testing.T) {
 		return l
 	}
 	a := holder("host-a")
-	stamp := lease.Stamp{Epoch: a.Epoch(), Instance: lease.StampedInstance(a.InstanceID())}
+	stamp := admin.Stamp{Epoch: a.Epoch(), Instance: admin.StampedInstance(a.InstanceID())}
 	time.Sleep(5*time.Second + 500*time.Millisecond) // host-a is paused; its lease goes stale (TTL and the file driver's resolution)
 	next := holder("host-b")
 	time.Sleep(3 * time.Second) // more than the file driver's resolution

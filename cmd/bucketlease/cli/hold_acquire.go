@@ -9,6 +9,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // acquire takes the lease, or with --wait keeps trying until it can.
@@ -27,7 +28,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		// than bucketlease deleted it, and its holder may still be
 		// writing. Take it only once its holder's fence has passed.
 		if gate := vanishedGate(last, lastSeen); !gate.IsZero() && time.Now().Before(gate) {
-			if st, err := lease.Inspect(ctx, b, prefix, time.Now()); err == nil && st.State == lease.Free {
+			if st, err := admin.Inspect(ctx, b, prefix, time.Now()); err == nil && st.State == admin.Free {
 				if !vanished {
 					vanished = true
 					p.note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",
@@ -93,7 +94,7 @@ func sameIDError(held *lease.HeldError, id string) error {
 // it was told, on its own monotonic clock. Zero when there is no such
 // lease (none seen, or a suspect one).
 func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
-	if last == nil || last.State != lease.Fresh {
+	if last == nil || last.State != admin.Fresh {
 		return time.Time{}
 	}
 	return seen.Add(last.TakeoverAt.Sub(last.Now))

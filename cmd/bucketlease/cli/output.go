@@ -17,6 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 const envConditional = lease.EnvConditional
@@ -140,7 +141,7 @@ func (p *printer) event(ev lease.Event) {
 		r.Error = ev.Err.Error()
 	}
 	r.Message = eventMessage(ev)
-	if ev.Kind == lease.EventLost && ev.Previous != nil && ev.Previous.InstanceID == lease.BreakerID {
+	if ev.Kind == lease.EventLost && ev.Previous != nil && ev.Previous.InstanceID == admin.BreakerID {
 		p.broken.Store(true)
 	}
 	p.emit(ev.Time, r)
@@ -165,7 +166,7 @@ func eventMessage(ev lease.Event) string {
 		return fmt.Sprintf("fenced: no renewal of %s succeeded within two thirds of the TTL; writing stops now, before anyone may take the lease over", ev.Key)
 	case lease.EventLost:
 		switch {
-		case ev.Previous != nil && ev.Previous.InstanceID == lease.BreakerID:
+		case ev.Previous != nil && ev.Previous.InstanceID == admin.BreakerID:
 			return fmt.Sprintf("lease %s was broken by an operator (bucketlease break); writing stops now", ev.Key)
 		case errors.Is(ev.Err, lease.ErrInstanceInUse) || ev.Previous != nil && ev.Previous.InstanceID == ev.InstanceID:
 			return fmt.Sprintf("lost lease %s to another live process using the same instance id %s; writing stops now. Give each process its own --instance-id", ev.Key, ev.InstanceID)
@@ -186,7 +187,7 @@ func (p *printer) held(h *lease.HeldError, waiting bool) {
 	r := record{Event: "held", Key: h.Key, Holder: h.Holder(), State: h.State.String(), Version: string(h.Version),
 		TakeoverAt: utc(h.TakeoverAt), Detail: h.Reason}
 	r.Message = h.Error()
-	if h.State == lease.Fresh && h.Holder() == lease.BreakerID {
+	if h.State == admin.Fresh && h.Holder() == admin.BreakerID {
 		// A break of a fresh lease (lease.Break): free once the broken
 		// holder must have stopped.
 		r.Message = fmt.Sprintf("lease %s was broken by an operator (bucketlease break) while its holder was live; that holder may still be writing until its fence, so the lease is free only at %s, when the break's record goes stale",
@@ -234,7 +235,7 @@ func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 
 // holderName renders a holder's instance id, saying who break is.
 func holderName(id string) string {
-	if id == lease.BreakerID {
+	if id == admin.BreakerID {
 		return id + " (broken by an operator with bucketlease break)"
 	}
 	return term.Safe(id)

@@ -10,6 +10,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // putOneShot takes the lease at loc, streams the body under it, and
@@ -142,7 +143,7 @@ func fencedOutcome(ctx context.Context, l *lease.Lease, key string, v driver.Ver
 // learns of its fence before it reads the answer waiting for it). Where
 // the driver keeps no stamps it cannot tell, and says no.
 func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Version, bool) {
-	want, ok := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}, leaseseam.Inside(l).Stamped
+	want, ok := admin.Stamp{Epoch: l.Epoch(), Instance: admin.StampedInstance(l.InstanceID())}, leaseseam.Inside(l).Stamped
 	if !ok {
 		return "", false
 	}
@@ -153,7 +154,7 @@ func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Versi
 		return "", false
 	}
 	rc.Close()
-	got, ok := lease.StampOf(a.Metadata)
+	got, ok := admin.StampOf(a.Metadata)
 	return a.Version, ok && got == want
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // fileLeaseAbsent looks at a file:// URL before show or break open it (the
@@ -36,7 +36,7 @@ func fileLeaseAbsent(loc *driver.Location) (bool, error) {
 	case !fi.IsDir():
 		return false, fmt.Errorf("%s: %q is not a directory", loc, dir)
 	}
-	if _, err := os.Lstat(file.Path(dir, lease.Key(""))); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(file.Path(dir, admin.Key(""))); errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}
 	return false, nil
@@ -56,9 +56,9 @@ func fileDir(loc *driver.Location) string {
 }
 
 // freeStatus is the status of a prefix without a lease object.
-func freeStatus() lease.Status {
+func freeStatus() admin.Status {
 	now := time.Now()
-	return lease.Status{Key: lease.Key(""), State: lease.Free, Now: now, TakeoverAt: now}
+	return admin.Status{Key: admin.Key(""), State: admin.Free, Now: now, TakeoverAt: now}
 }
 
 // knownFileQuery reports whether q holds only parameters the file driver
@@ -89,7 +89,7 @@ func fileLeaseNotObject(loc *driver.Location) error {
 	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return nil // the driver says what is wrong with it
 	}
-	p := file.Path(u.Path, lease.Key(""))
+	p := file.Path(u.Path, admin.Key(""))
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.IsDir() {
 		return nil

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // showJSON is show's --json output.
@@ -21,7 +21,7 @@ type showJSON struct {
 	AcquiredAgoS float64 `json:"acquired_ago_s,omitempty"`
 	RenewedAgoS  float64 `json:"renewed_ago_s,omitempty"`
 	TTLSeconds   *int64  `json:"ttl_s,omitempty"`
-	// Epoch is the record's epoch (lease.Record.Epoch); absent for a
+	// Epoch is the record's epoch (admin.Record.Epoch); absent for a
 	// record without one.
 	Epoch       uint64  `json:"epoch,omitempty"`
 	TakeoverAt  string  `json:"takeover_at,omitempty"`
@@ -30,7 +30,7 @@ type showJSON struct {
 	Now         string  `json:"now"`
 	// Process is what the holder says about itself (host, pid, user,
 	// tool), when its record carries it: informational, never proof.
-	Process *lease.HolderInfo `json:"process,omitempty"`
+	Process *admin.HolderInfo `json:"process,omitempty"`
 	// Pending is what the prefix has pending: uploads started and not
 	// completed, where the driver can list them.
 	Pending *pendingJSON `json:"pending,omitempty"`
@@ -46,7 +46,7 @@ type showJSON struct {
 	OffsetUncertaintyS *float64 `json:"offset_uncertainty_s,omitempty"`
 	StampOffsetS       *float64 `json:"stamp_offset_s,omitempty"`
 	// ScratchKeys are scratch keys beside the lease object that a probe
-	// left (lease.IsScratchKey): a process that died during one.
+	// left (admin.IsScratchKey): a process that died during one.
 	ScratchKeys []scratchKeyJSON `json:"scratch_keys,omitempty"`
 	// LockHolders are the processes holding the file driver's lock on
 	// the lease object (file:// on Linux): one writing it now, or one
@@ -59,7 +59,7 @@ type scratchKeyJSON struct {
 	Modified string `json:"modified,omitempty"`
 }
 
-func statusJSON(loc *driver.Location, st lease.Status) showJSON {
+func statusJSON(loc *driver.Location, st admin.Status) showJSON {
 	j := showJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {
