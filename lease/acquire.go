@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
@@ -30,8 +31,13 @@ type Contender struct {
 	journal *journal // the state directory's lock and notes, if any
 }
 
-// NewContender returns a contender for the lease on prefix in b.
-func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, error) {
+// NewContender returns a contender for the lease on b's prefix.
+func NewContender(b *bucket.Bucket, opts *Options) (*Contender, error) {
+	return newContender(b.Driver(), b.Prefix(), opts)
+}
+
+// newContender returns a contender for the lease on prefix in b.
+func newContender(b driver.Bucket, prefix string, opts *Options) (*Contender, error) {
 	s, err := opts.resolve()
 	if err != nil {
 		return nil, err
@@ -62,11 +68,11 @@ func (c *Contender) Close() error { return c.journal.close() }
 // InstanceID returns the contender's instance id.
 func (c *Contender) InstanceID() string { return c.s.id }
 
-// Acquire takes the lease on prefix in b for a new instance; it is
+// Acquire takes the lease on b's prefix for a new instance; it is
 // NewContender followed by one Acquire. Use a Contender to retry with the
 // same instance id.
-func Acquire(ctx context.Context, b driver.Bucket, prefix string, opts *Options) (*Lease, error) {
-	c, err := NewContender(b, prefix, opts)
+func Acquire(ctx context.Context, b *bucket.Bucket, opts *Options) (*Lease, error) {
+	c, err := NewContender(b, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +83,16 @@ func Acquire(ctx context.Context, b driver.Bucket, prefix string, opts *Options)
 // changes between its read and its write.
 const maxContention = 3
 
-// Acquire makes one attempt to take the lease. It writes the lease with
+// Acquire takes the lease: one attempt, or, with Options.Wait, attempts
+// until one takes it (see try).
+func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
+	if c.s.wait {
+		return c.waitFor(ctx)
+	}
+	return c.try(ctx)
+}
+
+// try makes one attempt to take the lease. It writes the lease with
 // If-None-Match: * on a free key, or with If-Match over a stale, released
 // or long-suspect record, or over a record of its own instance id. It then
 // probes the service: the lease is written once more with If-None-Match: *
@@ -87,9 +102,9 @@ const maxContention = 3
 // holds the lease, and an error wrapping ErrPreconditionsIgnored, leaving
 // no lease of ours behind, when the service accepts a write it should have
 // refused. When ctx ends after the attempt has written the lease object,
-// Acquire finishes the attempt (for up to ten seconds more) and releases
-// what it made before it returns ctx's error, saying so.
-func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
+// it finishes the attempt (for up to ten seconds more) and releases what it
+// made before it returns ctx's error, saying so.
+func (c *Contender) try(ctx context.Context) (*Lease, error) {
 	b, err := c.s.bucketFor(c.bucket, c.key)
 	if err != nil {
 		return nil, err

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// Break ends the lease on prefix in b at version v, whoever holds it, for
+// Break ends the lease on b's prefix at version v, whoever holds it, for
 // an operator who has looked at the lease (Inspect) and decided that its
 // holder must stop. It never lets a contender in while the broken holder
 // may still be writing: the record it writes names BreakerID, so the holder
@@ -64,8 +65,8 @@ import (
 // S3 API ignore conditions on DELETE. What no client can guard against is a
 // path that applies If-Match to one request and drops it from the next: a
 // renewal that lands between steps 1 and 3 on such a path is overwritten.
-func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time, allowOverlap bool) error {
-	return breakAt(ctx, b, prefix, v, now, allowOverlap)
+func Break(ctx context.Context, b *bucket.Bucket, v driver.Version, now time.Time, allowOverlap bool) error {
+	return breakAt(ctx, b.Driver(), b.Prefix(), v, now, allowOverlap)
 }
 
 // breakRecord is the record a break writes over cur, read at the

@@ -9,29 +9,30 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
 // Bucket returns the bucket for the worker's own writes under the lease,
 // with keys relative to the lease's prefix: Put(ctx, "chunks/0001", …)
-// writes {prefix}/chunks/0001, whatever form the prefix came in ("db1",
-// "db1/", or "" for a whole bucket). It refuses to start a Put or Delete
+// writes {prefix}/chunks/0001. It refuses to start a Put, Write or Delete
 // once MayWrite is false (with an error wrapping ErrFenced, ErrLost or
 // ErrReleased), and cancels one in flight the moment the lease ends. Reads
 // pass through. It refuses a key that starts with "/" and any write to the
 // lease object itself, which only the lease writes.
 //
-// Where the driver keeps metadata, every object it writes (Put and
-// PutStream) carries the lease's Stamp, its epoch and instance, with the
-// caller's own PutOptions.Metadata, set in the request that makes the
-// object visible.
+// Where the driver keeps metadata, every object it writes carries the
+// lease's stamp (admin.Stamp: its epoch and instance) beside the caller's
+// own metadata, set in the request that makes the object visible.
 //
-// A streamed write (PutStream) runs under the fence, and listing (List)
-// has keys relative to the prefix. It is a driver.PendingLister, with keys
-// relative to the prefix, where the bucket the lease was given is one, and
-// an io.Closer whose Close does nothing, since that bucket is its caller's
-// and the lease uses it until Release: close it there, after Release.
-func (l *Lease) Bucket() driver.Bucket {
+// Its Driver is the driver.Bucket underneath, with the same keys and the
+// same fence, and a driver.PendingLister where the lease's bucket is one.
+// Closing either does nothing: the lease's bucket is its caller's, to
+// close after Release.
+func (l *Lease) Bucket() *bucket.Bucket { return bucket.New(l.fenced(), "") }
+
+// fenced is the driver.Bucket under Lease.Bucket.
+func (l *Lease) fenced() driver.Bucket {
 	f := fencedBucket{l}
 	if _, ok := l.b.(driver.PendingLister); ok {
 		return fencedPendingBucket{f}

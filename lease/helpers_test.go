@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -87,7 +88,7 @@ func opts(id string, c clock.Clock, ev *events) *lease.Options {
 
 func acquire(t *testing.T, b driver.Bucket, id string, c clock.Clock) *lease.Lease {
 	t.Helper()
-	l, err := lease.Acquire(context.Background(), b, "db1", opts(id, c, nil))
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts(id, c, nil))
 	if err != nil {
 		t.Fatalf("%s: acquire: %v", id, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -55,7 +56,7 @@ func TestInspectStates(t *testing.T) {
 			if c.data != nil {
 				v = putRecord(t, b, "p/LEASE", c.data)
 			}
-			st, err := admin.Inspect(context.Background(), b, "p", inspectNow)
+			st, err := admin.Inspect(context.Background(), bucket.New(b, "p"), inspectNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,11 +80,11 @@ func TestInspectAgreesWithAcquire(t *testing.T) {
 	b := machineClocksOnly()
 	putRecord(t, b, "LEASE", admin.Record{InstanceID: "alpha", AcquiredAt: time.Now().Add(-time.Minute),
 		RenewedAt: time.Now().Add(-5 * time.Second), TTLSeconds: 30}.Encode())
-	st, err := admin.Inspect(context.Background(), b, "", time.Now())
+	st, err := admin.Inspect(context.Background(), bucket.New(b, ""), time.Now())
 	if err != nil || st.State != admin.Fresh {
 		t.Fatalf("Inspect: %+v, %v", st, err)
 	}
-	_, err = lease.Acquire(context.Background(), b, "", leaseseam.With(&lease.Options{InstanceID: "beta"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+	_, err = lease.Acquire(context.Background(), bucket.New(b, ""), leaseseam.With(&lease.Options{InstanceID: "beta"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	var held *lease.HeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("Acquire: %v, want a HeldError", err)
@@ -101,7 +102,7 @@ func (brokenBucket) Get(context.Context, string, driver.GetOptions) (io.ReadClos
 }
 
 func TestInspectReadError(t *testing.T) {
-	_, err := admin.Inspect(context.Background(), brokenBucket{machineClocksOnly()}, "p", inspectNow)
+	_, err := admin.Inspect(context.Background(), bucket.New(brokenBucket{machineClocksOnly()}, "p"), inspectNow)
 	if err == nil || !strings.Contains(err.Error(), "p/LEASE") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("err = %v, want one naming the key and the cause", err)
 	}

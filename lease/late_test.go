@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
@@ -23,7 +24,7 @@ import (
 func lateKeys(t *testing.T, b driver.Bucket, now time.Time) []string {
 	t.Helper()
 	var keys []string
-	for w, err := range admin.LateWrites(context.Background(), b, "db1", now) {
+	for w, err := range admin.LateWrites(context.Background(), bucket.New(b, "db1"), now) {
 		if err != nil {
 			t.Fatalf("LateWrites: %v", err)
 		}
@@ -55,11 +56,11 @@ func sendAs(t *testing.T, b driver.Bucket, l *lease.Lease, key string) {
 func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
-		a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+		a, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("a", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Bucket().Put(ctx, "chunks/1", []byte("in time"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := a.Bucket().Driver().Put(ctx, "chunks/1", []byte("in time"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		w.advance(ttl / 3)
@@ -74,11 +75,11 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		// A request of A's lands just before B takes over, in the same
 		// second: written in time.
 		sendAs(t, w.b, a, "chunks/edge")
-		b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+		b, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("b", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Bucket().Put(ctx, "chunks/2", []byte("b's"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := b.Bucket().Driver().Put(ctx, "chunks/2", []byte("b's"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		w.advance(2 * time.Second)
@@ -86,7 +87,7 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		if got := lateKeys(t, w.b, w.now()); !slices.Equal(got, []string{"chunks/late"}) {
 			t.Fatalf("late writes %v, want [chunks/late]", got)
 		}
-		for lw, err := range admin.LateWrites(ctx, w.b, "db1", w.now()) {
+		for lw, err := range admin.LateWrites(ctx, bucket.New(w.b, "db1"), w.now()) {
 			if err != nil || lw.Stamp.Epoch != a.Epoch() || lw.Stamp.Instance != "a" || lw.After.Epoch != b.Epoch() || lw.By < time.Second {
 				t.Errorf("%+v, %v: want A's stamp, after B's era, by at least a second", lw, err)
 			}
@@ -105,7 +106,7 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		w.advance(ttl + 2*time.Second)
 		sendAs(t, w.b, a, "chunks/later")
 		w.advance(2 * time.Second)
-		c, err := lease.Acquire(ctx, w.b, "db1", opts("c", w.machine(0), nil))
+		c, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("c", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,12 +129,12 @@ func TestLateWritesWithoutListedMetadata(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
 		b := unlistedMetadata{w.b}
-		a, err := lease.Acquire(ctx, b, "db1", opts("a", w.machine(0), nil))
+		a, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.advance(ttl + 2*time.Second)
-		next, err := lease.Acquire(ctx, b, "db1", opts("b", w.machine(0), nil))
+		next, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("b", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,12 +179,12 @@ func (u unlistedMetadata) List(ctx context.Context, prefix string) iter.Seq2[dri
 func TestLateWritesNeedsEras(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.NewFake(t0), nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.NewFake(t0), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	for _, err := range admin.LateWrites(ctx, b, "db1", t0) {
+	for _, err := range admin.LateWrites(ctx, bucket.New(b, "db1"), t0) {
 		if !errors.Is(err, admin.ErrNoEras) {
 			t.Fatalf("LateWrites without service time: %v, want ErrNoEras", err)
 		}
@@ -202,7 +203,7 @@ func TestLateWritesNeedsEras(t *testing.T) {
 func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
-		a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+		a, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("a", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.advance(ttl + 2*time.Second) // A pauses
-		b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+		b, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("b", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +243,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatalf("LATEST names %q; the scenario needs A's late move of it", latest)
 		}
 
-		status, err := admin.Inspect(ctx, w.b, "db1", w.now())
+		status, err := admin.Inspect(ctx, bucket.New(w.b, "db1"), w.now())
 		if err != nil {
 			t.Fatal(err)
 		}

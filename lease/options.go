@@ -58,6 +58,11 @@ type Options struct {
 	// fills it in. It is never trusted for ownership. Default none.
 	Holder *admin.HolderInfo
 
+	// Wait makes Acquire wait while another instance holds the lease: it
+	// tries again when the lease could be taken over, until it has it,
+	// fails otherwise, or its context ends.
+	Wait bool
+
 	// seams replace what the lease takes from the process, for tests and
 	// the simulator (internal/leaseseam).
 	seams leaseseam.Seams
@@ -75,6 +80,7 @@ type settings struct {
 	rand    io.Reader
 	state   string
 	holder  *admin.HolderInfo
+	wait    bool
 }
 
 func (o *Options) resolve() (*settings, error) {
@@ -82,7 +88,7 @@ func (o *Options) resolve() (*settings, error) {
 		o = &Options{}
 	}
 	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.seams.Clock, logger: o.Logger,
-		onEvent: o.OnEvent, getenv: o.seams.Getenv, retry: o.seams.RetryInterval, rand: o.seams.Rand, state: o.StateDir, holder: o.Holder}
+		onEvent: o.OnEvent, getenv: o.seams.Getenv, retry: o.seams.RetryInterval, rand: o.seams.Rand, state: o.StateDir, holder: o.Holder, wait: o.Wait}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}

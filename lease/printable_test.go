@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -26,17 +27,17 @@ func TestBucketTextNeverPrintedRaw(t *testing.T) {
 		}
 		b := &mem.Bucket{}
 		put(t, b, data)
-		_, err := lease.Acquire(context.Background(), b, "db1", opts("b", nil, nil))
+		_, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("b", nil, nil))
 		if err != nil && strings.Contains(err.Error(), id) {
 			t.Errorf("acquire over a record of instance_id %q printed it raw: %v", id, err)
 		}
-		if _, err := lease.Acquire(context.Background(), &mem.Bucket{}, id, opts("b", nil, nil)); !errors.Is(err, driver.ErrInvalidKey) || strings.Contains(err.Error(), id) {
+		if _, err := lease.Acquire(context.Background(), bucket.New(&mem.Bucket{}, id), opts("b", nil, nil)); !errors.Is(err, driver.ErrInvalidKey) || strings.Contains(err.Error(), id) {
 			t.Errorf("acquire on prefix %q: %v; want ErrInvalidKey with the prefix quoted", id, err)
 		}
-		if _, err := admin.Inspect(context.Background(), &mem.Bucket{}, id, t0); !errors.Is(err, driver.ErrInvalidKey) {
+		if _, err := admin.Inspect(context.Background(), bucket.New(&mem.Bucket{}, id), t0); !errors.Is(err, driver.ErrInvalidKey) {
 			t.Errorf("inspect of prefix %q: %v; want ErrInvalidKey", id, err)
 		}
-		if _, err := lease.NewContender(&mem.Bucket{}, "db1", opts(id, nil, nil)); err == nil || strings.Contains(err.Error(), id) {
+		if _, err := lease.NewContender(bucket.New(&mem.Bucket{}, "db1"), opts(id, nil, nil)); err == nil || strings.Contains(err.Error(), id) {
 			t.Errorf("an instance id %q was taken, or printed raw: %v", id, err)
 		}
 	}

@@ -40,7 +40,7 @@ func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 	defer l.Release(ctx)
 	mine := []string{"sub/LEASE.acquire-probe-0123456789abcdef", "a/b/LEASE.stream-probe-fedcba9876543210"}
 	for _, k := range mine {
-		if _, err := l.Bucket().Put(ctx, k, []byte("mine"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, k, []byte("mine"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatalf("put %s: %v", k, err)
 		}
 	}
@@ -49,7 +49,7 @@ func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for o, err := range l.Bucket().List(ctx, "") {
+	for o, err := range l.Bucket().Driver().List(ctx, "") {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -31,7 +32,7 @@ func metadataOf(t *testing.T, b driver.Bucket, key string) driver.Metadata {
 func TestBucketStampsEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l, err := lease.Acquire(ctx, b, "db1", opts("host-a", clock.System{}, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("host-a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	if !ok || want.Epoch != l.Epoch() || want.Instance != "host-a" {
 		t.Fatalf("Stamp() = %+v, %t; want epoch %d, instance host-a, stamped", want, ok, l.Epoch())
 	}
-	fb := l.Bucket()
+	fb := l.Bucket().Driver()
 	own := driver.Metadata{"tool": "pgdump"}
 	if _, err := fb.Put(ctx, "chunks/1", []byte("one"), driver.PutOptions{If: driver.IfAbsent(), Metadata: own}); err != nil {
 		t.Fatal(err)
@@ -63,12 +64,12 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	}
 	l.Release(ctx)
 
-	next, err := lease.Acquire(ctx, b, "db1", opts("host-b", clock.System{}, nil))
+	next, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("host-b", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer next.Release(ctx)
-	if _, err := next.Bucket().Put(ctx, "chunks/3", []byte("three"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := next.Bucket().Driver().Put(ctx, "chunks/3", []byte("three"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := admin.StampOf(metadataOf(t, b, "db1/chunks/3")); got.Epoch <= want.Epoch || got.Instance != "host-b" {
@@ -81,7 +82,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 func TestBucketWithoutMetadataSaysSo(t *testing.T) {
 	ctx := context.Background()
 	b := noMetadata{mem.New()}
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.System{}, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestBucketWithoutMetadataSaysSo(t *testing.T) {
 	if _, ok := l.Stamp(); ok {
 		t.Error("Stamp says objects are stamped on a driver that keeps no metadata")
 	}
-	if _, err := l.Bucket().Put(ctx, "k", []byte("v"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := l.Bucket().Driver().Put(ctx, "k", []byte("v"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := admin.StampOf(metadataOf(t, b.Bucket, "db1/k")); ok {
@@ -114,15 +115,15 @@ func TestRefusedWriteIsNotStamped(t *testing.T) {
 	if _, err := b.Put(ctx, "db1/k", []byte("before"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.System{}, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Bucket().Put(ctx, "k", []byte("after"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := l.Bucket().Driver().Put(ctx, "k", []byte("after"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfAbsent over an object: %v", err)
 	}
 	l.Release(ctx)
-	if _, err := l.Bucket().Put(ctx, "j", []byte("late"), driver.PutOptions{}); !errors.Is(err, lease.ErrReleased) {
+	if _, err := l.Bucket().Driver().Put(ctx, "j", []byte("late"), driver.PutOptions{}); !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("a write after Release: %v", err)
 	}
 	if _, ok := admin.StampOf(metadataOf(t, b, "db1/k")); ok {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 
 	"github.com/mushroomdb/bucketlease/clock"
@@ -30,7 +31,7 @@ func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
 	first.Close() // the process dies: the kernel drops its lock
 
 	var ev events
-	second, err := lease.NewContender(b, "db1", withState("me", dir, c, &ev))
+	second, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func stoppedPredecessor(t *testing.T) string {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func stoppedPredecessor(t *testing.T) string {
 	if _, err := first.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	second, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	second, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
-	first, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", t.TempDir(), c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Close()
-	twin, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
+	twin, err := lease.NewContender(bucket.New(b, "db1"), withState("me", t.TempDir(), c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 		t.Fatalf("a twin with its own state directory: %v, want a HeldError for the same id", err)
 	}
 	// Without a state directory at all, likewise.
-	if _, err := lease.Acquire(ctx, b, "db1", opts("me", c, nil)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("me", c, nil)); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("a twin without a state directory: %v", err)
 	}
 }
@@ -134,7 +135,7 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +144,10 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 	}
 	first.Close()
 	c.Advance(ttl + 1)
-	if _, err := lease.Acquire(ctx, b, "db1", opts("other", c, nil)); err != nil {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("other", c, nil)); err != nil {
 		t.Fatal(err)
 	}
-	second, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	second, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 }
 
 func TestStateDirMustBeAbsolute(t *testing.T) {
-	if _, err := lease.NewContender(machineClocksOnly(), "db1", withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
+	if _, err := lease.NewContender(bucket.New(machineClocksOnly(), "db1"), withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
 		t.Fatal("a relative StateDir was accepted")
 	}
 }
@@ -168,7 +169,7 @@ func TestWatchOfAContender(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, "not a record")
-	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	con, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 	b := machineClocksOnly()
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Holder = &admin.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
-	if _, err := lease.Acquire(ctx, b, "db1", o); err != nil {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), o); err != nil {
 		t.Fatal(err)
 	}
 	r, _, ok := readRecord(t, b)
@@ -221,7 +222,7 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 		t.Fatalf("a record with a mangled holder: %+v, %v", r, err)
 	}
 	o.Holder = &admin.HolderInfo{Tool: "evil\ntool"}
-	if _, err := lease.NewContender(b, "db1", o); err == nil {
+	if _, err := lease.NewContender(bucket.New(b, "db1"), o); err == nil {
 		t.Fatal("a holder description with a control character was accepted")
 	}
 	if h := lease.ThisProcess("hold"); h.PID == 0 || h.Tool != "hold" {
@@ -244,7 +245,7 @@ func TestSuspectWatchSurvivesAcrossProcesses(t *testing.T) {
 		runs++
 		o := opts(fmt.Sprintf("cron-%d", runs), c, nil) // a new id each run, as hold's default
 		o.StateDir = state
-		con, err := lease.NewContender(b, "db1", o)
+		con, err := lease.NewContender(bucket.New(b, "db1"), o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -49,14 +50,19 @@ func (s Status) Holder() string {
 	return s.Record.InstanceID
 }
 
-// Inspect reads the lease object of prefix in b and classifies it at the
+// Inspect reads the lease object of b's prefix and classifies it at the
 // wall-clock time now, as a contender would: on both clocks where the
 // driver reports the service's time (Status.Service, whose offset is this
 // machine's, measured on time.Now around the read), on now alone where it
 // does not. A missing object is Free; an object that is not a lease record
 // (empty, malformed or larger than MaxRecordSize) is Suspect with Record
 // nil. Any other read failure is an error naming the key.
-func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
+func Inspect(ctx context.Context, b *bucket.Bucket, now time.Time) (Status, error) {
+	return inspect(ctx, b.Driver(), b.Prefix(), now)
+}
+
+// inspect is Inspect on prefix in b.
+func inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
 	if err := CheckKey(key); err != nil {
 		return Status{}, err

@@ -30,7 +30,7 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 	if v, ok := j.leases[prefix]; ok {
 		return v
 	}
-	st, err := Inspect(ctx, j.b, prefix, j.now)
+	st, err := inspect(ctx, j.b, prefix, j.now)
 	if err == nil && j.svc == nil {
 		j.svc = st.Service
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -112,7 +113,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, p := range []string{"db1", "db2/sub"} {
-		l, err := lease.Acquire(ctx, b, p, &lease.Options{InstanceID: "holder-" + p, TTL: 30 * time.Second})
+		l, err := lease.Acquire(ctx, bucket.New(b, p), &lease.Options{InstanceID: "holder-" + p, TTL: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,12 +122,12 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	if _, err := b.Put(ctx, "db4/LEASE", []byte("not a lease"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	broken, err := lease.Acquire(ctx, b, "db5", &lease.Options{InstanceID: "broken", TTL: 30 * time.Second})
+	broken, err := lease.Acquire(ctx, bucket.New(b, "db5"), &lease.Options{InstanceID: "broken", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer broken.Release(context.WithoutCancel(ctx))
-	if st, err := admin.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now(), false) != nil {
+	if st, err := admin.Inspect(ctx, bucket.New(b, "db5"), time.Now()); err != nil || lease.Break(ctx, bucket.New(b, "db5"), st.Version, time.Now(), false) != nil {
 		t.Fatalf("breaking db5: %v", err)
 	}
 	pr, pw := io.Pipe()
