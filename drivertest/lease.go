@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
@@ -51,7 +52,7 @@ func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Option
 // run it with the service's time, on the system clock.
 func (s *scope) acquire(ctx context.Context, b driver.Bucket, id string, c clock.Clock) (*lease.Lease, error) {
 	s.key("LEASE")
-	return lease.Acquire(ctx, faulty.OnFakeClocks(b), s.prefix, leaseOpts(id, c, b.Capabilities()))
+	return lease.Acquire(ctx, bucket.New(faulty.OnFakeClocks(b), s.prefix), leaseOpts(id, c, b.Capabilities()))
 }
 
 // declaresExclusion: the lease checks run only on a driver that declares an
@@ -195,7 +196,7 @@ var leaseChecks = []check{
 			if err := a.Release(ctx); err != nil {
 				return fmt.Errorf("the fenced holder's release: %v", err)
 			}
-			st, err := admin.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, bc.Wall())
+			st, err := admin.Inspect(ctx, bucket.New(faulty.OnFakeClocks(s.b), s.prefix), bc.Wall())
 			if err != nil {
 				return fmt.Errorf("inspect: %v", err)
 			}
@@ -247,7 +248,7 @@ var leaseChecks = []check{
 			if l.MayWrite() {
 				return errors.New("a released lease may still write")
 			}
-			if st, err := admin.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, c.Wall()); err != nil || st.State != admin.Released {
+			if st, err := admin.Inspect(ctx, bucket.New(faulty.OnFakeClocks(s.b), s.prefix), c.Wall()); err != nil || st.State != admin.Released {
 				return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
 			}
 			next, err := s.acquire(ctx, s.b, "second", c)
@@ -291,11 +292,11 @@ func leaseStamps(ctx context.Context, s *scope) error {
 		written, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
 		s.key(written)
 		s.key(streamed)
-		if _, err := put(ctx, l.Bucket(), written, []byte("stamped"), driver.Condition{}); err != nil {
+		if _, err := put(ctx, l.Bucket().Driver(), written, []byte("stamped"), driver.Condition{}); err != nil {
 			l.Release(ctx)
 			return fmt.Errorf("Put through Lease.Bucket: %s", outcome(err))
 		}
-		_, err = stream(ctx, l.Bucket(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
+		_, err = stream(ctx, l.Bucket().Driver(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
 		l.Release(ctx)
 		if err != nil && !errors.Is(err, driver.ErrUnsupported) {
 			return fmt.Errorf("streamed write through Lease.Bucket: %s", outcome(err))

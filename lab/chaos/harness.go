@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
@@ -610,7 +611,7 @@ func (r *runner) inspectLeases(ctx context.Context) error {
 	for i, b := range r.be.directs {
 		r.res.Stamps = b.Capabilities().Metadata
 		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		st, err := admin.Inspect(lctx, b, r.be.prefixes[i], time.Now())
+		st, err := admin.Inspect(lctx, bucket.New(b, r.be.prefixes[i]), time.Now())
 		cancel()
 		if err != nil {
 			return fmt.Errorf("reading the LEASE object of %s: %w", Label(i), err)

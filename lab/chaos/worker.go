@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
@@ -223,7 +224,7 @@ func (w *prefixWorker) run(ctx context.Context) error {
 	}
 	lb = recorder{Bucket: lb, key: admin.Key(w.prefix), log: w.log, seq: &w.seq}
 	w.lb = lb
-	c, err := lease.NewContender(lb, w.prefix, leaseseam.With(&lease.Options{InstanceID: w.cfg.ID, TTL: ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEvent: w.onEvent}, leaseseam.Seams{Clock: w.cfg.clock()}))
+	c, err := lease.NewContender(bucket.New(lb, w.prefix), leaseseam.With(&lease.Options{InstanceID: w.cfg.ID, TTL: ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEvent: w.onEvent}, leaseseam.Seams{Clock: w.cfg.clock()}))
 	if err != nil {
 		return err
 	}
@@ -284,7 +285,7 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 	ttl := w.cfg.TTL
 	work, stop := l.Fence(ctx)
 	defer stop()
-	wb, wctx := l.Bucket(), work
+	wb, wctx := l.Bucket().Driver(), work
 	keepCtx := work
 	if w.cfg.NoFence {
 		// The broken worker: raw bucket (through the recorder, which

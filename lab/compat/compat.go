@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -266,7 +267,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	defer b.Delete(context.WithoutCancel(ctx), admin.Key(prefix), driver.Condition{})
-	l, err := lease.Acquire(ctx, b, prefix, leaseOptions("behaviour", nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("behaviour", nil))
 	switch {
 	case errors.Is(err, lease.ErrPreconditionsIgnored):
 		return LeaseFailsClosed

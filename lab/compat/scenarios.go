@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
@@ -128,7 +129,7 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 			go func() {
 				defer wg.Done()
 				<-ready
-				l, err := lease.Acquire(ctx, b, p, leaseOptions(fmt.Sprintf("racer-%02d", i), start))
+				l, err := lease.Acquire(ctx, bucket.New(b, p), leaseOptions(fmt.Sprintf("racer-%02d", i), start))
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -205,16 +206,16 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 	b = faulty.OnFakeClocks(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
-	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
+	old, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("old", oldClock))
 	if err != nil {
 		return "", fmt.Errorf("acquire: %w", err)
 	}
-	if _, err := lease.Acquire(ctx, b, prefix, leaseOptions("new", newClock)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("new", newClock)); !errors.Is(err, lease.ErrHeld) {
 		return "", fmt.Errorf("a second instance before a TTL passed: %v; want ErrHeld", err)
 	}
 	oldClock.Advance(scenarioTTL)
 	newClock.Advance(scenarioTTL)
-	nl, err := lease.Acquire(ctx, b, prefix, leaseOptions("new", newClock))
+	nl, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("new", newClock))
 	if err != nil {
 		return "", fmt.Errorf("takeover after a TTL: %w", err)
 	}
@@ -241,7 +242,7 @@ func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string,
 	b = faulty.OnFakeClocks(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
-	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
+	old, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("old", oldClock))
 	if err != nil {
 		return "", fmt.Errorf("acquire: %w", err)
 	}
@@ -250,7 +251,7 @@ func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string,
 	if old.MayWrite() {
 		return "", errors.New("the old holder may still write a TTL after its last renewal")
 	}
-	nl, err := lease.Acquire(ctx, b, prefix, leaseOptions("new", newClock))
+	nl, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("new", newClock))
 	if err != nil {
 		return "", fmt.Errorf("takeover: %w", err)
 	}

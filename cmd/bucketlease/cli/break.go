@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -151,7 +152,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 	}
 	prefix := loc.Prefix
 	b := withDeadlines(raw, timeout, loc, "--timeout")
-	st, err := admin.Inspect(ctx, b, prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now())
 	if err != nil {
 		return explain(loc, err)
 	}
@@ -182,7 +183,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 			return explain(loc, err)
 		}
 	}
-	err = lease.Break(ctx, b, prefix, v, time.Now(), how.overlap)
+	err = lease.Break(ctx, bucket.New(b, prefix), v, time.Now(), how.overlap)
 	if !how.killStopped {
 		err = withKillStoppedHint(err)
 	}
@@ -196,7 +197,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *driver.Location, v driver
 	// The break's record, read back, is judged by the lease's own rules:
 	// the moment a waiter takes it over, which depends on when the
 	// service stored it, not only on what it says.
-	after, aerr := admin.Inspect(ctx, b, prefix, time.Now())
+	after, aerr := admin.Inspect(ctx, bucket.New(b, prefix), time.Now())
 	if aerr != nil || after.Record == nil || after.Record.InstanceID != admin.BreakerID {
 		after = admin.Status{}
 	}

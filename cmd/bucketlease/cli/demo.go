@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -182,12 +183,13 @@ func (s *story) onEvent(name string) func(lease.Event) {
 
 func newInstance(s *story, shared driver.Bucket, name string) (*instance, error) {
 	in := &instance{name: name, clock: clock.NewFake(demoStart), net: &network{Bucket: shared}}
-	c, err := lease.NewContender(in.net, demoPrefix, leaseseam.With(&lease.Options{
+	c, err := lease.NewContender(bucket.New(in.net, demoPrefix), leaseseam.With(&lease.Options{
 		TTL: demoTTL, InstanceID: name, OnEvent: s.onEvent(name),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, leaseseam.Seams{Clock: in.clock,
-		Getenv: func(string) string { return "" }, // the demo shows the conditional lease
+		Getenv: func(string) string { return "" },
 	}))
+
 	in.c = c
 	return in, err
 }

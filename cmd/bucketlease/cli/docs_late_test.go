@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -32,11 +33,11 @@ func TestDocsLateSession(t *testing.T) {
 	}
 	ctx := context.Background()
 	holder := func(id string) *lease.Lease {
-		l, err := lease.Acquire(ctx, b, "", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+		l, err := lease.Acquire(ctx, bucket.New(b, ""), leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		return l

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -28,7 +29,7 @@ func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		// than bucketlease deleted it, and its holder may still be
 		// writing. Take it only once its holder's fence has passed.
 		if gate := vanishedGate(last, lastSeen); !gate.IsZero() && time.Now().Before(gate) {
-			if st, err := admin.Inspect(ctx, b, prefix, time.Now()); err == nil && st.State == admin.Free {
+			if st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now()); err == nil && st.State == admin.Free {
 				if !vanished {
 					vanished = true
 					p.note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",

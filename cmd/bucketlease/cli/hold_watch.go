@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -63,7 +64,7 @@ func watchLease(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix str
 			}
 			before := leaseseam.Inside(l).Version
 			rctx, cancel := context.WithTimeout(ctx, max(interval, leaseseam.Inside(l).TTL/10))
-			st, err := admin.Inspect(rctx, b, prefix, time.Now())
+			st, err := admin.Inspect(rctx, bucket.New(b, prefix), time.Now())
 			cancel()
 			if err != nil || ctx.Err() != nil {
 				continue
@@ -162,7 +163,7 @@ func releaseAfter(l *lease.Lease, loc *driver.Location, b driver.Bucket, prefix 
 		return result // lost: there was nothing of ours to release
 	}
 	// Say "released" only if the lease object now says so.
-	st, err := admin.Inspect(ctx, b, prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now())
 	switch {
 	case err != nil:
 		p.note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *record) { r.Key = l.Key() })

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -197,7 +198,7 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(wait)
 		for {
-			l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+			l, err := lease.Acquire(ctx, bucket.New(b, "db1"), leaseseam.With(&lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 			if err == nil {
 				return l
 			}
@@ -287,12 +288,12 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 	}
 	t.Logf("list --late:\n%s", out)
 
-	status, err := admin.Inspect(ctx, b, "db1", time.Now())
+	status, err := admin.Inspect(ctx, bucket.New(b, "db1"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The control: by the listing alone, the late manifest looks in time.
-	for o, err := range next.Bucket().List(ctx, "manifests/") {
+	for o, err := range next.Bucket().Driver().List(ctx, "manifests/") {
 		if err != nil {
 			t.Fatal(err)
 		}

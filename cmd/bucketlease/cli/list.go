@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
@@ -195,7 +196,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 	cancel()
 	rb := withDeadlines(b, timeout, loc, "--timeout")
 	for _, p := range found {
-		st, err := admin.Inspect(ctx, rb, p, time.Now())
+		st, err := admin.Inspect(ctx, bucket.New(rb, p), time.Now())
 		j := listLeaseJSON{Prefix: p}
 		if err != nil {
 			j.Key, j.Error = admin.Key(p), err.Error()

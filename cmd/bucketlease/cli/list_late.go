@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
@@ -41,7 +42,7 @@ type lateWriteJSON struct {
 // objects at most, and exits exitLate if it found any.
 func listLate(ctx context.Context, e *env, b driver.Bucket, loc *driver.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
 	rb := withDeadlines(b, timeout, loc, "--timeout")
-	st, err := admin.Inspect(ctx, rb, loc.Prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(rb, loc.Prefix), time.Now())
 	if err != nil {
 		return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -37,7 +38,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := lease.NewContender(b, prefix, leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
+	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
@@ -67,7 +68,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *driver.Location, 
 	// Under --if-absent, a key that exists is refused before the producer
 	// starts or a byte of the body is read; the conditional commit still
 	// settles a race with another writer.
-	if err := refuseExisting(upCtx, l.Bucket(), h.Key, cond); err != nil {
+	if err := refuseExisting(upCtx, l.Bucket().Driver(), h.Key, cond); err != nil {
 		k.stop()
 		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(putClass(l, err), explain(loc, fmt.Errorf("put %s: %w", h.Key, err))))
 	}
@@ -149,7 +150,7 @@ func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Versi
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	rc, a, err := l.Bucket().Get(rctx, key, driver.GetOptions{Metadata: true})
+	rc, a, err := l.Bucket().Driver().Get(rctx, key, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return "", false
 	}
@@ -236,6 +237,6 @@ func putFenced(ctx context.Context, l *lease.Lease, key string, body io.Reader, 
 	})
 	defer stop()
 	defer pr.Close()
-	a, err := l.Bucket().PutStream(fctx, key, pr, driver.PutOptions{If: cond}, opts)
+	a, err := l.Bucket().Driver().PutStream(fctx, key, pr, driver.PutOptions{If: cond}, opts)
 	return a.Version, err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
@@ -101,7 +102,7 @@ func inspect(ctx context.Context, loc *driver.Location, timeout time.Duration) (
 		return admin.Status{}, nil, "", err
 	}
 	prefix := loc.Prefix
-	st, err := admin.Inspect(ctx, withDeadlines(b, timeout, loc, "--timeout"), prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(withDeadlines(b, timeout, loc, "--timeout"), prefix), time.Now())
 	if err != nil {
 		return admin.Status{}, nil, "", explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}
