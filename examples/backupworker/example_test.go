@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -20,8 +20,8 @@ import (
 // bucket, then a retention pass that keeps the newest two, and a restore.
 func Example() {
 	ctx := context.Background()
-	bucket := mem.New()
-	l, err := lease.Acquire(ctx, bucket, "db1", &lease.Options{InstanceID: "worker-a",
+	store := bucket.New(mem.New(), "db1") // or bucket.Open(ctx, "s3://…/db1")
+	l, err := lease.Acquire(ctx, store, &lease.Options{InstanceID: "worker-a",
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
@@ -40,7 +40,7 @@ func Example() {
 			return
 		}
 	}
-	st, err := admin.Inspect(ctx, bucket, "db1", time.Now())
+	st, err := admin.Inspect(ctx, store, time.Now())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -49,7 +49,7 @@ func Example() {
 		fmt.Println("retention:", err)
 		return
 	}
-	for o, err := range bucket.List(ctx, "db1/") {
+	for o, err := range store.Driver().List(ctx, "db1/") {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -59,9 +59,9 @@ func Example() {
 		}
 		fmt.Println(o.Key)
 	}
-	latest, _, _ := driver.ReadAll(ctx, b, "LATEST", 1<<10, driver.GetOptions{})
+	latest, _, _ := store.ReadAll(ctx, "LATEST", 1<<10)
 	fmt.Println("LATEST ->", string(latest))
-	m, err := backupworker.RestoreLatest(ctx, b, st)
+	m, err := backupworker.RestoreLatest(ctx, store, st) // a reader: no lease needed
 	fmt.Println("restore:", m.Seq, len(m.Chunks), "chunks", err)
 	// Output:
 	// db1/LATEST
