@@ -59,8 +59,8 @@ type Options struct {
 	Holder *admin.HolderInfo
 
 	// Wait makes Acquire wait while another instance holds the lease: it
-	// tries again when the lease could be taken over, until it has it,
-	// fails otherwise, or its context ends.
+	// tries again when the lease could be taken over (and at least every
+	// TTL/3), until it has it, fails otherwise, or its context ends.
 	Wait bool
 
 	// seams replace what the lease takes from the process, for tests and

@@ -10,8 +10,8 @@ import (
 // waitFor attempts to take the lease until an attempt takes it or fails
 // otherwise than ErrHeld, or ctx ends. After a *HeldError it waits until
 // the lease could be taken over (HeldError.TakeoverAt), looking again at
-// least every third of a TTL. When ctx ends it returns an error wrapping
-// ctx's cause and the last *HeldError.
+// least every third of a TTL. When ctx ends while it waits, it returns an
+// error wrapping ctx's cause and the last *HeldError.
 func (c *Contender) waitFor(ctx context.Context) (*Lease, error) {
 	for {
 		l, err := c.try(ctx)
