@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -65,7 +66,7 @@ func (r PendingReport) Removed() []driver.Pending {
 // looks at.
 const maxPendingScanned = 10_000
 
-// RemovePending aborts the pending uploads under prefix in b (streamed
+// RemovePending aborts the pending uploads under b's prefix (streamed
 // writes started and neither committed nor aborted: S3 multipart uploads,
 // the file driver's staged files) that a dead or fenced writer left, and
 // returns what it found and did with each. It removes an upload only if
@@ -94,8 +95,13 @@ const maxPendingScanned = 10_000
 // could not be read, an abort), each naming its key; the report holds
 // what was done all the same. Without a driver.PendingLister the error
 // wraps driver.ErrUnsupported. b is the bucket as opened, not a Lease's
-// Bucket, whose keys are relative to its prefix.
-func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
+// Bucket.
+func RemovePending(ctx context.Context, b *bucket.Bucket, o PendingOptions) (PendingReport, error) {
+	return removePending(ctx, b.Driver(), b.Prefix(), o)
+}
+
+// removePending is RemovePending under prefix in b.
+func removePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
 	prefix = strings.Trim(prefix, "/")
 	r := PendingReport{Prefix: prefix}
 	if prefix != "" {

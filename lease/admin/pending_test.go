@@ -74,7 +74,7 @@ func TestRemovePendingByAge(t *testing.T) {
 	other := leftStaged(t, dir, "other", "db2/other.sql", time.Now().Add(-2*time.Hour))
 	want := map[string]bool{"db1/old.sql": true, "db1/young.sql": false}
 	for _, dry := range []bool{true, false} {
-		r, err := admin.RemovePending(ctx, b, "db1", admin.PendingOptions{OlderThan: time.Hour, DryRun: dry})
+		r, err := admin.RemovePending(ctx, bucket.New(b, "db1"), admin.PendingOptions{OlderThan: time.Hour, DryRun: dry})
 		if err != nil || r.Prefix != "db1/" || len(r.Uploads) != 2 || !mapsEqual(outcomes(r), want) {
 			t.Fatalf("dry run %v: %+v, %v", dry, r, err)
 		}
@@ -82,7 +82,7 @@ func TestRemovePendingByAge(t *testing.T) {
 			t.Errorf("dry run %v: old %v, young %v, other %v left", dry, exists(old), exists(young), exists(other))
 		}
 	}
-	if _, err := admin.RemovePending(ctx, b, "db1", admin.PendingOptions{OlderThan: -time.Second}); err == nil {
+	if _, err := admin.RemovePending(ctx, bucket.New(b, "db1"), admin.PendingOptions{OlderThan: -time.Second}); err == nil {
 		t.Error("a negative OlderThan was accepted")
 	}
 }
@@ -156,7 +156,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 		"db4": {"db4/x.sql": false},
 		"db5": {"db5/x.sql": false},
 	} {
-		r, err := admin.RemovePending(ctx, b, prefix, admin.PendingOptions{})
+		r, err := admin.RemovePending(ctx, bucket.New(b, prefix), admin.PendingOptions{})
 		if err != nil || !mapsEqual(outcomes(r), want) {
 			t.Errorf("%s: %v, %+v", prefix, err, r)
 		}
