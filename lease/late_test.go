@@ -92,6 +92,21 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 				t.Errorf("%+v, %v: want A's stamp, after B's era, by at least a second", lw, err)
 			}
 		}
+		// A reader judges the very version it read: A's late write late,
+		// naming that version; B's in time.
+		rb := bucket.New(w.b, "db1")
+		st, err := admin.Inspect(ctx, rb, w.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, la, err := rb.ReadAll(ctx, "chunks/late", 1<<10)
+		if lw, late := st.LateRead("chunks/late", la); err != nil || !late || lw.Version != la.Version || lw.Key != "chunks/late" || lw.After.Epoch != b.Epoch() {
+			t.Errorf("LateRead of A's late write: %+v, %v, %v; want late after B's era, naming the version read", lw, late, err)
+		}
+		_, ba, err := rb.ReadAll(ctx, "chunks/2", 1<<10)
+		if _, late := st.LateRead("chunks/2", ba); err != nil || late {
+			t.Errorf("LateRead of B's write: late %v, %v; want in time", late, err)
+		}
 
 		// B renews, then dies; A's next late write lands while B's record
 		// is still there, and C takes over after it. The write is judged
