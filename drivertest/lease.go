@@ -9,12 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease's own scenarios, run on the driver under test. Time is a fake
@@ -51,7 +53,7 @@ func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Option
 // run it with the service's time, on the system clock.
 func (s *scope) acquire(ctx context.Context, b driver.Bucket, id string, c clock.Clock) (*lease.Lease, error) {
 	s.key("LEASE")
-	return lease.Acquire(ctx, faulty.OnFakeClocks(b), s.prefix, leaseOpts(id, c, b.Capabilities()))
+	return lease.Acquire(ctx, bucket.New(faulty.OnFakeClocks(b), s.prefix), leaseOpts(id, c, b.Capabilities()))
 }
 
 // declaresExclusion: the lease checks run only on a driver that declares an
@@ -60,11 +62,11 @@ func declaresExclusion(c driver.Capabilities) bool { return c.Exclusion != drive
 
 // holds fails unless the lease object names id.
 func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
-	data, _, err := objects.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading the lease object: %s", outcome(err))
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil {
 		return fmt.Errorf("the lease object: %v", err)
 	}
@@ -195,11 +197,11 @@ var leaseChecks = []check{
 			if err := a.Release(ctx); err != nil {
 				return fmt.Errorf("the fenced holder's release: %v", err)
 			}
-			st, err := lease.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, bc.Wall())
+			st, err := admin.Inspect(ctx, bucket.New(faulty.OnFakeClocks(s.b), s.prefix), bc.Wall())
 			if err != nil {
 				return fmt.Errorf("inspect: %v", err)
 			}
-			if st.State != lease.Fresh || st.Holder() != "b" || st.Version != leaseseam.Inside(b).Version {
+			if st.State != admin.Fresh || st.Holder() != "b" || st.Version != leaseseam.Inside(b).Version {
 				return fmt.Errorf("after the fenced holder's release the lease is %v, held by %q at %s; want fresh, b, %s",
 					st.State, st.Holder(), st.Version, leaseseam.Inside(b).Version)
 			}
@@ -218,7 +220,7 @@ var leaseChecks = []check{
 			// The reply of the first If-None-Match write of the lease object
 			// itself (not of the scratch key that proves the path first).
 			var dropped atomic.Bool
-			key := lease.Key(s.prefix)
+			key := admin.Key(s.prefix)
 			lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, k string, cond driver.Condition) bool {
 				return op == "put" && k == key && cond.Absent() && dropped.CompareAndSwap(false, true)
 			}}
@@ -247,7 +249,7 @@ var leaseChecks = []check{
 			if l.MayWrite() {
 				return errors.New("a released lease may still write")
 			}
-			if st, err := lease.Inspect(ctx, faulty.OnFakeClocks(s.b), s.prefix, c.Wall()); err != nil || st.State != lease.Released {
+			if st, err := admin.Inspect(ctx, bucket.New(faulty.OnFakeClocks(s.b), s.prefix), c.Wall()); err != nil || st.State != admin.Released {
 				return fmt.Errorf("after Release the lease object is %v (%v), not a released record", st.State, err)
 			}
 			next, err := s.acquire(ctx, s.b, "second", c)
@@ -260,22 +262,22 @@ var leaseChecks = []check{
 }
 
 // leaseStamps is the check lease-stamps: every object written through
-// Lease.Bucket carries its lease's stamp (lease.Stamp), and the next
+// Lease.Bucket carries its lease's stamp (admin.Stamp), and the next
 // holder's objects carry a greater epoch.
 func leaseStamps(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
 	}
 	c := clock.NewFake(leaseStart)
-	stampOf := func(key string) (lease.Stamp, error) {
+	stampOf := func(key string) (admin.Stamp, error) {
 		_, _, md, err := getMeta(ctx, s.b, key)
 		switch {
 		case err != nil:
-			return lease.Stamp{}, fmt.Errorf("Get of %s: %s", key, outcome(err))
+			return admin.Stamp{}, fmt.Errorf("Get of %s: %s", key, outcome(err))
 		case md == nil:
-			return lease.Stamp{}, fmt.Errorf("Get of %s reported no metadata", key)
+			return admin.Stamp{}, fmt.Errorf("Get of %s reported no metadata", key)
 		}
-		st, ok := lease.StampOf(md)
+		st, ok := admin.StampOf(md)
 		if !ok {
 			return st, fmt.Errorf("%s, written through Lease.Bucket, carries no stamp: its metadata is %v", key, md)
 		}
@@ -287,15 +289,15 @@ func leaseStamps(ctx context.Context, s *scope) error {
 		if err != nil {
 			return fmt.Errorf("acquire as %s: %v", id, err)
 		}
-		want := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
+		want := admin.Stamp{Epoch: l.Epoch(), Instance: admin.StampedInstance(l.InstanceID())}
 		written, streamed := fmt.Sprintf("put-%d", i), fmt.Sprintf("streamed-%d", i)
 		s.key(written)
 		s.key(streamed)
-		if _, err := put(ctx, l.Bucket(), written, []byte("stamped"), driver.Condition{}); err != nil {
+		if _, err := put(ctx, l.Bucket().Driver(), written, []byte("stamped"), driver.Condition{}); err != nil {
 			l.Release(ctx)
 			return fmt.Errorf("Put through Lease.Bucket: %s", outcome(err))
 		}
-		_, err = stream(ctx, l.Bucket(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
+		_, err = stream(ctx, l.Bucket().Driver(), streamed, newBody(uint64(i), streamBig), driver.Condition{}, streamOpts(nil))
 		l.Release(ctx)
 		if err != nil && !errors.Is(err, driver.ErrUnsupported) {
 			return fmt.Errorf("streamed write through Lease.Bucket: %s", outcome(err))

@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease against the service's clock, on the driver under test: a
@@ -75,11 +77,11 @@ func leaseEpoch(ctx context.Context, s *scope) error {
 	var prev uint64
 	for i, how := range []string{"on a free prefix", "after a release", "after the lease object was deleted"} {
 		if i == 2 {
-			if err := s.b.Delete(ctx, lease.Key(s.prefix), driver.Condition{}); err != nil {
+			if err := s.b.Delete(ctx, admin.Key(s.prefix), driver.Condition{}); err != nil {
 				return fmt.Errorf("deleting the lease object: %s", outcome(err))
 			}
 		}
-		l, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts(fmt.Sprintf("epoch-%d", i), clock.System{}, s.b.Capabilities(), 6*time.Second, 12*time.Second))
+		l, err := lease.Acquire(ctx, bucket.New(s.b, s.prefix), clockOpts(fmt.Sprintf("epoch-%d", i), clock.System{}, s.b.Capabilities(), 6*time.Second, 12*time.Second))
 		if err != nil {
 			return fmt.Errorf("acquire %s: %v", how, err)
 		}
@@ -114,7 +116,7 @@ var leaseClockChecks = []check{
 			if _, err := onServiceClock(ctx, s); err != nil {
 				return err
 			}
-			holder, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("holder", clock.System{}, s.b.Capabilities(), 6*time.Second, 12*time.Second))
+			holder, err := lease.Acquire(ctx, bucket.New(s.b, s.prefix), clockOpts("holder", clock.System{}, s.b.Capabilities(), 6*time.Second, 12*time.Second))
 			if err != nil {
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
 			}
@@ -122,7 +124,7 @@ var leaseClockChecks = []check{
 			for _, off := range []time.Duration{time.Hour, -time.Hour} {
 				c := &shifted{}
 				c.d.Store(int64(off))
-				_, err := lease.Acquire(ctx, s.b, s.prefix, clockOpts("contender", c, s.b.Capabilities(), 6*time.Second, 12*time.Second))
+				_, err := lease.Acquire(ctx, bucket.New(s.b, s.prefix), clockOpts("contender", c, s.b.Capabilities(), 6*time.Second, 12*time.Second))
 				if !errors.Is(err, lease.ErrClock) {
 					return fmt.Errorf("a contender %v off: %v, want ErrClock", off, err)
 				}
@@ -149,7 +151,7 @@ var leaseClockChecks = []check{
 			// An 11 s step: past a third of the TTL (and a 2 s resolution),
 			// short of the fence's two thirds less a paced acquire's 5 s.
 			o := clockOpts("holder", c, s.b.Capabilities(), 24*time.Second, 24*time.Second)
-			holder, err := lease.Acquire(ctx, s.b, s.prefix, o)
+			holder, err := lease.Acquire(ctx, bucket.New(s.b, s.prefix), o)
 			if err != nil {
 				return fmt.Errorf("the holder's acquire on this machine's clock: %v", err)
 			}
@@ -163,7 +165,7 @@ var leaseClockChecks = []check{
 			}
 			o = clockOpts("contender", clock.System{}, s.b.Capabilities(), 24*time.Second, 24*time.Second)
 			var held *lease.HeldError
-			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); !errors.As(err, &held) || held.State != lease.Fresh {
+			if _, err := lease.Acquire(ctx, bucket.New(s.b, s.prefix), o); !errors.As(err, &held) || held.State != admin.Fresh {
 				return fmt.Errorf("a contender just after the renewal stamped 11s ahead: %v, want the lease held (fresh on the service's clock)", err)
 			}
 			return nil
@@ -181,11 +183,11 @@ var leaseClockChecks = []check{
 			}
 			o := clockOpts("holder", clock.System{}, s.b.Capabilities(), 3*time.Second, 12*time.Second)
 			sent := time.Now() // before the service stamped the acquire's last write
-			if _, err := lease.Acquire(ctx, s.b, s.prefix, o); err != nil {
+			if _, err := lease.Acquire(ctx, bucket.New(s.b, s.prefix), o); err != nil {
 				return fmt.Errorf("the holder's acquire: %v", err)
 			} // and then it dies: no renewal, no release
 			o.InstanceID = "contender"
-			con, err := lease.NewContender(s.b, s.prefix, o)
+			con, err := lease.NewContender(bucket.New(s.b, s.prefix), o)
 			if err != nil {
 				return err
 			}

@@ -433,7 +433,7 @@ var metadataChecks = []check{
 		name:    "lease-stamps",
 		area:    areaPut,
 		expect: "every object written through Lease.Bucket, a Put and a streamed write, carries the lease's epoch and instance as metadata " +
-			"(lease.Stamp), and the next holder's a greater epoch",
+			"(admin.Stamp), and the next holder's a greater epoch",
 		run: leaseStamps,
 	},
 }

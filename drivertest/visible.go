@@ -14,7 +14,7 @@ import (
 
 // The date of a held commit: obligation 15 of the driver package's
 // documentation, for a streamed write whose commit is held back. A reader
-// that judges late writes (lease.LateBy, bucketlease list --late) trusts
+// that judges late writes (admin.LateBy, bucketlease list --late) trusts
 // an object's modification time to be no earlier than the moment the
 // object became visible: a writer held between staging its body and the
 // commit while another holder takes over must not read as having written

@@ -16,7 +16,7 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/objects"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The wire: checks that put a transport under the driver's own client
@@ -284,7 +284,7 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 // after armed is set has its reply lost (dropped counts those), and
 // requires both to be recognised as the lease's own.
 func leaseLostReply(ctx context.Context, s *scope, b driver.Bucket, armed *atomic.Bool, dropped func() int, where string) error {
-	key := lease.Key(s.prefix)
+	key := admin.Key(s.prefix)
 	c := clock.NewFake(leaseStart)
 	acq := &armedBucket{Bucket: b, key: key, armed: armed, sel: driver.Condition.Absent}
 	l, err := s.acquire(ctx, acq, "first", c)

@@ -8,76 +8,14 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/objects"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
-
-// A Contender tries to take the lease on one prefix for one instance. It
-// keeps the instance id and what it has seen of a suspect foreign record
-// across attempts, so use one Contender for all of an
-// instance's attempts. A Contender is not safe for concurrent Acquire calls.
-type Contender struct {
-	bucket driver.Bucket
-	prefix string
-	key    string
-	s      *settings
-	watch  suspectWatch // a suspect record of another instance
-	twin   suspectWatch // a fresh record naming our id that we did not write
-	stamps *stamps
-	sent   sentRecords // what this contender's attempts wrote
-	held   *Lease      // the latest lease it acquired
-	// blocked is the record a failed acquire left to block the prefix;
-	// the contender does not acquire before it is stale.
-	blocked Record
-	journal *journal // the state directory's lock and notes, if any
-}
-
-// NewContender returns a contender for the lease on prefix in b.
-func NewContender(b driver.Bucket, prefix string, opts *Options) (*Contender, error) {
-	s, err := opts.resolve()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkLeaseKey(Key(prefix)); err != nil {
-		return nil, err
-	}
-	if err := checkPacedTTL(b.Capabilities(), s.ttl, Key(prefix)); err != nil {
-		return nil, err
-	}
-	c := &Contender{bucket: b, prefix: prefix, key: Key(prefix), s: s, stamps: &stamps{rand: s.rand}}
-	c.stamps.note(s.clock.Mono(), s.clock.Wall())
-	if s.state != "" {
-		if c.journal, err = openJournal(s.state, s.id, c.key, s.logger); err != nil {
-			return nil, err
-		}
-		c.sent.journal = c.journal
-	}
-	return c, nil
-}
-
-// Close drops the contender's lock on its state directory (Options.StateDir),
-// so that another process of this instance may adopt what it left. A
-// contender without a state directory has nothing to close. Close does not
-// release a lease; Release it first.
-func (c *Contender) Close() error { return c.journal.close() }
-
-// InstanceID returns the contender's instance id.
-func (c *Contender) InstanceID() string { return c.s.id }
-
-// Acquire takes the lease on prefix in b for a new instance; it is
-// NewContender followed by one Acquire. Use a Contender to retry with the
-// same instance id.
-func Acquire(ctx context.Context, b driver.Bucket, prefix string, opts *Options) (*Lease, error) {
-	c, err := NewContender(b, prefix, opts)
-	if err != nil {
-		return nil, err
-	}
-	return c.Acquire(ctx)
-}
 
 // maxContention bounds how often one Acquire starts over when the object
 // changes between its read and its write.
 const maxContention = 3
 
-// Acquire makes one attempt to take the lease. It writes the lease with
+// try makes one attempt to take the lease. It writes the lease with
 // If-None-Match: * on a free key, or with If-Match over a stale, released
 // or long-suspect record, or over a record of its own instance id. It then
 // probes the service: the lease is written once more with If-None-Match: *
@@ -87,9 +25,9 @@ const maxContention = 3
 // holds the lease, and an error wrapping ErrPreconditionsIgnored, leaving
 // no lease of ours behind, when the service accepts a write it should have
 // refused. When ctx ends after the attempt has written the lease object,
-// Acquire finishes the attempt (for up to ten seconds more) and releases
-// what it made before it returns ctx's error, saying so.
-func (c *Contender) Acquire(ctx context.Context) (*Lease, error) {
+// it finishes the attempt (for up to ten seconds more) and releases what it
+// made before it returns ctx's error, saying so.
+func (c *Contender) try(ctx context.Context) (*Lease, error) {
 	b, err := c.s.bucketFor(c.bucket, c.key)
 	if err != nil {
 		return nil, err
@@ -127,7 +65,7 @@ type attempt struct {
 	deletes []<-chan error
 	// svc is what the latest read of the lease object said about the
 	// service's clock; nil when the driver reports none.
-	svc *ServiceClock
+	svc *admin.ServiceClock
 	// shield keeps the attempt going past its caller's cancellation once
 	// it has written the lease object (interrupt.go).
 	shield shield
@@ -138,7 +76,7 @@ type attempt struct {
 	// after it (nil if none came): the lease began no later than that
 	// answer's Date plus its resolution.
 	wrote bool
-	after *ServiceClock
+	after *admin.ServiceClock
 	// pace spaces the attempt's writes to one key where the driver
 	// declares a KeyWriteInterval, and sends a rate-limited write again;
 	// the lease it makes keeps it.
@@ -171,7 +109,7 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	// over a live holder. Only a free key is written blind, with
 	// If-None-Match: *.
 	cur, curV, err := a.read(ctx)
-	if why := cur.svc.offsetProblem(s.ttl); why != "" {
+	if why := cur.Service.OffsetProblem(s.ttl); why != "" {
 		return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
 	}
 	switch {
@@ -208,7 +146,7 @@ func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 		return nil, fmt.Errorf("acquire %s: %w", a.c.key, err)
 	case rerr != nil:
 		return nil, fmt.Errorf("acquire %s: read the lease object: %w", a.c.key, rerr)
-	case cur.err == nil && cur.rec.same(st.rec):
+	case cur.Err == nil && cur.Record.Same(st.rec):
 		// This very write landed; its reply was lost or a retry of it
 		// was refused. Adopt it.
 		return a.settleEpoch(ctx, st, curV, ifAbsentProven)
@@ -226,30 +164,30 @@ func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 // or released record is taken over; a fresh one of another instance holds
 // the lease (ErrHeld). A suspect record, or an object that is not a record,
 // is taken over once seen unchanged for one of our TTLs (suspect).
-func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driver.Version) (*Lease, error) {
-	if cur.err == nil {
-		st.seen = &cur.rec
+func (a *attempt) judge(ctx context.Context, st stamp, cur admin.Reading, curV driver.Version) (*Lease, error) {
+	if cur.Err == nil {
+		st.seen = &cur.Record
 	}
-	if cur.err == nil && a.c.owns(cur.rec) {
-		return a.reacquire(ctx, cur.rec, curV)
+	if cur.Err == nil && a.c.owns(cur.Record) {
+		return a.reacquire(ctx, cur.Record, curV)
 	}
 	now := st.wall
-	state, takeoverAt := Suspect, time.Time{}
-	if cur.err == nil {
-		state, takeoverAt = judgeRecord(cur.rec, now, cur.svc)
+	state, takeoverAt := admin.Suspect, time.Time{}
+	if cur.Err == nil {
+		state, takeoverAt = admin.Judge(cur.Record, now, cur.Service)
 	}
-	if state == Fresh && cur.rec.InstanceID == a.c.s.id {
+	if state == admin.Fresh && cur.Record.InstanceID == a.c.s.id {
 		return a.twin(st, cur, curV, takeoverAt)
 	}
 	a.c.twin = suspectWatch{}
 	switch state {
-	case Stale, Released:
-		st.previous, st.follows = &cur.rec, &cur.rec
-		st.detail = fmt.Sprintf("took over a %s lease of instance %s", state, cur.rec.InstanceID)
+	case admin.Stale, admin.Released:
+		st.previous, st.follows = &cur.Record, &cur.Record
+		st.detail = fmt.Sprintf("took over a %s lease of instance %s", state, cur.Record.InstanceID)
 		return a.takeOver(ctx, st, curV, EventTookOver)
-	case Fresh:
-		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: &cur.rec, State: Fresh,
-			TakeoverAt: takeoverAt, Now: now, Service: cur.svc}}
+	case admin.Fresh:
+		return nil, &HeldError{Status: admin.Status{Key: a.c.key, Version: curV, Record: &cur.Record, State: admin.Fresh,
+			TakeoverAt: takeoverAt, Now: now, Service: cur.Service}}
 	}
 	return a.suspect(ctx, st, cur, curV)
 }
@@ -258,7 +196,7 @@ func (a *attempt) judge(ctx context.Context, st stamp, cur readResult, curV driv
 // before: an earlier attempt whose reply was lost, or its earlier lease,
 // which must be over first; or, with a state directory, what this
 // instance's previous process left when it died.
-func (a *attempt) reacquire(ctx context.Context, rec Record, v driver.Version) (*Lease, error) {
+func (a *attempt) reacquire(ctx context.Context, rec admin.Record, v driver.Version) (*Lease, error) {
 	if err := a.c.endHeld(); err != nil {
 		return nil, err
 	}
@@ -282,8 +220,8 @@ func (a *attempt) reacquire(ctx context.Context, rec Record, v driver.Version) (
 // which may lag ours by the skew the spec allows, so only the record's own
 // age bounds when it stopped.) A change while we watch it means a live
 // process is renewing it: ErrInstanceInUse.
-func (a *attempt) twin(st stamp, cur readResult, v driver.Version, takeoverAt time.Time) (*Lease, error) {
-	rec := cur.rec
+func (a *attempt) twin(st stamp, cur admin.Reading, v driver.Version, takeoverAt time.Time) (*Lease, error) {
+	rec := cur.Record
 	w := &a.c.twin
 	if w.seen && w.version != v {
 		*w = suspectWatch{}
@@ -291,30 +229,30 @@ func (a *attempt) twin(st stamp, cur readResult, v driver.Version, takeoverAt ti
 			a.c.key, ErrInstanceInUse, rec.InstanceID, v, rec.RenewedAt.Format(time.RFC3339Nano))
 	}
 	w.observe(v, a.c.s.clock.Mono())
-	return nil, &HeldError{SameID: true, Status: Status{Key: a.c.key, Version: v, Record: &rec, State: Fresh,
+	return nil, &HeldError{SameID: true, Status: admin.Status{Key: a.c.key, Version: v, Record: &rec, State: admin.Fresh,
 		Reason:     "it names this instance id but this process did not write it: a restart of this instance, or another live process with the same id",
-		TakeoverAt: takeoverAt, Now: st.wall, Service: cur.svc}}
+		TakeoverAt: takeoverAt, Now: st.wall, Service: cur.Service}}
 }
 
 // suspect takes over a suspect record, or an object that is not a record,
 // only after one of our TTLs unchanged, timed from when each read's answer
 // arrived, which is never earlier than when the object was seen.
-func (a *attempt) suspect(ctx context.Context, st stamp, cur readResult, curV driver.Version) (*Lease, error) {
+func (a *attempt) suspect(ctx context.Context, st stamp, cur admin.Reading, curV driver.Version) (*Lease, error) {
 	now := st.wall
 	a.c.loadWatch()
 	seen := a.c.watch.observe(curV, a.c.s.clock.Mono())
 	a.c.saveWatch()
 	reason := ""
-	var prev *Record
-	if cur.err != nil {
-		reason = cur.err.Error()
+	var prev *admin.Record
+	if cur.Err != nil {
+		reason = cur.Err.Error()
 	} else {
-		reason = cur.rec.suspicion(now)
-		prev = &cur.rec
+		reason = cur.Record.Suspicion(now)
+		prev = &cur.Record
 	}
 	if seen < a.c.s.ttl {
-		return nil, &HeldError{Status: Status{Key: a.c.key, Version: curV, Record: prev, State: Suspect, Reason: reason,
-			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now, Service: cur.svc}}
+		return nil, &HeldError{Status: admin.Status{Key: a.c.key, Version: curV, Record: prev, State: admin.Suspect, Reason: reason,
+			TakeoverAt: now.Add(a.c.s.ttl - seen), Now: now, Service: cur.Service}}
 	}
 	st.previous, st.follows = prev, prev
 	st.detail = fmt.Sprintf("took over a suspect lease unchanged for %v: %s", seen.Round(time.Millisecond), reason)
@@ -362,7 +300,7 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 		// Refused or unknown: see whether our write landed anyway.
 		cur, curV, rerr := a.read(ctx)
 		switch {
-		case rerr == nil && cur.err == nil && landed(cur.rec, st.rec, curV, over):
+		case rerr == nil && cur.Err == nil && landed(cur.Record, st.rec, curV, over):
 			v = curV
 		case errors.Is(err, driver.ErrPrecondition):
 			return nil, errContended
@@ -397,12 +335,12 @@ func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsen
 
 // stamp is a record of ours, written at a moment of both clocks.
 type stamp struct {
-	rec      Record
+	rec      admin.Record
 	mono     time.Duration
 	wall     time.Time
-	previous *Record // the record taken over, if any
-	follows  *Record // the record whose epoch the new one follows, if any
-	seen     *Record // the record read before the attempt's first write, if any
+	previous *admin.Record // the record taken over, if any
+	follows  *admin.Record // the record whose epoch the new one follows, if any
+	seen     *admin.Record // the record read before the attempt's first write, if any
 	detail   string
 }
 
@@ -410,7 +348,7 @@ func (a *attempt) stamp() stamp {
 	s := a.c.s
 	mono, wall := s.clock.Mono(), s.clock.Wall()
 	return stamp{
-		rec: Record{InstanceID: s.id, AcquiredAt: a.c.stamps.acquired(wall), RenewedAt: a.c.stamps.renewed(wall),
+		rec: admin.Record{InstanceID: s.id, AcquiredAt: a.c.stamps.acquired(wall), RenewedAt: a.c.stamps.renewed(wall),
 			TTLSeconds: int64(s.ttl / time.Second), Holder: s.holder},
 		mono: mono, wall: wall,
 	}
@@ -434,7 +372,7 @@ func (a *attempt) restamp(st stamp) stamp {
 
 // owns reports whether the contender provably wrote rec: one of its
 // attempts, or its latest lease, sent exactly this record.
-func (c *Contender) owns(rec Record) bool {
+func (c *Contender) owns(rec admin.Record) bool {
 	return c.sent.has(rec) || (c.held != nil && c.held.sent.has(rec)) || c.journal.predecessors(rec)
 }
 
@@ -447,7 +385,7 @@ func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (dri
 	}
 	a.c.sent.add(st.rec)
 	a.wrote = true
-	pa, svc, err := timedCall(a.c.s.clock, func() (driver.Attrs, error) {
+	pa, svc, err := admin.TimedCall(a.c.s.clock, func() (driver.Attrs, error) {
 		return a.pace.put(ctx, a.b, a.c.key, st.rec.Encode(), cond, a.until(st))
 	})
 	if svc != nil {
@@ -478,12 +416,12 @@ func (c *Contender) endHeld() error {
 
 // read reads the lease object. A missing object is driver.ErrNotExist; an
 // object that is not a valid record is a readResult with err set.
-func (a *attempt) read(ctx context.Context) (readResult, driver.Version, error) {
-	cur, v, err := readLease(ctx, a.c.s.clock, a.b, a.c.key)
-	if cur.svc != nil {
-		a.svc = cur.svc
+func (a *attempt) read(ctx context.Context) (admin.Reading, driver.Version, error) {
+	cur, v, err := admin.Read(ctx, a.c.s.clock, a.b, a.c.key)
+	if cur.Service != nil {
+		a.svc = cur.Service
 		if a.wrote {
-			a.after = cur.svc
+			a.after = cur.Service
 		}
 	}
 	return cur, v, err

@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // countingBucket counts the bytes read from object bodies.
@@ -65,7 +67,7 @@ func takeoverAfter(t *testing.T, b driver.Bucket, data []byte, limit time.Durati
 		t.Fatal(err)
 	}
 	c := clock.NewFake(t0)
-	ct, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	ct, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,16 +180,16 @@ func TestHolderWhoseRecordTurnsToGarbage(t *testing.T) {
 // whole seconds, over MaxSaneTTL or enormous is refused up front.
 func TestOptionsTTLOutOfRange(t *testing.T) {
 	for _, d := range []time.Duration{-time.Second, -1, 1, 999 * time.Millisecond, 1500 * time.Millisecond,
-		lease.MaxSaneTTL + time.Second, math.MaxInt64, math.MinInt64} {
+		admin.MaxSaneTTL + time.Second, math.MaxInt64, math.MinInt64} {
 		o := opts("me", clock.NewFake(t0), nil)
 		o.TTL = d
-		if _, err := lease.NewContender(fileBucket(t), "db1", o); err == nil {
+		if _, err := lease.NewContender(bucket.New(fileBucket(t), "db1"), o); err == nil {
 			t.Errorf("TTL %v accepted", d)
 		}
 	}
 	o := opts("me", clock.NewFake(t0), nil)
 	o.TTL = 0
-	if ct, err := lease.NewContender(fileBucket(t), "db1", o); err != nil || ct == nil {
+	if ct, err := lease.NewContender(bucket.New(fileBucket(t), "db1"), o); err != nil || ct == nil {
 		t.Fatalf("zero TTL (the default): %v", err)
 	}
 }
@@ -199,7 +201,7 @@ func TestContenderClockFarFromTheRecord(t *testing.T) {
 	for _, start := range []time.Time{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 1, 0, 0, 0, 0, time.UTC)} {
 		b := fileBucket(t)
 		put(t, b, foreign("other", t0, 30))
-		l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(start), nil))
+		l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", clock.NewFake(start), nil))
 		var he *lease.HeldError
 		switch {
 		case errors.As(err, &he):
@@ -224,7 +226,7 @@ func TestContenderClockFarFromTheRecord(t *testing.T) {
 func TestDecodedRecordAlwaysReencodes(t *testing.T) {
 	for _, at := range []string{"9999-12-31T23:59:59-01:00", "0000-01-01T00:00:00+01:00"} {
 		data := `{"instance_id":"x","acquired_at":"` + at + `","renewed_at":"2026-01-01T00:00:00Z","ttl_s":30}`
-		r, err := lease.DecodeRecord([]byte(data))
+		r, err := admin.DecodeRecord([]byte(data))
 		if err != nil {
 			continue // refusing it is a fix too
 		}
@@ -244,13 +246,13 @@ func TestReacquireOwnRecordWithOutOfRangeTime(t *testing.T) {
 	put(t, b, `{"instance_id":"me","acquired_at":"9999-12-31T23:59:59-01:00","renewed_at":"`+t0.Format(time.RFC3339)+`","ttl_s":30}`)
 	c := clock.NewFake(t0)
 	c.Advance(time.Second) // the process restarts a second later
-	l, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		return // refusing to adopt it is acceptable
 	}
 	defer l.Release(context.Background())
 	data, _, _ := objects.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
-	if _, err := lease.DecodeRecord(data); err != nil {
+	if _, err := admin.DecodeRecord(data); err != nil {
 		t.Fatalf("after re-acquiring its own record the lease stored %q: %v", data, err)
 	}
 }
@@ -263,11 +265,11 @@ func TestInstanceIDThatJSONCannotCarry(t *testing.T) {
 	b := fileBucket(t)
 	c := clock.NewFake(t0)
 	id := "me-\xff"
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts(id, c, nil)); err != nil {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts(id, c, nil)); err != nil {
 		return // refusing the id up front is the fix
 	}
 	c.Advance(time.Second) // the process restarts
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts(id, c, nil)); err != nil {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts(id, c, nil)); err != nil {
 		t.Fatalf("restart with the same (non-UTF-8) instance id: %v; want the own record recognised, or the id refused at the first acquire", err)
 	}
 }

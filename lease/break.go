@@ -6,16 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// BreakerID is the instance id in the record Break writes, so that a
-// holder that renews afterwards finds a record that is not its own and
-// stops (ErrLost).
-const BreakerID = "bucketlease-break"
-
-// Break ends the lease on prefix in b at version v, whoever holds it, for
+// Break ends the lease on b's prefix at version v, whoever holds it, for
 // an operator who has looked at the lease (Inspect) and decided that its
 // holder must stop. It never lets a contender in while the broken holder
 // may still be writing: the record it writes names BreakerID, so the holder
@@ -68,32 +65,32 @@ const BreakerID = "bucketlease-break"
 // S3 API ignore conditions on DELETE. What no client can guard against is a
 // path that applies If-Match to one request and drops it from the next: a
 // renewal that lands between steps 1 and 3 on such a path is overwritten.
-func Break(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time, allowOverlap bool) error {
-	return breakAt(ctx, b, prefix, v, now, allowOverlap)
+func Break(ctx context.Context, b *bucket.Bucket, v driver.Version, now time.Time, allowOverlap bool) error {
+	return breakAt(ctx, b.Driver(), b.Prefix(), v, now, allowOverlap)
 }
 
 // breakRecord is the record a break writes over cur, read at the
 // breaker's wall-clock time now: see Break.
-func breakRecord(cur readResult, now time.Time, overlap bool) Record {
-	rec := Record{InstanceID: BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
-	if cur.err == nil {
+func breakRecord(cur admin.Reading, now time.Time, overlap bool) admin.Record {
+	rec := admin.Record{InstanceID: admin.BreakerID, AcquiredAt: now, RenewedAt: now, TTLSeconds: 0}
+	if cur.Err == nil {
 		// A break is no holder: it keeps the broken record's epoch, so
 		// that the next holder's follows it.
-		rec.Epoch, rec.Began, rec.Before = cur.rec.Epoch, cur.rec.Began, cur.rec.Before
+		rec.Epoch, rec.Began, rec.Before = cur.Record.Epoch, cur.Record.Began, cur.Record.Before
 	}
 	switch {
 	case overlap:
-	case cur.err != nil: // not a record: nothing is known of its writer
+	case cur.Err != nil: // not a record: nothing is known of its writer
 		rec.TTLSeconds = int64(DefaultTTL / time.Second)
-	case cur.rec.stateAt(now) == Fresh || cur.rec.stateAt(now) == Suspect:
-		rec.RenewedAt, rec.TTLSeconds = cur.rec.RenewedAt, cur.rec.TTLSeconds
+	case cur.Record.StateAt(now) == admin.Fresh || cur.Record.StateAt(now) == admin.Suspect:
+		rec.RenewedAt, rec.TTLSeconds = cur.Record.RenewedAt, cur.Record.TTLSeconds
 	}
 	return rec
 }
 
 func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Version, now time.Time, overlap bool) error {
-	key := Key(prefix)
-	if err := checkLeaseKey(key); err != nil {
+	key := admin.Key(prefix)
+	if err := admin.CheckKey(key); err != nil {
 		return err
 	}
 	if v == "" {
@@ -102,7 +99,7 @@ func breakAt(ctx context.Context, b driver.Bucket, prefix string, v driver.Versi
 	if err := checkWall(now); err != nil {
 		return err
 	}
-	cur, curV, err := readLease(ctx, clock.System{}, b, key)
+	cur, curV, err := admin.Read(ctx, clock.System{}, b, key)
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return fmt.Errorf("break %s: the lease object no longer exists; nothing was written: %w", key, driver.ErrPrecondition)

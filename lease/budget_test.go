@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -96,7 +97,7 @@ func TestRequestBudgets(t *testing.T) {
 	t.Run("acquire on an empty prefix, renew, release", func(t *testing.T) {
 		r := &rounds{Bucket: machineClocksOnly()}
 		c := clock.NewFake(t0)
-		l, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil))
+		l, err := lease.Acquire(ctx, bucket.New(r, "db1"), opts("me", c, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestRequestBudgets(t *testing.T) {
 		acquire(t, b, "me", c)
 		c.Advance(time.Second) // the restart
 		r := &rounds{Bucket: b}
-		restarted, err := lease.NewContender(r, "db1", opts("me", c, nil))
+		restarted, err := lease.NewContender(bucket.New(r, "db1"), opts("me", c, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestRequestBudgets(t *testing.T) {
 		c := clock.NewFake(t0)
 		put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
 		r := &rounds{Bucket: b}
-		if _, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil)); err != nil {
+		if _, err := lease.Acquire(ctx, bucket.New(r, "db1"), opts("me", c, nil)); err != nil {
 			t.Fatal(err)
 		}
 		check(t, "takeover", r, budget{8, 5})
@@ -146,7 +147,7 @@ func TestRequestBudgets(t *testing.T) {
 		c := clock.NewFake(t0)
 		acquire(t, b, "holder", c)
 		r := &rounds{Bucket: b}
-		if _, err := lease.Acquire(ctx, r, "db1", opts("me", c, nil)); err == nil {
+		if _, err := lease.Acquire(ctx, bucket.New(r, "db1"), opts("me", c, nil)); err == nil {
 			t.Fatal("acquired a held lease")
 		}
 		check(t, "refusal", r, budget{1, 1}) // read first: nothing is written over a fresh record

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // cleanupTimeout bounds the clean-up after a failed acquire. It runs on its
@@ -33,10 +34,10 @@ func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return failure
-	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+	case err == nil && (cur.Err != nil || !a.c.owns(cur.Record)):
 		return failure // not ours: nothing of ours is left
 	case err == nil:
-		block := cur.rec
+		block := cur.Record
 		block.RenewedAt = a.c.stamps.renewed(a.c.s.clock.Wall())
 		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
 		// Not remembered as sent: it is no lease of ours to take back.
@@ -58,7 +59,7 @@ func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 func (a *attempt) blockTTL(st stamp) time.Duration {
 	d := a.c.s.ttl
 	if st.seen != nil && st.seen.TTL() > d {
-		d = min(st.seen.TTL(), MaxSaneTTL)
+		d = min(st.seen.TTL(), admin.MaxSaneTTL)
 	}
 	return d
 }
@@ -85,7 +86,7 @@ func (c *Contender) checkBlocked() error {
 	}
 	until := c.blocked.RenewedAt.Add(c.blocked.TTL())
 	if !c.s.clock.Wall().Before(until) {
-		c.blocked = Record{}
+		c.blocked = admin.Record{}
 		return nil
 	}
 	return fmt.Errorf("acquire %s: %w: an earlier acquire of this contender failed on a path that did not apply a precondition, and left the prefix blocked until %s; nothing was sent",

@@ -24,20 +24,22 @@
 //
 // # Using it
 //
-// A process makes one [Contender] ([NewContender], with [Options] naming
-// its instance id) and calls [Contender.Acquire]; [ErrHeld] says another
-// instance holds the lease. [Lease.Keep] renews until the lease ends,
-// [Lease.Fence] returns a context cancelled the moment the holder must
-// stop, and [Lease.Bucket] is the bucket to write through: it refuses
-// writes once fenced, cancels those in flight, and stamps every object
-// with the lease's epoch ([Stamp]). [Lease.Release] frees the lease, never
-// overwriting a record it did not write. Retry with the same Contender: a
-// write whose answer was lost is recognised as its own.
+// [Acquire] takes the lease on the prefix of a [bucket.Bucket], with
+// [Options] naming the instance; [ErrHeld] says another instance holds it,
+// and Options.Wait waits for it instead. [Lease.Keep] renews until the
+// lease ends, [Lease.Fence] returns a context cancelled the moment the
+// holder must stop, and [Lease.Bucket] is the bucket to write through: it
+// refuses writes once fenced, cancels those in flight, and stamps every
+// object with the lease's epoch. [Lease.Release] frees the lease, never
+// overwriting a record it did not write. To retry by hand, use one
+// [Contender]: a write whose answer was lost is recognised as its own.
 //
 // Every lease has an epoch ([Lease.Epoch]) greater than every earlier
-// holder's, a fencing token for systems outside the bucket. [LateWrites]
-// names the objects a holder wrote after its lease had passed on.
-// [Inspect] reads a lease's state, [Break] ends a stuck one.
+// holder's, a fencing token for systems outside the bucket. Package
+// lease/admin is the operator's and the reader's side: the lease object's
+// record and state (admin.Inspect), and the objects a holder wrote after
+// its lease had passed on (admin.LateWrites, admin.Status.LateRead).
+// [Break] ends a stuck lease.
 //
 // # What no lease can stop
 //

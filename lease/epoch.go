@@ -8,12 +8,8 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
-
-// maxEpoch is the largest epoch a record carries: 2⁵³, the largest
-// integer that a JSON reader parsing numbers as doubles (JavaScript, jq)
-// keeps exactly. As microseconds since 1970 it is the year 2255.
-const maxEpoch = 1 << 53
 
 // epochTick is how far the service's clock must move on, at the least,
 // before an epoch that follows no earlier one is taken from it, on a
@@ -32,22 +28,22 @@ const maxTickReads = 8
 // reading has not reached.
 func epochAt(t time.Time, res time.Duration) uint64 {
 	us := t.Add(res).UnixMicro()
-	return uint64(min(max(us, 1), maxEpoch))
+	return uint64(min(max(us, 1), admin.MaxEpoch))
 }
 
 // follows reports whether a new epoch can follow prev's: prev is a record
 // with an epoch. Otherwise (a free key, an object that is not a record, a
 // record of a writer that keeps no epoch) the chain is broken and the new
 // epoch comes from the clock alone, after it has moved on (tick).
-func follows(prev *Record) bool { return prev != nil && prev.Epoch > 0 }
+func follows(prev *admin.Record) bool { return prev != nil && prev.Epoch > 0 }
 
 // nextEpoch returns the epoch of a new holder whose record follows prev
 // (nil if none), taken at time t of a clock read at resolution res: one
 // more than prev's, or the clock's floor if that is greater.
-func nextEpoch(prev *Record, t time.Time, res time.Duration) (uint64, error) {
+func nextEpoch(prev *admin.Record, t time.Time, res time.Duration) (uint64, error) {
 	e := epochAt(t, res)
 	if follows(prev) && prev.Epoch >= e {
-		if prev.Epoch >= maxEpoch {
+		if prev.Epoch >= admin.MaxEpoch {
 			return 0, fmt.Errorf("the lease object's epoch %d is the largest a record carries, so no holder can follow it; "+
 				"a record this far ahead was not written by this package's clock: delete the lease object once no holder is writing", prev.Epoch)
 		}
@@ -69,7 +65,7 @@ func (a *attempt) epoch(st stamp) (stamp, error) {
 		return st, fmt.Errorf("acquire %s: %w", a.c.key, err)
 	}
 	st.rec.Epoch = e
-	st.rec.Before = before(st.follows, a.svc)
+	st.rec.Before = admin.Remembered(st.follows, a.svc)
 	return st, nil
 }
 

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // epochs records the epoch of every lease a test takes, in order, and
@@ -51,7 +53,7 @@ func TestEpochsOnlyGrow(t *testing.T) {
 		e := &epochs{t: t, b: w.b}
 		take := func(how, id string) *lease.Lease {
 			t.Helper()
-			l, err := lease.Acquire(ctx, w.b, "db1", opts(id, w.machine(0), nil))
+			l, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts(id, w.machine(0), nil))
 			if err != nil {
 				t.Fatalf("%s: %v", how, err)
 			}
@@ -83,11 +85,11 @@ func TestEpochsOnlyGrow(t *testing.T) {
 		d := take("takeover of a stale lease", "d")
 		_ = c
 
-		st, err := lease.Inspect(ctx, w.b, "db1", w.now())
+		st, err := admin.Inspect(ctx, bucket.New(w.b, "db1"), w.now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lease.Break(ctx, w.b, "db1", st.Version, w.now(), false); err != nil {
+		if err := lease.Break(ctx, bucket.New(w.b, "db1"), st.Version, w.now(), false); err != nil {
 			t.Fatal(err)
 		}
 		if rec, _, _ := readRecord(t, w.b); rec.Epoch != d.Epoch() {
@@ -101,7 +103,7 @@ func TestEpochsOnlyGrow(t *testing.T) {
 		if err := w.b.Delete(ctx, "db1/LEASE", driver.Condition{}); err != nil {
 			t.Fatal(err)
 		}
-		old := lease.Record{InstanceID: "old", AcquiredAt: w.now(), RenewedAt: w.now(), TTLSeconds: 0}
+		old := admin.Record{InstanceID: "old", AcquiredAt: w.now(), RenewedAt: w.now(), TTLSeconds: 0}
 		if _, err := w.b.Put(ctx, "db1/LEASE", old.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +122,7 @@ func TestEpochAfterADeleteWithinOneSecond(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
 		for i := range 5 {
-			a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+			a, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("a", w.machine(0), nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +130,7 @@ func TestEpochAfterADeleteWithinOneSecond(t *testing.T) {
 			if err := w.b.Delete(ctx, "db1/LEASE", driver.Condition{}); err != nil {
 				t.Fatal(err)
 			}
-			b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+			b, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("b", w.machine(0), nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +156,7 @@ func TestEpochWithoutTheServicesTime(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
-	a, err := lease.Acquire(ctx, b, "db1", opts("a", c, nil))
+	a, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestEpochWithoutTheServicesTime(t *testing.T) {
 		t.Errorf("epoch %d on a free prefix, want %d (this machine's clock in microseconds)", a.Epoch(), want)
 	}
 	a.Release(ctx)
-	next, err := lease.Acquire(ctx, b, "db1", opts("b", c, nil)) // the same instant
+	next, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("b", c, nil)) // the same instant
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestEpochInEventsAndInspect(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
 	var ev events
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.System{}, &ev))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.System{}, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func TestEpochInEventsAndInspect(t *testing.T) {
 			t.Errorf("%v event: epoch %d, want %d", e.Kind, e.Epoch, l.Epoch())
 		}
 	}
-	st, err := lease.Inspect(ctx, b, "db1", time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(b, "db1"), time.Now())
 	if err != nil || st.Record == nil || st.Record.Epoch != l.Epoch() {
 		t.Fatalf("Inspect: %+v, %v; want the record's epoch %d", st.Record, err, l.Epoch())
 	}
@@ -207,11 +209,11 @@ func TestEpochInEventsAndInspect(t *testing.T) {
 func TestEpochAtItsLimitIsRefused(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
-	rec := lease.Record{InstanceID: "x", AcquiredAt: t0, RenewedAt: t0, TTLSeconds: 0, Epoch: 1 << 53}
+	rec := admin.Record{InstanceID: "x", AcquiredAt: t0, RenewedAt: t0, TTLSeconds: 0, Epoch: 1 << 53}
 	if _, err := b.Put(ctx, "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := lease.Acquire(ctx, b, "db1", opts("a", clock.NewFake(t0), nil))
+	_, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.NewFake(t0), nil))
 	if err == nil || !strings.Contains(err.Error(), "no holder can follow it") {
 		t.Fatalf("acquire over epoch 2^53: %v", err)
 	}
@@ -227,7 +229,7 @@ func TestServiceClockThatStandsStillIsNoEpochSource(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		stuck := w.now()
 		w.b.Now = func() time.Time { return stuck }
-		_, err := lease.Acquire(context.Background(), w.b, "db1", opts("a", w.machine(0), nil))
+		_, err := lease.Acquire(context.Background(), bucket.New(w.b, "db1"), opts("a", w.machine(0), nil))
 		if !errors.Is(err, lease.ErrClock) || !strings.Contains(err.Error(), "did not move on") {
 			t.Fatalf("acquire on a service whose clock stands still: %v, want ErrClock", err)
 		}
@@ -247,7 +249,7 @@ type createGate struct {
 }
 
 func (g createGate) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if key != lease.Key("db1") || !opts.If.Absent() {
+	if key != admin.Key("db1") || !opts.If.Absent() {
 		return g.Bucket.Put(ctx, key, data, opts)
 	}
 	if g.first {
@@ -284,7 +286,7 @@ func TestTwinsCreatingAtOneInstantAreTold(t *testing.T) {
 		outs := make(chan outcome, 2)
 		for _, first := range []bool{true, false} {
 			go func() {
-				l, err := lease.Acquire(ctx, gate(first), "db1", opts("twin", w.machine(0), nil))
+				l, err := lease.Acquire(ctx, bucket.New(gate(first), "db1"), opts("twin", w.machine(0), nil))
 				outs <- outcome{l, err}
 			}()
 		}

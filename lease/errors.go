@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // EnvConditional is the switch that runs the lease best-effort on a service
@@ -81,7 +83,7 @@ type HeldError struct {
 	// Status is the lease as the contender found it; State is Fresh or
 	// Suspect, and TakeoverAt is the earliest time, by this instance's
 	// wall clock, at which it could be taken over if it stays as it is.
-	Status
+	admin.Status
 	// SameID reports a fresh record that names this instance's own id but
 	// that this process did not write: a restart of this instance, whose
 	// previous process left it, or another live process configured with
@@ -95,7 +97,7 @@ type HeldError struct {
 // Error names the holder, the lease's age and when it could be taken over.
 func (e *HeldError) Error() string {
 	wait := e.TakeoverAt.Sub(e.Now).Round(time.Second)
-	if e.State == Suspect {
+	if e.State == admin.Suspect {
 		who := "an unreadable record"
 		if e.Record != nil {
 			who = "instance " + e.Record.InstanceID

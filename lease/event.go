@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // EventKind names a change in a lease's state.
@@ -79,7 +80,7 @@ type Event struct {
 	Time time.Time
 	// Previous is the record taken over (TookOver) or the record that
 	// replaced ours (Lost), when it could be read.
-	Previous *Record
+	Previous *admin.Record
 	// Detail says more in words: why a record was taken over, for example.
 	Detail string
 	// Err is the cause of RenewalFailed, Fenced and Lost.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -23,7 +24,7 @@ func TestTakingAReleasedLeaseLogsNoWarning(t *testing.T) {
 	var log logBuffer
 	o := opts("b", c, nil)
 	o.Logger = log.logger()
-	second, err := lease.Acquire(ctx, b, "db1", o)
+	second, err := lease.Acquire(ctx, bucket.New(b, "db1"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestTakingAReleasedLeaseLogsNoWarning(t *testing.T) {
 	var log2 logBuffer
 	o = opts("c", c, nil)
 	o.Logger = log2.logger()
-	if _, err := lease.Acquire(ctx, b, "db1", o); err != nil {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), o); err != nil {
 		t.Fatal(err)
 	}
 	if !contains(log2.String(), "level=WARN msg=\"lease took-over\"") {

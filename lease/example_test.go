@@ -11,7 +11,6 @@ import (
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/mem"
-	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 )
 
@@ -20,13 +19,14 @@ import (
 // holder is fenced and cancels one in flight at that moment.
 func Example_worker() {
 	ctx := context.Background()
-	bucket, prefix, err := location.Open(ctx, "mem://example/backups/db1")
+	b, err := bucket.Open(ctx, "mem://example/backups/db1")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer b.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	l, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{Logger: quiet})
+	l, err := lease.Acquire(ctx, b, &lease.Options{Logger: quiet})
 	if errors.Is(err, lease.ErrHeld) {
 		fmt.Println("another machine is writing this backup:", err)
 		return
@@ -43,16 +43,16 @@ func Example_worker() {
 
 	w := l.Bucket() // keys relative to the prefix
 	// Immutable objects: If-None-Match: *, so a stale writer cannot replace one.
-	if _, err := w.Put(work, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := w.Put(work, "chunks/0001", []byte("…"), &bucket.PutOptions{If: bucket.IfAbsent()}); err != nil {
 		fmt.Println(err)
 		return
 	}
 	// The manifest: If-Match on the version last written or read (here: new).
-	if _, err := w.Put(work, "LATEST", []byte("chunks/0001"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := w.Put(work, "LATEST", []byte("chunks/0001"), &bucket.PutOptions{If: bucket.IfAbsent()}); err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("backup written under", lease.Key(prefix), "with", l.Exclusion(), "exclusion")
+	fmt.Println("backup written under", l.Key(), "with", l.Exclusion(), "exclusion")
 	// Output: backup written under backups/db1/LEASE with conditional exclusion
 }
 
@@ -60,12 +60,13 @@ func Example_worker() {
 // could be taken over.
 func ExampleHeldError() {
 	ctx := context.Background()
-	bucket, prefix, _ := location.Open(ctx, "mem://example-held/db1")
+	b, _ := bucket.Open(ctx, "mem://example-held/db1")
+	defer b.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	first, _ := lease.Acquire(ctx, bucket, prefix, &lease.Options{InstanceID: "machine-a", Logger: quiet})
+	first, _ := lease.Acquire(ctx, b, &lease.Options{InstanceID: "machine-a", Logger: quiet})
 	defer first.Release(ctx)
 
-	_, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{InstanceID: "machine-b", Logger: quiet})
+	_, err := lease.Acquire(ctx, b, &lease.Options{InstanceID: "machine-b", Logger: quiet})
 	var held *lease.HeldError
 	if errors.As(err, &held) {
 		fmt.Println("held by", held.Holder(), "state", held.State)
@@ -80,21 +81,21 @@ func ExampleLease_Bucket() {
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, url := range []string{"mem://shapes-a", "mem://shapes-b/backups/db1", "mem://shapes-c/backups/db1/"} {
-		bucket, prefix, err := location.Open(ctx, url)
+		b, err := bucket.Open(ctx, url)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		l, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{Logger: quiet})
+		l, err := lease.Acquire(ctx, b, &lease.Options{Logger: quiet})
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("…"), &bucket.PutOptions{If: bucket.IfAbsent()}); err != nil {
 			fmt.Println(err)
 			return
 		}
-		_, _, err = bucket.Get(ctx, path.Join(l.Prefix(), "chunks/0001"), driver.GetOptions{})
+		_, _, err = b.Driver().Get(ctx, path.Join(l.Prefix(), "chunks/0001"), driver.GetOptions{})
 		fmt.Printf("%-30s lease %-20s chunk stored: %v\n", url, l.Key(), err == nil)
 		l.Release(ctx)
 	}
@@ -109,17 +110,13 @@ func ExampleLease_Bucket() {
 // where it must not back up): it takes the lease on url's prefix as instance id and runs backup
 // under it, through the lease's bucket, or returns an error and runs
 // nothing.
-func backupUnderLease(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
-	b, err := bucket.Open(ctx, url)
+func backupUnderLease(ctx context.Context, url, id string, backup func(context.Context, *bucket.Bucket) error) error {
+	b, err := bucket.Open(ctx, url) // keys relative to the URL's prefix
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	c, err := lease.NewContender(b.Driver(), b.Prefix(), &lease.Options{InstanceID: id}) // one per process
-	if err != nil {
-		return err
-	}
-	l, err := c.Acquire(ctx)
+	l, err := lease.Acquire(ctx, b, &lease.Options{InstanceID: id}) // Wait: true waits for a held lease
 	if errors.Is(err, lease.ErrHeld) {
 		// another machine holds it; err (a *lease.HeldError) names it and says
 		// when the lease could be taken over
@@ -143,8 +140,8 @@ func backupUnderLease(ctx context.Context, url, id string, backup func(context.C
 // one immutable chunk.
 func Example_readme() {
 	ctx := context.Background()
-	err := backupUnderLease(ctx, "mem://readme/db1", "machine-a", func(ctx context.Context, w driver.Bucket) error {
-		_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()}) // If-None-Match: *
+	err := backupUnderLease(ctx, "mem://readme/db1", "machine-a", func(ctx context.Context, w *bucket.Bucket) error {
+		_, err := w.Put(ctx, "chunks/0001", []byte("…"), &bucket.PutOptions{If: bucket.IfAbsent()}) // If-None-Match: *
 		return err
 	})
 	fmt.Println(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Renew is renew, for the tests.
@@ -15,10 +16,10 @@ func (l *Lease) Renew(ctx context.Context) error { return l.renew(ctx) }
 func (l *Lease) Version() driver.Version { return l.lastVersion() }
 
 // Record is lastRecord, for the tests.
-func (l *Lease) Record() Record { return l.lastRecord() }
+func (l *Lease) Record() admin.Record { return l.lastRecord() }
 
 // Stamp is stamped, for the tests.
-func (l *Lease) Stamp() (Stamp, bool) { return l.stamped() }
+func (l *Lease) Stamp() (admin.Stamp, bool) { return l.stamped() }
 
 // TTL returns the lease's TTL, for the tests.
 func (l *Lease) TTL() time.Duration { return l.s.ttl }
@@ -27,7 +28,7 @@ func (l *Lease) TTL() time.Duration { return l.s.ttl }
 func (l *Lease) Prefix() string { return l.prefix }
 
 // ServiceClock is serviceClock, for the tests.
-func (l *Lease) ServiceClock() (ServiceClock, bool) { return l.serviceClock() }
+func (l *Lease) ServiceClock() (admin.ServiceClock, bool) { return l.serviceClock() }
 
 // Watch returns the contender's watch of a suspect record, for the tests.
 func (c *Contender) Watch() suspectWatch { return c.watch }
@@ -42,11 +43,5 @@ func (w suspectWatch) Since() (time.Duration, bool) { return w.since, w.seen }
 // Seams returns the options' seams, for the tests to set.
 func (o *Options) Seams() *leaseseam.Seams { return &o.seams }
 
-// For the tests.
-const MetaEpoch = metaEpoch
-
 // NewInstanceID is newInstanceID, for the tests.
 func NewInstanceID() string { return newInstanceID() }
-
-// StateAt is stateAt, for the tests.
-func (r Record) StateAt(now time.Time) State { return r.stateAt(now) }

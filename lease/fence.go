@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // fenceAfter is how long after a renewal was sent the holder may start
@@ -144,7 +146,7 @@ func (l *Lease) checkFence() {
 }
 
 // end finishes the lease with reason, once, and reports it.
-func (l *Lease) end(reason error, previous *Record, detail string) {
+func (l *Lease) end(reason error, previous *admin.Record, detail string) {
 	l.mu.Lock()
 	if l.done != nil {
 		l.mu.Unlock()

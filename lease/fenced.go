@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 	"github.com/mushroomdb/bucketlease/internal/objects"
@@ -16,24 +17,24 @@ import (
 
 // Bucket returns the bucket for the worker's own writes under the lease,
 // with keys relative to the lease's prefix: Put(ctx, "chunks/0001", …)
-// writes {prefix}/chunks/0001, whatever form the prefix came in ("db1",
-// "db1/", or "" for a whole bucket). It refuses to start a Put or Delete
+// writes {prefix}/chunks/0001. It refuses to start a Put, Write or Delete
 // once MayWrite is false (with an error wrapping ErrFenced, ErrLost or
 // ErrReleased), and cancels one in flight the moment the lease ends. Reads
 // pass through. It refuses a key that starts with "/" and any write to the
 // lease object itself, which only the lease writes.
 //
-// Where the driver keeps metadata, every object it writes (Put and
-// PutStream) carries the lease's Stamp, its epoch and instance, with the
-// caller's own PutOptions.Metadata, set in the request that makes the
-// object visible.
+// Where the driver keeps metadata, every object it writes carries the
+// lease's stamp (admin.Stamp: its epoch and instance) beside the caller's
+// own metadata, set in the request that makes the object visible.
 //
-// A streamed write (PutStream) runs under the fence, and listing (List)
-// has keys relative to the prefix. It is a multipart.PendingLister, with keys
-// relative to the prefix, where the bucket the lease was given is one, and
-// an io.Closer whose Close does nothing, since that bucket is its caller's
-// and the lease uses it until Release: close it there, after Release.
-func (l *Lease) Bucket() driver.Bucket {
+// Its Driver is the driver.Bucket underneath, with the same keys and the
+// same fence, and a multipart.PendingLister where the lease's bucket is one.
+// Closing either does nothing: the lease's bucket is its caller's, to
+// close after Release.
+func (l *Lease) Bucket() *bucket.Bucket { return bucket.New(l.fenced(), "") }
+
+// fenced is the driver.Bucket under Lease.Bucket.
+func (l *Lease) fenced() driver.Bucket {
 	f := fencedBucket{l}
 	if _, ok := l.b.(multipart.PendingLister); ok {
 		return fencedPendingBucket{f}
@@ -123,7 +124,7 @@ func cutOff(op, key string, cond driver.Condition, why, err error) error {
 	}
 	return &driver.OpError{Driver: "lease", Op: op, Key: key, Cond: cond, Kind: driver.ErrOutcomeUnknown,
 		Err: fmt.Errorf("cancelled in flight when the lease ended (%w); the request may have reached the service, so the object may be stored: "+
-			"read it back, and do not restore from it if Status.Late finds it late: %w", why, err)}
+			"read it back, and do not restore from it if admin.Status.Late finds it late: %w", why, err)}
 }
 
 // startWrite admits one write under the lease, or refuses it once MayWrite

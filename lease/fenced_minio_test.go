@@ -14,6 +14,7 @@ import (
 	miniogo "github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -91,15 +92,16 @@ func TestFenceCancelledWriteThatLandsIsOutcomeUnknownMinIO(t *testing.T) {
 	ctx := context.Background()
 	acquire := func(id string) *lease.Lease {
 		t.Helper()
-		l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id,
+		l, err := lease.Acquire(ctx, bucket.New(b, "db1"), leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id,
 			Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 		return l
 	}
 	a := acquire("host-a")
-	_, err = a.Bucket().Put(ctx, "LATEST", []byte("host-a's pointer"), driver.PutOptions{})
+	_, err = a.Bucket().Driver().Put(ctx, "LATEST", []byte("host-a's pointer"), driver.PutOptions{})
 	if !errors.Is(err, driver.ErrOutcomeUnknown) || errors.Is(err, context.Canceled) {
 		t.Fatalf("a Put the fence cancelled in flight returned %v; want an error wrapping driver.ErrOutcomeUnknown and not context.Canceled", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // FuzzDecodeRecord feeds DecodeRecord arbitrary bytes. Properties: it never
@@ -31,12 +31,12 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := lease.DecodeRecord(data)
+		r, err := admin.DecodeRecord(data)
 		if err != nil {
-			if !errors.Is(err, lease.ErrMalformed) {
+			if !errors.Is(err, admin.ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
-			if !reflect.DeepEqual(r, lease.Record{}) {
+			if !reflect.DeepEqual(r, admin.Record{}) {
 				t.Fatalf("a refused record came back as %+v", r)
 			}
 			return
@@ -44,11 +44,11 @@ func FuzzDecodeRecord(f *testing.F) {
 		if r.InstanceID == "" || r.TTLSeconds < 0 || r.TTL() < 0 {
 			t.Fatalf("accepted a record with no id or a negative TTL: %+v", r)
 		}
-		if len(data) > lease.MaxRecordSize || !utf8.Valid(data) {
+		if len(data) > admin.MaxRecordSize || !utf8.Valid(data) {
 			t.Fatalf("accepted %d bytes (valid UTF-8: %v)", len(data), utf8.Valid(data))
 		}
 		enc := r.Encode()
-		back, err := lease.DecodeRecord(enc)
+		back, err := admin.DecodeRecord(enc)
 		if err != nil {
 			t.Fatalf("decoded %q, but its re-encoding %q does not decode: %v", data, enc, err)
 		}
@@ -61,7 +61,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		for _, now := range []time.Time{t0, r.RenewedAt, r.RenewedAt.Add(r.TTL()), {}, time.Unix(1<<40, 0)} {
 			switch st := r.StateAt(now); st {
-			case lease.Fresh, lease.Stale, lease.Released, lease.Suspect:
+			case admin.Fresh, admin.Stale, admin.Released, admin.Suspect:
 			default:
 				t.Fatalf("StateAt(%v) = %v", now, st)
 			}
@@ -80,16 +80,16 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, id string, acq, ren, nanos, ttlS int64) {
 		const minUnix, maxUnix = -62135596800, 253402300799 // years 1 and 9999, UTC
 		if id == "" || !utf8.ValidString(id) || strings.ContainsFunc(id, func(r rune) bool { return !strconv.IsPrint(r) }) || len(id) > 256 || acq < minUnix || acq > maxUnix ||
-			ren < minUnix || ren > maxUnix || ttlS < 0 || ttlS > int64(lease.MaxSaneTTL/time.Second) {
+			ren < minUnix || ren > maxUnix || ttlS < 0 || ttlS > int64(admin.MaxSaneTTL/time.Second) {
 			t.Skip()
 		}
 		nanos = (nanos%1e9 + 1e9) % 1e9
-		r := lease.Record{InstanceID: id, AcquiredAt: time.Unix(acq, nanos), RenewedAt: time.Unix(ren, nanos), TTLSeconds: ttlS}
+		r := admin.Record{InstanceID: id, AcquiredAt: time.Unix(acq, nanos), RenewedAt: time.Unix(ren, nanos), TTLSeconds: ttlS}
 		enc := r.Encode()
-		if len(enc) == 0 || len(enc) > lease.MaxRecordSize {
+		if len(enc) == 0 || len(enc) > admin.MaxRecordSize {
 			t.Fatalf("%+v encodes to %d bytes", r, len(enc))
 		}
-		back, err := lease.DecodeRecord(enc)
+		back, err := admin.DecodeRecord(enc)
 		if err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}

@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 const ttl = 30 * time.Second
@@ -87,7 +89,7 @@ func opts(id string, c clock.Clock, ev *events) *lease.Options {
 
 func acquire(t *testing.T, b driver.Bucket, id string, c clock.Clock) *lease.Lease {
 	t.Helper()
-	l, err := lease.Acquire(context.Background(), b, "db1", opts(id, c, nil))
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts(id, c, nil))
 	if err != nil {
 		t.Fatalf("%s: acquire: %v", id, err)
 	}
@@ -95,13 +97,13 @@ func acquire(t *testing.T, b driver.Bucket, id string, c clock.Clock) *lease.Lea
 }
 
 // readRecord returns the record stored in db1/LEASE.
-func readRecord(t *testing.T, b driver.Bucket) (lease.Record, driver.Version, bool) {
+func readRecord(t *testing.T, b driver.Bucket) (admin.Record, driver.Version, bool) {
 	t.Helper()
 	data, a, err := objects.ReadAll(context.Background(), b, "db1/LEASE", 1<<20, driver.GetOptions{})
 	if err != nil {
-		return lease.Record{}, "", false
+		return admin.Record{}, "", false
 	}
-	r, err := lease.DecodeRecord(data)
+	r, err := admin.DecodeRecord(data)
 	if err != nil {
 		t.Fatalf("stored record: %v", err)
 	}
@@ -118,12 +120,12 @@ func put(t *testing.T, b driver.Bucket, data string) driver.Version {
 }
 
 func foreign(id string, renewed time.Time, ttlS int64) string {
-	return string(lease.Record{InstanceID: id, AcquiredAt: renewed, RenewedAt: renewed, TTLSeconds: ttlS}.Encode())
+	return string(admin.Record{InstanceID: id, AcquiredAt: renewed, RenewedAt: renewed, TTLSeconds: ttlS}.Encode())
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// scratchLeft counts the scratch keys (lease.IsScratchKey) left in b.
+// scratchLeft counts the scratch keys (admin.IsScratchKey) left in b.
 func scratchLeft(t *testing.T, b driver.Bucket) int {
 	t.Helper()
 	n := 0
@@ -131,7 +133,7 @@ func scratchLeft(t *testing.T, b driver.Bucket) int {
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
-		if lease.IsScratchKey(o.Key) {
+		if admin.IsScratchKey(o.Key) {
 			n++
 		}
 	}

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var inspectNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -27,25 +29,25 @@ func putRecord(t *testing.T, b driver.Bucket, key string, data []byte) driver.Ve
 
 func TestInspectStates(t *testing.T) {
 	rec := func(renewedAgo time.Duration, ttl int64) []byte {
-		return lease.Record{InstanceID: "alpha", AcquiredAt: inspectNow.Add(-time.Hour),
+		return admin.Record{InstanceID: "alpha", AcquiredAt: inspectNow.Add(-time.Hour),
 			RenewedAt: inspectNow.Add(-renewedAgo), TTLSeconds: ttl}.Encode()
 	}
 	cases := []struct {
 		name       string
 		data       []byte // nil: no object
-		state      lease.State
+		state      admin.State
 		holder     string
 		takeoverAt time.Time
 		reason     string
 	}{
-		{"free", nil, lease.Free, "", inspectNow, ""},
-		{"fresh", rec(10*time.Second, 30), lease.Fresh, "alpha", inspectNow.Add(20 * time.Second), ""},
-		{"stale", rec(31*time.Second, 30), lease.Stale, "alpha", inspectNow, ""},
-		{"released", rec(time.Second, 0), lease.Released, "alpha", inspectNow, ""},
-		{"future", rec(-2*time.Minute, 30), lease.Suspect, "alpha", time.Time{}, "future"},
-		{"huge ttl", rec(0, 7200), lease.Suspect, "alpha", time.Time{}, "limit"},
-		{"garbage", []byte("not json"), lease.Suspect, "", time.Time{}, "malformed"},
-		{"oversized", bytes.Repeat([]byte("x"), lease.MaxRecordSize+1), lease.Suspect, "", time.Time{}, "larger"},
+		{"free", nil, admin.Free, "", inspectNow, ""},
+		{"fresh", rec(10*time.Second, 30), admin.Fresh, "alpha", inspectNow.Add(20 * time.Second), ""},
+		{"stale", rec(31*time.Second, 30), admin.Stale, "alpha", inspectNow, ""},
+		{"released", rec(time.Second, 0), admin.Released, "alpha", inspectNow, ""},
+		{"future", rec(-2*time.Minute, 30), admin.Suspect, "alpha", time.Time{}, "future"},
+		{"huge ttl", rec(0, 7200), admin.Suspect, "alpha", time.Time{}, "limit"},
+		{"garbage", []byte("not json"), admin.Suspect, "", time.Time{}, "malformed"},
+		{"oversized", bytes.Repeat([]byte("x"), admin.MaxRecordSize+1), admin.Suspect, "", time.Time{}, "larger"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,7 +56,7 @@ func TestInspectStates(t *testing.T) {
 			if c.data != nil {
 				v = putRecord(t, b, "p/LEASE", c.data)
 			}
-			st, err := lease.Inspect(context.Background(), b, "p", inspectNow)
+			st, err := admin.Inspect(context.Background(), bucket.New(b, "p"), inspectNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,13 +78,13 @@ func TestInspectStates(t *testing.T) {
 // with the same holder and takeover time.
 func TestInspectAgreesWithAcquire(t *testing.T) {
 	b := machineClocksOnly()
-	putRecord(t, b, "LEASE", lease.Record{InstanceID: "alpha", AcquiredAt: time.Now().Add(-time.Minute),
+	putRecord(t, b, "LEASE", admin.Record{InstanceID: "alpha", AcquiredAt: time.Now().Add(-time.Minute),
 		RenewedAt: time.Now().Add(-5 * time.Second), TTLSeconds: 30}.Encode())
-	st, err := lease.Inspect(context.Background(), b, "", time.Now())
-	if err != nil || st.State != lease.Fresh {
+	st, err := admin.Inspect(context.Background(), bucket.New(b, ""), time.Now())
+	if err != nil || st.State != admin.Fresh {
 		t.Fatalf("Inspect: %+v, %v", st, err)
 	}
-	_, err = lease.Acquire(context.Background(), b, "", leaseseam.With(&lease.Options{InstanceID: "beta"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+	_, err = lease.Acquire(context.Background(), bucket.New(b, ""), leaseseam.With(&lease.Options{InstanceID: "beta"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	var held *lease.HeldError
 	if !errors.As(err, &held) {
 		t.Fatalf("Acquire: %v, want a HeldError", err)
@@ -100,7 +102,7 @@ func (brokenBucket) Get(context.Context, string, driver.GetOptions) (io.ReadClos
 }
 
 func TestInspectReadError(t *testing.T) {
-	_, err := lease.Inspect(context.Background(), brokenBucket{machineClocksOnly()}, "p", inspectNow)
+	_, err := admin.Inspect(context.Background(), bucket.New(brokenBucket{machineClocksOnly()}, "p"), inspectNow)
 	if err == nil || !strings.Contains(err.Error(), "p/LEASE") || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("err = %v, want one naming the key and the cause", err)
 	}

@@ -106,13 +106,13 @@ func (a *attempt) abandon(ctx context.Context, cause error) error {
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		return fmt.Errorf("%w; no lease of this acquire is left at %s", cause, key)
-	case err == nil && (cur.err != nil || !a.c.owns(cur.rec)):
+	case err == nil && (cur.Err != nil || !a.c.owns(cur.Record)):
 		return fmt.Errorf("%w; the lease object holds no record of this acquire, so no lease of it is left", cause)
-	case err == nil && cur.rec.TTLSeconds == 0:
+	case err == nil && cur.Record.TTLSeconds == 0:
 		return fmt.Errorf("%w; the lease object holds a released record of this acquire, so no lease of it is left", cause)
 	case err == nil:
 		var left string
-		if left, err = release(ctx, a.b, a.pace, key, v, cur.rec, &a.c.sent, a.c.stamps, a.c.s.clock.Wall()); err == nil {
+		if left, err = release(ctx, a.b, a.pace, key, v, cur.Record, &a.c.sent, a.c.stamps, a.c.s.clock.Wall()); err == nil {
 			if left != "" {
 				return fmt.Errorf("%w; %s, so no lease of this acquire is left", cause, left)
 			}

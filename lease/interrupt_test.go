@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // cancelAfterLeaseWrite is a bucket that cancels the acquire's context the
@@ -66,7 +68,7 @@ func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			ev := &events{}
-			_, err := lease.Acquire(ctx, cancelAfterLeaseWrite{b, cancel, tc.cond}, "db1", opts("a", clock.System{}, ev))
+			_, err := lease.Acquire(ctx, bucket.New(cancelAfterLeaseWrite{b, cancel, tc.cond}, "db1"), opts("a", clock.System{}, ev))
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("acquire: %v, want context.Canceled", err)
 			}
@@ -77,11 +79,11 @@ func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
 			if !contains(err.Error(), "is now released") && !contains(err.Error(), "is now marked released") && !contains(err.Error(), "no lease of") {
 				t.Errorf("the error does not say what was left: %v", err)
 			}
-			st, ierr := lease.Inspect(context.Background(), b, "db1", time.Now())
-			if ierr != nil || (st.State != lease.Free && st.State != lease.Released) {
+			st, ierr := admin.Inspect(context.Background(), bucket.New(b, "db1"), time.Now())
+			if ierr != nil || (st.State != admin.Free && st.State != admin.Released) {
 				t.Errorf("after the interrupted acquire the lease is %v (%v), want free or released", st.State, ierr)
 			}
-			if _, err := lease.Acquire(context.Background(), b, "db1", opts("b", clock.System{}, nil)); err != nil {
+			if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("b", clock.System{}, nil)); err != nil {
 				t.Errorf("another instance could not take the lease at once: %v", err)
 			}
 		})
@@ -116,11 +118,11 @@ func TestFencedWriteInFlightIsOutcomeUnknown(t *testing.T) {
 	b := landsAfterCancel{machineClocksOnly()}
 	o := opts("a", clock.System{}, nil)
 	o.TTL = 3 * time.Second
-	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.Bucket().Put(context.Background(), "LATEST", []byte("pointer"), driver.PutOptions{})
+	_, err = l.Bucket().Driver().Put(context.Background(), "LATEST", []byte("pointer"), driver.PutOptions{})
 	if !errors.Is(err, driver.ErrOutcomeUnknown) || !errors.Is(err, lease.ErrFenced) || errors.Is(err, context.Canceled) {
 		t.Fatalf("a write the fence cancelled in flight returned %v; want ErrOutcomeUnknown and ErrFenced, not context.Canceled", err)
 	}

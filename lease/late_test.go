@@ -12,18 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // lateKeys returns the keys LateWrites yields for db1 in b.
 func lateKeys(t *testing.T, b driver.Bucket, now time.Time) []string {
 	t.Helper()
 	var keys []string
-	for w, err := range lease.LateWrites(context.Background(), b, "db1", now) {
+	for w, err := range admin.LateWrites(context.Background(), bucket.New(b, "db1"), now) {
 		if err != nil {
 			t.Fatalf("LateWrites: %v", err)
 		}
@@ -55,11 +57,11 @@ func sendAs(t *testing.T, b driver.Bucket, l *lease.Lease, key string) {
 func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
-		a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+		a, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("a", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Bucket().Put(ctx, "chunks/1", []byte("in time"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := a.Bucket().Driver().Put(ctx, "chunks/1", []byte("in time"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		w.advance(ttl / 3)
@@ -74,11 +76,11 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		// A request of A's lands just before B takes over, in the same
 		// second: written in time.
 		sendAs(t, w.b, a, "chunks/edge")
-		b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+		b, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("b", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Bucket().Put(ctx, "chunks/2", []byte("b's"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := b.Bucket().Driver().Put(ctx, "chunks/2", []byte("b's"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		w.advance(2 * time.Second)
@@ -86,10 +88,25 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		if got := lateKeys(t, w.b, w.now()); !slices.Equal(got, []string{"chunks/late"}) {
 			t.Fatalf("late writes %v, want [chunks/late]", got)
 		}
-		for lw, err := range lease.LateWrites(ctx, w.b, "db1", w.now()) {
+		for lw, err := range admin.LateWrites(ctx, bucket.New(w.b, "db1"), w.now()) {
 			if err != nil || lw.Stamp.Epoch != a.Epoch() || lw.Stamp.Instance != "a" || lw.After.Epoch != b.Epoch() || lw.By < time.Second {
 				t.Errorf("%+v, %v: want A's stamp, after B's era, by at least a second", lw, err)
 			}
+		}
+		// A reader judges the very version it read: A's late write late,
+		// naming that version; B's in time.
+		rb := bucket.New(w.b, "db1")
+		st, err := admin.Inspect(ctx, rb, w.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, la, err := rb.ReadAll(ctx, "chunks/late", 1<<10)
+		if lw, late := st.LateRead("chunks/late", la); err != nil || !late || lw.Version != la.Version || lw.Key != "chunks/late" || lw.After.Epoch != b.Epoch() {
+			t.Errorf("LateRead of A's late write: %+v, %v, %v; want late after B's era, naming the version read", lw, late, err)
+		}
+		_, ba, err := rb.ReadAll(ctx, "chunks/2", 1<<10)
+		if _, late := st.LateRead("chunks/2", ba); err != nil || late {
+			t.Errorf("LateRead of B's write: late %v, %v; want in time", late, err)
 		}
 
 		// B renews, then dies; A's next late write lands while B's record
@@ -105,7 +122,7 @@ func TestLateWritesFindsWhatAPausedHolderSent(t *testing.T) {
 		w.advance(ttl + 2*time.Second)
 		sendAs(t, w.b, a, "chunks/later")
 		w.advance(2 * time.Second)
-		c, err := lease.Acquire(ctx, w.b, "db1", opts("c", w.machine(0), nil))
+		c, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("c", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,12 +145,12 @@ func TestLateWritesWithoutListedMetadata(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
 		b := unlistedMetadata{w.b}
-		a, err := lease.Acquire(ctx, b, "db1", opts("a", w.machine(0), nil))
+		a, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		w.advance(ttl + 2*time.Second)
-		next, err := lease.Acquire(ctx, b, "db1", opts("b", w.machine(0), nil))
+		next, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("b", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,13 +195,13 @@ func (u unlistedMetadata) List(ctx context.Context, prefix string) iter.Seq2[dri
 func TestLateWritesNeedsEras(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.NewFake(t0), nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.NewFake(t0), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	for _, err := range lease.LateWrites(ctx, b, "db1", t0) {
-		if !errors.Is(err, lease.ErrNoEras) {
+	for _, err := range admin.LateWrites(ctx, bucket.New(b, "db1"), t0) {
+		if !errors.Is(err, admin.ErrNoEras) {
 			t.Fatalf("LateWrites without service time: %v, want ErrNoEras", err)
 		}
 		return
@@ -202,7 +219,7 @@ func TestLateWritesNeedsEras(t *testing.T) {
 func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 	inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 		ctx := context.Background()
-		a, err := lease.Acquire(ctx, w.b, "db1", opts("a", w.machine(0), nil))
+		a, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("a", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +233,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.advance(ttl + 2*time.Second) // A pauses
-		b, err := lease.Acquire(ctx, w.b, "db1", opts("b", w.machine(0), nil))
+		b, err := lease.Acquire(ctx, bucket.New(w.b, "db1"), opts("b", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +259,7 @@ func TestWorkerNeverRestoresALateWrite(t *testing.T) {
 			t.Fatalf("LATEST names %q; the scenario needs A's late move of it", latest)
 		}
 
-		status, err := lease.Inspect(ctx, w.b, "db1", w.now())
+		status, err := admin.Inspect(ctx, bucket.New(w.b, "db1"), w.now())
 		if err != nil {
 			t.Fatal(err)
 		}

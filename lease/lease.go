@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // fencePoll bounds how long the fence timer sleeps between looks at the
@@ -23,9 +24,9 @@ type Lease struct {
 	key    string
 	s      *settings
 	caps   driver.Capabilities
-	epoch  uint64    // the acquire's, which every renewal keeps
-	stamp  Stamp     // what Bucket writes on every object, made once
-	began  time.Time // Record.Began, which renewals write; zero if unknown
+	epoch  uint64      // the acquire's, which every renewal keeps
+	stamp  admin.Stamp // what Bucket writes on every object, made once
+	began  time.Time   // Record.Began, which renewals write; zero if unknown
 	// pace spaces the lease's writes to its object and sends a
 	// rate-limited one again (see pacer); the acquire's, so that a
 	// renewal right after the acquire keeps the spacing.
@@ -43,7 +44,7 @@ type Lease struct {
 	past   sentRecords // the latest records this lease sent, landed or not, to know a stale read
 
 	mu        sync.Mutex
-	rec       Record
+	rec       admin.Record
 	version   driver.Version
 	sentMono  time.Duration // when the last successful write was sent
 	sentWall  time.Time
@@ -57,7 +58,7 @@ type Lease struct {
 	queued    []Event                           // events raised during the turn, reported after it
 	// svc is what the service said about its clock at the latest acquire
 	// or renewal; nil when the driver reports none.
-	svc *ServiceClock
+	svc *admin.ServiceClock
 	// streamProven: this lease has shown that the service applies the
 	// condition at a streamed upload's commit (proveStreamCommit).
 	streamProven bool
@@ -65,7 +66,7 @@ type Lease struct {
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
 	l := &Lease{b: b, prefix: strings.TrimRight(c.prefix, "/"), key: c.key, s: c.s, caps: b.Capabilities(), epoch: st.rec.Epoch,
-		stamp: Stamp{Epoch: st.rec.Epoch, Instance: StampedInstance(c.s.id)}, rec: st.rec, version: v,
+		stamp: admin.Stamp{Epoch: st.rec.Epoch, Instance: admin.StampedInstance(c.s.id)}, rec: st.rec, version: v,
 		sentMono: st.mono, sentWall: st.wall, turn: make(chan struct{}, 1), stamps: c.stamps, pace: newPacer(c.s.clock, b.Capabilities())}
 	l.sent.journal = c.journal
 	l.sent.add(st.rec)
@@ -102,7 +103,7 @@ func (l *Lease) lastVersion() driver.Version {
 }
 
 // lastRecord returns the record we last wrote.
-func (l *Lease) lastRecord() Record {
+func (l *Lease) lastRecord() admin.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rec
@@ -110,11 +111,11 @@ func (l *Lease) lastRecord() Record {
 
 // serviceClock returns what the service said about its clock at the
 // lease's latest read or renewal, and false when its driver reports none.
-func (l *Lease) serviceClock() (ServiceClock, bool) {
+func (l *Lease) serviceClock() (admin.ServiceClock, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.svc == nil {
-		return ServiceClock{}, false
+		return admin.ServiceClock{}, false
 	}
 	return *l.svc, true
 }

@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 func TestStartTogetherExactlyOneLease(t *testing.T) {
@@ -34,7 +36,7 @@ func TestStartTogetherExactlyOneLease(t *testing.T) {
 				defer wg.Done()
 				<-start
 				id := fmt.Sprintf("instance-%02d", i)
-				_, err := lease.Acquire(context.Background(), b, "db1", opts(id, c, nil))
+				_, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts(id, c, nil))
 				mu.Lock()
 				defer mu.Unlock()
 				var he *lease.HeldError
@@ -68,7 +70,7 @@ func TestHolderTakenOverLearnsLost(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	var ev events
-	l, err := lease.Acquire(context.Background(), b, "db1", opts("holder", c, &ev))
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("holder", c, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func TestFencedHolderLearnsLostAtNextRenewal(t *testing.T) {
 	l := acquire(t, b, "holder", holderClock)
 	holderClock.Advance(ttl)
 	takerClock.Advance(ttl)
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts("taker", takerClock, nil)); err != nil {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("taker", takerClock, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
@@ -113,7 +115,7 @@ func TestLostReplyAcquireIsOurs(t *testing.T) {
 			}}
 			c := clock.NewFake(t0)
 			var ev events
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, &ev))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", c, &ev))
 			if err != nil {
 				t.Fatalf("acquire whose reply was lost: %v", err)
 			}
@@ -139,9 +141,9 @@ func TestLostReplyOfTheScratchKeyIsReadBack(t *testing.T) {
 			inner := machineClocksOnly()
 			var dropped atomic.Int32
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
-				return op == "put" && lease.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
+				return op == "put" && admin.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
 			}}
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", clock.NewFake(t0), nil))
 			if err != nil {
 				t.Fatalf("acquire whose scratch key's reply was lost: %v", err)
 			}
@@ -307,7 +309,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 	// Err says at once, with no waiting, whether the fence has fired.
 	var inflight context.Context
 	blocking.Before = func(ctx context.Context, _, key string, _ driver.Condition) error {
-		if key == "db1/LEASE" || lease.IsScratchKey(key) {
+		if key == "db1/LEASE" || admin.IsScratchKey(key) {
 			return nil
 		}
 		inflight = ctx
@@ -315,7 +317,7 @@ func TestInFlightWriteCancelledAtFence(t *testing.T) {
 		<-ctx.Done()
 		return context.Cause(ctx)
 	}
-	w := l.Bucket()
+	w := l.Bucket().Driver()
 	errc := make(chan error, 1)
 	go func() {
 		_, err := w.Put(context.Background(), "chunk-1", []byte("data"), driver.PutOptions{If: driver.IfAbsent()})
@@ -352,7 +354,7 @@ func overlap(t *testing.T, skew time.Duration) (time.Duration, bool) {
 	b := machineClocksOnly()
 	hc, cc := clock.NewFake(t0), clock.NewFake(t0.Add(skew))
 	h := acquire(t, b, "holder", hc)
-	ct, err := lease.NewContender(b, "db1", opts("contender", cc, nil))
+	ct, err := lease.NewContender(bucket.New(b, "db1"), opts("contender", cc, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,9 +401,9 @@ func TestFutureStampedRecordCountsAsFresh(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, foreign("fast-clock", t0.Add(ttl/2), 30))
-	_, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	_, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", c, nil))
 	var he *lease.HeldError
-	if !errors.As(err, &he) || he.State != lease.Fresh {
+	if !errors.As(err, &he) || he.State != admin.Fresh {
 		t.Fatalf("acquire over a record stamped %v ahead: %v, want held and fresh", ttl/2, err)
 	}
 	if !he.TakeoverAt.Equal(t0.Add(ttl/2 + ttl)) {
@@ -412,7 +414,7 @@ func TestFutureStampedRecordCountsAsFresh(t *testing.T) {
 func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 	cases := map[string]string{
 		"stamped beyond its TTL in the future": foreign("far-future", t0.Add(ttl+time.Minute), 30),
-		"TTL over MaxSaneTTL":                  foreign("long-ttl", t0, int64(lease.MaxSaneTTL/time.Second)+1),
+		"TTL over MaxSaneTTL":                  foreign("long-ttl", t0, int64(admin.MaxSaneTTL/time.Second)+1),
 		"unparseable":                          "{not json",
 		"empty":                                "",
 		"oversized":                            strings.Repeat("x", 5<<20),
@@ -424,13 +426,13 @@ func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 			c := clock.NewFake(t0)
 			put(t, b, data)
 			var ev events
-			ct, err := lease.NewContender(b, "db1", opts("me", c, &ev))
+			ct, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, &ev))
 			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = ct.Acquire(context.Background())
 			var he *lease.HeldError
-			if !errors.As(err, &he) || he.State != lease.Suspect {
+			if !errors.As(err, &he) || he.State != admin.Suspect {
 				t.Fatalf("first acquire: %v, want held and suspect", err)
 			}
 			c.Advance(ttl - time.Millisecond)
@@ -451,7 +453,7 @@ func TestSuspectRecordsTakenOverAfterOneUnchangedTTL(t *testing.T) {
 		b := machineClocksOnly()
 		c := clock.NewFake(t0)
 		put(t, b, "{garbage 1")
-		ct, _ := lease.NewContender(b, "db1", opts("me", c, nil))
+		ct, _ := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 		ct.Acquire(context.Background())
 		c.Advance(ttl / 2)
 		put(t, b, "{garbage 2")
@@ -476,7 +478,7 @@ func TestStaleAndReleasedAreTakenOver(t *testing.T) {
 			b := machineClocksOnly()
 			put(t, b, rec)
 			var ev events
-			if _, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), &ev)); err != nil {
+			if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", clock.NewFake(t0), &ev)); err != nil {
 				t.Fatal(err)
 			}
 			if !ev.has(lease.EventTookOver) {
@@ -491,7 +493,7 @@ func TestRestartTakesOverOwnLeaseOnceStale(t *testing.T) {
 	c := clock.NewFake(t0)
 	acquire(t, b, "me", c) // then the process dies
 	c.Advance(time.Second)
-	restarted, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	restarted, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +542,7 @@ func TestProbeFailsClosed(t *testing.T) {
 			}
 			before, beforeV, _ := readRecord(t, inner)
 			b := &faulty.Bucket{Bucket: inner, Ignore: tc.ignore}
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", clock.NewFake(t0), nil))
 			if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 				t.Fatalf("acquire on a service that %s: %v, %v; want ErrPreconditionsIgnored", tc.name, l, err)
 			}
@@ -567,7 +569,7 @@ func TestProbeFailsClosed(t *testing.T) {
 				put(t, inner, tc.seed)
 			}
 			b := &faulty.Bucket{Bucket: inner, Ignore: tc.ignore, Only: func(key string) bool { return key == "db1/LEASE" }}
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("me", clock.NewFake(t0), nil))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", clock.NewFake(t0), nil))
 			if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 				t.Fatalf("acquire on a service that %s: %v, %v; want ErrPreconditionsIgnored", tc.name, l, err)
 			}
@@ -580,13 +582,13 @@ func TestProbeFailsClosed(t *testing.T) {
 			if r, _, ok := readRecord(t, inner); !ok || r.InstanceID != "me" || r.TTLSeconds < 30 {
 				t.Errorf("the prefix was not left blocked: %+v (exists %v)", r, ok)
 			}
-			if _, err := lease.Acquire(context.Background(), inner, "db1", opts("third", clock.NewFake(t0.Add(ttl/2)), nil)); !errors.Is(err, lease.ErrHeld) {
+			if _, err := lease.Acquire(context.Background(), bucket.New(inner, "db1"), opts("third", clock.NewFake(t0.Add(ttl/2)), nil)); !errors.Is(err, lease.ErrHeld) {
 				t.Errorf("a third instance got in at once after the refused acquire: %v", err)
 			}
 		})
 	}
 	t.Run("negative control: an honest bucket passes", func(t *testing.T) {
-		if _, err := lease.Acquire(context.Background(), &faulty.Bucket{Bucket: machineClocksOnly()}, "db1", opts("me", clock.NewFake(t0), nil)); err != nil {
+		if _, err := lease.Acquire(context.Background(), bucket.New(&faulty.Bucket{Bucket: machineClocksOnly()}, "db1"), opts("me", clock.NewFake(t0), nil)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -604,7 +606,7 @@ func TestBestEffortMode(t *testing.T) {
 	o.Logger = logs.logger()
 	// A service ignoring preconditions is refused conditionally…
 	b := &faulty.Bucket{Bucket: machineClocksOnly(), Ignore: faulty.IgnoreIfAbsent | faulty.IgnoreIfMatch}
-	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), o)
 	if err != nil {
 		t.Fatalf("best-effort acquire: %v", err)
 	}
@@ -620,16 +622,16 @@ func TestBestEffortMode(t *testing.T) {
 	// …and still refuses a second instance that reads the holder's record.
 	o2 := *o
 	o2.InstanceID = "other"
-	if _, err := lease.Acquire(context.Background(), b, "db1", &o2); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), &o2); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("second best-effort instance: %v, want held", err)
 	}
 	o3 := opts("x", clock.NewFake(t0), nil)
 	o3.Seams().Getenv = func(string) string { return "of" }
-	if _, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", o3); err == nil || !strings.Contains(err.Error(), lease.EnvConditional) {
+	if _, err := lease.Acquire(context.Background(), bucket.New(machineClocksOnly(), "db1"), o3); err == nil || !strings.Contains(err.Error(), lease.EnvConditional) {
 		t.Fatalf("a misspelled switch value: %v, want an error naming the variable", err)
 	}
 	o4 := opts("x", clock.NewFake(t0), nil)
-	l4, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", o4)
+	l4, err := lease.Acquire(context.Background(), bucket.New(machineClocksOnly(), "db1"), o4)
 	if err != nil || l4.Exclusion() != driver.Conditional {
 		t.Fatalf("default mode: %v, %v", l4, err)
 	}
@@ -682,7 +684,7 @@ func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 			if _, _, deletes := counted.Counts(); deletes != acquireDeletes {
 				t.Fatalf("release sent %d deletes", deletes-acquireDeletes)
 			}
-			if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {
+			if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("next", c, nil)); err != nil {
 				t.Fatalf("next instance right after release: %v", err)
 			}
 		})
@@ -692,7 +694,7 @@ func TestReleaseLetsTheNextInstanceIn(t *testing.T) {
 func TestKeepRenewsAndStopsCleanly(t *testing.T) {
 	c := clock.NewFake(t0)
 	var ev events
-	l, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", opts("me", c, &ev))
+	l, err := lease.Acquire(context.Background(), bucket.New(machineClocksOnly(), "db1"), opts("me", c, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -725,7 +727,7 @@ func TestKeepRetriesThenFences(t *testing.T) {
 	}}
 	o := opts("me", c, &ev)
 	o.Seams().RetryInterval = time.Second
-	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -828,7 +830,7 @@ func TestWallClockBeyondTheRecordsRange(t *testing.T) {
 	if err := l.Renew(context.Background()); err == nil || errors.Is(err, lease.ErrLost) || !strings.Contains(err.Error(), "wall clock") {
 		t.Fatalf("renew with the wall clock in year 10000: %v", err)
 	}
-	if _, err := lease.Acquire(context.Background(), machineClocksOnly(), "db1", opts("other", c, nil)); err == nil || !strings.Contains(err.Error(), "wall clock") {
+	if _, err := lease.Acquire(context.Background(), bucket.New(machineClocksOnly(), "db1"), opts("other", c, nil)); err == nil || !strings.Contains(err.Error(), "wall clock") {
 		t.Fatalf("acquire with the wall clock in year 10000: %v", err)
 	}
 	if r, _, ok := readRecord(t, b); !ok || r.InstanceID != "me" {

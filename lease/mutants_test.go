@@ -10,6 +10,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -75,7 +76,7 @@ func TestStreamedUploadStopsAtTheFence(t *testing.T) {
 		if suspend {
 			body.f = func() { c.AdvanceWall(ttl) }
 		}
-		_, err := l.Bucket().PutStream(ctx, "chunks/0001", body, driver.PutOptions{If: driver.IfAbsent()}, nil)
+		_, err := l.Bucket().Driver().PutStream(ctx, "chunks/0001", body, driver.PutOptions{If: driver.IfAbsent()}, nil)
 		_, _, gerr := b.Get(ctx, "db1/chunks/0001", driver.GetOptions{})
 		switch {
 		case !suspend && (err != nil || gerr != nil):
@@ -117,7 +118,7 @@ func TestTwinsStartingTogetherOnAStuckClock(t *testing.T) {
 	c := clock.NewFake(t0) // never advanced: a stuck clock
 	var first *lease.Lease
 	b := &beforeFirstPut{Bucket: raw, f: func() { first = acquire(t, raw, "same", c) }}
-	second, err := lease.Acquire(ctx, b, "db1", opts("same", c, nil))
+	second, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("same", c, nil))
 	if first == nil {
 		t.Fatal("the second process never wrote")
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
+
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Options configure a Contender. The zero value (or nil) gives a 30 s TTL, a
@@ -54,7 +56,12 @@ type Options struct {
 	// fields (host, pid, user, tool) that Inspect and `bucketlease show`
 	// print, so that a person can tell who holds the lease. ThisProcess
 	// fills it in. It is never trusted for ownership. Default none.
-	Holder *HolderInfo
+	Holder *admin.HolderInfo
+
+	// Wait makes Acquire wait while another instance holds the lease: it
+	// tries again when the lease could be taken over (and at least every
+	// TTL/3), until it has it, fails otherwise, or its context ends.
+	Wait bool
 
 	// seams replace what the lease takes from the process, for tests and
 	// the simulator (internal/leaseseam).
@@ -72,7 +79,8 @@ type settings struct {
 	retry   time.Duration
 	rand    io.Reader
 	state   string
-	holder  *HolderInfo
+	holder  *admin.HolderInfo
+	wait    bool
 }
 
 func (o *Options) resolve() (*settings, error) {
@@ -80,12 +88,12 @@ func (o *Options) resolve() (*settings, error) {
 		o = &Options{}
 	}
 	s := &settings{ttl: o.TTL, id: o.InstanceID, clock: o.seams.Clock, logger: o.Logger,
-		onEvent: o.OnEvent, getenv: o.seams.Getenv, retry: o.seams.RetryInterval, rand: o.seams.Rand, state: o.StateDir, holder: o.Holder}
+		onEvent: o.OnEvent, getenv: o.seams.Getenv, retry: o.seams.RetryInterval, rand: o.seams.Rand, state: o.StateDir, holder: o.Holder, wait: o.Wait}
 	if s.ttl == 0 {
 		s.ttl = DefaultTTL
 	}
-	if s.ttl < time.Second || s.ttl > MaxSaneTTL || s.ttl%time.Second != 0 {
-		return nil, fmt.Errorf("lease: TTL %v must be a whole number of seconds between 1s and %v", o.TTL, MaxSaneTTL)
+	if s.ttl < time.Second || s.ttl > admin.MaxSaneTTL || s.ttl%time.Second != 0 {
+		return nil, fmt.Errorf("lease: TTL %v must be a whole number of seconds between 1s and %v", o.TTL, admin.MaxSaneTTL)
 	}
 	if s.id == "" {
 		s.id = newInstanceID()
@@ -93,7 +101,7 @@ func (o *Options) resolve() (*settings, error) {
 	if err := checkInstanceID(s.id); err != nil {
 		return nil, err
 	}
-	if err := s.holder.check(); err != nil {
+	if err := s.holder.Validate(); err != nil {
 		return nil, err
 	}
 	if s.clock == nil {

@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Ownership of a record is proven by its content, never by the instance id
@@ -34,11 +34,11 @@ const maxSent = 64
 type sentRecords struct {
 	journal *journal // where records are noted before they are sent, if a StateDir is set
 	mu      sync.Mutex
-	recs    []Record
+	recs    []admin.Record
 }
 
 // add remembers r, and notes it in the journal first.
-func (s *sentRecords) add(r Record) {
+func (s *sentRecords) add(r admin.Record) {
 	s.journal.record(r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,11 +49,11 @@ func (s *sentRecords) add(r Record) {
 }
 
 // has reports whether r is exactly a record that was sent.
-func (s *sentRecords) has(r Record) bool {
+func (s *sentRecords) has(r admin.Record) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, x := range s.recs {
-		if x.same(r) {
+		if x.Same(r) {
 			return true
 		}
 	}
@@ -62,17 +62,10 @@ func (s *sentRecords) has(r Record) bool {
 
 // forgetAllBut remembers only r: a write of r landed, so no earlier record
 // can land any more (each was sent with If-Match on a version r replaced).
-func (s *sentRecords) forgetAllBut(r Record) {
+func (s *sentRecords) forgetAllBut(r admin.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs = append(s.recs[:0], r)
-}
-
-// same reports whether r and o are the same record, field by field.
-func (r Record) same(o Record) bool {
-	return r.InstanceID == o.InstanceID && r.AcquiredAt.Equal(o.AcquiredAt) &&
-		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds && r.Epoch == o.Epoch &&
-		r.Began.Equal(o.Began) && slices.EqualFunc(r.Before, o.Before, Era.equal)
 }
 
 // stamps makes the times one Contender writes into its records, and
@@ -184,6 +177,6 @@ func (s *stamps) acquired(wall time.Time) time.Time {
 
 // landed reports whether the stored record cur, at version curV, is our
 // write of sent over version over: exactly our record, at a new version.
-func landed(cur, sent Record, curV, over driver.Version) bool {
-	return cur.same(sent) && curV != over
+func landed(cur, sent admin.Record, curV, over driver.Version) bool {
+	return cur.Same(sent) && curV != over
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
@@ -56,7 +57,7 @@ func TestRateLimitedAcquireCreates(t *testing.T) {
 			c := clock.NewFake(t0)
 			b, r := rateLimited(c, declare, nil)
 			stop := running(c)
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("a", c, nil))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("a", c, nil))
 			stop()
 			if err != nil {
 				t.Fatalf("acquire on a free key: %v (%d writes refused for their rate)", err, r.Refused())
@@ -85,7 +86,7 @@ func TestRateLimitedAcquireTakesOver(t *testing.T) {
 			put(t, b, foreign("old", t0.Add(-2*ttl), 30))
 			ev := &events{}
 			stop := running(c)
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("a", c, ev))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("a", c, ev))
 			stop()
 			if err != nil {
 				t.Fatalf("take over a stale lease: %v (%d writes refused for their rate)", err, r.Refused())
@@ -114,7 +115,7 @@ func TestRateLimitedProbeStillProven(t *testing.T) {
 	r := &faulty.RateLimit{Bucket: ignoring, Clock: c, RetryAfter: time.Second, Only: onLease}
 	var b driver.Bucket = r
 	stop := running(c)
-	_, err := lease.Acquire(context.Background(), b, "db1", opts("a", c, nil))
+	_, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("a", c, nil))
 	stop()
 	// The If-None-Match probe itself must be the one found accepted: a
 	// 429 on the write with If-Match on the current version, taken for a
@@ -138,7 +139,7 @@ func TestRateLimitedRenewAndRelease(t *testing.T) {
 			b, r := rateLimited(c, declare, nil)
 			stop := running(c)
 			defer stop()
-			l, err := lease.Acquire(context.Background(), b, "db1", opts("a", c, nil))
+			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("a", c, nil))
 			if err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -176,7 +177,7 @@ func TestPacingOnAClockWithANegativeMonotonicReading(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c := shiftedMono{clock.NewFake(t0)}
-	l, err := lease.Acquire(ctx, machineClocksOnly(), "db1", opts("a", c, nil))
+	l, err := lease.Acquire(ctx, bucket.New(machineClocksOnly(), "db1"), opts("a", c, nil))
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -197,12 +198,12 @@ func TestTTLTooShortForAPacedService(t *testing.T) {
 	b := &faulty.RateLimit{Bucket: machineClocksOnly(), Interval: time.Second, Declare: true, Clock: clock.NewFake(t0)}
 	o := opts("a", clock.NewFake(t0), nil)
 	o.TTL = 3 * time.Second
-	_, err := lease.NewContender(b, "db1", o)
+	_, err := lease.NewContender(bucket.New(b, "db1"), o)
 	if err == nil || !strings.Contains(err.Error(), "use a TTL of at least 9s") {
 		t.Fatalf("NewContender with TTL 3s on a paced service: %v", err)
 	}
 	o.TTL = 9 * time.Second
-	if _, err := lease.NewContender(b, "db1", o); err != nil {
+	if _, err := lease.NewContender(bucket.New(b, "db1"), o); err != nil {
 		t.Fatalf("NewContender with TTL 9s: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -93,7 +94,7 @@ func lineAt(lines []string, i int) string {
 
 // readmeBody is the shape of the README's example: take the lease on url
 // as instance id and run backup under it.
-type readmeBody func(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error
+type readmeBody func(ctx context.Context, url, id string, backup func(context.Context, *bucket.Bucket) error) error
 
 // readmeFailsClosed runs the README's example where a copy of it must not
 // back up: on a store that ignores preconditions, under a lease
@@ -133,9 +134,9 @@ func readmeExampleProblems(body readmeBody) []string {
 				panicked = true
 			}
 		}()
-		err = body(ctx, url, "machine-a", func(ctx context.Context, w driver.Bucket) error {
+		err = body(ctx, url, "machine-a", func(ctx context.Context, w *bucket.Bucket) error {
 			ran = true
-			_, err := w.Put(ctx, "chunks/0001", []byte("…"), driver.PutOptions{If: driver.IfAbsent()})
+			_, err := w.Put(ctx, "chunks/0001", []byte("…"), &bucket.PutOptions{If: bucket.IfAbsent()})
 			return err
 		})
 		return ran, err, false
@@ -153,11 +154,11 @@ func readmeExampleProblems(body readmeBody) []string {
 
 	// Another instance holds the lease.
 	name := uniqueName()
-	bucket, prefix, err := location.Open(ctx, "mem://"+name+"/db1")
+	b, err := bucket.Open(ctx, "mem://"+name+"/db1")
 	if err != nil {
 		return append(problems, err.Error())
 	}
-	other, err := lease.Acquire(ctx, bucket, prefix, &lease.Options{InstanceID: "machine-b", Logger: quiet})
+	other, err := lease.Acquire(ctx, b, &lease.Options{InstanceID: "machine-b", Logger: quiet})
 	if err != nil {
 		return append(problems, err.Error())
 	}
@@ -189,7 +190,7 @@ func readmeExampleProblems(body readmeBody) []string {
 		if _, _, err := b.Get(ctx, "db1/chunks/0001", driver.GetOptions{}); err != nil {
 			bad("working store: the backup's chunk is not in the bucket: %v", err)
 		}
-		next, err := lease.Acquire(ctx, b, "db1", &lease.Options{InstanceID: "machine-b", Logger: quiet})
+		next, err := lease.Acquire(ctx, bucket.New(b, "db1"), &lease.Options{InstanceID: "machine-b", Logger: quiet})
 		if err != nil {
 			bad("working store: the lease was not released after the backup: %v", err)
 		} else {
@@ -201,11 +202,11 @@ func readmeExampleProblems(body readmeBody) []string {
 
 // oldReadmeExample is the README's example before it checked every error,
 // in readmeBody's shape: the negative control of readmeFailsClosed.
-func oldReadmeExample(ctx context.Context, url, id string, backup func(context.Context, driver.Bucket) error) error {
+func oldReadmeExample(ctx context.Context, url, id string, backup func(context.Context, *bucket.Bucket) error) error {
 	//lint:ignore SA4006 the old example overwrote this error unchecked; that is what this control shows
-	bucket, prefix, err := location.Open(ctx, url)
+	b, err := bucket.Open(ctx, url)
 	//lint:ignore SA4006 likewise
-	c, err := lease.NewContender(bucket, prefix, &lease.Options{InstanceID: id}) // one per process
+	c, err := lease.NewContender(b, &lease.Options{InstanceID: id}) // one per process
 	l, err := c.Acquire(ctx)
 	if errors.Is(err, lease.ErrHeld) {
 		return err

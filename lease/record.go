@@ -1,47 +1,22 @@
 package lease
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/user"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/mushroomdb/bucketlease/clock"
-	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/internal/objects"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
-
-// MaxSaneTTL is the longest TTL a lease record is trusted with. A record
-// with a longer one is suspect: see docs/promises.md, "How it keeps them".
-const MaxSaneTTL = time.Hour
-
-// MaxRecordSize bounds how much of a LEASE object is read. A larger object
-// is not a lease this package wrote; it is treated as a suspect record.
-const MaxRecordSize = 4 << 10
 
 // DefaultTTL is the TTL of a lease whose Options leave it unset.
 const DefaultTTL = 30 * time.Second
-
-// Key returns the key of the lease object for prefix: "{prefix}/LEASE", or
-// "LEASE" for the empty prefix. Trailing slashes of prefix are dropped, so
-// "db1" and "db1/" name one lease, never a second one at "db1//LEASE".
-func Key(prefix string) string {
-	prefix = strings.TrimRight(prefix, "/")
-	if prefix == "" {
-		return "LEASE"
-	}
-	return prefix + "/LEASE"
-}
 
 // newInstanceID returns a new random instance id: 16 bytes as 32 hex digits.
 func newInstanceID() string {
@@ -50,99 +25,16 @@ func newInstanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Record is the content of the LEASE object:
-//
-//	{"instance_id":"…","acquired_at":"…","renewed_at":"…","ttl_s":30,"epoch":1733356800123456}
-//
-// with times in RFC 3339. A TTL of zero marks a released lease, stale to
-// every reader at once. The first four fields are the seed specification's;
-// a reader that knows only them reads the record unchanged.
-type Record struct {
-	InstanceID string    `json:"instance_id"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	RenewedAt  time.Time `json:"renewed_at"`
-	TTLSeconds int64     `json:"ttl_s"`
-	// Epoch orders the prefix's holders: each new holder writes one
-	// greater than every earlier holder's, and its renewals, its release
-	// and a break of its record keep it (see docs/promises.md,
-	// "Epochs"). Zero in a record without one (a writer of an older
-	// version, or another implementation of the seed specification),
-	// which says nothing about order.
-	Epoch uint64 `json:"epoch,omitempty"`
-	// Began is when this holder's lease began, on the service's clock,
-	// at the latest: the service's time of an answer that came after
-	// the write that took the prefix, plus its resolution. The holder
-	// writes it from its first renewal on; zero before that, and where
-	// the driver reports no service time.
-	Began time.Time `json:"began,omitzero"`
-	// Before remembers the prefix's earlier holders, newest first, at
-	// most eight of them: each one's epoch and when its lease began
-	// (see Era). A reader judges late writes by them (LateBy).
-	Before []Era `json:"before,omitempty"`
-	// Holder describes the writer for a person reading the lease (who
-	// holds it, at 3 a.m.); nil when the writer gave nothing. It is
-	// informational only: never trusted for ownership, never compared.
-	// Readers that know only the four fields above ignore it.
-	Holder *HolderInfo `json:"holder,omitempty"`
-}
-
-// HolderInfo is what a holder says about itself in its record
-// (Options.Holder), for people: never a secret, never proof of anything.
-type HolderInfo struct {
-	Host string `json:"host,omitempty"` // the machine's host name
-	PID  int    `json:"pid,omitempty"`  // the process id
-	User string `json:"user,omitempty"` // the user the process runs as
-	Tool string `json:"tool,omitempty"` // the tool or command name, without its arguments
-}
-
 // ThisProcess describes the calling process for Options.Holder: its host
 // name, process id and user, and tool (a name such as "pg_dump", not a
 // command line, which may carry secrets).
-func ThisProcess(tool string) *HolderInfo {
-	h := &HolderInfo{PID: os.Getpid(), Tool: tool}
+func ThisProcess(tool string) *admin.HolderInfo {
+	h := &admin.HolderInfo{PID: os.Getpid(), Tool: tool}
 	h.Host, _ = os.Hostname()
 	if u, err := user.Current(); err == nil {
 		h.User = u.Username
 	}
 	return h
-}
-
-// check refuses holder information the record could not carry as text.
-func (h *HolderInfo) check() error {
-	if h == nil {
-		return nil
-	}
-	for name, v := range map[string]string{"host": h.Host, "user": h.User, "tool": h.Tool} {
-		if len(v) > 256 || !printsAsItself(v) {
-			return fmt.Errorf("lease: Options.Holder.%s %q must be at most 256 bytes of text that prints as itself (no control or bidi characters)", name, v)
-		}
-	}
-	return nil
-}
-
-// TTL returns the record's TTL as a duration.
-func (r Record) TTL() time.Duration { return time.Duration(r.TTLSeconds) * time.Second }
-
-// Encode returns the record's JSON. It panics on a record DecodeRecord would
-// refuse (a time outside the years 1 to 9999 in UTC), which neither a
-// decoded record nor the lease produces (it refuses to stamp a record from a
-// wall clock that far off): writing an empty LEASE object instead would be
-// worse.
-func (r Record) Encode() []byte {
-	r.AcquiredAt = r.AcquiredAt.UTC()
-	r.RenewedAt = r.RenewedAt.UTC()
-	if !r.Began.IsZero() {
-		r.Began = r.Began.UTC()
-	}
-	r.Before = slices.Clone(r.Before)
-	for i := range r.Before {
-		r.Before[i].Began = r.Before[i].Began.UTC()
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic("lease: unencodable record: " + err.Error())
-	}
-	return b
 }
 
 // checkWall refuses a wall-clock reading that a record cannot carry (a
@@ -173,193 +65,4 @@ func checkInstanceID(id string) error {
 // character such as a bidi override, nothing a terminal would act on.
 func printsAsItself(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
-}
-
-// checkLeaseKey refuses a lease object's key that breaks the portable key
-// rule (driver.CheckKey) or does not print as itself: the lease names its
-// key in every message, and a key read back from them must be the key.
-func checkLeaseKey(key string) error {
-	if err := driver.CheckKey(key); err != nil {
-		return fmt.Errorf("lease %s: the prefix makes an invalid lease key: %w", strconv.Quote(key), err)
-	}
-	if !printsAsItself(key) {
-		return fmt.Errorf("lease %s: %w: the prefix holds a character that does not print as itself (a bidi override, …), which would make every message naming the lease misleading",
-			strconv.Quote(key), driver.ErrInvalidKey)
-	}
-	return nil
-}
-
-// ErrMalformed is wrapped by DecodeRecord's error for an object that is not
-// a lease record.
-var ErrMalformed = errors.New("malformed lease record")
-
-// DecodeRecord parses a LEASE object. Unknown fields, from a newer writer,
-// are ignored; anything else amiss (empty, too large, not UTF-8, not JSON, a
-// missing or mistyped field, an empty instance id or one that does not
-// print as itself, a negative TTL) is an error wrapping ErrMalformed. It
-// never panics.
-func DecodeRecord(data []byte) (Record, error) {
-	var r Record
-	switch {
-	case len(data) == 0:
-		return r, fmt.Errorf("%w: the object is empty", ErrMalformed)
-	case len(data) > MaxRecordSize:
-		return r, fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize)
-	case !utf8.Valid(data):
-		return r, fmt.Errorf("%w: the object is not UTF-8 text", ErrMalformed)
-	}
-	var raw struct {
-		InstanceID *string         `json:"instance_id"`
-		AcquiredAt *time.Time      `json:"acquired_at"`
-		RenewedAt  *time.Time      `json:"renewed_at"`
-		TTLSeconds *int64          `json:"ttl_s"`
-		Epoch      *uint64         `json:"epoch"`
-		Began      *time.Time      `json:"began"`
-		Before     []Era           `json:"before"`
-		Holder     json.RawMessage `json:"holder"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&raw); err != nil {
-		return r, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if dec.More() {
-		return r, fmt.Errorf("%w: trailing data after the JSON object", ErrMalformed)
-	}
-	switch {
-	case raw.InstanceID == nil || *raw.InstanceID == "":
-		return r, fmt.Errorf("%w: no instance_id", ErrMalformed)
-	case !printsAsItself(*raw.InstanceID):
-		return r, fmt.Errorf("%w: instance_id %s holds a character that does not print as itself", ErrMalformed, strconv.Quote(*raw.InstanceID))
-	case raw.AcquiredAt == nil:
-		return r, fmt.Errorf("%w: no acquired_at", ErrMalformed)
-	case raw.RenewedAt == nil:
-		return r, fmt.Errorf("%w: no renewed_at", ErrMalformed)
-	case raw.TTLSeconds == nil:
-		return r, fmt.Errorf("%w: no ttl_s", ErrMalformed)
-	case *raw.TTLSeconds < 0:
-		return r, fmt.Errorf("%w: negative ttl_s %d", ErrMalformed, *raw.TTLSeconds)
-	case *raw.TTLSeconds > int64(100*365*24*time.Hour/time.Second):
-		return r, fmt.Errorf("%w: ttl_s %d is beyond any clock", ErrMalformed, *raw.TTLSeconds)
-	}
-	for name, t := range map[string]time.Time{"acquired_at": *raw.AcquiredAt, "renewed_at": *raw.RenewedAt} {
-		if y := t.UTC().Year(); y < 1 || y > 9999 {
-			return r, fmt.Errorf("%w: %s %s is outside the years 1 to 9999 in UTC", ErrMalformed, name, t.Format(time.RFC3339))
-		}
-	}
-	r = Record{InstanceID: *raw.InstanceID, AcquiredAt: *raw.AcquiredAt, RenewedAt: *raw.RenewedAt, TTLSeconds: *raw.TTLSeconds}
-	if raw.Epoch != nil {
-		if *raw.Epoch > maxEpoch {
-			return Record{}, fmt.Errorf("%w: epoch %d is beyond %d, the largest a JSON reader keeps exactly", ErrMalformed, *raw.Epoch, uint64(maxEpoch))
-		}
-		r.Epoch = *raw.Epoch
-	}
-	// What a record remembers of time and earlier holders orders late
-	// writes only; a part of it that is out of range is dropped, and
-	// the record stays a record.
-	if raw.Began != nil && checkWall(*raw.Began) == nil {
-		r.Began = *raw.Began
-	}
-	for _, e := range raw.Before {
-		if e.Epoch > 0 && e.Epoch <= maxEpoch && checkWall(e.Began) == nil && len(r.Before) < maxBefore {
-			r.Before = append(r.Before, e)
-		}
-	}
-	// The holder's description is informational: one that does not parse
-	// is dropped, and the record stays a record.
-	var h HolderInfo
-	if len(raw.Holder) > 0 && json.Unmarshal(raw.Holder, &h) == nil && h != (HolderInfo{}) && h.check() == nil {
-		r.Holder = &h
-	}
-	return r, nil
-}
-
-// State is what a reader makes of a LEASE object at a moment of its own
-// clock.
-type State int
-
-const (
-	// Free: there is no LEASE object.
-	Free State = iota
-	// Fresh: renewed less than its TTL ago by the reader's clock, or
-	// stamped in the future by less than its TTL. Nobody may take it.
-	Fresh
-	// Stale: renewed its TTL ago or longer. It may be taken over.
-	Stale
-	// Released: its holder released it (TTL zero). It may be taken over.
-	Released
-	// Suspect: stamped more than its own TTL in the future, with a TTL over
-	// MaxSaneTTL, or not a lease record at all. It is taken over only after
-	// a contender has seen it unchanged for one of its own TTLs.
-	Suspect
-)
-
-// String returns the state's name, as the bucketlease command prints it.
-func (s State) String() string {
-	switch s {
-	case Free:
-		return "free"
-	case Fresh:
-		return "fresh"
-	case Stale:
-		return "stale"
-	case Released:
-		return "released"
-	case Suspect:
-		return "suspect"
-	default:
-		return fmt.Sprintf("State(%d)", int(s))
-	}
-}
-
-// stateAt classifies the record at the reader's wall-clock time now.
-func (r Record) stateAt(now time.Time) State {
-	ttl := r.TTL()
-	switch {
-	case r.TTLSeconds == 0:
-		return Released
-	case ttl > MaxSaneTTL:
-		return Suspect
-	case r.RenewedAt.Sub(now) > ttl:
-		return Suspect
-	case now.Sub(r.RenewedAt) < ttl:
-		return Fresh
-	default:
-		return Stale
-	}
-}
-
-// suspicion says why a record in state Suspect is suspect.
-func (r Record) suspicion(now time.Time) string {
-	if r.TTL() > MaxSaneTTL {
-		return fmt.Sprintf("its ttl_s %d is over the %v limit", r.TTLSeconds, MaxSaneTTL)
-	}
-	return fmt.Sprintf("it is stamped %v in the future, more than its own TTL", r.RenewedAt.Sub(now).Round(time.Second))
-}
-
-// readResult is a LEASE object read back: the record, or why it is not one,
-// and what the answer said about the service's clock.
-type readResult struct {
-	rec Record
-	err error         // ErrMalformed or ErrTooLarge: not a record
-	svc *ServiceClock // nil when the driver reported no service time
-}
-
-// readLease reads the lease object, timed on clk's wall clock. The
-// readResult's svc is set whenever the driver reported the service's time,
-// a missing object (driver.ErrNotExist) included.
-func readLease(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (readResult, driver.Version, error) {
-	var data []byte
-	a, svc, err := timedCall(clk, func() (a driver.Attrs, err error) {
-		data, a, err = objects.ReadAll(ctx, b, key, MaxRecordSize, driver.GetOptions{})
-		return a, err
-	})
-	v := a.Version
-	if errors.Is(err, objects.ErrTooLarge) {
-		return readResult{err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), svc: svc}, v, nil
-	}
-	if err != nil {
-		return readResult{svc: svc}, "", err
-	}
-	rec, derr := DecodeRecord(data)
-	return readResult{rec: rec, err: derr, svc: svc}, v, nil
 }

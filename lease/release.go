@@ -8,6 +8,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Release ends the lease and marks it released, so that another instance
@@ -77,7 +78,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // write of ours whose reply was lost) is released in turn; anyone else's
 // is left alone. It returns why nothing was written, or "" if
 // our record is now marked released.
-func release(ctx context.Context, b driver.Bucket, p *pacer, key string, v driver.Version, rec Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
+func release(ctx context.Context, b driver.Bucket, p *pacer, key string, v driver.Version, rec admin.Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
 	for range 3 {
 		rel := rec
 		rel.RenewedAt, rel.TTLSeconds = st.renewed(now), 0
@@ -86,20 +87,20 @@ func release(ctx context.Context, b driver.Bucket, p *pacer, key string, v drive
 		if err == nil {
 			return "", nil
 		}
-		cur, curV, rerr := readLease(ctx, clock.System{}, b, key)
+		cur, curV, rerr := admin.Read(ctx, clock.System{}, b, key)
 		switch {
 		case errors.Is(rerr, driver.ErrNotExist):
 			return "the lease object is gone", nil
 		case rerr != nil:
 			return "", fmt.Errorf("%w (and reading it back failed: %v)", err, rerr)
-		case cur.err != nil:
+		case cur.Err != nil:
 			return "the lease object is not a lease record; left alone", nil
-		case !sent.has(cur.rec):
-			return fmt.Sprintf("the lease object now holds a record of instance %s that this lease did not write; left alone", cur.rec.InstanceID), nil
-		case cur.rec.TTLSeconds == 0:
+		case !sent.has(cur.Record):
+			return fmt.Sprintf("the lease object now holds a record of instance %s that this lease did not write; left alone", cur.Record.InstanceID), nil
+		case cur.Record.TTLSeconds == 0:
 			return "", nil // our released record landed; its reply was lost
 		}
-		v, rec = curV, cur.rec // ours and still live: release that version
+		v, rec = curV, cur.Record // ours and still live: release that version
 	}
 	return "", fmt.Errorf("the lease object could not be marked released: %w", err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // renew extends the lease with one conditional write (If-Match on the
@@ -64,7 +65,7 @@ func (l *Lease) renew(ctx context.Context) error {
 	l.past.add(rec)
 	// In flight at the fence deadline, or at Release, the write is abandoned.
 	wctx, cancel := l.Fence(ctx)
-	a, svc, err := timedCall(l.s.clock, func() (driver.Attrs, error) {
+	a, svc, err := admin.TimedCall(l.s.clock, func() (driver.Attrs, error) {
 		return l.pace.put(wctx, l.b, l.key, rec.Encode(), driver.IfMatch(over), 0)
 	})
 	v := a.Version
@@ -85,7 +86,7 @@ func (l *Lease) renew(ctx context.Context) error {
 	if svc != nil {
 		l.svc = svc
 	}
-	if why := svc.offsetProblem(l.s.ttl); why != "" {
+	if why := svc.OffsetProblem(l.s.ttl); why != "" {
 		// Landed, stamped by a clock the service shows is wrong: stop now.
 		l.mu.Unlock()
 		l.end(fmt.Errorf("%w: %w", ErrFenced, ErrClock), nil, why)
@@ -110,27 +111,27 @@ func (l *Lease) renew(ctx context.Context) error {
 // failed with err, what the lease object holds: it returns the version of
 // rec if the renewal landed all the same (its answer was lost), or the
 // error renew returns.
-func (l *Lease) readBack(ctx context.Context, rec Record, over driver.Version, err error) (driver.Version, error) {
-	cur, curV, rerr := readLease(ctx, l.s.clock, l.b, l.key)
+func (l *Lease) readBack(ctx context.Context, rec admin.Record, over driver.Version, err error) (driver.Version, error) {
+	cur, curV, rerr := admin.Read(ctx, l.s.clock, l.b, l.key)
 	switch {
 	case errors.Is(rerr, driver.ErrNotExist):
 		l.end(ErrLost, nil, "the lease object was removed")
 		return "", l.Err()
 	case rerr != nil:
 		return "", fmt.Errorf("renew %s: %w", l.key, err)
-	case cur.err == nil && landed(cur.rec, rec, curV, over):
+	case cur.Err == nil && landed(cur.Record, rec, curV, over):
 		return curV, nil // this renewal landed; its answer was lost
-	case cur.err == nil && l.sent.has(cur.rec) && curV != over:
+	case cur.Err == nil && l.sent.has(cur.Record) && curV != over:
 		// An earlier renewal of ours landed after we gave up on it.
 		// Adopt its version; this renewal did not land, so the fence
 		// does not move, and the next attempt will.
 		l.mu.Lock()
-		l.version, l.rec = curV, cur.rec
+		l.version, l.rec = curV, cur.Record
 		l.mu.Unlock()
 		return "", fmt.Errorf("renew %s: adopted a late renewal of our own; retry: %w", l.key, err)
-	case cur.err == nil && l.sent.has(cur.rec):
+	case cur.Err == nil && l.sent.has(cur.Record):
 		return "", fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
-	case cur.err == nil && l.past.has(cur.rec):
+	case cur.Err == nil && l.past.has(cur.Record):
 		// A record of ours that a later one of ours replaced: the
 		// read came from a replica or cache behind the write (an
 		// eventually consistent gateway). Not a takeover; retry,
@@ -143,21 +144,21 @@ func (l *Lease) readBack(ctx context.Context, rec Record, over driver.Version, e
 
 // lose ends the lease because the lease object holds something this lease
 // did not write, and returns the error that says what.
-func (l *Lease) lose(cur readResult) error {
-	var prev *Record
-	if cur.err == nil {
-		prev = &cur.rec
+func (l *Lease) lose(cur admin.Reading) error {
+	var prev *admin.Record
+	if cur.Err == nil {
+		prev = &cur.Record
 	}
 	var reason error = ErrLost
 	detail := "the lease object names another instance"
 	switch {
-	case cur.err != nil:
-		detail = "the lease object is not a lease record: " + cur.err.Error()
-	case cur.rec.InstanceID == BreakerID:
+	case cur.Err != nil:
+		detail = "the lease object is not a lease record: " + cur.Err.Error()
+	case cur.Record.InstanceID == admin.BreakerID:
 		detail = "an operator broke the lease (bucketlease break)"
-	case cur.rec.TTLSeconds == 0:
+	case cur.Record.TTLSeconds == 0:
 		detail = "the lease object was marked released"
-	case cur.rec.InstanceID == l.s.id:
+	case cur.Record.InstanceID == l.s.id:
 		detail = "the lease object names this instance id but this lease did not write it: another process with the same instance id took it"
 		reason = fmt.Errorf("%w: %w", ErrLost, ErrInstanceInUse)
 	}
@@ -216,16 +217,16 @@ func (l *Lease) emit(e Event) {
 // lease object so that a holder that was taken over learns so (ErrLost).
 // The lease is still ours only while the object holds a record it wrote.
 func (l *Lease) checkLost(ctx context.Context) error {
-	cur, _, err := readLease(ctx, l.s.clock, l.b, l.key)
+	cur, _, err := admin.Read(ctx, l.s.clock, l.b, l.key)
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
 		return l.fencedError()
 	}
-	if err == nil && cur.err == nil && (l.sent.has(cur.rec) || l.past.has(cur.rec)) {
+	if err == nil && cur.Err == nil && (l.sent.has(cur.Record) || l.past.has(cur.Record)) {
 		return l.fencedError()
 	}
-	var prev *Record
-	if err == nil && cur.err == nil {
-		prev = &cur.rec
+	var prev *admin.Record
+	if err == nil && cur.Err == nil {
+		prev = &cur.Record
 	}
 	l.mu.Lock()
 	l.done = ErrLost

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // slowData is a store whose writes to keys other than the lease object
@@ -32,7 +34,7 @@ func newSlowData() *slowData {
 }
 
 func (s *slowData) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if key == "db1/LEASE" || lease.IsScratchKey(key) {
+	if key == "db1/LEASE" || admin.IsScratchKey(key) {
 		return s.Bucket.Put(ctx, key, data, opts)
 	}
 	s.started <- key
@@ -41,7 +43,7 @@ func (s *slowData) Put(ctx context.Context, key string, data []byte, opts driver
 }
 
 func (s *slowData) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if key == "db1/LEASE" || lease.IsScratchKey(key) {
+	if key == "db1/LEASE" || admin.IsScratchKey(key) {
 		return s.Bucket.Delete(ctx, key, cond)
 	}
 	s.started <- key
@@ -61,7 +63,7 @@ func releaseBeforeItsWritesReturn(t *testing.T) string {
 	ac, bc := clock.NewFake(t0), clock.NewFake(t0)
 	a := acquire(t, s, "A", ac)
 	deleted := make(chan error, 1)
-	go func() { deleted <- a.Bucket().Delete(ctx, "chunks/1", driver.Condition{}) }()
+	go func() { deleted <- a.Bucket().Driver().Delete(ctx, "chunks/1", driver.Condition{}) }()
 	<-s.started
 
 	// A release whose context ends first must not mark the lease released.
@@ -78,7 +80,7 @@ func releaseBeforeItsWritesReturn(t *testing.T) string {
 		<-deleted
 		return "Release's error does not wrap ErrWritesInFlight: " + err.Error()
 	}
-	if _, err := lease.Acquire(ctx, s, "db1", opts("B", bc, nil)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(s, "db1"), opts("B", bc, nil)); !errors.Is(err, lease.ErrHeld) {
 		close(s.gate)
 		<-deleted
 		return "a successor acquired while the old holder's delete was in flight: " + errString(err)
@@ -99,7 +101,7 @@ func releaseBeforeItsWritesReturn(t *testing.T) string {
 	if err := <-released; err != nil {
 		return "the second Release failed after the write returned: " + err.Error()
 	}
-	if _, err := lease.Acquire(ctx, s, "db1", opts("B", bc, nil)); err != nil {
+	if _, err := lease.Acquire(ctx, bucket.New(s, "db1"), opts("B", bc, nil)); err != nil {
 		return "the successor could not acquire after the release: " + err.Error()
 	}
 	return ""
@@ -118,7 +120,7 @@ func TestWriteAfterReleaseIsRefusedAndNotWaitedFor(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Bucket().Put(ctx, "chunks/1", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrReleased) {
+	if _, err := l.Bucket().Driver().Put(ctx, "chunks/1", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("put after release: %v, want ErrReleased", err)
 	}
 	short, cancel := context.WithTimeout(ctx, time.Millisecond)
@@ -145,7 +147,7 @@ func TestReleaseFromOnEventDuringARenewal(t *testing.T) {
 		}
 	}
 	var err error
-	if l, err = lease.Acquire(ctx, b, "db1", o); err != nil {
+	if l, err = lease.Acquire(ctx, bucket.New(b, "db1"), o); err != nil {
 		t.Fatal(err)
 	}
 	renewed := make(chan error, 1)
@@ -206,10 +208,10 @@ func refusedAcquireOverALiveHolder(t *testing.T, ignoreAll bool) string {
 	if ignoreAll {
 		path = &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent}
 	}
-	if _, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil)); err == nil {
+	if _, err := lease.Acquire(ctx, bucket.New(path, "db1"), opts("B", c, nil)); err == nil {
 		return "B acquired over A's fresh lease"
 	}
-	if _, err := lease.Acquire(ctx, inner, "db1", opts("C", c, nil)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(inner, "db1"), opts("C", c, nil)); !errors.Is(err, lease.ErrHeld) {
 		return "C acquired while A's lease was fresh: " + errString(err)
 	}
 	if err := a.Renew(ctx); err != nil {
@@ -240,7 +242,7 @@ func raceOverAFreeKey(t *testing.T) string {
 	var a *lease.Lease
 	path := &dropFirstIfAbsent{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease},
 		before: func() { a = acquire(t, inner, "A", c) }}
-	_, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil))
+	_, err := lease.Acquire(ctx, bucket.New(path, "db1"), opts("B", c, nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		return "B's acquire on a path ignoring If-None-Match: " + errString(err)
 	}
@@ -250,7 +252,7 @@ func raceOverAFreeKey(t *testing.T) string {
 	// A may write until two thirds of a TTL after its acquire; C, reading
 	// just before that, must find the prefix held.
 	late := clock.NewFake(t0.Add(ttl*2/3 - time.Second))
-	if _, err := lease.Acquire(ctx, inner, "db1", opts("C", late, nil)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(inner, "db1"), opts("C", late, nil)); !errors.Is(err, lease.ErrHeld) {
 		return "C acquired while the overwritten holder A could still write: " + errString(err)
 	}
 	if a.MayWrite() {
@@ -279,7 +281,7 @@ func firstHeaderDropped(t *testing.T) string {
 	c := clock.NewFake(t0)
 	var a *lease.Lease
 	path := &dropFirstIfAbsent{Bucket: inner, before: func() { a = acquire(t, inner, "A", c) }}
-	b, err := lease.Acquire(ctx, path, "db1", opts("B", c, nil))
+	b, err := lease.Acquire(ctx, bucket.New(path, "db1"), opts("B", c, nil))
 	if a == nil {
 		t.Fatal("the path dropped no header: the test tests nothing")
 	}
@@ -306,7 +308,7 @@ func TestBlockedContenderWaitsOutItsOwnBlock(t *testing.T) {
 	inner := machineClocksOnly()
 	c := clock.NewFake(t0)
 	path := &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease}
-	con, err := lease.NewContender(path, "db1", opts("B", c, nil))
+	con, err := lease.NewContender(bucket.New(path, "db1"), opts("B", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +316,7 @@ func TestBlockedContenderWaitsOutItsOwnBlock(t *testing.T) {
 		t.Fatalf("first acquire: %v", err)
 	}
 	// The path is fixed; the block still holds for the contender itself.
-	honest, err := lease.NewContender(inner, "db1", opts("B", c, nil))
+	honest, err := lease.NewContender(bucket.New(inner, "db1"), opts("B", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,10 +357,10 @@ func breakOfAnOldVersion(t *testing.T) string {
 	if err := h.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", looked, c.Wall(), false); err == nil {
+	if err := lease.Break(ctx, bucket.New(ignoreIfMatch{inner}, "db1"), looked, c.Wall(), false); err == nil {
 		return "Break of an old version succeeded"
 	}
-	if err := lease.Break(ctx, ignoreIfMatch{inner}, "db1", h.Version(), c.Wall(), false); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+	if err := lease.Break(ctx, bucket.New(ignoreIfMatch{inner}, "db1"), h.Version(), c.Wall(), false); !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		return "Break on a path that drops If-Match: " + errString(err) + ", want ErrPreconditionsIgnored"
 	}
 	if r, v, ok := readRecord(t, inner); !ok || v != h.Version() || r.InstanceID != "holder" {
@@ -380,7 +382,7 @@ func clockSteppedBack(t *testing.T) string {
 	b := machineClocksOnly()
 	hc, rc := clock.NewFake(t0), clock.NewFake(t0)
 	var ev events
-	h, err := lease.Acquire(ctx, b, "db1", opts("holder", hc, &ev))
+	h, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("holder", hc, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,11 +393,11 @@ func clockSteppedBack(t *testing.T) string {
 		hc.Advance(ttl / 3)
 		rc.Advance(ttl / 3)
 		renewErr := h.Renew(ctx)
-		st, err := lease.Inspect(ctx, b, "db1", rc.Wall())
+		st, err := admin.Inspect(ctx, bucket.New(b, "db1"), rc.Wall())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State != lease.Fresh && h.MayWrite() {
+		if st.State != admin.Fresh && h.MayWrite() {
 			return "a reader finds the lease " + st.State.String() + " while its holder may still write"
 		}
 		if renewErr != nil {
@@ -418,7 +420,7 @@ func TestSmallWallClockStepsDoNotFence(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
-	l, err := lease.Acquire(ctx, b, "db1", opts("holder", c, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("holder", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +483,7 @@ func TestStaleReadAfterARenewalIsNotALoss(t *testing.T) {
 	ctx := context.Background()
 	b := &staleReads{Bucket: machineClocksOnly()}
 	c := clock.NewFake(t0)
-	l, err := lease.Acquire(ctx, b, "db1", opts("me", c, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +518,7 @@ func steppedBackReacquire(t *testing.T) string {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
-	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	con, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,12 +547,12 @@ func TestSteppedBackClockDoesNotReacquire(t *testing.T) {
 func TestSlowProofStampsTheRecordAfterIt(t *testing.T) {
 	c := clock.NewFake(t0)
 	slow := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, _ driver.Condition) error {
-		if op == "put" && lease.IsScratchKey(key) {
+		if op == "put" && admin.IsScratchKey(key) {
 			c.Advance(5 * time.Second)
 		}
 		return nil
 	}}
-	l, err := lease.Acquire(context.Background(), slow, "db1", opts("me", c, nil))
+	l, err := lease.Acquire(context.Background(), bucket.New(slow, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,10 +578,10 @@ func contenderClockSteppedBack(t *testing.T) string {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	hc, nc, rc := clock.NewFake(t0), clock.NewFake(t0), clock.NewFake(t0)
-	if _, err := lease.Acquire(ctx, b, "db1", opts("holder", hc, nil)); err != nil {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("holder", hc, nil)); err != nil {
 		t.Fatal(err) // the holder then stops renewing (paused)
 	}
-	c, err := lease.NewContender(b, "db1", opts("beside", nc, nil))
+	c, err := lease.NewContender(bucket.New(b, "db1"), opts("beside", nc, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,11 +605,11 @@ func contenderClockSteppedBack(t *testing.T) string {
 		nc.Advance(ttl / 3)
 		rc.Advance(ttl / 3)
 	}
-	st, err := lease.Inspect(ctx, b, "db1", rc.Wall())
+	st, err := admin.Inspect(ctx, bucket.New(b, "db1"), rc.Wall())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != lease.Fresh && l.MayWrite() {
+	if st.State != admin.Fresh && l.MayWrite() {
 		return "the contender took the lease over with a record a reader finds " + st.State.String() + " while it may still write"
 	}
 	return ""
@@ -631,7 +633,7 @@ func TestContenderClockRefusalHeals(t *testing.T) {
 	} {
 		t.Run(heal.name, func(t *testing.T) {
 			c := clock.NewFake(t0)
-			con, err := lease.NewContender(machineClocksOnly(), "db1", opts("a", c, nil))
+			con, err := lease.NewContender(bucket.New(machineClocksOnly(), "db1"), opts("a", c, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -663,7 +665,7 @@ func TestContenderClockRefusalHeals(t *testing.T) {
 func TestContenderClockSuspendedOrSlewedAcquires(t *testing.T) {
 	ctx := context.Background()
 	c := clock.NewFake(t0)
-	con, err := lease.NewContender(machineClocksOnly(), "db1", opts("a", c, nil))
+	con, err := lease.NewContender(bucket.New(machineClocksOnly(), "db1"), opts("a", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

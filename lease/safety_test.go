@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The regression tests of the lease's fixed safety defects (a fenced
@@ -98,7 +100,7 @@ func fencedThenTakenOver(t *testing.T, b driver.Bucket) string {
 	if r, v, ok := readRecord(t, b); !ok || r.InstanceID != "B" || v != succ.Version() {
 		return "the fenced holder's release changed the successor's lease"
 	}
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts("C", cc, nil)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("C", cc, nil)); !errors.Is(err, lease.ErrHeld) {
 		return "a third instance acquired while the successor holds the lease: " + errString(err)
 	}
 	return ""
@@ -123,7 +125,7 @@ func releaseOldAfterReacquire(t *testing.T) string {
 	t.Helper()
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
-	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	con, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ func releaseOldAfterReacquire(t *testing.T) string {
 	if r, v, ok := readRecord(t, b); !ok || v != cur.Version() || r.TTLSeconds == 0 {
 		return "releasing the old, fenced lease changed the re-acquired one"
 	}
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts("other", c, nil)); err == nil {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("other", c, nil)); err == nil {
 		return "another instance acquired while the re-acquired lease may write"
 	}
 	if !cur.MayWrite() {
@@ -173,7 +175,7 @@ func twins(t *testing.T) (bad string, errs []error) {
 	}
 	var ps [2]*proc
 	for i := range ps {
-		con, err := lease.NewContender(b, "db1", opts("same-hostname", c, nil))
+		con, err := lease.NewContender(bucket.New(b, "db1"), opts("same-hostname", c, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +236,7 @@ func TestTwinTakesOverAStalledFirstWhichThenLoses(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	first := acquire(t, b, "same", c)
-	second, err := lease.NewContender(b, "db1", opts("same", c, nil))
+	second, err := lease.NewContender(bucket.New(b, "db1"), opts("same", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +267,7 @@ func bestEffortDeclared(t *testing.T) (acquired bool, logged string, err error) 
 	var log logBuffer
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Logger = log.logger()
-	_, err = lease.Acquire(context.Background(), besteffort.Wrap(machineClocksOnly()), "db1", o)
+	_, err = lease.Acquire(context.Background(), bucket.New(besteffort.Wrap(machineClocksOnly()), "db1"), o)
 	return err == nil, log.String(), err
 }
 
@@ -279,7 +281,7 @@ func TestBestEffortDeclarationNeedsTheSwitch(t *testing.T) {
 	o := opts("me", clock.NewFake(t0), nil)
 	o.Logger = log.logger()
 	o.Seams().Getenv = func(string) string { return "off" }
-	l, err := lease.Acquire(context.Background(), besteffort.Wrap(machineClocksOnly()), "db1", o)
+	l, err := lease.Acquire(context.Background(), bucket.New(besteffort.Wrap(machineClocksOnly()), "db1"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +300,7 @@ func TestFailedProbeCleanUpThatFailsSaysWhatItLeft(t *testing.T) {
 			return nil
 		}}
 	c := clock.NewFake(t0)
-	_, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil))
+	_, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", c, nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -326,7 +328,7 @@ func TestFailedProbeCleansUpAfterTheAcquireContextEnded(t *testing.T) {
 			}
 			return false
 		}}
-	_, err := lease.Acquire(ctx, b, "db1", opts("me", clock.NewFake(t0), nil))
+	_, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("me", clock.NewFake(t0), nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -354,7 +356,7 @@ func TestFailedProbeCleanUpLeavesAnotherInstancesRecord(t *testing.T) {
 			}
 			return nil
 		}}
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts("me", c, nil)); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", c, nil)); !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("acquire: %v", err)
 	}
 	if r, v, ok := readRecord(t, inner); !ok || v != other || r.InstanceID != "other" {
@@ -401,7 +403,7 @@ func hungRenewal(t *testing.T) (stopped bool) {
 			if l.MayWrite() {
 				t.Error("Release returned but the lease may still write")
 			}
-			if _, err := l.Bucket().Put(context.Background(), "x", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrReleased) {
+			if _, err := l.Bucket().Driver().Put(context.Background(), "x", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, lease.ErrReleased) {
 				t.Errorf("Bucket accepted a write after Release: %v", err)
 			}
 			select {
@@ -545,7 +547,7 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 	if err := h.Renew(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	err := lease.Break(context.Background(), counted, "db1", looked, c.Wall(), false)
+	err := lease.Break(context.Background(), bucket.New(counted, "db1"), looked, c.Wall(), false)
 	if !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("break of a version that changed: %v, want ErrPrecondition", err)
 	}
@@ -553,12 +555,12 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 		t.Fatalf("break changed a lease it had not looked at: %+v", r)
 	}
 	renewed, _, _ := readRecord(t, counted)
-	if err := lease.Break(context.Background(), counted, "db1", h.Version(), c.Wall(), false); err != nil {
+	if err := lease.Break(context.Background(), bucket.New(counted, "db1"), h.Version(), c.Wall(), false); err != nil {
 		t.Fatalf("break of the current version: %v", err)
 	}
 	// A fresh lease: the break record keeps it fresh until it would have
 	// gone stale (TestBreakWaitsForTheBrokenHoldersFence).
-	if r, _, ok := readRecord(t, counted); !ok || r.InstanceID != lease.BreakerID || r.TTLSeconds != renewed.TTLSeconds || !r.RenewedAt.Equal(renewed.RenewedAt) {
+	if r, _, ok := readRecord(t, counted); !ok || r.InstanceID != admin.BreakerID || r.TTLSeconds != renewed.TTLSeconds || !r.RenewedAt.Equal(renewed.RenewedAt) {
 		t.Fatalf("after break: %+v", r)
 	}
 	if _, _, deletes := counted.Counts(); deletes-acquireDeletes != 1 {
@@ -572,14 +574,14 @@ func TestBreakOverwritesOnlyTheVersionLookedAt(t *testing.T) {
 func TestBreakOnAServiceIgnoringIfMatchFailsClosed(t *testing.T) {
 	b := &faulty.Bucket{Bucket: machineClocksOnly(), Ignore: faulty.IgnoreIfMatch}
 	v := put(t, b, foreign("dead", t0.Add(-time.Hour), 30))
-	if err := lease.Break(context.Background(), b, "db1", v, t0, false); !errors.Is(err, lease.ErrPreconditionsIgnored) {
+	if err := lease.Break(context.Background(), bucket.New(b, "db1"), v, t0, false); !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("break on a service that ignores If-Match: %v", err)
 	}
 }
 
 func TestKeyOfAPrefixWithATrailingSlash(t *testing.T) {
 	for prefix, want := range map[string]string{"db1": "db1/LEASE", "db1/": "db1/LEASE", "db1//": "db1/LEASE", "": "LEASE", "/": "LEASE"} {
-		if got := lease.Key(prefix); got != want {
+		if got := admin.Key(prefix); got != want {
 			t.Errorf("Key(%q) = %q, want %q", prefix, got, want)
 		}
 	}
@@ -595,7 +597,7 @@ func (declaresNone) Capabilities() driver.Capabilities {
 }
 
 func TestRefusedBucketNamesTheDriversReason(t *testing.T) {
-	_, err := lease.Acquire(context.Background(), declaresNone{machineClocksOnly()}, "db1", opts("me", clock.NewFake(t0), nil))
+	_, err := lease.Acquire(context.Background(), bucket.New(declaresNone{machineClocksOnly()}, "db1"), opts("me", clock.NewFake(t0), nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), "nfs file system; add ?assert=yes") {
 		t.Fatalf("acquire on a driver that declares no exclusion: %v", err)
 	}
@@ -656,7 +658,7 @@ func TestSuspectWatchRestartsWhenTheRecordChanges(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, "not a lease record")
-	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	con, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -682,7 +684,7 @@ func TestReleasedEventSaysWhetherAnythingWasReleased(t *testing.T) {
 	b := machineClocksOnly()
 	var ev events
 	ac, bc := clock.NewFake(t0), clock.NewFake(t0)
-	a, err := lease.Acquire(context.Background(), b, "db1", opts("A", ac, &ev))
+	a, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("A", ac, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -713,7 +715,7 @@ func (r refusesCurrentIfMatch) Put(ctx context.Context, key string, data []byte,
 
 func TestAServiceRefusingAValidIfMatchFailsClosedAtAcquire(t *testing.T) {
 	inner := machineClocksOnly()
-	_, err := lease.Acquire(context.Background(), refusesCurrentIfMatch{inner}, "db1", opts("me", clock.NewFake(t0), nil))
+	_, err := lease.Acquire(context.Background(), bucket.New(refusesCurrentIfMatch{inner}, "db1"), opts("me", clock.NewFake(t0), nil))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) || !strings.Contains(err.Error(), "If-Match on the current version") {
 		t.Fatalf("acquire where no renewal could succeed: %v", err)
 	}
@@ -742,7 +744,7 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 		rec, v, _ := readRecord(t, b)
 		fence := h.Deadline()
 		c.Advance(time.Second)
-		if err := lease.Break(context.Background(), b, "db1", v, c.Wall(), false); err != nil {
+		if err := lease.Break(context.Background(), bucket.New(b, "db1"), v, c.Wall(), false); err != nil {
 			t.Fatalf("break: %v", err)
 		}
 		if err := h.Renew(context.Background()); !errors.Is(err, lease.ErrLost) {
@@ -752,15 +754,15 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 		// breaker's).
 		cc := clock.NewFake(c.Wall().Add(skew))
 		for cc.Wall().Add(-skew).Before(fence) || cc.Wall().Before(rec.RenewedAt.Add(rec.TTL())) {
-			_, err := lease.Acquire(context.Background(), b, "db1", opts("next", cc, nil))
+			_, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("next", cc, nil))
 			var held *lease.HeldError
-			if !errors.As(err, &held) || held.Holder() != lease.BreakerID {
+			if !errors.As(err, &held) || held.Holder() != admin.BreakerID {
 				t.Fatalf("skew %v: acquire at %v, %v before the broken holder's fence and %v before the record's stale time: %v, want held by %s",
-					skew, cc.Wall(), fence.Sub(cc.Wall().Add(-skew)), rec.RenewedAt.Add(rec.TTL()).Sub(cc.Wall()), err, lease.BreakerID)
+					skew, cc.Wall(), fence.Sub(cc.Wall().Add(-skew)), rec.RenewedAt.Add(rec.TTL()).Sub(cc.Wall()), err, admin.BreakerID)
 			}
 			cc.Advance(time.Second)
 		}
-		if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", cc, nil)); err != nil {
+		if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("next", cc, nil)); err != nil {
 			t.Fatalf("skew %v: acquire once the broken record is stale: %v", skew, err)
 		}
 	}
@@ -768,10 +770,10 @@ func TestBreakWaitsForTheBrokenHoldersFence(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	h := acquire(t, b, "holder", c)
-	if err := lease.Break(context.Background(), b, "db1", h.Version(), c.Wall(), true); err != nil {
+	if err := lease.Break(context.Background(), bucket.New(b, "db1"), h.Version(), c.Wall(), true); err != nil {
 		t.Fatalf("break allowing overlap: %v", err)
 	}
-	if _, err := lease.Acquire(context.Background(), b, "db1", opts("next", c, nil)); err != nil {
+	if _, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("next", c, nil)); err != nil {
 		t.Fatalf("acquire after a break allowing overlap: %v", err)
 	}
 }

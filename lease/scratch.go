@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/objects"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease proves a path to the service on scratch keys beside the lease
@@ -28,31 +29,6 @@ func scratchKey(key, kind string) (string, error) {
 		return "", err
 	}
 	return key + "." + kind + "-probe-" + hex.EncodeToString(r[:]), nil
-}
-
-// IsScratchKey reports whether key is named as a scratch key that the lease
-// writes beside a lease object ({prefix}/LEASE.acquire-probe-…,
-// LEASE.break-probe-…, LEASE.stream-probe-…) to prove that a path applies
-// preconditions. It looks at the key's last segment only, so it cannot
-// tell a lease's scratch key from a key of the caller's deeper down that
-// is named like one: a scratch key of the lease on prefix P is one that
-// IsScratchKey accepts and that sits directly beside P's lease object
-// (it starts with P + "/LEASE."). Such a key holds nothing of a user's; one
-// older than a minute is a leftover of a process that died during a
-// probe, and is safe to delete.
-func IsScratchKey(key string) bool {
-	i := strings.LastIndex(key, "/") + 1
-	name := key[i:]
-	rest, ok := strings.CutPrefix(name, "LEASE.")
-	if !ok {
-		return false
-	}
-	kind, hexa, ok := strings.Cut(rest, "-probe-")
-	if !ok || kind == "" || len(hexa) != 16 {
-		return false
-	}
-	_, err := hex.DecodeString(hexa)
-	return err == nil
 }
 
 // proveConditions shows that the path to b applies preconditions, on a
@@ -134,5 +110,5 @@ func deleteScratch(ctx context.Context, b driver.Bucket, p *pacer, scratch strin
 // one (IsScratchKey) and directly beside the lease object, not a key of the
 // caller's deeper under the prefix that is named like one.
 func (l *Lease) ownScratch(key string) bool {
-	return strings.HasPrefix(key, l.key+".") && IsScratchKey(key)
+	return strings.HasPrefix(key, l.key+".") && admin.IsScratchKey(key)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 func TestIsScratchKey(t *testing.T) {
@@ -24,7 +24,7 @@ func TestIsScratchKey(t *testing.T) {
 		"db1/chunks/LEASE.x":                         false,
 		"db1/LEASE.acquire-probe-0123456789abcdef/x": false,
 	} {
-		if got := lease.IsScratchKey(key); got != want {
+		if got := admin.IsScratchKey(key); got != want {
 			t.Errorf("IsScratchKey(%q) = %v, want %v", key, got, want)
 		}
 	}
@@ -40,7 +40,7 @@ func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 	defer l.Release(ctx)
 	mine := []string{"sub/LEASE.acquire-probe-0123456789abcdef", "a/b/LEASE.stream-probe-fedcba9876543210"}
 	for _, k := range mine {
-		if _, err := l.Bucket().Put(ctx, k, []byte("mine"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, k, []byte("mine"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatalf("put %s: %v", k, err)
 		}
 	}
@@ -49,7 +49,7 @@ func TestListHidesOnlyTheLeasesOwnScratchKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for o, err := range l.Bucket().List(ctx, "") {
+	for o, err := range l.Bucket().Driver().List(ctx, "") {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,10 +9,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // serviceWorld is a mem bucket whose clock is true time, inside a
@@ -58,7 +60,7 @@ func TestContenderWithAWrongClockGetsErrClock(t *testing.T) {
 				holder := acquire(t, w.b, "holder", w.machine(0))
 				w.advance(500 * time.Millisecond)
 				_, v, _ := readRecord(t, w.b)
-				_, err := lease.Acquire(context.Background(), w.b, "db1", opts("contender", w.machine(off), nil))
+				_, err := lease.Acquire(context.Background(), bucket.New(w.b, "db1"), opts("contender", w.machine(off), nil))
 				if !errors.Is(err, lease.ErrClock) {
 					t.Fatalf("acquire with a clock %v off: %v, want ErrClock", off, err)
 				}
@@ -104,7 +106,7 @@ func TestContenderWithinAThirdOfATTLAcquires(t *testing.T) {
 func TestHolderWithAWrongClockFromTheStartNeverHolds(t *testing.T) {
 	for _, off := range []time.Duration{time.Hour, -time.Hour} {
 		inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
-			_, err := lease.Acquire(context.Background(), w.b, "db1", opts("holder", w.machine(off), nil))
+			_, err := lease.Acquire(context.Background(), bucket.New(w.b, "db1"), opts("holder", w.machine(off), nil))
 			if !errors.Is(err, lease.ErrClock) {
 				t.Fatalf("acquire on a free prefix with a clock %v off: %v, want ErrClock", off, err)
 			}
@@ -147,14 +149,14 @@ func TestHolderWhoseClockRunsAheadIsFencedAndNotTakenOverEarly(t *testing.T) {
 			t.Errorf("Err() = %v, want it to wrap ErrClock", holder.Err())
 		}
 		renewed := w.now()
-		c, err := lease.NewContender(w.b, "db1", opts("contender", w.machine(0), nil))
+		c, err := lease.NewContender(bucket.New(w.b, "db1"), opts("contender", w.machine(0), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for w.now().Sub(renewed) < ttl+time.Second {
 			_, err := c.Acquire(context.Background())
 			var held *lease.HeldError
-			if !errors.As(err, &held) || held.State != lease.Fresh {
+			if !errors.As(err, &held) || held.State != admin.Fresh {
 				t.Fatalf("acquire %v after the renewal: %v, want a fresh lease held", w.now().Sub(renewed), err)
 			}
 			w.advance(time.Second)
@@ -190,26 +192,26 @@ func TestRecordStampedByAWrongClockIsJudgedByTheService(t *testing.T) {
 			inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 				start := w.now()
 				stamp := start.Add(off)
-				rec := lease.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
+				rec := admin.Record{InstanceID: "old", AcquiredAt: stamp, RenewedAt: stamp, TTLSeconds: int64(ttl / time.Second)}
 				if _, err := w.b.Put(context.Background(), "db1/LEASE", rec.Encode(), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 					t.Fatal(err)
 				}
-				st, err := lease.Inspect(context.Background(), w.b, "db1", w.now())
+				st, err := admin.Inspect(context.Background(), bucket.New(w.b, "db1"), w.now())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.State != lease.Fresh {
+				if st.State != admin.Fresh {
 					t.Errorf("Inspect: %v, want fresh", st.State)
 				}
 				if so, ok := st.StampOffset(); !ok || so != off {
 					t.Errorf("StampOffset = %v, %v; want %v", so, ok, off)
 				}
-				c, err := lease.NewContender(w.b, "db1", opts("contender", w.machine(0), nil))
+				c, err := lease.NewContender(bucket.New(w.b, "db1"), opts("contender", w.machine(0), nil))
 				if err != nil {
 					t.Fatal(err)
 				}
 				var held *lease.HeldError
-				if _, err := c.Acquire(context.Background()); !errors.As(err, &held) || held.State != lease.Fresh {
+				if _, err := c.Acquire(context.Background()); !errors.As(err, &held) || held.State != admin.Fresh {
 					t.Fatalf("acquire at once: %v, want a fresh lease held", err)
 				}
 				if want := start.Add(ttl + time.Second); held.TakeoverAt.Before(want) {
@@ -238,7 +240,7 @@ func TestDeadHoldersLeaseTakenOverWithinOneAndAHalfTTL(t *testing.T) {
 		inWorld(t, time.Second, func(t *testing.T, w serviceWorld) {
 			o := opts("holder", w.machine(0), nil)
 			o.TTL = time.Duration(ttlS) * time.Second
-			holder, err := lease.Acquire(context.Background(), w.b, "db1", o)
+			holder, err := lease.Acquire(context.Background(), bucket.New(w.b, "db1"), o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +248,7 @@ func TestDeadHoldersLeaseTakenOverWithinOneAndAHalfTTL(t *testing.T) {
 			_ = holder // dies: never renews, never releases
 			o = opts("contender", w.machine(0), nil)
 			o.TTL = time.Duration(ttlS) * time.Second
-			c, err := lease.NewContender(w.b, "db1", o)
+			c, err := lease.NewContender(bucket.New(w.b, "db1"), o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,12 +273,12 @@ func TestDeadHoldersLeaseTakenOverWithinOneAndAHalfTTL(t *testing.T) {
 // without service time leaves it nil.
 func TestInspectReportsTheOffsets(t *testing.T) {
 	b := mem.New() // the real clock, as show runs
-	l, err := lease.Acquire(context.Background(), b, "db1", opts("a", clock.System{}, nil))
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(context.Background())
-	st, err := lease.Inspect(context.Background(), b, "db1", time.Now())
+	st, err := admin.Inspect(context.Background(), bucket.New(b, "db1"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +291,7 @@ func TestInspectReportsTheOffsets(t *testing.T) {
 	if so, ok := st.StampOffset(); !ok || so > time.Second || so < -time.Second {
 		t.Errorf("StampOffset = %v, %v", so, ok)
 	}
-	st, err = lease.Inspect(context.Background(), machineClocksOnly(), "db1", time.Now())
+	st, err = admin.Inspect(context.Background(), bucket.New(machineClocksOnly(), "db1"), time.Now())
 	if err != nil || st.Service != nil {
 		t.Errorf("Inspect without service time: %+v, %v", st.Service, err)
 	}

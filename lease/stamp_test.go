@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // metadataOf reads key from b and returns the metadata its Get returned.
@@ -31,7 +33,7 @@ func metadataOf(t *testing.T, b driver.Bucket, key string) driver.Metadata {
 func TestBucketStampsEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	l, err := lease.Acquire(ctx, b, "db1", opts("host-a", clock.System{}, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("host-a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	if !ok || want.Epoch != l.Epoch() || want.Instance != "host-a" {
 		t.Fatalf("Stamp() = %+v, %t; want epoch %d, instance host-a, stamped", want, ok, l.Epoch())
 	}
-	fb := l.Bucket()
+	fb := l.Bucket().Driver()
 	own := driver.Metadata{"tool": "pgdump"}
 	if _, err := fb.Put(ctx, "chunks/1", []byte("one"), driver.PutOptions{If: driver.IfAbsent(), Metadata: own}); err != nil {
 		t.Fatal(err)
@@ -51,7 +53,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	}
 	for key, extra := range map[string]driver.Metadata{"db1/chunks/1": {"tool": "pgdump"}, "db1/chunks/2": nil} {
 		md := metadataOf(t, b, key)
-		got, ok := lease.StampOf(md)
+		got, ok := admin.StampOf(md)
 		if !ok || got != want {
 			t.Errorf("%s: stamp %+v (%t), want %+v; metadata %v", key, got, ok, want, md)
 		}
@@ -63,15 +65,15 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 	}
 	l.Release(ctx)
 
-	next, err := lease.Acquire(ctx, b, "db1", opts("host-b", clock.System{}, nil))
+	next, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("host-b", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer next.Release(ctx)
-	if _, err := next.Bucket().Put(ctx, "chunks/3", []byte("three"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := next.Bucket().Driver().Put(ctx, "chunks/3", []byte("three"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := lease.StampOf(metadataOf(t, b, "db1/chunks/3")); got.Epoch <= want.Epoch || got.Instance != "host-b" {
+	if got, _ := admin.StampOf(metadataOf(t, b, "db1/chunks/3")); got.Epoch <= want.Epoch || got.Instance != "host-b" {
 		t.Errorf("the next holder's object: %+v, want an epoch over %d by host-b", got, want.Epoch)
 	}
 }
@@ -81,7 +83,7 @@ func TestBucketStampsEveryWrite(t *testing.T) {
 func TestBucketWithoutMetadataSaysSo(t *testing.T) {
 	ctx := context.Background()
 	b := noMetadata{mem.New()}
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.System{}, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +91,10 @@ func TestBucketWithoutMetadataSaysSo(t *testing.T) {
 	if _, ok := l.Stamp(); ok {
 		t.Error("Stamp says objects are stamped on a driver that keeps no metadata")
 	}
-	if _, err := l.Bucket().Put(ctx, "k", []byte("v"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := l.Bucket().Driver().Put(ctx, "k", []byte("v"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := lease.StampOf(metadataOf(t, b.Bucket, "db1/k")); ok {
+	if _, ok := admin.StampOf(metadataOf(t, b.Bucket, "db1/k")); ok {
 		t.Error("an object is stamped though the lease's driver declares no metadata")
 	}
 }
@@ -114,18 +116,18 @@ func TestRefusedWriteIsNotStamped(t *testing.T) {
 	if _, err := b.Put(ctx, "db1/k", []byte("before"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := lease.Acquire(ctx, b, "db1", opts("a", clock.System{}, nil))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a", clock.System{}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Bucket().Put(ctx, "k", []byte("after"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := l.Bucket().Driver().Put(ctx, "k", []byte("after"), driver.PutOptions{If: driver.IfAbsent()}); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("IfAbsent over an object: %v", err)
 	}
 	l.Release(ctx)
-	if _, err := l.Bucket().Put(ctx, "j", []byte("late"), driver.PutOptions{}); !errors.Is(err, lease.ErrReleased) {
+	if _, err := l.Bucket().Driver().Put(ctx, "j", []byte("late"), driver.PutOptions{}); !errors.Is(err, lease.ErrReleased) {
 		t.Fatalf("a write after Release: %v", err)
 	}
-	if _, ok := lease.StampOf(metadataOf(t, b, "db1/k")); ok {
+	if _, ok := admin.StampOf(metadataOf(t, b, "db1/k")); ok {
 		t.Error("a refused write stamped the object it did not replace")
 	}
 	if _, _, err := b.Get(ctx, "db1/j", driver.GetOptions{}); !errors.Is(err, driver.ErrNotExist) {
@@ -142,18 +144,18 @@ func TestStampedInstance(t *testing.T) {
 		" padded":                "%20padded",
 		strings.Repeat("é", 128): "sha256:",
 	} {
-		got := lease.StampedInstance(id)
+		got := admin.StampedInstance(id)
 		if !strings.HasPrefix(got, want) || (want != "sha256:" && got != want) {
 			t.Errorf("StampedInstance(%q) = %q, want %q", id, got, want)
 		}
-		if err := (lease.Stamp{Epoch: 1, Instance: got}).Metadata().Validate(); err != nil {
+		if err := (admin.Stamp{Epoch: 1, Instance: got}).Metadata().Validate(); err != nil {
 			t.Errorf("StampedInstance(%q) = %q: %v", id, got, err)
 		}
 	}
-	if _, ok := lease.StampOf(driver.Metadata{lease.MetaEpoch: "0"}); ok {
+	if _, ok := admin.StampOf(driver.Metadata{"bucketleaseepoch": "0"}); ok {
 		t.Error("epoch 0 read as a stamp")
 	}
-	if _, ok := lease.StampOf(driver.Metadata{lease.MetaEpoch: "x1"}); ok {
+	if _, ok := admin.StampOf(driver.Metadata{"bucketleaseepoch": "x1"}); ok {
 		t.Error("a malformed epoch read as a stamp")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // A restart adopts its own lease through a state directory
@@ -52,10 +53,10 @@ type journal struct {
 	logger    *slog.Logger
 
 	mu     sync.Mutex
-	f      *os.File // open and locked, or nil
-	recs   []Record // what the file holds, oldest first
-	theirs []Record // the predecessors' records, read when the lock was taken
-	err    error    // why the lock is not held, for the log
+	f      *os.File       // open and locked, or nil
+	recs   []admin.Record // what the file holds, oldest first
+	theirs []admin.Record // the predecessors' records, read when the lock was taken
+	err    error          // why the lock is not held, for the log
 }
 
 // openJournal returns the journal for key under dir; it takes the lock
@@ -100,18 +101,18 @@ func (j *journal) lock() bool {
 	}
 	j.f, j.err = f, nil
 	j.theirs = parseJournal(data)
-	j.recs = append([]Record(nil), j.theirs...)
+	j.recs = append([]admin.Record(nil), j.theirs...)
 	return true
 }
 
 // parseJournal reads one record per line, skipping what does not parse
 // (a line cut short by a crash): a record missing from the journal can only
 // make a restart wait, never adopt.
-func parseJournal(data []byte) []Record {
-	var recs []Record
+func parseJournal(data []byte) []admin.Record {
+	var recs []admin.Record
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		if r, err := DecodeRecord(sc.Bytes()); err == nil {
+		if r, err := admin.DecodeRecord(sc.Bytes()); err == nil {
 			recs = append(recs, r)
 		}
 	}
@@ -120,7 +121,7 @@ func parseJournal(data []byte) []Record {
 
 // record appends r before it is sent. Without the lock it records nothing.
 // A failed write is logged; it can only make a restart wait.
-func (j *journal) record(r Record) {
+func (j *journal) record(r admin.Record) {
 	if j == nil {
 		return
 	}
@@ -135,7 +136,7 @@ func (j *journal) record(r Record) {
 	}
 }
 
-func (j *journal) appendLocked(r Record) error {
+func (j *journal) appendLocked(r admin.Record) error {
 	j.recs = append(j.recs, r)
 	if len(j.recs) > journalMax {
 		j.recs = append(j.recs[:0], j.recs[len(j.recs)-journalMax/2:]...)
@@ -160,7 +161,7 @@ func (j *journal) appendLocked(r Record) error {
 
 // predecessors reports whether rec is a record that a dead predecessor
 // wrote: the lock is held, and the journal held rec when it was taken.
-func (j *journal) predecessors(rec Record) bool {
+func (j *journal) predecessors(rec admin.Record) bool {
 	if j == nil {
 		return false
 	}
@@ -170,7 +171,7 @@ func (j *journal) predecessors(rec Record) bool {
 		return false
 	}
 	for _, x := range j.theirs {
-		if x.same(rec) {
+		if x.Same(rec) {
 			return true
 		}
 	}

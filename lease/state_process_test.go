@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -31,7 +32,7 @@ func TestStateChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &lease.Options{InstanceID: "me", TTL: 30 * time.Second, StateDir: state}
-	l, err := lease.Acquire(context.Background(), b, "db1", o)
+	l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestStateAcrossRealProcesses(t *testing.T) {
 	// restart is a new process of the instance: it tries once, and its
 	// lock is dropped when it is done, as at its exit.
 	restart := func(t *testing.T) (*lease.Lease, error) {
-		c, err := lease.NewContender(b, "db1", &lease.Options{InstanceID: "me", TTL: 30 * time.Second, StateDir: state})
+		c, err := lease.NewContender(bucket.New(b, "db1"), &lease.Options{InstanceID: "me", TTL: 30 * time.Second, StateDir: state})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestStateAcrossRealProcesses(t *testing.T) {
 		holder := startHolder(t, store, state)
 		holder.Process.Signal(syscall.SIGKILL)
 		holder.Wait()
-		c, err := lease.NewContender(b, "db1", &lease.Options{InstanceID: "me", TTL: 30 * time.Second, StateDir: t.TempDir()})
+		c, err := lease.NewContender(bucket.New(b, "db1"), &lease.Options{InstanceID: "me", TTL: 30 * time.Second, StateDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,11 +9,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // withState returns options for instance id with a state directory.
@@ -30,7 +32,7 @@ func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestRestartWithItsStateAdoptsAtOnce(t *testing.T) {
 	first.Close() // the process dies: the kernel drops its lock
 
 	var ev events
-	second, err := lease.NewContender(b, "db1", withState("me", dir, c, &ev))
+	second, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, &ev))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func stoppedPredecessor(t *testing.T) string {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func stoppedPredecessor(t *testing.T) string {
 	if _, err := first.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	second, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	second, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
-	first, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", t.TempDir(), c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Close()
-	twin, err := lease.NewContender(b, "db1", withState("me", t.TempDir(), c, nil))
+	twin, err := lease.NewContender(bucket.New(b, "db1"), withState("me", t.TempDir(), c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestTwinWithItsOwnStateNeverAdopts(t *testing.T) {
 		t.Fatalf("a twin with its own state directory: %v, want a HeldError for the same id", err)
 	}
 	// Without a state directory at all, likewise.
-	if _, err := lease.Acquire(ctx, b, "db1", opts("me", c, nil)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("me", c, nil)); !errors.Is(err, lease.ErrHeld) {
 		t.Fatalf("a twin without a state directory: %v", err)
 	}
 }
@@ -134,7 +136,7 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	dir := t.TempDir()
-	first, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	first, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +145,10 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 	}
 	first.Close()
 	c.Advance(ttl + 1)
-	if _, err := lease.Acquire(ctx, b, "db1", opts("other", c, nil)); err != nil {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("other", c, nil)); err != nil {
 		t.Fatal(err)
 	}
-	second, err := lease.NewContender(b, "db1", withState("me", dir, c, nil))
+	second, err := lease.NewContender(bucket.New(b, "db1"), withState("me", dir, c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestStateAdoptsOnlyItsOwnRecords(t *testing.T) {
 }
 
 func TestStateDirMustBeAbsolute(t *testing.T) {
-	if _, err := lease.NewContender(machineClocksOnly(), "db1", withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
+	if _, err := lease.NewContender(bucket.New(machineClocksOnly(), "db1"), withState("me", "relative/dir", clock.NewFake(t0), nil)); err == nil {
 		t.Fatal("a relative StateDir was accepted")
 	}
 }
@@ -168,7 +170,7 @@ func TestWatchOfAContender(t *testing.T) {
 	b := machineClocksOnly()
 	c := clock.NewFake(t0)
 	put(t, b, "not a record")
-	con, err := lease.NewContender(b, "db1", opts("me", c, nil))
+	con, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +193,8 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 	ctx := context.Background()
 	b := machineClocksOnly()
 	o := opts("me", clock.NewFake(t0), nil)
-	o.Holder = &lease.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
-	if _, err := lease.Acquire(ctx, b, "db1", o); err != nil {
+	o.Holder = &admin.HolderInfo{Host: "db-7", PID: 4242, User: "backup", Tool: "pg_dump"}
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), o); err != nil {
 		t.Fatal(err)
 	}
 	r, _, ok := readRecord(t, b)
@@ -213,15 +215,15 @@ func TestHolderInfoInTheRecord(t *testing.T) {
 		t.Fatalf("a reader of the four spec fields: %+v, %v", spec, err)
 	}
 	old := `{"instance_id":"a","acquired_at":"2026-11-30T12:00:00Z","renewed_at":"2026-11-30T12:00:00Z","ttl_s":30}`
-	if r, err := lease.DecodeRecord([]byte(old)); err != nil || r.Holder != nil || r.InstanceID != "a" {
+	if r, err := admin.DecodeRecord([]byte(old)); err != nil || r.Holder != nil || r.InstanceID != "a" {
 		t.Fatalf("a record written by earlier versions: %+v, %v", r, err)
 	}
 	mangled := `{"instance_id":"a","acquired_at":"2026-11-30T12:00:00Z","renewed_at":"2026-11-30T12:00:00Z","ttl_s":30,"holder":5}`
-	if r, err := lease.DecodeRecord([]byte(mangled)); err != nil || r.Holder != nil {
+	if r, err := admin.DecodeRecord([]byte(mangled)); err != nil || r.Holder != nil {
 		t.Fatalf("a record with a mangled holder: %+v, %v", r, err)
 	}
-	o.Holder = &lease.HolderInfo{Tool: "evil\ntool"}
-	if _, err := lease.NewContender(b, "db1", o); err == nil {
+	o.Holder = &admin.HolderInfo{Tool: "evil\ntool"}
+	if _, err := lease.NewContender(bucket.New(b, "db1"), o); err == nil {
 		t.Fatal("a holder description with a control character was accepted")
 	}
 	if h := lease.ThisProcess("hold"); h.PID == 0 || h.Tool != "hold" {
@@ -244,7 +246,7 @@ func TestSuspectWatchSurvivesAcrossProcesses(t *testing.T) {
 		runs++
 		o := opts(fmt.Sprintf("cron-%d", runs), c, nil) // a new id each run, as hold's default
 		o.StateDir = state
-		con, err := lease.NewContender(b, "db1", o)
+		con, err := lease.NewContender(bucket.New(b, "db1"), o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -53,7 +53,7 @@ func TestStreamedUploadUnderTheFence(t *testing.T) {
 	body := &gatedReader{left: int(4 * part), n: int(part), next: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Bucket().PutStream(ctx, "chunks/big", body, driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: part, Concurrency: 1})
+		_, err := l.Bucket().Driver().PutStream(ctx, "chunks/big", body, driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: part, Concurrency: 1})
 		done <- err
 	}()
 	body.next <- struct{}{} // the second part is read
@@ -103,7 +103,7 @@ func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 	b := machineClocksOnly()
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	body := bytes.Repeat([]byte("x"), 3*driver.MinPartSize+17)
-	a, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
+	a, err := l.Bucket().Driver().PutStream(ctx, "chunks/1", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, &driver.StreamOptions{PartSize: driver.MinPartSize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,14 +113,14 @@ func TestStreamedUploadUnderAHeldLease(t *testing.T) {
 	if err != nil || !bytes.Equal(got, body) || gv != v {
 		t.Fatalf("stored %d bytes at %s (err %v), want %d at %s", len(got), gv, err, len(body), v)
 	}
-	if _, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, nil); !errors.Is(err, driver.ErrPrecondition) {
+	if _, err := l.Bucket().Driver().PutStream(ctx, "chunks/1", bytes.NewReader(body), driver.PutOptions{If: driver.IfAbsent()}, nil); !errors.Is(err, driver.ErrPrecondition) {
 		t.Fatalf("a second IfAbsent upload: %v", err)
 	}
-	if _, err := l.Bucket().PutStream(ctx, "LEASE", bytes.NewReader(body), driver.PutOptions{}, nil); err == nil {
+	if _, err := l.Bucket().Driver().PutStream(ctx, "LEASE", bytes.NewReader(body), driver.PutOptions{}, nil); err == nil {
 		t.Fatal("a streamed write to the lease object itself was accepted")
 	}
 	var keys []string
-	for o, err := range l.Bucket().List(ctx, "") {
+	for o, err := range l.Bucket().Driver().List(ctx, "") {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,14 +159,14 @@ func TestStreamedCommitThatIgnoresItsConditionFailsClosed(t *testing.T) {
 			b = commitIgnoresCondition{machineClocksOnly()}
 		}
 		l := acquire(t, b, "A", clock.NewFake(t0))
-		_, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("small")), driver.PutOptions{If: driver.IfAbsent()}, nil)
+		_, err := l.Bucket().Driver().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("small")), driver.PutOptions{If: driver.IfAbsent()}, nil)
 		switch {
 		case honest && err != nil:
 			t.Fatalf("an honest streamer: %v", err)
 		case !honest && !errors.Is(err, lease.ErrPreconditionsIgnored):
 			t.Fatalf("a streamer ignoring the commit's condition: %v, want ErrPreconditionsIgnored", err)
 		}
-		if _, err := l.Bucket().PutStream(ctx, "chunks/2", bytes.NewReader([]byte("x")), driver.PutOptions{}, nil); err != nil {
+		if _, err := l.Bucket().Driver().PutStream(ctx, "chunks/2", bytes.NewReader([]byte("x")), driver.PutOptions{}, nil); err != nil {
 			t.Fatalf("an unconditional streamed write (honest %v): %v", honest, err)
 		}
 		for o, err := range b.List(ctx, "db1/LEASE.") {
@@ -204,7 +204,7 @@ func TestStreamProbeCleanupIsBounded(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("body")), driver.PutOptions{If: driver.IfAbsent()}, nil)
+		_, err := l.Bucket().Driver().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("body")), driver.PutOptions{If: driver.IfAbsent()}, nil)
 		done <- err
 	}()
 	// patience is far longer than the clean-up's bound (10 s), and short
@@ -256,7 +256,7 @@ func TestStreamedWriteOnADriverWithoutPartsIsOnePut(t *testing.T) {
 	l := acquire(t, b, "A", clock.NewFake(t0))
 	before := b.deletes.Load()
 	for i, want := range []error{nil, driver.ErrPrecondition} {
-		_, err := l.Bucket().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("small")), driver.PutOptions{If: driver.IfAbsent()}, nil)
+		_, err := l.Bucket().Driver().PutStream(ctx, "chunks/1", bytes.NewReader([]byte("small")), driver.PutOptions{If: driver.IfAbsent()}, nil)
 		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
 			t.Fatalf("conditional streamed write %d: %v, want %v", i+1, err, want)
 		}

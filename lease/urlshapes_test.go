@@ -6,6 +6,7 @@ import (
 	"path"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -22,21 +23,21 @@ func TestWorkerKeysOnAFileURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := lease.Acquire(ctx, b, prefix, opts("me", nil, nil))
+		l, err := lease.Acquire(ctx, bucket.New(b, prefix), opts("me", nil, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", url, err)
 		}
 		key := fmt.Sprintf("chunks/%04d", i)
-		if _, err := l.Bucket().Put(ctx, key, []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, key, []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatalf("%s: put %s: %v", url, key, err)
 		}
 		if _, _, err := b.Get(ctx, path.Join(l.Prefix(), key), driver.GetOptions{}); err != nil {
 			t.Fatalf("%s: the chunk is not at %s: %v", url, path.Join(l.Prefix(), key), err)
 		}
-		if _, err := l.Bucket().Put(ctx, "LEASE", []byte("x"), driver.PutOptions{}); err == nil {
+		if _, err := l.Bucket().Driver().Put(ctx, "LEASE", []byte("x"), driver.PutOptions{}); err == nil {
 			t.Fatalf("%s: the worker's bucket overwrote the lease object", url)
 		}
-		if _, err := l.Bucket().Put(ctx, "/abs", []byte("x"), driver.PutOptions{}); err == nil {
+		if _, err := l.Bucket().Driver().Put(ctx, "/abs", []byte("x"), driver.PutOptions{}); err == nil {
 			t.Fatalf("%s: the worker's bucket took a key with a leading slash", url)
 		}
 		if err := l.Release(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -51,11 +52,11 @@ func TestBucketKeepsAbilities(t *testing.T) {
 				}
 				return ""
 			}
-			l, err := lease.Acquire(ctx, in, "db1", o)
+			l, err := lease.Acquire(ctx, bucket.New(in, "db1"), o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := l.Bucket()
+			w := l.Bucket().Driver()
 			pl, ok := w.(multipart.PendingLister)
 			if ok != lists {
 				t.Errorf("conditional %s: Lease.Bucket over a bucket that lists pending uploads (%v) is a PendingLister: %v", conditional, lists, ok)

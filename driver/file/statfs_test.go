@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -116,7 +117,7 @@ func TestLeaseRefusesSharedFS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lease.Acquire(context.Background(), b, "db1", leaseseam.With(&lease.Options{InstanceID: "a"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+	_, err = lease.Acquire(context.Background(), bucket.New(b, "db1"), leaseseam.With(&lease.Options{InstanceID: "a"}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	if !errors.Is(err, lease.ErrPreconditionsIgnored) {
 		t.Fatalf("Acquire on NFS: %v, want ErrPreconditionsIgnored", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/r2"
 	"github.com/mushroomdb/bucketlease/driver/s3"
@@ -51,7 +52,7 @@ func TestLeaseBehindARateLimitMinIO(t *testing.T) {
 				return leaseseam.With(&lease.Options{TTL: 30 * time.Second, InstanceID: id}, leaseseam.Seams{Getenv: func(string) string { return "" }})
 			}
 			start := time.Now()
-			l, err := lease.Acquire(ctx, b, "db1", opts("a"))
+			l, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("a"))
 			if err != nil {
 				t.Fatalf("acquire a free prefix: %v (%d of %d writes answered 429)", err, p.Limited(), p.Writes())
 			}
@@ -63,7 +64,7 @@ func TestLeaseBehindARateLimitMinIO(t *testing.T) {
 				t.Fatalf("release right after the renewal: %v", err)
 			}
 			start = time.Now()
-			l2, err := lease.Acquire(ctx, b, "db1", opts("b"))
+			l2, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("b"))
 			if err != nil {
 				t.Fatalf("take over the released lease: %v (%d of %d writes answered 429)", err, p.Limited(), p.Writes())
 			}
@@ -71,7 +72,7 @@ func TestLeaseBehindARateLimitMinIO(t *testing.T) {
 			if !l2.MayWrite() {
 				t.Fatal("the new lease may not write")
 			}
-			_, err = lease.Acquire(ctx, b, "db1", opts("c"))
+			_, err = lease.Acquire(ctx, bucket.New(b, "db1"), opts("c"))
 			if !errors.Is(err, lease.ErrHeld) {
 				t.Fatalf("a third instance: %v, want ErrHeld", err)
 			}

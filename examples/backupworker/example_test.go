@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Example is a small backup worker under the lease: three backups of two
@@ -19,8 +20,8 @@ import (
 // bucket, then a retention pass that keeps the newest two, and a restore.
 func Example() {
 	ctx := context.Background()
-	bucket := mem.New()
-	l, err := lease.Acquire(ctx, bucket, "db1", &lease.Options{InstanceID: "worker-a",
+	store := bucket.New(mem.New(), "db1") // or bucket.Open(ctx, "s3://…/db1")
+	l, err := lease.Acquire(ctx, store, &lease.Options{InstanceID: "worker-a",
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
@@ -39,7 +40,7 @@ func Example() {
 			return
 		}
 	}
-	st, err := lease.Inspect(ctx, bucket, "db1", time.Now())
+	st, err := admin.Inspect(ctx, store, time.Now())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -48,7 +49,7 @@ func Example() {
 		fmt.Println("retention:", err)
 		return
 	}
-	for o, err := range bucket.List(ctx, "db1/") {
+	for o, err := range store.Driver().List(ctx, "db1/") {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -58,13 +59,9 @@ func Example() {
 		}
 		fmt.Println(o.Key)
 	}
-	var latest []byte
-	if rc, _, err := b.Get(ctx, "LATEST", driver.GetOptions{}); err == nil {
-		latest, _ = io.ReadAll(rc)
-		rc.Close()
-	}
+	latest, _, _ := store.ReadAll(ctx, "LATEST", 1<<10)
 	fmt.Println("LATEST ->", string(latest))
-	m, err := backupworker.RestoreLatest(ctx, b, st)
+	m, err := backupworker.RestoreLatest(ctx, store, st) // a reader: no lease needed
 	fmt.Println("restore:", m.Seq, len(m.Chunks), "chunks", err)
 	// Output:
 	// db1/LATEST

@@ -2,13 +2,13 @@
 // small enough to read in one sitting and whole enough to copy: the
 // specification's worker under a held lease (BackupOnce), and the two
 // readers every backup tool has, restore (RestoreLatest) and retention
-// (Retain), which judge every object by its stamp so that a write a stale
-// holder's request made after its lease had passed on is never restored
-// and never kept.
+// (Retain), which judge every version they read by its stamp so that a
+// write a stale holder's request made after its lease had passed on is
+// never restored and never kept.
 //
-// It works on keys relative to the prefix, through the bucket
-// lease.Lease.Bucket gives; the readers take the lease object's status
-// (lease.Inspect), whose eras they judge by.
+// It works on keys relative to the prefix: the writer through the bucket
+// lease.Lease.Bucket gives, the readers through one bucket.Open gives,
+// judged by the lease object's status (admin.Inspect).
 package backupworker
 
 import (
@@ -24,8 +24,7 @@ import (
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/bucket"
-	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Manifest names the chunks of one restore point, in order.
@@ -40,7 +39,7 @@ type Manifest struct {
 // If-None-Match: *, and moves LATEST with If-Match on the version it read.
 // A stale holder's late write can then only add an orphan chunk or a
 // manifest nothing points at; it never overwrites a restore point.
-func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reader) error {
+func BackupOnce(ctx context.Context, b *bucket.Bucket, seq int, chunks []io.Reader) error {
 	m := Manifest{Seq: seq}
 	for _, c := range chunks {
 		var buf bytes.Buffer
@@ -49,75 +48,57 @@ func BackupOnce(ctx context.Context, b driver.Bucket, seq int, chunks []io.Reade
 			return err
 		}
 		key := "chunks/" + hex.EncodeToString(h.Sum(nil))[:16]
-		_, err := b.PutStream(ctx, key, &buf, driver.PutOptions{If: driver.IfAbsent()}, nil)
-		if err != nil && !errors.Is(err, driver.ErrPrecondition) {
+		_, err := b.Write(ctx, key, &buf, &bucket.PutOptions{If: bucket.IfAbsent()})
+		if err != nil && !errors.Is(err, bucket.ErrPrecondition) {
 			return err
 		}
 		m.Chunks = append(m.Chunks, key)
 	}
 	data, _ := json.Marshal(m)
 	name := fmt.Sprintf("manifests/%08d.json", seq)
-	if _, err := b.Put(ctx, name, data, driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+	if _, err := b.Put(ctx, name, data, &bucket.PutOptions{If: bucket.IfAbsent()}); err != nil {
 		return err
 	}
-	cond := driver.IfAbsent()
-	if _, a, err := bucket.New(b, "").ReadAll(ctx, "LATEST", 1<<10); err == nil {
-		cond = driver.IfMatch(a.Version)
-	} else if !errors.Is(err, driver.ErrNotExist) {
+	cond := bucket.IfAbsent()
+	if _, a, err := b.ReadAll(ctx, "LATEST", 1<<10); err == nil {
+		cond = bucket.IfMatch(a.Version)
+	} else if !errors.Is(err, bucket.ErrNotExist) {
 		return err
 	}
-	_, err := b.Put(ctx, "LATEST", []byte(name), driver.PutOptions{If: cond})
+	_, err := b.Put(ctx, "LATEST", []byte(name), &bucket.PutOptions{If: cond})
 	return err
 }
 
 // Retain keeps the newest keep manifests written in time and deletes every
 // other manifest and every chunk that no kept manifest names. A manifest
 // that a holder wrote after its lease had passed on (late, by its stamp
-// and the eras st, the lease object's status, knows: lease.Status.Late)
+// and the eras st, the lease object's status, knows: admin.Status.LateRead)
 // is never kept, so neither are the chunks only it names.
-func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) error {
-	var manifests, chunks []string
-	for o, err := range b.List(ctx, "") {
+func Retain(ctx context.Context, b *bucket.Bucket, st admin.Status, keep int) error {
+	names, chunks, err := list(ctx, b)
+	if err != nil {
+		return err
+	}
+	kept := map[string]bool{}
+	for i := len(names) - 1; i >= 0; i-- {
+		m, late, err := readManifest(ctx, b, st, names[i])
 		if err != nil {
 			return err
 		}
-		switch {
-		case strings.HasPrefix(o.Key, "manifests/"):
-			late, err := isLate(ctx, b, st, o)
-			switch {
-			case err != nil:
-				return err
-			case late:
-				if err := b.Delete(ctx, o.Key, driver.Condition{}); err != nil {
-					return err
-				}
-			default:
-				manifests = append(manifests, o.Key)
-			}
-		case strings.HasPrefix(o.Key, "chunks/"):
-			chunks = append(chunks, o.Key)
-		}
-	}
-	slices.Sort(manifests)
-	kept := map[string]bool{}
-	for i, name := range manifests {
-		if i < len(manifests)-keep {
-			if err := b.Delete(ctx, name, driver.Condition{}); err != nil {
+		if late || keep == 0 {
+			if err := b.Delete(ctx, names[i], bucket.Condition{}); err != nil {
 				return err
 			}
 			continue
 		}
-		m, err := readManifest(ctx, b, name)
-		if err != nil {
-			return err
-		}
+		keep--
 		for _, c := range m.Chunks {
 			kept[c] = true
 		}
 	}
 	for _, c := range chunks {
 		if !kept[c] {
-			if err := b.Delete(ctx, c, driver.Condition{}); err != nil {
+			if err := b.Delete(ctx, c, bucket.Condition{}); err != nil {
 				return err
 			}
 		}
@@ -125,69 +106,64 @@ func Retain(ctx context.Context, b driver.Bucket, st lease.Status, keep int) err
 	return nil
 }
 
-// isLate reports whether o, as listed, was written by a holder whose lease
-// had passed on. Status.Late reads the object's stamp from the listing, or
-// with a Get where the service lists no metadata (the S3 family): judging
-// by the listing alone would find nothing late there. Unstamped objects
-// are not late: this worker writes every object under the lease. Only
-// manifests and LATEST are judged; a chunk is named by its content and
-// judged by the manifests that name it.
-func isLate(ctx context.Context, b driver.Bucket, st lease.Status, o driver.Object) (bool, error) {
-	_, late, err := st.Late(ctx, b, o)
-	return late, err
-}
-
 // RestoreLatest returns the newest restore point written in time: the
 // manifest LATEST names, unless LATEST or that manifest was written late
 // (a stale holder's If-Match on LATEST lands when nobody moved it since it
 // read it), and then the newest manifest that was not. It reads the
-// prefix through b (keys relative to it) and judges by st, the lease
+// prefix through b and judges each version it reads by st, the lease
 // object's status; the chunks it would read are named by their content.
-func RestoreLatest(ctx context.Context, b driver.Bucket, st lease.Status) (Manifest, error) {
-	var names []string
-	latest := false // LATEST is there, written in time
-	for o, err := range b.List(ctx, "") {
-		if err != nil {
-			return Manifest{}, err
-		}
-		if !strings.HasPrefix(o.Key, "manifests/") && o.Key != "LATEST" {
-			continue
-		}
-		late, err := isLate(ctx, b, st, o)
-		switch {
-		case err != nil:
-			return Manifest{}, err
-		case late:
-		case o.Key == "LATEST":
-			latest = true
-		default:
-			names = append(names, o.Key)
-		}
-	}
-	slices.Sort(names)
-	if latest {
-		data, _, err := bucket.New(b, "").ReadAll(ctx, "LATEST", 1<<10)
-		if err != nil {
-			return Manifest{}, err
-		}
-		if name := string(data); slices.Contains(names, name) {
-			names = append(names, name) // LATEST's, in time: the one to restore
-		}
-	}
-	if len(names) == 0 {
-		return Manifest{}, errors.New("no restore point written in time")
-	}
-	return readManifest(ctx, b, names[len(names)-1])
-}
-
-func readManifest(ctx context.Context, b driver.Bucket, name string) (Manifest, error) {
-	data, _, err := bucket.New(b, "").ReadAll(ctx, name, 1<<20)
+func RestoreLatest(ctx context.Context, b *bucket.Bucket, st admin.Status) (Manifest, error) {
+	names, _, err := list(ctx, b)
 	if err != nil {
 		return Manifest{}, err
 	}
+	data, a, err := b.ReadAll(ctx, "LATEST", 1<<10)
+	switch _, late := st.LateRead("LATEST", a); {
+	case errors.Is(err, bucket.ErrNotExist):
+	case err != nil:
+		return Manifest{}, err
+	case !late && slices.Contains(names, string(data)):
+		names = append(names, string(data)) // LATEST's, in time: the first to try
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		m, late, err := readManifest(ctx, b, st, names[i])
+		if err != nil || !late {
+			return m, err
+		}
+	}
+	return Manifest{}, errors.New("no restore point written in time")
+}
+
+// list returns the manifests under b, oldest first, and the chunks.
+func list(ctx context.Context, b *bucket.Bucket) (manifests, chunks []string, err error) {
+	for o, err := range b.List(ctx, "") {
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case strings.HasPrefix(o.Key, "manifests/"):
+			manifests = append(manifests, o.Key)
+		case strings.HasPrefix(o.Key, "chunks/"):
+			chunks = append(chunks, o.Key)
+		}
+	}
+	slices.Sort(manifests)
+	return manifests, chunks, nil
+}
+
+// readManifest reads the manifest name and reports whether the version
+// read was written late.
+func readManifest(ctx context.Context, b *bucket.Bucket, st admin.Status, name string) (Manifest, bool, error) {
+	data, a, err := b.ReadAll(ctx, name, 1<<20)
+	if err != nil {
+		return Manifest{}, false, err
+	}
+	if _, late := st.LateRead(name, a); late {
+		return Manifest{}, true, nil
+	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
-		return Manifest{}, fmt.Errorf("manifest %s: %w", name, err)
+		return Manifest{}, false, fmt.Errorf("manifest %s: %w", name, err)
 	}
-	return m, nil
+	return m, false, nil
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // acquireDelay is the one-way delay of the link in front of MinIO in
@@ -52,7 +54,7 @@ type lockWay struct {
 // the library (lease.Acquire, then Release) and the plainest lock an SDK
 // program can take (one PUT with If-None-Match: *, one DELETE), all
 // through the same endpoint.
-func acquireWays(tb testing.TB, srv miniotest.Server, endpoint, bucket string) []lockWay {
+func acquireWays(tb testing.TB, srv miniotest.Server, endpoint, bucketName string) []lockWay {
 	tb.Helper()
 	bin := filepath.Join(tb.TempDir(), "bucketlease")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mushroomdb/bucketlease/cmd/bucketlease").CombinedOutput(); err != nil {
@@ -65,10 +67,10 @@ func acquireWays(tb testing.TB, srv miniotest.Server, endpoint, bucket string) [
 		"AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_S3=", "XDG_STATE_HOME="+tb.TempDir(),
 		lease.EnvConditional+"=")
 	url := func(prefix string) string {
-		return "s3://" + bucket + "/" + prefix + "?endpoint=" + endpoint + "&path_style=true&region=" + miniotest.Region
+		return "s3://" + bucketName + "/" + prefix + "?endpoint=" + endpoint + "&path_style=true&region=" + miniotest.Region
 	}
 	client := srv.Client(endpoint)
-	b := s3.New(client, bucket)
+	b := s3.New(client, bucketName)
 	return []lockWay{
 		{"cmd", func(ctx context.Context, prefix string) error {
 			cmd := exec.CommandContext(ctx, bin, "hold", url(prefix), "--", "true")
@@ -79,7 +81,7 @@ func acquireWays(tb testing.TB, srv miniotest.Server, endpoint, bucket string) [
 			return nil
 		}},
 		{"lib", func(ctx context.Context, prefix string) error {
-			l, err := lease.Acquire(ctx, b, prefix, &lease.Options{Logger: quiet})
+			l, err := lease.Acquire(ctx, bucket.New(b, prefix), &lease.Options{Logger: quiet})
 			if err != nil {
 				return err
 			}
@@ -87,11 +89,11 @@ func acquireWays(tb testing.TB, srv miniotest.Server, endpoint, bucket string) [
 		}},
 		{"sdk", func(ctx context.Context, prefix string) error {
 			key := aws.String(prefix + "/LOCK")
-			if _, err := client.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: key,
+			if _, err := client.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucketName, Key: key,
 				Body: strings.NewReader(`{"who":"bench"}`), IfNoneMatch: aws.String("*")}); err != nil {
 				return err
 			}
-			_, err := client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &bucket, Key: key})
+			_, err := client.DeleteObject(ctx, &s3sdk.DeleteObjectInput{Bucket: &bucketName, Key: key})
 			return err
 		}},
 	}
@@ -154,8 +156,8 @@ func TestAcquireWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer link.Close()
-	bucket := minioBucket(t, srv)
-	for _, way := range acquireWays(t, srv, "http://"+link.Addr(), bucket) {
+	bucketName := minioBucket(t, srv)
+	for _, way := range acquireWays(t, srv, "http://"+link.Addr(), bucketName) {
 		for i := range 2 {
 			start := time.Now()
 			if err := way.run(t.Context(), way.name); err != nil {
@@ -166,13 +168,13 @@ func TestAcquireWays(t *testing.T) {
 			}
 		}
 	}
-	b := s3.New(srv.Client(srv.URL()), bucket)
+	b := s3.New(srv.Client(srv.URL()), bucketName)
 	for _, prefix := range []string{"cmd", "lib"} {
-		st, err := lease.Inspect(t.Context(), b, prefix, time.Now())
+		st, err := admin.Inspect(t.Context(), bucket.New(b, prefix), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State != lease.Released {
+		if st.State != admin.Released {
 			t.Errorf("%s: the lease is %v after a release, want released", prefix, st.State)
 		}
 	}

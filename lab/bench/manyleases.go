@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -74,8 +75,9 @@ func HoldMany(ctx context.Context, b driver.Bucket, root string, n int, ttl, hol
 		wg.Wait()
 	}()
 	for i := range n {
-		l, err := lease.Acquire(ctx, b, fmt.Sprintf("%s/p%06d", root, i),
+		l, err := lease.Acquire(ctx, bucket.New(b, fmt.Sprintf("%s/p%06d", root, i)),
 			leaseseam.With(&lease.Options{TTL: ttl, Logger: quiet, OnEvent: onEvent}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+
 		if err != nil {
 			return res, fmt.Errorf("lease %d: %w", i, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -108,7 +109,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 		h := &held{ttl: ttl, keepDone: make(chan error, 1)}
 		prefix := fmt.Sprintf("%s/ttl%d-%v", root, i, ttl)
 		h.lat = tb.watch(prefix + "/LEASE")
-		l, err := lease.Acquire(ctx, tb, prefix, leaseseam.With(&lease.Options{TTL: ttl, Logger: quiet, OnEvent: func(e lease.Event) {
+		l, err := lease.Acquire(ctx, bucket.New(tb, prefix), leaseseam.With(&lease.Options{TTL: ttl, Logger: quiet, OnEvent: func(e lease.Event) {
 			switch e.Kind {
 			case lease.EventRenewalFailed:
 				h.failed.Add(1)
@@ -119,6 +120,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 				h.mu.Unlock()
 			}
 		}}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+
 		if err != nil {
 			for _, h := range hs {
 				_ = h.l.Release(ctx)
@@ -132,10 +134,10 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 	// The first conditional streamed write of a lease proves the commit's
 	// condition on a scratch key: do it now, before the timing starts.
 	for _, h := range hs {
-		if _, err := h.l.Bucket().PutStream(ctx, "warm-up", Body(1), driver.PutOptions{If: driver.IfAbsent()}, &cfg.Stream); err != nil {
+		if _, err := h.l.Bucket().Driver().PutStream(ctx, "warm-up", Body(1), driver.PutOptions{If: driver.IfAbsent()}, &cfg.Stream); err != nil {
 			return res, fmt.Errorf("warm-up write at TTL %v: %w", h.ttl, err)
 		}
-		_ = h.l.Bucket().Delete(ctx, "warm-up", driver.Condition{})
+		_ = h.l.Bucket().Driver().Delete(ctx, "warm-up", driver.Condition{})
 	}
 	// The baseline: renewals on the idle link (Renew is safe beside Keep:
 	// they take turns).
@@ -166,7 +168,7 @@ func RenewUnderLoad(ctx context.Context, b driver.Bucket, root string, cfg Renew
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fb := h.l.Bucket()
+			fb := h.l.Bucket().Driver()
 			for n := 0; loadCtx.Err() == nil; n++ {
 				key := fmt.Sprintf("load/w%02d-%06d", w, n)
 				r := &pacedReader{r: Body(cfg.Body), rate: cfg.Offered / float64(cfg.Writers), start: time.Now()}

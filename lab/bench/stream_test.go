@@ -25,6 +25,7 @@ import (
 	miniocreds "github.com/minio/minio-go/v7/pkg/credentials"
 	"google.golang.org/api/option"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/azure"
 	"github.com/mushroomdb/bucketlease/driver/gcs"
@@ -124,7 +125,7 @@ func reportStream(b *testing.B, res StreamResult, part int64, conc int) {
 func leaseFor(tb testing.TB, b driver.Bucket) *lease.Lease {
 	tb.Helper()
 	ctx := context.Background()
-	l, err := lease.Acquire(ctx, b, "lease", leaseseam.With(&lease.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+	l, err := lease.Acquire(ctx, bucket.New(b, "lease"), leaseseam.With(&lease.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	if err != nil {
 		tb.Fatalf("acquiring the lease: %v", err)
 	}
@@ -138,10 +139,10 @@ func leaseFor(tb testing.TB, b driver.Bucket) *lease.Lease {
 		stop()
 		<-done
 	})
-	if _, err := l.Bucket().PutStream(ctx, "warm-up", Body(1), driver.PutOptions{If: driver.IfAbsent()}, nil); err != nil {
+	if _, err := l.Bucket().Driver().PutStream(ctx, "warm-up", Body(1), driver.PutOptions{If: driver.IfAbsent()}, nil); err != nil {
 		tb.Fatalf("first streamed write through the lease: %v", err)
 	}
-	if err := l.Bucket().Delete(ctx, "warm-up", driver.Condition{}); err != nil {
+	if err := l.Bucket().Driver().Delete(ctx, "warm-up", driver.Condition{}); err != nil {
 		tb.Fatal(err)
 	}
 	return l
@@ -154,7 +155,7 @@ func leaseFor(tb testing.TB, b driver.Bucket) *lease.Lease {
 func fencedPair(tb testing.TB, name string, b driver.Bucket, part int64, conc int, raw StreamOp) StreamPair {
 	tb.Helper()
 	l := leaseFor(tb, b)
-	fb := l.Bucket()
+	fb := l.Bucket().Driver()
 	p := StreamPair{Name: name,
 		Driver: func(ctx context.Context, key string, r io.Reader) error {
 			_, err := fb.PutStream(ctx, key, r, driver.PutOptions{If: driver.IfAbsent()}, streamOpts(part, conc))

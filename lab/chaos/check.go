@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/lab/chaos/register"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The invariants the checker holds a run to.
@@ -86,7 +86,7 @@ const (
 	// its writer's stamp: its lease's epoch and its instance id. Checked
 	// where the driver keeps metadata (Result.Stamps).
 	InvStamp = "stamp"
-	// InvLateWrite: the readers' late check (lease.LateBy, by the eras of
+	// InvLateWrite: the readers' late check (admin.LateBy, by the eras of
 	// every record the run's leases wrote to the LEASE object and of the
 	// one left at the end) finds every object that certainly landed after
 	// a later epoch began, and flags none that certainly landed before
@@ -169,7 +169,7 @@ type Check struct {
 	// listed.
 	PendingKilled, PendingReported int
 	PendingListed                  bool
-	// Stamped counts the objects that carry a stamp (lease.StampOf);
+	// Stamped counts the objects that carry a stamp (admin.StampOf);
 	// LateFlagged those the readers' late check flags, LateCertain those
 	// the logs prove landed after a later epoch began (lateWrites). Late
 	// sums them up for the summary, or says why they were not judged.
@@ -473,7 +473,7 @@ func CheckRun(res *Result) *Check {
 		startedBy[k] = append(startedBy[k], w)
 	}
 	for _, o := range res.Objects {
-		if o.Name == "LEASE" || lease.IsScratchKey(o.Name) {
+		if o.Name == "LEASE" || admin.IsScratchKey(o.Name) {
 			// The lease's own; a scratch key is left behind by a
 			// worker killed or paused in the middle of a probe.
 			continue
@@ -756,7 +756,7 @@ func (c *Check) lateCommits(writes []*write, epochs map[ek]*epoch, next map[*epo
 // epoch of another process had written the same key successfully.
 func (c *Check) overwritten(objects []Object, epochs map[ek]*epoch, startedBy map[string][]*write, ttl time.Duration) {
 	for _, o := range objects {
-		if o.Name == "LEASE" || lease.IsScratchKey(o.Name) {
+		if o.Name == "LEASE" || admin.IsScratchKey(o.Name) {
 			continue
 		}
 		fs := Fields(o.Body)
@@ -842,7 +842,7 @@ func (c *Check) pending(res *Result, startedBy map[string][]*write, scratch map[
 			if !any {
 				why = "no process was killed, so every write's staging should have been removed"
 			}
-		case lease.IsScratchKey(p.Name):
+		case admin.IsScratchKey(p.Name):
 			open := false
 			logged := false
 			failedCreate := false

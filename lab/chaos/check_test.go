@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // A synthetic run: two processes on p0; A acquires, then B takes over.
@@ -529,9 +529,9 @@ func TestCheckerDrillServiceResolution(t *testing.T) {
 func TestCheckerLateWrites(t *testing.T) {
 	sec := func(f float64) time.Time { return time.Unix(0, int64(f*float64(time.Second))) }
 	stamp := func(e uint64, id string) driver.Metadata {
-		return lease.Stamp{Epoch: e, Instance: lease.StampedInstance(id)}.Metadata()
+		return admin.Stamp{Epoch: e, Instance: admin.StampedInstance(id)}.Metadata()
 	}
-	era11 := []lease.Era{{Epoch: 11, Began: sec(6.5)}}
+	era11 := []admin.Era{{Epoch: 11, Began: sec(6.5)}}
 	key := "p0/chunks/A.e1.b1/0"
 	obj := func(md driver.Metadata, stored float64) Object {
 		return Object{Label: "p0", Key: key, Name: "chunks/A.e1.b1/0", Version: "v1", Modified: sec(stored), Listed: sec(stored),
@@ -542,8 +542,8 @@ func TestCheckerLateWrites(t *testing.T) {
 		start     float64 // A's write: began, returned
 		end       float64
 		o         Object
-		leaseEras []lease.Era // what the LEASE object left at the end tells
-		callEras  []lease.Era // what a record written during the run told
+		leaseEras []admin.Era // what the LEASE object left at the end tells
+		callEras  []admin.Era // what a record written during the run told
 		want      string
 		certain   int
 		flagged   int
@@ -552,7 +552,7 @@ func TestCheckerLateWrites(t *testing.T) {
 		{"the eras come from a record written during the run", 5.5, 8, obj(stamp(10, "a"), 8), nil, era11, "", 1, 1},
 		{"stored late, but no record tells of B's era: missed", 5.5, 8, obj(stamp(10, "a"), 8), nil, nil, InvLateWrite, 1, 0},
 		{"stored within the resolution of the takeover: either way", 5.5, 6.8, obj(stamp(10, "a"), 6.7), era11, nil, "", 0, 1},
-		{"returned before B began, yet flagged by a wrong era: a false alarm", 3, 4, obj(stamp(10, "a"), 3.9), []lease.Era{{Epoch: 11, Began: sec(3)}}, nil, InvLateWrite, 0, 1},
+		{"returned before B began, yet flagged by a wrong era: a false alarm", 3, 4, obj(stamp(10, "a"), 3.9), []admin.Era{{Epoch: 11, Began: sec(3)}}, nil, InvLateWrite, 0, 1},
 		{"in time and not flagged", 3, 4, obj(stamp(10, "a"), 3.9), era11, nil, "", 0, 0},
 		{"stamped with another lease's epoch", 3, 4, obj(stamp(11, "a"), 3.9), era11, nil, InvStamp, 0, 0},
 		{"stamped with another instance", 3, 4, obj(stamp(10, "b"), 3.9), era11, nil, InvStamp, 0, 0},
@@ -572,11 +572,11 @@ func TestCheckerLateWrites(t *testing.T) {
 			}
 			res.Stamps = true
 			res.Objects = []Object{c.o}
-			rec := lease.Record{InstanceID: "b", Epoch: 12}
+			rec := admin.Record{InstanceID: "b", Epoch: 12}
 			if c.leaseEras != nil {
 				rec.Before = c.leaseEras
 			}
-			res.Leases = map[string]lease.Status{"p0": {Record: &rec, Service: &lease.ServiceClock{Resolution: time.Second}}}
+			res.Leases = map[string]admin.Status{"p0": {Record: &rec, Service: &admin.ServiceClock{Resolution: time.Second}}}
 			ch := CheckRun(res)
 			if got := invariants(ch); got != c.want {
 				t.Errorf("violations %q, want %q", got, c.want)

@@ -15,9 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/objects"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The negative controls: each must make the checker report a violation.
@@ -179,7 +180,7 @@ type Result struct {
 	// the run, by label: the eras their records tell of, and the
 	// resolution of the service's clock their answers gave.
 	Stamps bool
-	Leases map[string]lease.Status
+	Leases map[string]admin.Status
 	Check  *Check
 }
 
@@ -487,14 +488,14 @@ func (r *runner) healAll() {
 }
 
 // readLease reads the LEASE object of label i straight from the server.
-func (r *runner) readLease(i int) (lease.Record, bool) {
+func (r *runner) readLease(i int) (admin.Record, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.cfg.TTL+5*time.Second)
 	defer cancel()
-	data, _, err := objects.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, r.be.directs[i], JoinKey(r.be.prefixes[i], "LEASE"), admin.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
-		return lease.Record{}, false
+		return admin.Record{}, false
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	return rec, err == nil
 }
 
@@ -599,20 +600,20 @@ type Object struct {
 	// Listed is its modification time as the driver's List gives it
 	// (driver.Object.ModTime; zero if unknown), which a reader's late
 	// check judges by; Metadata is what the driver returned with it (its
-	// stamp, lease.StampOf).
+	// stamp, admin.StampOf).
 	Listed   time.Time
 	Metadata driver.Metadata
 }
 
 // inspectLeases reads each label's LEASE object after the run, for the
-// eras its record tells of (lease.Status.Eras) and the service clock's
+// eras its record tells of (admin.Status.Eras) and the service clock's
 // resolution, and notes whether the driver keeps the stamps.
 func (r *runner) inspectLeases(ctx context.Context) error {
-	r.res.Leases = map[string]lease.Status{}
+	r.res.Leases = map[string]admin.Status{}
 	for i, b := range r.be.directs {
 		r.res.Stamps = b.Capabilities().Metadata
 		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		st, err := lease.Inspect(lctx, b, r.be.prefixes[i], time.Now())
+		st, err := admin.Inspect(lctx, bucket.New(b, r.be.prefixes[i]), time.Now())
 		cancel()
 		if err != nil {
 			return fmt.Errorf("reading the LEASE object of %s: %w", Label(i), err)

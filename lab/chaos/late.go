@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // lateWrites holds the stamps and the readers' late check to what the logs
 // prove (InvStamp, InvLateWrite), and counts what it judged.
 //
-// The check is the one a restore tool runs: lease.LateBy over the eras of
+// The check is the one a restore tool runs: admin.LateBy over the eras of
 // the prefix's holders. A reader after the run knows only the last
 // eight of them from the LEASE object, so the checker gathers the eras
 // of every record the workers' leases wrote (their EvLeaseCall lines) and
@@ -35,7 +35,7 @@ import (
 //     alarm.
 //
 // Objects in between (landed within a resolution of a takeover) may go
-// either way, as lease.LateBy documents. Not judged where the driver keeps
+// either way, as admin.LateBy documents. Not judged where the driver keeps
 // no metadata, nor in the skew-beyond control, whose workers' driver
 // reports no service time, so that their records say nothing of when a
 // holder began.
@@ -57,15 +57,15 @@ func (c *Check) lateWrites(res *Result, epochs map[ek]*epoch, startedBy map[stri
 		byLease[e.label][e.lease] = e
 	}
 	for _, o := range res.Objects {
-		if o.Name == "LEASE" || lease.IsScratchKey(o.Name) {
+		if o.Name == "LEASE" || admin.IsScratchKey(o.Name) {
 			continue
 		}
 		fs := Fields(o.Body)
 		n, _ := strconv.Atoi(fs["epoch"])
 		writer := epochs[ek{fs["proc"], o.Label, n}]
-		st, stamped := lease.StampOf(o.Metadata)
+		st, stamped := admin.StampOf(o.Metadata)
 		if writer != nil && writer.lease != 0 {
-			want := lease.Stamp{Epoch: writer.lease, Instance: lease.StampedInstance(writer.id)}
+			want := admin.Stamp{Epoch: writer.lease, Instance: admin.StampedInstance(writer.id)}
 			if st != want {
 				c.add(Violation{Invariant: InvStamp, Label: o.Label, At: o.Modified,
 					Detail: fmt.Sprintf("%s, written by %s under its epoch %d (the lease's epoch %d, instance %s), carries the stamp %+v (metadata %v): a reader cannot judge it",
@@ -80,7 +80,7 @@ func (c *Check) lateWrites(res *Result, epochs map[ek]*epoch, startedBy map[stri
 		if !judge || o.Listed.IsZero() {
 			continue
 		}
-		after, by, late := lease.LateBy(eras[o.Label], st, o.Listed)
+		after, by, late := admin.LateBy(eras[o.Label], st, o.Listed)
 		if late {
 			c.LateFlagged++
 		}
@@ -132,9 +132,9 @@ func (c *Check) lateWrites(res *Result, epochs map[ek]*epoch, startedBy map[stri
 // wrote to the LEASE object (as their EvLeaseCall lines carry them) and of
 // the record read after the run, one per epoch, with the earliest
 // beginning any of them gave.
-func runEras(res *Result) map[string][]lease.Era {
+func runEras(res *Result) map[string][]admin.Era {
 	earliest := map[string]map[uint64]time.Time{}
-	add := func(label string, es []lease.Era) {
+	add := func(label string, es []admin.Era) {
 		if earliest[label] == nil {
 			earliest[label] = map[uint64]time.Time{}
 		}
@@ -152,10 +152,10 @@ func runEras(res *Result) map[string][]lease.Era {
 	for label, st := range res.Leases {
 		add(label, st.Eras())
 	}
-	out := map[string][]lease.Era{}
+	out := map[string][]admin.Era{}
 	for label, m := range earliest {
 		for n, t := range m {
-			out[label] = append(out[label], lease.Era{Epoch: n, Began: t})
+			out[label] = append(out[label], admin.Era{Epoch: n, Began: t})
 		}
 	}
 	return out

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lab/chaos/register"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The history of the LEASE object: every request a worker's lease sends to
@@ -73,8 +73,8 @@ func (r recorder) call(op string, cond driver.Condition, body []byte) int64 {
 	e := Entry{Ev: EvLeaseCall, Seq: n, Op: op, Key: r.key, Match: kind, Ver: ver}
 	if body != nil {
 		e.Body = digest(body)
-		if rec, err := lease.DecodeRecord(body); err == nil && op == register.Put {
-			e.Eras = lease.Status{Record: &rec}.Eras()
+		if rec, err := admin.DecodeRecord(body); err == nil && op == register.Put {
+			e.Eras = admin.Status{Record: &rec}.Eras()
 		}
 	}
 	r.log(e)
@@ -143,7 +143,7 @@ func (r recorder) PutStream(ctx context.Context, key string, rd io.Reader, po dr
 		}
 		return r.Put(ctx, key, data, po)
 	}
-	if lease.IsScratchKey(key) {
+	if admin.IsScratchKey(key) {
 		r.log(Entry{Ev: EvScratchStart, Key: key, Cond: cond.String()})
 		a, err := r.Bucket.PutStream(ctx, key, rd, po, opts)
 		e := Entry{Ev: EvScratchEnd, Key: key, Cond: cond.String(), OK: err == nil, Ver: string(a.Version)}

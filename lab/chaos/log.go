@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Entry is one line of a worker's log: a JSON object per line, appended
@@ -59,7 +59,7 @@ type Entry struct {
 	// EvLease.
 	Clock bool `json:"clock,omitempty"`
 	// ServiceRes is the resolution of the service's clock by which a
-	// refusing record was also judged (lease.Status.Service), for an
+	// refusing record was also judged (admin.Status.Service), for an
 	// EvAcquireFail refused as held; 0 when the driver reported none.
 	ServiceRes time.Duration `json:"service_res,omitempty"`
 	// LeaseEpoch is the lease's own epoch (lease.Lease.Epoch), for
@@ -69,7 +69,7 @@ type Entry struct {
 	// of (its own era once it says when it began, then Record.Before),
 	// for an EvLeaseCall that puts a record: what a reader of that
 	// record judges late writes by.
-	Eras []lease.Era `json:"eras,omitempty"`
+	Eras []admin.Era `json:"eras,omitempty"`
 }
 
 // The events a worker logs.

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
@@ -23,6 +24,7 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // WorkerConfig configures one worker process (cmd/chaosworker).
@@ -217,14 +219,14 @@ func (w *prefixWorker) run(ctx context.Context) error {
 	// linearizability check; the lie-refusal control lies below the log.
 	lb := w.b
 	if w.cfg.LieRefusal {
-		lb = liar{Bucket: lb, key: lease.Key(w.prefix), once: &sync.Once{}}
+		lb = liar{Bucket: lb, key: admin.Key(w.prefix), once: &sync.Once{}}
 	}
 	if w.cfg.NoServiceTime {
 		lb = faulty.NoServiceTime(lb)
 	}
-	lb = recorder{Bucket: lb, key: lease.Key(w.prefix), log: w.log, seq: &w.seq}
+	lb = recorder{Bucket: lb, key: admin.Key(w.prefix), log: w.log, seq: &w.seq}
 	w.lb = lb
-	c, err := lease.NewContender(lb, w.prefix, leaseseam.With(&lease.Options{InstanceID: w.cfg.ID, TTL: ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEvent: w.onEvent}, leaseseam.Seams{Clock: w.cfg.clock()}))
+	c, err := lease.NewContender(bucket.New(lb, w.prefix), leaseseam.With(&lease.Options{InstanceID: w.cfg.ID, TTL: ttl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnEvent: w.onEvent}, leaseseam.Seams{Clock: w.cfg.clock()}))
 	if err != nil {
 		return err
 	}
@@ -285,7 +287,7 @@ func (w *prefixWorker) hold(ctx context.Context, l *lease.Lease, epoch int) {
 	ttl := w.cfg.TTL
 	work, stop := l.Fence(ctx)
 	defer stop()
-	wb, wctx := l.Bucket(), work
+	wb, wctx := l.Bucket().Driver(), work
 	keepCtx := work
 	if w.cfg.NoFence {
 		// The broken worker: raw bucket (through the recorder, which
@@ -470,7 +472,7 @@ func (w *prefixWorker) putStream(ctx context.Context, b driver.Bucket, epoch int
 // stamps nothing.
 func stamped(b driver.Bucket, l *lease.Lease) driver.Bucket {
 	if leaseseam.Inside(l).Stamped {
-		st := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}
+		st := admin.Stamp{Epoch: l.Epoch(), Instance: admin.StampedInstance(l.InstanceID())}
 		return stampBucket{Bucket: b, md: st.Metadata()}
 	}
 	return b
@@ -564,7 +566,7 @@ func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.TTL)
 	defer cancel()
 	e := Entry{Ev: EvLostRead, Epoch: epoch, Ver: string(leaseseam.Inside(l).Version)}
-	data, a, err := objects.ReadAll(ctx, w.b, lease.Key(w.prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, a, err := objects.ReadAll(ctx, w.b, admin.Key(w.prefix), admin.MaxRecordSize, driver.GetOptions{})
 	v := a.Version
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
@@ -573,7 +575,7 @@ func (w *prefixWorker) lostRead(l *lease.Lease, epoch int) {
 		e.Err = err.Error()
 	default:
 		e.HolderVer = string(v)
-		if rec, derr := lease.DecodeRecord(data); derr != nil {
+		if rec, derr := admin.DecodeRecord(data); derr != nil {
 			e.State = "malformed"
 		} else {
 			e.State = "record"
@@ -647,14 +649,14 @@ func RunChild(ctx context.Context, cfg WorkerConfig) error {
 	e := Entry{Ev: EvAcquireOK, Epoch: 1, Kind: "cli"}
 	if n, err := strconv.ParseUint(os.Getenv("BUCKETLEASE_EPOCH"), 10, 64); err == nil && n > 0 {
 		e.LeaseEpoch = n
-		st := lease.Stamp{Epoch: n, Instance: lease.StampedInstance(cfg.ID)}
+		st := admin.Stamp{Epoch: n, Instance: admin.StampedInstance(cfg.ID)}
 		w.lb = stampBucket{Bucket: w.lb, md: st.Metadata()}
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.TTL)
-	data, a, err := objects.ReadAll(rctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, a, err := objects.ReadAll(rctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	cancel()
 	v := a.Version
-	rec, derr := lease.DecodeRecord(data)
+	rec, derr := admin.DecodeRecord(data)
 	acqStart := start
 	switch {
 	case err != nil:

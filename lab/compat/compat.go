@@ -24,11 +24,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 
 	// Every driver a server may be reached through.
 	_ "github.com/mushroomdb/bucketlease/driver/azure"
@@ -266,8 +268,8 @@ const (
 func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	defer b.Delete(context.WithoutCancel(ctx), lease.Key(prefix), driver.Condition{})
-	l, err := lease.Acquire(ctx, b, prefix, leaseOptions("behaviour", nil))
+	defer b.Delete(context.WithoutCancel(ctx), admin.Key(prefix), driver.Condition{})
+	l, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("behaviour", nil))
 	switch {
 	case errors.Is(err, lease.ErrPreconditionsIgnored):
 		return LeaseFailsClosed
@@ -278,7 +280,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	if err := l.Release(ctx); err != nil {
 		return fmt.Sprintf("%s exclusion; release failed: %s", exclusion, oneLine(err.Error()))
 	}
-	data, _, err := objects.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, _, err := objects.ReadAll(ctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	if exclusion != driver.Conditional {
 		return leaseBestEffortText
 	}
@@ -288,7 +290,7 @@ func leaseBehaviour(ctx context.Context, b driver.Bucket, prefix string) string 
 	case err != nil:
 		return "conditional exclusion; reading the lease after release: " + oneLine(err.Error())
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err == nil && rec.TTLSeconds == 0 {
 		return LeaseReleaseRecord
 	}

@@ -11,12 +11,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The lease scenarios run on each server, in order.
@@ -63,7 +65,7 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		p := prefix + "/" + name + "-" + randomHex(3)
-		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
+		defer b.Delete(context.WithoutCancel(ctx), admin.Key(p), driver.Condition{})
 		detail, err := f(ctx, p)
 		if errors.Is(err, lease.ErrPreconditionsIgnored) {
 			return ScenarioResult{Name: name, FailedClosed: true, Detail: evidence(err.Error())}
@@ -89,11 +91,11 @@ func scenarios(ctx context.Context, b driver.Bucket, prefix string, opts Options
 // holder returns the instance the lease object names, failing unless it is
 // a live (not released) record.
 func holder(ctx context.Context, b driver.Bucket, prefix string) (string, driver.Version, error) {
-	data, v, err := objects.ReadAll(ctx, b, lease.Key(prefix), lease.MaxRecordSize, driver.GetOptions{})
+	data, v, err := objects.ReadAll(ctx, b, admin.Key(prefix), admin.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
 		return "", "", fmt.Errorf("reading the lease object: %w", err)
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil {
 		return "", "", fmt.Errorf("the lease object: %w", err)
 	}
@@ -115,7 +117,7 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 	releaseErr := ""
 	for round := range rounds {
 		p := fmt.Sprintf("%s/round-%d", prefix, round)
-		defer b.Delete(context.WithoutCancel(ctx), lease.Key(p), driver.Condition{})
+		defer b.Delete(context.WithoutCancel(ctx), admin.Key(p), driver.Condition{})
 		start := clock.NewFake(time.Now())
 		var (
 			mu      sync.Mutex
@@ -128,7 +130,7 @@ func race(ctx context.Context, b driver.Bucket, prefix string, n, rounds int) (s
 			go func() {
 				defer wg.Done()
 				<-ready
-				l, err := lease.Acquire(ctx, b, p, leaseOptions(fmt.Sprintf("racer-%02d", i), start))
+				l, err := lease.Acquire(ctx, bucket.New(b, p), leaseOptions(fmt.Sprintf("racer-%02d", i), start))
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
@@ -205,16 +207,16 @@ func takeover(ctx context.Context, b driver.Bucket, prefix string) (string, erro
 	b = faulty.OnFakeClocks(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
-	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
+	old, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("old", oldClock))
 	if err != nil {
 		return "", fmt.Errorf("acquire: %w", err)
 	}
-	if _, err := lease.Acquire(ctx, b, prefix, leaseOptions("new", newClock)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("new", newClock)); !errors.Is(err, lease.ErrHeld) {
 		return "", fmt.Errorf("a second instance before a TTL passed: %v; want ErrHeld", err)
 	}
 	oldClock.Advance(scenarioTTL)
 	newClock.Advance(scenarioTTL)
-	nl, err := lease.Acquire(ctx, b, prefix, leaseOptions("new", newClock))
+	nl, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("new", newClock))
 	if err != nil {
 		return "", fmt.Errorf("takeover after a TTL: %w", err)
 	}
@@ -241,7 +243,7 @@ func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string,
 	b = faulty.OnFakeClocks(b) // fake clocks move a TTL on without waiting one: the service's clock would rightly refuse that
 	now := time.Now()
 	oldClock, newClock := clock.NewFake(now), clock.NewFake(now)
-	old, err := lease.Acquire(ctx, b, prefix, leaseOptions("old", oldClock))
+	old, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("old", oldClock))
 	if err != nil {
 		return "", fmt.Errorf("acquire: %w", err)
 	}
@@ -250,7 +252,7 @@ func fencedRelease(ctx context.Context, b driver.Bucket, prefix string) (string,
 	if old.MayWrite() {
 		return "", errors.New("the old holder may still write a TTL after its last renewal")
 	}
-	nl, err := lease.Acquire(ctx, b, prefix, leaseOptions("new", newClock))
+	nl, err := lease.Acquire(ctx, bucket.New(b, prefix), leaseOptions("new", newClock))
 	if err != nil {
 		return "", fmt.Errorf("takeover: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	_ "github.com/mushroomdb/bucketlease/driver/minio"
@@ -19,6 +20,7 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 const ttl = 30 * time.Second
@@ -86,28 +88,28 @@ func fencedHolderReleases(t *testing.T, b driver.Bucket) string {
 	t.Helper()
 	ctx := context.Background()
 	ac, bc, cc := clock.NewFake(t0), clock.NewFake(t0), clock.NewFake(t0)
-	a, err := lease.Acquire(ctx, b, "db1", opts("A", ac))
+	a, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("A", ac))
 	if err != nil {
 		t.Fatalf("A: %v", err)
 	}
 	for _, c := range []*clock.Fake{ac, bc, cc} {
 		c.Advance(ttl)
 	}
-	succ, err := lease.Acquire(ctx, b, "db1", opts("B", bc))
+	succ, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("B", bc))
 	if err != nil {
 		t.Fatalf("B taking over: %v", err)
 	}
 	if err := a.Release(ctx); err != nil {
 		return "A's release failed: " + err.Error()
 	}
-	st, err := lease.Inspect(ctx, b, "db1", bc.Wall())
+	st, err := admin.Inspect(ctx, bucket.New(b, "db1"), bc.Wall())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != lease.Fresh || st.Holder() != "B" || st.Version != leaseseam.Inside(succ).Version {
+	if st.State != admin.Fresh || st.Holder() != "B" || st.Version != leaseseam.Inside(succ).Version {
 		return "after the fenced holder's release the lease is " + st.State.String() + ", held by " + st.Holder()
 	}
-	if _, err := lease.Acquire(ctx, b, "db1", opts("C", cc)); !errors.Is(err, lease.ErrHeld) {
+	if _, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("C", cc)); !errors.Is(err, lease.ErrHeld) {
 		return "C acquired while B holds a fresh lease"
 	}
 	return ""
@@ -143,7 +145,7 @@ func TestReleaseOfOldLeaseOnMinIO(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := clock.NewFake(t0)
-			con, err := lease.NewContender(b, "db1", opts("me", c))
+			con, err := lease.NewContender(bucket.New(b, "db1"), opts("me", c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,11 +161,11 @@ func TestReleaseOfOldLeaseOnMinIO(t *testing.T) {
 			if err := old.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			st, err := lease.Inspect(ctx, b, "db1", c.Wall())
+			st, err := admin.Inspect(ctx, bucket.New(b, "db1"), c.Wall())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.State != lease.Fresh || st.Version != leaseseam.Inside(cur).Version {
+			if st.State != admin.Fresh || st.Version != leaseseam.Inside(cur).Version {
 				t.Fatalf("releasing the old lease left the new one %s at %s", st.State, st.Version)
 			}
 		})
@@ -177,11 +179,11 @@ func TestTwinsOnMinIO(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := clock.NewFake(t0)
-			first, err := lease.Acquire(ctx, b, "db1", opts("same", c))
+			first, err := lease.Acquire(ctx, bucket.New(b, "db1"), opts("same", c))
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := lease.NewContender(b, "db1", opts("same", c))
+			second, err := lease.NewContender(bucket.New(b, "db1"), opts("same", c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,26 +211,26 @@ func TestTwinsOnMinIO(t *testing.T) {
 func TestWorkerKeysForEveryURLShape(t *testing.T) {
 	srv := miniotest.Env(t)
 	drivers(t) // the credentials in the environment
-	bucket := srv.NewBucket(t)
+	bucketName := srv.NewBucket(t)
 	q := "?region=us-east-1&path_style=true&endpoint=" + srv.URL()
 	for url, want := range map[string]string{
-		"s3://" + bucket + q:         "LEASE",
-		"s3://" + bucket + "/p" + q:  "p/LEASE",
-		"s3://" + bucket + "/q/" + q: "q/LEASE",
+		"s3://" + bucketName + q:         "LEASE",
+		"s3://" + bucketName + "/p" + q:  "p/LEASE",
+		"s3://" + bucketName + "/q/" + q: "q/LEASE",
 	} {
 		ctx := context.Background()
 		b, prefix, err := location.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := lease.Acquire(ctx, b, prefix, opts("me", clock.System{}))
+		l, err := lease.Acquire(ctx, bucket.New(b, prefix), opts("me", clock.System{}))
 		if err != nil {
 			t.Fatalf("prefix %q: %v", prefix, err)
 		}
 		if l.Key() != want {
 			t.Errorf("prefix %q: the lease object is %q, want %q", prefix, l.Key(), want)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/0001", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, "chunks/0001", []byte("x"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatalf("prefix %q: put: %v", prefix, err)
 		}
 		chunk := strings.TrimSuffix(want, "LEASE") + "chunks/0001"

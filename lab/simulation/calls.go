@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
 )
@@ -169,7 +170,7 @@ func (o *operator) chaos(s *sim) {
 	c := &conn{s: s, stripIfMatch: true}
 	now := t0.Add(s.now)
 	o.busy = true
-	a := s.start(nil, "Break", func() error { return lease.Break(context.Background(), c, prefix, v, now, false) })
+	a := s.start(nil, "Break", func() error { return lease.Break(context.Background(), bucket.New(c, prefix), v, now, false) })
 	ok := s.drive(a.done, s.cfg.hangLimit())
 	o.busy = false
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -113,10 +114,11 @@ func (in *inst) start(id string) {
 	}
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], hash(in.s.cfg.Seed, "|rand|", in.idx, "|", in.inc))
-	c, err := lease.NewContender(in.conn(), prefix, leaseseam.With(&lease.Options{
+	c, err := lease.NewContender(bucket.New(in.conn(), prefix), leaseseam.With(&lease.Options{
 		TTL: in.s.cfg.TTL, InstanceID: id, Logger: logger, StateDir: in.stateDir(),
 		OnEvent: in.onEvent,
 	}, leaseseam.Seams{Clock: clk, Getenv: func(string) string { return "" }, Rand: rand.NewChaCha8(seed)}))
+
 	if err != nil {
 		panic(err)
 	}

@@ -53,13 +53,14 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 const prefix = "db1"
 
-var leaseKey = lease.Key(prefix)
+var leaseKey = admin.Key(prefix)
 
 var scratchName = regexp.MustCompile(regexp.QuoteMeta(leaseKey) + `\.[A-Za-z0-9._-]+`)
 
@@ -510,7 +511,7 @@ func (s *sim) checkEpoch(in *inst, data []byte, faulted bool) {
 	if in == nil {
 		return // the operator's Break keeps the epoch it breaks
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil || rec.Epoch == 0 || s.epochs[rec.Epoch] {
 		return
 	}
@@ -540,7 +541,7 @@ func (s *sim) deleteReleased(in *inst) {
 	if err != nil {
 		return
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil || rec.InstanceID != in.id || rec.TTLSeconds != 0 {
 		return
 	}
@@ -557,11 +558,11 @@ func (s *sim) deleteReleased(in *inst) {
 }
 
 // storedRecord reads the LEASE object straight from the store.
-func (s *sim) storedRecord() (lease.Record, bool) {
-	data, _, err := objects.ReadAll(context.Background(), s.store, leaseKey, lease.MaxRecordSize, driver.GetOptions{})
+func (s *sim) storedRecord() (admin.Record, bool) {
+	data, _, err := objects.ReadAll(context.Background(), s.store, leaseKey, admin.MaxRecordSize, driver.GetOptions{})
 	if err != nil {
-		return lease.Record{}, false
+		return admin.Record{}, false
 	}
-	r, err := lease.DecodeRecord(data)
+	r, err := admin.DecodeRecord(data)
 	return r, err == nil
 }

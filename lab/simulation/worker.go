@@ -89,7 +89,7 @@ func (in *inst) workStep() {
 			v    driver.Version
 			err  error
 		)
-		b := in.lease.Bucket()
+		b := in.lease.Bucket().Driver()
 		in.call("worker", func() {
 			var a driver.Attrs
 			data, a, err = objects.ReadAll(context.Background(), b, rel(latestKey), 1<<20, driver.GetOptions{})
@@ -161,7 +161,7 @@ func (in *inst) workStep() {
 		l := in.lease
 		in.writingUnder = l
 		in.call("worker", func() {
-			v, err = putVersion(l.Bucket().Put(context.Background(), rel(key), data, driver.PutOptions{If: cond}))
+			v, err = putVersion(l.Bucket().Driver().Put(context.Background(), rel(key), data, driver.PutOptions{If: cond}))
 		})
 		in.writingUnder = nil
 	}
@@ -244,7 +244,7 @@ func (in *inst) retention(w *cycle) {
 	l := in.lease
 	var err error
 	in.writingUnder = l
-	in.call("worker", func() { err = l.Bucket().Delete(context.Background(), rel(key), driver.Condition{}) })
+	in.call("worker", func() { err = l.Bucket().Driver().Delete(context.Background(), rel(key), driver.Condition{}) })
 	in.writingUnder = nil
 	if in.shutdown != nil {
 		in.finishShutdown()

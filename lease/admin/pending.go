@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
@@ -66,7 +67,7 @@ func (r PendingReport) Removed() []multipart.Pending {
 // looks at.
 const maxPendingScanned = 10_000
 
-// RemovePending aborts the pending uploads under prefix in b (streamed
+// RemovePending aborts the pending uploads under b's prefix (streamed
 // writes started and neither committed nor aborted: S3 multipart uploads,
 // the file driver's staged files) that a dead or fenced writer left, and
 // returns what it found and did with each. It removes an upload only if
@@ -76,15 +77,15 @@ const maxPendingScanned = 10_000
 //     service does not give is kept;
 //   - no live holder may still commit it: for the lease of every prefix
 //     that contains its key (the prefix's own, a nested prefix's, an
-//     enclosing one's), the lease is lease.Free, lease.Released or lease.Stale (its holder
+//     enclosing one's), the lease is Free, Released or Stale (its holder
 //     has stopped renewing, so its fence has closed every write it
-//     started, for good), or it is lease.Fresh and the upload was started more
-//     than one TTL before the current holder's lease began (lease.Record.Began,
+//     started, for good), or it is Fresh and the upload was started more
+//     than one TTL before the current holder's lease began (Record.Began,
 //     or AcquiredAt before the first renewal): an earlier holder's, whose
 //     fence closed it before the current one took over. An upload a
-//     lease.Fresh holder started since, of any age, every upload under a fresh
+//     Fresh holder started since, of any age, every upload under a fresh
 //     record of Break (the broken holder may write until it goes stale),
-//     and any upload under a lease.Suspect lease object are kept;
+//     and any upload under a Suspect lease object are kept;
 //   - the driver can abort it (Pending.Abort); the file driver refuses a
 //     staged file whose process still runs, and such a file is kept.
 //
@@ -95,8 +96,13 @@ const maxPendingScanned = 10_000
 // could not be read, an abort), each naming its key; the report holds
 // what was done all the same. Without a multipart.PendingLister the error
 // wraps driver.ErrUnsupported. b is the bucket as opened, not a Lease's
-// Bucket, whose keys are relative to its prefix.
-func RemovePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
+// Bucket.
+func RemovePending(ctx context.Context, b *bucket.Bucket, o PendingOptions) (PendingReport, error) {
+	return removePending(ctx, b.Driver(), b.Prefix(), o)
+}
+
+// removePending is RemovePending under prefix in b.
+func removePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
 	prefix = strings.Trim(prefix, "/")
 	r := PendingReport{Prefix: prefix}
 	if prefix != "" {

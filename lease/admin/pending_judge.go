@@ -8,7 +8,6 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/multipart"
-	"github.com/mushroomdb/bucketlease/lease"
 )
 
 // pendingJudge applies RemovePending's rule, reading each lease once.
@@ -18,12 +17,12 @@ type pendingJudge struct {
 	leases map[string]leaseVerdict
 	// svc is the first service clock a lease's read reported, by which
 	// an upload's age is measured; nil where the driver reports none.
-	svc *lease.ServiceClock
+	svc *ServiceClock
 }
 
-// leaseVerdict is what lease.Inspect said of one prefix's lease.
+// leaseVerdict is what Inspect said of one prefix's lease.
 type leaseVerdict struct {
-	st  lease.Status
+	st  Status
 	err error
 }
 
@@ -32,7 +31,7 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 	if v, ok := j.leases[prefix]; ok {
 		return v
 	}
-	st, err := lease.Inspect(ctx, j.b, prefix, j.now)
+	st, err := inspect(ctx, j.b, prefix, j.now)
 	if err == nil && j.svc == nil {
 		j.svc = st.Service
 	}
@@ -57,7 +56,7 @@ func (j *pendingJudge) judge(ctx context.Context, u multipart.Pending, olderThan
 			held = why
 			break
 		}
-		if v.st.State != lease.Free {
+		if v.st.State != Free {
 			free = append(free, why)
 		}
 	}
@@ -89,19 +88,19 @@ func (j *pendingJudge) judge(ctx context.Context, u multipart.Pending, olderThan
 
 // mayRemove reports whether the lease st leaves no live holder that may
 // still commit u, and says why, or why not.
-func mayRemove(st lease.Status, u multipart.Pending) (bool, string) {
+func mayRemove(st Status, u multipart.Pending) (bool, string) {
 	switch st.State {
-	case lease.Free:
+	case Free:
 		return true, "no lease at " + st.Key
-	case lease.Released:
+	case Released:
 		return true, st.Key + " is released"
-	case lease.Stale:
+	case Stale:
 		return true, st.Key + " is stale: its holder stopped renewing, and its fence has closed every write it started"
-	case lease.Fresh:
+	case Fresh:
 		if st.Record == nil {
 			break
 		}
-		if st.Record.InstanceID == lease.BreakerID {
+		if st.Record.InstanceID == BreakerID {
 			// A fresh break record: the broken holder may write until its
 			// fence, before the record goes stale, and the record's
 			// AcquiredAt is the break's, not that holder's.

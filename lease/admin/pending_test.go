@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -73,7 +74,7 @@ func TestRemovePendingByAge(t *testing.T) {
 	other := leftStaged(t, dir, "other", "db2/other.sql", time.Now().Add(-2*time.Hour))
 	want := map[string]bool{"db1/old.sql": true, "db1/young.sql": false}
 	for _, dry := range []bool{true, false} {
-		r, err := admin.RemovePending(ctx, b, "db1", admin.PendingOptions{OlderThan: time.Hour, DryRun: dry})
+		r, err := admin.RemovePending(ctx, bucket.New(b, "db1"), admin.PendingOptions{OlderThan: time.Hour, DryRun: dry})
 		if err != nil || r.Prefix != "db1/" || len(r.Uploads) != 2 || !mapsEqual(outcomes(r), want) {
 			t.Fatalf("dry run %v: %+v, %v", dry, r, err)
 		}
@@ -81,7 +82,7 @@ func TestRemovePendingByAge(t *testing.T) {
 			t.Errorf("dry run %v: old %v, young %v, other %v left", dry, exists(old), exists(young), exists(other))
 		}
 	}
-	if _, err := admin.RemovePending(ctx, b, "db1", admin.PendingOptions{OlderThan: -time.Second}); err == nil {
+	if _, err := admin.RemovePending(ctx, bucket.New(b, "db1"), admin.PendingOptions{OlderThan: -time.Second}); err == nil {
 		t.Error("a negative OlderThan was accepted")
 	}
 }
@@ -112,7 +113,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, p := range []string{"db1", "db2/sub"} {
-		l, err := lease.Acquire(ctx, b, p, &lease.Options{InstanceID: "holder-" + p, TTL: 30 * time.Second})
+		l, err := lease.Acquire(ctx, bucket.New(b, p), &lease.Options{InstanceID: "holder-" + p, TTL: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,12 +122,12 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 	if _, err := b.Put(ctx, "db4/LEASE", []byte("not a lease"), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 		t.Fatal(err)
 	}
-	broken, err := lease.Acquire(ctx, b, "db5", &lease.Options{InstanceID: "broken", TTL: 30 * time.Second})
+	broken, err := lease.Acquire(ctx, bucket.New(b, "db5"), &lease.Options{InstanceID: "broken", TTL: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer broken.Release(context.WithoutCancel(ctx))
-	if st, err := lease.Inspect(ctx, b, "db5", time.Now()); err != nil || lease.Break(ctx, b, "db5", st.Version, time.Now(), false) != nil {
+	if st, err := admin.Inspect(ctx, bucket.New(b, "db5"), time.Now()); err != nil || lease.Break(ctx, bucket.New(b, "db5"), st.Version, time.Now(), false) != nil {
 		t.Fatalf("breaking db5: %v", err)
 	}
 	pr, pw := io.Pipe()
@@ -155,7 +156,7 @@ func TestRemovePendingKeepsLiveHolders(t *testing.T) {
 		"db4": {"db4/x.sql": false},
 		"db5": {"db5/x.sql": false},
 	} {
-		r, err := admin.RemovePending(ctx, b, prefix, admin.PendingOptions{})
+		r, err := admin.RemovePending(ctx, bucket.New(b, prefix), admin.PendingOptions{})
 		if err != nil || !mapsEqual(outcomes(r), want) {
 			t.Errorf("%s: %v, %+v", prefix, err, r)
 		}

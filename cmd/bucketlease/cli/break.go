@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
@@ -19,6 +20,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var breakCommand = &command{
@@ -146,7 +148,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 	if free, err := fileLeaseAbsent(loc); err != nil {
 		return err
 	} else if free {
-		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", lease.Key(""))
+		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", admin.Key(""))
 		return nil
 	}
 	raw, err := openLocation(ctx, loc)
@@ -155,11 +157,11 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 	}
 	prefix := loc.Prefix
 	b := bounded.New(raw, timeout, loc, "--timeout")
-	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now())
 	if err != nil {
 		return explain(loc, err)
 	}
-	if st.State == lease.Free {
+	if st.State == admin.Free {
 		fmt.Fprintf(w, "There is no lease at %s: nothing to break.\n", st.Key)
 		return nil
 	}
@@ -170,7 +172,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 			st.Key, st.Version, v, term.ShellQuote(loc.String()))))
 	}
 	v = st.Version // as the service spells it, quotes and all
-	if st.State == lease.Fresh && !how.force {
+	if st.State == admin.Fresh && !how.force {
 		return withCode(exitRefused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
 			st.Key, st.Holder(), report.Ago(st.Now, st.Record.RenewedAt))))
 	}
@@ -186,7 +188,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 			return explain(loc, err)
 		}
 	}
-	err = lease.Break(ctx, b, prefix, v, time.Now(), how.overlap)
+	err = lease.Break(ctx, bucket.New(b, prefix), v, time.Now(), how.overlap)
 	if !how.killStopped {
 		err = filelock.KillStoppedHint(err)
 	}
@@ -200,9 +202,9 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 	// The break's record, read back, is judged by the lease's own rules:
 	// the moment a waiter takes it over, which depends on when the
 	// service stored it, not only on what it says.
-	after, aerr := lease.Inspect(ctx, b, prefix, time.Now())
-	if aerr != nil || after.Record == nil || after.Record.InstanceID != lease.BreakerID {
-		after = lease.Status{}
+	after, aerr := admin.Inspect(ctx, bucket.New(b, prefix), time.Now())
+	if aerr != nil || after.Record == nil || after.Record.InstanceID != admin.BreakerID {
+		after = admin.Status{}
 	}
 	fmt.Fprintf(w, "Broke the lease %s (version %s): %s\n", st.Key, v, brokeText(st, after, how.overlap, time.Now()))
 	return nil
@@ -212,27 +214,27 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 // take the lease: lease.Break's record, judged at now, as after (the
 // lease object read back after the break, if it still holds the break's
 // record; else the zero Status) says.
-func brokeText(st, after lease.Status, overlap bool, now time.Time) string {
+func brokeText(st, after admin.Status, overlap bool, now time.Time) string {
 	switch {
-	case overlap && st.State == lease.Fresh:
+	case overlap && st.State == admin.Fresh:
 		until := st.Record.RenewedAt.Add(st.Record.TTL() * 2 / 3)
 		who := "its holder " + holding.HolderText(st.Holder())
-		if st.Holder() == lease.BreakerID { // a break's record keeps the broken holder's renewal
+		if st.Holder() == admin.BreakerID { // a break's record keeps the broken holder's renewal
 			who = "the holder broken before"
 		}
 		return fmt.Sprintf("overwrote it with If-Match by a released record (ttl_s 0), as --allow-overlap asks. Another instance may take it now, while %s, if alive, may still write until its fence, about %s (%s), two thirds of its TTL after its last renewal.",
 			who, report.UTC(until), fromNow(now, until))
-	case overlap || st.State == lease.Stale || st.State == lease.Released:
+	case overlap || st.State == admin.Stale || st.State == admin.Released:
 		return "overwrote it with If-Match by a released record (ttl_s 0). Another instance may take it now."
-	case st.State == lease.Fresh:
+	case st.State == admin.Fresh:
 		return brokeFreshText(st, after, now)
 	case st.Record != nil: // suspect
-		return fmt.Sprintf("overwrote it with If-Match by a record of %s that keeps its renewed_at and ttl_s, so it stays suspect: a contender takes it over once it has seen it unchanged for one of its own TTLs", lease.BreakerID)
-	case after.State == lease.Fresh: // not a lease record
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s that keeps its renewed_at and ttl_s, so it stays suspect: a contender takes it over once it has seen it unchanged for one of its own TTLs", admin.BreakerID)
+	case after.State == admin.Fresh: // not a lease record
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it from %s (%s) on, when that record goes stale",
-			lease.BreakerID, lease.DefaultTTL, report.UTC(after.TakeoverAt), fromNow(now, after.TakeoverAt))
+			admin.BreakerID, lease.DefaultTTL, report.UTC(after.TakeoverAt), fromNow(now, after.TakeoverAt))
 	default: // not a lease record
-		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it once that has passed (bucketlease show says when)", lease.BreakerID, lease.DefaultTTL)
+		return fmt.Sprintf("overwrote it with If-Match by a record of %s, fresh for %v: nothing is known of the object's writer. Another instance may take it once that has passed (bucketlease show says when)", admin.BreakerID, lease.DefaultTTL)
 	}
 }
 
@@ -242,15 +244,15 @@ func brokeText(st, after lease.Status, overlap bool, now time.Time) string {
 // (and the clock's resolution) after the service stored it, so it goes
 // stale at the later of the two: after.TakeoverAt, read back. Without
 // that, the broken record's own stale time is a lower bound.
-func brokeFreshText(st, after lease.Status, now time.Time) string {
+func brokeFreshText(st, after admin.Status, now time.Time) string {
 	const stops = "its holder learns at its next renewal that it lost the lease, and stops writing by its fence, before then. Another instance may take the lease from then on (hold --wait does); --allow-overlap would have let one in at once."
-	if after.State == lease.Fresh {
+	if after.State == admin.Fresh {
 		return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s), when a waiter takes it over (a TTL after the broken holder's last renewal, or after the service stored the break, whichever is later): %s",
-			lease.BreakerID, report.UTC(after.TakeoverAt), fromNow(now, after.TakeoverAt), stops)
+			admin.BreakerID, report.UTC(after.TakeoverAt), fromNow(now, after.TakeoverAt), stops)
 	}
 	free := st.Record.RenewedAt.Add(st.Record.TTL())
 	return fmt.Sprintf("overwrote it with If-Match by a record of %s that stays fresh until %s (%s) at the earliest, when the broken record would have gone stale, and up to a TTL after the break where the service's clock is checked (it could not be read back: bucketlease show says when): %s",
-		lease.BreakerID, report.UTC(free), fromNow(now, free), stops)
+		admin.BreakerID, report.UTC(free), fromNow(now, free), stops)
 }
 
 // fromNow renders how long after now t comes, for people: "in 12s", or

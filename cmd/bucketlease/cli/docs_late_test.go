@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestDocsLateSession runs docs/cli.md's list --late session: host-a
@@ -31,17 +33,17 @@ func TestDocsLateSession(t *testing.T) {
 	}
 	ctx := context.Background()
 	holder := func(id string) *lease.Lease {
-		l, err := lease.Acquire(ctx, b, "", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+		l, err := lease.Acquire(ctx, bucket.New(b, ""), leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		return l
 	}
 	a := holder("host-a")
-	stamp := lease.Stamp{Epoch: a.Epoch(), Instance: lease.StampedInstance(a.InstanceID())}
+	stamp := admin.Stamp{Epoch: a.Epoch(), Instance: admin.StampedInstance(a.InstanceID())}
 	time.Sleep(5*time.Second + 500*time.Millisecond) // host-a is paused; its lease goes stale (TTL and the file driver's resolution)
 	next := holder("host-b")
 	time.Sleep(3 * time.Second) // more than the file driver's resolution

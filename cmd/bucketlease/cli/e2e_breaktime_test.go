@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestBreakForcePrintsTakeoverTime: break --force of a fresh lease prints
@@ -23,7 +23,7 @@ import (
 func TestBreakForcePrintsTakeoverTime(t *testing.T) {
 	u, dir := fileURL(t)
 	renewed := time.Now().Add(-12 * time.Second)
-	v := writeRecord(t, dir, lease.Record{InstanceID: "alpha", AcquiredAt: renewed, RenewedAt: renewed, TTLSeconds: 20})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "alpha", AcquiredAt: renewed, RenewedAt: renewed, TTLSeconds: 20})
 	out, errOut, code := runCLI(t, nil, "break", u, "--version", string(v), "--force")
 	if code != 0 {
 		t.Fatalf("break --force: exit %d:\n%s\n%s", code, out, errOut)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestHoldPassesBytesThrough: the command's stdin and stdout are hold's
@@ -117,7 +117,7 @@ func TestHoldMissingCommandTakesNoLease(t *testing.T) {
 		t.Errorf("a file that is not executable: exit %d: %s", code, errOut)
 	}
 	old := time.Now().Add(-time.Hour)
-	v := writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 	if _, errOut, code := runCLI(t, nil, "hold", u, "--wait", "--", "no-such-command-here"); code != 127 {
 		t.Errorf("--wait: exit %d: %s", code, errOut)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestMemRefusedAcrossProcesses: a mem:// bucket lives
@@ -283,7 +283,7 @@ func TestBreakPastedVersionAndCommand(t *testing.T) {
 	}
 	u := "file://" + dir
 	old := time.Now().Add(-time.Hour)
-	v := writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 
 	_, errOut, code := runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
 	i := strings.Index(errOut, "bucketlease show ")

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // sdkChecksumLog is what aws-sdk-go-v2 logs, at DEBUG, for every GET of an
@@ -54,7 +54,7 @@ func TestSDKChecksumLogSilenced(t *testing.T) {
 	old := time.Now().Add(-time.Hour)
 	// Released (ttl_s 0), so that hold takes it at once: MinIO stamps
 	// the object now, and the lease judges its age on that clock too.
-	rec := lease.Record{InstanceID: "old-tool", AcquiredAt: old, RenewedAt: old, TTLSeconds: 0}
+	rec := admin.Record{InstanceID: "old-tool", AcquiredAt: old, RenewedAt: old, TTLSeconds: 0}
 	for _, prefix := range []string{"db1", "db2"} {
 		if _, err := noChecksum.PutObject(ctx, &s3sdk.PutObjectInput{Bucket: &bucket, Key: aws.String(prefix + "/LEASE"), Body: bytes.NewReader(rec.Encode())}); err != nil {
 			t.Fatal(err)

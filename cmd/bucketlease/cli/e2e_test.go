@@ -26,6 +26,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/objects"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Generous bounds for a slow shared machine; no test waits for them unless
@@ -332,7 +333,7 @@ func overwriteLease(t *testing.T, dir, by string) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	rec := lease.Record{InstanceID: by, AcquiredAt: now, RenewedAt: now, TTLSeconds: 30}
+	rec := admin.Record{InstanceID: by, AcquiredAt: now, RenewedAt: now, TTLSeconds: 30}
 	if _, err := b.Put(context.Background(), "LEASE", rec.Encode(), driver.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +406,7 @@ func TestHoldStopsWhatTheCommandLeftBehind(t *testing.T) {
 }
 
 // writeRecord writes rec as the lease object and returns its version.
-func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
+func writeRecord(t *testing.T, dir string, rec admin.Record) driver.Version {
 	t.Helper()
 	b, err := file.Open(dir)
 	if err != nil {
@@ -431,7 +432,7 @@ func writeRecord(t *testing.T, dir string, rec lease.Record) driver.Version {
 func TestBreak(t *testing.T) {
 	u, dir := fileURL(t)
 	old := time.Now().Add(-time.Hour)
-	v := writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 
 	out, errOut, code := runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
 	if code != exitRefused || !strings.Contains(errOut, "changed since you looked") || !strings.Contains(out, "dead-host") {
@@ -444,7 +445,7 @@ func TestBreak(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Broke the lease LEASE") || !strings.Contains(out, "If-Match") {
 		t.Errorf("right version: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if s := showJSONOf(t, u); s.State != "released" || s.Holder != lease.BreakerID {
+	if s := showJSONOf(t, u); s.State != "released" || s.Holder != admin.BreakerID {
 		t.Errorf("after break: %+v", s)
 	}
 	if _, errOut, code := runCLI(t, nil, "break", u, "--version", string(v)); code != exitRefused || !strings.Contains(errOut, "changed since you looked") {
@@ -452,7 +453,7 @@ func TestBreak(t *testing.T) {
 	}
 
 	now := time.Now()
-	v = writeRecord(t, dir, lease.Record{InstanceID: "live-host", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
+	v = writeRecord(t, dir, admin.Record{InstanceID: "live-host", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
 	_, errOut, code = runCLI(t, nil, "break", u, "--version", string(v))
 	if code != exitRefused || !strings.Contains(errOut, "fresh") || !strings.Contains(errOut, "--force") {
 		t.Errorf("fresh lease: exit %d, %s", code, errOut)
@@ -475,7 +476,7 @@ func TestShow(t *testing.T) {
 		t.Errorf("free: exit %d\n%s", code, out)
 	}
 	now := time.Now().Round(time.Second)
-	v := writeRecord(t, dir, lease.Record{InstanceID: "alpha", AcquiredAt: now.Add(-time.Minute), RenewedAt: now.Add(-5 * time.Second), TTLSeconds: 30})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "alpha", AcquiredAt: now.Add(-time.Minute), RenewedAt: now.Add(-5 * time.Second), TTLSeconds: 30})
 	out, _, _ = runCLI(t, nil, "show", u)
 	// The ages depend on how long the command took to start: a slow
 	// machine may take seconds.
@@ -492,7 +493,7 @@ func TestShow(t *testing.T) {
 		t.Errorf("show --json: %+v", s)
 	}
 
-	writeRecord(t, dir, lease.Record{InstanceID: "alpha", AcquiredAt: now, RenewedAt: now.Add(-time.Hour), TTLSeconds: 30})
+	writeRecord(t, dir, admin.Record{InstanceID: "alpha", AcquiredAt: now, RenewedAt: now.Add(-time.Hour), TTLSeconds: 30})
 	if s := showJSONOf(t, u); s.State != "stale" || s.TakeoverInS != 0 {
 		t.Errorf("stale: %+v", s)
 	}

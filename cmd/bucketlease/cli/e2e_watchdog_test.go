@@ -19,7 +19,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // A tick writer is a process that appends the time (ns since the epoch) to
@@ -168,7 +168,7 @@ func waitGone(t *testing.T, pids ...int) {
 }
 
 // leaseRecord reads the lease object of a file:// prefix.
-func leaseRecord(t *testing.T, dir string) lease.Record {
+func leaseRecord(t *testing.T, dir string) admin.Record {
 	t.Helper()
 	b, err := file.Open(dir)
 	if err != nil {
@@ -183,7 +183,7 @@ func leaseRecord(t *testing.T, dir string) lease.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := lease.DecodeRecord(data)
+	rec, err := admin.DecodeRecord(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func leaseRecord(t *testing.T, dir string) lease.Record {
 
 // fenceDeadline is the lease's fence deadline after the record's last
 // renewal: two thirds of its TTL after renewed_at.
-func fenceDeadline(rec lease.Record) time.Time {
+func fenceDeadline(rec admin.Record) time.Time {
 	return rec.RenewedAt.Add(rec.TTL() * 2 / 3)
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/objects"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestHoldHandsTheEpochToItsCommand: the command under hold sees
@@ -89,14 +89,14 @@ func TestPutStampsTheEpoch(t *testing.T) {
 	if _, errOut, code := runCLI(t, nil, "put", u, "chunks/alone", "--instance-id", "host-b", "--", "echo", "alone"); code != 0 {
 		t.Fatalf("put URL: exit %d: %s", code, errOut)
 	}
-	stampOf := func(key string) lease.Stamp {
+	stampOf := func(key string) admin.Stamp {
 		t.Helper()
 		_, a, err := objects.ReadAll(context.Background(), b, key, 1<<10, driver.GetOptions{Metadata: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		md := a.Metadata
-		st, ok := lease.StampOf(md)
+		st, ok := admin.StampOf(md)
 		if !ok {
 			t.Fatalf("%s carries no stamp: %v", key, md)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var holdCommand = &command{
@@ -136,8 +137,8 @@ func setupHold(fs *flag.FlagSet) runFunc {
 		if err := refuseInProcess("hold", loc); err != nil {
 			return err
 		}
-		if f.instanceID == lease.BreakerID {
-			return usageErrorf("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", lease.BreakerID)
+		if f.instanceID == admin.BreakerID {
+			return usageErrorf("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", admin.BreakerID)
 		}
 		if len(command) > 0 && !holding.CommandSupported {
 			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
@@ -178,10 +179,10 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	switch {
-	case f.ttl < time.Second || f.ttl > lease.MaxSaneTTL:
-		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, lease.MaxSaneTTL)
+	case f.ttl < time.Second || f.ttl > admin.MaxSaneTTL:
+		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
 	case f.ttl%time.Second != 0:
-		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, lease.MaxSaneTTL)
+		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
 	case f.grace < 0:
 		return usageErrorf("--grace %v: it cannot be negative", f.grace)
 	case f.waitTimeout < 0:

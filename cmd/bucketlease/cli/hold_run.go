@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
@@ -173,11 +174,11 @@ func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket
 	if err != nil {
 		return nil, usageErrorf("--state-dir: %v", err)
 	}
-	c, err := lease.NewContender(b, loc.Prefix, opts)
+	c, err := lease.NewContender(bucket.New(b, loc.Prefix), opts)
 	if err != nil && f.stateDir == "" && opts.StateDir != "" {
 		p.Note("no-state", fmt.Sprintf("running without a state directory (%v); a restart waits for its own lease to go stale", err), nil)
 		opts.StateDir = ""
-		c, err = lease.NewContender(b, loc.Prefix, opts)
+		c, err = lease.NewContender(bucket.New(b, loc.Prefix), opts)
 	}
 	if err != nil {
 		return nil, usageErrorf("%v", err)

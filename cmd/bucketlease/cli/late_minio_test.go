@@ -15,6 +15,7 @@ import (
 	miniogo "github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -64,11 +65,11 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 	p := &parked{path: "/" + bucketName + "/db1/chunks/late", release: make(chan struct{}), sent: make(chan error, 1)}
 	b := minioBucket(t, srv, bucketName, func(rt http.RoundTripper) http.RoundTripper { p.base = rt; return p })
 	acquire := func(id string) *lease.Lease {
-		l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+		l, err := lease.Acquire(ctx, bucket.New(b, "db1"), leaseseam.With(&lease.Options{TTL: 3 * time.Second, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 		if err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
-		if _, err := l.Bucket().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
+		if _, err := l.Bucket().Driver().Put(ctx, "chunks/"+id, []byte(id), driver.PutOptions{If: driver.IfAbsent()}); err != nil {
 			t.Fatal(err)
 		}
 		return l
@@ -76,7 +77,7 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 	a := acquire("host-a")
 	putDone := make(chan error, 1)
 	go func() {
-		_, err := a.Bucket().Put(ctx, "chunks/late", []byte("sent before the pause"), driver.PutOptions{})
+		_, err := a.Bucket().Driver().Put(ctx, "chunks/late", []byte("sent before the pause"), driver.PutOptions{})
 		putDone <- err
 	}()
 	// host-a is frozen: no renewal. Its lease goes stale on both clocks

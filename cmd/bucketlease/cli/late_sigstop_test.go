@@ -18,11 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // slowPath is a TCP proxy on 127.0.0.1 in front of a server that holds
@@ -196,7 +198,7 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(wait)
 		for {
-			l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+			l, err := lease.Acquire(ctx, bucket.New(b, "db1"), leaseseam.With(&lease.Options{TTL: ttl, InstanceID: id, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 			if err == nil {
 				return l
 			}
@@ -274,7 +276,7 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 	}
 	rc.Close()
 	md := at.Metadata
-	st, ok := lease.StampOf(md)
+	st, ok := admin.StampOf(md)
 	if !ok || st.Epoch >= next.Epoch() || st.Instance != "host-p" {
 		t.Fatalf("the late manifest carries %v (stamp %+v, %v); want put's, host-p, of an epoch under host-b's %d", md, st, ok, next.Epoch())
 	}
@@ -286,16 +288,16 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 	}
 	t.Logf("list --late:\n%s", out)
 
-	status, err := lease.Inspect(ctx, b, "db1", time.Now())
+	status, err := admin.Inspect(ctx, bucket.New(b, "db1"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The control: by the listing alone, the late manifest looks in time.
-	for o, err := range next.Bucket().List(ctx, "manifests/") {
+	for o, err := range next.Bucket().Driver().List(ctx, "manifests/") {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, stamped := lease.StampOf(o.Metadata); o.Key == key && stamped {
+		if _, stamped := admin.StampOf(o.Metadata); o.Key == key && stamped {
 			t.Logf("MinIO listed %s with its stamp: the control (a judge by the listing alone) does not apply", key)
 		} else if o.Key == key {
 			t.Logf("control: MinIO lists %s without metadata, so a judge by the listing alone finds it in time", key)

@@ -10,12 +10,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var listCommand = &command{
@@ -128,7 +129,7 @@ const (
 
 // leaseKeyOf says whether key is named as a lease's own key, under any
 // prefix: the lease object, or a scratch key beside it, by its last
-// segment alone, as the lease names them (lease.Key, lease.IsScratchKey);
+// segment alone, as the lease names them (admin.Key, admin.IsScratchKey);
 // and the prefix of that lease (key without its last segment, "" at the
 // top). It is the one rule of what a nested lease is: put refuses such a
 // key (checkPutKey), list reads every lease object it names
@@ -139,9 +140,9 @@ func leaseKeyOf(key string) (string, leaseKeyKind) {
 		prefix, name = key[:i], key[i+1:]
 	}
 	switch {
-	case name == lease.Key(""):
+	case name == admin.Key(""):
 		return prefix, leaseObjectKey
-	case lease.IsScratchKey(name):
+	case admin.IsScratchKey(name):
 		return prefix, leaseScratchKey
 	}
 	return "", notLeaseKey
@@ -150,10 +151,10 @@ func leaseKeyOf(key string) (string, leaseKeyKind) {
 // leasePrefix returns the lease prefix whose lease object key is, and
 // whether key is a lease object's at all: named as one (leaseKeyOf), and
 // the very key the lease of its prefix reads ("/LEASE" and "a//LEASE" are
-// not: lease.Key drops the trailing slashes of a prefix).
+// not: admin.Key drops the trailing slashes of a prefix).
 func leasePrefix(key string) (string, bool) {
 	p, kind := leaseKeyOf(key)
-	return p, kind == leaseObjectKey && lease.Key(p) == key
+	return p, kind == leaseObjectKey && admin.Key(p) == key
 }
 
 // leaseURL is the URL of the lease of prefix p under loc's prefix, as
@@ -198,10 +199,10 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 	cancel()
 	rb := bounded.New(b, timeout, loc, "--timeout")
 	for _, p := range found {
-		st, err := lease.Inspect(ctx, rb, p, time.Now())
+		st, err := admin.Inspect(ctx, bucket.New(rb, p), time.Now())
 		j := listLeaseJSON{Prefix: p}
 		if err != nil {
-			j.Key, j.Error = lease.Key(p), err.Error()
+			j.Key, j.Error = admin.Key(p), err.Error()
 			res.Failed++
 		} else {
 			j.ShowJSON = report.StatusJSON(loc, st)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // jsonObject decodes out as exactly one JSON object.
@@ -108,8 +108,8 @@ func TestList(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeRecord(t, filepath.Join(root, "db1"), lease.Record{InstanceID: "host-a", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
-	vb := writeRecord(t, filepath.Join(root, "db2", "wal"), lease.Record{InstanceID: "host-b", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+	writeRecord(t, filepath.Join(root, "db1"), admin.Record{InstanceID: "host-a", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
+	vb := writeRecord(t, filepath.Join(root, "db2", "wal"), admin.Record{InstanceID: "host-b", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 	if err := os.WriteFile(filepath.Join(root, "db2", "data"), []byte("not a lease"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestList(t *testing.T) {
 func TestJSONForErrorsAndRefusals(t *testing.T) {
 	u, dir := fileURL(t)
 	now := time.Now()
-	v := writeRecord(t, dir, lease.Record{InstanceID: "host-a", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "host-a", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
 	for _, c := range []struct {
 		args  []string
 		code  int
@@ -216,7 +216,7 @@ func TestHoldWSeconds(t *testing.T) {
 func TestBreakAsksOnATerminal(t *testing.T) {
 	u, dir := fileURL(t)
 	old := time.Now().Add(-time.Hour)
-	v := writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+	v := writeRecord(t, dir, admin.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 	tm := newTerminal(t)
 	tm.send(fmt.Sprintf("%s break %s --version %s; echo BREAK-EXIT=$?\n", binary, u, v))
 	tm.waitFor(`Only 'yes' breaks it`)
@@ -240,10 +240,10 @@ func TestBreakAsksOnATerminal(t *testing.T) {
 	if m := tm.waitFor(`BREAK2-EXIT=\d+`); m != "BREAK2-EXIT=0" {
 		t.Errorf("answer yes: %s, want 0", m)
 	}
-	if s := showJSONOf(t, u); s.State != "released" || s.Holder != lease.BreakerID {
+	if s := showJSONOf(t, u); s.State != "released" || s.Holder != admin.BreakerID {
 		t.Errorf("after yes: %+v", s)
 	}
-	v = writeRecord(t, dir, lease.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
+	v = writeRecord(t, dir, admin.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 	tm.send(fmt.Sprintf("%s break %s --version %s --yes; echo BREAK3-EXIT=$?\n", binary, u, v))
 	if m := tm.waitFor(`BREAK3-EXIT=\d+`); m != "BREAK3-EXIT=0" {
 		t.Errorf("--yes: %s, want 0", m)

@@ -9,12 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // lateJSON is list --late's --json output.
@@ -28,7 +29,7 @@ type lateJSON struct {
 	Now       string          `json:"now"`
 }
 
-// lateWriteJSON is one late write (lease.LateWrite).
+// lateWriteJSON is one late write (admin.LateWrite).
 type lateWriteJSON struct {
 	Key        string  `json:"key"`
 	Instance   string  `json:"instance"`
@@ -40,28 +41,28 @@ type lateWriteJSON struct {
 }
 
 // listLate lists the objects under loc's prefix that a holder wrote after
-// its lease had passed to another (lease.Status.Late), looking at maxKeys
+// its lease had passed to another (admin.Status.Late), looking at maxKeys
 // objects at most, and exits exitLate if it found any.
 func listLate(ctx context.Context, e *env, b driver.Bucket, loc *location.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
 	rb := bounded.New(b, timeout, loc, "--timeout")
-	st, err := lease.Inspect(ctx, rb, loc.Prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(rb, loc.Prefix), time.Now())
 	if err != nil {
 		return explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}
 	if len(st.Eras()) == 0 {
 		return fmt.Errorf("%s: %w (state %s): late writes can be told only under a lease held by this version, on a driver that reports the service's time",
-			loc.String(), lease.ErrNoEras, st.State)
+			loc.String(), admin.ErrNoEras, st.State)
 	}
 	res := lateJSON{URL: loc.String(), Late: []lateWriteJSON{}}
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	under := strings.TrimSuffix(st.Key, lease.Key(""))
+	under := strings.TrimSuffix(st.Key, admin.Key(""))
 	for obj, err := range b.List(lctx, under) {
 		if err == nil && res.Keys == maxKeys {
 			res.Truncated = true
 			break
 		}
-		var w lease.LateWrite
+		var w admin.LateWrite
 		late := false
 		if err == nil {
 			res.Keys++

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
@@ -84,7 +85,7 @@ func setupPrune(fs *flag.FlagSet) runFunc {
 		}
 		defer location.Close(b)
 		o := admin.PendingOptions{OlderThan: olderThan, DryRun: *dry, Timeout: *timeout}
-		r, err := admin.RemovePending(ctx, bounded.New(b, *timeout, loc, "--timeout"), loc.Prefix, o)
+		r, err := admin.RemovePending(ctx, bucket.New(bounded.New(b, *timeout, loc, "--timeout"), loc.Prefix), o)
 		if errors.Is(err, driver.ErrUnsupported) && len(r.Uploads) == 0 {
 			return fmt.Errorf("prune %s: the %s driver cannot list pending uploads, so it cannot remove them (%w)", loc, loc.Scheme, err)
 		}

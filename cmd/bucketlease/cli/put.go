@@ -19,6 +19,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // exitPutRefused: put: the write's condition did not hold (the key exists,
@@ -292,8 +293,8 @@ func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool
 	if err := refuseInProcess("put", pl.loc); err != nil {
 		return err
 	}
-	if f.hold.instanceID == lease.BreakerID {
-		return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", lease.BreakerID)
+	if f.hold.instanceID == admin.BreakerID {
+		return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", admin.BreakerID)
 	}
 	return nil
 }

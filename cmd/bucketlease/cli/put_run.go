@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -42,7 +43,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := lease.NewContender(b, prefix, leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
+	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
@@ -72,7 +73,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	// Under --if-absent, a key that exists is refused before the producer
 	// starts or a byte of the body is read; the conditional commit still
 	// settles a race with another writer.
-	if err := put.RefuseExisting(upCtx, l.Bucket(), h.Key, cond); err != nil {
+	if err := put.RefuseExisting(upCtx, l.Bucket().Driver(), h.Key, cond); err != nil {
 		k.stop()
 		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(put.Classify(l, err), explain(loc, fmt.Errorf("put %s: %w", h.Key, err))))
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/location"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // fileLeaseAbsent looks at a file:// URL before show or break open it (the
@@ -34,7 +34,7 @@ func fileLeaseAbsent(loc *location.Location) (bool, error) {
 	case !fi.IsDir():
 		return false, fmt.Errorf("%s: %q is not a directory", loc, dir)
 	}
-	return file.Absent(dir, lease.Key("")), nil
+	return file.Absent(dir, admin.Key("")), nil
 }
 
 // fileDir is the directory a file:// URL names (file.Dir), or "" when the
@@ -47,9 +47,9 @@ func fileDir(loc *location.Location) string {
 }
 
 // freeStatus is the status of a prefix without a lease object.
-func freeStatus() lease.Status {
+func freeStatus() admin.Status {
 	now := time.Now()
-	return lease.Status{Key: lease.Key(""), State: lease.Free, Now: now, TakeoverAt: now}
+	return admin.Status{Key: admin.Key(""), State: admin.Free, Now: now, TakeoverAt: now}
 }
 
 // fileLeaseNotObject refuses a file:// URL whose {prefix}/LEASE is a
@@ -63,7 +63,7 @@ func fileLeaseNotObject(loc *location.Location) error {
 	if loc.Scheme != "file" {
 		return nil
 	}
-	p, names, isDir := file.KeyDir(loc.URL(), lease.Key(""))
+	p, names, isDir := file.KeyDir(loc.URL(), admin.Key(""))
 	if !isDir {
 		return nil
 	}

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/location"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 var showCommand = &command{
@@ -92,21 +93,21 @@ func setupShow(fs *flag.FlagSet) runFunc {
 // on file://. It returns the bucket it opened and the prefix, or a nil
 // bucket when a file:// directory without a LEASE was found free without
 // opening the driver.
-func inspect(ctx context.Context, loc *location.Location, timeout time.Duration) (lease.Status, driver.Bucket, string, error) {
+func inspect(ctx context.Context, loc *location.Location, timeout time.Duration) (admin.Status, driver.Bucket, string, error) {
 	if err := fileLeaseNotObject(loc); err != nil {
-		return lease.Status{}, nil, "", err
+		return admin.Status{}, nil, "", err
 	}
 	if free, err := fileLeaseAbsent(loc); err != nil || free {
 		return freeStatus(), nil, "", err
 	}
 	b, err := openLocation(ctx, loc)
 	if err != nil {
-		return lease.Status{}, nil, "", err
+		return admin.Status{}, nil, "", err
 	}
 	prefix := loc.Prefix
-	st, err := lease.Inspect(ctx, bounded.New(b, timeout, loc, "--timeout"), prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(bounded.New(b, timeout, loc, "--timeout"), prefix), time.Now())
 	if err != nil {
-		return lease.Status{}, nil, "", explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
+		return admin.Status{}, nil, "", explain(loc, fmt.Errorf("%s: %w", loc.String(), err))
 	}
 	return st, b, prefix, nil
 }
@@ -141,7 +142,7 @@ const maxScratchLooked = 1000
 // is what show is for. b is nil for a file:// directory found free without
 // opening the driver, which is read directly.
 func leftoverScratchKeys(ctx context.Context, loc *location.Location, b driver.Bucket, prefix string, timeout time.Duration) []driver.Object {
-	base := strings.TrimPrefix(prefix+"/", "/") + lease.Key("") + "."
+	base := strings.TrimPrefix(prefix+"/", "/") + admin.Key("") + "."
 	var found []driver.Object
 	if b == nil {
 		dir := fileDir(loc)
@@ -174,7 +175,7 @@ func leftoverScratchKeys(ctx context.Context, loc *location.Location, b driver.B
 // prefix (leaseKeyOf), not one of a lease further down.
 func isScratchBeside(key, prefix string) bool {
 	p, kind := leaseKeyOf(key)
-	return kind == leaseScratchKey && lease.Key(p) == lease.Key(prefix)
+	return kind == leaseScratchKey && admin.Key(p) == admin.Key(prefix)
 }
 
 // scratchRows writes the leftover scratch keys as rows of printStatus.

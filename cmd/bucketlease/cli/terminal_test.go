@@ -14,7 +14,7 @@ import (
 // TestHostileRecordNeverReachesTheTerminal: a LEASE record whose instance
 // id holds an escape sequence (one that retitles the terminal), a bell and
 // a bidi override, written by whoever can write to the bucket, is not a
-// lease record (lease.DecodeRecord refuses it): show, list and hold read it
+// lease record (admin.DecodeRecord refuses it): show, list and hold read it
 // as suspect, and name its id, where they do, escaped, never raw.
 func TestHostileRecordNeverReachesTheTerminal(t *testing.T) {
 	root := t.TempDir()

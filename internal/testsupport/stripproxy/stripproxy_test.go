@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/s3"
 	"github.com/mushroomdb/bucketlease/drivertest"
@@ -153,7 +154,7 @@ func TestLeaseFailsClosedThroughProxy(t *testing.T) {
 	p := start(t, srv)
 	b := s3.New(srv.Client(p.URL()), srv.NewBucket(t))
 	t.Setenv(lease.EnvConditional, "")
-	l, err := lease.Acquire(t.Context(), b, "backups/db1", nil)
+	l, err := lease.Acquire(t.Context(), bucket.New(b, "backups/db1"), nil)
 	if err == nil {
 		l.Release(t.Context())
 		t.Fatal("Acquire succeeded on a service that ignores preconditions")
@@ -170,7 +171,7 @@ func TestLeaseFailsClosedThroughProxy(t *testing.T) {
 
 	// Control: the same Acquire straight to MinIO succeeds.
 	direct := s3.New(srv.Client(srv.URL()), srv.NewBucket(t))
-	l, err = lease.Acquire(t.Context(), direct, "backups/db1", nil)
+	l, err = lease.Acquire(t.Context(), bucket.New(direct, "backups/db1"), nil)
 	if err != nil {
 		t.Fatalf("control: Acquire straight to MinIO: %v", err)
 	}

@@ -11,11 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The demo's settings: the default TTL, so the story's numbers are the
@@ -151,12 +153,13 @@ func (s *story) onEvent(name string) func(lease.Event) {
 
 func newInstance(s *story, shared driver.Bucket, name string) (*instance, error) {
 	in := &instance{name: name, clock: clock.NewFake(demoStart), net: &network{Bucket: shared}}
-	c, err := lease.NewContender(in.net, demoPrefix, leaseseam.With(&lease.Options{
+	c, err := lease.NewContender(bucket.New(in.net, demoPrefix), leaseseam.With(&lease.Options{
 		TTL: demoTTL, InstanceID: name, OnEvent: s.onEvent(name),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, leaseseam.Seams{Clock: in.clock,
-		Getenv: func(string) string { return "" }, // the demo shows the conditional lease
+		Getenv: func(string) string { return "" },
 	}))
+
 	in.c = c
 	return in, err
 }
@@ -181,7 +184,7 @@ last renewal, and nobody may take the lease over until %v after it.
 (An in-memory bucket and simulated time; the lease library runs unchanged.)
 
    TIME  WHO    WHAT HAPPENED, AND WHY
-`, demoPrefix, lease.Key(demoPrefix), demoTTL, demoTTL/3, demoTTL*2/3, demoTTL)
+`, demoPrefix, admin.Key(demoPrefix), demoTTL, demoTTL/3, demoTTL*2/3, demoTTL)
 	clocks := []*clock.Fake{alpha.clock, beta.clock}
 	advanceTo := func(elapsed time.Duration) {
 		for _, c := range clocks {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // Wait is how Acquire waits for a held lease: not at all unless Wait
@@ -51,7 +53,7 @@ func Acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 		// than bucketlease deleted it, and its holder may still be
 		// writing. Take it only once its holder's fence has passed.
 		if gate := vanishedGate(last, lastSeen); !gate.IsZero() && time.Now().Before(gate) {
-			if st, err := lease.Inspect(ctx, b, prefix, time.Now()); err == nil && st.State == lease.Free {
+			if st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now()); err == nil && st.State == admin.Free {
 				if !vanished {
 					vanished = true
 					p.Note("lease-vanished", fmt.Sprintf("lease %s vanished while %s held it, without a release (something other than bucketlease deleted it); its holder may still be writing, so waiting until %s, a TTL after its last renewal, before taking it",
@@ -117,7 +119,7 @@ func sameIDError(held *lease.HeldError, id string) error {
 // it was told, on its own monotonic clock. Zero when there is no such
 // lease (none seen, or a suspect one).
 func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
-	if last == nil || last.State != lease.Fresh {
+	if last == nil || last.State != admin.Fresh {
 		return time.Time{}
 	}
 	return seen.Add(last.TakeoverAt.Sub(last.Now))

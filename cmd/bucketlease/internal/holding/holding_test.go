@@ -9,6 +9,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // TestWaitTiming: --wait looks again at most every 2 s and at least every
@@ -22,7 +23,7 @@ func TestWaitTiming(t *testing.T) {
 		t.Errorf("waitPoll(1s) = %v, want 250ms", got)
 	}
 	now := time.Now()
-	held := &lease.HeldError{Status: lease.Status{Now: now, TakeoverAt: now.Add(time.Second)}}
+	held := &lease.HeldError{Status: admin.Status{Now: now, TakeoverAt: now.Add(time.Second)}}
 	if got := retryDelay(held, 0, 30*time.Second); got != 1100*time.Millisecond {
 		t.Errorf("retryDelay before a takeover 1s away = %v, want 1.1s", got)
 	}
@@ -40,12 +41,12 @@ func TestWaitTiming(t *testing.T) {
 // its takeover time on the waiter's clock; a stale one, or none, at once.
 func TestVanishedGate(t *testing.T) {
 	now := time.Now()
-	fresh := &lease.HeldError{Status: lease.Status{State: lease.Fresh, Now: now, TakeoverAt: now.Add(10 * time.Second)}}
+	fresh := &lease.HeldError{Status: admin.Status{State: admin.Fresh, Now: now, TakeoverAt: now.Add(10 * time.Second)}}
 	seen := now.Add(time.Hour)
 	if got := vanishedGate(fresh, seen); !got.Equal(seen.Add(10 * time.Second)) {
 		t.Errorf("vanishedGate = %v, want %v", got, seen.Add(10*time.Second))
 	}
-	stale := &lease.HeldError{Status: lease.Status{State: lease.Stale, Now: now, TakeoverAt: now}}
+	stale := &lease.HeldError{Status: admin.Status{State: admin.Stale, Now: now, TakeoverAt: now}}
 	if !vanishedGate(stale, seen).IsZero() || !vanishedGate(nil, seen).IsZero() {
 		t.Error("vanishedGate is not zero for a stale lease or none")
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
@@ -16,6 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // HoldUntilSignal holds the lease until a signal or until it ends.
@@ -65,7 +67,7 @@ func Watch(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, 
 			}
 			before := leaseseam.Inside(l).Version
 			rctx, cancel := context.WithTimeout(ctx, max(interval, leaseseam.Inside(l).TTL/10))
-			st, err := lease.Inspect(rctx, b, prefix, time.Now())
+			st, err := admin.Inspect(rctx, bucket.New(b, prefix), time.Now())
 			cancel()
 			if err != nil || ctx.Err() != nil {
 				continue
@@ -99,14 +101,14 @@ func Watch(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, 
 // version is one l wrote, or it names l's instance (a renewal whose reply
 // is on its way). foreign reports a lease record of another instance (a
 // takeover, or a break), which the lease itself judges at a renewal.
-func notOurs(st lease.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
+func notOurs(st admin.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
 	if st.Version == before || st.Version == leaseseam.Inside(l).Version {
 		return "", false
 	}
 	switch {
 	case st.Record != nil && st.Record.InstanceID != l.InstanceID():
 		return "", true
-	case st.State == lease.Free:
+	case st.State == admin.Free:
 		return fmt.Sprintf("its lease object %s was deleted by something other than bucketlease (a sync tool with --delete, a clean-up)", st.Key), false
 	case st.Record == nil:
 		return fmt.Sprintf("its lease object %s was replaced by something that is not a lease record (%s)", st.Key, st.Reason), false
@@ -169,13 +171,13 @@ func Release(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix str
 		return result // lost: there was nothing of ours to release
 	}
 	// Say "released" only if the lease object now says so.
-	st, err := lease.Inspect(ctx, b, prefix, time.Now())
+	st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now())
 	switch {
 	case err != nil:
 		p.Note("released", fmt.Sprintf("released lease %s (could not read it back: %v)", l.Key(), err), func(r *report.Record) { r.Key = l.Key() })
-	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == lease.Released:
+	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == admin.Released:
 		p.Note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *report.Record) { r.Key = l.Key() })
-	case st.State == lease.Free:
+	case st.State == admin.Free:
 		// Release never deletes the lease object: something else did,
 		// and there was nothing of ours left to release.
 		p.Note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
@@ -200,7 +202,7 @@ func exitText(code int) string {
 
 // HolderText names a holder for people, saying who break is.
 func HolderText(id string) string {
-	if id == lease.BreakerID {
+	if id == admin.BreakerID {
 		return "an operator (bucketlease break)"
 	}
 	return "instance " + term.Safe(id)

@@ -181,11 +181,11 @@ func (s *server) serve(conn *net.UnixConn) {
 	defer cancel()
 	stopAfter := context.AfterFunc(fctx, func() { _ = conn.SetReadDeadline(time.Now()) })
 	defer stopAfter()
-	if err := RefuseExisting(fctx, s.l.Bucket(), h.Key, cond); err != nil {
+	if err := RefuseExisting(fctx, s.l.Bucket().Driver(), h.Key, cond); err != nil {
 		writeReply(conn, Classify(s.l, err), err.Error())
 		return
 	}
-	a, err := s.l.Bucket().PutStream(fctx, h.Key, &chunkReader{r: br}, driver.PutOptions{If: cond},
+	a, err := s.l.Bucket().Driver().PutStream(fctx, h.Key, &chunkReader{r: br}, driver.PutOptions{If: cond},
 		&driver.StreamOptions{PartSize: h.PartSize, Concurrency: h.Concurrency})
 	v, late, err := Settle(s.ctx, s.l, h.Key, a.Version, err)
 	if err != nil {

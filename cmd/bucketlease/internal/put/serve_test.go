@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/mem"
@@ -61,7 +62,7 @@ func putOnce(t *testing.T, sock string, h Header, chunks []string, end bool) str
 func TestPutServe(t *testing.T) {
 	ctx := context.Background()
 	b := mem.New()
-	c, err := lease.NewContender(b, "db1", leaseseam.With(&lease.Options{Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
+	c, err := lease.NewContender(bucket.New(b, "db1"), leaseseam.With(&lease.Options{Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Getenv: func(string) string { return "" }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestPutServeLateAnswer(t *testing.T) {
 			}
 		}
 	}()
-	l, err := lease.Acquire(ctx, b, "db1", leaseseam.With(&lease.Options{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Clock: clk, Getenv: func(string) string { return "" }}))
+	l, err := lease.Acquire(ctx, bucket.New(b, "db1"), leaseseam.With(&lease.Options{TTL: ttl, Logger: slog.New(slog.DiscardHandler)}, leaseseam.Seams{Clock: clk, Getenv: func(string) string { return "" }}))
 	close(taken)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // The part size and concurrency of an upload that does not set them:
@@ -66,18 +67,18 @@ func Settle(ctx context.Context, l *lease.Lease, key string, v driver.Version, e
 // learns of its fence before it reads the answer waiting for it). Where
 // the driver keeps no stamps it cannot tell, and says no.
 func storedAnyway(ctx context.Context, l *lease.Lease, key string) (driver.Version, bool) {
-	want, ok := lease.Stamp{Epoch: l.Epoch(), Instance: lease.StampedInstance(l.InstanceID())}, leaseseam.Inside(l).Stamped
+	want, ok := admin.Stamp{Epoch: l.Epoch(), Instance: admin.StampedInstance(l.InstanceID())}, leaseseam.Inside(l).Stamped
 	if !ok {
 		return "", false
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	rc, a, err := l.Bucket().Get(rctx, key, driver.GetOptions{Metadata: true})
+	rc, a, err := l.Bucket().Driver().Get(rctx, key, driver.GetOptions{Metadata: true})
 	if err != nil {
 		return "", false
 	}
 	rc.Close()
-	got, ok := lease.StampOf(a.Metadata)
+	got, ok := admin.StampOf(a.Metadata)
 	return a.Version, ok && got == want
 }
 
@@ -140,6 +141,6 @@ func Fenced(ctx context.Context, l *lease.Lease, key string, body io.Reader, con
 	})
 	defer stop()
 	defer pr.Close()
-	a, err := l.Bucket().PutStream(fctx, key, pr, driver.PutOptions{If: cond}, opts)
+	a, err := l.Bucket().Driver().PutStream(fctx, key, pr, driver.PutOptions{If: cond}, opts)
 	return a.Version, err
 }

@@ -4,12 +4,12 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // HolderName renders a holder's instance id, saying who break is.
 func HolderName(id string) string {
-	if id == lease.BreakerID {
+	if id == admin.BreakerID {
 		return id + " (broken by an operator with bucketlease break)"
 	}
 	return term.Safe(id)

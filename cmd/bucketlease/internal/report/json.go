@@ -7,7 +7,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/internal/location"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // ShowJSON is show's --json output.
@@ -22,7 +22,7 @@ type ShowJSON struct {
 	AcquiredAgoS float64 `json:"acquired_ago_s,omitempty"`
 	RenewedAgoS  float64 `json:"renewed_ago_s,omitempty"`
 	TTLSeconds   *int64  `json:"ttl_s,omitempty"`
-	// Epoch is the record's epoch (lease.Record.Epoch); absent for a
+	// Epoch is the record's epoch (admin.Record.Epoch); absent for a
 	// record without one.
 	Epoch       uint64  `json:"epoch,omitempty"`
 	TakeoverAt  string  `json:"takeover_at,omitempty"`
@@ -31,7 +31,7 @@ type ShowJSON struct {
 	Now         string  `json:"now"`
 	// Process is what the holder says about itself (host, pid, user,
 	// tool), when its record carries it: informational, never proof.
-	Process *lease.HolderInfo `json:"process,omitempty"`
+	Process *admin.HolderInfo `json:"process,omitempty"`
 	// Pending is what the prefix has pending: uploads started and not
 	// completed, where the driver can list them.
 	Pending *PendingJSON `json:"pending,omitempty"`
@@ -47,7 +47,7 @@ type ShowJSON struct {
 	OffsetUncertaintyS *float64 `json:"offset_uncertainty_s,omitempty"`
 	StampOffsetS       *float64 `json:"stamp_offset_s,omitempty"`
 	// ScratchKeys are scratch keys beside the lease object that a probe
-	// left (lease.IsScratchKey): a process that died during one.
+	// left (admin.IsScratchKey): a process that died during one.
 	ScratchKeys []ScratchKeyJSON `json:"scratch_keys,omitempty"`
 	// LockHolders are the processes holding the file driver's lock on
 	// the lease object (file:// on Linux): one writing it now, or one
@@ -60,7 +60,7 @@ type ScratchKeyJSON struct {
 	Modified string `json:"modified,omitempty"`
 }
 
-func StatusJSON(loc *location.Location, st lease.Status) ShowJSON {
+func StatusJSON(loc *location.Location, st admin.Status) ShowJSON {
 	j := ShowJSON{URL: loc.String(), Key: st.Key, State: st.State.String(), Holder: st.Holder(),
 		Version: string(st.Version), Reason: st.Reason, Now: st.Now.UTC().Format(time.RFC3339Nano)}
 	if r := st.Record; r != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // A Printer writes what happens to a lease, one line per change: text for
@@ -143,7 +144,7 @@ func (p *Printer) Event(ev lease.Event) {
 		r.Error = ev.Err.Error()
 	}
 	r.Message = eventMessage(ev)
-	if ev.Kind == lease.EventLost && ev.Previous != nil && ev.Previous.InstanceID == lease.BreakerID {
+	if ev.Kind == lease.EventLost && ev.Previous != nil && ev.Previous.InstanceID == admin.BreakerID {
 		p.broken.Store(true)
 	}
 	p.emit(ev.Time, r)
@@ -168,7 +169,7 @@ func eventMessage(ev lease.Event) string {
 		return fmt.Sprintf("fenced: no renewal of %s succeeded within two thirds of the TTL; writing stops now, before anyone may take the lease over", ev.Key)
 	case lease.EventLost:
 		switch {
-		case ev.Previous != nil && ev.Previous.InstanceID == lease.BreakerID:
+		case ev.Previous != nil && ev.Previous.InstanceID == admin.BreakerID:
 			return fmt.Sprintf("lease %s was broken by an operator (bucketlease break); writing stops now", ev.Key)
 		case errors.Is(ev.Err, lease.ErrInstanceInUse) || ev.Previous != nil && ev.Previous.InstanceID == ev.InstanceID:
 			return fmt.Sprintf("lost lease %s to another live process using the same instance id %s; writing stops now. Give each process its own --instance-id", ev.Key, ev.InstanceID)
@@ -189,7 +190,7 @@ func (p *Printer) Held(h *lease.HeldError, waiting bool) {
 	r := Record{Event: "held", Key: h.Key, Holder: h.Holder(), State: h.State.String(), Version: string(h.Version),
 		TakeoverAt: UTC(h.TakeoverAt), Detail: h.Reason}
 	r.Message = h.Error()
-	if h.State == lease.Fresh && h.Holder() == lease.BreakerID {
+	if h.State == admin.Fresh && h.Holder() == admin.BreakerID {
 		// A break of a fresh lease (lease.Break): free once the broken
 		// holder must have stopped.
 		r.Message = fmt.Sprintf("lease %s was broken by an operator (bucketlease break) while its holder was live; that holder may still be writing until its fence, so the lease is free only at %s, when the break's Record goes stale",

@@ -10,24 +10,24 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/internal/location"
-	"github.com/mushroomdb/bucketlease/lease"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
 // stateMeaning says what a state means for a contender.
-func stateMeaning(st lease.Status) string {
+func stateMeaning(st admin.Status) string {
 	switch st.State {
-	case lease.Free:
+	case admin.Free:
 		return "no lease; anyone may take it"
-	case lease.Fresh:
-		if st.Record != nil && st.Record.InstanceID == lease.BreakerID {
+	case admin.Fresh:
+		if st.Record != nil && st.Record.InstanceID == admin.BreakerID {
 			return "broken by an operator; nobody may take it over until its broken holder's fence has passed"
 		}
 		return "held; nobody may take it over"
-	case lease.Stale:
+	case admin.Stale:
 		return "not renewed within its TTL; the next contender takes it over"
-	case lease.Released:
+	case admin.Released:
 		return "released by its holder; anyone may take it"
-	case lease.Suspect:
+	case admin.Suspect:
 		return st.Reason
 	default:
 		return ""
@@ -36,7 +36,7 @@ func stateMeaning(st lease.Status) string {
 
 // PrintStatus prints st for people, then the rows that more adds (show's
 // pending uploads).
-func PrintStatus(w io.Writer, loc *location.Location, st lease.Status, more ...func(row func(k, v string))) {
+func PrintStatus(w io.Writer, loc *location.Location, st admin.Status, more ...func(row func(k, v string))) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	defer tw.Flush()
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, term.Safe(v)) }
@@ -47,7 +47,7 @@ func PrintStatus(w io.Writer, loc *location.Location, st lease.Status, more ...f
 	}()
 	row("lease", st.Key+" on "+loc.String())
 	row("state", st.State.String()+": "+stateMeaning(st))
-	if st.State == lease.Free {
+	if st.State == admin.Free {
 		row("clocks", clocksText(st.Service))
 		return
 	}
@@ -82,20 +82,20 @@ func epochText(e uint64) string {
 
 // clocksText says how records are judged: against the service's clock,
 // with this machine's offset from it, or on the machines' clocks alone.
-func clocksText(svc *lease.ServiceClock) string {
+func clocksText(svc *admin.ServiceClock) string {
 	if svc == nil {
 		return "assumed synchronised; the driver reports no service time, so records are judged on this machine's clock alone"
 	}
 	return "checked against the service's; " + svc.String()
 }
 
-func takeoverText(st lease.Status) string {
+func takeoverText(st admin.Status) string {
 	switch {
-	case st.State == lease.Suspect:
+	case st.State == admin.Suspect:
 		return "once a contender has seen this version unchanged for one of its own TTLs"
 	case !st.TakeoverAt.After(st.Now):
 		return "now"
-	case st.Record != nil && st.Record.InstanceID == lease.BreakerID:
+	case st.Record != nil && st.Record.InstanceID == admin.BreakerID:
 		return fmt.Sprintf("in %v (%s), when the break's record goes stale (a TTL after the broken holder's last renewal, or after the service stored the break, whichever is later)",
 			st.TakeoverAt.Sub(st.Now).Round(time.Second), UTC(st.TakeoverAt))
 	default:
@@ -107,7 +107,7 @@ func takeoverText(st lease.Status) string {
 // holderDescription renders what a holder says about itself, such as
 // "pg_dump, pid 4242 on db-7 as backup", or "" when it said nothing. It is
 // the holder's own claim, for people; the lease never trusts it.
-func holderDescription(h *lease.HolderInfo) string {
+func holderDescription(h *admin.HolderInfo) string {
 	if h == nil {
 		return ""
 	}
@@ -140,4 +140,4 @@ func utcMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0
 // fraction that names the incarnation, so its fraction is no time at all,
 // and read as one it can put the acquire after the first renewal, or in
 // the future.
-func acquiredSecond(r lease.Record) time.Time { return r.AcquiredAt.Truncate(time.Second) }
+func acquiredSecond(r admin.Record) time.Time { return r.AcquiredAt.Truncate(time.Second) }

@@ -1,4 +1,4 @@
-package lease
+package admin
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
@@ -27,32 +28,32 @@ type Era struct {
 
 func (e Era) equal(o Era) bool { return e.Epoch == o.Epoch && e.Began.Equal(o.Began) }
 
-// eraOf returns the era of the holder of rec, read in an answer that said
+// Era returns the era of the holder of r, read in an answer that said
 // svc about the service's clock: its Began, or, while it has not renewed
 // (or where it writes none), the lease object's modification time plus
 // the resolution, which is no earlier than the write that took the
 // prefix. ok is false when neither is known, or rec has no epoch.
-func eraOf(rec Record, svc *ServiceClock) (Era, bool) {
+func (r Record) Era(svc *ServiceClock) (Era, bool) {
 	switch {
-	case rec.Epoch == 0:
+	case r.Epoch == 0:
 		return Era{}, false
-	case !rec.Began.IsZero():
-		return Era{Epoch: rec.Epoch, Began: rec.Began}, true
+	case !r.Began.IsZero():
+		return Era{Epoch: r.Epoch, Began: r.Began}, true
 	case svc != nil && !svc.Modified.IsZero():
-		return Era{Epoch: rec.Epoch, Began: svc.Modified.Add(svc.Resolution)}, true
+		return Era{Epoch: r.Epoch, Began: svc.Modified.Add(svc.Resolution)}, true
 	}
 	return Era{}, false
 }
 
-// before returns what a new holder's record remembers of the holders up
+// Remembered returns what a new holder's record remembers of the holders up
 // to prev, read in an answer that said svc: prev's era, then what prev
 // remembered, at most maxBefore in all.
-func before(prev *Record, svc *ServiceClock) []Era {
-	if !follows(prev) {
+func Remembered(prev *Record, svc *ServiceClock) []Era {
+	if prev == nil || prev.Epoch == 0 {
 		return nil
 	}
 	var out []Era
-	if e, ok := eraOf(*prev, svc); ok {
+	if e, ok := prev.Era(svc); ok {
 		out = append(out, e)
 	}
 	out = append(out, prev.Before...)
@@ -68,7 +69,7 @@ func (s Status) Eras() []Era {
 		return nil
 	}
 	var out []Era
-	if e, ok := eraOf(*s.Record, s.Service); ok {
+	if e, ok := s.Record.Era(s.Service); ok {
 		out = append(out, e)
 	}
 	return append(out, s.Record.Before...)
@@ -95,10 +96,11 @@ func LateBy(eras []Era, st Stamp, mod time.Time) (after Era, by time.Duration, l
 // LateWrite is an object written late: by a holder whose lease had
 // already passed to another.
 type LateWrite struct {
-	Key      string    // relative to the prefix
-	Stamp    Stamp     // its writer's epoch and instance
-	Modified time.Time // when the service stamped it
-	After    Era       // the holder that had taken the prefix before it
+	Key      string         // relative to the prefix
+	Version  driver.Version // the version judged
+	Stamp    Stamp          // its writer's epoch and instance
+	Modified time.Time      // when the service stamped it
+	After    Era            // the holder that had taken the prefix before it
 	By       time.Duration
 }
 
@@ -107,13 +109,18 @@ type LateWrite struct {
 // record has no epoch, or the driver reports no service time.
 var ErrNoEras = errors.New("the lease object tells no epochs and beginnings of holders to judge objects by")
 
-// LateWrites lists the objects under prefix in b and yields those written
+// LateWrites lists the objects under b's prefix and yields those written
 // late (Status.Late), judged by the eras of the lease object read first,
 // at the reader's wall-clock time now. A failure is yielded once, last, as
 // a Bucket's List does; with no eras to judge by, the error wraps ErrNoEras.
-func LateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
+func LateWrites(ctx context.Context, b *bucket.Bucket, now time.Time) iter.Seq2[LateWrite, error] {
+	return lateWrites(ctx, b.Driver(), b.Prefix(), now)
+}
+
+// lateWrites is LateWrites on prefix in b.
+func lateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
 	return func(yield func(LateWrite, error) bool) {
-		st, err := Inspect(ctx, b, prefix, now)
+		st, err := inspect(ctx, b, prefix, now)
 		if err != nil {
 			yield(LateWrite{}, err)
 			return
@@ -169,7 +176,26 @@ func (s Status) Late(ctx context.Context, b driver.Bucket, obj driver.Object) (L
 	if !late {
 		return LateWrite{}, false, nil
 	}
-	return LateWrite{Key: strings.TrimPrefix(obj.Key, s.under()), Stamp: stamp, Modified: obj.ModTime, After: after, By: by}, true, nil
+	return LateWrite{Key: strings.TrimPrefix(obj.Key, s.under()), Version: obj.Version, Stamp: stamp, Modified: obj.ModTime, After: after, By: by}, true, nil
+}
+
+// LateRead judges the version of key that a reader read, by the Attrs its
+// Get or ReadAll returned (that version's metadata and modification time):
+// whether it was written late, by the eras the status knows (LateBy). A
+// scratch key and a version without a stamp are never late.
+func (s Status) LateRead(key string, a bucket.Attrs) (LateWrite, bool) {
+	if IsScratchKey(key) {
+		return LateWrite{}, false
+	}
+	stamp, ok := StampOf(a.Metadata)
+	if !ok {
+		return LateWrite{}, false
+	}
+	after, by, late := LateBy(s.Eras(), stamp, a.Modified)
+	if !late {
+		return LateWrite{}, false
+	}
+	return LateWrite{Key: key, Version: a.Version, Stamp: stamp, Modified: a.Modified, After: after, By: by}, true
 }
 
 // metadataOf reads key's metadata with a Get whose body it closes unread.

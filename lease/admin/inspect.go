@@ -1,4 +1,4 @@
-package lease
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 )
@@ -49,21 +50,26 @@ func (s Status) Holder() string {
 	return s.Record.InstanceID
 }
 
-// Inspect reads the lease object of prefix in b and classifies it at the
+// Inspect reads the lease object of b's prefix and classifies it at the
 // wall-clock time now, as a contender would: on both clocks where the
 // driver reports the service's time (Status.Service, whose offset is this
 // machine's, measured on time.Now around the read), on now alone where it
 // does not. A missing object is Free; an object that is not a lease record
 // (empty, malformed or larger than MaxRecordSize) is Suspect with Record
 // nil. Any other read failure is an error naming the key.
-func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
+func Inspect(ctx context.Context, b *bucket.Bucket, now time.Time) (Status, error) {
+	return inspect(ctx, b.Driver(), b.Prefix(), now)
+}
+
+// inspect is Inspect on prefix in b.
+func inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
-	if err := checkLeaseKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Status{}, err
 	}
 	st := Status{Key: key, Now: now}
-	cur, v, err := readLease(ctx, clock.System{}, b, key)
-	st.Service = cur.svc
+	cur, v, err := Read(ctx, clock.System{}, b, key)
+	st.Service = cur.Service
 	switch {
 	case errors.Is(err, driver.ErrNotExist):
 		st.State, st.TakeoverAt = Free, now
@@ -72,15 +78,15 @@ func Inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time)
 		return Status{}, fmt.Errorf("inspect %s: %w", key, err)
 	}
 	st.Version = v
-	if cur.err != nil {
-		st.State, st.Reason = Suspect, cur.err.Error()
+	if cur.Err != nil {
+		st.State, st.Reason = Suspect, cur.Err.Error()
 		return st, nil
 	}
-	rec := cur.rec
+	rec := cur.Record
 	st.Record = &rec
-	st.State, st.TakeoverAt = judgeRecord(rec, now, cur.svc)
+	st.State, st.TakeoverAt = Judge(rec, now, cur.Service)
 	if st.State == Suspect {
-		st.Reason = rec.suspicion(now)
+		st.Reason = rec.Suspicion(now)
 	}
 	return st, nil
 }

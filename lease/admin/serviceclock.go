@@ -1,4 +1,4 @@
-package lease
+package admin
 
 import (
 	"fmt"
@@ -68,12 +68,12 @@ func describeOffset(d time.Duration) string {
 	}
 }
 
-// offsetProblem says why this machine's clock is not to be trusted with a
+// OffsetProblem says why this machine's clock is not to be trusted with a
 // lease of the given TTL: it is provably more than a third of a TTL from
 // the service's, which is more than readers' clocks may differ by. It
 // returns "" for a clock within that bound, or when the driver reported no
 // service time (c nil).
-func (c *ServiceClock) offsetProblem(ttl time.Duration) string {
+func (c *ServiceClock) OffsetProblem(ttl time.Duration) string {
 	if c == nil {
 		return ""
 	}
@@ -89,11 +89,11 @@ func (c *ServiceClock) offsetProblem(ttl time.Duration) string {
 		describeOffset(c.Offset), local.UTC().Format(time.RFC3339), c.Date.UTC().Format(time.RFC3339), ttl/3)
 }
 
-// timedCall runs call, times it on clk's wall clock, and returns its
+// TimedCall runs call, times it on clk's wall clock, and returns its
 // Attrs and error with the ServiceClock of what its answer said of the
 // service's clock (Attrs.Time, set with an error too): nil when the
 // answer said nothing (a zero Date).
-func timedCall(clk clock.Clock, call func() (driver.Attrs, error)) (driver.Attrs, *ServiceClock, error) {
+func TimedCall(clk clock.Clock, call func() (driver.Attrs, error)) (driver.Attrs, *ServiceClock, error) {
 	sent := clk.Wall()
 	a, err := call()
 	recv := clk.Wall()
@@ -103,12 +103,12 @@ func timedCall(clk clock.Clock, call func() (driver.Attrs, error)) (driver.Attrs
 	return a, newServiceClock(a.Time, sent, recv), err
 }
 
-// judgeRecord classifies r, read in an answer that said svc about the
+// Judge classifies r, read in an answer that said svc about the
 // service's clock, at the reader's wall-clock time now, and says from
 // when it could be taken over (zero for Suspect: see Watch).
 //
 // On the reader's clock alone (svc nil, or no modification time) it is
-// stateAt: renewed_at plus the TTL against now. With the service's clock,
+// StateAt: renewed_at plus the TTL against now. With the service's clock,
 // a record is stale only when it is stale on both: by the reader's clock,
 // and by the service's, Date − Modified ≥ TTL + Resolution, so that its
 // true age on the service's clock is over a TTL whatever the rounding of
@@ -124,9 +124,9 @@ func timedCall(clk clock.Clock, call func() (driver.Attrs, error)) (driver.Attrs
 // service's clock alone (never Suspect for being stamped in the future).
 // A stamp that far behind needs no rule: the service's clock, the later
 // of the two, decides. A released record, and one whose TTL is over
-// MaxSaneTTL, are judged as stateAt judges them.
-func judgeRecord(r Record, now time.Time, svc *ServiceClock) (State, time.Time) {
-	state := r.stateAt(now)
+// MaxSaneTTL, are judged as StateAt judges them.
+func Judge(r Record, now time.Time, svc *ServiceClock) (State, time.Time) {
+	state := r.StateAt(now)
 	machineAt := r.RenewedAt.Add(r.TTL())
 	if svc == nil || svc.Modified.IsZero() || state == Released || r.TTL() > MaxSaneTTL {
 		switch state {
