@@ -42,8 +42,8 @@ import (
 // sides alike: the drivers' defaults, so the heap target is 16 MiB × 4 +
 // 16 MiB = 80 MiB.
 const (
-	streamPart        = driver.DefaultPartSize
-	streamConcurrency = driver.DefaultConcurrency
+	streamPart        = 16 << 20
+	streamConcurrency = 4
 	// heapSlack is what the heap target allows beyond part size ×
 	// concurrency.
 	heapSlack = 16 << 20
