@@ -10,9 +10,8 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// fencePoll bounds how long the fence timer sleeps between looks at the
-// wall clock, which Go's timers do not follow: after a suspension the
-// monotonic timer would fire late, the wall clock check does not.
+// fencePoll bounds the fence timer's sleep: Go's timers do not follow the
+// wall clock across a suspension, the wall-clock check does.
 const fencePoll = time.Second
 
 // Lease is a held lease on {prefix}/LEASE. Keep it renewed (Keep), write
@@ -27,16 +26,12 @@ type Lease struct {
 	epoch  uint64      // the acquire's, which every renewal keeps
 	stamp  admin.Stamp // what Bucket writes on every object, made once
 	began  time.Time   // Record.Began, which renewals write; zero if unknown
-	// pace spaces the lease's writes to its object and sends a
-	// rate-limited one again (see pacer); the acquire's, so that a
-	// renewal right after the acquire keeps the spacing.
-	pace  *pacer
-	fence context.Context
-	// stopFence ends the lease's fence context with a cause.
-	stopFence context.CancelCauseFunc
-
-	// turn admits one renewal or release at a time; a channel, so that
-	// Release can wait for it under its context.
+	// pace is the acquire's pacer, so a renewal right after it keeps spacing.
+	pace      *pacer
+	fence     context.Context
+	stopFence context.CancelCauseFunc // ends fence with a cause
+	// turn admits one renewal or release at a time (a channel, to wait on
+	// under a context).
 	turn chan struct{}
 
 	stamps *stamps     // the contender's: renewed_at increases across all its writes
@@ -56,11 +51,9 @@ type Lease struct {
 	idle      chan struct{}                     // closed when writes drops to 0 after the lease ended
 	inTurn    bool                              // a renewal or release holds the turn
 	queued    []Event                           // events raised during the turn, reported after it
-	// svc is what the service said about its clock at the latest acquire
-	// or renewal; nil when the driver reports none.
+	// svc: the service's clock at the latest acquire or renewal, or nil.
 	svc *admin.ServiceClock
-	// streamProven: this lease has shown that the service applies the
-	// condition at a streamed upload's commit (proveStreamCommit).
+	// streamProven: proveStreamCommit passed.
 	streamProven bool
 }
 
@@ -84,11 +77,9 @@ func (l *Lease) Key() string { return l.key }
 // InstanceID returns the id this lease is held under.
 func (l *Lease) InstanceID() string { return l.s.id }
 
-// Epoch returns the lease's epoch: greater than the epoch of every earlier
-// holder of the prefix, and kept by every renewal (see the package
-// documentation, "Epochs"). Hand it to whatever the holder writes to, so
-// that a write by a holder whose lease has passed on can be told from one
-// in time. It is never zero.
+// Epoch returns the lease's epoch, greater than every earlier holder's and
+// kept by renewals; never zero. Hand it to systems outside the bucket to
+// tell a late holder's writes from timely ones.
 func (l *Lease) Epoch() uint64 { return l.epoch }
 
 // Exclusion reports how strongly this lease keeps a second writer out on
@@ -109,8 +100,8 @@ func (l *Lease) lastRecord() admin.Record {
 	return l.rec
 }
 
-// serviceClock returns what the service said about its clock at the
-// lease's latest read or renewal, and false when its driver reports none.
+// serviceClock returns the service's clock at the latest read or renewal,
+// and false when the driver reports none.
 func (l *Lease) serviceClock() (admin.ServiceClock, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
