@@ -10,14 +10,11 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// proveLease sends, together, the probes of the preconditions not yet
-// proven on the lease object at version v, where data is our record: a
-// write with If-None-Match: * and one with If-Match on a made-up version
-// must be refused, and one with If-Match on v accepted. It returns the
-// version the lease is at, or why the lease cannot be kept. The writes go
-// through the attempt's pacer: where the driver declares a
-// KeyWriteInterval they take their turns, and a rate-limited answer is
-// sent again (until the fence deadline, until), never taken for a refusal.
+// proveLease sends together the probes not yet proven on the lease object
+// at v (data is our record): If-None-Match: * and If-Match on a made-up
+// version must be refused, If-Match on v accepted. It returns the lease's
+// version, or why the lease cannot be kept. The writes are paced until the
+// fence deadline, until.
 func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version, ifAbsentProven, ifMatchProven bool, until time.Duration) (driver.Version, error) {
 	type probe struct {
 		name string
@@ -31,11 +28,9 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 	if !ifMatchProven {
 		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(v)), make(chan error, 1)})
 	}
-	// The other side of If-Match: a write with the current version must be
-	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a
-	// quoted current ETag). A takeover has shown it already; otherwise the
-	// same record is written once more, If-Match on the version just
-	// written, beside the probes.
+	// If-Match on the current version must be accepted too, or no renewal
+	// could succeed (Ceph RGW 16.2 refuses a quoted current ETag); a
+	// takeover has shown it already.
 	type putResult struct {
 		v   driver.Version
 		err error
@@ -81,16 +76,11 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 	return v, failure
 }
 
-// provePath shows, once per Acquire and before its first write to the
-// lease object, that this client's path to the service applies both
-// preconditions: on a scratch key beside the lease object, a write with
-// If-None-Match: * over the existing key and one with If-Match on a
-// made-up version must both be refused. Reading first keeps an acquire
-// from writing over a record it has not judged; this keeps its first write
-// from going over one created since the read, on a path that drops the
-// header from that write (a proxy that strips it from a new connection's
-// first request, a gateway, an old client). If the path ignores a
-// precondition, nothing has been written to the lease object.
+// provePath proves once per Acquire, on a scratch key and before the first
+// write to the lease object, that this path applies both preconditions.
+// Reading first keeps an acquire from writing over a record it has not
+// judged; this keeps its first write off one created since the read on a
+// path that drops the header (a proxy, a gateway, an old client).
 func (a *attempt) provePath(ctx context.Context) error {
 	if a.proven {
 		return nil
@@ -110,9 +100,8 @@ func (a *attempt) provePath(ctx context.Context) error {
 	return nil
 }
 
-// dropScratch starts the delete of the proof's scratch key, once the
-// attempt's first write to the lease object has returned (see
-// proveConditions for why not sooner).
+// dropScratch starts the delete of the proof's scratch key, once the first
+// write to the lease object has returned (see proveConditions).
 func (a *attempt) dropScratch(ctx context.Context) {
 	if a.scratch == "" {
 		return
@@ -124,8 +113,7 @@ func (a *attempt) dropScratch(ctx context.Context) {
 	a.deletes = append(a.deletes, done)
 }
 
-// settle waits for the scratch keys' deletes; one that failed leaves a
-// harmless key behind (IsScratchKey), which is logged.
+// settle waits for the scratch deletes, logging a failed one (harmless).
 func (a *attempt) settle() {
 	a.dropScratch(context.Background())
 	for _, d := range a.deletes {
