@@ -390,3 +390,19 @@ func (a *attempt) read(ctx context.Context) (admin.Reading, driver.Version, erro
 	}
 	return cur, v, err
 }
+
+// suspectWatch is the suspect version a contender watches and since when
+// (monotonic); unchanged for one of its TTLs, it is taken over.
+type suspectWatch struct {
+	version driver.Version
+	since   time.Duration
+	seen    bool
+}
+
+// observe notes v at now and returns how long it has been seen unchanged.
+func (w *suspectWatch) observe(v driver.Version, now time.Duration) time.Duration {
+	if !w.seen || w.version != v {
+		*w = suspectWatch{version: v, since: now, seen: true}
+	}
+	return now - w.since
+}

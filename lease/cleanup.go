@@ -10,22 +10,16 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// cleanupTimeout bounds the clean-up after a failed acquire. It runs on its
-// own context, so that a cancelled or expired acquire still cleans up.
+// cleanupTimeout bounds a clean-up, which runs on a context of its own.
 const cleanupTimeout = 10 * time.Second
 
-// cleanUp leaves the prefix safe after an acquire that wrote and then
-// failed, and returns failure with what it left. An acquire fails after
-// writing when the service (or a proxy on this client's path) did not apply
-// a precondition as it should, and then its first write may itself have
-// gone over a live holder's record: that holder may write until it fences,
-// up to two thirds of its TTL after its last renewal. So the clean-up does
-// not mark the record released, which would let a third instance in at
-// once: it re-stamps it as a record that blocks the prefix for a full TTL
-// (the longer of ours and the record read before the first write), which
-// no reader takes over before such a holder has fenced. The contender does
-// not take it back either until it is stale (checkBlocked). A record of
-// anyone else is left alone.
+// cleanUp leaves the prefix safe after an acquire that wrote and then found
+// a precondition not applied, and returns failure with what it left. Its
+// first write may then have gone over a live holder, who may write until its
+// fence; so it does not release our record (which would let a third instance
+// in) but restamps it to block the prefix for a full TTL (the longer of ours
+// and the record read before), and checkBlocked keeps this contender out
+// too. Anyone else's record is left alone.
 func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 	a.cleaned = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -54,8 +48,7 @@ func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 		"fresh until %s: %w", failure, a.overwrote(st), a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
 }
 
-// blockTTL is how long a failed acquire's clean-up blocks the prefix: the
-// longer of our TTL and that of the record read before the first write.
+// blockTTL is how long cleanUp blocks the prefix.
 func (a *attempt) blockTTL(st stamp) time.Duration {
 	d := a.c.s.ttl
 	if st.seen != nil && st.seen.TTL() > d {
@@ -78,8 +71,7 @@ func (a *attempt) overwrote(st stamp) string {
 	}
 }
 
-// checkBlocked refuses an acquire while a record left by this contender's
-// own failed acquire still blocks the prefix.
+// checkBlocked refuses an acquire while cleanUp's record blocks the prefix.
 func (c *Contender) checkBlocked() error {
 	if c.blocked.InstanceID == "" {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/bucket"
@@ -340,4 +341,15 @@ func (f fencedBucket) base() string {
 		return ""
 	}
 	return f.l.prefix + "/"
+}
+
+// withStamp returns a copy of md with the lease's stamp, which replaces any
+// caller keys of the same names.
+func (l *Lease) withStamp(md driver.Metadata) driver.Metadata {
+	out := maps.Clone(md)
+	if out == nil {
+		out = driver.Metadata{}
+	}
+	maps.Copy(out, l.stamp.Metadata())
+	return out
 }

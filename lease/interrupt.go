@@ -10,13 +10,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// A shield lets an acquire that its caller interrupts (its context ends)
-// after the acquire's first write of the lease object run to its end, its
-// probes and epoch included, for up to cleanupTimeout more, so that it
-// knows what it wrote and can release it. Cut off in the middle instead,
-// it would leave a fresh record that nobody renews or releases, locking
-// every other writer out for a whole TTL. Before that first write, the
-// caller's context ends the acquire at once.
+// A shield lets an acquire interrupted after its first write of the lease
+// object run to its end, for up to cleanupTimeout more, so that it can
+// release what it wrote instead of leaving a fresh record that locks others
+// out for a TTL. Before that write, cancellation ends the acquire at once.
 type shield struct {
 	mu          sync.Mutex
 	wrote       bool // the attempt has started a write of the lease object
@@ -24,8 +21,7 @@ type shield struct {
 	stopTimer   func() bool
 }
 
-// on returns the context the attempt runs on, and a function to call when
-// the attempt is over.
+// on returns the attempt's context, and a function to call when it is over.
 func (s *shield) on(ctx context.Context) (context.Context, func()) {
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -50,8 +46,8 @@ func (s *shield) on(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// write is called before each write of the lease object: it refuses the
-// attempt's first one once the caller's context has ended.
+// write, before each write of the lease object, refuses the first one once
+// the caller's context has ended.
 func (s *shield) write() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,16 +58,13 @@ func (s *shield) write() error {
 	return nil
 }
 
-// errShielded is what a first write refused by write returns; Acquire
-// reports the caller's context's error instead.
+// errShielded: write refused a first write; Acquire reports ctx's error.
 var errShielded = errors.New("the acquire was interrupted before its first write")
 
-// interrupted is what Acquire returns when its caller's context ended
-// during the attempt, which returned l and err: nothing is held either way.
-// A lease the attempt made is released at once; a record of ours that an
-// attempt cut off after its first write left behind is marked released
-// (abandon); a record that cleanUp left to block the prefix stays, as its
-// error says.
+// interrupted is Acquire's result when the caller's context ended during an
+// attempt that returned l and err: a lease made is released, a record of
+// ours left by a cut-off attempt is abandoned, and a record cleanUp left to
+// block the prefix stays, as its error says.
 func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease, error) {
 	cause := fmt.Errorf("acquire %s: %w", a.c.key, context.Cause(ctx))
 	if l != nil {
@@ -94,10 +87,8 @@ func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease,
 	return nil, a.abandon(ctx, fmt.Errorf("%w (%w)", cause, err))
 }
 
-// abandon undoes an attempt cut off after it wrote the lease object. On a
-// context of its own, bounded by cleanupTimeout, it reads the object back
-// and marks a record of ours released, as Release does (If-Match on the
-// version read). It returns cause with what it left.
+// abandon marks a cut-off attempt's record released, as Release does, within
+// cleanupTimeout, and returns cause with what it left.
 func (a *attempt) abandon(ctx context.Context, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()

@@ -99,14 +99,3 @@ func (l *Lease) lastRecord() admin.Record {
 	defer l.mu.Unlock()
 	return l.rec
 }
-
-// serviceClock returns the service's clock at the latest read or renewal,
-// and false when the driver reports none.
-func (l *Lease) serviceClock() (admin.ServiceClock, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.svc == nil {
-		return admin.ServiceClock{}, false
-	}
-	return *l.svc, true
-}

@@ -25,9 +25,8 @@ func newInstanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ThisProcess describes the calling process for Options.Holder: its host
-// name, process id and user, and tool (a name such as "pg_dump", not a
-// command line, which may carry secrets).
+// ThisProcess describes the calling process for Options.Holder; tool is a
+// name such as "pg_dump", never a command line (it may carry secrets).
 func ThisProcess(tool string) *admin.HolderInfo {
 	h := &admin.HolderInfo{PID: os.Getpid(), Tool: tool}
 	h.Host, _ = os.Hostname()
@@ -37,9 +36,8 @@ func ThisProcess(tool string) *admin.HolderInfo {
 	return h
 }
 
-// checkWall refuses a wall-clock reading that a record cannot carry (a
-// year outside 1 to 9999 in UTC): a clock that wrong must not produce a
-// LEASE object, nor a panic.
+// checkWall refuses a wall clock outside the years 1 to 9999, which no
+// record can carry.
 func checkWall(t time.Time) error {
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
 		return fmt.Errorf("lease: the wall clock reads %s, outside the years 1 to 9999; fix the machine's clock", t.UTC().Format(time.RFC3339))
@@ -60,9 +58,8 @@ func checkInstanceID(id string) error {
 	return nil
 }
 
-// printsAsItself reports whether s is UTF-8 text whose every character
-// prints as itself (strconv.IsPrint): no control character, no format
-// character such as a bidi override, nothing a terminal would act on.
+// printsAsItself reports whether every character of UTF-8 s prints as
+// itself (no control or bidi characters).
 func printsAsItself(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
 }
