@@ -20,6 +20,7 @@ import (
 // or released record it writes a released one, and over a non-record one
 // fresh for DefaultTTL. With allowOverlap it writes a released record at
 // once, which risks two writers: use it only for a holder known dead.
+//
 // Break reads first and writes nothing unless the version is still v
 // (driver.ErrPrecondition); it proves If-Match on a scratch key beside the
 // lease object (ErrPreconditionsIgnored if not applied); only then it writes

@@ -16,6 +16,7 @@ import (
 // Contender's newer lease). Every record a Contender writes is unique:
 // renewed_at increases strictly, and acquired_at carries a random fraction
 // naming the incarnation. A record is ours only if it is exactly one we sent.
+
 // maxSent bounds the records a writer remembers; only those sent since its
 // last known landed write can still land, and forgetting one only makes a
 // record look foreign (a lease lost, never shared).

@@ -17,6 +17,7 @@ import (
 // write that left the client may still land, and a successor must not start
 // before it has); if ctx ends first it returns ErrWritesInFlight and marks
 // nothing released.
+//
 // It never removes or overwrites a record this lease did not write: it
 // writes a released record (ttl_s 0) with If-Match on our last version, which
 // the acquire probe proved the service applies, and never deletes (many S3

@@ -17,6 +17,7 @@ import (
 // hex digits>, before trusting it with a write that matters, and deletes it
 // after; only a process dying mid-probe leaves one (admin.IsScratchKey
 // finds it; Lease.Bucket's List hides it).
+
 // scratchKey returns a fresh random key beside key for a probe of kind.
 func scratchKey(key, kind string) (string, error) {
 	var r [8]byte
@@ -32,6 +33,7 @@ func scratchKey(key, kind string) (string, error) {
 // each must be refused. Writes go through p, so a rate-limited probe is
 // never taken for a refused one. It returns the scratch key to delete ("" if
 // none), ignored naming a precondition the path ignored, or err.
+//
 // The caller deletes the key, not a goroutine here: MinIO and Versity's
 // posix backend remove a directory a DELETE left empty, and a concurrent PUT
 // into it fails, so the delete must not race the lease object's first write.

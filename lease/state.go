@@ -27,6 +27,7 @@ import (
 // system or shared by two hosts; a dead predecessor's request still in the
 // network lands like any late request (If-Match refuses it once the lease
 // moved on).
+
 // journalMax bounds the journal; only the latest records can be stored.
 const journalMax = 64
 
@@ -178,6 +179,7 @@ func (j *journal) close() error {
 // The suspect watch is kept too, per lease key, on the wall clock, written
 // by rename: a job run once a minute as a new process would otherwise never
 // see a suspect record unchanged for a TTL.
+
 // watchState is the watch as the state directory keeps it.
 type watchState struct {
 	Version string    `json:"version"`

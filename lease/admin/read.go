@@ -18,9 +18,8 @@ type Reading struct {
 	Service *ServiceClock // nil when the driver reported no service time
 }
 
-// Read reads the lease object at key, timed on clk's wall clock. The
-// Reading's Service is set whenever the driver reported the service's time,
-// a missing object (driver.ErrNotExist) included.
+// Read reads the lease object at key, timed on clk's wall clock; Service is
+// set whenever the driver reported the time, driver.ErrNotExist included.
 func Read(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (Reading, driver.Version, error) {
 	var data []byte
 	a, svc, err := TimedCall(clk, func() (a driver.Attrs, err error) {

@@ -9,28 +9,19 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The metadata keys of a Stamp: lowercase letters only, which every
-// service keeps as given (see driver.Metadata).
+// Stamp metadata keys: lowercase letters, which every service keeps.
 const (
 	metaEpoch    = "bucketleaseepoch"
 	metaInstance = "bucketleaseinstance"
 )
 
-// Stamp is what Lease.Bucket writes on every object, as its metadata, in
-// the request that makes the object visible: the epoch and the instance of
-// the lease it was written under. A reader that finds an object stamped
-// with an epoch older than that of a lease which had already begun when
-// the object was written knows it for a late write (see the package
-// lease package's documentation, "Epochs"). Only drivers that keep metadata
-// (driver.Capabilities.Metadata) carry it. A lease's stamp is its Epoch
-// and StampedInstance(InstanceID).
+// Stamp is the metadata Lease.Bucket writes on every object, in the request
+// that makes it visible: the epoch and instance of its lease. An object
+// stamped with an epoch older than a lease that had begun before it was
+// written is a late write. Only drivers that keep metadata carry it.
 type Stamp struct {
 	Epoch uint64
-	// Instance is the instance id as metadata carries it: unchanged when
-	// it is printable ASCII of at most 256 bytes without a space at
-	// either end, percent-escaped when that fits, and otherwise
-	// "sha256:" and the first 32 hex digits of its SHA-256
-	// (StampedInstance).
+	// Instance is the instance id as metadata carries it (StampedInstance).
 	Instance string
 }
 
@@ -39,10 +30,8 @@ func (s Stamp) Metadata() driver.Metadata {
 	return driver.Metadata{metaEpoch: strconv.FormatUint(s.Epoch, 10), metaInstance: s.Instance}
 }
 
-// StampOf reads a stamp from an object's metadata. ok is false for an
-// object that carries none (not written through Lease.Bucket, or on a
-// driver that keeps no metadata) or whose epoch is not a number greater
-// than zero: such an object's age is unknown, neither late nor in time.
+// StampOf reads a stamp from metadata; ok is false without one (or without
+// an epoch in range): such an object is neither late nor in time.
 func StampOf(md driver.Metadata) (s Stamp, ok bool) {
 	e, err := strconv.ParseUint(md[metaEpoch], 10, 64)
 	if err != nil || e == 0 || e > MaxEpoch {
@@ -51,7 +40,8 @@ func StampOf(md driver.Metadata) (s Stamp, ok bool) {
 	return Stamp{Epoch: e, Instance: md[metaInstance]}, true
 }
 
-// StampedInstance returns the instance id id as a Stamp carries it.
+// StampedInstance returns id as a Stamp carries it: unchanged if valid
+// metadata, percent-escaped if that fits, else "sha256:" and 32 hex digits.
 func StampedInstance(id string) string {
 	if (driver.Metadata{metaInstance: id}).Validate() == nil {
 		return id
