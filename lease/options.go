@@ -1,12 +1,19 @@
 package lease
 
 import (
+	"context"
 	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -131,4 +138,65 @@ func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error)
 		return nil, fmt.Errorf("acquire %s: %w: its driver declares no exclusion%s; set %s=off to run best-effort",
 			key, ErrPreconditionsIgnored, why, EnvConditional)
 	}
+}
+
+func init() {
+	leaseseam.Set = func(opts any, s leaseseam.Seams) { opts.(*Options).seams = s }
+	leaseseam.Renew = func(ctx context.Context, l any) error { return l.(*Lease).renew(ctx) }
+	leaseseam.Inside = func(l any) leaseseam.Facts {
+		ll := l.(*Lease)
+		ll.mu.Lock()
+		defer ll.mu.Unlock()
+		return leaseseam.Facts{TTL: ll.s.ttl, Version: ll.version, RenewedAt: ll.rec.RenewedAt,
+			ServiceClock: ll.svc != nil, Stamped: ll.caps.Metadata}
+	}
+}
+
+// DefaultTTL is the TTL of a lease whose Options leave it unset.
+const DefaultTTL = 30 * time.Second
+
+// newInstanceID returns a new random instance id: 16 bytes as 32 hex digits.
+func newInstanceID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ThisProcess describes the calling process for Options.Holder; tool is a
+// name such as "pg_dump", never a command line (it may carry secrets).
+func ThisProcess(tool string) *admin.HolderInfo {
+	h := &admin.HolderInfo{PID: os.Getpid(), Tool: tool}
+	h.Host, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		h.User = u.Username
+	}
+	return h
+}
+
+// checkWall refuses a wall clock outside the years 1 to 9999, which no
+// record can carry.
+func checkWall(t time.Time) error {
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("lease: the wall clock reads %s, outside the years 1 to 9999; fix the machine's clock", t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkInstanceID refuses an id that the record could not carry unchanged.
+func checkInstanceID(id string) error {
+	switch {
+	case len(id) > 256:
+		return fmt.Errorf("lease: instance id of %d bytes is too long; at most 256", len(id))
+	case !utf8.ValidString(id):
+		return errors.New("lease: instance id is not UTF-8 text, so the LEASE record could not carry it unchanged")
+	case !printsAsItself(id):
+		return fmt.Errorf("lease: instance id %q holds a character that does not print as itself (a control character, a bidi override, …), so that messages naming it could not show it", id)
+	}
+	return nil
+}
+
+// printsAsItself reports whether every character of UTF-8 s prints as
+// itself (no control or bidi characters).
+func printsAsItself(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
 }

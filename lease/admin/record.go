@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -278,4 +279,23 @@ func (r Record) Suspicion(now time.Time) string {
 		return fmt.Sprintf("its ttl_s %d is over the %v limit", r.TTLSeconds, MaxSaneTTL)
 	}
 	return fmt.Sprintf("it is stamped %v in the future, more than its own TTL", r.RenewedAt.Sub(now).Round(time.Second))
+}
+
+// IsScratchKey reports whether key's last segment is named as a lease's
+// scratch key (LEASE.<kind>-probe-<16 hex digits>). Those of the lease on
+// prefix P start with P + "/LEASE."; they hold nothing of a user's, and one
+// older than a minute is a leftover of a dead process, safe to delete.
+func IsScratchKey(key string) bool {
+	i := strings.LastIndex(key, "/") + 1
+	name := key[i:]
+	rest, ok := strings.CutPrefix(name, "LEASE.")
+	if !ok {
+		return false
+	}
+	kind, hexa, ok := strings.Cut(rest, "-probe-")
+	if !ok || kind == "" || len(hexa) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(hexa)
+	return err == nil
 }
