@@ -16,34 +16,27 @@ const EnvConditional = "MUSHROOMDB_BACKUP_LEASE_CONDITIONAL"
 var (
 	// ErrHeld: another instance holds the lease (a *HeldError).
 	ErrHeld = errors.New("lease held by another instance")
-
 	// ErrLost: the lease object was taken over, removed, broken or released by
 	// someone else. The holder must stop writing.
 	ErrLost = errors.New("lease lost to another instance")
-
 	// ErrFenced: no renewal succeeded for two thirds of a TTL, so the holder
 	// stopped writing before anyone could take over. Acquiring again with the
 	// same Contender takes the record back at once.
 	ErrFenced = errors.New("lease fenced: not renewed in time")
-
 	// ErrReleased: the lease was released; nothing more may be written under it.
 	ErrReleased = errors.New("lease released")
-
 	// ErrInstanceInUse: another live process holds the lease under this
 	// instance id. Retrying does not help; give each process its own id.
 	ErrInstanceInUse = errors.New("another live process uses this instance id")
-
 	// ErrPreconditionsIgnored: the service accepted a write whose precondition
 	// failed, refused one whose precondition held, or its driver declares no
 	// exclusion. Acquire fails closed with it.
 	ErrPreconditionsIgnored = errors.New("the service ignores write preconditions")
-
 	// ErrWritesInFlight: writes through Lease.Bucket had not returned when
 	// Release's context ended, so the lease was not marked released (a cancelled
 	// write could still land); call Release again with more time, or let it go
 	// stale.
 	ErrWritesInFlight = errors.New("writes under the lease still in flight")
-
 	// ErrClock: the wall clock is more than a third of a TTL off, stepped back
 	// against the latest record stamped or the monotonic clock, or provably off
 	// the service's clock. Acquire refuses with it; a holder fences itself

@@ -36,26 +36,12 @@ const (
 
 // String returns the event's name.
 func (k EventKind) String() string {
-	switch k {
-	case EventAcquired:
-		return "acquired"
-	case EventTookOver:
-		return "took-over"
-	case EventRenewed:
-		return "renewed"
-	case EventRenewalFailed:
-		return "renewal-failed"
-	case EventFenced:
-		return "fenced"
-	case EventLost:
-		return "lost"
-	case EventReleased:
-		return "released"
-	case EventReleaseFailed:
-		return "release-failed"
-	default:
-		return "event"
+	names := [...]string{EventAcquired: "acquired", EventTookOver: "took-over", EventRenewed: "renewed", EventRenewalFailed: "renewal-failed",
+		EventFenced: "fenced", EventLost: "lost", EventReleased: "released", EventReleaseFailed: "release-failed"}
+	if k > 0 && int(k) < len(names) {
+		return names[k]
 	}
+	return "event"
 }
 
 // Event reports a change in a lease's state to Options.OnEvent.

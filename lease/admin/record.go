@@ -240,20 +240,10 @@ const (
 
 // String returns the state's name, as the bucketlease command prints it.
 func (s State) String() string {
-	switch s {
-	case Free:
-		return "free"
-	case Fresh:
-		return "fresh"
-	case Stale:
-		return "stale"
-	case Released:
-		return "released"
-	case Suspect:
-		return "suspect"
-	default:
-		return fmt.Sprintf("State(%d)", int(s))
+	if names := [...]string{"free", "fresh", "stale", "released", "suspect"}; s >= 0 && int(s) < len(names) {
+		return names[s]
 	}
+	return fmt.Sprintf("State(%d)", int(s))
 }
 
 // StateAt classifies r at now on the reader's clock alone (see Judge).
