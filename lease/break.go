@@ -13,21 +13,17 @@ import (
 )
 
 // Break ends the lease on b's prefix at version v, whoever holds it. Its
-// record names admin.BreakerID, so the holder learns at its next renewal that
-// it lost the lease, and it keeps the broken record's renewed_at and ttl_s
-// over a fresh or suspect record, so that no contender takes over before the
-// broken holder's fence has passed by any allowed clock skew; over a stale
-// or released record it writes a released one, and over a non-record one
-// fresh for DefaultTTL. With allowOverlap it writes a released record at
-// once, which risks two writers: use it only for a holder known dead.
+// record names admin.BreakerID, so the holder learns at its next renewal
+// that it lost the lease; over a fresh or suspect record it keeps renewed_at
+// and ttl_s, so nobody takes over before the broken holder's fence, by any
+// allowed skew; over a stale or released one it writes a released record,
+// over a non-record one fresh for DefaultTTL. allowOverlap releases at once,
+// risking two writers: only for a holder known to be dead.
 //
-// Break reads first and writes nothing unless the version is still v
-// (driver.ErrPrecondition); it proves If-Match on a scratch key beside the
-// lease object (ErrPreconditionsIgnored if not applied); only then it writes
-// with If-Match: v. It never deletes the lease object (many S3 services
-// ignore conditions on DELETE). A path that applies If-Match to one request
-// and drops it from the next can still lose a renewal landing meanwhile.
-// See docs/promises.md.
+// It writes nothing unless the object is still at v (driver.ErrPrecondition)
+// and If-Match proves applied on a scratch key (ErrPreconditionsIgnored),
+// then writes with If-Match: v; it never deletes (many S3 services ignore
+// conditions on DELETE). See docs/promises.md for what no client can guard.
 func Break(ctx context.Context, b *bucket.Bucket, v driver.Version, now time.Time, allowOverlap bool) error {
 	return breakAt(ctx, b.Driver(), b.Prefix(), v, now, allowOverlap)
 }

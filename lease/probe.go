@@ -141,16 +141,13 @@ func scratchKey(key, kind string) (string, error) {
 	return key + "." + kind + "-probe-" + hex.EncodeToString(r[:]), nil
 }
 
-// proveConditions proves that the path to b applies preconditions on a new
-// scratch key beside key: it creates the key with IfAbsent, then writes it
-// with If-Match on a made-up version (and, if ifAbsent, IfAbsent) together;
-// each must be refused. Writes go through p, so a rate-limited probe is
-// never taken for a refused one. It returns the scratch key to delete ("" if
-// none), ignored naming a precondition the path ignored, or err.
-//
-// The caller deletes the key, not a goroutine here: MinIO and Versity's
-// posix backend remove a directory a DELETE left empty, and a concurrent PUT
-// into it fails, so the delete must not race the lease object's first write.
+// proveConditions creates a new scratch key beside key with IfAbsent, then
+// writes it with If-Match on a made-up version (and, if ifAbsent, IfAbsent)
+// together, through p; each must be refused. It returns the scratch key to
+// delete ("" if none), ignored naming an ignored precondition, or err. The
+// caller deletes it after the lease object's first write: MinIO and Versity's
+// posix backend remove a directory a DELETE left empty, failing a concurrent
+// PUT into it.
 func proveConditions(ctx context.Context, b driver.Bucket, p *pacer, key, kind string, ifAbsent bool) (scratch, ignored string, err error) {
 	scratch, err = scratchKey(key, kind)
 	if err != nil {

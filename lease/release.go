@@ -11,19 +11,16 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// Release ends the lease and marks it released, so another instance may take
-// it at once. It stops all writing under the lease first, then waits within
-// ctx for its turn and for every cancelled write through Bucket to return (a
-// write that left the client may still land, and a successor must not start
-// before it has); if ctx ends first it returns ErrWritesInFlight and marks
-// nothing released.
+// Release stops all writing under the lease, waits within ctx for its turn
+// and for every cancelled write through Bucket to return (one may still
+// land; a successor must not start before), then marks the lease released
+// so another instance may take it at once. If ctx ends first it returns
+// ErrWritesInFlight and marks nothing released.
 //
-// It never removes or overwrites a record this lease did not write: it
-// writes a released record (ttl_s 0) with If-Match on our last version, which
-// the acquire probe proved the service applies, and never deletes (many S3
-// services ignore conditions on DELETE). A later record of this lease is
-// released in turn; anything else, or a lease already lost, is left alone.
-// It returns an error only when a record of ours may remain.
+// It writes a released record (ttl_s 0) with If-Match on our last version,
+// which the acquire probe proved applied, and never deletes (many S3
+// services ignore conditions on DELETE): a record this lease did not write is
+// left alone. It returns an error only when a record of ours may remain.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased, nil, "")
 	if err := l.take(ctx); err != nil {

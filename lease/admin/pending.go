@@ -61,18 +61,14 @@ func (r PendingReport) Removed() []multipart.Pending {
 const maxPendingScanned = 10_000
 
 // RemovePending aborts the pending uploads under b's prefix (streamed writes
-// neither committed nor aborted) that dead or fenced writers left, and
-// reports what it did with each. It removes an upload only if it was started
-// at least o.OlderThan ago (a start the service does not give keeps it), the
-// driver can abort it, and no live holder may still commit it: the lease of
-// every prefix containing its key is Free, Released or Stale (the holder's
-// fence has closed its writes), or Fresh with the upload started more than
-// a TTL before the current holder's lease began. Uploads under a Suspect
-// object, or a fresh record of Break, are kept. Uploads are listed before any
-// lease is read, so a holder arriving later started none of them; writers
-// that take no lease are judged by age alone. The error joins every failure
-// (wrapping driver.ErrUnsupported without a multipart.PendingLister). b is
-// the bucket as opened, not a Lease's Bucket.
+// neither committed nor aborted) that dead or fenced writers left: those
+// started at least o.OlderThan ago (by the service), that the driver can
+// abort, and under no lease whose holder may still commit them (every
+// enclosing prefix's lease Free, Released or Stale, or Fresh with the upload
+// started over a TTL before the holder's lease began; never under a Suspect
+// object or a fresh break). Uploads are listed before leases are read, so a
+// later holder started none of them. The error joins every failure. b is the
+// bucket as opened, not a Lease's Bucket.
 func RemovePending(ctx context.Context, b *bucket.Bucket, o PendingOptions) (PendingReport, error) {
 	return removePending(ctx, b.Driver(), b.Prefix(), o)
 }
