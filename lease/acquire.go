@@ -49,28 +49,20 @@ var errContended = errors.New("contended")
 
 // attempt is one Acquire call's state.
 type attempt struct {
-	c *Contender
-	b driver.Bucket
-	// proven: the path applies both preconditions (provePath).
-	proven bool
-	// scratch is the proof's key until its delete starts; deletes yield
-	// the outcome of the deletes started.
-	scratch string
-	deletes []<-chan error
-	// svc: the service's clock at the latest read; nil if not reported.
-	svc *admin.ServiceClock
-	// shield keeps the attempt going past cancellation once it wrote.
-	shield shield
-	// cleaned: cleanUp has run; what it left is said in its error.
-	cleaned bool
+	c       *Contender
+	b       driver.Bucket
+	proven  bool                // provePath passed
+	scratch string              // the proof's key, until its delete starts
+	deletes []<-chan error      // the outcomes of the deletes started
+	svc     *admin.ServiceClock // at the latest read; nil if not reported
+	shield  shield              // keeps the attempt going past cancellation once it wrote
+	cleaned bool                // cleanUp ran; its error says what it left
 	// wrote: a write of the lease object was sent; after is the service's
 	// clock of the latest answer since, so the lease began no later than
 	// its Date plus its resolution.
 	wrote bool
 	after *admin.ServiceClock
-	// pace spaces writes to one key (KeyWriteInterval) and resends
-	// rate-limited ones; the lease keeps it.
-	pace *pacer
+	pace  *pacer // spaces writes to a key and resends rate-limited ones; the lease keeps it
 }
 
 // run is one pass of Acquire (docs/promises.md, "How it keeps them"): check

@@ -18,43 +18,38 @@ const fencePoll = time.Second
 // only while MayWrite reports true (or through Bucket, which checks for
 // you), and Release it on shutdown. Its methods are safe for concurrent use.
 type Lease struct {
-	b      driver.Bucket
-	prefix string // without trailing slashes
-	key    string
-	s      *settings
-	caps   driver.Capabilities
-	epoch  uint64      // the acquire's, which every renewal keeps
-	stamp  admin.Stamp // what Bucket writes on every object, made once
-	began  time.Time   // Record.Began, which renewals write; zero if unknown
-	// pace is the acquire's pacer, so a renewal right after it keeps spacing.
-	pace      *pacer
+	b         driver.Bucket
+	prefix    string // without trailing slashes
+	key       string
+	s         *settings
+	caps      driver.Capabilities
+	epoch     uint64      // the acquire's, which every renewal keeps
+	stamp     admin.Stamp // what Bucket writes on every object, made once
+	began     time.Time   // Record.Began, which renewals write; zero if unknown
+	pace      *pacer      // the acquire's, so a renewal right after it keeps spacing
 	fence     context.Context
 	stopFence context.CancelCauseFunc // ends fence with a cause
-	// turn admits one renewal or release at a time (a channel, to wait on
-	// under a context).
-	turn chan struct{}
+	turn      chan struct{}           // one renewal or release at a time, awaited under a context
 
 	stamps *stamps     // the contender's: renewed_at increases across all its writes
 	sent   sentRecords // the records this lease sent whose write may have landed
 	past   sentRecords // the latest records this lease sent, landed or not, to know a stale read
 
-	mu        sync.Mutex
-	rec       admin.Record
-	version   driver.Version
-	sentMono  time.Duration // when the last successful write was sent
-	sentWall  time.Time
-	done      error  // ErrFenced, ErrLost or ErrReleased once the lease is over
-	why       string // what ended it, in words
-	stopTimer func() bool
-	children  map[*byte]context.CancelCauseFunc // the live contexts from Fence
-	writes    int                               // writes through Bucket that have not returned
-	idle      chan struct{}                     // closed when writes drops to 0 after the lease ended
-	inTurn    bool                              // a renewal or release holds the turn
-	queued    []Event                           // events raised during the turn, reported after it
-	// svc: the service's clock at the latest acquire or renewal, or nil.
-	svc *admin.ServiceClock
-	// streamProven: proveStreamCommit passed.
-	streamProven bool
+	mu           sync.Mutex
+	rec          admin.Record
+	version      driver.Version
+	sentMono     time.Duration // when the last successful write was sent
+	sentWall     time.Time
+	done         error  // ErrFenced, ErrLost or ErrReleased once the lease is over
+	why          string // what ended it, in words
+	stopTimer    func() bool
+	children     map[*byte]context.CancelCauseFunc // the live contexts from Fence
+	writes       int                               // writes through Bucket that have not returned
+	idle         chan struct{}                     // closed when writes drops to 0 after the lease ended
+	inTurn       bool                              // a renewal or release holds the turn
+	queued       []Event                           // events raised during the turn, reported after it
+	svc          *admin.ServiceClock               // at the latest acquire or renewal; nil if not reported
+	streamProven bool                              // proveStreamCommit passed
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
