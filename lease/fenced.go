@@ -227,13 +227,11 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, op
 	return a, err
 }
 
-// proveStreamCommit proves once per lease that the service applies a
-// streamed write's condition at the commit of a multi-part upload (a request
-// of its own a proxy may treat unlike a PUT): on a scratch key it streams two
-// parts with IfAbsent, then again with IfAbsent and with If-Match on a
-// made-up version, which must both be refused. A driver that cannot stage
-// parts refuses with ErrUnsupported having sent nothing; its streamed write
-// is one conditional Put, already proven by the acquire probe.
+// proveStreamCommit proves once per lease, on a scratch key, that the service
+// applies a streamed write's condition at a multi-part commit (a request a
+// proxy may treat unlike a PUT): IfAbsent and If-Match on a made-up version
+// over two staged parts must be refused. A driver that cannot stage parts
+// sends nothing (ErrUnsupported): its streamed write is one conditional Put.
 func (l *Lease) proveStreamCommit(ctx context.Context, md driver.Metadata) error {
 	l.mu.Lock()
 	proven := l.streamProven

@@ -119,12 +119,10 @@ func (a *attempt) abandon(ctx context.Context, cause error) error {
 const cleanupTimeout = 10 * time.Second
 
 // cleanUp leaves the prefix safe after an acquire that wrote and then found
-// a precondition not applied, and returns failure with what it left. Its
-// first write may then have gone over a live holder, who may write until its
-// fence; so it does not release our record (which would let a third instance
-// in) but restamps it to block the prefix for a full TTL (the longer of ours
-// and the record read before), and checkBlocked keeps this contender out
-// too. Anyone else's record is left alone.
+// a precondition not applied, returning failure with what it left. Its first
+// write may have gone over a live holder, who may write until its fence, so
+// our record is not released but restamped to block the prefix for a full
+// TTL (checkBlocked keeps us out too). Anyone else's record is left alone.
 func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
 	a.cleaned = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

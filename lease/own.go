@@ -77,13 +77,11 @@ type stamps struct {
 	behind time.Time
 }
 
-// clockProblem says why records stamped at (mono, wall) would lie, or is "".
-// Readers' clocks may differ by a third of a TTL, so a wall clock more than
-// that before the latest renewed_at stamped, or behind where the monotonic
-// clock says it should be (even before any write: a contender trusting a
-// clock an hour back would stamp a record stale at once), is refused until
-// it reads within a third of a TTL of where it should. A clock already wrong
-// at start is not seen here.
+// clockProblem says why records stamped at (mono, wall) would lie, or is "":
+// the wall clock reads more than a third of a TTL (the skew readers allow)
+// before the latest renewed_at stamped, or behind where the monotonic clock
+// says it should be, even before any write. It passes again once the clock
+// is back within a third of a TTL. A clock wrong from the start is not seen.
 func (s *stamps) clockProblem(mono time.Duration, wall time.Time, ttl time.Duration) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
