@@ -34,7 +34,6 @@ func NewContender(b *bucket.Bucket, opts *Options) (*Contender, error) {
 	return newContender(b.Driver(), b.Prefix(), opts)
 }
 
-// newContender returns a contender for the lease on prefix in b.
 func newContender(b driver.Bucket, prefix string, opts *Options) (*Contender, error) {
 	s, err := opts.resolve()
 	if err != nil {
@@ -103,7 +102,6 @@ func (c *Contender) waitFor(ctx context.Context) (*Lease, error) {
 	}
 }
 
-// heldDelay is how long waitFor sleeps after held.
 func heldDelay(held *HeldError, ttl time.Duration) time.Duration {
 	poll := max(ttl/3, 100*time.Millisecond)
 	if held.TakeoverAt.IsZero() {

@@ -88,7 +88,6 @@ func (e Event) level() slog.Level {
 	}
 }
 
-// emit logs e and hands it to the observer.
 func (o *settings) emit(e Event) {
 	attrs := []slog.Attr{
 		slog.String("key", e.Key),

@@ -81,14 +81,12 @@ func (l *Lease) Epoch() uint64 { return l.epoch }
 // its service: Conditional, or BestEffort under EnvConditional=off.
 func (l *Lease) Exclusion() driver.Exclusion { return l.caps.Exclusion }
 
-// lastVersion returns the version of the lease object we last wrote.
 func (l *Lease) lastVersion() driver.Version {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.version
 }
 
-// lastRecord returns the record we last wrote.
 func (l *Lease) lastRecord() admin.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -146,7 +146,6 @@ func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byt
 	return a, err
 }
 
-// del is do for a Delete of key under cond.
 func (p *pacer) del(ctx context.Context, b driver.Bucket, key string, cond driver.Condition, until time.Duration) error {
 	return p.do(ctx, key, until, func(ctx context.Context) error { return b.Delete(ctx, key, cond) })
 }

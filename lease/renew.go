@@ -264,7 +264,6 @@ func (l *Lease) Keep(ctx context.Context) error {
 	}
 }
 
-// keepResult is what Keep returns once the lease has ended.
 func (l *Lease) keepResult() error {
 	if err := l.Err(); !errors.Is(err, ErrReleased) {
 		return err

@@ -161,7 +161,6 @@ func (j *journal) predecessors(rec admin.Record) bool {
 	return false
 }
 
-// close drops the lock.
 func (j *journal) close() error {
 	if j == nil {
 		return nil

@@ -46,7 +46,6 @@ func Inspect(ctx context.Context, b *bucket.Bucket, now time.Time) (Status, erro
 	return inspect(ctx, b.Driver(), b.Prefix(), now)
 }
 
-// inspect is Inspect on prefix in b.
 func inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
 	if err := CheckKey(key); err != nil {

@@ -106,7 +106,6 @@ func LateWrites(ctx context.Context, b *bucket.Bucket, now time.Time) iter.Seq2[
 	return lateWrites(ctx, b.Driver(), b.Prefix(), now)
 }
 
-// lateWrites is LateWrites on prefix in b.
 func lateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
 	return func(yield func(LateWrite, error) bool) {
 		st, err := inspect(ctx, b, prefix, now)

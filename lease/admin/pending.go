@@ -73,7 +73,6 @@ func RemovePending(ctx context.Context, b *bucket.Bucket, o PendingOptions) (Pen
 	return removePending(ctx, b.Driver(), b.Prefix(), o)
 }
 
-// removePending is RemovePending under prefix in b.
 func removePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
 	prefix = strings.Trim(prefix, "/")
 	r := PendingReport{Prefix: prefix}
@@ -159,7 +158,6 @@ func scanPending(ctx context.Context, pl multipart.PendingLister, listPrefix, un
 	return out, false, nil
 }
 
-// bounded returns ctx bounded by d, or ctx itself where d is not positive.
 func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d <= 0 {
 		return ctx, func() {}

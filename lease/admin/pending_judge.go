@@ -39,7 +39,6 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 	return v
 }
 
-// judge decides whether u may be removed, and says why.
 func (j *pendingJudge) judge(ctx context.Context, u multipart.Pending, olderThan time.Duration) PendingOutcome {
 	out := PendingOutcome{Pending: u}
 	var free []string

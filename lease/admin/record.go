@@ -125,7 +125,6 @@ func CheckKey(key string) error {
 	return nil
 }
 
-// inYears reports whether t is in the years 1 to 9999 in UTC.
 func inYears(t time.Time) bool {
 	y := t.UTC().Year()
 	return y >= 1 && y <= 9999

@@ -132,7 +132,6 @@ func Judge(r Record, now time.Time, svc *ServiceClock) (State, time.Time) {
 	return Suspect, time.Time{}
 }
 
-// later returns the later of a and b.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
