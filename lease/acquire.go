@@ -15,18 +15,13 @@ import (
 // changes between its read and its write.
 const maxContention = 3
 
-// try makes one attempt to take the lease. It writes the lease with
-// If-None-Match: * on a free key, or with If-Match over a stale, released
-// or long-suspect record, or over a record of its own instance id. It then
-// probes the service: the lease is written once more with If-None-Match: *
-// and once with If-Match on a made-up version, and both must be refused.
-//
-// It returns a *HeldError (errors.Is(err, ErrHeld)) when another instance
-// holds the lease, and an error wrapping ErrPreconditionsIgnored, leaving
-// no lease of ours behind, when the service accepts a write it should have
-// refused. When ctx ends after the attempt has written the lease object,
-// it finishes the attempt (for up to ten seconds more) and releases what it
-// made before it returns ctx's error, saying so.
+// try makes one attempt to take the lease: a write with If-None-Match: * on
+// a free key, or If-Match over a stale, released, long-suspect or own
+// record, then the probes of both preconditions on the lease object. It
+// returns a *HeldError when another instance holds the lease, and wraps
+// ErrPreconditionsIgnored, leaving no lease behind, when the service accepts
+// a write it should refuse. If ctx ends after the lease object was written,
+// it finishes (up to ten seconds more) and releases what it made.
 func (c *Contender) try(ctx context.Context) (*Lease, error) {
 	b, err := c.s.bucketFor(c.bucket, c.key)
 	if err != nil {
@@ -54,43 +49,26 @@ var errContended = errors.New("contended")
 
 // attempt is one Acquire call's state.
 type attempt struct {
-	c *Contender
-	b driver.Bucket
-	// proven: this Acquire has shown, on a scratch key, that the path
-	// applies both preconditions (provePath).
-	proven bool
-	// scratch is the proof's scratch key, until its delete starts
-	// (dropScratch); deletes yield the outcome of the deletes started.
-	scratch string
-	deletes []<-chan error
-	// svc is what the latest read of the lease object said about the
-	// service's clock; nil when the driver reports none.
-	svc *admin.ServiceClock
-	// shield keeps the attempt going past its caller's cancellation once
-	// it has written the lease object (interrupt.go).
-	shield shield
-	// cleaned: cleanUp has run; what it left is said in its error.
-	cleaned bool
-	// wrote: a write of the lease object has been sent; after is the
-	// service's clock of the latest answer to it or to a request sent
-	// after it (nil if none came): the lease began no later than that
-	// answer's Date plus its resolution.
+	c       *Contender
+	b       driver.Bucket
+	proven  bool                // provePath passed
+	scratch string              // the proof's key, until its delete starts
+	deletes []<-chan error      // the outcomes of the deletes started
+	svc     *admin.ServiceClock // at the latest read; nil if not reported
+	shield  shield              // keeps the attempt going past cancellation once it wrote
+	cleaned bool                // cleanUp ran; its error says what it left
+	// wrote: a write of the lease object was sent; after is the service's
+	// clock of the latest answer since, so the lease began no later than
+	// its Date plus its resolution.
 	wrote bool
 	after *admin.ServiceClock
-	// pace spaces the attempt's writes to one key where the driver
-	// declares a KeyWriteInterval, and sends a rate-limited write again;
-	// the lease it makes keeps it.
-	pace *pacer
+	pace  *pacer // spaces writes to a key and resends rate-limited ones; the lease keeps it
 }
 
-// run is one pass of the algorithm of Acquire (see docs/promises.md, "How it keeps them"). It
-// checks that the contender may stamp a record at all (its wall clock is
-// sane and not stepped back, and no failed acquire of its own blocks the
-// prefix), reads the lease object, and then creates it if the key is free
-// (create), or judges the record it holds (judge). Every write that would
-// establish the lease goes out only once the path is proven on a scratch
-// key (provePath), and is followed by the probes on the lease object
-// itself (probe).
+// run is one pass of Acquire (docs/promises.md, "How it keeps them"): check
+// the clocks and the journal, read the lease object, then create it if free
+// or judge its record. Every write that would establish the lease waits for
+// provePath, and is followed by the probes on the lease object (probe).
 func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	s := a.c.s
 	if err := checkWall(s.clock.Wall()); err != nil {
@@ -103,11 +81,9 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 		return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
 	}
 	st := a.stamp()
-	// Read first: nothing is written over a record before it has been
-	// read and judged, so that on a path that drops the precondition (a
-	// proxy, a gateway, an old client) a refused acquire writes nothing
-	// over a live holder. Only a free key is written blind, with
-	// If-None-Match: *.
+	// Read first, so that on a path that drops the precondition a refused
+	// acquire writes nothing over a live holder; only a free key is written
+	// blind, with If-None-Match: *.
 	cur, curV, err := a.read(ctx)
 	if why := cur.Service.OffsetProblem(s.ttl); why != "" {
 		return nil, fmt.Errorf("acquire %s: %w: %s", a.c.key, ErrClock, why)
@@ -121,12 +97,10 @@ func (a *attempt) run(ctx context.Context) (*Lease, error) {
 	return a.judge(ctx, st, cur, curV)
 }
 
-// create writes our record, with If-None-Match: *, to the lease object
-// that was free when read, once the path is proven: a record without an
-// epoch, which settleEpoch then gives one. A refusal shows that someone
-// created the key since the read (and that If-None-Match: * is enforced);
-// after any other error the write may or may not have landed. Either way
-// the object is read again.
+// create writes our epoch-less record with If-None-Match: * over the free
+// key once the path is proven; settleEpoch gives it an epoch. After a
+// refusal (someone created the key) or an unknown outcome the object is
+// read again.
 func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 	if err := a.provePath(ctx); err != nil {
 		return nil, err
@@ -146,6 +120,7 @@ func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 		return nil, fmt.Errorf("acquire %s: %w", a.c.key, err)
 	case rerr != nil:
 		return nil, fmt.Errorf("acquire %s: read the lease object: %w", a.c.key, rerr)
+	// Our write landed; its reply was lost or its retry refused.
 	case cur.Err == nil && cur.Record.Same(st.rec):
 		// This very write landed; its reply was lost or a retry of it
 		// was refused. Adopt it.
@@ -153,17 +128,14 @@ func (a *attempt) create(ctx context.Context, st stamp) (*Lease, error) {
 	case ifAbsentProven:
 		return nil, errContended // another instance created it: judge it afresh
 	}
-	// Our write's outcome is unknown and the object holds something else:
-	// judge it as if it had been there when we read.
+	// Outcome unknown, object changed: judge it as if read before.
 	return a.judge(ctx, st, cur, curV)
 }
 
-// judge decides what to do with the lease object read at version curV. A
-// record this contender wrote is taken back (reacquire). A fresh record
-// naming our id that it did not write is another process's (twin). A stale
-// or released record is taken over; a fresh one of another instance holds
-// the lease (ErrHeld). A suspect record, or an object that is not a record,
-// is taken over once seen unchanged for one of our TTLs (suspect).
+// judge decides on the lease object read at curV: our own record is taken
+// back (reacquire), a fresh one naming our id is a twin, stale or released
+// is taken over, fresh is held (ErrHeld), and a suspect record or non-record
+// is taken over once unchanged for one of our TTLs (suspect).
 func (a *attempt) judge(ctx context.Context, st stamp, cur admin.Reading, curV driver.Version) (*Lease, error) {
 	if cur.Err == nil {
 		st.seen = &cur.Record
@@ -192,10 +164,8 @@ func (a *attempt) judge(ctx context.Context, st stamp, cur admin.Reading, curV d
 	return a.suspect(ctx, st, cur, curV)
 }
 
-// reacquire takes back rec, at version v, which this contender wrote
-// before: an earlier attempt whose reply was lost, or its earlier lease,
-// which must be over first; or, with a state directory, what this
-// instance's previous process left when it died.
+// reacquire takes back rec, at v, which this contender (or, with a state
+// directory, this instance's dead previous process) wrote.
 func (a *attempt) reacquire(ctx context.Context, rec admin.Record, v driver.Version) (*Lease, error) {
 	if err := a.c.endHeld(); err != nil {
 		return nil, err
@@ -210,16 +180,12 @@ func (a *attempt) reacquire(ctx context.Context, rec admin.Record, v driver.Vers
 	return a.takeOver(ctx, st, v, EventAcquired)
 }
 
-// twin handles a fresh record that names our instance id but that this
-// contender did not write: a restart of this instance (its previous
-// process left the record), or another live process configured with the
-// same id. Such a record is not ours: it is taken over like anyone else's,
-// once it is stale, a TTL after its last renewal by our clock. (Taking it
-// back earlier is not safe: a writer whose monotonic clock stood still
-// while its machine was suspended fences itself by its wall clock alone,
-// which may lag ours by the skew the spec allows, so only the record's own
-// age bounds when it stopped.) A change while we watch it means a live
-// process is renewing it: ErrInstanceInUse.
+// twin handles a fresh record naming our id that this contender did not
+// write: a restart, or another live process with the same id. It is taken
+// over only once stale by our clock: a suspended writer fences itself by its
+// wall clock alone, which may lag ours by the allowed skew, so only the
+// record's age bounds when it stopped. A change while watched means a live
+// process renews it: ErrInstanceInUse.
 func (a *attempt) twin(st stamp, cur admin.Reading, v driver.Version, takeoverAt time.Time) (*Lease, error) {
 	rec := cur.Record
 	w := &a.c.twin
@@ -234,9 +200,8 @@ func (a *attempt) twin(st stamp, cur admin.Reading, v driver.Version, takeoverAt
 		TakeoverAt: takeoverAt, Now: st.wall, Service: cur.Service}}
 }
 
-// suspect takes over a suspect record, or an object that is not a record,
-// only after one of our TTLs unchanged, timed from when each read's answer
-// arrived, which is never earlier than when the object was seen.
+// suspect takes over a suspect record or non-record after one of our TTLs
+// unchanged, timed from each read's answer.
 func (a *attempt) suspect(ctx context.Context, st stamp, cur admin.Reading, curV driver.Version) (*Lease, error) {
 	now := st.wall
 	a.c.loadWatch()
@@ -260,8 +225,8 @@ func (a *attempt) suspect(ctx context.Context, st stamp, cur admin.Reading, curV
 }
 
 // takeOver writes our record over version over with If-Match and, in the
-// same round trip, probes If-Match with a made-up version (the made-up write
-// can only land where the real one would too, so it risks nothing more).
+// same round trip, probes If-Match on a made-up version (which can land only
+// where the real write would, so it risks nothing more).
 func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, kind EventKind) (*Lease, error) {
 	if !follows(st.follows) {
 		if err := a.tick(ctx, over); err != nil {
@@ -311,9 +276,8 @@ func (a *attempt) takeOver(ctx context.Context, st stamp, over driver.Version, k
 	return a.probe(ctx, st, v, false, true, kind)
 }
 
-// probe checks, after we hold the lease at version v, that the service
-// refuses the preconditions not yet proven (proveLease); if it does not,
-// the clean-up leaves the prefix blocked. It then makes the lease.
+// probe proves the preconditions not yet proven on the lease at v
+// (proveLease), cleaning up on failure, then makes the lease.
 func (a *attempt) probe(ctx context.Context, st stamp, v driver.Version, ifAbsentProven, ifMatchProven bool, kind EventKind) (*Lease, error) {
 	v, failure := a.proveLease(ctx, st.rec.Encode(), v, ifAbsentProven, ifMatchProven, a.until(st))
 	if failure != nil {
@@ -354,12 +318,9 @@ func (a *attempt) stamp() stamp {
 	}
 }
 
-// restamp renews st's renewed_at and clocks once the path has been proven,
-// if time has passed since st was taken: the proof's requests may take
-// seconds on a slow service, and a record stamped before them would reach
-// the lease object already old (and the lease be fenced on arrival, for a
-// successor to take over at once). The fence is timed from the new stamp,
-// which is still taken before the write that establishes the lease.
+// restamp restamps st after a slow proof, so that the record does not
+// arrive already old (fenced on arrival); still before the write that
+// establishes the lease.
 func (a *attempt) restamp(st stamp) stamp {
 	mono, wall := a.c.s.clock.Mono(), a.c.s.clock.Wall()
 	if mono == st.mono {
@@ -370,15 +331,13 @@ func (a *attempt) restamp(st stamp) stamp {
 	return st
 }
 
-// owns reports whether the contender provably wrote rec: one of its
-// attempts, or its latest lease, sent exactly this record.
+// owns reports whether this contender provably sent rec.
 func (c *Contender) owns(rec admin.Record) bool {
 	return c.sent.has(rec) || (c.held != nil && c.held.sent.has(rec)) || c.journal.predecessors(rec)
 }
 
-// put sends one write of the attempt's record, remembering it first: its
-// outcome may stay unknown, and a later read must recognise it as ours.
-// It goes through the attempt's pacer, until st's fence deadline.
+// put sends the attempt's record through the pacer until st's fence
+// deadline, remembering it first so that a later read recognises it.
 func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (driver.Version, error) {
 	if err := a.shield.write(); err != nil {
 		return "", err
@@ -394,14 +353,12 @@ func (a *attempt) put(ctx context.Context, st stamp, cond driver.Condition) (dri
 	return pa.Version, err
 }
 
-// until is the fence deadline of a lease stamped st, on the monotonic
-// clock: a write of st's record that starts later would make a lease
-// fenced on arrival, so a rate-limited one is not sent again after it.
+// until is st's fence deadline on the monotonic clock; a rate-limited write
+// is not resent after it.
 func (a *attempt) until(st stamp) time.Duration { return st.mono + a.c.s.ttl*2/3 }
 
-// endHeld ends the contender's earlier lease before a new one replaces it.
-// A lease that may still write is not ended behind its holder's back: that
-// is a second Acquire on one Contender while its lease is held.
+// endHeld ends the contender's earlier lease before a new one replaces it,
+// refusing while that lease may still write.
 func (c *Contender) endHeld() error {
 	l := c.held
 	if l == nil || l.Err() != nil {
@@ -414,8 +371,7 @@ func (c *Contender) endHeld() error {
 	return nil
 }
 
-// read reads the lease object. A missing object is driver.ErrNotExist; an
-// object that is not a valid record is a readResult with err set.
+// read reads the lease object, noting the service's clock.
 func (a *attempt) read(ctx context.Context) (admin.Reading, driver.Version, error) {
 	cur, v, err := admin.Read(ctx, a.c.s.clock, a.b, a.c.key)
 	if cur.Service != nil {
@@ -425,4 +381,20 @@ func (a *attempt) read(ctx context.Context) (admin.Reading, driver.Version, erro
 		}
 	}
 	return cur, v, err
+}
+
+// suspectWatch is the suspect version a contender watches and since when
+// (monotonic); unchanged for one of its TTLs, it is taken over.
+type suspectWatch struct {
+	version driver.Version
+	since   time.Duration
+	seen    bool
+}
+
+// observe notes v at now and returns how long it has been seen unchanged.
+func (w *suspectWatch) observe(v driver.Version, now time.Duration) time.Duration {
+	if !w.seen || w.version != v {
+		*w = suspectWatch{version: v, since: now, seen: true}
+	}
+	return now - w.since
 }

@@ -11,35 +11,26 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// epochTick is how far the service's clock must move on, at the least,
-// before an epoch that follows no earlier one is taken from it, on a
-// service that states its time exactly (mem): more than the most epochs a
-// chain of takeovers can add in that time, one per takeover, since each
-// takeover is at least a read and a write.
+// epochTick is the least the service's clock must move on before an epoch
+// following no earlier one is taken from it, where its time is exact (mem):
+// more than the epochs a chain of takeovers can add meanwhile.
 const epochTick = time.Millisecond
 
-// maxTickReads bounds how often an acquire reads the lease object again
-// waiting for the service's clock to move on: a service whose Date stands
-// still is not a clock to take an epoch from.
+// maxTickReads bounds the reads waiting for the service's clock to move.
 const maxTickReads = 8
 
-// epochAt is the epoch floor at time t of a clock read at resolution res:
-// the microseconds since 1970 of t + res, which the true time of the
-// reading has not reached.
+// epochAt is the microseconds since 1970 of t + res, which the true time of
+// a reading at resolution res has not reached.
 func epochAt(t time.Time, res time.Duration) uint64 {
 	us := t.Add(res).UnixMicro()
 	return uint64(min(max(us, 1), admin.MaxEpoch))
 }
 
-// follows reports whether a new epoch can follow prev's: prev is a record
-// with an epoch. Otherwise (a free key, an object that is not a record, a
-// record of a writer that keeps no epoch) the chain is broken and the new
-// epoch comes from the clock alone, after it has moved on (tick).
+// follows reports whether a new epoch can follow prev's; otherwise it comes
+// from the clock alone, after tick.
 func follows(prev *admin.Record) bool { return prev != nil && prev.Epoch > 0 }
 
-// nextEpoch returns the epoch of a new holder whose record follows prev
-// (nil if none), taken at time t of a clock read at resolution res: one
-// more than prev's, or the clock's floor if that is greater.
+// nextEpoch is one more than prev's epoch, or the clock's floor if greater.
 func nextEpoch(prev *admin.Record, t time.Time, res time.Duration) (uint64, error) {
 	e := epochAt(t, res)
 	if follows(prev) && prev.Epoch >= e {
@@ -52,9 +43,8 @@ func nextEpoch(prev *admin.Record, t time.Time, res time.Duration) (uint64, erro
 	return e, nil
 }
 
-// epoch sets st's epoch, following st.follows, from the service's clock of
-// the attempt's latest read, or from this machine's where the driver
-// reports none.
+// epoch sets st's epoch from the service's clock of the latest read (or
+// this machine's where none is reported).
 func (a *attempt) epoch(st stamp) (stamp, error) {
 	t, res := st.wall, time.Duration(0)
 	if a.svc != nil {
@@ -69,19 +59,11 @@ func (a *attempt) epoch(st stamp) (stamp, error) {
 	return st, nil
 }
 
-// settleEpoch gives the record that create wrote, at version v and
-// without an epoch, its epoch, before the lease is made: the probes that
-// follow a create write the record once more with If-Match on v (to show
-// that the service accepts the current version), and that write carries
-// it. Every epoch whose record landed before ours was taken from the
-// service's clock no later than that landing (plus a resolution, and one
-// per takeover in between); ours is taken from the service's clock after
-// it has moved on past our write's answer (tick), so it is greater than
-// all of them, however many deletes of the lease object came between, and
-// whatever landed while our write was in flight. An epoch written in the
-// first write, taken from a read before it, would not be: another holder
-// may have come, gone and been deleted while that write was on its way
-// (the simulator found it, seed 19632).
+// settleEpoch gives create's epoch-less record at v its epoch, carried by
+// the probe's If-Match write. It is taken after tick, past our write's
+// answer, so it exceeds every epoch that landed before ours, even across
+// deletes; one taken before the create's write would not (another holder may
+// come, go and be deleted meanwhile).
 func (a *attempt) settleEpoch(ctx context.Context, created stamp, v driver.Version, ifAbsentProven bool) (*Lease, error) {
 	if err := a.tick(ctx, v); err != nil {
 		return nil, err
@@ -100,23 +82,15 @@ func (a *attempt) settleEpoch(ctx context.Context, created stamp, v driver.Versi
 // to move on.
 var errClockStill = errors.New("the service's clock did not move on")
 
-// tick waits, before an epoch is taken from the clock alone, until the
-// service's clock reads at least one resolution (and epochTick) past the
-// latest answer the attempt has had (a read, or its own write's), reading
-// the lease object again to learn its time. Every epoch whose record
-// landed before that answer was taken from the service's clock no later
-// than its Date plus one resolution, plus one per takeover in between, so
-// an epoch taken from a Date past it is greater than all of them, however
-// many deletes of the lease object came in between, as long as the
-// service's clock does not go back. Where the object held a record at the
-// read (a takeover), If-Match keeps anything from landing between that
-// read and our write; a create has no such guard, so its epoch is settled
-// after its write (settleEpoch). An object that changed while it waited
-// (it is no longer at version v) is errContended: it is judged afresh.
-//
-// Without the service's time there is nothing to wait for: an epoch
-// that follows no earlier one then comes from this machine's clock, and
-// orders holders across a delete only as far as their clocks agree.
+// tick waits until the service's clock reads at least one resolution (and
+// epochTick) past the attempt's latest answer, re-reading the lease object.
+// Every earlier epoch came from a Date no later than that answer plus a
+// resolution (and one per takeover), so one taken now is greater, across any
+// deletes, while the service's clock does not go back. A takeover is guarded
+// by If-Match meanwhile; a create is not, so it settles its epoch after its
+// write. A change of version is errContended. Without the service's time it
+// returns at once, and epochs order holders across a delete only as far as
+// their clocks agree.
 func (a *attempt) tick(ctx context.Context, v driver.Version) error {
 	last := a.svc
 	if a.after != nil && (last == nil || a.after.Date.After(last.Date)) {

@@ -8,89 +8,51 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// EnvConditional is the switch that runs the lease best-effort on a service
-// without working conditional writes: MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off.
-// Unset, empty or "on" means conditional; any other value is an error.
+// EnvConditional=off runs the lease best-effort on a service without working
+// conditional writes; unset, empty or "on" is conditional, anything else an
+// error.
 const EnvConditional = "MUSHROOMDB_BACKUP_LEASE_CONDITIONAL"
 
 var (
-	// ErrHeld: another instance holds the lease. The error is a *HeldError
-	// naming the holder and when the lease could be taken over.
+	// ErrHeld: another instance holds the lease (a *HeldError).
 	ErrHeld = errors.New("lease held by another instance")
-
-	// ErrLost: the lease object was taken over, removed, broken or marked
-	// released by someone else, or holds a record this lease did not write.
-	// The holder must stop writing; it learns this at its next renewal.
+	// ErrLost: the lease object was taken over, removed, broken or released by
+	// someone else. The holder must stop writing.
 	ErrLost = errors.New("lease lost to another instance")
-
 	// ErrFenced: no renewal succeeded for two thirds of a TTL, so the holder
-	// stopped itself from writing before anyone could take the lease over.
-	// The lease object may still hold our record; acquiring again with the
-	// same Contender recognises it and takes it back at once. Releasing the
-	// old, fenced *Lease afterwards is safe: it leaves the new lease alone.
+	// stopped writing before anyone could take over. Acquiring again with the
+	// same Contender takes the record back at once.
 	ErrFenced = errors.New("lease fenced: not renewed in time")
-
-	// ErrReleased: the lease was released; nothing more may be written
-	// under it.
+	// ErrReleased: the lease was released; nothing more may be written under it.
 	ErrReleased = errors.New("lease released")
-
 	// ErrInstanceInUse: another live process holds the lease under this
-	// instance id. Two processes configured with one id (two containers
-	// with one hostname, a cloned machine with its id file) are the
-	// operator error the lease exists to catch: the second is refused with
-	// this error, or, if it took the lease while the first was stalled, the
-	// first loses it (ErrLost). Retrying does not help; give each process
-	// its own id.
+	// instance id. Retrying does not help; give each process its own id.
 	ErrInstanceInUse = errors.New("another live process uses this instance id")
-
-	// ErrPreconditionsIgnored: the service does not apply write
-	// preconditions as the lease needs: it accepted a write whose
-	// precondition did not hold (so it cannot give exclusion), or refused
-	// one whose precondition held (so no renewal could succeed), or its
-	// driver declares no exclusion. Acquire fails closed with it rather than
-	// weaken exclusion silently or hold a lease it could not keep.
+	// ErrPreconditionsIgnored: the service accepted a write whose precondition
+	// failed, refused one whose precondition held, or its driver declares no
+	// exclusion. Acquire fails closed with it.
 	ErrPreconditionsIgnored = errors.New("the service ignores write preconditions")
-
-	// ErrWritesInFlight: Release cancelled writes through Lease.Bucket that
-	// had not returned when its context ended, so it did not mark the lease
-	// released (a successor could otherwise start while a cancelled write
-	// still lands). The record stays until it goes stale; call Release
-	// again, with a context that leaves the writes time to return, to
-	// release it sooner.
+	// ErrWritesInFlight: writes through Lease.Bucket had not returned when
+	// Release's context ended, so the lease was not marked released (a cancelled
+	// write could still land); call Release again with more time, or let it go
+	// stale.
 	ErrWritesInFlight = errors.New("writes under the lease still in flight")
-
-	// ErrClock: this process's wall clock was stepped back (or stood
-	// still) by more than a third of a TTL, measured against the latest
-	// record it stamped and against its monotonic clock since it last read
-	// both, so the records it would stamp would make the lease look older
-	// than it is. A holder fences itself (ErrFenced, saying so), and a
-	// Contender, even one that has stamped nothing yet, does not acquire
-	// until the clock reads within a third of a TTL of where it should
-	// (caught up, or stepped forward again). A clock already wrong when
-	// the process started cannot be seen this way; it is seen by comparing
-	// the clock with the service's, where the driver reports the
-	// service's time: an offset provably beyond a third of a TTL makes
-	// Acquire fail with ErrClock, naming both times, and fences a holder
-	// at its next renewal with an error wrapping ErrFenced and ErrClock.
+	// ErrClock: the wall clock is more than a third of a TTL off, stepped back
+	// against the latest record stamped or the monotonic clock, or provably off
+	// the service's clock. Acquire refuses with it; a holder fences itself
+	// (ErrFenced wrapping ErrClock).
 	ErrClock = errors.New("the wall clock is not to be trusted")
 )
 
-// HeldError is the error Acquire returns when another instance holds the
-// lease: what the contender saw (its Status: Key, Version, Record, State,
-// Reason, Now, TakeoverAt and Holder), and whether the record names this
-// instance's own id. errors.Is(err, ErrHeld) matches it.
+// HeldError is Acquire's error when another instance holds the lease;
+// errors.Is(err, ErrHeld) matches it.
 type HeldError struct {
-	// Status is the lease as the contender found it; State is Fresh or
-	// Suspect, and TakeoverAt is the earliest time, by this instance's
-	// wall clock, at which it could be taken over if it stays as it is.
+	// Status is the lease as found: State Fresh or Suspect, and TakeoverAt
+	// the earliest takeover by this instance's wall clock.
 	admin.Status
-	// SameID reports a fresh record that names this instance's own id but
-	// that this process did not write: a restart of this instance, whose
-	// previous process left it, or another live process configured with
-	// the same id. It is taken over like any record once it is stale, at
-	// TakeoverAt; if it changes meanwhile, Acquire returns
-	// ErrInstanceInUse. (A state directory, Options.StateDir, lets a
-	// restart adopt it at once.)
+	// SameID: a fresh record names this instance's id but this process did
+	// not write it (a restart, or another process with the same id). It is
+	// taken over once stale; if it changes meanwhile, ErrInstanceInUse.
 	SameID bool
 }
 
@@ -114,9 +76,7 @@ func (e *HeldError) Error() string {
 		e.Key, r.InstanceID, renewedText(e.Now, r.RenewedAt), r.TTLSeconds, wait)
 }
 
-// renewedText says when a record was renewed, seen at now: "renewed 5s
-// ago", or for a record stamped ahead of now (a writer whose clock is
-// ahead) "stamped 5s in the future".
+// renewedText says "renewed 5s ago", or "stamped 5s in the future".
 func renewedText(now, renewed time.Time) string {
 	age := now.Sub(renewed).Round(time.Second)
 	if age < 0 {

@@ -18,8 +18,9 @@ func (l *Lease) Version() driver.Version { return l.lastVersion() }
 // Record is lastRecord, for the tests.
 func (l *Lease) Record() admin.Record { return l.lastRecord() }
 
-// Stamp is stamped, for the tests.
-func (l *Lease) Stamp() (admin.Stamp, bool) { return l.stamped() }
+// Stamp returns the stamp Bucket writes, and whether it writes one (the
+// driver keeps metadata), for the tests.
+func (l *Lease) Stamp() (admin.Stamp, bool) { return l.stamp, l.caps.Metadata }
 
 // TTL returns the lease's TTL, for the tests.
 func (l *Lease) TTL() time.Duration { return l.s.ttl }
@@ -27,8 +28,16 @@ func (l *Lease) TTL() time.Duration { return l.s.ttl }
 // Prefix returns the lease's prefix without trailing slashes, for the tests.
 func (l *Lease) Prefix() string { return l.prefix }
 
-// ServiceClock is serviceClock, for the tests.
-func (l *Lease) ServiceClock() (admin.ServiceClock, bool) { return l.serviceClock() }
+// ServiceClock returns the service's clock at the lease's latest read or
+// renewal, and false when its driver reports none, for the tests.
+func (l *Lease) ServiceClock() (admin.ServiceClock, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.svc == nil {
+		return admin.ServiceClock{}, false
+	}
+	return *l.svc, true
+}
 
 // Watch returns the contender's watch of a suspect record, for the tests.
 func (c *Contender) Watch() suspectWatch { return c.watch }

@@ -9,14 +9,13 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// fenceAfter is how long after a renewal was sent the holder may start
-// writes: two thirds of a TTL, a third before anyone may take over.
+// fenceAfter: writes start at most two thirds of a TTL after a renewal was
+// sent, a third before anyone may take over.
 func (l *Lease) fenceAfter() time.Duration { return l.s.ttl * 2 / 3 }
 
-// MayWrite reports whether the holder may start a write now: the lease is
-// neither lost nor released, and less than two thirds of a TTL has passed
-// since the last successful renewal was sent, on the monotonic clock and on
-// the wall clock alike.
+// MayWrite reports whether the holder may start a write now: the lease has
+// not ended, and less than two thirds of a TTL has passed since the last
+// successful renewal was sent, on both the monotonic and the wall clock.
 func (l *Lease) MayWrite() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -27,8 +26,7 @@ func (l *Lease) mayWriteLocked() bool {
 	return l.done == nil && l.fenceProblemLocked() == ""
 }
 
-// fenceProblemLocked says why the holder may not write now, or is "" if it
-// may (the lease not yet ended).
+// fenceProblemLocked says why the holder may not write now, or is "".
 func (l *Lease) fenceProblemLocked() string {
 	limit := l.fenceAfter()
 	wall := l.s.clock.Wall()
@@ -36,6 +34,8 @@ func (l *Lease) fenceProblemLocked() string {
 		return "no renewal succeeded within two thirds of the TTL"
 	}
 	if back := l.sentWall.Sub(wall); back > l.s.ttl/3 {
+		// Stepped back: the wall clock could no longer see a suspension the
+		// monotonic clock did not count (a restored VM).
 		// Stepped back: the wall clock can no longer see a suspension
 		// that the monotonic clock did not count (a restored VM), so
 		// the fence would rest on the monotonic clock alone.
@@ -45,16 +45,11 @@ func (l *Lease) fenceProblemLocked() string {
 }
 
 // clockProblem says why the holder must not stamp a record at (mono, wall),
-// or is "": since the last renewal was sent, the wall clock moved more than
-// a third of a TTL less than the monotonic clock (stepped back, or stuck),
-// or it reads more than that before the latest record stamped. Every
-// renewed_at stamped from it would tell readers that the lease is older
-// than it is, and they would take it over while the holder still writes,
-// so the holder fences itself instead. The comparison runs over one
-// renewal interval, so that clocks whose rates differ a little do not add
-// up to a false alarm over a long-held lease; a step back shows in full.
-// renew checks it before it stamps; the record already stored was stamped
-// before the clock moved and still tells the truth.
+// or is "": since the last renewal the wall clock moved more than a third of
+// a TTL less than the monotonic clock, or reads that far before the latest
+// stamp. Such records would make the lease look older than it is, so the
+// holder fences itself. Measured over one renewal interval, so slightly
+// different clock rates never add up to a false alarm.
 func (l *Lease) clockProblem(mono time.Duration, wall time.Time) string {
 	l.mu.Lock()
 	behind := (mono - l.sentMono) - wall.Sub(l.sentWall)
@@ -86,15 +81,9 @@ func (l *Lease) Err() error {
 	return l.done
 }
 
-// Fence returns a context derived from parent that is cancelled when the
-// lease ends, with the reason (ErrFenced, ErrLost or ErrReleased) as its
-// cause. Run the work you do under the lease with it, and it stops the
-// moment the holder must stop.
-//
-// The context is cancelled synchronously, inside whatever ends the lease
-// (the fence timer, a renewal that finds the lease lost, Release), before
-// that call returns: no goroutine hop lies between the end of the lease and
-// the cancellation of its work.
+// Fence returns a context derived from parent, cancelled with the reason
+// (ErrFenced, ErrLost or ErrReleased) as its cause when the lease ends,
+// synchronously inside whatever ends it. Run the work under the lease with it.
 func (l *Lease) Fence(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	token := new(byte)
@@ -127,8 +116,8 @@ func (l *Lease) armLocked() {
 	l.stopTimer = l.s.clock.AfterFunc(max(min(left, fencePoll), 0), l.checkFence)
 }
 
-// checkFence runs on the fence timer: it ends the lease if the deadline has
-// passed on either clock, and otherwise looks again later.
+// checkFence runs on the fence timer: it ends the lease past the deadline on
+// either clock, or looks again later.
 func (l *Lease) checkFence() {
 	l.mu.Lock()
 	if l.done != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"strings"
 
 	"github.com/mushroomdb/bucketlease/bucket"
@@ -15,22 +16,12 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// Bucket returns the bucket for the worker's own writes under the lease,
-// with keys relative to the lease's prefix: Put(ctx, "chunks/0001", …)
-// writes {prefix}/chunks/0001. It refuses to start a Put, Write or Delete
-// once MayWrite is false (with an error wrapping ErrFenced, ErrLost or
-// ErrReleased), and cancels one in flight the moment the lease ends. Reads
-// pass through. It refuses a key that starts with "/" and any write to the
-// lease object itself, which only the lease writes.
-//
-// Where the driver keeps metadata, every object it writes carries the
-// lease's stamp (admin.Stamp: its epoch and instance) beside the caller's
-// own metadata, set in the request that makes the object visible.
-//
-// Its Driver is the driver.Bucket underneath, with the same keys and the
-// same fence, and a multipart.PendingLister where the lease's bucket is one.
-// Closing either does nothing: the lease's bucket is its caller's, to
-// close after Release.
+// Bucket returns the bucket for writes under the lease, with keys relative
+// to the lease's prefix. It refuses to start a write once MayWrite is false
+// (ErrFenced, ErrLost or ErrReleased), cancels writes in flight when the
+// lease ends, refuses a leading "/" and the lease object itself, and stamps
+// every object with admin.Stamp where the driver keeps metadata. Reads pass
+// through. Closing it does nothing: the lease's bucket is its caller's.
 func (l *Lease) Bucket() *bucket.Bucket { return bucket.New(l.fenced(), "") }
 
 // fenced is the driver.Bucket under Lease.Bucket.
@@ -42,13 +33,11 @@ func (l *Lease) fenced() driver.Bucket {
 	return f
 }
 
-// fencedBucket is Lease.Bucket. It implements every method of
-// driver.Bucket itself, rather than embedding the lease's bucket, so that
-// no method reaches that bucket past the fence.
+// fencedBucket implements every method itself, so that no method reaches
+// the lease's bucket past the fence.
 type fencedBucket struct{ l *Lease }
 
-// fencedPendingBucket is Lease.Bucket over a bucket that lists its pending
-// uploads (multipart.PendingLister).
+// fencedPendingBucket adds multipart.PendingLister.
 type fencedPendingBucket struct{ fencedBucket }
 
 var (
@@ -100,9 +89,8 @@ func (f fencedBucket) guard(ctx context.Context, op, key string, cond driver.Con
 	return err
 }
 
-// answered reports whether err settles a write's outcome although the
-// fence cut its context: the service answered it (a refusal), or nothing
-// was sent (the fence refused to start a part or the commit).
+// answered reports whether err settles a write's outcome although the fence
+// cut its context: the service refused it, or nothing was sent.
 func answered(err error) bool {
 	for _, known := range []error{driver.ErrPrecondition, driver.ErrPermission, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
 		driver.ErrUnsupported, driver.ErrRateLimited, driver.ErrBucketNotExist, driver.ErrNotExist} {
@@ -113,11 +101,9 @@ func answered(err error) bool {
 	return !errors.Is(err, driver.ErrOutcomeUnknown) && (errors.Is(err, ErrFenced) || errors.Is(err, ErrLost) || errors.Is(err, ErrReleased))
 }
 
-// cutOff is the error of a write that the fence cancelled in flight: its
-// request may have reached the service, and the object may be stored, so it
-// is ErrOutcomeUnknown, never a bare cancellation (which a caller would
-// read as "not written"). The driver's error stays in the chain unless it
-// is only the cancellation.
+// cutOff is the error of a write the fence cancelled in flight: it may be
+// stored, so it is ErrOutcomeUnknown, never a bare cancellation (read as
+// "not written").
 func cutOff(op, key string, cond driver.Condition, why, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		err = errors.New(err.Error()) // its words, not its meaning
@@ -127,11 +113,9 @@ func cutOff(op, key string, cond driver.Condition, why, err error) error {
 			"read it back, and do not restore from it if admin.Status.Late finds it late: %w", why, err)}
 }
 
-// startWrite admits one write under the lease, or refuses it once MayWrite
-// is false. The check and the count are one step under l.mu, so a write is
-// either refused or counted before Release can mark the lease released:
-// Release waits for every counted write to return (finish). The context is
-// cancelled the moment the lease ends.
+// startWrite admits one write, or refuses it once MayWrite is false. Check
+// and count are one step under l.mu, so Release, which waits for counted
+// writes (finish), never misses one. The context ends with the lease.
 func (l *Lease) startWrite(ctx context.Context) (context.Context, func(), error) {
 	l.mu.Lock()
 	if err := l.refusalLocked(); err != nil {
@@ -153,8 +137,7 @@ func (l *Lease) startWrite(ctx context.Context) (context.Context, func(), error)
 	}, nil
 }
 
-// refusalLocked is why a write may not start now (the lease's end, or
-// ErrFenced past the deadline), or nil; l.mu is held.
+// refusalLocked is why a write may not start now, or nil; l.mu is held.
 func (l *Lease) refusalLocked() error {
 	if l.mayWriteLocked() {
 		return nil
@@ -166,7 +149,7 @@ func (l *Lease) refusalLocked() error {
 }
 
 // waitWrites waits until every write through Bucket has returned, or ctx
-// ends; the lease has ended, so no new write starts.
+// ends.
 func (l *Lease) waitWrites(ctx context.Context) error {
 	l.mu.Lock()
 	if l.writes == 0 {
@@ -187,9 +170,7 @@ func (l *Lease) waitWrites(ctx context.Context) error {
 	}
 }
 
-// stamped returns opts with the lease's Stamp added to the caller's own
-// metadata (withStamp), where the driver keeps metadata; unchanged
-// elsewhere.
+// stamped adds the lease's stamp to opts' metadata where the driver keeps it.
 func (f fencedBucket) stamped(opts driver.PutOptions) driver.PutOptions {
 	if !f.l.caps.Metadata {
 		return opts
@@ -210,11 +191,9 @@ func (f fencedBucket) Put(ctx context.Context, key string, data []byte, opts dri
 	return a, err
 }
 
-// PutStream streams a body under the fence: it refuses to start once
-// MayWrite is false, no part and no commit starts after that (the driver
-// calls MayStart before each request), and a request in flight is cancelled
-// the moment the lease ends, after which the driver aborts the upload.
-// Release waits for it to return. The object is stamped (see Stamp).
+// PutStream streams under the fence: no part or commit starts once MayWrite
+// is false (MayStart), and a request in flight is cancelled when the lease
+// ends, after which the driver aborts the upload. Stamped like Put.
 func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	var a driver.Attrs
 	opts = f.stamped(opts)
@@ -248,18 +227,11 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, op
 	return a, err
 }
 
-// proveStreamCommit shows, once per lease, that the service applies the
-// condition of a streamed write where it matters: at the commit of an
-// upload of more than one part (S3's CompleteMultipartUpload, Azure's Put
-// Block List, a GCS resumable upload's last request), which is a request of
-// its own that a service or proxy may treat unlike a PUT. On a scratch key
-// beside the lease object it streams a body of two parts with IfAbsent,
-// then again with IfAbsent and with If-Match on a made-up version, both of
-// which must be refused, and deletes the key; each carries md, the
-// metadata of the write it proves. A driver that cannot stage parts
-// (driver.PutWhole) refuses the first body with ErrUnsupported, having
-// sent nothing: its streamed write is one conditional Put, which the
-// acquire probe has proven already, and there is nothing to delete.
+// proveStreamCommit proves once per lease, on a scratch key, that the service
+// applies a streamed write's condition at a multi-part commit (a request a
+// proxy may treat unlike a PUT): IfAbsent and If-Match on a made-up version
+// over two staged parts must be refused. A driver that cannot stage parts
+// sends nothing (ErrUnsupported): its streamed write is one conditional Put.
 func (l *Lease) proveStreamCommit(ctx context.Context, md driver.Metadata) error {
 	l.mu.Lock()
 	proven := l.streamProven
@@ -277,9 +249,7 @@ func (l *Lease) proveStreamCommit(ctx context.Context, md driver.Metadata) error
 		return l.b.PutStream(ctx, scratch, bytes.NewReader(body), driver.PutOptions{If: cond, Metadata: md}, opts)
 	}
 	whole := false // the driver cannot stage parts: nothing was written
-	// Deleted on a context of its own, bounded by cleanupTimeout, so that
-	// a cancelled caller still leaves nothing behind, and a DELETE that
-	// never answers holds PutStream (and so Release) for no longer.
+	// Deleted within cleanupTimeout even if ctx is cancelled.
 	defer func() {
 		if !whole {
 			_ = deleteScratch(ctx, l.b, l.pace, scratch)
@@ -322,13 +292,9 @@ func (f fencedBucket) Delete(ctx context.Context, key string, cond driver.Condit
 	})
 }
 
-// List yields the objects whose keys, relative to the lease's prefix,
-// start with prefix, with their keys relative to the lease's prefix. The
-// lease object itself is left out, and so are the scratch keys the lease
-// writes beside it ({prefix}/LEASE.<kind>-probe-<16 hex digits>); a key of
-// the caller's that merely looks like one deeper down (such as
-// sub/LEASE.acquire-probe-0123456789abcdef) is listed. Listing is a
-// read: it passes through the fence.
+// List yields the objects under prefix, keys relative to the lease's prefix,
+// leaving out the lease object and its own scratch keys (deeper look-alikes
+// are listed). Listing passes through the fence.
 func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	base := f.base()
 	return func(yield func(driver.Object, error) bool) {
@@ -348,8 +314,7 @@ func (f fencedBucket) List(ctx context.Context, prefix string) iter.Seq2[driver.
 	}
 }
 
-// ListPending yields the uploads pending under prefix, relative to the
-// lease's prefix as List's keys are, with their keys relative to it.
+// ListPending yields the pending uploads under prefix, relative as List's.
 func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	base := f.base()
 	return func(yield func(multipart.Pending, error) bool) {
@@ -365,9 +330,7 @@ func (f fencedPendingBucket) ListPending(ctx context.Context, prefix string) ite
 	}
 }
 
-// Close does nothing: the bucket is the one the lease was given, its
-// caller's to close after Release. It is there so that closing
-// Lease.Bucket (bucket.Bucket.Close) is harmless.
+// Close does nothing: the bucket is its caller's to close after Release.
 func (f fencedBucket) Close() error { return nil }
 
 // base is the lease's prefix with a slash, or "" for a whole bucket.
@@ -376,4 +339,15 @@ func (f fencedBucket) base() string {
 		return ""
 	}
 	return f.l.prefix + "/"
+}
+
+// withStamp returns a copy of md with the lease's stamp, which replaces any
+// caller keys of the same names.
+func (l *Lease) withStamp(md driver.Metadata) driver.Metadata {
+	out := maps.Clone(md)
+	if out == nil {
+		out = driver.Metadata{}
+	}
+	maps.Copy(out, l.stamp.Metadata())
+	return out
 }

@@ -8,15 +8,13 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// A shield lets an acquire that its caller interrupts (its context ends)
-// after the acquire's first write of the lease object run to its end, its
-// probes and epoch included, for up to cleanupTimeout more, so that it
-// knows what it wrote and can release it. Cut off in the middle instead,
-// it would leave a fresh record that nobody renews or releases, locking
-// every other writer out for a whole TTL. Before that first write, the
-// caller's context ends the acquire at once.
+// A shield lets an acquire interrupted after its first write of the lease
+// object run to its end, for up to cleanupTimeout more, so that it can
+// release what it wrote instead of leaving a fresh record that locks others
+// out for a TTL. Before that write, cancellation ends the acquire at once.
 type shield struct {
 	mu          sync.Mutex
 	wrote       bool // the attempt has started a write of the lease object
@@ -24,8 +22,7 @@ type shield struct {
 	stopTimer   func() bool
 }
 
-// on returns the context the attempt runs on, and a function to call when
-// the attempt is over.
+// on returns the attempt's context, and a function to call when it is over.
 func (s *shield) on(ctx context.Context) (context.Context, func()) {
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -50,8 +47,8 @@ func (s *shield) on(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// write is called before each write of the lease object: it refuses the
-// attempt's first one once the caller's context has ended.
+// write, before each write of the lease object, refuses the first one once
+// the caller's context has ended.
 func (s *shield) write() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,16 +59,13 @@ func (s *shield) write() error {
 	return nil
 }
 
-// errShielded is what a first write refused by write returns; Acquire
-// reports the caller's context's error instead.
+// errShielded: write refused a first write; Acquire reports ctx's error.
 var errShielded = errors.New("the acquire was interrupted before its first write")
 
-// interrupted is what Acquire returns when its caller's context ended
-// during the attempt, which returned l and err: nothing is held either way.
-// A lease the attempt made is released at once; a record of ours that an
-// attempt cut off after its first write left behind is marked released
-// (abandon); a record that cleanUp left to block the prefix stays, as its
-// error says.
+// interrupted is Acquire's result when the caller's context ended during an
+// attempt that returned l and err: a lease made is released, a record of
+// ours left by a cut-off attempt is abandoned, and a record cleanUp left to
+// block the prefix stays, as its error says.
 func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease, error) {
 	cause := fmt.Errorf("acquire %s: %w", a.c.key, context.Cause(ctx))
 	if l != nil {
@@ -94,10 +88,8 @@ func (a *attempt) interrupted(ctx context.Context, l *Lease, err error) (*Lease,
 	return nil, a.abandon(ctx, fmt.Errorf("%w (%w)", cause, err))
 }
 
-// abandon undoes an attempt cut off after it wrote the lease object. On a
-// context of its own, bounded by cleanupTimeout, it reads the object back
-// and marks a record of ours released, as Release does (If-Match on the
-// version read). It returns cause with what it left.
+// abandon marks a cut-off attempt's record released, as Release does, within
+// cleanupTimeout, and returns cause with what it left.
 func (a *attempt) abandon(ctx context.Context, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
@@ -121,4 +113,77 @@ func (a *attempt) abandon(ctx context.Context, cause error) error {
 	}
 	return fmt.Errorf("%w; the lease object may hold a record of instance %s, fresh for up to %s, since marking it released failed: %w",
 		cause, a.c.s.id, a.c.s.ttl, err)
+}
+
+// cleanupTimeout bounds a clean-up, which runs on a context of its own.
+const cleanupTimeout = 10 * time.Second
+
+// cleanUp leaves the prefix safe after an acquire that wrote and then found
+// a precondition not applied, returning failure with what it left. Its first
+// write may have gone over a live holder, who may write until its fence, so
+// our record is not released but restamped to block the prefix for a full
+// TTL (checkBlocked keeps us out too). Anyone else's record is left alone.
+func (a *attempt) cleanUp(ctx context.Context, st stamp, failure error) error {
+	a.cleaned = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	cur, v, err := a.read(ctx)
+	switch {
+	case errors.Is(err, driver.ErrNotExist):
+		return failure
+	case err == nil && (cur.Err != nil || !a.c.owns(cur.Record)):
+		return failure // not ours: nothing of ours is left
+	case err == nil:
+		block := cur.Record
+		block.RenewedAt = a.c.stamps.renewed(a.c.s.clock.Wall())
+		block.TTLSeconds = int64(a.blockTTL(st) / time.Second)
+		// Not remembered as sent: it is no lease of ours to take back.
+		a.c.blocked = block
+		if _, err = a.pace.put(ctx, a.b, a.c.key, block.Encode(), driver.IfMatch(v), 0); err == nil {
+			return fmt.Errorf("%w; %s, so the lease object was left blocked: it holds a record of instance %s, fresh until %s (ttl %ds), "+
+				"so that nobody takes the prefix before a holder it may have overwritten has fenced itself. Fix the path to the service; after %s, acquire again (or break the lease, once you know that nobody else writes to the prefix)",
+				failure, a.overwrote(st), block.InstanceID, block.RenewedAt.Add(block.TTL()).Format(time.RFC3339), block.TTLSeconds,
+				block.RenewedAt.Add(block.TTL()).Format(time.RFC3339))
+		}
+	}
+	left := st.rec.RenewedAt.Add(st.rec.TTL())
+	return fmt.Errorf("%w; %s, and the clean-up failed, so a lease record naming instance %s may be left at %s, "+
+		"fresh until %s: %w", failure, a.overwrote(st), a.c.s.id, a.c.key, left.Format(time.RFC3339), err)
+}
+
+// blockTTL is how long cleanUp blocks the prefix.
+func (a *attempt) blockTTL(st stamp) time.Duration {
+	d := a.c.s.ttl
+	if st.seen != nil && st.seen.TTL() > d {
+		d = min(st.seen.TTL(), admin.MaxSaneTTL)
+	}
+	return d
+}
+
+// overwrote says what the attempt's first write may have gone over.
+func (a *attempt) overwrote(st stamp) string {
+	r := st.seen
+	switch {
+	case r == nil:
+		return "this acquire's first write may have gone over a lease another instance created in the same instant (the key was free when read)"
+	case r.TTLSeconds == 0:
+		return fmt.Sprintf("this acquire's first write went over the released lease of instance %s, or over a newer record written in the same instant", r.InstanceID)
+	default:
+		return fmt.Sprintf("this acquire's first write went over the lease of instance %s (renewed %s, ttl %ds), or over a newer record written in the same instant",
+			r.InstanceID, r.RenewedAt.Format(time.RFC3339), r.TTLSeconds)
+	}
+}
+
+// checkBlocked refuses an acquire while cleanUp's record blocks the prefix.
+func (c *Contender) checkBlocked() error {
+	if c.blocked.InstanceID == "" {
+		return nil
+	}
+	until := c.blocked.RenewedAt.Add(c.blocked.TTL())
+	if !c.s.clock.Wall().Before(until) {
+		c.blocked = admin.Record{}
+		return nil
+	}
+	return fmt.Errorf("acquire %s: %w: an earlier acquire of this contender failed on a path that did not apply a precondition, and left the prefix blocked until %s; nothing was sent",
+		c.key, ErrPreconditionsIgnored, until.Format(time.RFC3339))
 }

@@ -10,58 +10,46 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// fencePoll bounds how long the fence timer sleeps between looks at the
-// wall clock, which Go's timers do not follow: after a suspension the
-// monotonic timer would fire late, the wall clock check does not.
+// fencePoll bounds the fence timer's sleep: Go's timers do not follow the
+// wall clock across a suspension, the wall-clock check does.
 const fencePoll = time.Second
 
 // Lease is a held lease on {prefix}/LEASE. Keep it renewed (Keep), write
 // only while MayWrite reports true (or through Bucket, which checks for
 // you), and Release it on shutdown. Its methods are safe for concurrent use.
 type Lease struct {
-	b      driver.Bucket
-	prefix string // without trailing slashes
-	key    string
-	s      *settings
-	caps   driver.Capabilities
-	epoch  uint64      // the acquire's, which every renewal keeps
-	stamp  admin.Stamp // what Bucket writes on every object, made once
-	began  time.Time   // Record.Began, which renewals write; zero if unknown
-	// pace spaces the lease's writes to its object and sends a
-	// rate-limited one again (see pacer); the acquire's, so that a
-	// renewal right after the acquire keeps the spacing.
-	pace  *pacer
-	fence context.Context
-	// stopFence ends the lease's fence context with a cause.
-	stopFence context.CancelCauseFunc
-
-	// turn admits one renewal or release at a time; a channel, so that
-	// Release can wait for it under its context.
-	turn chan struct{}
+	b         driver.Bucket
+	prefix    string // without trailing slashes
+	key       string
+	s         *settings
+	caps      driver.Capabilities
+	epoch     uint64      // the acquire's, which every renewal keeps
+	stamp     admin.Stamp // what Bucket writes on every object, made once
+	began     time.Time   // Record.Began, which renewals write; zero if unknown
+	pace      *pacer      // the acquire's, so a renewal right after it keeps spacing
+	fence     context.Context
+	stopFence context.CancelCauseFunc // ends fence with a cause
+	turn      chan struct{}           // one renewal or release at a time, awaited under a context
 
 	stamps *stamps     // the contender's: renewed_at increases across all its writes
 	sent   sentRecords // the records this lease sent whose write may have landed
 	past   sentRecords // the latest records this lease sent, landed or not, to know a stale read
 
-	mu        sync.Mutex
-	rec       admin.Record
-	version   driver.Version
-	sentMono  time.Duration // when the last successful write was sent
-	sentWall  time.Time
-	done      error  // ErrFenced, ErrLost or ErrReleased once the lease is over
-	why       string // what ended it, in words
-	stopTimer func() bool
-	children  map[*byte]context.CancelCauseFunc // the live contexts from Fence
-	writes    int                               // writes through Bucket that have not returned
-	idle      chan struct{}                     // closed when writes drops to 0 after the lease ended
-	inTurn    bool                              // a renewal or release holds the turn
-	queued    []Event                           // events raised during the turn, reported after it
-	// svc is what the service said about its clock at the latest acquire
-	// or renewal; nil when the driver reports none.
-	svc *admin.ServiceClock
-	// streamProven: this lease has shown that the service applies the
-	// condition at a streamed upload's commit (proveStreamCommit).
-	streamProven bool
+	mu           sync.Mutex
+	rec          admin.Record
+	version      driver.Version
+	sentMono     time.Duration // when the last successful write was sent
+	sentWall     time.Time
+	done         error  // ErrFenced, ErrLost or ErrReleased once the lease is over
+	why          string // what ended it, in words
+	stopTimer    func() bool
+	children     map[*byte]context.CancelCauseFunc // the live contexts from Fence
+	writes       int                               // writes through Bucket that have not returned
+	idle         chan struct{}                     // closed when writes drops to 0 after the lease ended
+	inTurn       bool                              // a renewal or release holds the turn
+	queued       []Event                           // events raised during the turn, reported after it
+	svc          *admin.ServiceClock               // at the latest acquire or renewal; nil if not reported
+	streamProven bool                              // proveStreamCommit passed
 }
 
 func newLease(c *Contender, b driver.Bucket, st stamp, v driver.Version) *Lease {
@@ -84,38 +72,23 @@ func (l *Lease) Key() string { return l.key }
 // InstanceID returns the id this lease is held under.
 func (l *Lease) InstanceID() string { return l.s.id }
 
-// Epoch returns the lease's epoch: greater than the epoch of every earlier
-// holder of the prefix, and kept by every renewal (see the package
-// documentation, "Epochs"). Hand it to whatever the holder writes to, so
-// that a write by a holder whose lease has passed on can be told from one
-// in time. It is never zero.
+// Epoch returns the lease's epoch, greater than every earlier holder's and
+// kept by renewals; never zero. Hand it to systems outside the bucket to
+// tell a late holder's writes from timely ones.
 func (l *Lease) Epoch() uint64 { return l.epoch }
 
 // Exclusion reports how strongly this lease keeps a second writer out on
 // its service: Conditional, or BestEffort under EnvConditional=off.
 func (l *Lease) Exclusion() driver.Exclusion { return l.caps.Exclusion }
 
-// lastVersion returns the version of the lease object we last wrote.
 func (l *Lease) lastVersion() driver.Version {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.version
 }
 
-// lastRecord returns the record we last wrote.
 func (l *Lease) lastRecord() admin.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rec
-}
-
-// serviceClock returns what the service said about its clock at the
-// lease's latest read or renewal, and false when its driver reports none.
-func (l *Lease) serviceClock() (admin.ServiceClock, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.svc == nil {
-		return admin.ServiceClock{}, false
-	}
-	return *l.svc, true
 }

@@ -1,18 +1,24 @@
 package lease
 
 import (
+	"context"
 	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/besteffort"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
-
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
@@ -20,51 +26,33 @@ import (
 // new random instance id, the system clock and slog.Default().
 type Options struct {
 	// TTL is how long the lease stays fresh after each renewal; renewals
-	// go out every TTL/3. It must be a whole number of seconds, at least
-	// one second and at most MaxSaneTTL. Default DefaultTTL.
+	// go out every TTL/3. Whole seconds, 1s to admin.MaxSaneTTL.
+	// Default DefaultTTL.
 	TTL time.Duration
-
-	// InstanceID names this instance in the LEASE object (the spec's
-	// acquire_as). It must be unique among the processes that may contend
-	// for the prefix: the lease catches two live processes configured with
-	// one id (ErrInstanceInUse), but it is an operator error. Ownership of
-	// a record is proven by its content, not by this id: a write whose
-	// answer was lost is recognised by the Contender that sent it, and a
-	// record a previous process with this id left behind is taken over once
-	// stale, like anyone else's. Default a new random id (32 hex digits).
+	// InstanceID names this instance in the LEASE object. It must be unique
+	// among the processes contending for the prefix (ErrInstanceInUse
+	// catches live duplicates); ownership is proven by a record's content,
+	// not by this id. Default a new random id (32 hex digits).
 	InstanceID string
-
 	// Logger receives every state change. Default slog.Default().
 	Logger *slog.Logger
-
-	// OnEvent, if set, is called with every state change, synchronously:
-	// it must return quickly.
+	// OnEvent, if set, is called synchronously with every state change; it
+	// must return quickly.
 	OnEvent func(Event)
-
-	// StateDir, if set, is an absolute path to a directory on a local
-	// file system, private to this instance, where the Contender keeps a
-	// lock and a note of every record it writes. With it, a restart of
-	// this instance (same InstanceID, same StateDir, the previous process
-	// dead, even by SIGKILL) adopts the lease the previous process left
-	// at once, instead of waiting up to a TTL for it to go stale; a twin
-	// with the same id elsewhere, or a previous process that is only
-	// stopped, is never adopted. Close the Contender to drop the lock. See
-	// state.go for what it does not cover (network file systems).
+	// StateDir, if set, is an absolute path to a local directory private to
+	// this instance, where the Contender keeps a lock and a note of every
+	// record it writes, so that a restart (same InstanceID and StateDir, the
+	// previous process dead) adopts its lease at once; a twin or a stopped
+	// predecessor never is. Not for network file systems. Close the
+	// Contender to drop the lock.
 	StateDir string
-
-	// Holder, if set, is written into every record as informational
-	// fields (host, pid, user, tool) that Inspect and `bucketlease show`
-	// print, so that a person can tell who holds the lease. ThisProcess
-	// fills it in. It is never trusted for ownership. Default none.
+	// Holder, if set, is written into every record for people (Inspect,
+	// `bucketlease show`); never trusted for ownership. ThisProcess fills it.
 	Holder *admin.HolderInfo
-
-	// Wait makes Acquire wait while another instance holds the lease: it
-	// tries again when the lease could be taken over (and at least every
-	// TTL/3), until it has it, fails otherwise, or its context ends.
+	// Wait makes Acquire wait while another instance holds the lease,
+	// trying again when it could be taken over (at least every TTL/3).
 	Wait bool
-
-	// seams replace what the lease takes from the process, for tests and
-	// the simulator (internal/leaseseam).
+	// seams replace what the lease takes from the process (leaseseam).
 	seams leaseseam.Seams
 }
 
@@ -122,11 +110,9 @@ func (o *Options) resolve() (*settings, error) {
 	return s, nil
 }
 
-// bucketFor applies EnvConditional: it returns the bucket the lease uses,
-// or an error for a value it does not know or a driver whose declared
-// exclusion is weaker than conditional without the switch. Best-effort runs
-// only under EnvConditional=off, whatever the driver declares, and always
-// with a warning: exclusion is never weakened silently.
+// bucketFor applies EnvConditional: the bucket the lease uses, or an error
+// for an unknown value, or for a driver declaring weaker than conditional
+// exclusion without the switch. Best-effort always warns.
 func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error) {
 	switch v := s.getenv(EnvConditional); v {
 	case "", "on":
@@ -152,4 +138,65 @@ func (s *settings) bucketFor(b driver.Bucket, key string) (driver.Bucket, error)
 		return nil, fmt.Errorf("acquire %s: %w: its driver declares no exclusion%s; set %s=off to run best-effort",
 			key, ErrPreconditionsIgnored, why, EnvConditional)
 	}
+}
+
+func init() {
+	leaseseam.Set = func(opts any, s leaseseam.Seams) { opts.(*Options).seams = s }
+	leaseseam.Renew = func(ctx context.Context, l any) error { return l.(*Lease).renew(ctx) }
+	leaseseam.Inside = func(l any) leaseseam.Facts {
+		ll := l.(*Lease)
+		ll.mu.Lock()
+		defer ll.mu.Unlock()
+		return leaseseam.Facts{TTL: ll.s.ttl, Version: ll.version, RenewedAt: ll.rec.RenewedAt,
+			ServiceClock: ll.svc != nil, Stamped: ll.caps.Metadata}
+	}
+}
+
+// DefaultTTL is the TTL of a lease whose Options leave it unset.
+const DefaultTTL = 30 * time.Second
+
+// newInstanceID returns a new random instance id: 16 bytes as 32 hex digits.
+func newInstanceID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ThisProcess describes the calling process for Options.Holder; tool is a
+// name such as "pg_dump", never a command line (it may carry secrets).
+func ThisProcess(tool string) *admin.HolderInfo {
+	h := &admin.HolderInfo{PID: os.Getpid(), Tool: tool}
+	h.Host, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		h.User = u.Username
+	}
+	return h
+}
+
+// checkWall refuses a wall clock outside the years 1 to 9999, which no
+// record can carry.
+func checkWall(t time.Time) error {
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("lease: the wall clock reads %s, outside the years 1 to 9999; fix the machine's clock", t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// checkInstanceID refuses an id that the record could not carry unchanged.
+func checkInstanceID(id string) error {
+	switch {
+	case len(id) > 256:
+		return fmt.Errorf("lease: instance id of %d bytes is too long; at most 256", len(id))
+	case !utf8.ValidString(id):
+		return errors.New("lease: instance id is not UTF-8 text, so the LEASE record could not carry it unchanged")
+	case !printsAsItself(id):
+		return fmt.Errorf("lease: instance id %q holds a character that does not print as itself (a control character, a bidi override, …), so that messages naming it could not show it", id)
+	}
+	return nil
+}
+
+// printsAsItself reports whether every character of UTF-8 s prints as
+// itself (no control or bidi characters).
+func printsAsItself(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
 }

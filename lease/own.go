@@ -11,26 +11,18 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// Ownership of a record is proven by its content, never by the instance id
-// alone: two processes can be configured with one id (two containers with
-// one hostname, a cloned machine), and a Lease that was fenced and then
-// acquired again by its Contender must not take the newer lease for its own.
-//
-// Every record a Contender writes is unique: renewed_at increases strictly
-// across all of the contender's writes (a stuck or coarse clock is bumped by
-// a nanosecond), and acquired_at carries a random fraction of a second that
-// names the lease incarnation, so that two processes with one id and one
-// stuck clock still write different records. A record read back is ours
-// only if it is exactly one that we sent.
+// Ownership is proven by content, never by the instance id alone (two
+// processes may share an id; a refenced Lease must not claim its
+// Contender's newer lease). Every record a Contender writes is unique:
+// renewed_at increases strictly, and acquired_at carries a random fraction
+// naming the incarnation. A record is ours only if it is exactly one we sent.
 
-// maxSent bounds how many records a writer remembers having sent. Only the
-// records sent since the last write it knows landed can still land, so a
-// short memory suffices; forgetting one can only make a record look foreign
-// (the safe direction: a lease lost, never a lease shared).
+// maxSent bounds the records a writer remembers; only those sent since its
+// last known landed write can still land, and forgetting one only makes a
+// record look foreign (a lease lost, never shared).
 const maxSent = 64
 
-// sentRecords remembers the records one writer (a Contender's attempts, or
-// one Lease) sent.
+// sentRecords remembers the records one writer sent.
 type sentRecords struct {
 	journal *journal // where records are noted before they are sent, if a StateDir is set
 	mu      sync.Mutex
@@ -60,51 +52,36 @@ func (s *sentRecords) has(r admin.Record) bool {
 	return false
 }
 
-// forgetAllBut remembers only r: a write of r landed, so no earlier record
-// can land any more (each was sent with If-Match on a version r replaced).
+// forgetAllBut keeps only r, which landed: every earlier record was sent
+// with If-Match on a version r replaced.
 func (s *sentRecords) forgetAllBut(r admin.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs = append(s.recs[:0], r)
 }
 
-// stamps makes the times one Contender writes into its records, and
-// watches the clock they come from.
+// stamps makes one Contender's record times and watches their clock.
 type stamps struct {
 	rand io.Reader // source of acquired_at's random fraction
 
 	mu   sync.Mutex
 	last time.Time // the latest renewed_at stamped
 
-	// The latest reading of both clocks that clockProblem passed: at a
-	// later monotonic time mono the wall clock should read about
-	// readWall + (mono - readMono).
+	// The latest reading clockProblem passed: at monotonic mono the wall
+	// clock should read about readWall + (mono - readMono).
 	readMono time.Duration
 	readWall time.Time
 	read     bool
-	// behind, once a step back was seen: the wall-clock time the clock
-	// should have read then. It must read within a third of a TTL of
-	// that again before records may be stamped from it.
+	// behind: after a step back, where the clock should have read; it must
+	// come within a third of a TTL of that before stamping again.
 	behind time.Time
 }
 
-// clockProblem says why records stamped from the clock reading (mono,
-// wall) would lie, or is "". Records are stamped from the wall clock and
-// readers judge them by theirs, which the spec lets differ by a third of a
-// TTL; a clock that reads more than that before where it should is
-// refused:
-//   - before the latest renewed_at this contender stamped (stepped back
-//     since it last wrote);
-//   - behind where the monotonic clock says it should be since the
-//     latest reading that passed (stepped back or stuck, even in a
-//     contender that has written nothing yet: a process started beside
-//     a holder that takes over trusting a clock an hour back would stamp
-//     a record that looks stale at once).
-//
-// Both pass again once the clock reads within a third of a TTL of where it
-// should have read when the step was seen (it caught up, or was stepped
-// forward again). What no reading can show is a clock that was already
-// wrong when the process started.
+// clockProblem says why records stamped at (mono, wall) would lie, or is "":
+// the wall clock reads more than a third of a TTL (the skew readers allow)
+// before the latest renewed_at stamped, or behind where the monotonic clock
+// says it should be, even before any write. It passes again once the clock
+// is back within a third of a TTL. A clock wrong from the start is not seen.
 func (s *stamps) clockProblem(mono time.Duration, wall time.Time, ttl time.Duration) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,8 +112,7 @@ func (s *stamps) clockProblem(mono time.Duration, wall time.Time, ttl time.Durat
 	return ""
 }
 
-// note takes a first reading of the clock, from which later readings are
-// judged.
+// note takes the first reading later readings are judged from.
 func (s *stamps) note(mono time.Duration, wall time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,10 +121,9 @@ func (s *stamps) note(mono time.Duration, wall time.Time) {
 	}
 }
 
-// renewed returns the renewed_at for a write sent at wall: wall itself, or,
-// if the clock has not moved past the previous stamp (stuck, coarse, or
-// stepped back), a nanosecond after that stamp. It is never earlier than
-// wall, so a reader never sees the lease older than it is.
+// renewed returns the renewed_at for a write at wall: wall, or a nanosecond
+// past the previous stamp if the clock has not moved past it; never earlier
+// than wall, so the lease never looks older than it is.
 func (s *stamps) renewed(wall time.Time) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -160,23 +135,21 @@ func (s *stamps) renewed(wall time.Time) time.Time {
 	return t
 }
 
-// acquired returns the acquired_at of a new lease incarnation at wall: the
-// second of wall, with a random fraction that names this incarnation.
+// acquired returns a new incarnation's acquired_at: wall's second plus a
+// random fraction.
 func (s *stamps) acquired(wall time.Time) time.Time {
 	var b [8]byte
 	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
-		// A broken random source must not make two incarnations alike:
-		// fall back to the clock's own fraction (unique unless it is
-		// stuck, and then renewed_at still tells writes apart within
-		// one process).
+		// A broken random source falls back to the clock's fraction;
+		// renewed_at still tells one process's writes apart.
 		return wall.Round(0).UTC()
 	}
 	frac := time.Duration(binary.BigEndian.Uint64(b[:]) % uint64(time.Second))
 	return wall.Round(0).UTC().Truncate(time.Second).Add(frac)
 }
 
-// landed reports whether the stored record cur, at version curV, is our
-// write of sent over version over: exactly our record, at a new version.
+// landed reports whether cur, at curV, is our write of sent over version
+// over.
 func landed(cur, sent admin.Record, curV, over driver.Version) bool {
 	return cur.Same(sent) && curV != over
 }

@@ -11,27 +11,17 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// defaultRetryAfter is how long the lease waits before sending a write
-// that the service refused for its rate again, where the service named no
-// time and the driver declares no KeyWriteInterval.
+// defaultRetryAfter is the wait before resending a rate-limited write when
+// neither the service nor the driver names one.
 const defaultRetryAfter = time.Second
 
-// pacer spaces the lease's writes to one key and sends a write again that
-// the service refused for its rate (driver.ErrRateLimited), which was not
-// applied: R2 and Cloud Storage allow about one write per second to one
-// object name, and an acquire writes the lease object (and its scratch
-// key) several times within a second. Where the driver declares a
-// KeyWriteInterval, writes to one key take turns: each starts that long
-// after the previous one's answer came, on the lease's monotonic clock
-// (after its answer, not after it was sent, so that the service, which
-// took the previous write at some moment before answering, sees them at
-// least that far apart however long each took to arrive); writes sent
-// together (the probes) wait for each other. A rate-limited write is sent
-// again after the wait the service asked for (driver.RetryAfter), or the
-// declared interval, or a second, and later writes to the key take turns
-// too. A rate-limited answer is never taken for a refusal of the write's
-// condition, nor for an unknown outcome. One pacer serves one Acquire and
-// then its Lease.
+// pacer spaces one Acquire's and then its Lease's writes to a key and resends
+// those the service refused for its rate (never applied, never taken for a
+// condition's refusal): R2 and GCS allow about one write per second per
+// object. With a KeyWriteInterval, each write starts that long after the
+// previous one's answer (so the service sees them that far apart however
+// long they travelled); a rate-limited one is resent after the service's
+// wait, the interval, or a second.
 type pacer struct {
 	clk   clock.Clock
 	every time.Duration // the driver's KeyWriteInterval
@@ -58,9 +48,7 @@ func (p *pacer) gap(key string) (time.Duration, chan struct{}) {
 	return max(p.every, p.learned), t
 }
 
-// wait returns how long until a write to key may start: at once for a key
-// not written yet (whatever the clock's origin: a monotonic reading is
-// only ever compared with another of the same clock).
+// wait returns how long until a write to key may start.
 func (p *pacer) wait(key string) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -71,8 +59,7 @@ func (p *pacer) wait(key string) time.Duration {
 	return max(next-p.clk.Mono(), 0)
 }
 
-// answered notes that a write to key was answered now; the next may start
-// d later.
+// answered notes an answer to key now; the next write may start d later.
 func (p *pacer) answered(key string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -83,8 +70,8 @@ func (p *pacer) answered(key string, d time.Duration) {
 	p.next[key] = next
 }
 
-// limited notes that the service refused a write to key for its rate, and
-// returns how long to wait before sending it again.
+// limited notes a rate-limited write to key and returns the wait before
+// resending it.
 func (p *pacer) limited(key string, err error) time.Duration {
 	wait, ok := driver.RetryAfter(err)
 	if !ok {
@@ -100,11 +87,9 @@ func (p *pacer) limited(key string, err error) time.Duration {
 	return wait
 }
 
-// do runs one write to key (write) in its turn, and again after each
-// rate-limited answer, until it is answered otherwise, ctx ends, or the
-// next attempt could not start before until (a time on the pacer's
-// monotonic clock; 0 for none): then the rate-limited error is returned.
-// A nil pacer runs write once.
+// do runs write in key's turn, again after each rate-limited answer, until
+// answered otherwise, ctx ends, or the next try could not start before until
+// (monotonic; 0 for none). A nil pacer runs it once.
 func (p *pacer) do(ctx context.Context, key string, until time.Duration, write func(context.Context) error) error {
 	if p == nil {
 		return write(ctx)
@@ -145,10 +130,8 @@ func (p *pacer) attempt(ctx context.Context, key string, gap, until time.Duratio
 	return err
 }
 
-// put is do for a Put of data to key under cond. It returns the Attrs of
-// the last Put sent, with the service's time of the last answer that
-// stated it: that of the attempt whose answer is returned, or, where the
-// write was not sent again after a rate-limited answer, that answer's.
+// put is do for a Put, with the service's time of the last answer stating
+// one.
 func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition, until time.Duration) (driver.Attrs, error) {
 	var a driver.Attrs
 	var t driver.ServiceTime
@@ -163,21 +146,16 @@ func (p *pacer) put(ctx context.Context, b driver.Bucket, key string, data []byt
 	return a, err
 }
 
-// del is do for a Delete of key under cond.
 func (p *pacer) del(ctx context.Context, b driver.Bucket, key string, cond driver.Condition, until time.Duration) error {
 	return p.do(ctx, key, until, func(ctx context.Context) error { return b.Delete(ctx, key, cond) })
 }
 
-// pacedWrites is how many turns of KeyWriteInterval an acquire's writes
-// need within two thirds of its TTL, with room to spare: the lease
-// object's write and its probes (three or four turns), and a retry.
+// pacedWrites is how many KeyWriteInterval turns an acquire needs within two
+// thirds of its TTL: the write, its probes and a retry.
 const pacedWrites = 6
 
-// checkPacedTTL refuses a TTL too short for a service that allows one
-// write per key every KeyWriteInterval: an acquire's writes to the lease
-// object take turns that far apart, and must be done before the lease's
-// fence (two thirds of the TTL), or the acquire fails part-way and leaves
-// the prefix blocked for a TTL. Refused before anything is written.
+// checkPacedTTL refuses, before anything is written, a TTL too short for an
+// acquire's paced writes to end before the fence.
 func checkPacedTTL(caps driver.Capabilities, ttl time.Duration, key string) error {
 	iv := caps.KeyWriteInterval
 	if iv <= 0 || pacedWrites*iv <= ttl*2/3 {

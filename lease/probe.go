@@ -2,22 +2,23 @@ package lease
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/objects"
+	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// proveLease sends, together, the probes of the preconditions not yet
-// proven on the lease object at version v, where data is our record: a
-// write with If-None-Match: * and one with If-Match on a made-up version
-// must be refused, and one with If-Match on v accepted. It returns the
-// version the lease is at, or why the lease cannot be kept. The writes go
-// through the attempt's pacer: where the driver declares a
-// KeyWriteInterval they take their turns, and a rate-limited answer is
-// sent again (until the fence deadline, until), never taken for a refusal.
+// proveLease sends together the probes not yet proven on the lease object
+// at v (data is our record): If-None-Match: * and If-Match on a made-up
+// version must be refused, If-Match on v accepted. It returns the lease's
+// version, or why the lease cannot be kept. The writes are paced until the
+// fence deadline, until.
 func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version, ifAbsentProven, ifMatchProven bool, until time.Duration) (driver.Version, error) {
 	type probe struct {
 		name string
@@ -31,11 +32,9 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 	if !ifMatchProven {
 		probes = append(probes, probe{"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(v)), make(chan error, 1)})
 	}
-	// The other side of If-Match: a write with the current version must be
-	// accepted, or no renewal could ever succeed (Ceph RGW 16.2 refuses a
-	// quoted current ETag). A takeover has shown it already; otherwise the
-	// same record is written once more, If-Match on the version just
-	// written, beside the probes.
+	// If-Match on the current version must be accepted too, or no renewal
+	// could succeed (Ceph RGW 16.2 refuses a quoted current ETag); a
+	// takeover has shown it already.
 	type putResult struct {
 		v   driver.Version
 		err error
@@ -81,16 +80,11 @@ func (a *attempt) proveLease(ctx context.Context, data []byte, v driver.Version,
 	return v, failure
 }
 
-// provePath shows, once per Acquire and before its first write to the
-// lease object, that this client's path to the service applies both
-// preconditions: on a scratch key beside the lease object, a write with
-// If-None-Match: * over the existing key and one with If-Match on a
-// made-up version must both be refused. Reading first keeps an acquire
-// from writing over a record it has not judged; this keeps its first write
-// from going over one created since the read, on a path that drops the
-// header from that write (a proxy that strips it from a new connection's
-// first request, a gateway, an old client). If the path ignores a
-// precondition, nothing has been written to the lease object.
+// provePath proves once per Acquire, on a scratch key and before the first
+// write to the lease object, that this path applies both preconditions.
+// Reading first keeps an acquire from writing over a record it has not
+// judged; this keeps its first write off one created since the read on a
+// path that drops the header (a proxy, a gateway, an old client).
 func (a *attempt) provePath(ctx context.Context) error {
 	if a.proven {
 		return nil
@@ -110,9 +104,8 @@ func (a *attempt) provePath(ctx context.Context) error {
 	return nil
 }
 
-// dropScratch starts the delete of the proof's scratch key, once the
-// attempt's first write to the lease object has returned (see
-// proveConditions for why not sooner).
+// dropScratch starts the delete of the proof's scratch key, once the first
+// write to the lease object has returned (see proveConditions).
 func (a *attempt) dropScratch(ctx context.Context) {
 	if a.scratch == "" {
 		return
@@ -124,8 +117,7 @@ func (a *attempt) dropScratch(ctx context.Context) {
 	a.deletes = append(a.deletes, done)
 }
 
-// settle waits for the scratch keys' deletes; one that failed leaves a
-// harmless key behind (IsScratchKey), which is logged.
+// settle waits for the scratch deletes, logging a failed one (harmless).
 func (a *attempt) settle() {
 	a.dropScratch(context.Background())
 	for _, d := range a.deletes {
@@ -133,4 +125,87 @@ func (a *attempt) settle() {
 			a.c.s.logger.Warn("bucketlease: could not delete a probe's scratch key; it holds nothing and is safe to delete", "key", a.c.key, "err", err)
 		}
 	}
+}
+
+// The lease proves a path on a scratch key, {prefix}/LEASE.<kind>-probe-<16
+// hex digits>, before trusting it with a write that matters, and deletes it
+// after; only a process dying mid-probe leaves one (admin.IsScratchKey
+// finds it; Lease.Bucket's List hides it).
+
+// scratchKey returns a fresh random key beside key for a probe of kind.
+func scratchKey(key, kind string) (string, error) {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	return key + "." + kind + "-probe-" + hex.EncodeToString(r[:]), nil
+}
+
+// proveConditions creates a new scratch key beside key with IfAbsent, then
+// writes it with If-Match on a made-up version (and, if ifAbsent, IfAbsent)
+// together, through p; each must be refused. It returns the scratch key to
+// delete ("" if none), ignored naming an ignored precondition, or err. The
+// caller deletes it after the lease object's first write: MinIO and Versity's
+// posix backend remove a directory a DELETE left empty, failing a concurrent
+// PUT into it.
+func proveConditions(ctx context.Context, b driver.Bucket, p *pacer, key, kind string, ifAbsent bool) (scratch, ignored string, err error) {
+	scratch, err = scratchKey(key, kind)
+	if err != nil {
+		return "", "", err
+	}
+	note := []byte("bucketlease " + kind + ": a probe of the path's preconditions; safe to delete")
+	sa, err := p.put(ctx, b, scratch, note, driver.IfAbsent(), 0)
+	sv := sa.Version
+	if err != nil {
+		// The key is random: if it exists, this write landed.
+		if _, ra, rerr := objects.ReadAll(ctx, b, scratch, int64(len(note))+1, driver.GetOptions{}); rerr == nil {
+			sv, err = ra.Version, nil
+		}
+	}
+	if err != nil {
+		// The write may have landed all the same: the caller deletes it.
+		return scratch, "", fmt.Errorf("write the probe key %s: %w", scratch, err)
+	}
+	type probe struct {
+		name string
+		cond driver.Condition
+	}
+	probes := []probe{{"If-Match on a made-up version", driver.IfMatch(objects.FakeVersion(sv))}}
+	if ifAbsent {
+		probes = append(probes, probe{"If-None-Match: * over an existing object", driver.IfAbsent()})
+	}
+	pace := p
+	errs := make([]chan error, len(probes))
+	for i, p := range probes {
+		errs[i] = make(chan error, 1)
+		go func() {
+			_, err := pace.put(ctx, b, scratch, []byte("bucketlease "+kind+": this write must have been refused"), p.cond, 0)
+			errs[i] <- err
+		}()
+	}
+	for i, p := range probes {
+		perr := <-errs[i]
+		switch {
+		case ignored != "" || err != nil:
+		case perr == nil:
+			ignored = fmt.Sprintf("%s (on the probe key %s)", p.name, scratch)
+		case !errors.Is(perr, driver.ErrPrecondition):
+			err = fmt.Errorf("probe %s on %s: %w", p.name, scratch, perr)
+		}
+	}
+	return scratch, ignored, err
+}
+
+// deleteScratch deletes a scratch key within cleanupTimeout, even once ctx
+// is cancelled.
+func deleteScratch(ctx context.Context, b driver.Bucket, p *pacer, scratch string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	return p.del(ctx, b, scratch, driver.Condition{}, 0)
+}
+
+// ownScratch reports whether key is a scratch key directly beside the lease
+// object (not a look-alike deeper under the prefix).
+func (l *Lease) ownScratch(key string) bool {
+	return strings.HasPrefix(key, l.key+".") && admin.IsScratchKey(key)
 }

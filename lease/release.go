@@ -11,29 +11,16 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// Release ends the lease and marks it released, so that another instance
-// may take it at once. It first stops all writing under the lease
-// (MayWrite turns false, Bucket refuses, Fence contexts are cancelled, a
-// renewal in flight is abandoned), then waits, within ctx, for its turn and
-// for every write through Bucket that it cancelled to return, and only then
-// marks the lease released. A write that has left the client may still
-// land; a successor must not start before it has. If ctx ends before those
-// writes return, Release marks nothing released and returns an error
-// wrapping ErrWritesInFlight: the record stays until it goes stale (a TTL
-// after the last renewal), and calling Release again with more time
-// releases it sooner.
+// Release stops all writing under the lease, waits within ctx for its turn
+// and for every cancelled write through Bucket to return (one may still
+// land; a successor must not start before), then marks the lease released
+// so another instance may take it at once. If ctx ends first it returns
+// ErrWritesInFlight and marks nothing released.
 //
-// Release never removes or overwrites a record that this lease did not
-// write, on any service, whatever its driver declares: it overwrites our
-// record with If-Match on the version we last wrote, by a released record
-// (ttl_s 0, stale to every reader at once), and the acquire probe of this
-// very lease proved that the service refuses If-Match on a version that is
-// not current. It never deletes: many services that serve the S3 API ignore
-// conditions on DELETE. If the record changed, Release reads it back: a
-// later record of this lease (a renewal whose reply was lost) is released
-// in turn; anything else is left alone, and Release returns nil. A lease
-// already lost is left alone. It returns an error only when a record of
-// ours may still be there: the release failed.
+// It writes a released record (ttl_s 0) with If-Match on our last version,
+// which the acquire probe proved applied, and never deletes (many S3
+// services ignore conditions on DELETE): a record this lease did not write is
+// left alone. It returns an error only when a record of ours may remain.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased, nil, "")
 	if err := l.take(ctx); err != nil {
@@ -73,11 +60,9 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// release marks our record at version v released, with If-Match. If the
-// record changed, it reads it back: a later record that sent holds (a
-// write of ours whose reply was lost) is released in turn; anyone else's
-// is left alone. It returns why nothing was written, or "" if
-// our record is now marked released.
+// release marks our record at v released with If-Match, releasing in turn a
+// later record of ours it reads back. It returns why nothing was written, or
+// "" once released.
 func release(ctx context.Context, b driver.Bucket, p *pacer, key string, v driver.Version, rec admin.Record, sent *sentRecords, st *stamps, now time.Time) (left string, err error) {
 	for range 3 {
 		rel := rec

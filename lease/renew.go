@@ -11,22 +11,12 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// renew extends the lease with one conditional write (If-Match on the
-// version we last wrote). It returns nil on success; an error wrapping
-// ErrLost if the lease object was taken over, removed or marked released,
-// or now holds a record this lease did not write (wrapping ErrInstanceInUse
-// too when that record names our own instance id); ErrReleased after
-// Release; ErrFenced once the fence deadline has passed; and any other
-// error for a renewal that failed and may be retried until the fence
-// deadline. A renewal whose reply was lost is recognised as our own on the
-// next attempt: its record is exactly one this lease sent.
-//
-// A renewal counts only if its reply arrives before the fence deadline: one
-// that lands later fences the lease all the same, because work under it has
-// already been told to stop. Once fenced, renew writes nothing: it reads the
-// lease object and returns ErrLost if the lease has been taken over,
-// ErrFenced otherwise (acquire again, with the same Contender, to resume:
-// it takes back its own record at once).
+// renew extends the lease with one write, If-Match on the version we last
+// wrote. It returns ErrLost if the object holds a record this lease did not
+// write (with ErrInstanceInUse if it names our id), ErrReleased after
+// Release, ErrFenced past the fence deadline, or a retryable error. A reply
+// that arrives after the fence deadline fences all the same (work was told
+// to stop). Once fenced it writes nothing, only reads, to report ErrLost.
 func (l *Lease) renew(ctx context.Context) error {
 	if err := l.take(ctx); err != nil {
 		return err
@@ -107,10 +97,8 @@ func (l *Lease) renew(ctx context.Context) error {
 	return nil
 }
 
-// readBack finds out, after the renewal that sent rec over version over
-// failed with err, what the lease object holds: it returns the version of
-// rec if the renewal landed all the same (its answer was lost), or the
-// error renew returns.
+// readBack finds out, after the renewal of rec over over failed with err,
+// whether it landed anyway (its version), or the error renew returns.
 func (l *Lease) readBack(ctx context.Context, rec admin.Record, over driver.Version, err error) (driver.Version, error) {
 	cur, curV, rerr := admin.Read(ctx, l.s.clock, l.b, l.key)
 	switch {
@@ -122,9 +110,8 @@ func (l *Lease) readBack(ctx context.Context, rec admin.Record, over driver.Vers
 	case cur.Err == nil && landed(cur.Record, rec, curV, over):
 		return curV, nil // this renewal landed; its answer was lost
 	case cur.Err == nil && l.sent.has(cur.Record) && curV != over:
-		// An earlier renewal of ours landed after we gave up on it.
-		// Adopt its version; this renewal did not land, so the fence
-		// does not move, and the next attempt will.
+		// An earlier renewal landed late: adopt its version; the fence
+		// does not move.
 		l.mu.Lock()
 		l.version, l.rec = curV, cur.Record
 		l.mu.Unlock()
@@ -132,18 +119,15 @@ func (l *Lease) readBack(ctx context.Context, rec admin.Record, over driver.Vers
 	case cur.Err == nil && l.sent.has(cur.Record):
 		return "", fmt.Errorf("renew %s: %w", l.key, err) // unchanged: the write did not land
 	case cur.Err == nil && l.past.has(cur.Record):
-		// A record of ours that a later one of ours replaced: the
-		// read came from a replica or cache behind the write (an
-		// eventually consistent gateway). Not a takeover; retry,
-		// and fence in time if it persists.
+		// A replaced record of ours: a stale read from a lagging
+		// replica, not a takeover. Retry; fence if it persists.
 		return "", fmt.Errorf("renew %s: read back an older record of this lease (a stale read); retry: %w", l.key, err)
 	default:
 		return "", l.lose(cur)
 	}
 }
 
-// lose ends the lease because the lease object holds something this lease
-// did not write, and returns the error that says what.
+// lose ends the lease over a foreign object and returns the error saying so.
 func (l *Lease) lose(cur admin.Reading) error {
 	var prev *admin.Record
 	if cur.Err == nil {
@@ -185,9 +169,8 @@ func (l *Lease) take(ctx context.Context) error {
 	return nil
 }
 
-// give ends the turn, then reports the events raised during it. Events are
-// never reported while the turn is held, so that an OnEvent callback may
-// call Release (or renew) without waiting for itself.
+// give ends the turn, then reports the events raised during it, so that an
+// OnEvent callback may call Release without waiting for itself.
 func (l *Lease) give() {
 	l.mu.Lock()
 	queued := l.queued
@@ -199,8 +182,7 @@ func (l *Lease) give() {
 	}
 }
 
-// emit reports e now, or, while a renewal or release holds the turn, as
-// soon as it ends.
+// emit reports e now, or after the current turn.
 func (l *Lease) emit(e Event) {
 	e.Epoch = l.epoch
 	l.mu.Lock()
@@ -213,9 +195,8 @@ func (l *Lease) emit(e Event) {
 	l.s.emit(e)
 }
 
-// checkLost is renew for a fenced lease: it writes nothing, but reads the
-// lease object so that a holder that was taken over learns so (ErrLost).
-// The lease is still ours only while the object holds a record it wrote.
+// checkLost is renew for a fenced lease: it only reads, reporting ErrLost
+// once the object holds no record this lease wrote.
 func (l *Lease) checkLost(ctx context.Context) error {
 	cur, _, err := admin.Read(ctx, l.s.clock, l.b, l.key)
 	if err != nil && !errors.Is(err, driver.ErrNotExist) {
@@ -236,11 +217,9 @@ func (l *Lease) checkLost(ctx context.Context) error {
 	return ErrLost
 }
 
-// Keep renews the lease every TTL/3 until ctx is done or the lease ends. A
-// failed renewal is retried every TTL/15 (at least 100 ms) until the fence
-// deadline. It returns ErrLost or ErrFenced when the lease ends that way,
-// nil after Release, and ctx's error when ctx is done; it starts no
-// goroutine that outlives it.
+// Keep renews every TTL/3 until ctx is done or the lease ends, retrying a
+// failed renewal every TTL/15 (at least 100 ms) until the fence deadline. It
+// returns ErrLost or ErrFenced, nil after Release, or ctx's error.
 func (l *Lease) Keep(ctx context.Context) error {
 	interval := l.s.ttl / 3
 	retrying := false
@@ -285,7 +264,6 @@ func (l *Lease) Keep(ctx context.Context) error {
 	}
 }
 
-// keepResult is what Keep returns once the lease has ended.
 func (l *Lease) keepResult() error {
 	if err := l.Err(); !errors.Is(err, ErrReleased) {
 		return err
@@ -293,8 +271,7 @@ func (l *Lease) keepResult() error {
 	return nil
 }
 
-// sleep waits d on the lease's clock, or until ctx is done or the lease
-// ends, whichever is first.
+// sleep waits d on the lease's clock, or until ctx or the lease ends.
 func sleep(ctx context.Context, l *Lease, d time.Duration) error {
 	ctx, cancel := l.Fence(ctx)
 	defer cancel()

@@ -17,36 +17,22 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// A restart adopts its own lease through a state directory
-// (Options.StateDir), with a proof that a twin cannot forge.
-//
-// The instance id alone proves nothing: a restart of this instance and a
-// live twin configured with the same id look alike in the lease object. A
-// contender with a state directory holds an exclusive lock on a file there
-// (flock(2)) for as long as it lives, and appends to that file every record
-// it is about to write, before it sends it. The kernel drops the lock when
-// the process dies, even by SIGKILL or the OOM killer; a stopped process
-// keeps it. So a contender that takes the lock knows that every process that
-// wrote the records in the file is gone, and if the stored lease object is
-// exactly one of them (records are unique: see own.go), nobody alive holds
-// the lease: it adopts it at once instead of waiting out a TTL behind
-// itself. A twin on another machine or with another state directory never
-// wrote those records, and a contender whose predecessor is only stopped
-// cannot take the lock: neither adopts.
-//
-// What it does not cover: a state directory on a network file system, where
-// flock may not exclude another machine's process, and two hosts sharing
-// one directory; a predecessor's request still in the network when it died
-// lands after the adoption like any late request (conditional writes refuse
-// it once the adopted lease has moved on).
+// A restart adopts its own lease through Options.StateDir. The contender
+// holds flock(2) on a file there for its life and appends every record
+// before sending it. The kernel drops the lock when the process dies (even
+// SIGKILL), a stopped process keeps it; so whoever takes the lock knows the
+// writers of the file's records are gone, and if the lease object is exactly
+// one of them (records are unique: own.go) it adopts at once. A twin never
+// wrote those records. Not covered: a state directory on a network file
+// system or shared by two hosts; a dead predecessor's request still in the
+// network lands like any late request (If-Match refuses it once the lease
+// moved on).
 
-// journalMax bounds how many records a journal keeps; only the latest few
-// can be the stored lease object.
+// journalMax bounds the journal; only the latest records can be stored.
 const journalMax = 64
 
-// journal is a contender's state file: the records written under one lease
-// key by this contender and, once it holds the lock, by its dead
-// predecessors.
+// journal is a contender's state file: the records it and, once locked,
+// its dead predecessors wrote under one key.
 type journal struct {
 	dir, path string
 	key       string // the lease key, which names the watch file
@@ -59,8 +45,7 @@ type journal struct {
 	err    error          // why the lock is not held, for the log
 }
 
-// openJournal returns the journal for key under dir; it takes the lock
-// later (lock), at each acquire, until it has it.
+// openJournal returns the journal for key under dir; lock takes the lock.
 func openJournal(dir, id, key string, logger *slog.Logger) (*journal, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("lease: StateDir %q must be an absolute path", dir)
@@ -72,8 +57,8 @@ func openJournal(dir, id, key string, logger *slog.Logger) (*journal, error) {
 	return &journal{dir: dir, key: key, path: filepath.Join(dir, "lease-"+hex.EncodeToString(sum[:8])+".state"), logger: logger}, nil
 }
 
-// lock takes the lock if it is not held yet, and reads what the
-// predecessors recorded. It reports whether the lock is held.
+// lock takes the lock if not held yet and reads the predecessors' records;
+// it reports whether the lock is held.
 func (j *journal) lock() bool {
 	if j == nil {
 		return false
@@ -105,9 +90,8 @@ func (j *journal) lock() bool {
 	return true
 }
 
-// parseJournal reads one record per line, skipping what does not parse
-// (a line cut short by a crash): a record missing from the journal can only
-// make a restart wait, never adopt.
+// parseJournal reads one record per line, skipping a torn line: a missing
+// record only makes a restart wait.
 func parseJournal(data []byte) []admin.Record {
 	var recs []admin.Record
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -119,8 +103,8 @@ func parseJournal(data []byte) []admin.Record {
 	return recs
 }
 
-// record appends r before it is sent. Without the lock it records nothing.
-// A failed write is logged; it can only make a restart wait.
+// record appends r before it is sent, if the lock is held. A failed write
+// only makes a restart wait.
 func (j *journal) record(r admin.Record) {
 	if j == nil {
 		return
@@ -159,8 +143,7 @@ func (j *journal) appendLocked(r admin.Record) error {
 	return err
 }
 
-// predecessors reports whether rec is a record that a dead predecessor
-// wrote: the lock is held, and the journal held rec when it was taken.
+// predecessors reports whether a dead predecessor wrote rec.
 func (j *journal) predecessors(rec admin.Record) bool {
 	if j == nil {
 		return false
@@ -178,7 +161,6 @@ func (j *journal) predecessors(rec admin.Record) bool {
 	return false
 }
 
-// close drops the lock.
 func (j *journal) close() error {
 	if j == nil {
 		return nil
@@ -193,14 +175,9 @@ func (j *journal) close() error {
 	return err
 }
 
-// The suspect watch outlives the process too: a job that runs once a
-// minute, each run a new process (with a new instance id, as hold's default
-// is), would otherwise never see a suspect record unchanged for a TTL and
-// would be refused forever. The watch is an observation of the lease
-// object, not a claim of any instance, so it is kept per lease key (not per
-// id) in the state directory, on the wall clock (the monotonic clock does
-// not survive a process), and written by rename so a reader never sees
-// half of it.
+// The suspect watch is kept too, per lease key, on the wall clock, written
+// by rename: a job run once a minute as a new process would otherwise never
+// see a suspect record unchanged for a TTL.
 
 // watchState is the watch as the state directory keeps it.
 type watchState struct {
@@ -208,8 +185,7 @@ type watchState struct {
 	Since   time.Time `json:"since"` // when first seen, by this machine's wall clock
 }
 
-// loadWatch takes up a watch that an earlier process of this instance
-// kept, if the contender has none of its own.
+// loadWatch takes up an earlier process's watch if the contender has none.
 func (c *Contender) loadWatch() {
 	j := c.journal
 	if j == nil || c.watch.seen {
@@ -230,8 +206,7 @@ func (c *Contender) loadWatch() {
 	c.watch = suspectWatch{version: driver.Version(w.Version), since: c.s.clock.Mono() - ago, seen: true}
 }
 
-// saveWatch keeps the contender's watch for the next process, or removes
-// it once there is none.
+// saveWatch keeps the watch for the next process, or removes it.
 func (c *Contender) saveWatch() {
 	j := c.journal
 	if j == nil {
@@ -254,8 +229,7 @@ func (j *journal) watchPath() string {
 	return filepath.Join(j.dir, "watch-"+hex.EncodeToString(sum[:8])+".json")
 }
 
-// writeFileAtomic writes data to path by a rename from a temporary file
-// beside it.
+// writeFileAtomic writes path by renaming a temporary file beside it.
 func writeFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {

@@ -9,40 +9,29 @@ import (
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/clock"
 	"github.com/mushroomdb/bucketlease/driver"
+	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// Status is what Inspect found at a prefix: the lease object, what a reader
-// makes of it at one moment of its own clock, and when it could be taken
-// over. It reads; it never writes.
+// Status is what Inspect found at a prefix, at one moment of the reader's
+// clock.
 type Status struct {
-	// Key is the lease object's key.
-	Key string
-	// State is Free, Fresh, Stale, Released or Suspect.
-	State State
-	// Record is the object's record; nil when the prefix is Free or the
-	// object is not a lease record (Reason says why).
-	Record *Record
-	// Version is the object's version; empty when Free.
-	Version driver.Version
-	// Reason explains a Suspect state.
-	Reason string
-	// Now is the reading's wall-clock time.
-	Now time.Time
-	// TakeoverAt is the earliest wall-clock time at which a contender could
-	// take the lease over if it stays as it is: RenewedAt plus the TTL for
-	// a Fresh lease, Now for a Free, Stale or Released one. It is the zero
-	// time for a Suspect one, which a contender takes over only after it has
-	// seen it unchanged for one of its own TTLs.
+	Key   string // the lease object's key
+	State State  // Free, Fresh, Stale, Released or Suspect
+	// Record is nil when Free or not a lease record (Reason says why).
+	Record  *Record
+	Version driver.Version // empty when Free
+	Reason  string         // why Suspect
+	Now     time.Time      // the reading's wall-clock time
+	// TakeoverAt is the earliest wall-clock time a contender could take the
+	// lease over if it stays as it is: Now unless Fresh; zero when Suspect
+	// (taken over after one of the contender's TTLs unchanged).
 	TakeoverAt time.Time
-	// Service is what the service's answer said about its clock (this
-	// machine's offset from it, the object's modification time), by which
-	// the record was judged too; nil when the driver reports no service
-	// time, and the record was judged on the reader's clock alone.
+	// Service is the service's clock at the read, by which the record was
+	// judged too; nil when the driver reports no service time.
 	Service *ServiceClock
 }
 
-// Holder returns the instance id the record names, or "" when there is no
-// readable record.
+// Holder returns the record's instance id, or "".
 func (s Status) Holder() string {
 	if s.Record == nil {
 		return ""
@@ -50,18 +39,13 @@ func (s Status) Holder() string {
 	return s.Record.InstanceID
 }
 
-// Inspect reads the lease object of b's prefix and classifies it at the
-// wall-clock time now, as a contender would: on both clocks where the
-// driver reports the service's time (Status.Service, whose offset is this
-// machine's, measured on time.Now around the read), on now alone where it
-// does not. A missing object is Free; an object that is not a lease record
-// (empty, malformed or larger than MaxRecordSize) is Suspect with Record
-// nil. Any other read failure is an error naming the key.
+// Inspect reads the lease object of b's prefix and classifies it at now as a
+// contender would (Judge). A missing object is Free; one that is not a lease
+// record is Suspect with Record nil; any other failure is an error.
 func Inspect(ctx context.Context, b *bucket.Bucket, now time.Time) (Status, error) {
 	return inspect(ctx, b.Driver(), b.Prefix(), now)
 }
 
-// inspect is Inspect on prefix in b.
 func inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time) (Status, error) {
 	key := Key(prefix)
 	if err := CheckKey(key); err != nil {
@@ -91,13 +75,39 @@ func inspect(ctx context.Context, b driver.Bucket, prefix string, now time.Time)
 	return st, nil
 }
 
-// StampOffset returns the record's renewed_at minus the service's
-// modification time of the lease object: how far the clock of the holder
-// that stamped it was from the service's, plus the time its write took to
-// arrive. It is false when there is no record or no service time.
+// StampOffset returns renewed_at minus the object's modification time: the
+// stamping holder's clock offset plus the write's travel time. It is false
+// without a record or service time.
 func (s Status) StampOffset() (time.Duration, bool) {
 	if s.Record == nil || s.Service == nil || s.Service.Modified.IsZero() {
 		return 0, false
 	}
 	return s.Record.RenewedAt.Sub(s.Service.Modified), true
+}
+
+// Reading is a LEASE object read back: the record, or why it is not one,
+// and what the answer said about the service's clock.
+type Reading struct {
+	Record  Record
+	Err     error         // wraps ErrMalformed: the object is not a record
+	Service *ServiceClock // nil when the driver reported no service time
+}
+
+// Read reads the lease object at key, timed on clk's wall clock; Service is
+// set whenever the driver reported the time, driver.ErrNotExist included.
+func Read(ctx context.Context, clk clock.Clock, b driver.Bucket, key string) (Reading, driver.Version, error) {
+	var data []byte
+	a, svc, err := TimedCall(clk, func() (a driver.Attrs, err error) {
+		data, a, err = objects.ReadAll(ctx, b, key, MaxRecordSize, driver.GetOptions{})
+		return a, err
+	})
+	v := a.Version
+	if errors.Is(err, objects.ErrTooLarge) {
+		return Reading{Err: fmt.Errorf("%w: the object is larger than %d bytes", ErrMalformed, MaxRecordSize), Service: svc}, v, nil
+	}
+	if err != nil {
+		return Reading{Service: svc}, "", err
+	}
+	rec, derr := DecodeRecord(data)
+	return Reading{Record: rec, Err: derr, Service: svc}, v, nil
 }

@@ -2,9 +2,13 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,15 +16,13 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// maxBefore is how many earlier holders a record remembers (Record.Before):
-// far more takeovers than fit in the few seconds a late write comes after
-// its writer's lease has passed on.
+// maxBefore is how many earlier holders a record remembers: far more
+// takeovers than fit in the seconds a late write can lag.
 const maxBefore = 8
 
-// Era is one holder's lease as a record remembers it: its epoch, and when
-// it began on the service's clock at the latest. A write of an older epoch
-// that the service stamped at or after Began was made when this holder
-// already held the prefix: a late write.
+// Era is one holder's epoch and when its lease began on the service's
+// clock, at the latest. An older epoch's write the service stamped at or
+// after Began is late.
 type Era struct {
 	Epoch uint64    `json:"epoch"`
 	Began time.Time `json:"began"`
@@ -28,11 +30,9 @@ type Era struct {
 
 func (e Era) equal(o Era) bool { return e.Epoch == o.Epoch && e.Began.Equal(o.Began) }
 
-// Era returns the era of the holder of r, read in an answer that said
-// svc about the service's clock: its Began, or, while it has not renewed
-// (or where it writes none), the lease object's modification time plus
-// the resolution, which is no earlier than the write that took the
-// prefix. ok is false when neither is known, or rec has no epoch.
+// Era returns the era of r's holder, read in an answer that said svc: its
+// Began, or before it has renewed, the object's modification time plus the
+// resolution. ok is false when neither is known or r has no epoch.
 func (r Record) Era(svc *ServiceClock) (Era, bool) {
 	switch {
 	case r.Epoch == 0:
@@ -45,9 +45,8 @@ func (r Record) Era(svc *ServiceClock) (Era, bool) {
 	return Era{}, false
 }
 
-// Remembered returns what a new holder's record remembers of the holders up
-// to prev, read in an answer that said svc: prev's era, then what prev
-// remembered, at most maxBefore in all.
+// Remembered returns what a new holder's record remembers: prev's era, then
+// what prev remembered, at most maxBefore.
 func Remembered(prev *Record, svc *ServiceClock) []Era {
 	if prev == nil || prev.Epoch == 0 {
 		return nil
@@ -60,10 +59,8 @@ func Remembered(prev *Record, svc *ServiceClock) []Era {
 	return out[:min(len(out), maxBefore)]
 }
 
-// Eras returns the holders the status knows of, newest first: the
-// current record's, and those it remembers (Record.Before). It is empty
-// for a free prefix, an object that is not a record, and a record without
-// an epoch.
+// Eras returns the holders the status knows of, newest first; empty without
+// a record with an epoch.
 func (s Status) Eras() []Era {
 	if s.Record == nil {
 		return nil
@@ -75,15 +72,11 @@ func (s Status) Eras() []Era {
 	return append(out, s.Record.Before...)
 }
 
-// LateBy reports whether an object stamped st, last modified at mod on
-// the service's clock (its Last-Modified, a listing's ModTime), was
-// written late: when a holder of a greater epoch had already taken the
-// prefix, by the eras known (Status.Eras). It returns the earliest such
-// holder's era and how long after it began the object was written, at
-// the least. The service stamps mod no earlier than the write reached it,
-// and Began is no earlier than the holder took the prefix, so a write
-// reported late was late; one written in the resolution of the service's
-// clock after a takeover may be reported in time.
+// LateBy reports whether an object stamped st, modified at mod on the
+// service's clock, was written after a holder of a greater epoch had taken
+// the prefix, with the earliest such era and by how much. mod is no earlier
+// than the write, Began no earlier than the takeover, so a write reported
+// late was late; one within the clock's resolution may pass as in time.
 func LateBy(eras []Era, st Stamp, mod time.Time) (after Era, by time.Duration, late bool) {
 	for _, e := range eras {
 		if e.Epoch > st.Epoch && !mod.Before(e.Began) && (!late || e.Began.Before(after.Began)) {
@@ -93,8 +86,7 @@ func LateBy(eras []Era, st Stamp, mod time.Time) (after Era, by time.Duration, l
 	return after, by, late
 }
 
-// LateWrite is an object written late: by a holder whose lease had
-// already passed to another.
+// LateWrite is an object written after its holder's lease had passed on.
 type LateWrite struct {
 	Key      string         // relative to the prefix
 	Version  driver.Version // the version judged
@@ -104,20 +96,16 @@ type LateWrite struct {
 	By       time.Duration
 }
 
-// ErrNoEras is returned by LateWrites when the lease object says nothing
-// about its holders' epochs and beginnings: the prefix is free, or its
-// record has no epoch, or the driver reports no service time.
+// ErrNoEras: the lease object tells no holders' epochs and beginnings (the
+// prefix is free, the record has no epoch, or no service time is reported).
 var ErrNoEras = errors.New("the lease object tells no epochs and beginnings of holders to judge objects by")
 
-// LateWrites lists the objects under b's prefix and yields those written
-// late (Status.Late), judged by the eras of the lease object read first,
-// at the reader's wall-clock time now. A failure is yielded once, last, as
-// a Bucket's List does; with no eras to judge by, the error wraps ErrNoEras.
+// LateWrites yields the objects under b's prefix written late, by the eras
+// of the lease object read first at now. A failure is yielded once, last.
 func LateWrites(ctx context.Context, b *bucket.Bucket, now time.Time) iter.Seq2[LateWrite, error] {
 	return lateWrites(ctx, b.Driver(), b.Prefix(), now)
 }
 
-// lateWrites is LateWrites on prefix in b.
 func lateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Time) iter.Seq2[LateWrite, error] {
 	return func(yield func(LateWrite, error) bool) {
 		st, err := inspect(ctx, b, prefix, now)
@@ -147,14 +135,10 @@ func lateWrites(ctx context.Context, b driver.Bucket, prefix string, now time.Ti
 // under is the key prefix of the objects under the lease's prefix.
 func (s Status) under() string { return strings.TrimSuffix(s.Key, Key("")) }
 
-// Late judges one object listed under the status's prefix (its key in
-// b, which may be the whole bucket or a view of the prefix such as
-// Lease.Bucket; its modification time on the service's clock): whether its
-// stamp (StampOf) shows it written late, by the eras the status knows
-// (LateBy). The lease object, scratch keys and objects without a stamp
-// are never late. Where the listing carried no metadata (S3 and its kind
-// list none), the object's is read with a Get whose body is closed unread;
-// an object deleted since it was listed is not late.
+// Late judges one object listed in b (the whole bucket or a view of the
+// prefix) by its stamp and the status's eras. The lease object, scratch keys
+// and unstamped objects are never late. Without listed metadata it reads it
+// with a Get; an object deleted since is not late.
 func (s Status) Late(ctx context.Context, b driver.Bucket, obj driver.Object) (LateWrite, bool, error) {
 	if obj.Key == s.Key || IsScratchKey(obj.Key) {
 		return LateWrite{}, false, nil
@@ -168,34 +152,30 @@ func (s Status) Late(ctx context.Context, b driver.Bucket, obj driver.Object) (L
 			return LateWrite{}, false, err
 		}
 	}
-	stamp, ok := StampOf(md)
-	if !ok {
-		return LateWrite{}, false, nil
-	}
-	after, by, late := LateBy(s.Eras(), stamp, obj.ModTime)
-	if !late {
-		return LateWrite{}, false, nil
-	}
-	return LateWrite{Key: strings.TrimPrefix(obj.Key, s.under()), Version: obj.Version, Stamp: stamp, Modified: obj.ModTime, After: after, By: by}, true, nil
+	w, late := s.late(strings.TrimPrefix(obj.Key, s.under()), obj.Version, md, obj.ModTime)
+	return w, late, nil
 }
 
-// LateRead judges the version of key that a reader read, by the Attrs its
-// Get or ReadAll returned (that version's metadata and modification time):
-// whether it was written late, by the eras the status knows (LateBy). A
-// scratch key and a version without a stamp are never late.
+// LateRead judges the version of key a reader read, by the Attrs its Get
+// returned.
 func (s Status) LateRead(key string, a bucket.Attrs) (LateWrite, bool) {
 	if IsScratchKey(key) {
 		return LateWrite{}, false
 	}
-	stamp, ok := StampOf(a.Metadata)
+	return s.late(key, a.Version, a.Metadata, a.Modified)
+}
+
+// late judges a version of key with metadata md, modified at mod.
+func (s Status) late(key string, v driver.Version, md driver.Metadata, mod time.Time) (LateWrite, bool) {
+	stamp, ok := StampOf(md)
 	if !ok {
 		return LateWrite{}, false
 	}
-	after, by, late := LateBy(s.Eras(), stamp, a.Modified)
+	after, by, late := LateBy(s.Eras(), stamp, mod)
 	if !late {
 		return LateWrite{}, false
 	}
-	return LateWrite{Key: key, Version: a.Version, Stamp: stamp, Modified: a.Modified, After: after, By: by}, true
+	return LateWrite{Key: key, Version: v, Stamp: stamp, Modified: mod, After: after, By: by}, true
 }
 
 // metadataOf reads key's metadata with a Get whose body it closes unread.
@@ -206,4 +186,48 @@ func metadataOf(ctx context.Context, b driver.Bucket, key string) (driver.Metada
 	}
 	rc.Close()
 	return a.Metadata, nil
+}
+
+// Stamp metadata keys: lowercase letters, which every service keeps.
+const (
+	metaEpoch    = "bucketleaseepoch"
+	metaInstance = "bucketleaseinstance"
+)
+
+// Stamp is the metadata Lease.Bucket writes on every object, in the request
+// that makes it visible: the epoch and instance of its lease. An object
+// stamped with an epoch older than a lease that had begun before it was
+// written is a late write. Only drivers that keep metadata carry it.
+type Stamp struct {
+	Epoch uint64
+	// Instance is the instance id as metadata carries it (StampedInstance).
+	Instance string
+}
+
+// Metadata returns the stamp as object metadata.
+func (s Stamp) Metadata() driver.Metadata {
+	return driver.Metadata{metaEpoch: strconv.FormatUint(s.Epoch, 10), metaInstance: s.Instance}
+}
+
+// StampOf reads a stamp from metadata; ok is false without one (or without
+// an epoch in range): such an object is neither late nor in time.
+func StampOf(md driver.Metadata) (s Stamp, ok bool) {
+	e, err := strconv.ParseUint(md[metaEpoch], 10, 64)
+	if err != nil || e == 0 || e > MaxEpoch {
+		return Stamp{}, false
+	}
+	return Stamp{Epoch: e, Instance: md[metaInstance]}, true
+}
+
+// StampedInstance returns id as a Stamp carries it: unchanged if valid
+// metadata, percent-escaped if that fits, else "sha256:" and 32 hex digits.
+func StampedInstance(id string) string {
+	if (driver.Metadata{metaInstance: id}).Validate() == nil {
+		return id
+	}
+	if esc := url.PathEscape(id); (driver.Metadata{metaInstance: esc}).Validate() == nil {
+		return esc
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:16])
 }

@@ -14,45 +14,39 @@ import (
 
 // PendingOptions say which pending uploads RemovePending removes.
 type PendingOptions struct {
-	// OlderThan is how long ago, at least, an upload must have been
-	// started (on the service's clock where the driver reports it) to be
-	// removed. Zero means any age; negative is an error.
+	// OlderThan is the least age (on the service's clock where reported)
+	// of an upload to remove; zero means any age, negative is an error.
 	OlderThan time.Duration
 	// DryRun reports what would be removed, and removes nothing.
 	DryRun bool
 	// Now is the time to judge by; the zero time means time.Now().
 	Now time.Time
-	// Timeout, if positive, bounds the listing and each abort; the
-	// lease reads are bounded by the bucket's own (a caller wraps it).
+	// Timeout, if positive, bounds the listing and each abort.
 	Timeout time.Duration
 }
 
 // PendingOutcome is what RemovePending did with one pending upload.
 type PendingOutcome struct {
 	multipart.Pending
-	// Removed reports that it was aborted (or, under DryRun, would be).
+	// Removed: aborted (or, under DryRun, would be).
 	Removed bool
 	// Why says why it was removed or kept, for people.
 	Why string
-	// Err is why its abort failed, naming the key and the upload; nil if
-	// it was removed, or kept by the rule.
+	// Err is why its abort failed; nil if removed or kept by the rule.
 	Err error
 }
 
 // PendingReport is what RemovePending found under a prefix and did.
 type PendingReport struct {
-	// Prefix is the key prefix listed: the lease's prefix and a slash, or
-	// "" for the whole bucket.
+	// Prefix is the key prefix listed: the lease's prefix and a slash, or "".
 	Prefix string
 	// Uploads are the pending uploads found, in the service's order.
 	Uploads []PendingOutcome
-	// Truncated reports that the service has more uploads than were
-	// looked at (maxPendingScanned); run it again once these are gone.
+	// Truncated: more uploads than maxPendingScanned; run it again.
 	Truncated bool
 }
 
-// Removed returns the uploads that were removed (or, under DryRun, would
-// be).
+// Removed returns the uploads removed (or, under DryRun, that would be).
 func (r PendingReport) Removed() []multipart.Pending {
 	var out []multipart.Pending
 	for _, u := range r.Uploads {
@@ -63,45 +57,22 @@ func (r PendingReport) Removed() []multipart.Pending {
 	return out
 }
 
-// maxPendingScanned bounds how many of a bucket's uploads RemovePending
-// looks at.
+// maxPendingScanned bounds the uploads RemovePending looks at.
 const maxPendingScanned = 10_000
 
-// RemovePending aborts the pending uploads under b's prefix (streamed
-// writes started and neither committed nor aborted: S3 multipart uploads,
-// the file driver's staged files) that a dead or fenced writer left, and
-// returns what it found and did with each. It removes an upload only if
-// every rule holds:
-//
-//   - it was started at least o.OlderThan ago; an upload whose start the
-//     service does not give is kept;
-//   - no live holder may still commit it: for the lease of every prefix
-//     that contains its key (the prefix's own, a nested prefix's, an
-//     enclosing one's), the lease is Free, Released or Stale (its holder
-//     has stopped renewing, so its fence has closed every write it
-//     started, for good), or it is Fresh and the upload was started more
-//     than one TTL before the current holder's lease began (Record.Began,
-//     or AcquiredAt before the first renewal): an earlier holder's, whose
-//     fence closed it before the current one took over. An upload a
-//     Fresh holder started since, of any age, every upload under a fresh
-//     record of Break (the broken holder may write until it goes stale),
-//     and any upload under a Suspect lease object are kept;
-//   - the driver can abort it (Pending.Abort); the file driver refuses a
-//     staged file whose process still runs, and such a file is kept.
-//
-// The uploads are listed before any lease is read, so that a holder that
-// takes a lease after it was read started nothing that was listed. A
-// writer that writes under the prefix without taking the lease is judged
-// by age alone. The error joins every failure (the listing, a lease that
-// could not be read, an abort), each naming its key; the report holds
-// what was done all the same. Without a multipart.PendingLister the error
-// wraps driver.ErrUnsupported. b is the bucket as opened, not a Lease's
-// Bucket.
+// RemovePending aborts the pending uploads under b's prefix (streamed writes
+// neither committed nor aborted) that dead or fenced writers left: those
+// started at least o.OlderThan ago (by the service), that the driver can
+// abort, and under no lease whose holder may still commit them (every
+// enclosing prefix's lease Free, Released or Stale, or Fresh with the upload
+// started over a TTL before the holder's lease began; never under a Suspect
+// object or a fresh break). Uploads are listed before leases are read, so a
+// later holder started none of them. The error joins every failure. b is the
+// bucket as opened, not a Lease's Bucket.
 func RemovePending(ctx context.Context, b *bucket.Bucket, o PendingOptions) (PendingReport, error) {
 	return removePending(ctx, b.Driver(), b.Prefix(), o)
 }
 
-// removePending is RemovePending under prefix in b.
 func removePending(ctx context.Context, b driver.Bucket, prefix string, o PendingOptions) (PendingReport, error) {
 	prefix = strings.Trim(prefix, "/")
 	r := PendingReport{Prefix: prefix}
@@ -143,9 +114,8 @@ func removePending(ctx context.Context, b driver.Bucket, prefix string, o Pendin
 	return r, errors.Join(errs...)
 }
 
-// remove aborts the upload judged removable, and records the outcome: a
-// refusal of the driver's (ErrPrecondition: the file driver's writer still
-// runs) keeps it, any other failure is Err.
+// remove aborts a removable upload; a refusal (ErrPrecondition: the file
+// driver's writer still runs) keeps it.
 func (out *PendingOutcome) remove(ctx context.Context) {
 	err := out.Abort(ctx)
 	switch {
@@ -158,11 +128,8 @@ func (out *PendingOutcome) remove(ctx context.Context) {
 	}
 }
 
-// listUnder lists the uploads pending under under. Some services match a
-// prefix against whole keys only (MinIO lists an object's uploads for its
-// exact name and none for a "directory"), so when that finds none it looks
-// at the bucket's uploads, at most maxPendingScanned of them, and keeps
-// those under the prefix.
+// listUnder lists the uploads under under; where a service matches whole
+// keys only (MinIO) and finds none, it scans the bucket's uploads instead.
 func listUnder(ctx context.Context, pl multipart.PendingLister, under string) ([]multipart.Pending, bool, error) {
 	uploads, truncated, err := scanPending(ctx, pl, under, under)
 	if err == nil && len(uploads) == 0 && under != "" {
@@ -171,8 +138,8 @@ func listUnder(ctx context.Context, pl multipart.PendingLister, under string) ([
 	return uploads, truncated, err
 }
 
-// scanPending lists the uploads whose key starts with listPrefix, at most
-// maxPendingScanned of them, and keeps those under under.
+// scanPending lists up to maxPendingScanned uploads from listPrefix and
+// keeps those under under.
 func scanPending(ctx context.Context, pl multipart.PendingLister, listPrefix, under string) ([]multipart.Pending, bool, error) {
 	var out []multipart.Pending
 	seen := 0
@@ -191,7 +158,6 @@ func scanPending(ctx context.Context, pl multipart.PendingLister, listPrefix, un
 	return out, false, nil
 }
 
-// bounded returns ctx bounded by d, or ctx itself where d is not positive.
 func bounded(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d <= 0 {
 		return ctx, func() {}

@@ -15,8 +15,7 @@ type pendingJudge struct {
 	b      driver.Bucket
 	now    time.Time
 	leases map[string]leaseVerdict
-	// svc is the first service clock a lease's read reported, by which
-	// an upload's age is measured; nil where the driver reports none.
+	// svc is the first service clock a read reported, to age uploads by.
 	svc *ServiceClock
 }
 
@@ -26,7 +25,7 @@ type leaseVerdict struct {
 	err error
 }
 
-// lease inspects the lease of prefix, once.
+// lease inspects prefix's lease, once.
 func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 	if v, ok := j.leases[prefix]; ok {
 		return v
@@ -40,7 +39,6 @@ func (j *pendingJudge) lease(ctx context.Context, prefix string) leaseVerdict {
 	return v
 }
 
-// judge decides whether u may be removed, and says why.
 func (j *pendingJudge) judge(ctx context.Context, u multipart.Pending, olderThan time.Duration) PendingOutcome {
 	out := PendingOutcome{Pending: u}
 	var free []string
@@ -86,8 +84,8 @@ func (j *pendingJudge) judge(ctx context.Context, u multipart.Pending, olderThan
 	return out
 }
 
-// mayRemove reports whether the lease st leaves no live holder that may
-// still commit u, and says why, or why not.
+// mayRemove reports whether st leaves no live holder that may still commit
+// u, and why.
 func mayRemove(st Status, u multipart.Pending) (bool, string) {
 	switch st.State {
 	case Free:
@@ -101,6 +99,8 @@ func mayRemove(st Status, u multipart.Pending) (bool, string) {
 			break
 		}
 		if st.Record.InstanceID == BreakerID {
+			// A fresh break record: the broken holder may write until it goes
+			// stale, and AcquiredAt is the break's.
 			// A fresh break record: the broken holder may write until its
 			// fence, before the record goes stale, and the record's
 			// AcquiredAt is the break's, not that holder's.
@@ -121,8 +121,7 @@ func mayRemove(st Status, u multipart.Pending) (bool, string) {
 	return false, fmt.Sprintf("%s is %s (%s): whether a live holder may still commit it cannot be told", st.Key, st.State, st.Reason)
 }
 
-// enclosing returns the prefixes whose lease covers key: the bucket's
-// root ("") and each of the key's directories, outermost first.
+// enclosing returns the prefixes whose lease covers key, outermost first.
 func enclosing(key string) []string {
 	out := []string{""}
 	for i := range len(key) {

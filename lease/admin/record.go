@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,27 +15,22 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// MaxSaneTTL is the longest TTL a lease record is trusted with. A record
-// with a longer one is suspect: see docs/promises.md, "How it keeps them".
+// MaxSaneTTL is the longest TTL a record is trusted with; longer is suspect.
 const MaxSaneTTL = time.Hour
 
-// BreakerID is the instance id in the record lease.Break writes, so that
-// a holder that renews afterwards finds a record that is not its own and
-// stops (lease.ErrLost).
+// BreakerID is the instance id of the record lease.Break writes.
 const BreakerID = "bucketlease-break"
 
-// MaxEpoch is the largest epoch a record carries: 2⁵³, the largest
-// integer that a JSON reader parsing numbers as doubles (JavaScript, jq)
-// keeps exactly. As microseconds since 1970 it is the year 2255.
+// MaxEpoch is the largest epoch a record carries: 2⁵³, the largest integer
+// a JSON reader parsing doubles keeps exactly.
 const MaxEpoch = 1 << 53
 
-// MaxRecordSize bounds how much of a LEASE object is read. A larger object
-// is not a lease this package wrote; it is treated as a suspect record.
+// MaxRecordSize bounds how much of a LEASE object is read; a larger object
+// is suspect.
 const MaxRecordSize = 4 << 10
 
-// Key returns the key of the lease object for prefix: "{prefix}/LEASE", or
-// "LEASE" for the empty prefix. Trailing slashes of prefix are dropped, so
-// "db1" and "db1/" name one lease, never a second one at "db1//LEASE".
+// Key returns the lease object's key for prefix: "{prefix}/LEASE", or
+// "LEASE"; trailing slashes of prefix are dropped.
 func Key(prefix string) string {
 	prefix = strings.TrimRight(prefix, "/")
 	if prefix == "" {
@@ -47,40 +43,27 @@ func Key(prefix string) string {
 //
 //	{"instance_id":"…","acquired_at":"…","renewed_at":"…","ttl_s":30,"epoch":1733356800123456}
 //
-// with times in RFC 3339. A TTL of zero marks a released lease, stale to
-// every reader at once. The first four fields are the seed specification's;
-// a reader that knows only them reads the record unchanged.
+// with RFC 3339 times. A TTL of zero marks a released lease. The first four
+// fields are the seed specification's; its readers ignore the rest.
 type Record struct {
 	InstanceID string    `json:"instance_id"`
 	AcquiredAt time.Time `json:"acquired_at"`
 	RenewedAt  time.Time `json:"renewed_at"`
 	TTLSeconds int64     `json:"ttl_s"`
-	// Epoch orders the prefix's holders: each new holder writes one
-	// greater than every earlier holder's, and its renewals, its release
-	// and a break of its record keep it (see docs/promises.md,
-	// "Epochs"). Zero in a record without one (a writer of an older
-	// version, or another implementation of the seed specification),
-	// which says nothing about order.
+	// Epoch orders the prefix's holders (docs/promises.md, "Epochs"); zero
+	// from writers that keep none, which says nothing about order.
 	Epoch uint64 `json:"epoch,omitempty"`
-	// Began is when this holder's lease began, on the service's clock,
-	// at the latest: the service's time of an answer that came after
-	// the write that took the prefix, plus its resolution. The holder
-	// writes it from its first renewal on; zero before that, and where
-	// the driver reports no service time.
+	// Began is when this holder's lease began on the service's clock, at
+	// the latest; written from the first renewal on, where the driver
+	// reports the service's time.
 	Began time.Time `json:"began,omitzero"`
-	// Before remembers the prefix's earlier holders, newest first, at
-	// most eight of them: each one's epoch and when its lease began
-	// (see Era). A reader judges late writes by them (LateBy).
+	// Before is the latest earlier holders, newest first (at most eight).
 	Before []Era `json:"before,omitempty"`
-	// Holder describes the writer for a person reading the lease (who
-	// holds it, at 3 a.m.); nil when the writer gave nothing. It is
-	// informational only: never trusted for ownership, never compared.
-	// Readers that know only the four fields above ignore it.
+	// Holder describes the writer for people; never trusted or compared.
 	Holder *HolderInfo `json:"holder,omitempty"`
 }
 
-// HolderInfo is what a holder says about itself in its record
-// (lease.Options.Holder), for people: never a secret, never proof of anything.
+// HolderInfo is what a holder says about itself: never a secret or proof.
 type HolderInfo struct {
 	Host string `json:"host,omitempty"` // the machine's host name
 	PID  int    `json:"pid,omitempty"`  // the process id
@@ -104,11 +87,8 @@ func (h *HolderInfo) Validate() error {
 // TTL returns the record's TTL as a duration.
 func (r Record) TTL() time.Duration { return time.Duration(r.TTLSeconds) * time.Second }
 
-// Encode returns the record's JSON. It panics on a record DecodeRecord would
-// refuse (a time outside the years 1 to 9999 in UTC), which neither a
-// decoded record nor the lease produces (it refuses to stamp a record from a
-// wall clock that far off): writing an empty LEASE object instead would be
-// worse.
+// Encode returns the record's JSON. It panics on a time outside the years 1
+// to 9999, which neither a decoded record nor the lease produces.
 func (r Record) Encode() []byte {
 	r.AcquiredAt = r.AcquiredAt.UTC()
 	r.RenewedAt = r.RenewedAt.UTC()
@@ -126,16 +106,14 @@ func (r Record) Encode() []byte {
 	return b
 }
 
-// printsAsItself reports whether s is UTF-8 text whose every character
-// prints as itself (strconv.IsPrint): no control character, no format
-// character such as a bidi override, nothing a terminal would act on.
+// printsAsItself reports whether every character of UTF-8 s prints as
+// itself (no control or bidi characters).
 func printsAsItself(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) })
 }
 
-// CheckKey refuses a lease object's key that breaks the portable key
-// rule (driver.CheckKey) or does not print as itself: the lease names its
-// key in every message, and a key read back from them must be the key.
+// CheckKey refuses a lease key that breaks driver.CheckKey or does not
+// print as itself (every message names it).
 func CheckKey(key string) error {
 	if err := driver.CheckKey(key); err != nil {
 		return fmt.Errorf("lease %s: the prefix makes an invalid lease key: %w", strconv.Quote(key), err)
@@ -147,8 +125,6 @@ func CheckKey(key string) error {
 	return nil
 }
 
-// inYears reports whether t falls in the years 1 to 9999 in UTC, which a
-// record can carry.
 func inYears(t time.Time) bool {
 	y := t.UTC().Year()
 	return y >= 1 && y <= 9999
@@ -158,11 +134,8 @@ func inYears(t time.Time) bool {
 // a lease record.
 var ErrMalformed = errors.New("malformed lease record")
 
-// DecodeRecord parses a LEASE object. Unknown fields, from a newer writer,
-// are ignored; anything else amiss (empty, too large, not UTF-8, not JSON, a
-// missing or mistyped field, an empty instance id or one that does not
-// print as itself, a negative TTL) is an error wrapping ErrMalformed. It
-// never panics.
+// DecodeRecord parses a LEASE object, ignoring unknown fields; anything else
+// amiss is an error wrapping ErrMalformed. It never panics.
 func DecodeRecord(data []byte) (Record, error) {
 	var r Record
 	switch {
@@ -218,6 +191,7 @@ func DecodeRecord(data []byte) (Record, error) {
 		}
 		r.Epoch = *raw.Epoch
 	}
+	// What orders late writes only is dropped when out of range.
 	// What a record remembers of time and earlier holders orders late
 	// writes only; a part of it that is out of range is dropped, and
 	// the record stays a record.
@@ -238,54 +212,40 @@ func DecodeRecord(data []byte) (Record, error) {
 	return r, nil
 }
 
-// Same reports whether r and o are the same record, field by field
-// (Holder, which is informational, aside).
+// Same reports whether r and o are the same record, Holder aside.
 func (r Record) Same(o Record) bool {
 	return r.InstanceID == o.InstanceID && r.AcquiredAt.Equal(o.AcquiredAt) &&
 		r.RenewedAt.Equal(o.RenewedAt) && r.TTLSeconds == o.TTLSeconds && r.Epoch == o.Epoch &&
 		r.Began.Equal(o.Began) && slices.EqualFunc(r.Before, o.Before, Era.equal)
 }
 
-// State is what a reader makes of a LEASE object at a moment of its own
-// clock.
+// State is what a reader makes of a LEASE object at a moment of its clock.
 type State int
 
 const (
 	// Free: there is no LEASE object.
 	Free State = iota
-	// Fresh: renewed less than its TTL ago by the reader's clock, or
-	// stamped in the future by less than its TTL. Nobody may take it.
+	// Fresh: renewed less than its TTL ago, or stamped less than its TTL in
+	// the future. Nobody may take it.
 	Fresh
 	// Stale: renewed its TTL ago or longer. It may be taken over.
 	Stale
 	// Released: its holder released it (TTL zero). It may be taken over.
 	Released
-	// Suspect: stamped more than its own TTL in the future, with a TTL over
-	// MaxSaneTTL, or not a lease record at all. It is taken over only after
-	// a contender has seen it unchanged for one of its own TTLs.
+	// Suspect: stamped more than its TTL in the future, TTL over MaxSaneTTL,
+	// or not a record; taken over after one of a contender's TTLs unchanged.
 	Suspect
 )
 
 // String returns the state's name, as the bucketlease command prints it.
 func (s State) String() string {
-	switch s {
-	case Free:
-		return "free"
-	case Fresh:
-		return "fresh"
-	case Stale:
-		return "stale"
-	case Released:
-		return "released"
-	case Suspect:
-		return "suspect"
-	default:
-		return fmt.Sprintf("State(%d)", int(s))
+	if names := [...]string{"free", "fresh", "stale", "released", "suspect"}; s >= 0 && int(s) < len(names) {
+		return names[s]
 	}
+	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// StateAt classifies the record at the reader's wall-clock time now, on
-// its clock alone (Judge weighs the service's clock too).
+// StateAt classifies r at now on the reader's clock alone (see Judge).
 func (r Record) StateAt(now time.Time) State {
 	ttl := r.TTL()
 	switch {
@@ -308,4 +268,23 @@ func (r Record) Suspicion(now time.Time) string {
 		return fmt.Sprintf("its ttl_s %d is over the %v limit", r.TTLSeconds, MaxSaneTTL)
 	}
 	return fmt.Sprintf("it is stamped %v in the future, more than its own TTL", r.RenewedAt.Sub(now).Round(time.Second))
+}
+
+// IsScratchKey reports whether key's last segment is named as a lease's
+// scratch key (LEASE.<kind>-probe-<16 hex digits>). Those of the lease on
+// prefix P start with P + "/LEASE."; they hold nothing of a user's, and one
+// older than a minute is a leftover of a dead process, safe to delete.
+func IsScratchKey(key string) bool {
+	i := strings.LastIndex(key, "/") + 1
+	name := key[i:]
+	rest, ok := strings.CutPrefix(name, "LEASE.")
+	if !ok {
+		return false
+	}
+	kind, hexa, ok := strings.Cut(rest, "-probe-")
+	if !ok || kind == "" || len(hexa) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(hexa)
+	return err == nil
 }
