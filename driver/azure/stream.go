@@ -50,35 +50,15 @@ func newUploadID() string {
 }
 
 // PutStream stores the body read from r under key, with opts.Metadata, if
-// opts.If holds when it is committed, and returns the new ETag, through
-// multipart.Stream.
-//
-// A body that fits in one block (s.Size() bytes) is one conditional Put
-// Blob, as Put sends. A longer one is staged as blocks of s.Size()
-// bytes (Put Block), up to s.Parallel() of them in flight, and committed
-// by one Put Block List carrying the condition (If-None-Match: * or
-// If-Match) and the metadata, which the service checks atomically with the
-// commit: nothing is visible before it, and a refusal there is
-// ErrPrecondition with the blob left as it was. At most s.Size() × s.Parallel() bytes of the
-// body are held at once. Block IDs carry a random prefix of fixed length
-// per upload, so that a commit names only its own upload's blocks: two
-// uploads to one blob cannot mix. When one of them commits, the service
-// discards the other's uncommitted blocks, whose commit then fails (with
-// ErrPrecondition where its condition no longer holds).
-//
-// s.Allow (MayStart) is called right before each block is staged and
-// before the commit (for a body of one block, before the part and before
-// the commit, both just before the one request). If it refuses, nothing
-// more is started.
-//
-// On any failure (ctx ended, r failed, MayStart refused, a block or the
-// commit failed or was refused) the blocks in flight are cancelled and
-// PutStream returns once none is, without committing anything. Blob
-// Storage has no call that discards staged blocks: the service discards
-// uncommitted blocks a week after the blob's last Put Block, or when the
-// blob is next committed. The *multipart.UploadError in the error says how
-// many blocks were staged. r is read in the caller's goroutine, between
-// checks of ctx: a Read that blocks holds PutStream until it returns.
+// opts.If holds when it is committed, and returns the new ETag. A body of
+// one block is one conditional Put Blob; a longer one is staged as blocks
+// (up to s.Parallel() in flight, s.Allow before each and before the commit)
+// and committed by one Put Block List carrying the condition, which the
+// service checks atomically with the commit. Block IDs carry a random
+// prefix per upload, so two uploads to one blob cannot mix. On failure
+// nothing is committed, and the staged blocks are left for the service to
+// discard. docs/drivers.md ("Streaming writes" under azblob://) has the
+// details.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := b.beginPut(ctx, key, opts)
 	if err != nil {

@@ -52,50 +52,16 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 
 // PutStream stores the body read from r, with opts.Metadata, under key if
 // opts.If holds when the upload is finalised, and returns the new
-// generation, through multipart.Stream.
-//
-// A body shorter than one chunk (see below) is one conditional multipart
-// request, as Put sends. A longer one is a resumable upload: the session is
-// started with the precondition (ifGenerationMatch, 0 for IfAbsent), the
-// body follows in chunks, and Cloud Storage checks the precondition again
-// when the final request finalises the object; until then nothing is
-// visible. A refused precondition is ErrPrecondition, with the object left
-// as it was.
-//
-// Chunks of a resumable upload are sent one after another, so
-// opts.Parallel() does not make them concurrent; it only bounds memory. A
-// chunk is opts.Size() rounded down to a multiple of 256 KiB (the client
-// library's granule), one granule less where needed so that the chunk
-// buffer and the 256 KiB being handed over stay within opts.Size() ×
-// opts.Parallel() bytes of the body.
-//
-// opts.Allow (MayStart) is called right before each request starts: before
-// the bytes that complete a chunk are handed over (the first chunk's also
-// starts the session), and before the final request, once the client
-// library has finished with the previous chunk. The final request carries
-// the last, short part (if any) and finalises the object, so it is asked
-// twice there: for the part, then for the commit. If it refuses, nothing
-// more is sent.
-//
-// On any failure (ctx ended, r failed, MayStart refused, a request failed
-// or was refused) the Writer's context is cancelled, which ends the
-// requests in flight and abandons the session, and PutStream returns once
-// the client library's upload has ended. A failure before the final
-// request means it is never sent, so nothing is committed; a final request
-// that fails on the network (or whose ctx ends while it is in flight) may
-// have landed, which only reading the object back tells. The client
-// library does not expose the session's URI, so the session cannot be
-// deleted: Cloud Storage discards it, with the chunks it received, when it
-// expires a week after it started. The *multipart.UploadError in the error
-// says whether a session had been started.
-//
-// Once finalised, the object is checked against what was sent: its length,
-// and its CRC32C. One that differs (a service that appended a chunk the
-// client library sent again after its reply was lost, as fake-gcs-server
-// does) is removed, that generation only, and PutStream fails: the write
-// leaves the whole body or nothing. r is read in the caller's
-// goroutine, between checks of ctx: a Read that blocks holds PutStream
-// until it returns.
+// generation. A body shorter than one chunk is one conditional request; a
+// longer one is a resumable upload started with the precondition, which
+// Cloud Storage checks again at finalisation, so nothing is visible before
+// it. Chunks are sent one after another (opts.Parallel only bounds memory),
+// opts.Allow is called before each request, and on any failure the session
+// is abandoned, never finalised; only a final request that fails in flight
+// may have landed. The finalised object's length and CRC32C are checked and
+// a mismatched generation removed, so the write leaves the whole body or
+// nothing. docs/drivers.md ("Streaming writes" under gs://) has the
+// details.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, po)
 	if err != nil {
