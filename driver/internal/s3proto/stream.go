@@ -88,17 +88,11 @@ var sweepPatience = 8 * time.Second
 // fits one part is one conditional PUT (Single); a longer one is a
 // multipart upload whose CompleteMultipartUpload carries the condition.
 // opts.Allow is called before each part and before the commit. On any
-// failure the upload is aborted before Run returns, every part's request
-// has returned, and the error's *multipart.UploadError says whether the abort
-// succeeded.
-//
-// A CreateMultipartUpload that got no answer (a lost reply, a request
-// cancelled in flight) may still have begun an upload, and one the SDK
-// sent more than once may have begun one per attempt; the driver never
-// learns their IDs. Run then sweeps the key before it returns: it lists
-// the key's pending uploads and aborts those that such a creation can
-// have begun (see sweep), so that a write that returned leaves nothing
-// staged, whatever it returned.
+// failure the upload is aborted before Run returns, and the error's
+// *multipart.UploadError says whether the abort succeeded. A
+// CreateMultipartUpload that got no answer, or was retried, may have begun
+// uploads whose IDs the driver never learns; Run then sweeps the key (see
+// sweep), so a write that returned leaves nothing staged.
 func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, u.Caps, u.Driver, u.Key, u.Opts)
 	if err != nil {
@@ -249,18 +243,13 @@ func countRequests(ctx context.Context) (context.Context, func() int) {
 //   - has no part: nobody can have uploaded a part to an upload whose ID
 //     only the service knows.
 //
-// An upload that another writer of the same key began within those
-// seconds and has not yet sent a part to is aborted too; that writer's
-// next part or commit then fails (NoSuchUpload), and nothing is committed
-// by it, so the cost is a retry, never a lost or overwritten object.
-// A creation given up on in flight may still reach the service seconds
-// later, so the key is listed at once and again, up to sweepRounds more
-// times, until sweepLate after the answer was given up on: a failed write
-// whose creation got no answer returns that much later, and only then.
-// What it cannot find is left to the service's clean-up, as after a killed
-// process: a request that reaches the service more than createSkew after
-// its answer was given up on, or one on a service whose clock is further
-// off than that. It is sent whatever state ctx is in, within abortTimeout.
+// Another writer's partless upload in that window is aborted too; its next
+// part or commit fails (NoSuchUpload), so the cost is a retry, never a lost
+// or overwritten object. A creation given up on may reach the service
+// later, so the key is listed again, up to sweepRounds more times until
+// sweepLate after; what arrives later still, or on a service whose clock
+// is off by more than createSkew, is left to the service's clean-up. It
+// runs whatever state ctx is in, within abortTimeout.
 func (u Upload) sweep(ctx context.Context, created, answered time.Time, known string) ([]string, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
