@@ -39,10 +39,8 @@ func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.
 type Bucket struct {
-	// bkt carries streamed writes and listings, ctl the control requests
-	// (Get, Put, Delete). They are one handle for a client passed to New,
-	// and two clients with their own transports for a bucket opened by
-	// URL.
+	// bkt carries streamed writes and listings, ctl Get, Put and Delete;
+	// one handle for a client passed to New.
 	bkt, ctl *storage.BucketHandle
 
 	// owned are the clients OpenURL created, and transports their HTTP
@@ -50,29 +48,22 @@ type Bucket struct {
 	// which stays its caller's.
 	owned      []*storage.Client
 	transports []*http.Transport
-	// emulated: the URL sends requests to an emulator (an http endpoint,
-	// or STORAGE_EMULATOR_HOST), which is not taken to limit writes per
-	// object name: no KeyWriteInterval is declared (a 429 is still sent
-	// again after its Retry-After).
+	// emulated: the URL names an emulator; no KeyWriteInterval is declared.
 	emulated  bool
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New returns the bucket named name, reached through client. The caller
-// keeps ownership of client and closes it when done; the Bucket's Close
-// leaves it open. Every request goes through client; a bucket opened by
-// URL gives its control requests a client of their own (see OpenURL).
+// New returns the bucket named name, reached through client, which the
+// caller keeps and closes.
 func New(client *storage.Client, name string) *Bucket {
 	h := client.Bucket(name)
 	return &Bucket{bkt: h, ctl: h}
 }
 
-// Close closes the client OpenURL created for b (bucket.Open's bucket)
-// and its HTTP transport's idle connections; a Bucket from New leaves its
-// caller's client open and Close does nothing. Call it, through
-// bucket.Bucket.Close, once no operation of b is in flight; b is not to be used
-// afterwards. Closing twice returns the first result.
+// Close closes the clients OpenURL created and their idle connections,
+// once no operation is in flight; for a Bucket from New it does nothing.
+// Closing twice returns the first result.
 func (b *Bucket) Close() error {
 	if b.owned == nil {
 		return nil
@@ -238,10 +229,8 @@ func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime
 // the transport of a client passed to New with it.
 func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpdate.Transport(rt) }
 
-// object returns the handle of key in h (b.ctl or b.bkt) under the
-// precondition cond stands for: ifGenerationMatch=0 for IfAbsent,
-// ifGenerationMatch=v for IfMatch(v). A version that is not a generation
-// is an error, and nothing is to be sent.
+// object returns the handle of key in h under cond's ifGenerationMatch; a
+// version that is not a generation is an error.
 func (b *Bucket) object(h *storage.BucketHandle, key string, cond driver.Condition) (*storage.ObjectHandle, error) {
 	obj := h.Object(key)
 	if v, match := cond.Match(); match {
@@ -386,11 +375,9 @@ func conditionNotMet(ge *googleapi.Error) bool {
 // version renders a generation as a Version.
 func version(g int64) driver.Version { return driver.Version(strconv.FormatInt(g, 10)) }
 
-// generation parses a Version as the positive decimal generation number
-// this driver's versions are. Anything else names no object generation, so
-// IfMatch of it cannot hold; it is refused before anything is sent, since
-// GenerationMatch 0 would mean "does not exist" and a negative one would be
-// ignored by the client library.
+// generation parses a Version as a positive decimal generation. Anything
+// else is refused before sending: GenerationMatch 0 means "does not
+// exist", and the client library ignores a negative one.
 func generation(v driver.Version) (int64, error) {
 	g, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil || g <= 0 || version(g) != v {

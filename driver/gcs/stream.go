@@ -37,11 +37,8 @@ const (
 	listPage = 1000
 )
 
-// chunkSize is the chunk size of a streamed write under opts: the part
-// size rounded down to a multiple of 256 KiB, less 256 KiB more where that
-// is needed for the chunk and the piece being handed over to fit within
-// opts.Size() × opts.Parallel() bytes. It is never below 4.75 MiB, since
-// driver.StreamOptions raises the part size to 5 MiB.
+// chunkSize is the part size rounded down to 256 KiB, less one granule
+// where the chunk and the piece handed over would exceed opts' memory.
 func chunkSize(opts *driver.StreamOptions) int64 {
 	size := opts.Size() / chunkAlign * chunkAlign
 	if size+handOver > opts.Size()*int64(opts.Parallel()) {
@@ -161,14 +158,10 @@ func (u *upload) Commit(context.Context, int) (driver.Version, error) {
 	return version(attrs.Generation), nil
 }
 
-// verify checks that the object the service finalised holds what was
-// sent: its length, and its CRC32C where the service gave one. A service
-// that appends a chunk the client library sent again after its reply was
-// lost (fake-gcs-server does; Cloud Storage keeps bytes at the offset the
-// request names) finalises a longer object, which the write's caller must
-// never take for its own. Such an object is removed, that generation only,
-// and the write fails, whole or absent; if the removal fails too, the
-// error says the object is there and wrong.
+// verify checks the finalised object's length and CRC32C against what was
+// sent: a service that appends a resent chunk (fake-gcs-server) finalises
+// a longer object. Such a generation is removed and the write fails; if
+// the removal fails too, the error says the object is there and wrong.
 func (u *upload) verify(attrs *storage.ObjectAttrs) error {
 	if attrs.Size == u.written && (attrs.CRC32C == 0 || attrs.CRC32C == u.sum) {
 		return nil
@@ -232,12 +225,9 @@ const (
 )
 
 // Kind maps a failed request of the upload to the contract's kinds. In a
-// resumable upload only a 412 conditionNotMet is a refused precondition:
-// a 404 there means the session is gone (expired, or a retried final
-// request found it already finalised), so the outcome is unknown. The one
-// request of a short body that the client library sent more than once and
-// that was refused may be refused because an earlier attempt landed, so
-// that too is unknown.
+// resumable upload only a 412 is a refusal (a 404 is a gone session:
+// unknown); a retried single request's refusal may be its own earlier
+// attempt's doing, so it is unknown too.
 func (u *upload) Kind(err error, commit bool) error {
 	if errors.Is(err, errWrongObject) {
 		return nil // the service answered: what it stored, and what became of it, is known
@@ -258,10 +248,7 @@ func (u *upload) Kind(err error, commit bool) error {
 }
 
 // List yields the objects whose names start with prefix, in lexical order,
-// through the client library's Objects iterator, 1,000 to a page. Each
-// Object's Version is its generation, as Get returns it, and its ModTime
-// the time it was last updated. A missing bucket is ErrBucketNotExist;
-// refused credentials are ErrPermission.
+// with their generations as Versions.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, driverName, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }
