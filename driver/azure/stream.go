@@ -31,11 +31,9 @@ import (
 // is the default; 1,000 keeps a page's memory small.
 const listPage = 1000
 
-// blockID returns the base64 block ID of block n of the upload whose
-// random prefix is upload. Every ID of an upload, and of every upload by
-// this driver, has one length (Blob Storage requires equal lengths among a
-// blob's uncommitted blocks): "bl", 32 hex digits, "-", six digits, 41
-// bytes before base64, within the 64 the service allows.
+// blockID returns the base64 ID of block n of upload. Every ID this driver
+// makes has one length, as Blob Storage requires among a blob's
+// uncommitted blocks.
 func blockID(upload string, n int) string {
 	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "bl%s-%06d", upload, n))
 }
@@ -168,11 +166,9 @@ type kindError struct {
 func (e *kindError) Error() string { return e.err.Error() }
 func (e *kindError) Unwrap() error { return e.err }
 
-// discarded explains a commit refused with InvalidBlockList: its blocks
-// are gone, which happens when another upload (or Put Blob) committed the
-// blob after they were staged, or when the blob was deleted. Where the
-// blob as it is now breaks cond, the commit would have been refused
-// anyway, and that is ErrPrecondition; otherwise the error says so.
+// discarded explains a commit refused with InvalidBlockList (another
+// commit or a delete discarded its blocks): ErrPrecondition where the blob
+// now breaks cond, else an error saying so.
 func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause error) (error, error) {
 	cause = fmt.Errorf("%w: the staged blocks were discarded, which the service does when the blob is committed "+
 		"by another writer (or deleted) after they were staged", cause)
@@ -192,12 +188,8 @@ func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause err
 	return nil, cause
 }
 
-// List yields the blobs whose names start with prefix, in lexical order,
-// through the container's ListBlobsFlat pager, 1,000 to a page. Only
-// committed blobs are listed. Each Object's Version is the blob's ETag,
-// quoted as Get returns it, and its ModTime the blob's Last-Modified
-// time. A missing container is ErrBucketNotExist; refused credentials are
-// ErrPermission.
+// List yields the committed blobs whose names start with prefix, in
+// lexical order, with their ETags as Versions.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, driverName, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, shorten(err))) }
