@@ -64,17 +64,12 @@ type object struct {
 	meta    driver.Metadata // a copy, never nil
 }
 
-// Bucket is an in-memory bucket. The zero value is an empty bucket ready to
-// use; it must not be copied after first use. Every write gets a new
-// version: 16 hex digits, a bijective scramble of a write counter, so that
-// versions are unique and reproducible but, like real ETags, say nothing
-// about which comes next.
+// Bucket is an in-memory bucket; the zero value is empty and ready to use.
+// A version is a bijective scramble of a write counter: unique and
+// reproducible but, like an ETag, no guide to the next.
 type Bucket struct {
-	// Now, if set, is the service's clock: it stamps each object's
-	// modification time and each answer's Date (driver.Attrs.Time).
-	// Default time.Now. The simulator sets its own model of true time. A
-	// Now that returns the zero time makes the bucket report no service
-	// time, as a driver without the capability does.
+	// Now, if set, is the service's clock (default time.Now); one that
+	// returns the zero time makes the bucket report no service time.
 	Now func() time.Time
 	// Resolution, if set, truncates the times the bucket stamps and
 	// reports to multiples of it, as HTTP dates are truncated to whole
