@@ -36,10 +36,7 @@ func Absent(dir, key string) bool {
 }
 
 // KeyDir reports whether key, in the directory the file:// URL u names,
-// is a directory, where the driver can store no object. It returns that
-// directory's path and up to three of the names in it, sorted. Any
-// parameter of u is ignored; a URL without an absolute path, or with a
-// host, a user or a fragment, gives false.
+// is a directory, and returns its path and up to three of its names.
 func KeyDir(u *url.URL, key string) (path string, names []string, isDir bool) {
 	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return "", nil, false

@@ -163,21 +163,12 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 	})
 }
 
-// dateOf is the time the driver states an object was written (Get's
-// ServiceTime.Modified, List's ModTime), read from its file's FileInfo st;
-// committed says a record names the file (versionOf): the driver wrote it.
-// Such a file is dated by the later of its modification time and its
-// status change time. The modification time alone is when the staged
-// file was last written, which may be long before the rename that made it
-// the object (a writer stopped or slowed between the two), and a late
-// write dated by it reads as made in time. The change time is stamped by
-// the rename itself on Linux (ext4, XFS, Btrfs, tmpfs) and the BSDs, and
-// again by the chmod commit makes right after the rename everywhere, so it
-// is never earlier than the moment the object became visible, give or
-// take the kernel clock's tick. A file no record names (copied in, edited
-// or re-dated by hand, restored from a backup, written by an earlier
-// version of the driver) is dated by its modification time, which
-// whoever put it there chose: the driver did not see it become visible.
+// dateOf is the time the driver states an object was written; committed
+// says a record names the file (the driver wrote it). Such a file is dated
+// by the later of its mtime and ctime: the mtime may predate the rename
+// that made it visible (a writer stopped in between), so a late write
+// would read as made in time, while the ctime is stamped by the rename or
+// the chmod after it. A file no record names is dated by its mtime.
 func dateOf(st fs.FileInfo, committed bool) time.Time {
 	mod := st.ModTime()
 	if !committed {
