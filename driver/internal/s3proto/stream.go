@@ -83,13 +83,10 @@ const createSkew = 5 * time.Second
 // only so that tests can shorten it.
 var sweepPatience = 8 * time.Second
 
-// Run reads r in parts of opts.Size() bytes, at most opts.Parallel() of
-// them held or in flight at once, through multipart.Stream. A body that
-// fits one part is one conditional PUT (Single); a longer one is a
-// multipart upload whose CompleteMultipartUpload carries the condition.
-// opts.Allow is called before each part and before the commit. On any
-// failure the upload is aborted before Run returns, and the error's
-// *multipart.UploadError says whether the abort succeeded. A
+// Run streams r through multipart.Stream: a one-part body is one
+// conditional PUT (Single), a longer one a multipart upload whose
+// CompleteMultipartUpload carries the condition. A failed upload is
+// aborted before Run returns. A
 // CreateMultipartUpload that got no answer, or was retried, may have begun
 // uploads whose IDs the driver never learns; Run then sweeps the key (see
 // sweep), so a write that returned leaves nothing staged.
@@ -111,10 +108,8 @@ type steps struct {
 	parts []Part
 
 	// created and answered bound when the CreateMultipartUpload was
-	// sent; unanswered reports that it may have begun uploads of the key
-	// that the driver does not know of: a refusal of the one request
-	// sent began nothing; a request without an answer, or more than one,
-	// may have.
+	// sent; unanswered reports that it may have begun unknown uploads (a
+	// request without an answer, or sent more than once).
 	created, answered time.Time
 	unanswered        bool
 }
@@ -254,11 +249,8 @@ func (u Upload) sweep(ctx context.Context, created, answered time.Time, known st
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	from, until := created.Add(-createSkew), answered.Add(createSkew)
-	// A creation given up on in flight may reach the service, and begin
-	// its upload, seconds later (it was seen 1.8 s after the client had
-	// given up): the key is listed again until sweepLate after the answer
-	// was given up on, a bounded number of times, and each upload found
-	// is judged once.
+	// A creation given up on may begin its upload seconds later (seen at
+	// 1.8 s): list again until sweepLate, judging each upload once.
 	var (
 		aborted []string
 		failed  = map[string]error{}
@@ -348,10 +340,8 @@ func (u Upload) judge(sctx context.Context, candidates []string, judged map[stri
 	return aborted
 }
 
-// sweepLate is how long after an unanswered CreateMultipartUpload was
-// given up on the sweep keeps looking for the upload it may begin, and
-// sweepRounds how many times at most it lists the key again in that time.
-// A variable only so that tests can shorten it.
+// sweepLate is how long the sweep keeps looking for an unanswered
+// creation's upload, in at most sweepRounds listings; tests shorten it.
 var sweepLate = createSkew
 
 const sweepRounds = 5
