@@ -3,9 +3,8 @@
 //
 //	mem://NAME/prefix
 //
-// opens the process-wide bucket NAME (created empty on first use), so that
-// every Open of one NAME inside a process shares its objects. Nothing
-// survives the process. The URL takes no query parameters.
+// opens the process-wide bucket NAME, created empty on first use. The URL
+// takes no query parameters.
 package mem
 
 import (
@@ -178,10 +177,9 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	return driver.Attrs{Version: v, Time: st}, nil
 }
 
-// PutStream reads r in parts of opts.Size() bytes, calling opts.Allow
-// before each part and before the commit, and stores the body under key if
-// cond holds at the commit. Nothing is stored on any failure (the parts
-// read so far are dropped), and the error says so.
+// PutStream reads r in parts, calling opts.Allow before each and before
+// the commit, and stores the body if cond holds at the commit; on failure
+// nothing is stored.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, b.Capabilities(), Scheme, key, po)
 	if err != nil {
