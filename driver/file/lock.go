@@ -36,10 +36,8 @@ type LockHolder struct {
 	Stopped bool
 }
 
-// LockedError is the error of a write that gave up waiting for the lock
-// on its key because a process holding it is stopped, or because the lock
-// was held for lockWaitMax. The write did nothing; it may be tried again
-// once the holder is resumed or gone.
+// LockedError is the error of a write that gave up waiting for its key's
+// lock, held by a stopped process or for lockWaitMax. The write did nothing.
 type LockedError struct {
 	Key     string // the key whose lock it is, or "" for the staging directory's
 	Path    string // the lock file

@@ -12,10 +12,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Dir is the directory a file:// URL names, cleaned, or "" when the URL
-// holds anything only opening the driver judges: a relative or empty
-// path, a host, a user, a fragment, or a parameter other than
-// trust_network_flock. It creates nothing.
+// Dir is the cleaned directory a file:// URL names, or "" when only
+// opening the driver could judge the URL. It creates nothing.
 func Dir(u *url.URL) string {
 	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return ""
@@ -54,10 +52,9 @@ func KeyDir(u *url.URL, key string) (path string, names []string, isDir bool) {
 	return path, names, true
 }
 
-// Peek lists the objects stored directly in the directory dir whose names
-// begin with namePrefix, sorted by key, without opening the bucket or
-// creating anything. It reads at most limit entries of dir (in batches of
-// 100), and finds nothing in a directory it cannot read.
+// Peek lists the objects directly in dir whose names begin with
+// namePrefix, sorted, reading at most limit entries, without opening the
+// bucket or creating anything.
 func Peek(dir, namePrefix string, limit int) []driver.Object {
 	f, err := os.Open(dir)
 	if err != nil {

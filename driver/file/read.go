@@ -19,10 +19,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Get opens the object and returns its body, its version and the
-// service's time, and under opts.Metadata (where the bucket declares
-// metadata) the metadata kept on the file whose body it returns. A missing
-// key returns the service's time with ErrNotExist.
+// Get opens the object and returns its body, its version, the service's
+// time and, under opts.Metadata, the metadata kept on that file.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
@@ -74,10 +72,8 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	return f, driver.Attrs{Version: v, Metadata: md, Time: b.serviceTime(dateOf(st, named != nil))}, nil
 }
 
-// current returns the version stored at p for key, or "" if there is none
-// (no file, a directory, or a file where a directory would be), and the
-// entry of key's record that names it, if one does; the caller holds the
-// key's lock.
+// current returns the version stored at p for key ("" for none) and the
+// record entry naming it, if any; the caller holds the key's lock.
 func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -98,10 +94,8 @@ func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
 	return v, e, err
 }
 
-// List yields the objects whose keys start with prefix, in lexical order
-// of key: the keys as they are when the iteration starts, each object read
-// (version, size, modification time) as it is yielded; one removed
-// meanwhile is left out. The driver's own directory is never listed.
+// List yields the objects whose keys start with prefix, in lexical order,
+// each read as it is yielded; one removed meanwhile is left out.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }

@@ -28,10 +28,9 @@ const (
 	maxSwept = 1000
 )
 
-// staged is a write in progress: a temporary file under .bucketlease/tmp,
-// open and under an exclusive flock(2) until it is renamed over its object
-// or removed, so that a staged file nobody has locked is one whose writer
-// is gone.
+// staged is a write in progress: a temporary file under an exclusive
+// flock(2) until it is committed or removed, so an unlocked one is a dead
+// writer's.
 type staged struct {
 	f    *os.File
 	name string
@@ -56,10 +55,8 @@ func (b *Bucket) newStaged(ctx context.Context, key string) (*staged, error) {
 	s := &staged{f: f, name: f.Name()}
 	// A ListPending may hold a shared lock on it for a moment.
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-	// CreateTemp makes the file 0600; an object is as readable as its
-	// bucket directory (a 0755 directory gives 0644 objects, 0750 gives
-	// 0640), so that another user who may list the directory may read the
-	// lease (bucketlease show).
+	// An object is as readable as its bucket directory, not CreateTemp's
+	// 0600, so that whoever may list the directory may read the lease.
 	if err == nil {
 		err = f.Chmod(b.mode)
 	}

@@ -81,10 +81,8 @@ func (b *Bucket) records(key string) iter.Seq[[]entry] {
 	}
 }
 
-// readRecord returns the entries of key's record at path. A missing,
-// unreadable or garbled record, or one written for another key, has none:
-// the file then reads with a version derived from it, which no earlier
-// condition names.
+// readRecord returns the entries of key's record at path; a bad record,
+// or another key's, has none.
 func readRecord(path, key string) []entry {
 	data, err := os.ReadFile(path)
 	if err != nil {

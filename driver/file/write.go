@@ -30,10 +30,9 @@ func satisfied(cur driver.Version, cond driver.Condition) bool {
 	return true
 }
 
-// beginWrite starts a Put or PutStream of key under opts: it checks them
-// (driver.BeginPut), maps key to its file, refuses a bucket whose directory
-// is gone (so that a write never recreates it), and sweeps the staged files
-// of dead writers.
+// beginWrite starts a Put or PutStream: it maps key to its file, refuses
+// a bucket whose directory is gone (a write never recreates it), and
+// sweeps dead writers' staged files.
 func (b *Bucket) beginWrite(ctx context.Context, key string, opts driver.PutOptions) (*driver.Op, string, error) {
 	op, err := driver.BeginPut(ctx, b.caps, Scheme, key, opts)
 	if err != nil {
