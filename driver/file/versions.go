@@ -82,7 +82,8 @@ func (b *Bucket) records(key string) iter.Seq[[]entry] {
 }
 
 // readRecord returns the entries of key's record at path; a bad record,
-// or another key's, has none.
+// or another key's, has none, so the file reads at a version derived from
+// its identity, which no earlier condition names.
 func readRecord(path, key string) []entry {
 	data, err := os.ReadFile(path)
 	if err != nil {
