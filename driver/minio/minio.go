@@ -92,9 +92,7 @@ func Credentials() *credentials.Credentials {
 }
 
 // NewClient returns a client for the server at endpoint ("host:port"),
-// over TLS if secure, with credentials from the environment (see
-// Credentials). It is an error wrapping driver.ErrPermission if the
-// environment holds none. region may be empty.
+// with credentials from the environment (driver.ErrPermission if none).
 func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, error) {
 	c, _, err := newClient(endpoint, secure, region)
 	return c, err
@@ -190,10 +188,8 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
-	// Core.GetObject sends one GET and returns its body and headers. The
-	// Client's GetObject would not: its Object sends a HEAD for Stat and
-	// then a GET with If-Match for the body, which fails with 412 if the
-	// object changes in between.
+	// One GET, so body and version come from one response (the Client's
+	// GetObject sends a HEAD, then a GET that fails if the object changed).
 	var dates httpdate.Capture
 	body, info, header, err := miniogo.Core{Client: b.client}.GetObject(dates.Context(op.Context()), b.bucket, key, miniogo.GetObjectOptions{})
 	if err != nil {

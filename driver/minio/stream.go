@@ -114,10 +114,8 @@ func (m uploads) HasParts(ctx context.Context, upload string) (bool, error) {
 	return len(res.ObjectParts) > 0, nil
 }
 
-// List yields the objects whose keys start with prefix in lexical order,
-// paged by minio-go's ListObjects (ListObjectsV2 underneath). Versions are
-// ETags without quotes, as Get returns them. Stopping early cancels the
-// listing and waits for minio-go's goroutine to end.
+// List yields the objects whose keys start with prefix in lexical order.
+// Stopping early cancels the listing and waits for minio-go's goroutine.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		lctx, cancel := context.WithCancel(op.Context())
