@@ -42,10 +42,8 @@ func init() {
 	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the Locate of the driver.Scheme for azblob:// URLs: the container
-// and the prefix, on the storage account's blob service (the endpoint
-// parameter, else the account parameter or AZURE_STORAGE_ACCOUNT), or on the
-// account AZURE_STORAGE_CONNECTION_STRING names.
+// Locate is the Locate of the driver.Scheme for azblob:// URLs: the
+// container and prefix on the account's blob service.
 func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	q, err := checkURL(u)
 	if err != nil {
@@ -82,9 +80,7 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 }
 
 // checkURL refuses an azblob URL that is malformed whatever the
-// environment says (an unknown or repeated parameter, credentials, no or a
-// bad container name), before anything looks at the account, and returns
-// its parameters.
+// environment says, and returns its parameters.
 func checkURL(u *url.URL) (url.Values, error) {
 	q, err := driver.Params(u, "account", "endpoint")
 	if err != nil {
@@ -99,10 +95,9 @@ func checkURL(u *url.URL) (url.Values, error) {
 	return q, CheckContainerName(u.Host)
 }
 
-// containerClient builds the client for one container from the connection
-// string in the environment, or else from the account (or endpoint) and the
-// default Azure credential chain. No error it returns contains the
-// connection string or any part of it but the account name.
+// containerClient builds the client for one container from the
+// environment's connection string, or else the default credential chain.
+// No error it returns contains the connection string.
 func containerClient(name, account, endpoint string) (*container.Client, error) {
 	if cs := os.Getenv(EnvConnectionString); cs != "" {
 		if endpoint != "" {
@@ -181,11 +176,8 @@ func connStringAccount(cs string) (string, bool) {
 	return account, true
 }
 
-// CheckContainerName reports whether name follows Azure's container naming
-// rule: 3 to 63 lower-case letters, digits and hyphens, beginning with a
-// letter or digit, with no two hyphens in a row and no hyphen at the end;
-// or one of the special containers $root, $web and $logs. The error says
-// the rule.
+// CheckContainerName reports whether name follows Azure's container
+// naming rule; the error says the rule.
 func CheckContainerName(name string) error {
 	switch name {
 	case "$root", "$web", "$logs":
@@ -218,11 +210,8 @@ type Bucket struct {
 // New returns the container c reaches. The caller keeps ownership of c.
 func New(c *container.Client) *Bucket { return &Bucket{c: c} }
 
-// Capabilities declares Conditional exclusion and a conditional Delete:
-// Blob Storage enforces If-None-Match and If-Match on Put Blob and
-// Delete Blob. It declares metadata (x-ms-meta-* on Put Blob and Put
-// Block List, read from the Get Blob response) and ListMetadata (List
-// Blobs with include=metadata).
+// Capabilities declares Conditional exclusion, a conditional Delete and
+// metadata.
 func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, Metadata: true, ListMetadata: true}
 }
@@ -312,11 +301,8 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	return a, nil
 }
 
-// serviceTime is the service's time (driver.Attrs.Time) that raw, the
-// last response the SDK received for a call (its retries included;
-// policy.WithCaptureResponse), states: its Date header and, for a Get, the
-// blob's Last-Modified (modified). Both are HTTP dates, whole seconds. It
-// is the zero ServiceTime for a call that got no response.
+// serviceTime is the service's time raw, the call's last response, states:
+// its Date and, for a Get, modified; zero without a response.
 func serviceTime(raw *http.Response, modified *time.Time) driver.ServiceTime {
 	if raw == nil {
 		return driver.ServiceTime{}
@@ -355,13 +341,9 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	return b.fail(op, k, err)
 }
 
-// landed reports whether raw, the response the SDK captured for a write
-// it reported as failed, is the service's success (status ok), and returns
-// the ETag it carries. The SDK's retry policy looks at the context after
-// every response, a successful one included, and reports the context's end
-// in place of a response that says the write was done: such a write
-// landed, and is reported as done, never as cancelled with the object
-// changed.
+// landed reports whether raw, captured for a write the SDK reported as
+// failed, is the service's success, with its ETag: the SDK reports a
+// context's end in place of a success, and such a write did land.
 func landed(raw *http.Response, ok int) (driver.Version, bool) {
 	if raw == nil || raw.StatusCode != ok {
 		return "", false
@@ -395,15 +377,8 @@ var permissionCodes = []bloberror.Code{bloberror.AuthenticationFailed, bloberror
 	bloberror.InvalidAuthenticationInfo, bloberror.NoAuthenticationInformation, bloberror.AccountIsDisabled}
 
 // classify maps a failed request to the contract's kinds by the service's
-// error code, not the status alone: a 412 such as LeaseIdMissing (the blob
-// has an Azure blob lease) is not a refused condition. Refused conditions
-// are 412 ConditionNotMet (If-Match), 409 BlobAlreadyExists
-// (If-None-Match: * on an existing blob) and, under If-Match, BlobNotFound.
-// 429, and 503 ServerBusy, are ErrRateLimited (the SDK's retry policy
-// has sent the request again first, as it does any 429 or 503). A
-// missing container is ErrBucketNotExist; 401, 403 and the
-// authentication codes, and a credential that could not get a token, are
-// ErrPermission.
+// error code, not the status alone: a 412 LeaseIdMissing (an Azure blob
+// lease) is not a refused condition.
 func classify(err error, cond driver.Condition) error {
 	var afe *azidentity.AuthenticationFailedError
 	var are *azidentity.AuthenticationRequiredError
@@ -430,10 +405,8 @@ func classify(err error, cond driver.Condition) error {
 	return nil
 }
 
-// fail builds the OpError. The service's error is kept in the chain behind a
-// one-line message (status and error code), rather than the SDK's
-// multi-line dump of the response body; a blob lease gets a word of
-// explanation.
+// fail builds the OpError with a one-line message in place of the SDK's
+// dump of the response body.
 func (b *Bucket) fail(op *driver.Op, kind, err error) error {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {

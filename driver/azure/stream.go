@@ -31,11 +31,9 @@ import (
 // is the default; 1,000 keeps a page's memory small.
 const listPage = 1000
 
-// blockID returns the base64 block ID of block n of the upload whose
-// random prefix is upload. Every ID of an upload, and of every upload by
-// this driver, has one length (Blob Storage requires equal lengths among a
-// blob's uncommitted blocks): "bl", 32 hex digits, "-", six digits, 41
-// bytes before base64, within the 64 the service allows.
+// blockID returns the base64 ID of block n of upload. Every ID this driver
+// makes has one length, as Blob Storage requires among a blob's
+// uncommitted blocks.
 func blockID(upload string, n int) string {
 	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "bl%s-%06d", upload, n))
 }
@@ -50,35 +48,15 @@ func newUploadID() string {
 }
 
 // PutStream stores the body read from r under key, with opts.Metadata, if
-// opts.If holds when it is committed, and returns the new ETag, through
-// multipart.Stream.
-//
-// A body that fits in one block (s.Size() bytes) is one conditional Put
-// Blob, as Put sends. A longer one is staged as blocks of s.Size()
-// bytes (Put Block), up to s.Parallel() of them in flight, and committed
-// by one Put Block List carrying the condition (If-None-Match: * or
-// If-Match) and the metadata, which the service checks atomically with the
-// commit: nothing is visible before it, and a refusal there is
-// ErrPrecondition with the blob left as it was. At most s.Size() × s.Parallel() bytes of the
-// body are held at once. Block IDs carry a random prefix of fixed length
-// per upload, so that a commit names only its own upload's blocks: two
-// uploads to one blob cannot mix. When one of them commits, the service
-// discards the other's uncommitted blocks, whose commit then fails (with
-// ErrPrecondition where its condition no longer holds).
-//
-// s.Allow (MayStart) is called right before each block is staged and
-// before the commit (for a body of one block, before the part and before
-// the commit, both just before the one request). If it refuses, nothing
-// more is started.
-//
-// On any failure (ctx ended, r failed, MayStart refused, a block or the
-// commit failed or was refused) the blocks in flight are cancelled and
-// PutStream returns once none is, without committing anything. Blob
-// Storage has no call that discards staged blocks: the service discards
-// uncommitted blocks a week after the blob's last Put Block, or when the
-// blob is next committed. The *multipart.UploadError in the error says how
-// many blocks were staged. r is read in the caller's goroutine, between
-// checks of ctx: a Read that blocks holds PutStream until it returns.
+// opts.If holds when it is committed, and returns the new ETag. A body of
+// one block is one conditional Put Blob; a longer one is staged as blocks
+// (up to s.Parallel() in flight, s.Allow before each and before the commit)
+// and committed by one Put Block List carrying the condition, which the
+// service checks atomically with the commit. Block IDs carry a random
+// prefix per upload, so two uploads to one blob cannot mix. On failure
+// nothing is committed, and the staged blocks are left for the service to
+// discard. docs/drivers.md ("Streaming writes" under azblob://) has the
+// details.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := b.beginPut(ctx, key, opts)
 	if err != nil {
@@ -188,11 +166,9 @@ type kindError struct {
 func (e *kindError) Error() string { return e.err.Error() }
 func (e *kindError) Unwrap() error { return e.err }
 
-// discarded explains a commit refused with InvalidBlockList: its blocks
-// are gone, which happens when another upload (or Put Blob) committed the
-// blob after they were staged, or when the blob was deleted. Where the
-// blob as it is now breaks cond, the commit would have been refused
-// anyway, and that is ErrPrecondition; otherwise the error says so.
+// discarded explains a commit refused with InvalidBlockList (another
+// commit or a delete discarded its blocks): ErrPrecondition where the blob
+// now breaks cond, else an error saying so.
 func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause error) (error, error) {
 	cause = fmt.Errorf("%w: the staged blocks were discarded, which the service does when the blob is committed "+
 		"by another writer (or deleted) after they were staged", cause)
@@ -212,12 +188,8 @@ func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause err
 	return nil, cause
 }
 
-// List yields the blobs whose names start with prefix, in lexical order,
-// through the container's ListBlobsFlat pager, 1,000 to a page. Only
-// committed blobs are listed. Each Object's Version is the blob's ETag,
-// quoted as Get returns it, and its ModTime the blob's Last-Modified
-// time. A missing container is ErrBucketNotExist; refused credentials are
-// ErrPermission.
+// List yields the committed blobs whose names start with prefix, in
+// lexical order, with their ETags as Versions.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, driverName, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, shorten(err))) }

@@ -2,15 +2,10 @@
 // cannot be trusted, by emulating each precondition with a read followed by
 // an unconditional write.
 //
-// It is what MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off selects. It catches the
-// common case (a second machine that starts while the first is running) but
-// not a race: two writers that read before either writes both pass, and the
-// later write wins. Its Capabilities say so, declaring BestEffort, and the
-// lease logs it at WARN.
-//
-// A streamed write is checked as Put is; Get and List pass through. The
-// wrapper is a multipart.PendingLister exactly where the wrapped bucket is
-// one, and its Close closes the wrapped bucket (bucket.Bucket.Close).
+// MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off selects it. It catches a second
+// machine starting while the first runs, but not a race: two writers that
+// read before either writes both pass, and the later write wins. Its
+// Capabilities declare BestEffort.
 package besteffort
 
 import (
@@ -59,20 +54,16 @@ func (b *pendingBucket) ListPending(ctx context.Context, prefix string) iter.Seq
 	return b.pl.ListPending(ctx, prefix)
 }
 
-// Capabilities declares BestEffort exclusion and a (best-effort)
-// conditional Delete, and the wrapped bucket's metadata (Metadata,
-// ListMetadata): writes pass their PutOptions' metadata, and reads their
-// GetOptions, through to it.
+// Capabilities declares BestEffort exclusion, a best-effort conditional
+// Delete, and the wrapped bucket's metadata.
 func (b *bucket) Capabilities() driver.Capabilities {
 	in := b.Bucket.Capabilities()
 	return driver.Capabilities{Exclusion: driver.BestEffort, ConditionalDelete: true,
 		Metadata: in.Metadata, ListMetadata: in.ListMetadata}
 }
 
-// check reads key's current version and tests cond against it. It
-// returns the service's time of the read, without the object's
-// modification time: the caller made a Put or a Delete, whose Attrs have
-// none. The read object's metadata is not asked for.
+// check reads key's current version and tests cond against it, returning
+// the read's service time without a modification time.
 func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) (driver.ServiceTime, error) {
 	if cond.Unconditional() {
 		return driver.ServiceTime{}, nil
@@ -127,11 +118,9 @@ func (b *bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	return b.Bucket.Delete(ctx, key, driver.Condition{})
 }
 
-// PutStream checks opts.If by reading, before it starts and again before
-// each part and the commit is started (wrapping s.MayStart), then streams
-// the body through the wrapped bucket unconditionally, with opts.Metadata.
-// Like Put, it is best effort: a writer that commits between the last
-// check and the commit is overwritten.
+// PutStream checks opts.If by reading before it starts and before each
+// part and the commit, then streams the body unconditionally: a writer
+// that commits between the last check and the commit is overwritten.
 func (b *bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, b.Capabilities(), "besteffort", key, opts)
 	if err != nil {

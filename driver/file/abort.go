@@ -34,12 +34,9 @@ func (b *Bucket) abortFunc(key, p string) func(context.Context) error {
 // still running.
 var errStagedLive = errors.New("a process holds its lock: its writer is still writing it, and may still commit it")
 
-// abortStaged removes the staged file p and its note if no process holds
-// a lock on it (its writer is gone), as sweep does, under the staging
-// directory's lock taken exclusively, so that a file just created and not
-// yet locked by its writer is never mistaken for a dead writer's. A file
-// already gone is a success; one whose writer holds its lock is
-// errStagedLive, and is left as it is.
+// abortStaged removes the staged file p and its note if its writer is gone,
+// under the staging lock as sweep does. A file already gone is a success;
+// one whose writer holds its lock is errStagedLive.
 func (b *Bucket) abortStaged(ctx context.Context, p string) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -9,10 +9,8 @@ import (
 // records, the lock files and the staged writes.
 const metaDir = ".bucketlease"
 
-// LockFiles returns the directory where the bucket kept in dir has its
-// lock files (one empty file per key ever written, which the driver never
-// removes) and how many there are: 0 if it cannot be read, at most ten
-// million.
+// LockFiles returns the bucket's lock file directory (one file per key
+// ever written, never removed) and how many it holds, up to ten million.
 func LockFiles(dir string) (lockDir string, n int) {
 	lockDir = filepath.Join(filepath.Clean(dir), metaDir, "locks")
 	f, err := os.Open(lockDir)

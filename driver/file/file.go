@@ -10,28 +10,16 @@
 // prefix is empty, so the lease lives at /abs/dir/LEASE. The URL must name
 // an absolute path and takes one query parameter, trust_network_flock.
 //
-// Each object is one file at dir/KEY holding exactly the bytes written.
-// Its version, 16 random bytes new on every write, is kept beside it under
-// dir/.bucketlease, with the locks and the staged writes. A write is staged
-// in a temporary file, synced, and committed by one rename under an
-// exclusive flock(2) on the key's lock file, held for the commit only, so a
-// reader sees the old object or the new one, never a torn one. A process
-// stopped while it holds that lock is never overtaken: a write that waits
-// for it fails within a fifth of a second with a [LockedError] naming the
-// process. A file's date is the later of its mtime and its ctime, so an
-// object is dated no earlier than the moment it became visible; on Linux,
-// metadata is kept in user extended attributes.
-//
-// flock(2) excludes processes on one machine only: on a network or FUSE
-// file system the bucket declares driver.NoExclusion, so the lease refuses
-// it, unless trust_network_flock=true ([Options].TrustNetworkFlock) says
-// the mount's locks do exclude across machines.
+// Each object is one file at dir/KEY; its version (16 random bytes, new on
+// every write), the locks and staged writes live under dir/.bucketlease. A
+// write is staged, synced and committed by one rename under flock(2) on the
+// key's lock file, so a reader never sees a torn object; a write waiting on
+// a stopped holder fails with a [LockedError]. flock(2) excludes on one
+// machine only, so on a network or FUSE file system the bucket declares
+// driver.NoExclusion unless trust_network_flock=true.
 //
 // docs/drivers.md ("How file:// keeps objects", "What file:// promises
-// under SIGSTOP") has the details: the version records, files copied in
-// by hand, staged writes and their clean-up, keys that are prefixes of
-// keys, the lock files, a stopped writer, dates, metadata and shared file
-// systems.
+// under SIGSTOP") has the details.
 package file
 
 import (
@@ -62,10 +50,8 @@ func init() {
 	driver.Register(Scheme, driver.Scheme{Open: OpenURL, Locate: Locate})
 }
 
-// Locate is the Locate of the driver.Scheme for file:// URLs: the directory,
-// cleaned (file:///var/b/db1/ and file:///var/b/./db1 are one), as the
-// bucket, with no prefix; trust_network_flock says how far to trust the lock,
-// not which directory it is.
+// Locate is the Locate of the driver.Scheme for file:// URLs: the cleaned
+// directory is the bucket, with no prefix.
 func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	return filepath.Clean(u.Path), "", "", nil
 }
@@ -107,28 +93,17 @@ var (
 // Options tune OpenWith.
 type Options struct {
 	// TrustNetworkFlock asserts that flock(2) excludes across every
-	// machine that shares the directory's file system, so that the bucket
-	// declares Conditional exclusion even on a network or FUSE file
-	// system. It is the URL's trust_network_flock=true.
+	// machine sharing a network or FUSE file system (trust_network_flock).
 	TrustNetworkFlock bool
 }
 
 // Bucket is a directory used as a bucket.
 type Bucket struct {
-	root string
-	caps driver.Capabilities
-	// shared names the network or FUSE file system holding root, or is
-	// "" for a local one; on a shared one the driver reports no service
-	// time (see serviceTime).
-	shared string
-	mode   fs.FileMode // of every object written: the directory's read and write bits
-	// noMetadata says why the bucket does not declare metadata (the file
-	// system keeps no user extended attributes, or the system is not
-	// Linux), or is nil where it does.
-	noMetadata error
-	// resolution is the Resolution of the service time the bucket
-	// reports: how much earlier than the true time a file's modification
-	// time may read, measured at Open (probeResolution).
+	root       string
+	caps       driver.Capabilities
+	shared     string      // the network or FUSE file system type, "" if local
+	mode       fs.FileMode // of every object written: the directory's read and write bits
+	noMetadata error       // why metadata is not declared, or nil
 	resolution time.Duration
 }
 
@@ -177,29 +152,19 @@ func OpenWith(dir string, o Options) (*Bucket, error) {
 	return b, nil
 }
 
-// Capabilities declares Conditional exclusion and a conditional Delete,
-// except on a network or FUSE file system not trusted by the user, where
-// it declares NoExclusion with the reason (see docs/drivers.md, "How file:// keeps objects").
-// It declares Metadata and ListMetadata where Open could keep a user
-// extended attribute on a file in the bucket's directory (see "Object
-// metadata" under "How file:// keeps objects" in docs/drivers.md; MetadataUnsupported says why
-// not otherwise).
+// Capabilities declares Conditional exclusion (NoExclusion on an untrusted
+// shared file system) and a conditional Delete, and Metadata where the
+// directory keeps user extended attributes.
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
-// MetadataUnsupported returns why the bucket does not declare metadata
-// (its file system keeps no user extended attributes, or the system is not
-// Linux), or nil where it does. Objects written with PutOptions.Metadata
-// on such a bucket are not stamped.
+// MetadataUnsupported returns why the bucket does not declare metadata, or
+// nil where it does.
 func (b *Bucket) MetadataUnsupported() error { return b.noMetadata }
 
-// serviceTime is the service's time (driver.Attrs.Time) a Get or Put that
-// got an answer returns: this machine's clock, read now, as the Date, and
-// for a Get the file's modification time (modified). Every party of a
-// local directory runs on this one machine, so its clock is the service's.
-// On a network or FUSE file system it is the zero ServiceTime: the server
-// stamps the modification time with its own clock, and each machine
-// sharing the directory has a clock of its own, none of them the
-// service's.
+// serviceTime is the service time of an answer: on a local directory every
+// party shares this machine's clock, so it is the service's. On a shared
+// file system it is zero: the server stamps mtimes with its own clock and
+// no machine's clock is the service's.
 func (b *Bucket) serviceTime(modified time.Time) driver.ServiceTime {
 	if b.shared != "" {
 		return driver.ServiceTime{}
@@ -207,9 +172,8 @@ func (b *Bucket) serviceTime(modified time.Time) driver.ServiceTime {
 	return driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: b.resolution}
 }
 
-// path maps a key to its file. Begin has checked the key against
-// driver.CheckKey, so it cannot leave the directory; the metadata folder is
-// refused here.
+// path maps a key to its file (Begin has checked the key, so it cannot
+// leave the directory), refusing the driver's own folder.
 func (b *Bucket) path(op *driver.Op) (string, error) {
 	key := op.Key
 	if key == metaDir || strings.HasPrefix(key, metaDir+"/") {
@@ -218,9 +182,8 @@ func (b *Bucket) path(op *driver.Op) (string, error) {
 	return Path(b.root, key), nil
 }
 
-// missing classifies an error opening an object's file: the key is missing
-// (ErrNotExist; a directory or a file where a directory would be counts as
-// no object), or the bucket's directory itself is (ErrBucketNotExist).
+// missing classifies an error opening an object's file as ErrNotExist,
+// ErrBucketNotExist, or nil.
 func (b *Bucket) missing(err error) error {
 	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.EISDIR) {
 		return nil
@@ -231,8 +194,7 @@ func (b *Bucket) missing(err error) error {
 	return driver.ErrNotExist
 }
 
-// osKind classifies an operating system error: permission denied (EACCES,
-// EPERM) is driver.ErrPermission; anything else has no kind.
+// osKind returns driver.ErrPermission for a permission error, else nil.
 func osKind(err error) error {
 	if errors.Is(err, fs.ErrPermission) {
 		return driver.ErrPermission
@@ -250,8 +212,7 @@ func (b *Bucket) rootMissing() error {
 }
 
 // layoutConflict explains why key cannot be stored at p because of another
-// key: p is a directory holding longer keys, or a segment of key is an
-// object. It returns nil if neither holds.
+// key, or returns nil.
 func (b *Bucket) layoutConflict(key string, p string) error {
 	if err := strayDir(key, p); err != nil {
 		return err
@@ -275,15 +236,9 @@ func (b *Bucket) layoutConflict(key string, p string) error {
 	return nil
 }
 
-// strayDir explains why key cannot be read, written or deleted when p is a
-// directory that holds no stored key (an empty one, made by hand, say): it
-// is not an object, nor the prefix of one, and no operation of the driver
-// will ever make it either, so it is a permanent error (ErrInvalidKey),
-// never a missing object, which would let a lease read as free and then
-// fail on every write. A directory holding stored keys is the prefix of
-// those keys: a Get of it finds no object (the driver contract), and a Put
-// is refused by layoutConflict. It returns nil if p is not such a
-// directory.
+// strayDir explains why key cannot be used when p is a directory holding no
+// stored key: a permanent error, never a missing object, which would let a
+// lease read as free and then fail on every write. It returns nil otherwise.
 func strayDir(key, p string) error {
 	st, err := os.Lstat(p)
 	if err != nil || !st.IsDir() {

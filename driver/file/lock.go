@@ -14,11 +14,9 @@ import (
 	"time"
 )
 
-// stoppedGrace is how long a wait for a lock goes on once every look at
-// the lock's holders finds one of them stopped (SIGSTOP, Ctrl-Z, a frozen
-// cgroup): a lock is held for one small write, a few milliseconds, so a
-// holder seen stopped for this long stays stopped until someone resumes
-// or ends it.
+// stoppedGrace is how long a wait for a lock goes on once a holder is seen
+// stopped: a lock is held for a few milliseconds, so a holder stopped this
+// long stays stopped until resumed.
 const stoppedGrace = 200 * time.Millisecond
 
 // lockWaitMax bounds any wait for a lock, for holders whose state cannot
@@ -38,10 +36,8 @@ type LockHolder struct {
 	Stopped bool
 }
 
-// LockedError is the error of a write that gave up waiting for the lock
-// on its key because a process holding it is stopped, or because the lock
-// was held for lockWaitMax. The write did nothing; it may be tried again
-// once the holder is resumed or gone.
+// LockedError is the error of a write that gave up waiting for its key's
+// lock, held by a stopped process or for lockWaitMax. The write did nothing.
 type LockedError struct {
 	Key     string // the key whose lock it is, or "" for the staging directory's
 	Path    string // the lock file
@@ -86,13 +82,9 @@ func (b *Bucket) lock(ctx context.Context, key string) (func(), error) {
 	return flockPath(ctx, b.lockPath(key), key, syscall.LOCK_EX)
 }
 
-// LockHolders returns the processes that hold the lock the driver takes
-// around each write of key (Put, PutStream's commit, Delete): none, in
-// the common case, since a write holds it for a few milliseconds, or the
-// one writing now, or one that was stopped while it held it, which
-// blocks every write of the key until it is resumed or ended. It names
-// them on Linux (from /proc/locks) and returns nil elsewhere. It takes no
-// lock and creates nothing.
+// LockHolders returns the processes that hold the lock taken around each
+// write of key: usually none, or one stopped while it held it, which blocks
+// every write of the key. It names them on Linux and returns nil elsewhere.
 func (b *Bucket) LockHolders(key string) ([]LockHolder, error) {
 	st, err := os.Stat(b.lockPath(key))
 	if errors.Is(err, os.ErrNotExist) {
@@ -104,14 +96,11 @@ func (b *Bucket) LockHolders(key string) ([]LockHolder, error) {
 	return lockHolders(st)
 }
 
-// flockPath opens (creating it if needed) the lock file lp, takes the
-// flock how (LOCK_EX or LOCK_SH) on it, and returns its release; key names
-// the lock in errors. It tries without blocking, pausing up to lockPoll
-// between tries, so that no thread stays blocked in flock(2) for a wait
-// given up, and gives up with a *LockedError once a holder has been seen
-// stopped for stoppedGrace, or after lockWaitMax whatever the holders; a
-// wait that ctx ends while a holder is stopped returns a *LockedError
-// too, wrapping ctx's error.
+// flockPath takes the flock how on the lock file lp (created if needed)
+// and returns its release; key names the lock in errors. It polls without
+// blocking, so no thread stays in flock(2) for a wait given up, and fails
+// with a *LockedError once a holder has been stopped for stoppedGrace, or
+// after lockWaitMax.
 func flockPath(ctx context.Context, lp, key string, how int) (func(), error) {
 	f, err := os.OpenFile(lp, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {

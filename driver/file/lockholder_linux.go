@@ -18,13 +18,10 @@ import (
 // maxLockLines bounds how many lines of /proc/locks one look reads.
 const maxLockLines = 100000
 
-// lockHolders returns the processes that hold a flock(2) on the file
-// whose FileInfo is st, from /proc/locks, and whether each is stopped,
-// from /proc/PID/stat. A line of /proc/locks reads
-// "1: FLOCK  ADVISORY  WRITE 16541 fe:00:9984289 0 EOF": the holder's pid,
-// then the file's device (major:minor, in hex) and inode. Lines of
-// processes waiting for a lock ("1: -> FLOCK …") are not holders. A pid
-// of a process in another pid namespace may read as 0 or -1: left out.
+// lockHolders returns the processes that hold a flock(2) on the file st,
+// from /proc/locks ("1: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE 0 EOF"),
+// and whether each is stopped. Waiters ("->") and pids of other pid
+// namespaces (0 or -1) are left out.
 func lockHolders(st fs.FileInfo) ([]LockHolder, error) {
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {

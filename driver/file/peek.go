@@ -12,10 +12,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Dir is the directory a file:// URL names, cleaned, or "" when the URL
-// holds anything only opening the driver judges: a relative or empty
-// path, a host, a user, a fragment, or a parameter other than
-// trust_network_flock. It creates nothing.
+// Dir is the cleaned directory a file:// URL names, or "" when only
+// opening the driver could judge the URL. It creates nothing.
 func Dir(u *url.URL) string {
 	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return ""
@@ -36,10 +34,7 @@ func Absent(dir, key string) bool {
 }
 
 // KeyDir reports whether key, in the directory the file:// URL u names,
-// is a directory, where the driver can store no object. It returns that
-// directory's path and up to three of the names in it, sorted. Any
-// parameter of u is ignored; a URL without an absolute path, or with a
-// host, a user or a fragment, gives false.
+// is a directory, and returns its path and up to three of its names.
 func KeyDir(u *url.URL, key string) (path string, names []string, isDir bool) {
 	if u.Path == "" || !filepath.IsAbs(u.Path) || u.Host != "" || u.User != nil || u.Fragment != "" {
 		return "", nil, false
@@ -57,10 +52,9 @@ func KeyDir(u *url.URL, key string) (path string, names []string, isDir bool) {
 	return path, names, true
 }
 
-// Peek lists the objects stored directly in the directory dir whose names
-// begin with namePrefix, sorted by key, without opening the bucket or
-// creating anything. It reads at most limit entries of dir (in batches of
-// 100), and finds nothing in a directory it cannot read.
+// Peek lists the objects directly in dir whose names begin with
+// namePrefix, sorted, reading at most limit entries, without opening the
+// bucket or creating anything.
 func Peek(dir, namePrefix string, limit int) []driver.Object {
 	f, err := os.Open(dir)
 	if err != nil {

@@ -19,10 +19,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Get opens the object and returns its body, its version and the
-// service's time, and under opts.Metadata (where the bucket declares
-// metadata) the metadata kept on the file whose body it returns. A missing
-// key returns the service's time with ErrNotExist.
+// Get opens the object and returns its body, its version, the service's
+// time and, under opts.Metadata, the metadata kept on that file.
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := driver.BeginGet(ctx, Scheme, key)
 	if err != nil {
@@ -74,10 +72,8 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	return f, driver.Attrs{Version: v, Metadata: md, Time: b.serviceTime(dateOf(st, named != nil))}, nil
 }
 
-// current returns the version stored at p for key, or "" if there is none
-// (no file, a directory, or a file where a directory would be), and the
-// entry of key's record that names it, if one does; the caller holds the
-// key's lock.
+// current returns the version stored at p for key ("" for none) and the
+// record entry naming it, if any; the caller holds the key's lock.
 func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -98,10 +94,8 @@ func (b *Bucket) current(key, p string) (driver.Version, *entry, error) {
 	return v, e, err
 }
 
-// List yields the objects whose keys start with prefix, in lexical order
-// of key: the keys as they are when the iteration starts, each object read
-// (version, size, modification time) as it is yielded; one removed
-// meanwhile is left out. The driver's own directory is never listed.
+// List yields the objects whose keys start with prefix, in lexical order,
+// each read as it is yielded; one removed meanwhile is left out.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }
@@ -163,21 +157,12 @@ func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Objec
 	})
 }
 
-// dateOf is the time the driver states an object was written (Get's
-// ServiceTime.Modified, List's ModTime), read from its file's FileInfo st;
-// committed says a record names the file (versionOf): the driver wrote it.
-// Such a file is dated by the later of its modification time and its
-// status change time. The modification time alone is when the staged
-// file was last written, which may be long before the rename that made it
-// the object (a writer stopped or slowed between the two), and a late
-// write dated by it reads as made in time. The change time is stamped by
-// the rename itself on Linux (ext4, XFS, Btrfs, tmpfs) and the BSDs, and
-// again by the chmod commit makes right after the rename everywhere, so it
-// is never earlier than the moment the object became visible, give or
-// take the kernel clock's tick. A file no record names (copied in, edited
-// or re-dated by hand, restored from a backup, written by an earlier
-// version of the driver) is dated by its modification time, which
-// whoever put it there chose: the driver did not see it become visible.
+// dateOf is the time the driver states an object was written; committed
+// says a record names the file (the driver wrote it). Such a file is dated
+// by the later of its mtime and ctime: the mtime may predate the rename
+// that made it visible (a writer stopped in between), so a late write
+// would read as made in time, while the ctime is stamped by the rename or
+// the chmod after it. A file no record names is dated by its mtime.
 func dateOf(st fs.FileInfo, committed bool) time.Time {
 	mod := st.ModTime()
 	if !committed {

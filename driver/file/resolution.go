@@ -9,10 +9,8 @@ import (
 )
 
 // fallbackResolution is the Resolution stated where Open cannot measure
-// the file system's: the coarsest stamps the driver may sit on, FAT's and
-// exFAT's two seconds. Stating it costs the lease at most two seconds of
-// margin; stating less than the file system keeps would let a record read
-// older than it is.
+// it: FAT's two seconds, the coarsest; stating less than the file system
+// keeps would let a record read older than it is.
 const fallbackResolution = 2 * time.Second
 
 // clockLag bounds how far behind time.Now the clock that stamps
@@ -22,10 +20,8 @@ const fallbackResolution = 2 * time.Second
 const clockLag = 10 * time.Millisecond
 
 // stampProbes are the times measureResolution asks the file system to
-// keep: an odd second just before it ends, so that truncating to any
-// granularity (a nanosecond, 100 ns, 10 ms, a second, FAT's two) loses
-// all but that granularity, and two others that show a file system that
-// rounds rather than truncates.
+// keep: just before an odd second ends, so truncating to any granularity
+// loses almost all of it, and two that show rounding.
 var stampProbes = []time.Time{
 	time.Unix(1_700_000_001, 999_999_999),
 	time.Unix(1_700_000_002, 1),
@@ -33,12 +29,9 @@ var stampProbes = []time.Time{
 }
 
 // measureResolution returns how much earlier than the true time a
-// modification time stamped through stamp may read: the largest
-// difference between a time given to stamp and the time it returns (what
-// the file system kept), plus clockLag, and at most fallbackResolution,
-// the coarsest Resolution the driver contract takes. It fails if stamp
-// fails, or if a time comes back more than fallbackResolution away, which
-// no granularity explains.
+// modification time stamped through stamp may read (the largest loss,
+// plus clockLag), failing where a time comes back more than
+// fallbackResolution away.
 func measureResolution(stamp func(time.Time) (time.Time, error)) (time.Duration, error) {
 	var worst time.Duration
 	for _, t := range stampProbes {

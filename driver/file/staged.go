@@ -28,10 +28,9 @@ const (
 	maxSwept = 1000
 )
 
-// staged is a write in progress: a temporary file under .bucketlease/tmp,
-// open and under an exclusive flock(2) until it is renamed over its object
-// or removed, so that a staged file nobody has locked is one whose writer
-// is gone.
+// staged is a write in progress: a temporary file under an exclusive
+// flock(2) until it is committed or removed, so an unlocked one is a dead
+// writer's.
 type staged struct {
 	f    *os.File
 	name string
@@ -56,10 +55,8 @@ func (b *Bucket) newStaged(ctx context.Context, key string) (*staged, error) {
 	s := &staged{f: f, name: f.Name()}
 	// A ListPending may hold a shared lock on it for a moment.
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-	// CreateTemp makes the file 0600; an object is as readable as its
-	// bucket directory (a 0755 directory gives 0644 objects, 0750 gives
-	// 0640), so that another user who may list the directory may read the
-	// lease (bucketlease show).
+	// An object is as readable as its bucket directory, not CreateTemp's
+	// 0600, so that whoever may list the directory may read the lease.
 	if err == nil {
 		err = f.Chmod(b.mode)
 	}
@@ -93,13 +90,10 @@ func (s *staged) discard() error {
 	return err
 }
 
-// sweep removes the staged files of writers that are gone: each one no
-// process holds a lock on, with its note, and notes whose staged file is
-// gone. It runs under the staging directory's lock file, taken
-// exclusively, so that no staged file is being created meanwhile; if a
-// writer is creating one, it gives up, for the next write to sweep. It
-// looks at maxSwept names at most, and reports nothing: what it cannot
-// remove is left for the next.
+// sweep removes the unlocked staged files of writers that are gone, and
+// orphaned notes, under the staging lock taken exclusively so that no
+// staged file is being created meanwhile (if one is, it leaves the sweep to
+// the next write). It looks at maxSwept names at most.
 func (b *Bucket) sweep() {
 	lf, err := os.OpenFile(filepath.Join(b.root, metaDir, stageLock), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -134,13 +128,9 @@ func (b *Bucket) sweep() {
 	}
 }
 
-// locked reports whether a process holds a lock on the staged file p: the
-// writer that is writing it. It takes a shared lock for a moment to see, so
-// that two callers (a sweep and a ListPending) do not mistake each other
-// for a writer, and a live writer, which holds an exclusive lock from the
-// file's creation to its end, is never disturbed. Nobody can lock a file
-// found unlocked afterwards: its writer is gone, and no other process
-// writes it.
+// locked reports whether the writer of the staged file p holds its lock.
+// It tries a shared lock, so that two lookers do not mistake each other
+// for a writer; a file found unlocked stays so, as its writer is gone.
 func locked(p string) (bool, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -154,13 +144,10 @@ func locked(p string) (bool, error) {
 	return false, err
 }
 
-// ListPending yields the staged files (writes in progress, or left by a
-// writer that died: see docs/drivers.md, "Staged writes") whose key starts with
-// prefix, in the order of their names. Upload names the file, its writer's
-// process id and whether that writer is still writing; Initiated is when
-// the file was created. A staged file without a note (left by an earlier
-// version of the driver) has an empty Key and is listed only for the empty
-// prefix. It removes nothing.
+// ListPending yields the staged files whose key starts with prefix, in
+// name order, each Upload naming its writer and whether it still runs
+// (docs/drivers.md, "Staged writes"). A file without a note has an empty
+// Key. It removes nothing.
 func (b *Bucket) ListPending(ctx context.Context, prefix string) iter.Seq2[multipart.Pending, error] {
 	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(multipart.Pending, error) bool) {
 		if kind := b.rootMissing(); kind != nil {

@@ -14,11 +14,8 @@ var statfsType = func(path string) (int64, error) {
 	return int64(st.Type), nil
 }
 
-// sharedFSMagic names the file systems, by their statfs(2) f_type, on which
-// flock(2) may not exclude processes on other machines: network file
-// systems, cluster file systems, and FUSE, which carries s3fs, gcsfuse,
-// rclone mount, sshfs and the like (and a few local ones, such as ntfs-3g,
-// which the user can vouch for with trust_network_flock).
+// sharedFSMagic names, by statfs(2) f_type, the network, cluster and FUSE
+// file systems, on which flock(2) may not exclude other machines.
 var sharedFSMagic = map[int64]string{
 	0x6969:     "NFS",
 	0x517b:     "SMB",

@@ -22,11 +22,8 @@ import (
 // recordMagic is the first line of a key's version record.
 const recordMagic = "bucketlease-versions v1"
 
-// ident is what tells one data file from another: its device and inode,
-// its size and its modification time. A rename keeps all four, so the
-// identity of a staged file, taken once it is synced, is the identity of
-// the object it becomes; an edit in place changes the size or the time,
-// and a file copied or moved in is another inode.
+// ident tells one data file from another: device, inode, size and mtime.
+// A rename keeps all four; an edit or a copy changes one.
 type ident struct {
 	dev, ino uint64
 	size     int64
@@ -58,13 +55,10 @@ func recordIn(root, key string) string {
 }
 
 // records yields the version records that may name the file of key: this
-// bucket's, then those that a bucket kept in another directory on the
-// file's path would write for it (file:///var/backups/db1 writes LEASE's
-// record under db1/.bucketlease, where file:///var/backups, listing
-// db1/LEASE, finds it), nearest first, up to the file system's root, so that
-// an object reads at the same version whichever of those URLs reads it. An
-// entry names one file by its identity, so a record of another directory
-// can only name the file that is there if that bucket wrote it.
+// bucket's, then those of buckets in the directories above it, nearest
+// first, so that an object reads at one version whichever URL reads it.
+// An entry names a file by its identity, so no other bucket's record can
+// name a file it did not write.
 func (b *Bucket) records(key string) iter.Seq[[]entry] {
 	return func(yield func([]entry) bool) {
 		if !yield(readRecord(b.recordPath(key), key)) {
@@ -87,10 +81,9 @@ func (b *Bucket) records(key string) iter.Seq[[]entry] {
 	}
 }
 
-// readRecord returns the entries of key's record at path. A missing,
-// unreadable or garbled record, or one written for another key, has none:
-// the file then reads with a version derived from it, which no earlier
-// condition names.
+// readRecord returns the entries of key's record at path; a bad record,
+// or another key's, has none, so the file reads at a version derived from
+// its identity, which no earlier condition names.
 func readRecord(path, key string) []entry {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -155,12 +148,9 @@ func (b *Bucket) writeRecord(key string, entries []entry) error {
 // bytes.
 const legacyMagic = "bucketlease-object v1 "
 
-// versionOf returns the version of the data file f of key, whose FileInfo
-// is st; skip, the bytes before the body (a legacy header's, else 0); and
-// the entry of key's record that names the file, if one does. A file no
-// record names is a legacy object if it begins with a legacy header, and
-// otherwise a file put there by someone else, whose version derives from
-// its identity.
+// versionOf returns the version of the data file f of key, the bytes
+// before its body (a legacy header's), and the record entry naming it, if
+// any. A file no record names gets a version derived from its identity.
 func (b *Bucket) versionOf(key string, f *os.File, st fs.FileInfo) (v driver.Version, skip int64, named *entry, err error) {
 	id := identOf(st)
 	for es := range b.records(key) {

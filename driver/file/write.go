@@ -30,10 +30,9 @@ func satisfied(cur driver.Version, cond driver.Condition) bool {
 	return true
 }
 
-// beginWrite starts a Put or PutStream of key under opts: it checks them
-// (driver.BeginPut), maps key to its file, refuses a bucket whose directory
-// is gone (so that a write never recreates it), and sweeps the staged files
-// of dead writers.
+// beginWrite starts a Put or PutStream: it maps key to its file, refuses
+// a bucket whose directory is gone (a write never recreates it), and
+// sweeps dead writers' staged files.
 func (b *Bucket) beginWrite(ctx context.Context, key string, opts driver.PutOptions) (*driver.Op, string, error) {
 	op, err := driver.BeginPut(ctx, b.caps, Scheme, key, opts)
 	if err != nil {
@@ -105,14 +104,9 @@ func newVersion() driver.Version {
 	return driver.Version(hex.EncodeToString(rnd[:]))
 }
 
-// PutStream writes the body read from r to a temporary file in the
-// bucket's own directory (same file system, so the rename is atomic), in
-// parts of opts.Size() bytes with opts.Allow called before each and before
-// the commit, then takes the key's lock and renames the file over the
-// object only if cond holds and ctx has not ended. On any failure the
-// temporary file is removed before it returns, and the error's
-// *multipart.UploadError says whether that succeeded. po.Metadata is kept on
-// the temporary file before the rename.
+// PutStream stages the body read from r as Put does, calling opts.Allow
+// before each part and before the commit. On failure the staged file is
+// removed, and the error's *multipart.UploadError says whether it was.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, p, err := b.beginWrite(ctx, key, po)
 	if err != nil {
@@ -193,12 +187,11 @@ func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, s *staged, p s
 	return nil, nil
 }
 
-// commit makes the staged file s the object at p, with version v; the
-// caller holds key's lock, and keep is the record's entry that names what p
-// holds now, if one does. The record is rewritten first, naming the file at
-// p (keep) and s, and then s is renamed over p: a crash before the rename
-// leaves the old file, which the record still names with its version, and
-// a crash after it the new file with v. Only the rename changes the object.
+// commit makes the staged file s the object at p, with version v, under
+// key's lock. The record is rewritten first, naming both the current file
+// (keep) and s, then s is renamed over p, so a crash on either side of the
+// rename leaves a file the record names. Only the rename changes the
+// object.
 func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v driver.Version, keep *entry) error {
 	entries := make([]entry, 0, 2)
 	if keep != nil {
@@ -211,20 +204,14 @@ func (b *Bucket) commit(ctx context.Context, key string, s *staged, p string, v 
 	if err := b.install(ctx, s.name, p); err != nil {
 		return err
 	}
-	// Stamp the file's change time after the rename, which dateOf reads:
-	// the rename stamps it on Linux and the BSDs, and this chmod (to the
-	// mode the file has) does on any system. The object is committed
-	// already, so a failure here fails nothing; the change time it leaves
-	// is the rename's, or the staging's where the rename stamps none.
+	// Stamp the ctime dateOf reads after the rename, on systems whose
+	// rename does not; the object is committed, so a failure fails nothing.
 	_ = s.f.Chmod(b.mode)
 	return nil
 }
 
-// stage writes the body (written by body) and the metadata md to a new
-// staged file in the bucket's own directory (see newStaged), syncs it and
-// notes its identity.
-// On an error the staged file is returned too (if it was created), for the
-// caller to discard.
+// stage writes body and md to a new staged file, syncs it and notes its
+// identity. On an error the staged file, if any, is returned to discard.
 func (b *Bucket) stage(ctx context.Context, key string, md driver.Metadata, body func(f *os.File) error) (*staged, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -253,21 +240,15 @@ func (b *Bucket) stage(ctx context.Context, key string, md driver.Metadata, body
 	return s, err
 }
 
-// install renames the staged file tmp over p, unless ctx has ended, and
-// syncs p's directory so the rename survives a crash; the caller holds the
-// key's lock. A Delete that removes an emptied directory between the
-// MkdirAll and the rename is retried. It is the one step that changes the
-// object: once ctx has ended it is not taken.
+// install renames tmp over p under the key's lock, unless ctx has ended,
+// and syncs p's directory so the rename survives a crash.
 func (b *Bucket) install(ctx context.Context, tmp, p string) error {
 	dir := filepath.Dir(p)
 	var err error
 	for attempt := 0; ; attempt++ {
-		// A Delete that prunes emptied directories may remove dir, or a
-		// parent of it, between MkdirAll and Rename, or while MkdirAll
-		// creates it: both then fail with ErrNotExist, and are tried again.
-		// MkdirAll fails with ErrExist when another writer's Mkdir of dir
-		// won and the prune removed dir before MkdirAll looked at it (seen
-		// once in CI): tried again too.
+		// A Delete pruning emptied directories may remove dir during or
+		// after MkdirAll (ErrNotExist, or ErrExist when another writer's
+		// Mkdir won first): try again.
 		err = os.MkdirAll(dir, 0o755)
 		if err == nil {
 			if err = ctx.Err(); err != nil {

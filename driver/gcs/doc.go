@@ -12,21 +12,11 @@
 // none. To configure the client some other way, build it yourself and pass
 // it to [New].
 //
-// A Version is the object's generation in decimal: IfAbsent is sent as
-// ifGenerationMatch=0 and IfMatch(v) as ifGenerationMatch=v, on uploads and
-// on deletes, so the driver declares Exclusion Conditional and
-// ConditionalDelete. Put sends every body in one request, never a
-// resumable upload; PutStream writes a longer body as a resumable upload
-// whose final request carries the condition.
+// A Version is the object's generation in decimal, sent as
+// ifGenerationMatch (0 for IfAbsent) on uploads and deletes, so the driver
+// declares Conditional exclusion and ConditionalDelete. A bucket opened by
+// URL owns its client and transports (one for the small requests, so a
+// renewal never queues behind a streamed upload): close it when done.
 //
-// A bucket opened by URL owns its client and its HTTP transports (one for
-// streamed writes and listing, one for the small requests, so that a
-// renewal never queues behind a streamed upload's chunks): close it with
-// bucket.Bucket.Close when done. A Bucket from New leaves its caller's client
-// open.
-//
-// docs/drivers.md ("gs:// — Google Cloud Storage") has the details: how
-// the service's errors map, why a Put is buffered, how retries are
-// reported, what a failed streamed write leaves, and fake-gcs-server's
-// quirks.
+// docs/drivers.md ("gs:// — Google Cloud Storage") has the details.
 package gcs

@@ -39,10 +39,8 @@ func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 
 // Bucket is a Google Cloud Storage bucket. It is safe for concurrent use.
 type Bucket struct {
-	// bkt carries streamed writes and listings, ctl the control requests
-	// (Get, Put, Delete). They are one handle for a client passed to New,
-	// and two clients with their own transports for a bucket opened by
-	// URL.
+	// bkt carries streamed writes and listings, ctl Get, Put and Delete;
+	// one handle for a client passed to New.
 	bkt, ctl *storage.BucketHandle
 
 	// owned are the clients OpenURL created, and transports their HTTP
@@ -50,29 +48,22 @@ type Bucket struct {
 	// which stays its caller's.
 	owned      []*storage.Client
 	transports []*http.Transport
-	// emulated: the URL sends requests to an emulator (an http endpoint,
-	// or STORAGE_EMULATOR_HOST), which is not taken to limit writes per
-	// object name: no KeyWriteInterval is declared (a 429 is still sent
-	// again after its Retry-After).
+	// emulated: the URL names an emulator; no KeyWriteInterval is declared.
 	emulated  bool
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New returns the bucket named name, reached through client. The caller
-// keeps ownership of client and closes it when done; the Bucket's Close
-// leaves it open. Every request goes through client; a bucket opened by
-// URL gives its control requests a client of their own (see OpenURL).
+// New returns the bucket named name, reached through client, which the
+// caller keeps and closes.
 func New(client *storage.Client, name string) *Bucket {
 	h := client.Bucket(name)
 	return &Bucket{bkt: h, ctl: h}
 }
 
-// Close closes the client OpenURL created for b (bucket.Open's bucket)
-// and its HTTP transport's idle connections; a Bucket from New leaves its
-// caller's client open and Close does nothing. Call it, through
-// bucket.Bucket.Close, once no operation of b is in flight; b is not to be used
-// afterwards. Closing twice returns the first result.
+// Close closes the clients OpenURL created and their idle connections,
+// once no operation is in flight; for a Bucket from New it does nothing.
+// Closing twice returns the first result.
 func (b *Bucket) Close() error {
 	if b.owned == nil {
 		return nil
@@ -95,12 +86,8 @@ func (b *Bucket) Close() error {
 // answered with 429 rateLimitExceeded.
 const KeyWriteInterval = time.Second
 
-// Capabilities declares Conditional exclusion and a conditional Delete:
-// Cloud Storage enforces ifGenerationMatch on uploads and deletes. It
-// declares metadata (the object resource's metadata, sent with the upload
-// that creates the generation) and ListMetadata (the listing carries it). It
-// declares the limit of one write per second to one object name
-// (KeyWriteInterval), but for a bucket opened by URL on an emulator.
+// Capabilities declares Conditional exclusion, a conditional Delete,
+// metadata, and KeyWriteInterval (but on an emulator).
 func (b *Bucket) Capabilities() driver.Capabilities {
 	c := driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: true, KeyWriteInterval: KeyWriteInterval,
 		Metadata: true, ListMetadata: true}
@@ -111,16 +98,10 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 }
 
 // Get reads the object and returns its body, its generation and the
-// service's time, all from the one read response. Under opts.Metadata it
-// returns the object's metadata too: from the read response's
-// x-goog-meta-* headers where it carries them, and otherwise from the
-// object's attributes read pinned to the generation and metageneration
-// that response named (the client library's JSON-API reads, which this
-// driver's clients use, need not carry the metadata; a generation's
-// metadata changes only with its metageneration). Should that generation
-// be gone by then (overwritten or deleted in between), the object is read
-// again, up to metadataReads times. Without opts.Metadata that second
-// request is not sent.
+// service's time, all from the one read response. Under opts.Metadata,
+// where the response carries no x-goog-meta-* headers, the attributes are
+// read pinned to that response's generation and metageneration (re-reading
+// the object, up to metadataReads times, if that generation is gone).
 func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (io.ReadCloser, driver.Attrs, error) {
 	op, err := driver.BeginGet(ctx, driverName, key)
 	if err != nil {
@@ -209,12 +190,10 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	wctx, cancel := context.WithCancel(dates.Context(op.Context()))
 	defer cancel()
 	w := obj.NewWriter(wctx)
-	// A chunk larger than the body: the client library reads the whole body
-	// into its buffer and sends it in one multipart request, never a
-	// resumable upload. With ChunkSize 0 it would stream the body into the
-	// request instead, and when that source fails (a cancelled context) it
-	// still closes the multipart body properly, so the service stores the
-	// part it received: a torn object (see docs/drivers.md, "One request per write, and retries").
+	// A chunk larger than the body makes one buffered request: with
+	// ChunkSize 0 a cancelled stream still closes the multipart body, and
+	// the service stores a torn object (docs/drivers.md, "One request per
+	// write, and retries").
 	w.ChunkSize = (len(data)/chunkAlign + 1) * chunkAlign
 	w.ContentType = "application/octet-stream"
 	w.Metadata = op.Metadata
@@ -233,18 +212,10 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	return driver.Attrs{Version: version(attrs.Generation), Time: st}, nil
 }
 
-// serviceTime is the service's time a call returns (driver.Attrs.Time): the
-// Date header of the last response the client's transport received under
-// dates (ServiceTimeTransport records it: the client library shows no
-// response header) and, for a Get, the object's modification time as the
-// client library's Reader gives it (Attrs.LastModified), which it parses
-// from the read response's Last-Modified header, on the JSON API's media
-// download as on the XML API; the object's "updated" field, to the
-// millisecond, is not in a read's response. Both are HTTP dates, whole
-// seconds. A Get whose response carries no Last-Modified has the Date
-// alone. It is the zero ServiceTime when the transport recorded no Date: a
-// client passed to New whose transport is not wrapped by
-// ServiceTimeTransport, or a call that got no response.
+// serviceTime is the service's time a call returns: the Date header the
+// transport recorded under dates and, for a Get, the response's
+// Last-Modified, both to the second. It is zero when no Date was recorded
+// (a client not wrapped by ServiceTimeTransport, or no response).
 func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime {
 	d := dates.Date()
 	if d.IsZero() {
@@ -254,18 +225,12 @@ func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime
 }
 
 // ServiceTimeTransport returns rt (http.DefaultTransport if nil) wrapped
-// so that a Bucket whose client sends its requests through it returns the
-// service's time (driver.Attrs.Time): the Date header of each Get's and
-// Put's response, and a Get's Last-Modified. The clients
-// OpenURL makes have it; for a client passed to New, give it an HTTP
-// client whose transport (under any authentication) is wrapped so
-// (option.WithHTTPClient).
+// so that a Bucket whose client uses it returns the service's time. Wrap
+// the transport of a client passed to New with it.
 func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpdate.Transport(rt) }
 
-// object returns the handle of key in h (b.ctl or b.bkt) under the
-// precondition cond stands for: ifGenerationMatch=0 for IfAbsent,
-// ifGenerationMatch=v for IfMatch(v). A version that is not a generation
-// is an error, and nothing is to be sent.
+// object returns the handle of key in h under cond's ifGenerationMatch; a
+// version that is not a generation is an error.
 func (b *Bucket) object(h *storage.BucketHandle, key string, cond driver.Condition) (*storage.ObjectHandle, error) {
 	obj := h.Object(key)
 	if v, match := cond.Match(); match {
@@ -340,14 +305,10 @@ func rateLimited(ge *googleapi.Error) bool {
 	return false
 }
 
-// noRateLimitRetry is the client library's retry rule (storage.ShouldRetry)
-// for a conditional write, but a rate-limited answer, which it returns
-// rather than send the write again: an attempt sent after a rate-limited
-// one may meet a refusal that Op.Fail must call unknown
-// (ErrOutcomeUnknown), although no attempt landed. The caller gets
-// driver.ErrRateLimited, and sends the write again itself. It replaces an
-// error function set on a client passed to New, for conditional writes
-// only.
+// noRateLimitRetry is storage.ShouldRetry for a conditional write, but a
+// rate-limited answer is returned (driver.ErrRateLimited) rather than
+// retried: a retry's refusal would have to be called ErrOutcomeUnknown
+// although no attempt landed.
 func noRateLimitRetry(err error) bool {
 	var ge *googleapi.Error
 	if errors.As(err, &ge) && rateLimited(ge) {
@@ -356,12 +317,9 @@ func noRateLimitRetry(err error) bool {
 	return storage.ShouldRetry(err)
 }
 
-// classify maps a failed request to the contract's kinds, by the
-// service's reason rather than the status alone: 401 and 403, and
-// credentials that could not get a token (*auth.Error), are ErrPermission; a 412 whose reason is conditionNotMet is ErrPrecondition;
-// a missing object is ErrNotExist (ErrPrecondition under IfMatch) unless
-// the bucket itself is missing, which the client library reports the same
-// way and a bucket lookup tells apart (ErrBucketNotExist).
+// classify maps a failed request to the contract's kinds by the service's
+// reason, not the status alone; a missing object is told from a missing
+// bucket, which the client library reports the same way, by a lookup.
 func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition) error {
 	var ae *auth.Error
 	if errors.As(err, &ae) {
@@ -417,11 +375,9 @@ func conditionNotMet(ge *googleapi.Error) bool {
 // version renders a generation as a Version.
 func version(g int64) driver.Version { return driver.Version(strconv.FormatInt(g, 10)) }
 
-// generation parses a Version as the positive decimal generation number
-// this driver's versions are. Anything else names no object generation, so
-// IfMatch of it cannot hold; it is refused before anything is sent, since
-// GenerationMatch 0 would mean "does not exist" and a negative one would be
-// ignored by the client library.
+// generation parses a Version as a positive decimal generation. Anything
+// else is refused before sending: GenerationMatch 0 means "does not
+// exist", and the client library ignores a negative one.
 func generation(v driver.Version) (int64, error) {
 	g, err := strconv.ParseInt(string(v), 10, 64)
 	if err != nil || g <= 0 || version(g) != v {

@@ -20,10 +20,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// OpenURL is the Open of the driver.Scheme for
-// gs://BUCKET/PREFIX?endpoint=URL, which init registers; a program may
-// register it under a scheme of its own too. The Bucket owns the client it
-// creates: close it with bucket.Bucket.Close (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for gs:// URLs. The Bucket owns
+// the client it creates: close it when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {
@@ -48,13 +46,9 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 			return nil, "", fmt.Errorf("gcs: Application Default Credentials: %w", err)
 		}
 	}
-	// Two clients on one set of credentials, each on a transport of its
-	// own: streamed writes and listings on one, the small control
-	// requests (Get, Put, Delete: the lease's renewals) on the other, so
-	// that a renewal never waits behind a chunk. Over HTTPS the client
-	// library speaks HTTP/2 to Cloud Storage, one TCP connection for all
-	// requests of a transport: a renewal sharing the chunks' connection
-	// would queue behind the chunk bytes already in its send buffer.
+	// Two clients, each on a transport of its own, so that a renewal never
+	// queues behind a chunk on one HTTP/2 connection: streamed writes and
+	// listings on one, Get, Put and Delete on the other.
 	client, tr, err := newClient(ctx, endpoint, creds)
 	if err != nil {
 		return nil, "", err
@@ -91,14 +85,9 @@ func parseEndpoint(endpoint string) (string, bool, error) {
 // scopes are the OAuth scopes the client library asks for by default.
 var scopes = []string{storage.ScopeFullControl, "https://www.googleapis.com/auth/cloud-platform"}
 
-// newClient creates a client of a bucket opened by URL, on an HTTP
-// transport of its own, so that Close can close its idle connections:
-// storage.Client.Close does not (in v1.70.0 it calls CloseIdleConnections
-// on a transport wrapper that does not pass the call on), and each client
-// the library creates has a connection pool of its own. creds are
-// Application Default Credentials with the library's default scopes,
-// through cloud.google.com/go/auth, as the library itself gets them; nil
-// for none.
+// newClient creates a client on an HTTP transport of its own, so that
+// Close can close its idle connections (storage.Client.Close does not);
+// creds nil sends none.
 func newClient(ctx context.Context, endpoint string, creds *auth.Credentials) (*storage.Client, *http.Transport, error) {
 	var tr *http.Transport
 	if def, ok := http.DefaultTransport.(*http.Transport); ok {
@@ -132,11 +121,8 @@ func newClient(ctx context.Context, endpoint string, creds *auth.Credentials) (*
 	return client, tr, nil
 }
 
-// CheckBucketName reports whether name follows Cloud Storage's bucket naming
-// rule: 3 to 63 characters (up to 222 with dots, each dot-separated part at
-// most 63) of lower-case letters, digits, hyphens, underscores and dots,
-// beginning and ending with a letter or digit, not an IP address, and not
-// beginning with "goog". The error says the rule.
+// CheckBucketName reports whether name follows Cloud Storage's bucket
+// naming rule; the error says the rule.
 func CheckBucketName(name string) error {
 	why := ""
 	limit := 63

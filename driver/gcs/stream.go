@@ -37,11 +37,8 @@ const (
 	listPage = 1000
 )
 
-// chunkSize is the chunk size of a streamed write under opts: the part
-// size rounded down to a multiple of 256 KiB, less 256 KiB more where that
-// is needed for the chunk and the piece being handed over to fit within
-// opts.Size() × opts.Parallel() bytes. It is never below 4.75 MiB, since
-// driver.StreamOptions raises the part size to 5 MiB.
+// chunkSize is the part size rounded down to 256 KiB, less one granule
+// where the chunk and the piece handed over would exceed opts' memory.
 func chunkSize(opts *driver.StreamOptions) int64 {
 	size := opts.Size() / chunkAlign * chunkAlign
 	if size+handOver > opts.Size()*int64(opts.Parallel()) {
@@ -52,50 +49,16 @@ func chunkSize(opts *driver.StreamOptions) int64 {
 
 // PutStream stores the body read from r, with opts.Metadata, under key if
 // opts.If holds when the upload is finalised, and returns the new
-// generation, through multipart.Stream.
-//
-// A body shorter than one chunk (see below) is one conditional multipart
-// request, as Put sends. A longer one is a resumable upload: the session is
-// started with the precondition (ifGenerationMatch, 0 for IfAbsent), the
-// body follows in chunks, and Cloud Storage checks the precondition again
-// when the final request finalises the object; until then nothing is
-// visible. A refused precondition is ErrPrecondition, with the object left
-// as it was.
-//
-// Chunks of a resumable upload are sent one after another, so
-// opts.Parallel() does not make them concurrent; it only bounds memory. A
-// chunk is opts.Size() rounded down to a multiple of 256 KiB (the client
-// library's granule), one granule less where needed so that the chunk
-// buffer and the 256 KiB being handed over stay within opts.Size() ×
-// opts.Parallel() bytes of the body.
-//
-// opts.Allow (MayStart) is called right before each request starts: before
-// the bytes that complete a chunk are handed over (the first chunk's also
-// starts the session), and before the final request, once the client
-// library has finished with the previous chunk. The final request carries
-// the last, short part (if any) and finalises the object, so it is asked
-// twice there: for the part, then for the commit. If it refuses, nothing
-// more is sent.
-//
-// On any failure (ctx ended, r failed, MayStart refused, a request failed
-// or was refused) the Writer's context is cancelled, which ends the
-// requests in flight and abandons the session, and PutStream returns once
-// the client library's upload has ended. A failure before the final
-// request means it is never sent, so nothing is committed; a final request
-// that fails on the network (or whose ctx ends while it is in flight) may
-// have landed, which only reading the object back tells. The client
-// library does not expose the session's URI, so the session cannot be
-// deleted: Cloud Storage discards it, with the chunks it received, when it
-// expires a week after it started. The *multipart.UploadError in the error
-// says whether a session had been started.
-//
-// Once finalised, the object is checked against what was sent: its length,
-// and its CRC32C. One that differs (a service that appended a chunk the
-// client library sent again after its reply was lost, as fake-gcs-server
-// does) is removed, that generation only, and PutStream fails: the write
-// leaves the whole body or nothing. r is read in the caller's
-// goroutine, between checks of ctx: a Read that blocks holds PutStream
-// until it returns.
+// generation. A body shorter than one chunk is one conditional request; a
+// longer one is a resumable upload started with the precondition, which
+// Cloud Storage checks again at finalisation, so nothing is visible before
+// it. Chunks are sent one after another (opts.Parallel only bounds memory),
+// opts.Allow is called before each request, and on any failure the session
+// is abandoned, never finalised; only a final request that fails in flight
+// may have landed. The finalised object's length and CRC32C are checked and
+// a mismatched generation removed, so the write leaves the whole body or
+// nothing. docs/drivers.md ("Streaming writes" under gs://) has the
+// details.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, po)
 	if err != nil {
@@ -195,14 +158,10 @@ func (u *upload) Commit(context.Context, int) (driver.Version, error) {
 	return version(attrs.Generation), nil
 }
 
-// verify checks that the object the service finalised holds what was
-// sent: its length, and its CRC32C where the service gave one. A service
-// that appends a chunk the client library sent again after its reply was
-// lost (fake-gcs-server does; Cloud Storage keeps bytes at the offset the
-// request names) finalises a longer object, which the write's caller must
-// never take for its own. Such an object is removed, that generation only,
-// and the write fails, whole or absent; if the removal fails too, the
-// error says the object is there and wrong.
+// verify checks the finalised object's length and CRC32C against what was
+// sent: a service that appends a resent chunk (fake-gcs-server) finalises
+// a longer object. Such a generation is removed and the write fails; if
+// the removal fails too, the error says the object is there and wrong.
 func (u *upload) verify(attrs *storage.ObjectAttrs) error {
 	if attrs.Size == u.written && (attrs.CRC32C == 0 || attrs.CRC32C == u.sum) {
 		return nil
@@ -266,12 +225,9 @@ const (
 )
 
 // Kind maps a failed request of the upload to the contract's kinds. In a
-// resumable upload only a 412 conditionNotMet is a refused precondition:
-// a 404 there means the session is gone (expired, or a retried final
-// request found it already finalised), so the outcome is unknown. The one
-// request of a short body that the client library sent more than once and
-// that was refused may be refused because an earlier attempt landed, so
-// that too is unknown.
+// resumable upload only a 412 is a refusal (a 404 is a gone session:
+// unknown); a retried single request's refusal may be its own earlier
+// attempt's doing, so it is unknown too.
 func (u *upload) Kind(err error, commit bool) error {
 	if errors.Is(err, errWrongObject) {
 		return nil // the service answered: what it stored, and what became of it, is known
@@ -292,10 +248,7 @@ func (u *upload) Kind(err error, commit bool) error {
 }
 
 // List yields the objects whose names start with prefix, in lexical order,
-// through the client library's Objects iterator, 1,000 to a page. Each
-// Object's Version is its generation, as Get returns it, and its ModTime
-// the time it was last updated. A missing bucket is ErrBucketNotExist;
-// refused credentials are ErrPermission.
+// with their generations as Versions.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, driverName, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		fail := func(kind, err error) { yield(driver.Object{}, op.Fail(kind, err)) }

@@ -3,9 +3,8 @@
 //
 //	mem://NAME/prefix
 //
-// opens the process-wide bucket NAME (created empty on first use), so that
-// every Open of one NAME inside a process shares its objects. Nothing
-// survives the process. The URL takes no query parameters.
+// opens the process-wide bucket NAME, created empty on first use. The URL
+// takes no query parameters.
 package mem
 
 import (
@@ -64,17 +63,12 @@ type object struct {
 	meta    driver.Metadata // a copy, never nil
 }
 
-// Bucket is an in-memory bucket. The zero value is an empty bucket ready to
-// use; it must not be copied after first use. Every write gets a new
-// version: 16 hex digits, a bijective scramble of a write counter, so that
-// versions are unique and reproducible but, like real ETags, say nothing
-// about which comes next.
+// Bucket is an in-memory bucket; the zero value is empty and ready to use.
+// A version is a bijective scramble of a write counter: unique and
+// reproducible but, like an ETag, no guide to the next.
 type Bucket struct {
-	// Now, if set, is the service's clock: it stamps each object's
-	// modification time and each answer's Date (driver.Attrs.Time).
-	// Default time.Now. The simulator sets its own model of true time. A
-	// Now that returns the zero time makes the bucket report no service
-	// time, as a driver without the capability does.
+	// Now, if set, is the service's clock (default time.Now); one that
+	// returns the zero time makes the bucket report no service time.
 	Now func() time.Time
 	// Resolution, if set, truncates the times the bucket stamps and
 	// reports to multiples of it, as HTTP dates are truncated to whole
@@ -183,10 +177,9 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	return driver.Attrs{Version: v, Time: st}, nil
 }
 
-// PutStream reads r in parts of opts.Size() bytes, calling opts.Allow
-// before each part and before the commit, and stores the body under key if
-// cond holds at the commit. Nothing is stored on any failure (the parts
-// read so far are dropped), and the error says so.
+// PutStream reads r in parts, calling opts.Allow before each and before
+// the commit, and stores the body if cond holds at the commit; on failure
+// nothing is stored.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driver.PutOptions, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, b.Capabilities(), Scheme, key, po)
 	if err != nil {

@@ -63,10 +63,9 @@ type Bucket struct {
 	transport *http.Transport
 }
 
-// Close closes the idle connections of the client OpenURL (bucket.Open)
-// made for b; a Bucket from New leaves its caller's client as it is and
-// Close does nothing. Call it, through bucket.Bucket.Close, once no operation of b
-// is in flight; b is not to be used afterwards. It returns nil.
+// Close closes the idle connections of the client OpenURL made, once no
+// operation is in flight; for a caller's client it does nothing. It
+// returns nil.
 func (b *Bucket) Close() error {
 	if b.transport != nil {
 		b.transport.CloseIdleConnections()
@@ -93,9 +92,7 @@ func Credentials() *credentials.Credentials {
 }
 
 // NewClient returns a client for the server at endpoint ("host:port"),
-// over TLS if secure, with credentials from the environment (see
-// Credentials). It is an error wrapping driver.ErrPermission if the
-// environment holds none. region may be empty.
+// with credentials from the environment (driver.ErrPermission if none).
 func NewClient(endpoint string, secure bool, region string) (*miniogo.Client, error) {
 	c, _, err := newClient(endpoint, secure, region)
 	return c, err
@@ -127,10 +124,8 @@ func newClient(endpoint string, secure bool, region string) (*miniogo.Client, *h
 	return c, tr, nil
 }
 
-// OpenURL is the Open of the driver.Scheme for
-// minio://HOST:PORT/BUCKET/PREFIX?tls=false&region=R, which init registers; a
-// program may register it under a scheme of its own too. The Bucket owns the
-// client it creates: close it with bucket.Bucket.Close (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for minio:// URLs. The Bucket
+// owns the client it creates: close it when done.
 func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "tls", "region")
 	if err != nil {
@@ -164,10 +159,8 @@ func OpenURL(_ context.Context, u *url.URL) (driver.Bucket, string, error) {
 	return b, strings.Trim(prefix, "/"), nil
 }
 
-// Capabilities declares Conditional exclusion, metadata (x-amz-meta-*
-// headers on the PUT and the CreateMultipartUpload, read from GetObject's
-// response; not ListMetadata, as for S3), and no conditional Delete: the
-// MinIO server ignores If-Match on DeleteObject.
+// Capabilities declares Conditional exclusion, metadata (not
+// ListMetadata), and no conditional Delete.
 func (b *Bucket) Capabilities() driver.Capabilities {
 	return driver.Capabilities{Exclusion: driver.Conditional, ConditionalDelete: false, Metadata: true}
 }
@@ -195,10 +188,8 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
-	// Core.GetObject sends one GET and returns its body and headers. The
-	// Client's GetObject would not: its Object sends a HEAD for Stat and
-	// then a GET with If-Match for the body, which fails with 412 if the
-	// object changes in between.
+	// One GET, so body and version come from one response (the Client's
+	// GetObject sends a HEAD, then a GET that fails if the object changed).
 	var dates httpdate.Capture
 	body, info, header, err := miniogo.Core{Client: b.client}.GetObject(dates.Context(op.Context()), b.bucket, key, miniogo.GetObjectOptions{})
 	if err != nil {
@@ -255,14 +246,8 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	return driver.Attrs{Version: driver.Version(info.ETag), Time: t}, nil
 }
 
-// serviceTime is the service's time (driver.Attrs.Time): the Date of the
-// last response the client's transport received under dates
-// (ServiceTimeTransport records it; minio-go shows no response header of a
-// PutObject or an error) and, for a Get, the object's Last-Modified. Both
-// are HTTP dates, whole seconds. It is the zero ServiceTime when the
-// client's transport recorded no Date: a client passed to New whose
-// transport is not wrapped by ServiceTimeTransport, or a call that got no
-// response.
+// serviceTime is the service's time: the Date the transport recorded under
+// dates and, for a Get, modified; zero when no Date was recorded.
 func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime {
 	d := dates.Date()
 	if d.IsZero() {
@@ -272,11 +257,8 @@ func serviceTime(dates *httpdate.Capture, modified time.Time) driver.ServiceTime
 }
 
 // ServiceTimeTransport returns rt (http.DefaultTransport if nil) wrapped
-// so that a Bucket whose minio-go client sends its requests through it
-// reports the service's time to the caller (driver.Attrs.Time): the
-// Date header of each Get's and Put's response, and a Get's Last-Modified.
-// NewClient and OpenURL wrap the clients they make with it; a client passed
-// to New reports only if its Options.Transport is wrapped so.
+// so that a Bucket whose client uses it reports the service's time. Wrap
+// the transport of a client passed to New with it.
 func ServiceTimeTransport(rt http.RoundTripper) http.RoundTripper { return httpdate.Transport(rt) }
 
 // Delete removes key unconditionally; a missing key is success. Any

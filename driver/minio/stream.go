@@ -18,19 +18,9 @@ import (
 
 var _ multipart.PendingLister = (*Bucket)(nil)
 
-// PutStream stores the body read from r under key if opts.If holds when it
-// is committed, with opts.Metadata (on the PUT, or on the
-// CreateMultipartUpload, whose metadata the object gets at its commit). A
-// body that fits one part (s.Size()) is one conditional PUT (Put); a
-// longer one is a multipart upload through minio-go's Core API, at most
-// s.Parallel() parts at once, whose CompleteMultipartUpload carries
-// opts.If as If-None-Match: * or If-Match (minio-go sends the
-// PutObjectOptions' headers on the complete request). s.Allow is called
-// before each part and before the commit. On any failure the upload is
-// aborted before PutStream returns, and the error's *multipart.UploadError
-// says whether the abort succeeded. After a CreateMultipartUpload that got
-// no answer, or that minio-go retried, the key's pending uploads are swept
-// for the ones it began (see docs/drivers.md).
+// PutStream stores the body read from r under key, with opts.Metadata, if
+// opts.If holds when it is committed, through s3proto.Upload on minio-go's
+// Core API, which sends the condition on CompleteMultipartUpload.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	return s3proto.Upload{
 		Caps: b.Capabilities(), Driver: Scheme, Key: key, Opts: opts,
@@ -74,16 +64,10 @@ func (m uploads) Part(ctx context.Context, upload string, n int, data []byte) (s
 }
 
 // partOptions are the options of one part's PutObjectPart. Over plain
-// HTTP minio-go would otherwise sign the part with the streaming signature
-// (STREAMING-AWS4-HMAC-SHA256-PAYLOAD: a SHA-256, an HMAC and a fresh
-// buffer per 64 KiB chunk), whose garbage took the peak heap of a 1 GiB
-// streamed write to 122-132 MiB against a live heap of 66 MiB
-// (BENCHMARKS.md). The part is in memory already, so its SHA-256 is
-// computed here in one pass and signed as the payload's hash
-// (X-Amz-Content-Sha256), which the server checks just as it checks the
-// chunks' signatures: the same integrity, no garbage. Over TLS minio-go
-// does not stream-sign (it sends UNSIGNED-PAYLOAD and TLS carries the
-// integrity), and nothing changes.
+// HTTP it signs the in-memory part's SHA-256 as the payload hash, which
+// the server checks as it would the streaming signature's chunks, without
+// that signature's per-64-KiB garbage (BENCHMARKS.md). Over TLS minio-go
+// sends UNSIGNED-PAYLOAD and nothing changes.
 func partOptions(c *miniogo.Client, data []byte) miniogo.PutObjectPartOptions {
 	if u := c.EndpointURL(); u != nil && u.Scheme == "https" {
 		return miniogo.PutObjectPartOptions{}
@@ -130,10 +114,8 @@ func (m uploads) HasParts(ctx context.Context, upload string) (bool, error) {
 	return len(res.ObjectParts) > 0, nil
 }
 
-// List yields the objects whose keys start with prefix in lexical order,
-// paged by minio-go's ListObjects (ListObjectsV2 underneath). Versions are
-// ETags without quotes, as Get returns them. Stopping early cancels the
-// listing and waits for minio-go's goroutine to end.
+// List yields the objects whose keys start with prefix in lexical order.
+// Stopping early cancels the listing and waits for minio-go's goroutine.
 func (b *Bucket) List(ctx context.Context, prefix string) iter.Seq2[driver.Object, error] {
 	return driver.Listing(ctx, Scheme, prefix, func(op *driver.Op, yield func(driver.Object, error) bool) {
 		lctx, cancel := context.WithCancel(op.Context())

@@ -11,12 +11,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// UploadSteps are one streamed write's requests on one service: all a
-// driver writes to stream, Stream doing the rest (see the package
-// documentation, "Streaming a body"). A value serves one write, so it may
-// keep what Start learnt (an upload ID) for the later steps. It is a
-// driver's own seam, not an optional interface of a Bucket: no wrapper
-// forwards it.
+// UploadSteps are one streamed write's requests on one service. A value
+// serves one write, so it may keep what Start learnt (an upload ID).
 type UploadSteps interface {
 	// Start begins the upload (S3's CreateMultipartUpload; nothing where
 	// the service needs no call, as for Azure's blocks). Stream calls
@@ -68,9 +64,7 @@ type Leftover struct {
 }
 
 // SinglePutter is the optional interface of UploadSteps whose service
-// stores a body of one part more cheaply with one conditional request
-// than with a staged upload (S3's PutObject, Azure's Put Blob). It is
-// not an optional interface of a Bucket.
+// stores a one-part body more cheaply in one conditional request.
 type SinglePutter interface {
 	// PutSingle stores data, the whole body, under the write's condition
 	// in one request, as the driver's Put does, and returns its version
@@ -107,17 +101,12 @@ type Parts struct {
 // streamed write; it runs even when the caller's context has ended.
 const AbortTimeout = 30 * time.Second
 
-// Stream runs a streamed write of the body read from r through
-// steps: it is a driver's PutStream once driver.BeginPut has returned op.
-// It reads the body in parts (ReadPart: only r's own io.EOF ends it),
-// asks opts.MayStart before each part and before the commit, stages up to
-// the concurrency's parts at once, commits, and on any failure (ctx
-// ended, r failed, MayStart refused, a part or the commit failed) ends the
-// parts in flight, waits for them, aborts what was staged, and returns an
-// *driver.OpError whose cause is an *UploadError saying what happened. A body of
-// one part or less goes to PutSingle where steps has it. It returns only
-// once no request of the write is in flight, and holds at most part size
-// × concurrency bytes of the body.
+// Stream runs a streamed write of the body read from r through steps,
+// once driver.BeginPut has returned op. It asks opts.MayStart before each
+// part and before the commit, and on any failure ends the parts in
+// flight, aborts what was staged and returns an *driver.OpError whose cause
+// is an *UploadError. It returns only once no request is in flight, and
+// holds at most part size × concurrency bytes of the body.
 func Stream(op *driver.Op, r io.Reader, opts *driver.StreamOptions, plan Parts, steps UploadSteps) (driver.Attrs, error) {
 	v, err := streamParts(op, r, opts, plan, steps)
 	return driver.Attrs{Version: v}, err

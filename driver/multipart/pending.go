@@ -12,21 +12,14 @@ type Pending struct {
 	Key       string    // the key it would be committed under
 	Upload    string    // the service's name for it (an S3 upload ID)
 	Initiated time.Time // when it was started, if the service says
-	// Abort removes the upload (S3's AbortMultipartUpload, the file
-	// driver's staged file), so that it can never be committed; nil where
-	// the driver has no call for it. It returns nil when the upload is
-	// gone already (completed or aborted), and an error naming the key
-	// and the upload otherwise. It decides nothing about whose the upload
-	// is: admin.RemovePending (lease/admin) asks the lease first. The file driver's
-	// refuses a staged file whose writer is still running (it holds its
-	// lock).
+	// Abort removes the upload so that it can never be committed (nil
+	// where the driver has no call for it); an upload already gone is no
+	// error. It decides nothing about whose the upload is.
 	Abort func(ctx context.Context) error
 }
 
 // PendingLister is the optional interface of a Bucket whose service can
 // list the uploads staged under a prefix and not yet committed or aborted.
-// drivertest uses it to prove that a failed streamed write leaves nothing
-// behind; bucketlease show and probe can list what a prefix has pending.
 type PendingLister interface {
 	// ListPending yields the pending uploads whose key starts with prefix,
 	// in the service's order. A failure is yielded once, as the error of

@@ -7,16 +7,11 @@ import (
 )
 
 // ReadPart fills buf from r and reports the bytes read. The error is nil
-// when buf was filled with no error from r, io.EOF when r ended cleanly (r
-// returned io.EOF itself; n may be > 0, up to len(buf): the last part), and
-// r's error otherwise, even when r returned it together with the bytes that
-// filled buf, and even when it is io.ErrUnexpectedEOF: a cut HTTP body, a
-// gzip or tar stream that ends mid-record say so with it, and such a body
-// is not whole. So only r's own
-// io.EOF ends a body; every other error is the write's, and the driver
-// aborts the upload. A reader that returns no bytes and no error
-// maxEmptyReads times in a row fails with io.ErrNoProgress. ctx is looked
-// at before every Read. Drivers that stream read each part with it.
+// when buf was filled, io.EOF when r itself returned io.EOF (the last
+// part), and r's error otherwise, io.ErrUnexpectedEOF included: only r's
+// own io.EOF ends a body, since a cut body is not whole. A reader that
+// makes no progress maxEmptyReads times fails with io.ErrNoProgress; ctx
+// is looked at before every Read.
 func ReadPart(ctx context.Context, r io.Reader, buf []byte) (int, error) {
 	n, empty := 0, 0
 	for n < len(buf) {

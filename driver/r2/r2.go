@@ -34,11 +34,9 @@ func Locate(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	return bucket, prefix, endpoint, nil
 }
 
-// Profile is R2's profile for the S3 driver: conditional writes, and no
-// conditional delete (R2 documents no If-Match on DeleteObject), so Delete
-// refuses IfMatch with driver.ErrUnsupported without sending it. R2 allows
-// about one write per second to one object name and answers a faster one
-// with 429, so it declares a KeyWriteInterval of a second.
+// Profile is R2's profile for the S3 driver: no conditional delete (R2
+// documents no If-Match on DeleteObject), and about one write per second
+// to one object name.
 var Profile = s3.Profile{Driver: Scheme, ConditionalDelete: false, KeyWriteInterval: time.Second}
 
 // Region is the region R2 expects in request signatures.
@@ -55,10 +53,9 @@ func Endpoint(accountID string) string {
 	return "https://" + accountID + ".r2.cloudflarestorage.com"
 }
 
-// ClientOptions returns the S3 client settings for the R2 account: its
-// endpoint, region "auto", path-style addressing, and flexible checksums
-// only where required (aws-sdk-go-v2 s3 v1.73.0 and later send CRC32
-// headers that R2 has answered with 501 NotImplemented).
+// ClientOptions returns the S3 client settings for the R2 account,
+// checksums only where required (R2 answers the SDK's default CRC32 with
+// 501).
 func ClientOptions(accountID string) s3.ClientOptions {
 	return s3.ClientOptions{
 		Region:               Region,
@@ -82,10 +79,8 @@ func validAccountID(id string) bool {
 	return true
 }
 
-// OpenURL is the Open of the driver.Scheme for
-// r2://ACCOUNT_ID/BUCKET/PREFIX?endpoint=E, which init registers; a program
-// may register it under a scheme of its own too. The Bucket owns the client
-// it creates: close it with bucket.Bucket.Close (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for r2:// URLs. The Bucket owns
+// the client it creates: close it when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "endpoint")
 	if err != nil {

@@ -16,17 +16,9 @@
 // URL with user info is refused. To bring your own client (retries, HTTP
 // client, assumed role), build an *s3.Client of the SDK and call [New].
 //
-// Put is one PutObject request with the whole body (bodies over
-// [MaxPutSize] are refused, never split into a multipart upload); IfAbsent
-// is If-None-Match: *, IfMatch is If-Match with the ETag, the Version,
-// quoted as S3 returns it. The driver declares Conditional exclusion, and a
-// conditional Delete only for AWS itself: with any other endpoint it cannot
-// vouch that the service honours If-Match on DeleteObject (MinIO ignores
-// it), so it refuses a conditional Delete with driver.ErrUnsupported.
-// Errors are classified by the service's error code, not the status alone.
-//
-// [Profile] describes an S3-compatible service; the r2 package is this
-// driver with R2's profile. docs/drivers.md ("s3:// — Amazon S3 and
-// S3-compatible services") has the details: how each error code maps,
-// retries, bucket names and keys, and the quirks.
+// Put is one PutObject with the whole body under If-None-Match: * or
+// If-Match of the quoted ETag. The driver declares Conditional exclusion,
+// and a conditional Delete only for AWS itself: another endpoint may ignore
+// If-Match on DeleteObject (MinIO does). docs/drivers.md ("s3:// — Amazon
+// S3 and S3-compatible services") has the details.
 package s3

@@ -54,28 +54,17 @@ type ClientOptions struct {
 }
 
 // NewClient builds an S3 client from o and the SDK's default configuration
-// chain. It contacts no service. The client is the caller's: a Bucket made
-// from it with New leaves it as it is. OpenWithProfile makes a Bucket that
-// owns its client.
+// chain, without contacting the service. The client is the caller's.
 func NewClient(ctx context.Context, o ClientOptions) (*s3sdk.Client, error) {
 	c, _, err := newClient(ctx, o)
 	return c, err
 }
 
-// OpenWithProfile builds a client from o as NewClient does and returns the
-// bucket named bucket on it, with profile p (NewWithProfile). The Bucket
-// owns the client: its Close (bucket.Bucket.Close) closes the connections the
-// client's HTTP transport keeps open. OpenURL opens buckets this way.
-//
-// It builds two clients on one configuration (and one credential cache),
-// each with a transport of its own: streamed writes and listings on one,
-// the small control requests (Get, Put, Delete: the lease's renewals) on
-// the other, so that a renewal never waits behind a part. The SDK's
-// transport attempts HTTP/2, and a service that offers it over TLS (R2,
-// MinIO with TLS, many gateways) then carries every request of a transport
-// on one TCP connection, where a renewal queues behind the part bytes
-// already in its send buffer. (AWS S3 itself speaks HTTP/1.1, one request
-// per connection, and the two pools change nothing there.)
+// OpenWithProfile returns the bucket named bucket, with profile p, on
+// clients built from o; the Bucket owns them and its Close closes their
+// connections. Streamed writes and listings get one client and Get, Put
+// and Delete another, each with its own transport, so that a renewal never
+// queues behind a part on one HTTP/2 connection.
 func OpenWithProfile(ctx context.Context, o ClientOptions, bucket string, p Profile) (*Bucket, error) {
 	return openWithProfile(ctx, o, bucket, p)
 }
@@ -135,13 +124,9 @@ func loadConfig(ctx context.Context, o ClientOptions) (aws.Config, error) {
 	return cfg, nil
 }
 
-// build makes a client of cfg and o with an HTTP transport of its own.
-// The SDK's BuildableClient builds that transport inside itself, out of
-// reach (and clones it on every change, as for a custom CA bundle or a
-// defaults mode's dialer), so the client's dialer is wrapped instead, once
-// its options are final: every connection it dials is tracked until it is
-// closed, and a Bucket that owns the client closes those left (its idle
-// connections) on Close. extra is applied to the transport after that.
+// build makes a client of cfg and o with an HTTP transport of its own,
+// whose dialer tracks every connection so that Close can close those
+// left (the SDK keeps the transport out of reach).
 func build(cfg aws.Config, o ClientOptions, tracked *conns, extra ...func(*http.Transport)) *s3sdk.Client {
 	return s3sdk.NewFromConfig(cfg, func(opt *s3sdk.Options) {
 		// The client's options are final here (the defaults mode's dialer
@@ -186,11 +171,8 @@ func checkEndpoint(raw string) error {
 	return nil
 }
 
-// OpenURL is the Open of the driver.Scheme for
-// s3://BUCKET/PREFIX?region=R&endpoint=E&path_style=true, which init
-// registers; a program may register it under a scheme of its own too. The
-// Bucket owns the client it creates: close it with bucket.Bucket.Close
-// (Bucket.Close) when done.
+// OpenURL is the Open of the driver.Scheme for s3:// URLs. The Bucket owns
+// the client it creates: close it when done.
 func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	q, err := driver.Params(u, "region", "endpoint", "path_style")
 	if err != nil {
@@ -219,10 +201,8 @@ func OpenURL(ctx context.Context, u *url.URL) (driver.Bucket, string, error) {
 	return b, strings.Trim(u.Path, "/"), nil
 }
 
-// credentialErrors marks the errors of the credential chain, so that a
-// request that could not get credentials (none configured, an expired SSO
-// session, a refused role) is driver.ErrPermission: the SDK reports them
-// only as text.
+// credentialErrors marks the credential chain's errors, which the SDK
+// reports only as text, so that they are driver.ErrPermission.
 type credentialErrors struct{ aws.CredentialsProvider }
 
 // Retrieve returns the inner provider's credentials, or its error marked.

@@ -32,10 +32,8 @@ import (
 // parts would not carry the precondition.
 const MaxPutSize = 5 << 30
 
-// Profile is what distinguishes one S3-compatible service from another for
-// this driver: the name it gives in errors and whether the service honours
-// If-Match on DeleteObject. The R2 driver is this driver with the R2
-// profile.
+// Profile is what distinguishes one S3-compatible service from another
+// for this driver.
 type Profile struct {
 	// Driver names the driver in errors, such as "s3" or "r2".
 	Driver string
@@ -44,26 +42,20 @@ type Profile struct {
 	// driver.ErrUnsupported without sending a request.
 	ConditionalDelete bool
 	// KeyWriteInterval is the spacing between writes to one key the
-	// service enforces (driver.Capabilities.KeyWriteInterval): a second
-	// on R2, 0 on AWS, which answers SlowDown to a request rate per
-	// prefix far above one lease's, and declares no per-key limit.
+	// service enforces (driver.Capabilities.KeyWriteInterval).
 	KeyWriteInterval time.Duration
 }
 
-// AWS is the profile of Amazon S3: conditional writes and, since
-// 2025-09-16 on general-purpose buckets, conditional deletes. The
-// conditional delete is declared only for AWS itself: a client with a
-// custom endpoint (MinIO, Ceph, a gateway) may reach a service that
-// ignores If-Match on DeleteObject, which this driver cannot vouch for.
+// AWS is the profile of Amazon S3: conditional writes and deletes. The
+// conditional delete is declared only for AWS itself, not a custom
+// endpoint, which may ignore If-Match on DeleteObject.
 var AWS = Profile{Driver: Scheme, ConditionalDelete: true}
 
 // Bucket is one bucket reached through the AWS SDK's S3 client. It is safe
 // for concurrent use.
 type Bucket struct {
-	// client carries streamed writes and listings, ctl the control
-	// requests (Get, Put, Delete). They are one client for a client
-	// passed to New, and two with their own transports for a bucket that
-	// OpenWithProfile made.
+	// client carries streamed writes and listings, ctl Get, Put and
+	// Delete; one client for a client passed to New.
 	client  *s3sdk.Client
 	ctl     *s3sdk.Client
 	bucket  string
@@ -75,11 +67,9 @@ type Bucket struct {
 	conns *conns
 }
 
-// Close closes the connections the client OpenWithProfile (and so OpenURL,
-// bucket.Open) made for b keeps open; a Bucket from New or NewWithProfile
-// leaves its caller's client as it is and Close does nothing. Call it,
-// through bucket.Bucket.Close, once no operation of b is in flight; b is not to be
-// used afterwards. It returns nil.
+// Close closes the connections of the clients OpenWithProfile made, once
+// no operation is in flight; for a caller's client it does nothing. It
+// returns nil.
 func (b *Bucket) Close() error {
 	if b.conns != nil {
 		b.conns.closeAll()
@@ -124,11 +114,8 @@ func IsAWSEndpoint(endpoint string) bool {
 	return strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn")
 }
 
-// Capabilities declares Conditional exclusion, metadata (x-amz-meta-*
-// headers on PutObject and CreateMultipartUpload, read from GetObject's
-// response; not ListMetadata: ListObjectsV2 carries no user metadata), and
-// a conditional Delete if the profile says the service honours one and the
-// client reaches AWS.
+// Capabilities declares Conditional exclusion, metadata (not
+// ListMetadata), and a conditional Delete where the profile allows it.
 func (b *Bucket) Capabilities() driver.Capabilities { return b.caps }
 
 // Get returns the object's body and its Attrs (the ETag, the service's
@@ -212,16 +199,10 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 }
 
 // settle reads key back after a PutObject of data that the SDK sent more
-// than once and that failed with err (of kind k: a refusal, or no answer).
-// MinIO, for one, answers a conditional PUT it refuses before it has read
-// the body and resets the connection, so that the SDK, its body write cut
-// off, sends it again and meets a refusal that may be of its own first
-// attempt, or gets no answer at all. If the object holds data, an attempt
-// landed: the write succeeded, with the object's version. If it holds
-// other bytes that the service last modified before the first attempt, no
-// attempt landed, and if that object fails the write's condition the
-// write is driver.ErrPrecondition. Otherwise the outcome is what Fail
-// says: unknown for a refusal (driver.ErrOutcomeUnknown).
+// than once and that failed with err of kind k (MinIO resets a refused
+// PUT's connection, so the retry may meet its own first attempt). The
+// write succeeded if the object holds data; it is ErrPrecondition if older
+// bytes fail its condition; otherwise what Fail says (settle.Judge).
 func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key string, data []byte, sent time.Time) (driver.Version, error) {
 	rb, rerr := b.readBack(ctx, key, int64(len(data))+1)
 	if rerr != nil {
@@ -268,13 +249,9 @@ func (b *Bucket) readBack(ctx context.Context, key string, limit int64) (settle.
 	return rb, nil
 }
 
-// serviceTime is the service's time (driver.Attrs.Time) that the response
-// to an SDK call stated: the Date header of the last attempt's response,
-// which the SDK keeps in the result's metadata (md) on success and in the
-// error's raw response (err) on failure, and for a Get the object's
-// Last-Modified (modified). Both are HTTP dates, whole seconds. It is the
-// zero ServiceTime for a call that got no response (a network error, a
-// cancelled context).
+// serviceTime is the service's time the last response to an SDK call
+// stated (from md on success, err on failure) and, for a Get, modified;
+// zero without a response.
 func serviceTime(md *middleware.Metadata, err error, modified *time.Time) driver.ServiceTime {
 	var date time.Time
 	if md != nil {
@@ -345,13 +322,10 @@ func fail(op *driver.Op, k, err error) error {
 	return op.RateLimited(err, wait)
 }
 
-// returnRateLimits makes the client's retryer, for one conditional
-// PutObject, return an answer the service refused for its rate rather
-// than send the write again: the SDK retries 429 and SlowDown, and a
-// conditional write sent again after a rate-limited attempt may meet a
-// refusal that Op.Fail must call unknown (ErrOutcomeUnknown) although no
-// attempt landed. The caller gets driver.ErrRateLimited with the
-// service's Retry-After instead, and sends the write again itself.
+// returnRateLimits makes the retryer, for one conditional PutObject,
+// return a rate-limited answer (driver.ErrRateLimited) rather than retry:
+// a retry's refusal would have to be called ErrOutcomeUnknown although no
+// attempt landed.
 func returnRateLimits(o *s3sdk.Options) {
 	if o.Retryer == nil {
 		return

@@ -18,21 +18,11 @@ import (
 
 var _ multipart.PendingLister = (*Bucket)(nil)
 
-// PutStream stores the body read from r under key if opts.If holds when it
-// is committed, with opts.Metadata (on the PutObject, or on the
-// CreateMultipartUpload, whose metadata the object gets at its
-// CompleteMultipartUpload). A body that fits one part (s.Size()) is one
-// conditional PutObject (Put); a longer one is a multipart upload of at
-// most s.Parallel() parts at once, whose CompleteMultipartUpload carries
-// opts.If as If-None-Match: * or If-Match, so that the condition applies at
-// the step that makes the object visible. s.Allow is called before each part
-// and before the commit. On any failure the upload is aborted
-// (AbortMultipartUpload) before PutStream returns, and the error's
-// *multipart.UploadError says whether the abort succeeded (after a
-// CreateMultipartUpload that got no answer, or that the SDK retried, the
-// key's pending uploads are swept for the ones it began: docs/drivers.md);
-// what a killed process leaves is removed by a lifecycle rule with
-// AbortIncompleteMultipartUpload.
+// PutStream stores the body read from r under key, with opts.Metadata, if
+// opts.If holds when it is committed, through s3proto.Upload: the condition
+// rides on the CompleteMultipartUpload that makes the object visible, and
+// a failed upload is aborted before PutStream returns. What a killed
+// process leaves needs a lifecycle rule with AbortIncompleteMultipartUpload.
 func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts driver.PutOptions, s *driver.StreamOptions) (driver.Attrs, error) {
 	return s3proto.Upload{
 		Caps: b.caps, Driver: b.profile.Driver, Key: key, Opts: opts,

@@ -17,16 +17,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Location is a bucket URL parsed once: where it points (Bucket, Prefix,
-// Endpoint), what the driver reads (URL), what may be printed (String) and
-// what names the place for good (Key), so that no layer parses the URL again
-// and each agrees on which prefix it names. Parse makes one; Open opens
-// it. A driver.Scheme's Locate says its Bucket, Prefix and Endpoint.
-//
-// Bucket, Prefix and Endpoint say where the URL points without how it
-// happens to spell it (a trailing slash, a parameter at its default value,
-// the parameters' order) or settings that do not change which objects it
-// names (a region, path-style addressing, TLS verification).
+// Location is a bucket URL parsed once, so that every layer agrees on
+// which place it names. Bucket, Prefix and Endpoint (from the scheme's
+// Locate) say where it points, whatever its spelling or settings that do
+// not change which objects it names.
 type Location struct {
 	// Scheme is the URL's scheme in lower case.
 	Scheme string
@@ -50,11 +44,8 @@ type Location struct {
 // the Locate its scheme registered. Errors show the URL redacted.
 func Parse(rawURL string) (*Location, error) { return parse(rawURL, driver.Schemes()) }
 
-// parse parses rawURL into a Location, with schemes' Scheme for its scheme. A
-// scheme no driver registered is an error wrapping ErrUnknownScheme; a
-// prefix that is not itself a valid key (CheckKey: a control character, a
-// double slash, a "." segment), under which every key would be refused,
-// is an error wrapping ErrInvalidKey.
+// parse parses rawURL into a Location with schemes; an unregistered scheme
+// wraps ErrUnknownScheme, a prefix that is not a valid key ErrInvalidKey.
 func parse(rawURL string, schemes map[string]driver.Scheme) (*Location, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -92,11 +83,9 @@ func parse(rawURL string, schemes map[string]driver.Scheme) (*Location, error) {
 	return l, nil
 }
 
-// genericLocation locates a URL of a scheme registered without Locate: the
-// URL's host as the bucket, its path as the prefix, and every query
-// parameter, sorted, as part of the endpoint, so that two spellings may
-// differ where the driver would see one place, but two places never
-// coincide.
+// genericLocation locates a URL of a scheme registered without Locate:
+// host, path, and every query parameter in the endpoint, so that two
+// places never coincide.
 func genericLocation(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	q := u.Query()
 	keys := make([]string, 0, len(q))
@@ -111,10 +100,8 @@ func genericLocation(u *url.URL) (bucket, prefix, endpoint string, err error) {
 	return u.Host, strings.Trim(u.Path, "/"), e.String(), nil
 }
 
-// cleanEndpoint returns an endpoint URL in a canonical form: scheme and
-// host in lower case, the scheme's default port left out, no trailing
-// slash. What does not parse is returned as it is (the driver's Open
-// refuses it).
+// cleanEndpoint returns an endpoint URL in a canonical form; what does not
+// parse is returned as it is (the driver's Open refuses it).
 func cleanEndpoint(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -143,9 +130,7 @@ func (l *Location) URL() *url.URL {
 func (l *Location) String() string { return l.display }
 
 // Key names the place for good: equal for two spellings of one location,
-// different for two locations. It is made of the scheme, bucket, prefix and
-// endpoint, and holds no secret (a URL carrying one is refused by its
-// driver).
+// different for two locations. It holds no secret.
 func (l *Location) Key() string {
 	return fmt.Sprintf("%s %q %q %q", l.Scheme, l.Bucket, l.Prefix, l.Endpoint)
 }
@@ -161,10 +146,8 @@ func displayForm(rawURL string, u *url.URL) string {
 	return red
 }
 
-// Open opens the bucket at l, which Parse made, with its scheme's Open,
-// and returns it; the prefix is l.Prefix. An Open whose prefix disagrees
-// with the scheme's Locate is an error: the two would name different
-// places.
+// Open opens the bucket at l with its scheme's Open; the prefix is
+// l.Prefix (a driver whose prefix disagrees is an error).
 func (l *Location) Open(ctx context.Context) (driver.Bucket, error) {
 	if l.scheme.Open == nil {
 		return nil, fmt.Errorf("open %s: the Location was not made by Parse", l)
@@ -215,13 +198,8 @@ func open(ctx context.Context, rawURL string, schemes map[string]driver.Scheme) 
 
 // Open opens the bucket named by rawURL, such as "s3://bucket/backups/db1",
 // with the driver registered for its scheme, and returns it with the key
-// prefix the URL names ("backups/db1"). The driver's package must be
-// imported (for its side effect) for its scheme to be known. Errors show
-// the URL with its secrets redacted. It is Parse then Location.Open.
-//
-// The Bucket may own what the driver made for it (the gs driver's storage
-// client, with its connection pool): release it with Close once done with
-// the Bucket.
+// prefix the URL names. It is Parse then Location.Open; release the Bucket
+// with Close.
 func Open(ctx context.Context, rawURL string) (driver.Bucket, string, error) {
 	return open(ctx, rawURL, driver.Schemes())
 }
@@ -246,16 +224,11 @@ func secretParam(name string) bool {
 	return false
 }
 
-// Redact returns rawURL with its user info, its fragment, the body of an
-// opaque URL (one without "//"), and the value of every query parameter
-// whose name suggests a credential, replaced by "REDACTED". A secret nested
-// in another parameter's value, at any depth of percent-encoding (an Azure
-// SAS URL pasted as an endpoint, say), is redacted too: a value that is a
-// URL keeps its shape with its own secrets redacted, and a value that hides
-// one under encoding is replaced whole; so is a path or a parameter name
-// that decodes to something carrying a secret. A string that does not parse
-// as a URL is reduced to its scheme, since it may hold a secret in a place
-// no parser can find. Use it on every URL that reaches a log or an error.
+// Redact returns rawURL with its user info, fragment, opaque body and every
+// credential-like query value replaced by "REDACTED", including secrets
+// nested in other values at any depth of percent-encoding; a string that
+// does not parse is reduced to its scheme. Use it on every URL that
+// reaches a log or an error.
 func Redact(rawURL string) string {
 	return redact(rawURL, 0)
 }
@@ -416,22 +389,10 @@ func queryHasSecret(q string, depth int) bool {
 	return false
 }
 
-// Close releases what b holds, if its driver gives it a Close method
-// (io.Closer), and returns that method's error; a Bucket without one holds
-// nothing that needs releasing, and Close returns nil.
-//
-// Closing is an optional ability, found at run time by a type assertion: a
-// driver whose Bucket holds
-// something that outlives its operations (an SDK client with its own
-// connection pool, as the gs driver's Open creates) implements io.Closer.
-// gocloud.dev/blob's Bucket.Close is the model. A Bucket's Close releases
-// only what the driver itself created: a Bucket built around a client its
-// caller passed in (gcs.New, say) leaves that client to the caller.
-//
-// Call Close on every Bucket that Open returned, once no operation of it is
-// in flight, and do not use the Bucket afterwards. A program that opens
-// buckets repeatedly (one per backup run, say) otherwise keeps each one's
-// client, with its idle connections and their goroutines.
+// Close releases what b holds if it implements io.Closer (a driver's Bucket
+// that owns a client with a connection pool), else returns nil. Call it on
+// every Bucket Open returned once no operation is in flight; a Bucket built
+// around a caller's client leaves that client to the caller.
 func Close(b driver.Bucket) error {
 	if c, ok := b.(io.Closer); ok {
 		return c.Close()

@@ -15,19 +15,12 @@ import (
 // ErrTooLarge: an object was larger than the reader's bound (ReadAll).
 var ErrTooLarge = errors.New("object too large")
 
-// FakeVersion returns a version that has the shape of v (same length, a hex
-// digit where v has one, a decimal digit where v has one, other characters
-// unchanged) but differs from it in every digit. A service therefore accepts
-// it as well formed, and its refusal of IfMatch(FakeVersion(v)) is the
-// service's own decision, not a parse error. The lease's probe and drivertest
-// use it. For the empty Version it returns "0".
-//
-// A made-up version must also be one the object will not reach. That holds
-// for ETags (content hashes) and GCS generations (microsecond timestamps),
-// whose every digit it changes; a driver whose versions are small counters
-// must scramble them, as the mem driver does. This is obligation 5 in
-// docs/drivers.md, and drivertest's version-unguessable check fails
-// first, naming the rule, for a driver that breaks it.
+// FakeVersion returns a version with the shape of v but every digit
+// changed, so that a service's refusal of IfMatch(FakeVersion(v)) is its
+// own decision, not a parse error; "0" for the empty Version. The object
+// must never reach it, which holds for ETags and GCS generations; a driver
+// with counter versions must scramble them (obligation 5 in
+// docs/drivers.md).
 func FakeVersion(v driver.Version) driver.Version {
 	if v == "" {
 		return "0"

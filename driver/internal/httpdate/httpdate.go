@@ -1,9 +1,6 @@
-// Package httpdate gives a driver the Date header of the responses its
-// client library does not show it (minio-go's PutObject and its errors,
-// every call of the GCS client library), so that the driver can report the
-// service's time (driver.Attrs.Time): a Transport records the Date
-// of each response to a request sent under a Capture's context, and the
-// driver reads the last one once its call returns.
+// Package httpdate records the Date header of responses a client library
+// does not show its driver (minio-go, the GCS client library), so that the
+// driver can report the service's time.
 package httpdate
 
 import (
@@ -59,10 +56,8 @@ func (c *Capture) set(t time.Time) {
 	c.date = t
 }
 
-// Transport returns base (http.DefaultTransport if nil) wrapped so that the
-// Date header of every response to a request sent under a Capture's
-// context is recorded in that Capture. Requests under other contexts pass
-// through untouched.
+// Transport returns base (http.DefaultTransport if nil) wrapped so that
+// responses to requests under a Capture's context record their Date in it.
 func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -94,10 +89,8 @@ func (t *transport) CloseIdleConnections() {
 	}
 }
 
-// RetryAfter reads an HTTP Retry-After header, given in seconds or as
-// an HTTP date (then relative to now, the time of the answer), and returns
-// the wait it asks for and true, or false if the header is empty or
-// malformed. A date in the past, or 0 seconds, is a wait of 0 with true.
+// RetryAfter returns the wait an HTTP Retry-After header (seconds, or a
+// date relative to now) asks for, or false if it is empty or malformed.
 func RetryAfter(h string, now time.Time) (time.Duration, bool) {
 	h = strings.TrimSpace(h)
 	if h == "" {

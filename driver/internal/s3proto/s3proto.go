@@ -1,8 +1,6 @@
-// Package s3proto holds what the drivers that speak the S3 protocol (s3, r2
-// and minio) share whatever SDK they use: how the service says that a
-// conditional request's precondition did not hold, that a key or a bucket
-// is missing, or that the credentials were refused; and the bucket naming
-// rule.
+// Package s3proto holds what the S3-protocol drivers (s3, r2, minio)
+// share whatever SDK they use: error classification, the bucket naming
+// rule and streamed uploads.
 package s3proto
 
 import (
@@ -14,14 +12,9 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Refused reports whether an S3 error, given by its code, is the service
-// refusing a request because its condition did not hold: PreconditionFailed
-// (412); ConditionalRequestConflict (409: a concurrent conditional request
-// won); or NoSuchKey on an If-Match request (the key is missing, which AWS
-// and MinIO since RELEASE.2025-09-07 answer with 404 rather than 412). The
-// code decides, not the status: a 412 or 404 that says something else (a
-// proxy's, or NoSuchBucket) is not a refused condition. An unconditional
-// request is never refused.
+// Refused reports whether an S3 error is a refused condition:
+// PreconditionFailed, ConditionalRequestConflict, or NoSuchKey under
+// If-Match. The code decides, not the status: a proxy's 412 is not one.
 func Refused(code string, status int, cond driver.Condition) bool {
 	if cond.Unconditional() {
 		return false
@@ -36,10 +29,8 @@ func Refused(code string, status int, cond driver.Condition) bool {
 	return false
 }
 
-// Missing reports whether an S3 error says that the key does not exist, as
-// opposed to the bucket: the code NoSuchKey. A bare 404 without a code (a
-// proxy, or the answer to a HEAD) does not say which is missing, and is not
-// taken for a missing key.
+// Missing reports whether an S3 error says the key, not the bucket, is
+// missing (NoSuchKey); a bare 404 does not say which.
 func Missing(code string, status int) bool {
 	return code == "NoSuchKey"
 }
@@ -66,12 +57,9 @@ func Permission(code string, status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden || permissionCodes[code]
 }
 
-// RateLimited reports whether an S3 error is the service refusing the
-// request for its rate: HTTP 429 (R2 answers a second write to one object
-// name within a second so), or the code SlowDown (AWS S3, with 503), which
-// asks the client to slow down. A 503 with another code (a proxy's, or
-// ServiceUnavailable) is not: it does not say that the request was refused
-// before it was applied.
+// RateLimited reports whether an S3 error refuses the request for its
+// rate (429, or SlowDown); another 503 does not say the request was not
+// applied.
 func RateLimited(code string, status int) bool {
 	return status == http.StatusTooManyRequests || code == "SlowDown"
 }
@@ -95,11 +83,8 @@ func Kind(code string, status int, cond driver.Condition) error {
 	return nil
 }
 
-// CheckBucketName reports whether name follows the S3 bucket naming rule:
-// 3 to 63 characters of lower-case letters, digits, dots and hyphens,
-// beginning and ending with a letter or digit, no two dots in a row, and not
-// shaped like an IP address. The error says the rule, and where a port or
-// an address belongs instead.
+// CheckBucketName reports whether name follows the S3 bucket naming rule;
+// the error says the rule.
 func CheckBucketName(name string) error {
 	why := ""
 	switch {

@@ -83,22 +83,13 @@ const createSkew = 5 * time.Second
 // only so that tests can shorten it.
 var sweepPatience = 8 * time.Second
 
-// Run reads r in parts of opts.Size() bytes, at most opts.Parallel() of
-// them held or in flight at once, through multipart.Stream. A body that
-// fits one part is one conditional PUT (Single); a longer one is a
-// multipart upload whose CompleteMultipartUpload carries the condition.
-// opts.Allow is called before each part and before the commit. On any
-// failure the upload is aborted before Run returns, every part's request
-// has returned, and the error's *multipart.UploadError says whether the abort
-// succeeded.
-//
-// A CreateMultipartUpload that got no answer (a lost reply, a request
-// cancelled in flight) may still have begun an upload, and one the SDK
-// sent more than once may have begun one per attempt; the driver never
-// learns their IDs. Run then sweeps the key before it returns: it lists
-// the key's pending uploads and aborts those that such a creation can
-// have begun (see sweep), so that a write that returned leaves nothing
-// staged, whatever it returned.
+// Run streams r through multipart.Stream: a one-part body is one
+// conditional PUT (Single), a longer one a multipart upload whose
+// CompleteMultipartUpload carries the condition. A failed upload is
+// aborted before Run returns. A
+// CreateMultipartUpload that got no answer, or was retried, may have begun
+// uploads whose IDs the driver never learns; Run then sweeps the key (see
+// sweep), so a write that returned leaves nothing staged.
 func (u Upload) Run(ctx context.Context, r io.Reader, opts *driver.StreamOptions) (driver.Attrs, error) {
 	op, err := driver.BeginPut(ctx, u.Caps, u.Driver, u.Key, u.Opts)
 	if err != nil {
@@ -117,10 +108,8 @@ type steps struct {
 	parts []Part
 
 	// created and answered bound when the CreateMultipartUpload was
-	// sent; unanswered reports that it may have begun uploads of the key
-	// that the driver does not know of: a refusal of the one request
-	// sent began nothing; a request without an answer, or more than one,
-	// may have.
+	// sent; unanswered reports that it may have begun unknown uploads (a
+	// request without an answer, or sent more than once).
 	created, answered time.Time
 	unanswered        bool
 }
@@ -249,27 +238,19 @@ func countRequests(ctx context.Context) (context.Context, func() int) {
 //   - has no part: nobody can have uploaded a part to an upload whose ID
 //     only the service knows.
 //
-// An upload that another writer of the same key began within those
-// seconds and has not yet sent a part to is aborted too; that writer's
-// next part or commit then fails (NoSuchUpload), and nothing is committed
-// by it, so the cost is a retry, never a lost or overwritten object.
-// A creation given up on in flight may still reach the service seconds
-// later, so the key is listed at once and again, up to sweepRounds more
-// times, until sweepLate after the answer was given up on: a failed write
-// whose creation got no answer returns that much later, and only then.
-// What it cannot find is left to the service's clean-up, as after a killed
-// process: a request that reaches the service more than createSkew after
-// its answer was given up on, or one on a service whose clock is further
-// off than that. It is sent whatever state ctx is in, within abortTimeout.
+// Another writer's partless upload in that window is aborted too; its next
+// part or commit fails (NoSuchUpload), so the cost is a retry, never a lost
+// or overwritten object. A creation given up on may reach the service
+// later, so the key is listed again, up to sweepRounds more times until
+// sweepLate after; what arrives later still, or on a service whose clock
+// is off by more than createSkew, is left to the service's clean-up. It
+// runs whatever state ctx is in, within abortTimeout.
 func (u Upload) sweep(ctx context.Context, created, answered time.Time, known string) ([]string, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	from, until := created.Add(-createSkew), answered.Add(createSkew)
-	// A creation given up on in flight may reach the service, and begin
-	// its upload, seconds later (it was seen 1.8 s after the client had
-	// given up): the key is listed again until sweepLate after the answer
-	// was given up on, a bounded number of times, and each upload found
-	// is judged once.
+	// A creation given up on may begin its upload seconds later (seen at
+	// 1.8 s): list again until sweepLate, judging each upload once.
 	var (
 		aborted []string
 		failed  = map[string]error{}
@@ -359,10 +340,8 @@ func (u Upload) judge(sctx context.Context, candidates []string, judged map[stri
 	return aborted
 }
 
-// sweepLate is how long after an unanswered CreateMultipartUpload was
-// given up on the sweep keeps looking for the upload it may begin, and
-// sweepRounds how many times at most it lists the key again in that time.
-// A variable only so that tests can shorten it.
+// sweepLate is how long the sweep keeps looking for an unanswered
+// creation's upload, in at most sweepRounds listings; tests shorten it.
 var sweepLate = createSkew
 
 const sweepRounds = 5

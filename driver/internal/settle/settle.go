@@ -19,22 +19,17 @@ const (
 	// Unknown: the read-back proves nothing; the outcome stays
 	// unknown.
 	Unknown Result = iota
-	// Ours: the object holds exactly the write's bytes and was
-	// not last modified before the first attempt: an attempt landed (or
-	// an identical body was written meanwhile), and its version is the
-	// write's.
+	// Ours: the object holds the write's bytes and is not older than
+	// the first attempt: an attempt landed.
 	Ours
-	// NotApplied: the object was last modified before the write's
-	// first attempt was sent, by the service's own clock, whatever bytes
-	// it holds: no attempt landed, since one that had would be newer.
+	// NotApplied: the object is older than the first attempt, by the
+	// service's clock: no attempt landed.
 	NotApplied
 )
 
 // ReadBack is an object as a driver read it back to settle a write: its
-// bytes (Data, at most the write's length + 1), version, last
-// modification and the service's clock at the read (the response's Date
-// header), both as the service gives them, to the second. Exists is false
-// when the key does not exist.
+// bytes (at most the write's length + 1), version, Last-Modified and the
+// response's Date.
 type ReadBack struct {
 	Exists   bool
 	Data     []byte
@@ -43,19 +38,12 @@ type ReadBack struct {
 	Now      time.Time
 }
 
-// Judge judges what a read-back proves of a write of data
-// whose first attempt was sent at sent (this machine's clock, read with
-// its monotonic reading) and that the client library sent more than once:
-// NotApplied if the service last modified the object before the
-// write's first attempt, whatever bytes it holds; otherwise Ours if
-// it holds data (an identical body that another writer stored during the
-// write is taken for this one: bytes cannot tell them apart). The age is
-// judged on the service's clock alone, so that the two machines' clocks
-// may differ: the service's time at the first attempt
-// is at least rb.Now minus the time elapsed here since sent (read
-// monotonically, when the read-back's answer had come), and the second
-// granularity of Date and Last-Modified is allowed for. Anything else
-// (the key missing, other bytes newer than that) proves nothing.
+// Judge judges what a read-back proves of a write of data whose first
+// attempt was sent at sent (monotonic) and that was sent more than once.
+// The age is judged on the service's clock alone: its time at the first
+// attempt is at least rb.Now minus the time elapsed here since sent, less
+// a second of HTTP-date granularity. An identical body another writer
+// stored meanwhile is taken for this write's: bytes cannot tell them apart.
 func Judge(data []byte, sent time.Time, rb ReadBack) Result {
 	if !rb.Exists || rb.Version == "" {
 		return Unknown
