@@ -37,12 +37,6 @@ func IfAbsent() Condition { return Condition{kind: condAbsent} }
 // (If-Match: v). IfMatch of the empty Version can never hold.
 func IfMatch(v Version) Condition { return Condition{kind: condMatch, version: v} }
 
-// Unconditional reports whether c is the zero Condition.
-func (c Condition) Unconditional() bool { return c.kind == condNone }
-
-// Absent reports whether c is IfAbsent.
-func (c Condition) Absent() bool { return c.kind == condAbsent }
-
 // Match returns the version c requires and true if c is IfMatch.
 func (c Condition) Match() (Version, bool) { return c.version, c.kind == condMatch }
 

@@ -123,7 +123,7 @@ func (e *OpError) Error() string {
 	sb.WriteString(e.Op)
 	sb.WriteString(" ")
 	sb.WriteString(printableKey(e.Key))
-	if !e.Cond.Unconditional() {
+	if e.Cond != (Condition{}) {
 		sb.WriteString(" (")
 		sb.WriteString(e.Cond.String())
 		sb.WriteString(")")

@@ -145,13 +145,13 @@ const (
 //		return "", op.Fail(classify(err), err)
 //	}
 type Op struct {
-	Key  string    // the object key, or the listing's prefix
-	Cond Condition // the condition of a put or delete
 	// Metadata is what a Put begun by BeginPut stores with the object.
 	Metadata Metadata
 
-	driver string // the driver's name in errors
-	name   string // "get", "put", "delete" or "list"
+	driver string    // the driver's name in errors
+	name   string    // "get", "put", "delete" or "list"
+	key    string    // the object key, or the listing's prefix
+	cond   Condition // the condition of a put or delete
 	ctx    context.Context
 	sent   *sentCount
 }
@@ -217,14 +217,14 @@ func BeginDelete(ctx context.Context, caps Capabilities, driverName, key string,
 //
 // A Get passes the zero Condition.
 func begin(ctx context.Context, caps Capabilities, driverName string, op opName, key string, cond Condition) (*Op, error) {
-	o := &Op{driver: driverName, name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
+	o := &Op{driver: driverName, name: string(op), key: key, cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
 	if keyProblem(key) != "" {
 		return o, o.Fail(ErrInvalidKey, errors.New("key "+keyProblem(key)))
 	}
-	if op == opDelete && cond.Absent() {
+	if op == opDelete && cond == IfAbsent() {
 		return o, o.Fail(ErrUnsupported, errors.New("IfAbsent makes no sense for a delete"))
 	}
 	if v, match := cond.Match(); match {
@@ -314,7 +314,7 @@ func (o *Op) FailSettled(kind, err error) error {
 // commit of a streamed write), on o's context, whose Fail judges the
 // attempts of that request alone.
 func (o *Op) Step() *Op {
-	return &Op{driver: o.driver, name: o.name, Key: o.Key, Cond: o.Cond, ctx: o.ctx, sent: &sentCount{}}
+	return &Op{driver: o.driver, name: o.name, key: o.key, cond: o.cond, ctx: o.ctx, sent: &sentCount{}}
 }
 
 func (o *Op) fail(kind, err error, upgrade bool) error {
@@ -328,5 +328,5 @@ func (o *Op) fail(kind, err error, upgrade bool) error {
 	} else if cerr := o.ctx.Err(); cerr != nil && kind == nil {
 		err = cerr
 	}
-	return &OpError{Driver: o.driver, Op: o.name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
+	return &OpError{Driver: o.driver, Op: o.name, Key: o.key, Cond: o.cond, Kind: kind, Err: err}
 }

@@ -74,7 +74,7 @@ func (b *bucket) Capabilities() driver.Capabilities {
 // modification time: the caller made a Put or a Delete, whose Attrs have
 // none. The read object's metadata is not asked for.
 func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) (driver.ServiceTime, error) {
-	if cond.Unconditional() {
+	if cond == (driver.Condition{}) {
 		return driver.ServiceTime{}, nil
 	}
 	rc, cur, err := b.Bucket.Get(ctx, key, driver.GetOptions{})

@@ -207,11 +207,10 @@ func (b *Bucket) serviceTime(modified time.Time) driver.ServiceTime {
 	return driver.ServiceTime{Date: time.Now().Round(0), Modified: modified, Resolution: b.resolution}
 }
 
-// path maps a key to its file. Begin has checked the key against
+// path maps op's key to its file. Begin has checked the key against
 // driver.CheckKey, so it cannot leave the directory; the metadata folder is
 // refused here.
-func (b *Bucket) path(op *driver.Op) (string, error) {
-	key := op.Key
+func (b *Bucket) path(op *driver.Op, key string) (string, error) {
 	if key == metaDir || strings.HasPrefix(key, metaDir+"/") {
 		return "", op.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q is reserved for the driver's own files", key))
 	}

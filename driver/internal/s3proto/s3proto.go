@@ -23,7 +23,7 @@ import (
 // proxy's, or NoSuchBucket) is not a refused condition. An unconditional
 // request is never refused.
 func Refused(code string, status int, cond driver.Condition) bool {
-	if cond.Unconditional() {
+	if cond == (driver.Condition{}) {
 		return false
 	}
 	switch code {
