@@ -22,9 +22,8 @@ const (
 	condMatch
 )
 
-// Condition is the precondition of a Put or Delete. The zero value is an
-// unconditional write; IfAbsent and IfMatch build the other two. It is one
-// value rather than two flags so that it cannot contradict itself.
+// Condition is the precondition of a Put or Delete: the zero Condition
+// (none), IfAbsent or IfMatch. Conditions compare with ==.
 type Condition struct {
 	kind    condKind
 	version Version

@@ -204,18 +204,8 @@ func BeginDelete(ctx context.Context, caps Capabilities, driverName, key string,
 	return begin(ctx, caps, driverName, opDelete, key, cond)
 }
 
-// begin starts an operation and returns the error the driver must return at
-// once, without sending anything, if the contract settles the operation
-// before any request:
-//
-//   - ctx has ended: an error matching ctx.Err();
-//   - the key breaks the portable key rule (CheckKey): ErrInvalidKey;
-//   - a Delete under IfAbsent, or under IfMatch where caps does not declare
-//     ConditionalDelete: ErrUnsupported (a condition the service would
-//     ignore is never sent);
-//   - IfMatch of a version no service issues (see checkVersion): ErrPrecondition;
-//
-// A Get passes the zero Condition.
+// begin starts an operation as BeginGet, BeginDelete and BeginPut describe;
+// a Get passes the zero Condition.
 func begin(ctx context.Context, caps Capabilities, driverName string, op opName, key string, cond Condition) (*Op, error) {
 	o := &Op{driver: driverName, name: string(op), key: key, cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
@@ -283,9 +273,8 @@ func (o *Op) Fail(kind, err error) error {
 	return o.fail(kind, err, true)
 }
 
-// Attempts returns how many requests were started through Context to the
-// host of the latest one: more than one when the client library sent the
-// operation's request again.
+// Attempts returns how many requests started through Context went to the
+// host of the latest one: more than one if the client library retried.
 func (o *Op) Attempts() int { return o.requests() }
 
 // RateLimited returns the *OpError for an operation the service refused
