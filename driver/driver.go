@@ -22,9 +22,8 @@ const (
 	condMatch
 )
 
-// Condition is the precondition of a Put or Delete. The zero value is an
-// unconditional write; IfAbsent and IfMatch build the other two. It is one
-// value rather than two flags so that it cannot contradict itself.
+// Condition is the precondition of a Put or Delete: the zero Condition
+// (none), IfAbsent or IfMatch. Conditions compare with ==.
 type Condition struct {
 	kind    condKind
 	version Version
@@ -36,12 +35,6 @@ func IfAbsent() Condition { return Condition{kind: condAbsent} }
 // IfMatch is the condition "the key exists and its current version is v"
 // (If-Match: v). IfMatch of the empty Version can never hold.
 func IfMatch(v Version) Condition { return Condition{kind: condMatch, version: v} }
-
-// Unconditional reports whether c is the zero Condition.
-func (c Condition) Unconditional() bool { return c.kind == condNone }
-
-// Absent reports whether c is IfAbsent.
-func (c Condition) Absent() bool { return c.kind == condAbsent }
 
 // Match returns the version c requires and true if c is IfMatch.
 func (c Condition) Match() (Version, bool) { return c.version, c.kind == condMatch }

@@ -31,16 +31,13 @@ var (
 
 	// ErrPermission: the service refused the request for want of
 	// credentials or permission (HTTP 401 or 403, or the SDK's
-	// authentication error): the credentials are missing, wrong, expired,
-	// or lack the permission for this operation.
+	// authentication error).
 	ErrPermission = errors.New("permission denied")
 
-	// ErrOutcomeUnknown: a write may or may not have been applied. A driver
-	// reports it when its client library sent a conditional write more
-	// than once (a retry after a lost reply or a 5xx) and a later attempt
-	// was refused: the refusal may be the service seeing the first
-	// attempt's own write, so it is not ErrPrecondition. The caller reads
-	// the object back to learn what happened.
+	// ErrOutcomeUnknown: a write may or may not have been applied, as when
+	// the client library sent a conditional write again and a later
+	// attempt was refused, perhaps for the first attempt's own write. The
+	// caller reads the object back to learn what happened.
 	ErrOutcomeUnknown = errors.New("outcome unknown: the write may have been applied")
 
 	// ErrInvalidKey: the key is outside the portable key rule (see
@@ -57,16 +54,10 @@ var (
 	ErrInvalidMetadata = errors.New("invalid metadata")
 
 	// ErrRateLimited: the service refused the request for its rate, not
-	// for its content: HTTP 429 (R2, GCS's rateLimitExceeded, Azure), or
-	// S3's SlowDown (503). The request was not applied: a service that
-	// sheds load answers before it acts on the request. That is the
-	// services' documented behaviour (R2 and GCS refuse a second write to
-	// one object name within a second; S3's SlowDown asks the client to
-	// send the request again), and an assumption this package cannot
-	// check: a proxy that answers 429 after forwarding would break it.
-	// The caller may send the request again once the time the service
-	// asked for has passed (RetryAfter), and must not take the answer for
-	// a refusal of the write's condition, which it is not.
+	// its content (HTTP 429, or S3's 503 SlowDown), before applying it, as
+	// the services document (a proxy that answers 429 after forwarding
+	// would break this). The caller may send the request again after
+	// RetryAfter; it is not a refusal of the write's condition.
 	ErrRateLimited = errors.New("rate limited: the service refused the request for its rate, before applying it")
 )
 
@@ -84,10 +75,9 @@ func RetryAfter(err error) (time.Duration, bool) {
 }
 
 // OpError is the error a driver returns from a failed operation. It keeps
-// the classification (Kind, one of the sentinels above or nil when the
-// failure is something else, such as a network error) and the service's own
-// error (Err) side by side, so both errors.Is(err, ErrPrecondition) and
-// errors.As(err, &someSDKError) work.
+// the classification (Kind) and the service's own error (Err) side by
+// side, so both errors.Is(err, ErrPrecondition) and errors.As(err,
+// &someSDKError) work.
 type OpError struct {
 	Driver string    // the driver's name, such as "s3"
 	Op     string    // "get", "put" or "delete"
@@ -95,10 +85,8 @@ type OpError struct {
 	Cond   Condition // the condition of a put or delete
 	Kind   error     // one of the sentinels above (ErrNotExist, ErrPrecondition, ...) or nil
 	Err    error     // the underlying error, if any
-	// retryAfter is, for Kind ErrRateLimited, how long the service asked
-	// the caller to wait before sending the request again (its
-	// Retry-After header), or 0 where it named no time: Op.RateLimited
-	// sets it, RetryAfter reads it.
+	// retryAfter is, for Kind ErrRateLimited, the service's Retry-After,
+	// or 0: Op.RateLimited sets it, RetryAfter reads it.
 	retryAfter time.Duration
 }
 
@@ -123,7 +111,7 @@ func (e *OpError) Error() string {
 	sb.WriteString(e.Op)
 	sb.WriteString(" ")
 	sb.WriteString(printableKey(e.Key))
-	if !e.Cond.Unconditional() {
+	if e.Cond != (Condition{}) {
 		sb.WriteString(" (")
 		sb.WriteString(e.Cond.String())
 		sb.WriteString(")")

@@ -98,20 +98,3 @@ func metadataValueProblem(v string) string {
 	}
 	return ""
 }
-
-// String renders m with its keys sorted, for messages.
-func (m Metadata) String() string {
-	if m == nil {
-		return "<nil>"
-	}
-	var sb strings.Builder
-	sb.WriteString("{")
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			sb.WriteString(" ")
-		}
-		fmt.Fprintf(&sb, "%s=%q", k, m[k])
-	}
-	sb.WriteString("}")
-	return sb.String()
-}

@@ -58,8 +58,8 @@ func TestBeginPutCarriesTheMetadata(t *testing.T) {
 		t.Errorf("op.Metadata = %s, want a copy of epoch=1", op.Metadata)
 	}
 	var oe *driver.OpError
-	if !op.Cond.Absent() || op.Key != "k" || !errors.As(op.Fail(nil, errors.New("x")), &oe) || oe.Op != "put" {
-		t.Errorf("BeginPut's Op is %v %q %s, want put \"k\" IfAbsent", oe, op.Key, op.Cond)
+	if !errors.As(op.Fail(nil, errors.New("x")), &oe) || oe.Op != "put" || oe.Key != "k" || oe.Cond != driver.IfAbsent() {
+		t.Errorf("BeginPut's Op fails as %v, want put \"k\" IfAbsent", oe)
 	}
 	if op, err := driver.BeginPut(ctx, caps, "x", "k", driver.PutOptions{}); err != nil || op.Metadata != nil {
 		t.Errorf("a write with no metadata: %v, op.Metadata = %#v, want nil", err, op.Metadata)

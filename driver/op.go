@@ -145,13 +145,13 @@ const (
 //		return "", op.Fail(classify(err), err)
 //	}
 type Op struct {
-	Key  string    // the object key, or the listing's prefix
-	Cond Condition // the condition of a put or delete
 	// Metadata is what a Put begun by BeginPut stores with the object.
 	Metadata Metadata
 
-	driver string // the driver's name in errors
-	name   string // "get", "put", "delete" or "list"
+	driver string    // the driver's name in errors
+	name   string    // "get", "put", "delete" or "list"
+	key    string    // the object key, or the listing's prefix
+	cond   Condition // the condition of a put or delete
 	ctx    context.Context
 	sent   *sentCount
 }
@@ -204,27 +204,17 @@ func BeginDelete(ctx context.Context, caps Capabilities, driverName, key string,
 	return begin(ctx, caps, driverName, opDelete, key, cond)
 }
 
-// begin starts an operation and returns the error the driver must return at
-// once, without sending anything, if the contract settles the operation
-// before any request:
-//
-//   - ctx has ended: an error matching ctx.Err();
-//   - the key breaks the portable key rule (CheckKey): ErrInvalidKey;
-//   - a Delete under IfAbsent, or under IfMatch where caps does not declare
-//     ConditionalDelete: ErrUnsupported (a condition the service would
-//     ignore is never sent);
-//   - IfMatch of a version no service issues (see checkVersion): ErrPrecondition;
-//
-// A Get passes the zero Condition.
+// begin starts an operation as BeginGet, BeginDelete and BeginPut describe;
+// a Get passes the zero Condition.
 func begin(ctx context.Context, caps Capabilities, driverName string, op opName, key string, cond Condition) (*Op, error) {
-	o := &Op{driver: driverName, name: string(op), Key: key, Cond: cond, ctx: ctx, sent: &sentCount{}}
+	o := &Op{driver: driverName, name: string(op), key: key, cond: cond, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}
 	if keyProblem(key) != "" {
 		return o, o.Fail(ErrInvalidKey, errors.New("key "+keyProblem(key)))
 	}
-	if op == opDelete && cond.Absent() {
+	if op == opDelete && cond == IfAbsent() {
 		return o, o.Fail(ErrUnsupported, errors.New("IfAbsent makes no sense for a delete"))
 	}
 	if v, match := cond.Match(); match {
@@ -283,9 +273,8 @@ func (o *Op) Fail(kind, err error) error {
 	return o.fail(kind, err, true)
 }
 
-// Attempts returns how many requests were started through Context to the
-// host of the latest one: more than one when the client library sent the
-// operation's request again.
+// Attempts returns how many requests started through Context went to the
+// host of the latest one: more than one if the client library retried.
 func (o *Op) Attempts() int { return o.requests() }
 
 // RateLimited returns the *OpError for an operation the service refused
@@ -314,7 +303,7 @@ func (o *Op) FailSettled(kind, err error) error {
 // commit of a streamed write), on o's context, whose Fail judges the
 // attempts of that request alone.
 func (o *Op) Step() *Op {
-	return &Op{driver: o.driver, name: o.name, Key: o.Key, Cond: o.Cond, ctx: o.ctx, sent: &sentCount{}}
+	return &Op{driver: o.driver, name: o.name, key: o.key, cond: o.cond, ctx: o.ctx, sent: &sentCount{}}
 }
 
 func (o *Op) fail(kind, err error, upgrade bool) error {
@@ -328,5 +317,5 @@ func (o *Op) fail(kind, err error, upgrade bool) error {
 	} else if cerr := o.ctx.Err(); cerr != nil && kind == nil {
 		err = cerr
 	}
-	return &OpError{Driver: o.driver, Op: o.name, Key: o.Key, Cond: o.Cond, Kind: kind, Err: err}
+	return &OpError{Driver: o.driver, Op: o.name, Key: o.key, Cond: o.cond, Kind: kind, Err: err}
 }

@@ -141,7 +141,7 @@ func Listing[T any](ctx context.Context, driverName, prefix string, list func(op
 // key, a prefix may be empty (the whole bucket) and may end in a slash or
 // mid-segment.
 func beginList(ctx context.Context, driverName, prefix string) (*Op, error) {
-	o := &Op{driver: driverName, name: string(opList), Key: prefix, ctx: ctx, sent: &sentCount{}}
+	o := &Op{driver: driverName, name: string(opList), key: prefix, ctx: ctx, sent: &sentCount{}}
 	if err := ctx.Err(); err != nil {
 		return o, o.Fail(nil, err)
 	}

@@ -70,7 +70,7 @@ func TestPutWhole(t *testing.T) {
 	if err != nil || a.Version != stubAttrs.Version || a.Time != stubAttrs.Time || len(s.puts) != 1 || string(s.puts[0]) != "small" {
 		t.Fatalf("a small body: %+v, %v, puts %q; want the Put's Attrs and one Put of the body", a, err, s.puts)
 	}
-	if got := s.opts[0]; !got.If.Absent() || got.Metadata["epoch"] != "7" {
+	if got := s.opts[0]; got.If != driver.IfAbsent() || got.Metadata["epoch"] != "7" {
 		t.Errorf("the Put was sent %+v, want the write's options %+v", got, po)
 	}
 	full := bytes.Repeat([]byte("x"), 2*driver.MinPartSize)

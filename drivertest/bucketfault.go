@@ -59,7 +59,7 @@ func retryAfterLandedAtBucket(ctx context.Context, s *scope) error {
 	}}
 	for _, cond := range []driver.Condition{driver.IfMatch(v), driver.IfAbsent()} {
 		key := k
-		if cond.Absent() {
+		if cond == driver.IfAbsent() {
 			key = s.key("new")
 		}
 		dropped.Store(0)
@@ -102,7 +102,7 @@ func canceledMidWrite(ctx context.Context, s *scope) error {
 	fired := false
 	for _, cond := range []driver.Condition{driver.IfMatch(v), driver.IfAbsent()} {
 		key := k
-		if cond.Absent() {
+		if cond == driver.IfAbsent() {
 			key = s.key("mid-new")
 		}
 		cctx, cancel := newCountdown(ctx, 2)
@@ -130,13 +130,13 @@ func canceledMidWrite(ctx context.Context, s *scope) error {
 func canceledLeft(ctx context.Context, s *scope, key string, cond driver.Condition, err error, nv, oldV driver.Version, old, big []byte, what string) error {
 	got, gv, rerr := read(ctx, s.b, key)
 	switch {
-	case err != nil && cond.Absent() && errors.Is(rerr, driver.ErrNotExist):
+	case err != nil && cond == driver.IfAbsent() && errors.Is(rerr, driver.ErrNotExist):
 	case rerr != nil:
 		return fmt.Errorf("Get after the cancelled Put (%s): %s", cond, outcome(rerr))
 	case bytes.Equal(got, big) && (err != nil || gv == nv):
 		// Whole: it landed before the cancellation reached the service
 		// (an unknown outcome, which the error says), or it succeeded.
-	case err != nil && !cond.Absent() && bytes.Equal(got, old) && gv == oldV:
+	case err != nil && cond != driver.IfAbsent() && bytes.Equal(got, old) && gv == oldV:
 	default:
 		return fmt.Errorf("after the Put (%s) %s (%s) the object holds %d bytes (%q), version %q: "+
 			"neither the old object nor the whole new one at the version Put returned", cond, what, outcome(err), len(got), clip(got), gv)

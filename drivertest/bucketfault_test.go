@@ -70,7 +70,7 @@ func TestCancelledLocalWriteLosesTheCause(t *testing.T) {
 type replayAccepted struct{ *mem.Bucket }
 
 func (b replayAccepted) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if !opts.If.Unconditional() {
+	if opts.If != (driver.Condition{}) {
 		if rc, a, err := b.Bucket.Get(ctx, key, driver.GetOptions{}); err == nil {
 			cur, rerr := io.ReadAll(rc)
 			rc.Close()

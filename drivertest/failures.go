@@ -167,7 +167,7 @@ func canceledMidBody(ctx context.Context, s *scope) error {
 	big := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
 	for _, cond := range []driver.Condition{driver.IfMatch(v), driver.IfAbsent()} {
 		key := k
-		if cond.Absent() {
+		if cond == driver.IfAbsent() {
 			key = s.key("new")
 		}
 		var fired atomic.Bool
@@ -216,7 +216,7 @@ func retryAfterLanded(ctx context.Context, s *scope) error {
 	}
 	for _, cond := range []driver.Condition{driver.IfMatch(v), driver.IfAbsent()} {
 		key := k
-		if cond.Absent() {
+		if cond == driver.IfAbsent() {
 			key = s.key("new")
 		}
 		before := tr.Dropped()

@@ -222,7 +222,7 @@ var leaseChecks = []check{
 			var dropped atomic.Bool
 			key := admin.Key(s.prefix)
 			lossy := &faulty.LostReply{Bucket: s.b, Drop: func(op, k string, cond driver.Condition) bool {
-				return op == "put" && k == key && cond.Absent() && dropped.CompareAndSwap(false, true)
+				return op == "put" && k == key && cond == driver.IfAbsent() && dropped.CompareAndSwap(false, true)
 			}}
 			l, err := s.acquire(ctx, lossy, "first", clock.NewFake(leaseStart))
 			if err != nil {

@@ -159,7 +159,7 @@ func TestMetadataSetInASecondRequest(t *testing.T) {
 type metaFirst struct{ *mem.Bucket }
 
 func (b metaFirst) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if md := opts.Metadata; len(md) > 0 && !opts.If.Unconditional() {
+	if md := opts.Metadata; len(md) > 0 && opts.If != (driver.Condition{}) {
 		rc, a, err := b.Bucket.Get(ctx, key, driver.GetOptions{})
 		if err == nil {
 			cur, _ := io.ReadAll(rc)

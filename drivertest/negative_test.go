@@ -390,7 +390,7 @@ func (b *wireBucket) Put(ctx context.Context, key string, data []byte, opts driv
 		}
 		if v, ok := cond.Match(); ok {
 			req.Header.Set("If-Match", string(v))
-		} else if cond.Absent() {
+		} else if cond == driver.IfAbsent() {
 			req.Header.Set("If-None-Match", "*")
 		}
 		resp, err = b.client.Do(req)

@@ -51,7 +51,7 @@ func (b processLocal) Get(ctx context.Context, key string, opts driver.GetOption
 }
 
 func (b processLocal) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if opts.If.Unconditional() {
+	if opts.If == (driver.Condition{}) {
 		return b.files.Put(ctx, key, data, opts)
 	}
 	processLocalMu.Lock()
@@ -74,7 +74,7 @@ func (b processLocal) List(ctx context.Context, prefix string) iter.Seq2[driver.
 }
 
 func (b processLocal) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if cond.Unconditional() {
+	if cond == (driver.Condition{}) {
 		return b.files.Delete(ctx, key, cond)
 	}
 	processLocalMu.Lock()
@@ -95,7 +95,7 @@ func (b processLocal) holds(ctx context.Context, key string, cond driver.Conditi
 	v := a.Version
 	want, match := cond.Match()
 	switch {
-	case errors.Is(err, driver.ErrNotExist) && cond.Absent():
+	case errors.Is(err, driver.ErrNotExist) && cond == driver.IfAbsent():
 		return a.Time, nil
 	case err != nil && !errors.Is(err, driver.ErrNotExist):
 		return a.Time, err

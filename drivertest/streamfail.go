@@ -46,7 +46,7 @@ func streamCanceledMidBody(ctx context.Context, s *scope) error {
 	}
 	for _, cond := range []driver.Condition{driver.IfAbsent(), driver.IfMatch(v)} {
 		key := k
-		if cond.Absent() {
+		if cond == driver.IfAbsent() {
 			key = s.key("new")
 		}
 		before, err := s.pendingBefore(ctx, key)
@@ -68,7 +68,7 @@ func streamCanceledMidBody(ctx context.Context, s *scope) error {
 		if !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("PutStream (%s) whose context was cancelled mid-body: %s, not context.Canceled", cond, outcome(err))
 		}
-		if cond.Absent() {
+		if cond == driver.IfAbsent() {
 			if aerr := absent(ctx, s.b, key); aerr != nil {
 				return fmt.Errorf("after the cancelled PutStream (%s): %w", cond, aerr)
 			}
@@ -186,7 +186,7 @@ func streamReaderFails(ctx context.Context, s *scope) error {
 			cond := conds[i%len(conds)]
 			i++
 			key := existing
-			if cond.Absent() {
+			if cond == driver.IfAbsent() {
 				key = s.key("new" + strconv.Itoa(i))
 			}
 			body := &failingBody{r: newBody(uint64(10+i), p.at+driver.MinPartSize), at: p.at, err: fail}
@@ -205,7 +205,7 @@ func streamReaderFails(ctx context.Context, s *scope) error {
 			if !errors.Is(err, fail) {
 				return fmt.Errorf("%s: %s, want an error wrapping the reader's", what, outcome(err))
 			}
-			if cond.Absent() {
+			if cond == driver.IfAbsent() {
 				if aerr := absent(ctx, s.b, key); aerr != nil {
 					return fmt.Errorf("after the %s: %w", what, aerr)
 				}

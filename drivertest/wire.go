@@ -286,7 +286,7 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 func leaseLostReply(ctx context.Context, s *scope, b driver.Bucket, armed *atomic.Bool, dropped func() int, where string) error {
 	key := admin.Key(s.prefix)
 	c := clock.NewFake(leaseStart)
-	acq := &armedBucket{Bucket: b, key: key, armed: armed, sel: driver.Condition.Absent}
+	acq := &armedBucket{Bucket: b, key: key, armed: armed, sel: func(c driver.Condition) bool { return c == driver.IfAbsent() }}
 	l, err := s.acquire(ctx, acq, "first", c)
 	if dropped() != 1 {
 		return fmt.Errorf("setup: no reply was dropped: the acquire (%v) sent no write of %s %s", err, key, where)

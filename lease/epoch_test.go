@@ -249,7 +249,7 @@ type createGate struct {
 }
 
 func (g createGate) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
-	if key != admin.Key("db1") || !opts.If.Absent() {
+	if key != admin.Key("db1") || opts.If != driver.IfAbsent() {
 		return g.Bucket.Put(ctx, key, data, opts)
 	}
 	if g.first {

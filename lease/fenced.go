@@ -215,7 +215,7 @@ func (f fencedBucket) PutStream(ctx context.Context, key string, r io.Reader, op
 			}
 			return nil
 		}
-		if !opts.If.Unconditional() {
+		if opts.If != (driver.Condition{}) {
 			if err := f.l.proveStreamCommit(ctx, opts.Metadata); err != nil {
 				return err
 			}

@@ -57,7 +57,7 @@ func TestInterruptedAcquireLeavesNoLease(t *testing.T) {
 		before string // the lease object before the acquire, or "" for none
 		cond   func(driver.Condition) bool
 	}{
-		{"create", "", driver.Condition.Absent},
+		{"create", "", func(c driver.Condition) bool { return c == driver.IfAbsent() }},
 		{"takeover", foreign("old", time.Now().Add(-time.Minute), 0), func(c driver.Condition) bool { _, ok := c.Match(); return ok }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

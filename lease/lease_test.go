@@ -107,7 +107,7 @@ func TestLostReplyAcquireIsOurs(t *testing.T) {
 			inner := machineClocksOnly()
 			dropped := 0
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
-				if op == "put" && key == "db1/LEASE" && cond.Absent() && dropped == 0 {
+				if op == "put" && key == "db1/LEASE" && cond == driver.IfAbsent() && dropped == 0 {
 					dropped++
 					return true
 				}
@@ -141,7 +141,7 @@ func TestLostReplyOfTheScratchKeyIsReadBack(t *testing.T) {
 			inner := machineClocksOnly()
 			var dropped atomic.Int32
 			b := &faulty.LostReply{Bucket: inner, AsRefusal: asRefusal, Drop: func(op, key string, cond driver.Condition) bool {
-				return op == "put" && admin.IsScratchKey(key) && cond.Absent() && dropped.CompareAndSwap(0, 1)
+				return op == "put" && admin.IsScratchKey(key) && cond == driver.IfAbsent() && dropped.CompareAndSwap(0, 1)
 			}}
 			l, err := lease.Acquire(context.Background(), bucket.New(b, "db1"), opts("me", clock.NewFake(t0), nil))
 			if err != nil {

@@ -180,7 +180,7 @@ type dropFirstIfAbsent struct {
 
 func (d *dropFirstIfAbsent) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	d.mu.Lock()
-	first := !d.done && opts.If.Absent()
+	first := !d.done && opts.If == driver.IfAbsent()
 	if first {
 		d.done = true
 	}

@@ -323,7 +323,7 @@ func TestFailedProbeCleansUpAfterTheAcquireContextEnded(t *testing.T) {
 	var absent atomic.Int32
 	b := &faulty.LostReply{Bucket: &faulty.Bucket{Bucket: inner, Ignore: faulty.IgnoreIfAbsent, Only: onLease},
 		Drop: func(op, key string, cond driver.Condition) bool {
-			if op == "put" && onLease(key) && cond.Absent() && absent.Add(1) == 2 {
+			if op == "put" && onLease(key) && cond == driver.IfAbsent() && absent.Add(1) == 2 {
 				cancel() // the caller gives up as the probe's answer arrives
 			}
 			return false
@@ -519,7 +519,7 @@ func TestWallClockPastTheDeadlineClosesDoneWithinAPoll(t *testing.T) {
 func TestAcquireFenceIsTimedFromBeforeTheProbes(t *testing.T) {
 	var c *clock.Fake
 	b := &faulty.Failing{Bucket: machineClocksOnly(), Before: func(_ context.Context, op, key string, cond driver.Condition) error {
-		if op == "get" || cond.Absent() {
+		if op == "get" || cond == driver.IfAbsent() {
 			return nil
 		}
 		c.AdvanceMono(time.Second) // the probes are slow

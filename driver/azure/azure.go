@@ -219,31 +219,33 @@ func (b *Bucket) Capabilities() driver.Capabilities {
 // beginGet starts a Get (driver.BeginGet), and also refuses a key with a
 // segment ending in a dot (dotted).
 func (b *Bucket) beginGet(ctx context.Context, key string) (*driver.Op, error) {
-	return dotted(driver.BeginGet(ctx, driverName, key))
+	o, err := driver.BeginGet(ctx, driverName, key)
+	return dotted(key, o, err)
 }
 
 // beginDelete is beginGet for a Delete under cond (driver.BeginDelete).
 func (b *Bucket) beginDelete(ctx context.Context, key string, cond driver.Condition) (*driver.Op, error) {
-	return dotted(driver.BeginDelete(ctx, b.Capabilities(), driverName, key, cond))
+	o, err := driver.BeginDelete(ctx, b.Capabilities(), driverName, key, cond)
+	return dotted(key, o, err)
 }
 
 // beginPut is beginGet for a Put or PutStream under opts (driver.BeginPut).
 func (b *Bucket) beginPut(ctx context.Context, key string, opts driver.PutOptions) (*driver.Op, error) {
 	o, err := driver.BeginPut(ctx, b.Capabilities(), driverName, key, opts)
-	return dotted(o, err)
+	return dotted(key, o, err)
 }
 
-// dotted returns o and err, begun for o.Key, and refuses a key with a
+// dotted returns o and err, begun for key, and refuses a key with a
 // segment ending in a dot, which Blob Storage advises against because its
 // URL handling may drop the dot, so two keys could name one blob.
-func dotted(o *driver.Op, err error) (*driver.Op, error) {
+func dotted(key string, o *driver.Op, err error) (*driver.Op, error) {
 	if err != nil {
 		return o, err
 	}
-	for _, seg := range strings.Split(o.Key, "/") {
+	for _, seg := range strings.Split(key, "/") {
 		if strings.HasSuffix(seg, ".") {
 			return o, o.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q has a segment ending in a dot, which Azure Blob "+
-				"Storage may drop, so two keys could name one blob", o.Key))
+				"Storage may drop, so two keys could name one blob", key))
 		}
 	}
 	return o, nil
@@ -260,7 +262,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	var raw *http.Response
 	resp, err := b.c.NewBlobClient(key).DownloadStream(policy.WithCaptureResponse(op.Context(), &raw), nil)
 	if err != nil {
-		return nil, driver.Attrs{Time: serviceTime(raw, nil)}, b.fail(op, classify(err, op.Cond), err)
+		return nil, driver.Attrs{Time: serviceTime(raw, nil)}, b.fail(op, classify(err, driver.Condition{}), err)
 	}
 	a := driver.Attrs{Time: serviceTime(raw, resp.LastModified)}
 	if resp.ETag == nil || *resp.ETag == "" {
@@ -284,7 +286,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	}
 	var raw *http.Response
 	resp, err := b.c.NewBlockBlobClient(key).Upload(policy.WithCaptureResponse(op.Context(), &raw),
-		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(op.Cond),
+		streaming.NopCloser(bytes.NewReader(data)), &blockblob.UploadOptions{AccessConditions: accessConditions(opts.If),
 			Metadata: toAzure(op.Metadata)})
 	a := driver.Attrs{Time: serviceTime(raw, nil)}
 	if err != nil {
@@ -292,7 +294,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 			a.Version = v
 			return a, nil
 		}
-		return a, b.fail(op, classify(err, op.Cond), err)
+		return a, b.fail(op, classify(err, opts.If), err)
 	}
 	if resp.ETag == nil || *resp.ETag == "" {
 		return a, op.Fail(nil, errors.New("the response carried no ETag"))
@@ -335,7 +337,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return nil
 	}
 	k := classify(err, cond)
-	if k == driver.ErrNotExist && cond.Unconditional() {
+	if k == driver.ErrNotExist && cond == (driver.Condition{}) {
 		return nil
 	}
 	return b.fail(op, k, err)
@@ -356,7 +358,7 @@ func landed(raw *http.Response, ok int) (driver.Version, bool) {
 func accessConditions(cond driver.Condition) *blob.AccessConditions {
 	var m blob.ModifiedAccessConditions
 	switch v, match := cond.Match(); {
-	case cond.Absent():
+	case cond == driver.IfAbsent():
 		etag := azcore.ETagAny
 		m.IfNoneMatch = &etag
 	case match:
@@ -395,11 +397,11 @@ func classify(err error, cond driver.Condition) error {
 		return driver.ErrRateLimited
 	case bloberror.HasCode(err, bloberror.ContainerNotFound):
 		return driver.ErrBucketNotExist
-	case !cond.Unconditional() && bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
+	case cond != (driver.Condition{}) && bloberror.HasCode(err, bloberror.ConditionNotMet, bloberror.BlobAlreadyExists):
 		return driver.ErrPrecondition
 	case bloberror.HasCode(err, bloberror.BlobNotFound) && match:
 		return driver.ErrPrecondition
-	case bloberror.HasCode(err, bloberror.BlobNotFound) && cond.Unconditional():
+	case bloberror.HasCode(err, bloberror.BlobNotFound) && cond == (driver.Condition{}):
 		return driver.ErrNotExist
 	}
 	return nil

@@ -62,7 +62,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, opts dr
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	steps := &blocks{b: b, ctx: ctx, key: key, cond: op.Cond, md: op.Metadata, bb: b.c.NewBlockBlobClient(key), upload: newUploadID()}
+	steps := &blocks{b: b, ctx: ctx, key: key, cond: opts.If, md: op.Metadata, bb: b.c.NewBlockBlobClient(key), upload: newUploadID()}
 	plan := multipart.Parts{Size: min(s.Size(), blockblob.MaxStageBlockBytes), Max: blockblob.MaxBlocks}
 	return multipart.Stream(op, r, s, plan, steps)
 }
@@ -172,13 +172,13 @@ func (e *kindError) Unwrap() error { return e.err }
 func (s *blocks) discarded(ctx context.Context, cond driver.Condition, cause error) (error, error) {
 	cause = fmt.Errorf("%w: the staged blocks were discarded, which the service does when the blob is committed "+
 		"by another writer (or deleted) after they were staged", cause)
-	if cond.Unconditional() {
+	if cond == (driver.Condition{}) {
 		return nil, cause
 	}
 	props, err := s.bb.GetProperties(ctx, nil)
 	v, match := cond.Match()
 	switch {
-	case err == nil && cond.Absent():
+	case err == nil && cond == driver.IfAbsent():
 		return driver.ErrPrecondition, fmt.Errorf("%w; the blob exists now", cause)
 	case err == nil && match && (props.ETag == nil || driver.Version(*props.ETag) != v):
 		return driver.ErrPrecondition, fmt.Errorf("%w; the blob's version is not the one the condition names", cause)

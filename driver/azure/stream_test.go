@@ -333,9 +333,9 @@ func TestStreamConcurrentUploadsDoNotMix(t *testing.T) {
 			}
 		case !bytes.Equal(got, bodyA) || v != vA:
 			t.Errorf("%s: the second commit failed (%v), and the blob (%d bytes at %s) is not the first's body (at %s)", cond, errB, len(got), v, vA)
-		case cond.Absent() && !errors.Is(errB, driver.ErrPrecondition):
+		case cond == driver.IfAbsent() && !errors.Is(errB, driver.ErrPrecondition):
 			t.Errorf("%s: the second commit: %v; want ErrPrecondition", cond, errB)
-		case cond.Unconditional() && !strings.Contains(errB.Error(), "discarded"):
+		case cond == (driver.Condition{}) && !strings.Contains(errB.Error(), "discarded"):
 			t.Errorf("%s: the second commit: %v; want an error saying its blocks were discarded", cond, errB)
 		default:
 			t.Logf("%s: the second commit: %v", cond, errB)

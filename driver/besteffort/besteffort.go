@@ -65,7 +65,7 @@ func (b *bucket) Capabilities() driver.Capabilities {
 // check reads key's current version and tests cond against it, returning
 // the read's service time without a modification time.
 func (b *bucket) check(ctx context.Context, op *driver.Op, key string, cond driver.Condition) (driver.ServiceTime, error) {
-	if cond.Unconditional() {
+	if cond == (driver.Condition{}) {
 		return driver.ServiceTime{}, nil
 	}
 	rc, cur, err := b.Bucket.Get(ctx, key, driver.GetOptions{})

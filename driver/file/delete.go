@@ -20,7 +20,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err != nil {
 		return err
 	}
-	p, err := b.path(op)
+	p, err := b.path(op, key)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err != nil {
 		return op.Fail(osKind(err), err)
 	}
-	if cur == "" && cond.Unconditional() {
+	if cur == "" && cond == (driver.Condition{}) {
 		return nil
 	}
 	if !satisfied(cur, cond) {

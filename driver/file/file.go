@@ -174,8 +174,7 @@ func (b *Bucket) serviceTime(modified time.Time) driver.ServiceTime {
 
 // path maps a key to its file (Begin has checked the key, so it cannot
 // leave the directory), refusing the driver's own folder.
-func (b *Bucket) path(op *driver.Op) (string, error) {
-	key := op.Key
+func (b *Bucket) path(op *driver.Op, key string) (string, error) {
 	if key == metaDir || strings.HasPrefix(key, metaDir+"/") {
 		return "", op.Fail(driver.ErrInvalidKey, fmt.Errorf("key %q is reserved for the driver's own files", key))
 	}

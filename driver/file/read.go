@@ -26,7 +26,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
-	p, err := b.path(op)
+	p, err := b.path(op, key)
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}

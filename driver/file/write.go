@@ -21,7 +21,7 @@ import (
 // satisfied reports whether cond holds for the stored version cur ("" when
 // the key is missing).
 func satisfied(cur driver.Version, cond driver.Condition) bool {
-	if cond.Absent() {
+	if cond == driver.IfAbsent() {
 		return cur == ""
 	}
 	if v, ok := cond.Match(); ok {
@@ -38,7 +38,7 @@ func (b *Bucket) beginWrite(ctx context.Context, key string, opts driver.PutOpti
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := b.path(op)
+	p, err := b.path(op, key)
 	if err != nil {
 		return nil, "", err
 	}
@@ -76,7 +76,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	})
 	var kind error
 	if err == nil {
-		err, kind = b.commitStaged(ctx, op, s, p, v)
+		err, kind = b.commitStaged(ctx, key, opts.If, s, p, v)
 	}
 	if err != nil {
 		if s != nil {
@@ -138,7 +138,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 		}
 	}
 	if err == nil {
-		err, refusal = b.commitStaged(ctx, op, s, p, v)
+		err, refusal = b.commitStaged(ctx, key, po.If, s, p, v)
 	}
 	if err == nil {
 		s.done()
@@ -159,27 +159,26 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 	return driver.Attrs{}, op.Fail(refusal, ue)
 }
 
-// commitStaged commits the staged file s as version v of the object at p
-// under the key's lock if op's condition holds; a refusal returns its kind
-// as well.
-func (b *Bucket) commitStaged(ctx context.Context, op *driver.Op, s *staged, p string, v driver.Version) (err, kind error) {
-	unlock, err := b.lock(ctx, op.Key)
+// commitStaged commits the staged file s as version v of key's object at p
+// under the key's lock if cond holds; a refusal returns its kind as well.
+func (b *Bucket) commitStaged(ctx context.Context, key string, cond driver.Condition, s *staged, p string, v driver.Version) (err, kind error) {
+	unlock, err := b.lock(ctx, key)
 	if err != nil {
 		return err, nil
 	}
 	defer unlock()
-	cur, keep, err := b.current(op.Key, p)
+	cur, keep, err := b.current(key, p)
 	if err != nil {
 		return err, nil
 	}
-	if !satisfied(cur, op.Cond) {
+	if !satisfied(cur, cond) {
 		return errors.New("the condition did not hold at the commit"), driver.ErrPrecondition
 	}
-	if err := b.layoutConflict(op.Key, p); err != nil {
+	if err := b.layoutConflict(key, p); err != nil {
 		return err, driver.ErrInvalidKey
 	}
-	if err := b.commit(ctx, op.Key, s, p, v, keep); err != nil {
-		if cerr := b.layoutConflict(op.Key, p); cerr != nil {
+	if err := b.commit(ctx, key, s, p, v, keep); err != nil {
+		if cerr := b.layoutConflict(key, p); cerr != nil {
 			return cerr, driver.ErrInvalidKey
 		}
 		return err, nil

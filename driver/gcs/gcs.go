@@ -111,7 +111,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 		var dates httpdate.Capture
 		r, err := b.ctl.Object(key).NewReader(dates.Context(op.Context()))
 		if err != nil {
-			return nil, driver.Attrs{Time: serviceTime(&dates, time.Time{})}, fail(op, b.classify(ctx, err, op.Cond), err)
+			return nil, driver.Attrs{Time: serviceTime(&dates, time.Time{})}, fail(op, b.classify(ctx, err, driver.Condition{}), err)
 		}
 		st := serviceTime(&dates, r.Attrs.LastModified)
 		if r.Attrs.Generation <= 0 {
@@ -126,7 +126,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 				if err == nil {
 					continue
 				}
-				return nil, driver.Attrs{Time: st}, fail(op, b.classify(ctx, err, op.Cond), err)
+				return nil, driver.Attrs{Time: st}, fail(op, b.classify(ctx, err, driver.Condition{}), err)
 			}
 			if again {
 				r.Close()
@@ -176,12 +176,12 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	cond := op.Cond
+	cond := opts.If
 	obj, err := b.object(b.ctl, key, cond)
 	if err != nil {
 		return driver.Attrs{}, op.Fail(driver.ErrPrecondition, err)
 	}
-	if !cond.Unconditional() {
+	if cond != (driver.Condition{}) {
 		obj = obj.Retryer(storage.WithErrorFunc(noRateLimitRetry))
 	}
 	// The Writer's context must outlive Close, and a cancel aborts the
@@ -240,7 +240,7 @@ func (b *Bucket) object(h *storage.BucketHandle, key string, cond driver.Conditi
 		}
 		return obj.If(storage.Conditions{GenerationMatch: g}), nil
 	}
-	if cond.Absent() {
+	if cond == driver.IfAbsent() {
 		return obj.If(storage.Conditions{DoesNotExist: true}), nil
 	}
 	return obj, nil
@@ -266,7 +266,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 		return nil
 	}
 	k := b.classify(ctx, err, cond)
-	if k == driver.ErrNotExist && cond.Unconditional() {
+	if k == driver.ErrNotExist && cond == (driver.Condition{}) {
 		return nil
 	}
 	return fail(op, k, err)
@@ -333,7 +333,7 @@ func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition)
 			return driver.ErrRateLimited
 		case ge.Code == http.StatusUnauthorized || ge.Code == http.StatusForbidden:
 			return driver.ErrPermission
-		case ge.Code == http.StatusPreconditionFailed && !cond.Unconditional() && conditionNotMet(ge):
+		case ge.Code == http.StatusPreconditionFailed && cond != (driver.Condition{}) && conditionNotMet(ge):
 			return driver.ErrPrecondition
 		}
 	}
@@ -350,7 +350,7 @@ func (b *Bucket) classify(ctx context.Context, err error, cond driver.Condition)
 	if _, match := cond.Match(); match {
 		return driver.ErrPrecondition
 	}
-	if cond.Absent() {
+	if cond == driver.IfAbsent() {
 		return nil
 	}
 	return driver.ErrNotExist

@@ -64,11 +64,11 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	obj, err := b.object(b.bkt, key, op.Cond)
+	obj, err := b.object(b.bkt, key, po.If)
 	if err != nil {
 		return driver.Attrs{}, op.Fail(driver.ErrPrecondition, err)
 	}
-	u := &upload{b: b, ctx: ctx, key: key, cond: op.Cond, meta: op.Metadata, obj: obj, chunk: chunkSize(opts)}
+	u := &upload{b: b, ctx: ctx, key: key, cond: po.If, meta: op.Metadata, obj: obj, chunk: chunkSize(opts)}
 	return multipart.Stream(op, r, opts, multipart.Parts{Size: u.chunk, Piece: handOver}, u)
 }
 

@@ -68,7 +68,7 @@ func TestPutNeverTorn(t *testing.T) {
 	plain := gcs.New(client(t, endpoint, nil), name)
 	big := bytes.Repeat([]byte("0123456789abcdef"), (4<<20)/16)
 	for _, cond := range []driver.Condition{{}, driver.IfAbsent()} {
-		key := "torn-" + map[bool]string{true: "absent", false: "unconditional"}[cond.Absent()]
+		key := "torn-" + map[bool]string{true: "absent", false: "unconditional"}[cond == driver.IfAbsent()]
 		ctx, cancel := context.WithCancel(t.Context())
 		b := gcs.New(client(t, endpoint, &wireOfWhatWasRead{after: 1 << 20, cancel: cancel}), name)
 		_, err := b.Put(ctx, key, big, driver.PutOptions{If: cond})

@@ -132,7 +132,7 @@ func (b *Bucket) time(now, mod time.Time) driver.ServiceTime {
 // check reports whether cond holds for the current state of key; b.mu is held.
 func (b *Bucket) check(key string, cond driver.Condition) bool {
 	o, exists := b.objects[key]
-	if cond.Absent() {
+	if cond == driver.IfAbsent() {
 		return !exists
 	}
 	if v, ok := cond.Match(); ok {
@@ -148,12 +148,12 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	return b.commit(op, bytes.Clone(data))
+	return b.commit(op, key, opts.If, bytes.Clone(data))
 }
 
-// commit stores data (which the bucket now owns) under op's key if op's
-// condition holds, unless op's context has ended.
-func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
+// commit stores data (which the bucket now owns) under key if cond holds,
+// unless op's context has ended.
+func (b *Bucket) commit(op *driver.Op, key string, cond driver.Condition, data []byte) (driver.Attrs, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := op.Context().Err(); err != nil {
@@ -161,7 +161,7 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	}
 	now := b.now()
 	st := b.time(now, time.Time{})
-	if !b.check(op.Key, op.Cond) {
+	if !b.check(key, cond) {
 		return driver.Attrs{Time: st}, op.Fail(driver.ErrPrecondition, nil)
 	}
 	if b.objects == nil {
@@ -173,7 +173,7 @@ func (b *Bucket) commit(op *driver.Op, data []byte) (driver.Attrs, error) {
 	if meta == nil {
 		meta = driver.Metadata{}
 	}
-	b.objects[op.Key] = object{data: data, version: v, mod: now, meta: meta}
+	b.objects[key] = object{data: data, version: v, mod: now, meta: meta}
 	return driver.Attrs{Version: v, Time: st}, nil
 }
 
@@ -206,7 +206,7 @@ func (b *Bucket) PutStream(ctx context.Context, key string, r io.Reader, po driv
 	if err := opts.Allow(); err != nil {
 		return driver.Attrs{}, fail(nil, fmt.Errorf("MayStart refused the commit: %w", err))
 	}
-	v, err := b.commit(op, data)
+	v, err := b.commit(op, key, po.If, data)
 	if err != nil {
 		var oe *driver.OpError
 		if errors.As(err, &oe) {

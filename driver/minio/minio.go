@@ -193,7 +193,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	var dates httpdate.Capture
 	body, info, header, err := miniogo.Core{Client: b.client}.GetObject(dates.Context(op.Context()), b.bucket, key, miniogo.GetObjectOptions{})
 	if err != nil {
-		return nil, driver.Attrs{Time: serviceTime(&dates, time.Time{})}, op.Fail(kind(err, op.Cond), err)
+		return nil, driver.Attrs{Time: serviceTime(&dates, time.Time{})}, op.Fail(kind(err, driver.Condition{}), err)
 	}
 	// The header, not info.LastModified, which minio-go replaces with
 	// X-Minio-Source-Mtime (a replication source's clock) where present.
@@ -220,12 +220,12 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	if len(data) > MaxPutSize {
 		return driver.Attrs{}, op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
-	cond := op.Cond
+	cond := opts.If
 	po := miniogo.PutObjectOptions{DisableMultipart: true, UserMetadata: userMetadata(op.Metadata)}
 	if v, match := cond.Match(); match {
 		// SetMatchETag adds the quotes itself.
 		po.SetMatchETag(unquote(v))
-	} else if cond.Absent() {
+	} else if cond == driver.IfAbsent() {
 		po.SetMatchETagExcept("*")
 	}
 	// minio-go looks the bucket's region up (once, then cached) before its

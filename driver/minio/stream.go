@@ -84,7 +84,7 @@ func (m uploads) Complete(ctx context.Context, upload string, parts []s3proto.Pa
 	var opts miniogo.PutObjectOptions
 	if v, match := m.cond.Match(); match {
 		opts.SetMatchETag(unquote(v))
-	} else if m.cond.Absent() {
+	} else if m.cond == driver.IfAbsent() {
 		opts.SetMatchETagExcept("*")
 	}
 	info, err := m.core().CompleteMultipartUpload(ctx, m.b.bucket, m.key, upload, cps, opts)

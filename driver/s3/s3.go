@@ -128,7 +128,7 @@ func (b *Bucket) Get(ctx context.Context, key string, opts driver.GetOptions) (i
 	}
 	out, err := b.ctl.GetObject(op.Context(), &s3sdk.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
-		return nil, driver.Attrs{Time: serviceTime(nil, err, nil)}, fail(op, kind(err, op.Cond), err)
+		return nil, driver.Attrs{Time: serviceTime(nil, err, nil)}, fail(op, kind(err, driver.Condition{}), err)
 	}
 	a := driver.Attrs{Version: driver.Version(aws.ToString(out.ETag)), Time: serviceTime(&out.ResultMetadata, nil, out.LastModified)}
 	if a.Version == "" {
@@ -158,7 +158,7 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 	if len(data) > MaxPutSize {
 		return driver.Attrs{}, op.Fail(nil, fmt.Errorf("body of %d bytes is larger than a single PUT allows (%d)", len(data), MaxPutSize))
 	}
-	cond := op.Cond
+	cond := opts.If
 	in := &s3sdk.PutObjectInput{
 		Bucket:        &b.bucket,
 		Key:           &key,
@@ -168,12 +168,12 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 	}
 	if v, match := cond.Match(); match {
 		in.IfMatch = aws.String(string(v))
-	} else if cond.Absent() {
+	} else if cond == driver.IfAbsent() {
 		in.IfNoneMatch = aws.String("*")
 	}
 	sent := time.Now()
 	var optFns []func(*s3sdk.Options)
-	if !cond.Unconditional() {
+	if cond != (driver.Condition{}) {
 		optFns = append(optFns, returnRateLimits)
 	}
 	out, err := client.PutObject(op.Context(), in, optFns...)
@@ -186,7 +186,7 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 			k = nil
 		}
 		if op.Attempts() > 1 && (k == driver.ErrPrecondition || k == nil) {
-			v, err := b.settle(ctx, op, k, err, key, data, sent)
+			v, err := b.settle(ctx, op, k, err, key, cond, data, sent)
 			return driver.Attrs{Version: v, Time: t}, err
 		}
 		return driver.Attrs{Time: t}, fail(op, k, err)
@@ -203,7 +203,7 @@ func (b *Bucket) put(ctx context.Context, client *s3sdk.Client, key string, data
 // PUT's connection, so the retry may meet its own first attempt). The
 // write succeeded if the object holds data; it is ErrPrecondition if older
 // bytes fail its condition; otherwise what Fail says (settle.Judge).
-func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key string, data []byte, sent time.Time) (driver.Version, error) {
+func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key string, cond driver.Condition, data []byte, sent time.Time) (driver.Version, error) {
 	rb, rerr := b.readBack(ctx, key, int64(len(data))+1)
 	if rerr != nil {
 		return "", op.Fail(k, fmt.Errorf("%w (reading the object back to settle the write failed too: %w)", err, rerr))
@@ -215,8 +215,8 @@ func (b *Bucket) settle(ctx context.Context, op *driver.Op, k, err error, key st
 		// The object has not changed since before the first attempt; if it
 		// fails the condition, it did throughout, so every attempt that
 		// reached the service was refused, whether or not its answer came.
-		v, match := op.Cond.Match()
-		if op.Cond.Absent() || match && rb.Version != v {
+		v, match := cond.Match()
+		if cond == driver.IfAbsent() || match && rb.Version != v {
 			return "", op.FailSettled(driver.ErrPrecondition, fmt.Errorf("the client library sent the write %d times; the object read back afterwards is not this write's, "+
 				"was last modified before its first attempt and fails the condition, so no attempt landed and the write is refused: %w", op.Attempts(), err))
 		}
@@ -283,7 +283,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	}
 	if _, err := b.ctl.DeleteObject(op.Context(), in); err != nil {
 		k := kind(err, cond)
-		if cond.Unconditional() && k == driver.ErrNotExist {
+		if cond == (driver.Condition{}) && k == driver.ErrNotExist {
 			return nil
 		}
 		return fail(op, k, err)

@@ -81,7 +81,7 @@ func (m uploads) Complete(ctx context.Context, upload string, parts []s3proto.Pa
 	}
 	if v, match := m.cond.Match(); match {
 		in.IfMatch = aws.String(string(v))
-	} else if m.cond.Absent() {
+	} else if m.cond == driver.IfAbsent() {
 		in.IfNoneMatch = aws.String("*")
 	}
 	out, err := m.b.client.CompleteMultipartUpload(ctx, in)

@@ -45,7 +45,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	if b.Only != nil && !b.Only(key) {
 		return b.Bucket.Put(ctx, key, data, opts)
 	}
-	if opts.If.Absent() && b.Ignore&IgnoreIfAbsent != 0 {
+	if opts.If == driver.IfAbsent() && b.Ignore&IgnoreIfAbsent != 0 {
 		opts.If = driver.Condition{}
 	}
 	if _, ok := opts.If.Match(); ok && b.Ignore&IgnoreIfMatch != 0 {
@@ -213,7 +213,7 @@ func (n NoConditionalDelete) Capabilities() driver.Capabilities {
 
 // Delete refuses a condition with ErrUnsupported.
 func (n NoConditionalDelete) Delete(ctx context.Context, key string, cond driver.Condition) error {
-	if !cond.Unconditional() {
+	if cond != (driver.Condition{}) {
 		return &driver.OpError{Driver: "faulty", Op: "delete", Key: key, Cond: cond, Kind: driver.ErrUnsupported}
 	}
 	return n.Bucket.Delete(ctx, key, cond)

@@ -48,7 +48,7 @@ func condEntry(cond driver.Condition) (kind, ver string) {
 	if v, ok := cond.Match(); ok {
 		return register.Match, string(v)
 	}
-	if cond.Absent() {
+	if cond == driver.IfAbsent() {
 		return register.Absent, ""
 	}
 	return register.None, ""
@@ -197,7 +197,7 @@ type liar struct {
 // is about the LEASE object only.
 func (l liar) Put(ctx context.Context, key string, data []byte, opts driver.PutOptions) (driver.Attrs, error) {
 	a, err := l.Bucket.Put(ctx, key, data, opts)
-	if key == l.key && opts.If.Absent() && errors.Is(err, driver.ErrPrecondition) {
+	if key == l.key && opts.If == driver.IfAbsent() && errors.Is(err, driver.ErrPrecondition) {
 		lied := false
 		l.once.Do(func() { lied = true })
 		if lied {

@@ -40,7 +40,7 @@ func (h *history) answered(r *request, gaveUp bool) {
 	}
 	if v, ok := r.eff.Match(); ok {
 		op.Cond, op.Ver = register.Match, string(v)
-	} else if r.eff.Absent() {
+	} else if r.eff == driver.IfAbsent() {
 		op.Cond = register.Absent
 	}
 	if r.op == "put" {

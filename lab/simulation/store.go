@@ -330,7 +330,7 @@ func (s *sim) decide(r *request) {
 	in.occ[r.ident] = r.n + 1
 	h := hash(s.cfg.Seed, "|", in.idx, "|", c.inc, "|", in.calls, "|", r.ident, "|", r.n)
 	r.hash = h
-	if r.op == "put" && r.cond.Absent() && s.now < in.dropINMUntil && c.inc == in.inc && (r.key == leaseKey || scratch(r.key)) {
+	if r.op == "put" && r.cond == driver.IfAbsent() && s.now < in.dropINMUntil && c.inc == in.inc && (r.key == leaseKey || scratch(r.key)) {
 		if !in.dropINMFirstOnly || (in.callKind == "acquire" && in.putsInCall == 0) {
 			r.eff = driver.Condition{}
 			r.note = " (the path dropped If-None-Match)"
@@ -528,7 +528,7 @@ func (s *sim) replyEvent(r *request) {
 func (s *sim) serviceNow() time.Time { return t0.Add(s.now).Truncate(s.store.Resolution) }
 
 func condString(c driver.Condition) string {
-	if c.Unconditional() {
+	if c == (driver.Condition{}) {
 		return "unconditional"
 	}
 	return c.String()

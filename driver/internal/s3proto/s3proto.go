@@ -16,7 +16,7 @@ import (
 // PreconditionFailed, ConditionalRequestConflict, or NoSuchKey under
 // If-Match. The code decides, not the status: a proxy's 412 is not one.
 func Refused(code string, status int, cond driver.Condition) bool {
-	if cond.Unconditional() {
+	if cond == (driver.Condition{}) {
 		return false
 	}
 	switch code {

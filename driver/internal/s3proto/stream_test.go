@@ -154,7 +154,7 @@ func upload(f *fakeMP, single *[]byte) s3proto.Upload {
 		Multipart: f,
 		Kind: func(err error, cond driver.Condition) error {
 			switch {
-			case errors.Is(err, errPrecondition) && !cond.Unconditional():
+			case errors.Is(err, errPrecondition) && cond != (driver.Condition{}):
 				return driver.ErrPrecondition
 			case errors.Is(err, errDenied):
 				return driver.ErrPermission

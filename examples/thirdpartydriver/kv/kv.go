@@ -112,20 +112,20 @@ func (b *Bucket) objectURL(key string) string {
 	return b.base + "/" + strings.Join(segs, "/")
 }
 
-// do sends one request for op with the given body and condition headers.
-func (b *Bucket) do(op *driver.Op, method string, body []byte) (*http.Response, error) {
+// do sends one request for key under cond, with body.
+func (b *Bucket) do(op *driver.Op, method, key string, cond driver.Condition, body []byte) (*http.Response, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(op.Context(), method, b.objectURL(op.Key), r)
+	req, err := http.NewRequestWithContext(op.Context(), method, b.objectURL(key), r)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+b.token)
-	if v, ok := op.Cond.Match(); ok {
+	if v, ok := cond.Match(); ok {
 		req.Header.Set("If-Match", string(v))
-	} else if op.Cond.Absent() {
+	} else if cond == driver.IfAbsent() {
 		req.Header.Set("If-None-Match", "*")
 	}
 	return b.client.Do(req)
@@ -139,7 +139,7 @@ func kind(code string, cond driver.Condition) error {
 		return driver.ErrPermission
 	case code == "NoSuchBucket":
 		return driver.ErrBucketNotExist
-	case code == "PreconditionFailed" && !cond.Unconditional():
+	case code == "PreconditionFailed" && cond != (driver.Condition{}):
 		return driver.ErrPrecondition
 	case code == "NoSuchKey" && match:
 		return driver.ErrPrecondition
@@ -157,9 +157,9 @@ type serviceError struct {
 
 func (e *serviceError) Error() string { return fmt.Sprintf("HTTP %d %s", e.Status, e.Code) }
 
-func (b *Bucket) fail(op *driver.Op, resp *http.Response) error {
+func (b *Bucket) fail(op *driver.Op, cond driver.Condition, resp *http.Response) error {
 	code := resp.Header.Get("X-Error-Code")
-	return op.Fail(kind(code, op.Cond), &serviceError{Status: resp.StatusCode, Code: code})
+	return op.Fail(kind(code, cond), &serviceError{Status: resp.StatusCode, Code: code})
 }
 
 // Get returns the object's body and ETag from one response. The service
@@ -170,13 +170,13 @@ func (b *Bucket) Get(ctx context.Context, key string, _ driver.GetOptions) (io.R
 	if err != nil {
 		return nil, driver.Attrs{}, err
 	}
-	resp, err := b.do(op, http.MethodGet, nil)
+	resp, err := b.do(op, http.MethodGet, key, driver.Condition{}, nil)
 	if err != nil {
 		return nil, driver.Attrs{}, op.Fail(nil, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, driver.Attrs{}, b.fail(op, resp)
+		return nil, driver.Attrs{}, b.fail(op, driver.Condition{}, resp)
 	}
 	v := driver.Version(resp.Header.Get("ETag"))
 	if v == "" {
@@ -196,13 +196,13 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, opts driver.P
 	if data == nil {
 		data = []byte{}
 	}
-	resp, err := b.do(op, http.MethodPut, data)
+	resp, err := b.do(op, http.MethodPut, key, opts.If, data)
 	if err != nil {
 		return driver.Attrs{}, op.Fail(nil, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return driver.Attrs{}, b.fail(op, resp)
+		return driver.Attrs{}, b.fail(op, opts.If, resp)
 	}
 	v := driver.Version(resp.Header.Get("ETag"))
 	if v == "" {
@@ -266,7 +266,7 @@ func (b *Bucket) page(op *driver.Op, prefix, after string) (*listPage, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, b.fail(op, resp)
+		return nil, b.fail(op, driver.Condition{}, resp)
 	}
 	var page listPage
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
@@ -282,7 +282,7 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if err != nil {
 		return err
 	}
-	resp, err := b.do(op, http.MethodDelete, nil)
+	resp, err := b.do(op, http.MethodDelete, key, cond, nil)
 	if err != nil {
 		return op.Fail(nil, err)
 	}
@@ -290,5 +290,5 @@ func (b *Bucket) Delete(ctx context.Context, key string, cond driver.Condition) 
 	if resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
-	return b.fail(op, resp)
+	return b.fail(op, cond, resp)
 }
