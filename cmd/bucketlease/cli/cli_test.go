@@ -295,10 +295,10 @@ func TestProbeReportFits100Columns(t *testing.T) {
 		},
 	}
 	var b strings.Builder
-	printReport(&b, rep)
+	report.PrintProbe(&b, rep, report.Leftovers{})
 	out := b.String()
 	for i, l := range strings.Split(out, "\n") {
-		if n := len([]rune(l)); n > reportWidth {
+		if n := len([]rune(l)); n > report.ProbeWidth {
 			t.Errorf("line %d is %d columns wide: %q", i+1, n, l)
 		}
 	}
@@ -318,12 +318,12 @@ func TestProbeReportFits100Columns(t *testing.T) {
 	if !strings.Contains(out, "verdict:  FAIL, the service ignores write preconditions") {
 		t.Errorf("no verdict:\n%s", out)
 	}
-	j := probeJSON(mustParse(t, "file:///x"), rep)
+	j := report.ProbeJSON("file:///x", rep, report.Leftovers{})
 	if len(j.Results) != len(rep.Results) || j.Results[1].Got != rep.Results[1].Got || j.Results[0].Expect != rep.Results[0].Expect {
 		t.Errorf("--json lost a field: %+v", j.Results)
 	}
 	// The control: the old table's lines were wider.
-	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
+	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), report.ProbeWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
 		t.Errorf("wrapText kept a long line whole or lost its spacing: %q", got)
 	}
 }

@@ -524,7 +524,7 @@ func TestProbeFile(t *testing.T) {
 		}
 	}
 	out, _, code = runCLI(t, nil, "probe", u, "--json")
-	var rep probeReportJSON
+	var rep report.ProbeReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.OK || rep.Observed.Exclusion != "conditional" || len(rep.Results) < 10 {
 		t.Errorf("probe --json: exit %d, %v, %+v", code, err, rep)
 	}
