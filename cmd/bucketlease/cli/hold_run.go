@@ -90,12 +90,12 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	defer closeEvents()
 	// A closed pipe on our own output must not kill the supervision.
 	ignorePipeSignal()
-	p := &printer{w: w, json: f.json, verbose: f.verbose}
-	p.start()
-	defer p.close(2 * time.Second)
+	p := report.NewPrinter(w, f.json, f.verbose)
+	p.Start()
+	defer p.Close(2 * time.Second)
 	if f.json { // every outcome, refusals included, ends with one event
 		f.reported = true
-		defer func() { p.exit(f.remap(holdErr)) }()
+		defer func() { p.Exit(f.remap(holdErr)) }()
 	}
 	var path string
 	if len(command) > 0 {
@@ -153,7 +153,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 		cmd := &holding.Command{Self: e.self, Path: path, Argv: command, Grace: f.grace, PIDNamespace: f.pidNS, Pause: k.stop, Resume: k.start}
 		result = cmd.Run
 	}
-	err = result(l, sigs, gone, p.Printer)
+	err = result(l, sigs, gone, p)
 	stopWatch()
 	k.stop()
 	return releaseAfter(l, loc, b, prefix, p, err)
@@ -163,7 +163,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 // named in the LEASE object after the command (or bucketlease hold). If
 // the default state directory cannot be made (a read-only home, say), it
 // runs without one, as before state directories existed.
-func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket, command []string, logger *slog.Logger, p *printer) (*lease.Contender, error) {
+func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket, command []string, logger *slog.Logger, p *report.Printer) (*lease.Contender, error) {
 	tool := "bucketlease hold"
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
@@ -188,7 +188,7 @@ func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket
 
 // noteHolding says that l is held: its key, instance, epoch, TTL,
 // exclusion and clocks, and warns when the exclusion is not conditional.
-func noteHolding(l *lease.Lease, loc *location.Location, p *printer) {
+func noteHolding(l *lease.Lease, loc *location.Location, p *report.Printer) {
 	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
 	if leaseseam.Inside(l).ServiceClock {
 		clocks, clocksSaid = "service", "clocks checked against the service's"

@@ -126,7 +126,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 }
 
 // preflight reads and writes key once and removes it, through b, whose
-// every request is bounded (withDeadlines: a request that times out says
+// every request is bounded (bounded.New: a request that times out says
 // the URL, the request and the bound): a service that cannot be used at
 // all gives an error here, before any check could mistake it for a service
 // that ignores preconditions. ctx gets no deadline of its own, which would

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/bucket"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -31,19 +33,19 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 		return "", nil, err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.hold.ttl), loc, "a third of the TTL")
+	b = bounded.New(b, requestTimeout(f.hold.ttl), loc, "a third of the TTL")
 	w := io.Discard
 	if f.verbose {
 		w = e.stderr
 	}
-	p := &printer{w: w, verbose: f.verbose}
-	p.start()
-	defer p.close(2 * time.Second)
+	p := report.NewPrinter(w, false, f.verbose)
+	p.Start()
+	defer p.Close(2 * time.Second)
 	logger, err := newLogger(e.stderr, "off", false)
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
+	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.Event}, leaseseam.Seams{Getenv: e.getenv}))
 	if err != nil {
 		return "", nil, usageErrorf("%v", err)
 	}
