@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/demo"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -80,7 +81,7 @@ func run(ctx context.Context, e *env, args []string) int {
 func dispatch(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, mainHelp())
-		return withCode(exitUsage, nil)
+		return withCode(exitcode.Usage, nil)
 	}
 	name, rest := args[0], args[1:]
 	switch name {
@@ -222,7 +223,7 @@ func parseArgs(fs *flag.FlagSet, args []string) (positional, after []string, err
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, nil, err
 			}
-			return nil, nil, withCode(exitUsage, fmt.Errorf("%w; see \"bucketlease help %s\"", err, fs.Name()))
+			return nil, nil, withCode(exitcode.Usage, fmt.Errorf("%w; see \"bucketlease help %s\"", err, fs.Name()))
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -373,9 +374,9 @@ func errorClass(err error) string {
 	switch {
 	case errors.As(err, &ce):
 		return ce.class
-	case code == exitUsage:
+	case code == exitcode.Usage:
 		return "usage"
-	case code == exitProbeFailed:
+	case code == exitcode.ProbeFailed:
 		return "probe-failed"
 	case errors.Is(err, driver.ErrPrecondition):
 		return "precondition"
@@ -421,7 +422,7 @@ func init() {
 				// A usage error may have stopped the flag package before
 				// it got to --json: look at the command line itself.
 				code, _ := codeOf(err)
-				if f := fs.Lookup("json"); f != nil && (f.Value.String() == "true" || code == exitUsage && wantsJSON(args)) && out.n == 0 {
+				if f := fs.Lookup("json"); f != nil && (f.Value.String() == "true" || code == exitcode.Usage && wantsJSON(args)) && out.n == 0 {
 					return jsonFailure(e.stdout, fs.Name(), err)
 				}
 				return err

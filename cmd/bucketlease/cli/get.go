@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 )
@@ -164,7 +165,7 @@ func openObject(ctx context.Context, cmd, rawURL, key string, timeout time.Durat
 	if want != "" && string(v) != want {
 		rc.Close()
 		cancel()
-		return nil, "", "", withCode(exitRefused, fmt.Errorf("%s %s: the object's version is %s, not --version %s; its body was not read, and nothing was written", cmd, key, v, want))
+		return nil, "", "", withCode(exitcode.Refused, fmt.Errorf("%s %s: the object's version is %s, not --version %s; its body was not read, and nothing was written", cmd, key, v, want))
 	}
 	return &cancelCloser{rc, cancel}, v, full, nil
 }

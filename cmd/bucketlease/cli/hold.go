@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -109,9 +110,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
 	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
 	fs.BoolVar(&f.pidNS, "pid-namespace", true, "on Linux, run the command in a new PID namespace where allowed, which the kernel kills as a whole; false runs it without one (so that it can signal processes outside), as where none is allowed")
-	fs.IntVar(&f.conflict, "E", exitHeld, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
-	fs.IntVar(&f.conflict, "conflict-exit", exitHeld, "the exit code when another instance holds the lease (same as -E); 1 to 255")
-	fs.IntVar(&f.lost, "lost-exit", exitLeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
+	fs.IntVar(&f.conflict, "E", exitcode.Held, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
+	fs.IntVar(&f.conflict, "conflict-exit", exitcode.Held, "the exit code when another instance holds the lease (same as -E); 1 to 255")
+	fs.IntVar(&f.lost, "lost-exit", exitcode.LeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where this instance keeps its lock and notes between runs, so that a restart with the same --instance-id takes back the lease it left at once and a suspect LEASE is watched across runs (default: $XDG_STATE_HOME/bucketlease, else ~/.local/state/bucketlease; none turns it off); on a local file system")
 	durationVar(fs, &f.watchEvery, "watch", 0, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
 	run := func(ctx context.Context, e *env, args []string) error {
@@ -159,15 +160,15 @@ func setupHold(fs *flag.FlagSet) runFunc {
 }
 
 // remap gives hold's own "held" and "lease ended" outcomes the codes
-// chosen with -E and --lost-exit. A command's own exit status (an exitErr
+// chosen with -E and --lost-exit. A command's own exit status (an exitcode.Error
 // without an error) is never changed.
 func (f *holdFlags) remap(err error) error {
-	var ee *exitErr
+	var ee *exitcode.Error
 	if errors.As(err, &ee) && ee.Err != nil {
 		switch ee.Code {
-		case exitHeld:
+		case exitcode.Held:
 			ee.Code = f.conflict
-		case exitLeaseEnded:
+		case exitcode.LeaseEnded:
 			ee.Code = f.lost
 		}
 	}

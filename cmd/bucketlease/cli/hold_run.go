@@ -19,6 +19,7 @@ import (
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/statedir"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -89,7 +90,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	}
 	defer closeEvents()
 	// A closed pipe on our own output must not kill the supervision.
-	ignorePipeSignal()
+	put.IgnorePipeSignal()
 	p := report.NewPrinter(w, f.json, f.verbose)
 	p.Start()
 	defer p.Close(2 * time.Second)
@@ -138,7 +139,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	}
 	noteHolding(l, loc, p)
 	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
-		stopPut, err := servePut(l)
+		stopPut, err := put.Serve(l)
 		if err != nil {
 			return releaseAfter(l, loc, b, prefix, p, err)
 		}

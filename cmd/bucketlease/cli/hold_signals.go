@@ -79,7 +79,7 @@ func interruptCode(ctx context.Context) (int, string) {
 			return 128 + int(n), "interrupted by " + supervise.SignalName(sc.sig)
 		}
 	}
-	return exitInterrupted, "interrupted"
+	return exitcode.Interrupted, "interrupted"
 }
 
 // sleep waits d or until ctx is done.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
@@ -118,7 +119,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			report.PrintProbe(e.stdout, rep, left)
 		}
 		if !rep.OK() {
-			return withCode(exitProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
+			return withCode(exitcode.ProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
 				loc.String(), report.Caps(rep.Declared))))
 		}
 		return nil
