@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
@@ -132,7 +133,7 @@ func TestList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list --json: exit %d: %s", code, errOut)
 	}
-	var res listJSON
+	var res report.List
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("list --json: %v\n%s", err, out)
 	}
