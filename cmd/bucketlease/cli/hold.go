@@ -121,13 +121,13 @@ func setupHold(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if len(pos) != 1 {
-			return usageErrorf("hold needs one URL, then the command after --, such as: bucketlease hold file:///var/backups/db1 -- ./backup.sh")
+			return exitcode.Usagef("hold needs one URL, then the command after --, such as: bucketlease hold file:///var/backups/db1 -- ./backup.sh")
 		}
 		if err := f.check(fs); err != nil {
 			return err
 		}
 		if (len(command) == 0 && slices.Contains(args, "--")) || (len(command) > 0 && command[0] == "") {
-			return usageErrorf("hold: the command after -- is empty (an unset variable, such as -- $CMD?); name a command, or leave out the -- to hold the lease until interrupted")
+			return exitcode.Usagef("hold: the command after -- is empty (an unset variable, such as -- $CMD?); name a command, or leave out the -- to hold the lease until interrupted")
 		}
 		// The URL is parsed once: the driver, the messages and the state
 		// directory read loc.
@@ -139,10 +139,10 @@ func setupHold(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if f.instanceID == admin.BreakerID {
-			return usageErrorf("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", admin.BreakerID)
+			return exitcode.Usagef("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", admin.BreakerID)
 		}
 		if len(command) > 0 && !holding.CommandSupported {
-			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
+			return exitcode.Usagef("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}
 		return f.remap(hold(ctx, e, f, loc, command))
 	}
@@ -181,21 +181,21 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	switch {
 	case f.ttl < time.Second || f.ttl > admin.MaxSaneTTL:
-		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
+		return exitcode.Usagef("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
 	case f.ttl%time.Second != 0:
-		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
+		return exitcode.Usagef("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
 	case f.grace < 0:
-		return usageErrorf("--grace %v: it cannot be negative", f.grace)
+		return exitcode.Usagef("--grace %v: it cannot be negative", f.grace)
 	case f.waitTimeout < 0:
-		return usageErrorf("--wait-timeout %v: it cannot be negative", f.waitTimeout)
+		return exitcode.Usagef("--wait-timeout %v: it cannot be negative", f.waitTimeout)
 	case set["wait-timeout"] && !f.wait:
-		return usageErrorf("--wait-timeout works only with --wait")
+		return exitcode.Usagef("--wait-timeout works only with --wait")
 	case f.conflict < 1 || f.conflict > 255:
-		return usageErrorf("-E %d: an exit code is 1 to 255", f.conflict)
+		return exitcode.Usagef("-E %d: an exit code is 1 to 255", f.conflict)
 	case f.lost < 1 || f.lost > 255:
-		return usageErrorf("--lost-exit %d: an exit code is 1 to 255", f.lost)
+		return exitcode.Usagef("--lost-exit %d: an exit code is 1 to 255", f.lost)
 	case f.watchEvery < 0:
-		return usageErrorf("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
+		return exitcode.Usagef("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
 	}
 	if !set["watch"] {
 		f.watchEvery = holding.WatchInterval(f.ttl)

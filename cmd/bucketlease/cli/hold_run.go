@@ -18,6 +18,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
@@ -48,11 +49,11 @@ func openEvents(e *env, dest string) (io.Writer, func(), error) {
 	case strings.HasPrefix(dest, "fd:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(dest, "fd:"))
 		if err != nil || n < 1 {
-			return nil, nil, usageErrorf("--events %q: fd:N takes a file descriptor number, such as fd:3", dest)
+			return nil, nil, exitcode.Usagef("--events %q: fd:N takes a file descriptor number, such as fd:3", dest)
 		}
 		f := os.NewFile(uintptr(n), "events")
 		if _, err := f.Stat(); err != nil {
-			return nil, nil, usageErrorf("--events %q: file descriptor %d is not open: %v", dest, n, err)
+			return nil, nil, exitcode.Usagef("--events %q: file descriptor %d is not open: %v", dest, n, err)
 		}
 		return f, func() {}, nil
 	default:
@@ -73,9 +74,9 @@ func resolveCommand(name string) (string, error) {
 	}
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return "", withCode(127, fmt.Errorf("command %q not found: %w; the lease was not taken", name, err))
+		return "", exitcode.With(127, fmt.Errorf("command %q not found: %w; the lease was not taken", name, err))
 	default:
-		return "", withCode(126, fmt.Errorf("command %q cannot be run: %w; the lease was not taken", name, err))
+		return "", exitcode.With(126, fmt.Errorf("command %q cannot be run: %w; the lease was not taken", name, err))
 	}
 }
 
@@ -125,7 +126,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	// A signal came as the lease was taken: release it and exit 128+N.
 	interruptedAsTaken := func() error {
 		code, why := interruptCode(waitCtx)
-		return releaseAfter(l, loc, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+		return releaseAfter(l, loc, b, prefix, p, exitcode.With(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
 	}
 	// From here on, signals are ours to handle: registered before
 	// signalContext lets go of them, so none is missed, and only then is
@@ -173,7 +174,7 @@ func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket
 	var err error
 	opts.StateDir, err = statedir.For(e.getenv, f.stateDir, loc)
 	if err != nil {
-		return nil, usageErrorf("--state-dir: %v", err)
+		return nil, exitcode.Usagef("--state-dir: %v", err)
 	}
 	c, err := lease.NewContender(bucket.New(b, loc.Prefix), opts)
 	if err != nil && f.stateDir == "" && opts.StateDir != "" {
@@ -182,7 +183,7 @@ func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket
 		c, err = lease.NewContender(bucket.New(b, loc.Prefix), opts)
 	}
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, exitcode.Usagef("%v", err)
 	}
 	return c, nil
 }
@@ -249,7 +250,7 @@ func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageErrorf("--log-level %q: use off, debug, info, warn or error", level)
+		return nil, exitcode.Usagef("--log-level %q: use off, debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	if asJSON {

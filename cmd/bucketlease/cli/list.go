@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -59,7 +60,7 @@ func setupList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *maxKeys < 1 || *maxKeys > 10_000_000 {
-			return usageErrorf("--max-keys %d: use 1 to 10,000,000", *maxKeys)
+			return exitcode.Usagef("--max-keys %d: use 1 to 10,000,000", *maxKeys)
 		}
 		if err := refuseInProcess("list", loc); err != nil {
 			return err

@@ -88,7 +88,7 @@ func listLate(ctx context.Context, e *env, b driver.Bucket, loc *location.Locati
 		printLate(e.stdout, loc, res)
 	}
 	if len(res.Late) > 0 {
-		return withCode(exitcode.Late, fmt.Errorf("%d late write(s) under %s, by a holder whose lease had passed on: restore nothing from them",
+		return exitcode.With(exitcode.Late, fmt.Errorf("%d late write(s) under %s, by a holder whose lease had passed on: restore nothing from them",
 			len(res.Late), loc.String()))
 	}
 	return nil

@@ -119,7 +119,7 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			report.PrintProbe(e.stdout, rep, left)
 		}
 		if !rep.OK() {
-			return withCode(exitcode.ProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
+			return exitcode.With(exitcode.ProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
 				loc.String(), report.Caps(rep.Declared))))
 		}
 		return nil

@@ -193,7 +193,7 @@ func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []s
 	}
 	fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.N(), body.Sum(), v)
 	if _, werr := fmt.Fprintln(e.stdout, v); werr != nil {
-		lost := withCode(exitcode.VersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
+		lost := exitcode.With(exitcode.VersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
 		if err != nil {
 			return errors.Join(err, lost) // 125: the lease, too
 		}
@@ -210,7 +210,7 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	}
 	hasCommand := slices.Contains(args, "--")
 	if hasCommand && len(after) == 0 {
-		return nil, usageErrorf("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
+		return nil, exitcode.Usagef("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -221,7 +221,7 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	pl.in = put.Input{Stderr: e.stderr, Self: e.self, PIDNS: f.pidNS, Check: put.Check{Size: f.size, HasSize: set["size"]}, SignalOf: signalOf}
 	if set["sha256"] {
 		if pl.in.Check.SHA256, err = put.ParseSHA256(f.sha256); err != nil {
-			return nil, usageErrorf("%v", err)
+			return nil, exitcode.Usagef("%v", err)
 		}
 	}
 	pl.oneShot = len(pos) > 0 && strings.Contains(pos[0], "://")
@@ -230,7 +230,7 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 		rawURL, pos = pos[0], pos[1:]
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return nil, usageErrorf("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(pl.oneShot))
+		return nil, exitcode.Usagef("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(pl.oneShot))
 	}
 	pl.cond.Key = pos[0]
 	if err := checkPutKey(pl.cond.Key, f.leaseObject); err != nil {
@@ -242,7 +242,7 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	}
 	if hasCommand {
 		if len(pos) == 2 && pl.file != "-" {
-			return nil, usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.file)
+			return nil, exitcode.Usagef("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.file)
 		}
 		pl.in.Argv = after
 	}
@@ -259,12 +259,12 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool, rawURL string) error {
 	if !pl.oneShot {
 		if pl.sock == "" {
-			return usageErrorf("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
+			return exitcode.Usagef("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
 				pl.cond.Key, put.SocketEnv, pl.cond.Key)
 		}
 		for _, n := range []string{"ttl", "instance-id", "wait", "wait-timeout", "v", "verbose"} {
 			if set[n] {
-				return usageErrorf("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
+				return exitcode.Usagef("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
 			}
 		}
 		return nil
@@ -281,7 +281,7 @@ func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool
 		return err
 	}
 	if f.hold.instanceID == admin.BreakerID {
-		return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", admin.BreakerID)
+		return exitcode.Usagef("--instance-id %s is the id bucketlease break writes; choose another", admin.BreakerID)
 	}
 	return nil
 }
@@ -297,16 +297,16 @@ func checkPutKey(key string, allowed bool) error {
 	case kind == notLeaseKey:
 		return nil
 	case p == "" && kind == leaseObjectKey:
-		return usageErrorf("put %s: that is the lease object itself, which only the lease writes; nothing was written: choose another key", key)
+		return exitcode.Usagef("put %s: that is the lease object itself, which only the lease writes; nothing was written: choose another key", key)
 	case p == "":
-		return usageErrorf("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); nothing was written: choose another key", key)
+		return exitcode.Usagef("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); nothing was written: choose another key", key)
 	case allowed:
 		return nil
 	case kind == leaseObjectKey:
-		return usageErrorf("put %s: that key is the lease object of the prefix %s below this one: hold, show and list read it as that prefix's lease, so writing it would replace or forge the lease whoever holds it; nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write that lease object",
+		return exitcode.Usagef("put %s: that key is the lease object of the prefix %s below this one: hold, show and list read it as that prefix's lease, so writing it would replace or forge the lease whoever holds it; nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write that lease object",
 			key, p)
 	}
-	return usageErrorf("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
+	return exitcode.Usagef("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
 		key, p)
 }
 

@@ -24,7 +24,7 @@ import (
 func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location, h put.Header, in *put.Input) (driver.Version, *put.Body, error) {
 	cond, err := h.Condition()
 	if err != nil {
-		return "", nil, usageErrorf("%v", err)
+		return "", nil, exitcode.Usagef("%v", err)
 	}
 	b, err := openUnder(ctx, loc)
 	if err != nil {
@@ -45,7 +45,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	}
 	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.Event}, leaseseam.Seams{Getenv: e.getenv}))
 	if err != nil {
-		return "", nil, usageErrorf("%v", err)
+		return "", nil, exitcode.Usagef("%v", err)
 	}
 	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
 	l, err := firstTry(waitCtx, e, c, h.Key, f.hold.wait)
@@ -65,7 +65,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	stopWaiting()
 	if signalled(waitCtx) && ctx.Err() == nil {
 		code, why := interruptCode(waitCtx)
-		return "", nil, releaseAfter(l, loc, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, exitcode.With(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
 	}
 	k := &keeper{l: l, parent: ctx}
 	k.start()
@@ -108,12 +108,12 @@ func uploadFailed(upCtx context.Context, l *lease.Lease, loc *location.Location,
 	switch {
 	case signalled(upCtx):
 		code, why := interruptCode(upCtx)
-		return withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", key, why, err))
+		return exitcode.With(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", key, why, err))
 	case checked.Failed() != nil:
 		return put.Exit(checked.Failed())
 	case upCtx.Err() != nil && class == put.ClassError:
 		code, why := interruptCode(upCtx)
-		return withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", key, why, err))
+		return exitcode.With(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", key, why, err))
 	default:
 		return put.ClassExit(class, explain(loc, fmt.Errorf("put %s: %w", key, err)))
 	}
@@ -136,7 +136,7 @@ func firstTry(ctx context.Context, e *env, c *lease.Contender, key string, wait 
 	}
 	parent := e.getenv("BUCKETLEASE_INSTANCE_ID")
 	if parent != "" && held.Holder() == parent && held.Key == e.getenv("BUCKETLEASE_KEY") && !held.SameID {
-		return nil, withCode(exitcode.Usage, fmt.Errorf("put %s: %w (instance %s holds %s): put URL would wait for its own parent forever. Inside hold, run \"bucketlease put %s …\" without the URL: it writes under hold's lease",
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("put %s: %w (instance %s holds %s): put URL would wait for its own parent forever. Inside hold, run \"bucketlease put %s …\" without the URL: it writes under hold's lease",
 			key, errParentsLease, parent, held.Key, key))
 	}
 	if wait {
@@ -160,7 +160,7 @@ func putViaHold(ctx context.Context, sock string, h put.Header, in *put.Input) (
 	v, body, err := c.Upload(sigCtx, in)
 	if errors.Is(err, put.ErrInterrupted) {
 		code, why := interruptCode(sigCtx)
-		return "", body, withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
+		return "", body, exitcode.With(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
 	}
 	return v, body, put.Exit(err)
 }

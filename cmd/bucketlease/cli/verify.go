@@ -43,17 +43,17 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if len(pos) != 2 {
-			return usageErrorf("verify takes URL KEY and --sha256 HEX or --size N; got %d arguments", len(pos))
+			return exitcode.Usagef("verify takes URL KEY and --sha256 HEX or --size N; got %d arguments", len(pos))
 		}
 		set := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 		if !set["sha256"] && !set["size"] {
-			return usageErrorf("verify %s: give --sha256 HEX, --size N, or both", pos[1])
+			return exitcode.Usagef("verify %s: give --sha256 HEX, --size N, or both", pos[1])
 		}
 		want := ""
 		if set["sha256"] {
 			if want, err = put.ParseSHA256(*sum); err != nil {
-				return usageErrorf("%v", err)
+				return exitcode.Usagef("%v", err)
 			}
 		}
 		rawURL, key := pos[0], pos[1]
@@ -64,10 +64,10 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if set["size"] && n != size {
-			return withCode(exitcode.Mismatch, fmt.Errorf("verify %s: the object is %d bytes, not --size %d: %w (version %s, sha256 %s)", key, n, size, put.ErrMismatch, v, got))
+			return exitcode.With(exitcode.Mismatch, fmt.Errorf("verify %s: the object is %d bytes, not --size %d: %w (version %s, sha256 %s)", key, n, size, put.ErrMismatch, v, got))
 		}
 		if want != "" && got != want {
-			return withCode(exitcode.Mismatch, fmt.Errorf("verify %s: the object's SHA-256 is %s, not --sha256 %s: %w (version %s, %d bytes)", key, got, want, put.ErrMismatch, v, n))
+			return exitcode.With(exitcode.Mismatch, fmt.Errorf("verify %s: the object's SHA-256 is %s, not --sha256 %s: %w (version %s, %d bytes)", key, got, want, put.ErrMismatch, v, n))
 		}
 		fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, version %s\n", key, n, got, v)
 		return nil
