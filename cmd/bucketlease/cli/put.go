@@ -225,12 +225,12 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 		}
 	}
 	pl.oneShot = len(pos) > 0 && strings.Contains(pos[0], "://")
-	rawURL := ""
+	rawURL, got := "", len(pos)
 	if pl.oneShot {
 		rawURL, pos = pos[0], pos[1:]
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return nil, exitcode.Usagef("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(pl.oneShot))
+		return nil, exitcode.Usagef("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", got)
 	}
 	pl.cond.Key = pos[0]
 	if err := checkPutKey(pl.cond.Key, f.leaseObject); err != nil {
