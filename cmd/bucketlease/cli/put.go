@@ -309,10 +309,3 @@ func checkPutKey(key string, allowed bool) error {
 	return exitcode.Usagef("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
 		key, p)
 }
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
