@@ -13,6 +13,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
@@ -95,13 +96,13 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *version == "" {
-			return usageErrorf("break needs --version V, the version that show prints; run: bucketlease show %s", term.ShellQuote(loc.String()))
+			return exitcode.Usagef("break needs --version V, the version that show prints; run: bucketlease show %s", term.ShellQuote(loc.String()))
 		}
 		if err := refuseInProcess("break", loc); err != nil {
 			return err
 		}
 		if *killStopped && loc.Scheme != "file" {
-			return usageErrorf("--kill-stopped-lock-holder is for file:// only: no other driver's lock is held by a process on this machine")
+			return exitcode.Usagef("--kill-stopped-lock-holder is for file:// only: no other driver's lock is held by a process on this machine")
 		}
 		how := breakHow{force: *force, overlap: *overlap, killStopped: *killStopped}
 		var confirm func() error
@@ -116,7 +117,7 @@ func setupBreak(fs *flag.FlagSet) runFunc {
 			return err // the error object is written by jsonFailure
 		}
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		return report.WriteJSON(e.stdout, errorJSON{Command: "break", Exit: exitOK, Class: "ok", Message: lines[len(lines)-1]})
+		return report.WriteJSON(e.stdout, errorJSON{Command: "break", Exit: exitcode.OK, Class: "ok", Message: lines[len(lines)-1]})
 	}
 }
 
@@ -131,7 +132,7 @@ func askYes(r io.Reader, w io.Writer) error {
 	if err != nil && answer == "" {
 		fmt.Fprintln(w)
 	}
-	return withCode(exitRefused, withClass("cancelled", errors.New("not broken: the answer was not yes; nothing was written")))
+	return exitcode.With(exitcode.Refused, withClass("cancelled", errors.New("not broken: the answer was not yes; nothing was written")))
 }
 
 // breakHow is what the operator allowed: breaking a fresh lease (force),
@@ -168,12 +169,12 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 	fmt.Fprintln(w, "The lease object:")
 	report.PrintStatus(w, loc, st)
 	if !sameVersion(st.Version, v) {
-		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
+		return exitcode.With(exitcode.Refused, withClass("precondition", fmt.Errorf("refused: %s is now version %s, not %s; it changed since you looked (its holder renewed it, or another instance took it over). Look again and check it before breaking it: bucketlease show %s",
 			st.Key, st.Version, v, term.ShellQuote(loc.String()))))
 	}
 	v = st.Version // as the service spells it, quotes and all
 	if st.State == admin.Fresh && !how.force {
-		return withCode(exitRefused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
+		return exitcode.With(exitcode.Refused, withClass("held", fmt.Errorf("refused: %s is fresh: instance %s renewed it %s and is probably alive. Stop it, or wait until the lease is stale, or pass --force to break it anyway",
 			st.Key, st.Holder(), report.Ago(st.Now, st.Record.RenewedAt))))
 	}
 	if confirm != nil {
@@ -193,7 +194,7 @@ func breakLease(ctx context.Context, w io.Writer, loc *location.Location, v driv
 		err = filelock.KillStoppedHint(err)
 	}
 	if errors.Is(err, driver.ErrPrecondition) {
-		return withCode(exitRefused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
+		return exitcode.With(exitcode.Refused, withClass("precondition", fmt.Errorf("refused by the service: %s changed between the read and the removal; nothing was removed. Look again: bucketlease show %s",
 			st.Key, term.ShellQuote(loc.String()))))
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -74,8 +75,8 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, errOut, code := runInProcess(t, c.args...)
-		if code != exitUsage || !strings.Contains(errOut, c.want) {
-			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, exitUsage, c.want)
+		if code != exitcode.Usage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", c.args, code, errOut, exitcode.Usage, c.want)
 		}
 	}
 }
@@ -92,8 +93,8 @@ func TestFlagsAfterURL(t *testing.T) {
 
 func TestUnknownSchemeListsKnownOnes(t *testing.T) {
 	_, errOut, code := runInProcess(t, "show", "ftp://host/p")
-	if code != exitError {
-		t.Errorf("exit %d, want %d", code, exitError)
+	if code != exitcode.Failure {
+		t.Errorf("exit %d, want %d", code, exitcode.Failure)
 	}
 	for _, want := range []string{"unknown URL scheme", `"ftp"`, "azblob", "file", "gs", "mem", "minio", "r2", "s3"} {
 		if !strings.Contains(errOut, want) {
@@ -239,7 +240,7 @@ func TestUsageErrorsInJSON(t *testing.T) {
 	} {
 		out, errOut, code := runInProcess(t, args...)
 		var got errorJSON
-		if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitUsage || got.Exit != exitUsage || got.Class != "usage" ||
+		if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitcode.Usage || got.Exit != exitcode.Usage || got.Class != "usage" ||
 			got.Command != args[0] || !strings.Contains(got.Message, "flag") || !strings.Contains(errOut, got.Message) {
 			t.Errorf("%q: exit %d, stdout %q (%v), stderr %q; want one usage object, exit 2", args, code, out, err, errOut)
 		}
@@ -253,8 +254,8 @@ func TestUsageErrorsInJSON(t *testing.T) {
 		out, errOut, code := runInProcess(t, args...)
 		var ev report.Record
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
-		if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || code != exitUsage || ev.Event != "exit" || ev.Status == nil ||
-			*ev.Status != exitUsage || ev.Detail != "usage" || ev.Error == "" || out != "" || strings.Contains(errOut, "RAN") {
+		if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil || code != exitcode.Usage || ev.Event != "exit" || ev.Status == nil ||
+			*ev.Status != exitcode.Usage || ev.Detail != "usage" || ev.Error == "" || out != "" || strings.Contains(errOut, "RAN") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q (%v); want an exit event with status 2 first", args, code, out, errOut, err)
 		}
 		if n := strings.Count(errOut, `"event":"exit"`); n != 1 {
@@ -269,7 +270,7 @@ func TestUsageErrorsInJSON(t *testing.T) {
 		{"hold", "file:///nonexistent/p", "--bogus", "--", "echo", "--json"},
 	} {
 		out, errOut, code := runInProcess(t, args...)
-		if code != exitUsage || out != "" || strings.Contains(errOut, "{") {
+		if code != exitcode.Usage || out != "" || strings.Contains(errOut, "{") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want text only", args, code, out, errOut)
 		}
 	}
@@ -295,10 +296,10 @@ func TestProbeReportFits100Columns(t *testing.T) {
 		},
 	}
 	var b strings.Builder
-	printReport(&b, rep)
+	report.PrintProbe(&b, rep, report.Leftovers{})
 	out := b.String()
 	for i, l := range strings.Split(out, "\n") {
-		if n := len([]rune(l)); n > reportWidth {
+		if n := len([]rune(l)); n > report.ProbeWidth {
 			t.Errorf("line %d is %d columns wide: %q", i+1, n, l)
 		}
 	}
@@ -318,12 +319,12 @@ func TestProbeReportFits100Columns(t *testing.T) {
 	if !strings.Contains(out, "verdict:  FAIL, the service ignores write preconditions") {
 		t.Errorf("no verdict:\n%s", out)
 	}
-	j := probeJSON(mustParse(t, "file:///x"), rep)
+	j := report.ProbeJSON("file:///x", rep, report.Leftovers{})
 	if len(j.Results) != len(rep.Results) || j.Results[1].Got != rep.Results[1].Got || j.Results[0].Expect != rep.Results[0].Expect {
 		t.Errorf("--json lost a field: %+v", j.Results)
 	}
 	// The control: the old table's lines were wider.
-	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), reportWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
+	if got := term.Wrap("verdict:  "+strings.Repeat("word ", 40), report.ProbeWidth, "          "); !strings.HasPrefix(got, "verdict:  word") || strings.Count(got, "\n") < 1 {
 		t.Errorf("wrapText kept a long line whole or lost its spacing: %q", got)
 	}
 }

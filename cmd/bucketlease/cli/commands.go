@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/demo"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -70,7 +71,7 @@ func findCommand(name string) *command {
 // run runs the command line args and returns the exit code.
 func run(ctx context.Context, e *env, args []string) int {
 	err := dispatch(ctx, e, args)
-	code, show := codeOf(err)
+	code, show := exitcode.Of(err)
 	if show {
 		fmt.Fprintf(e.stderr, "bucketlease: %s\n", term.Safe(err.Error()))
 	}
@@ -80,7 +81,7 @@ func run(ctx context.Context, e *env, args []string) int {
 func dispatch(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(e.stderr, mainHelp())
-		return withCode(exitUsage, nil)
+		return exitcode.With(exitcode.Usage, nil)
 	}
 	name, rest := args[0], args[1:]
 	switch name {
@@ -91,7 +92,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	}
 	c := findCommand(name)
 	if c == nil {
-		return usageErrorf("unknown command %q; the commands are %s", name, strings.Join(commandNames(), ", "))
+		return exitcode.Usagef("unknown command %q; the commands are %s", name, strings.Join(commandNames(), ", "))
 	}
 	fs, runner := c.newFlagSet(e.stderr)
 	err := runner(ctx, e, rest)
@@ -118,7 +119,7 @@ func runHelp(e *env, args []string) error {
 	}
 	c := findCommand(args[0])
 	if c == nil {
-		return usageErrorf("no help for %q; the commands are %s", args[0], strings.Join(commandNames(), ", "))
+		return exitcode.Usagef("no help for %q; the commands are %s", args[0], strings.Join(commandNames(), ", "))
 	}
 	fs, _ := c.newFlagSet(e.stderr)
 	fmt.Fprint(e.stdout, commandHelp(c, fs))
@@ -222,7 +223,7 @@ func parseArgs(fs *flag.FlagSet, args []string) (positional, after []string, err
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, nil, err
 			}
-			return nil, nil, withCode(exitUsage, fmt.Errorf("%w; see \"bucketlease help %s\"", err, fs.Name()))
+			return nil, nil, exitcode.With(exitcode.Usage, fmt.Errorf("%w; see \"bucketlease help %s\"", err, fs.Name()))
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -263,7 +264,7 @@ func parseNoCommand(fs *flag.FlagSet, args []string) ([]string, error) {
 		return nil, err
 	}
 	if len(after) > 0 {
-		return nil, usageErrorf("%s takes no command after --; only hold and put run one", fs.Name())
+		return nil, exitcode.Usagef("%s takes no command after --; only hold and put run one", fs.Name())
 	}
 	return pos, nil
 }
@@ -277,11 +278,11 @@ func oneLocation(fs *flag.FlagSet, args []string) (*location.Location, error) {
 	}
 	switch len(pos) {
 	case 0:
-		return nil, usageErrorf("%s needs a URL, such as file:///var/backups/db1 or s3://bucket/prefix", fs.Name())
+		return nil, exitcode.Usagef("%s needs a URL, such as file:///var/backups/db1 or s3://bucket/prefix", fs.Name())
 	case 1:
 		return location.Parse(pos[0])
 	default:
-		return nil, usageErrorf("%s takes one URL, got %d arguments", fs.Name(), len(pos))
+		return nil, exitcode.Usagef("%s takes one URL, got %d arguments", fs.Name(), len(pos))
 	}
 }
 
@@ -369,13 +370,13 @@ func withClass(class string, err error) error { return &classedErr{class: class,
 // else (the network, the service, a URL the driver refused).
 func errorClass(err error) string {
 	var ce *classedErr
-	code, _ := codeOf(err)
+	code, _ := exitcode.Of(err)
 	switch {
 	case errors.As(err, &ce):
 		return ce.class
-	case code == exitUsage:
+	case code == exitcode.Usage:
 		return "usage"
-	case code == exitProbeFailed:
+	case code == exitcode.ProbeFailed:
 		return "probe-failed"
 	case errors.Is(err, driver.ErrPrecondition):
 		return "precondition"
@@ -396,7 +397,7 @@ func errorClass(err error) string {
 // on w, and returns err for the exit code and stderr. A nil err, or help,
 // writes nothing.
 func jsonFailure(w io.Writer, command string, err error) error {
-	code, show := codeOf(err)
+	code, show := exitcode.Of(err)
 	if err == nil || !show {
 		return err
 	}
@@ -420,8 +421,8 @@ func init() {
 				// of checks that failed) is not given a second one.
 				// A usage error may have stopped the flag package before
 				// it got to --json: look at the command line itself.
-				code, _ := codeOf(err)
-				if f := fs.Lookup("json"); f != nil && (f.Value.String() == "true" || code == exitUsage && wantsJSON(args)) && out.n == 0 {
+				code, _ := exitcode.Of(err)
+				if f := fs.Lookup("json"); f != nil && (f.Value.String() == "true" || code == exitcode.Usage && wantsJSON(args)) && out.n == 0 {
 					return jsonFailure(e.stdout, fs.Name(), err)
 				}
 				return err
@@ -488,7 +489,7 @@ Example:
 				return err
 			}
 			if len(pos)+len(after) > 0 {
-				return usageErrorf("demo takes no arguments")
+				return exitcode.Usagef("demo takes no arguments")
 			}
 			return demo.Run(ctx, e.stdout)
 		}

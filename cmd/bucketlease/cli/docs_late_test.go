@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/bucket"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -60,8 +61,8 @@ func TestDocsLateSession(t *testing.T) {
 	errOut, code := runTo(t, "", &out, nil, "list", u, "--late")
 	s.WriteString(out.String() + errOut)
 	s.exit(code)
-	if code != exitLate || !bytes.Contains(out.Bytes(), []byte("chunks/late")) || bytes.Contains(out.Bytes(), []byte("chunks/host-")) {
-		t.Fatalf("list --late: exit %d, %s%s; want chunks/late alone, exit %d", code, out.String(), errOut, exitLate)
+	if code != exitcode.Late || !bytes.Contains(out.Bytes(), []byte("chunks/late")) || bytes.Contains(out.Bytes(), []byte("chunks/host-")) {
+		t.Fatalf("list --late: exit %d, %s%s; want chunks/late alone, exit %d", code, out.String(), errOut, exitcode.Late)
 	}
 	checkSession(t, s)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
@@ -103,8 +104,8 @@ func breakWhileWaiting(t *testing.T, env []string, u string) (writes []write, br
 		t.Errorf("show after break --force does not say the lease is broken and until when it is blocked:\n%s", out)
 	}
 	b.waitFor(`waiting\s+lease \S*LEASE was broken by an operator \(bucketlease break\).* free only at`)
-	if c := a.wait(); c != exitLeaseEnded {
-		t.Errorf("the broken hold exited %d, want %d", c, exitLeaseEnded)
+	if c := a.wait(); c != exitcode.LeaseEnded {
+		t.Errorf("the broken hold exited %d, want %d", c, exitcode.LeaseEnded)
 	}
 	b.waitFor(`command-started`)
 	waitWrites(t, log, "B", 3)
@@ -187,7 +188,7 @@ func TestBreakAllowOverlap(t *testing.T) {
 	a.waitFor(`command-started`)
 	s := showJSONOf(t, u)
 	_, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--allow-overlap")
-	if code != exitRefused || !strings.Contains(errOut, "--force") {
+	if code != exitcode.Refused || !strings.Contains(errOut, "--force") {
 		t.Errorf("--allow-overlap without --force on a fresh lease: exit %d: %s", code, errOut)
 	}
 	out, errOut, code := runCLI(t, nil, "break", u, "--version", s.Version, "--allow-overlap", "--force")
@@ -197,8 +198,8 @@ func TestBreakAllowOverlap(t *testing.T) {
 	if st := showJSONOf(t, u); st.State != "released" {
 		t.Errorf("after break --allow-overlap: %+v", st)
 	}
-	if c := a.exitWithin(exitTimeout); c != exitLeaseEnded {
-		t.Errorf("the broken hold exited %d, want %d", c, exitLeaseEnded)
+	if c := a.exitWithin(exitTimeout); c != exitcode.LeaseEnded {
+		t.Errorf("the broken hold exited %d, want %d", c, exitcode.LeaseEnded)
 	}
 	if strings.Contains(a.output(), "A got TERM") {
 		t.Errorf("the broken holder's command got SIGTERM and a grace, not SIGKILL at once:\n%s", a.output())
@@ -218,8 +219,8 @@ func TestHoldDeletedLeaseNotReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.waitFor(`lease-gone`)
-		if code := a.exitWithin(exitTimeout); code != exitLeaseEnded {
-			t.Errorf("command %q: exit %d, want %d", command, code, exitLeaseEnded)
+		if code := a.exitWithin(exitTimeout); code != exitcode.LeaseEnded {
+			t.Errorf("command %q: exit %d, want %d", command, code, exitcode.LeaseEnded)
 		}
 		out := a.output()
 		if strings.Contains(out, "released lease") || !strings.Contains(out, "not-released") {

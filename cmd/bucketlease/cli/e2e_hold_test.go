@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
@@ -220,8 +221,8 @@ func TestHoldReleaseFailed(t *testing.T) {
 			args = []string{"hold", u, "--json", "--instance-id", "alpha", "--", "sh", "-c", script}
 		}
 		_, errOut, code := runCLI(t, nil, args...)
-		if code != exitReleaseFailed || !strings.Contains(errOut, "could not release the lease LEASE") {
-			t.Errorf("json %v: exit %d, want %d:\n%s", asJSON, code, exitReleaseFailed, errOut)
+		if code != exitcode.ReleaseFailed || !strings.Contains(errOut, "could not release the lease LEASE") {
+			t.Errorf("json %v: exit %d, want %d:\n%s", asJSON, code, exitcode.ReleaseFailed, errOut)
 		}
 		if strings.Contains(errOut, "released lease") || strings.Contains(errOut, `"event":"released"`) {
 			t.Errorf("json %v: a release that failed was reported:\n%s", asJSON, errOut)
@@ -245,7 +246,7 @@ func TestShowAndBreakCreateNothing(t *testing.T) {
 	missing := filepath.Join(root, "typo", "a", "b")
 	for _, args := range [][]string{{"show", "file://" + missing}, {"break", "file://" + missing, "--version", "x"}} {
 		_, errOut, code := runCLI(t, nil, args...)
-		if code != exitError || !strings.Contains(errOut, "no such directory") {
+		if code != exitcode.Failure || !strings.Contains(errOut, "no such directory") {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
 		}
 	}
@@ -289,8 +290,8 @@ func TestHoldBrokenByOperator(t *testing.T) {
 		}
 	}
 	a.waitFor(`lost\s+lease LEASE was broken by an operator \(bucketlease break\)`)
-	if code := a.wait(); code != exitLeaseEnded {
-		t.Errorf("exit %d, want %d", code, exitLeaseEnded)
+	if code := a.wait(); code != exitcode.LeaseEnded {
+		t.Errorf("exit %d, want %d", code, exitcode.LeaseEnded)
 	}
 	if strings.Contains(a.output(), "lost lease LEASE to instance") {
 		t.Errorf("the break was reported as a takeover:\n%s", a.output())
@@ -306,13 +307,13 @@ func TestHoldInstanceInUse(t *testing.T) {
 	a := start(t, nil, "hold", u, "--ttl", "6s", "--instance-id", "same")
 	a.waitFor(`acquired`)
 	_, errOut, code := runCLI(t, nil, "hold", u, "--ttl", "6s", "--instance-id", "same")
-	if code != exitInstanceInUse || !strings.Contains(errOut, "another live process") {
+	if code != exitcode.InstanceInUse || !strings.Contains(errOut, "another live process") {
 		t.Errorf("without --wait: exit %d:\n%s", code, errOut)
 	}
 	started := time.Now()
 	_, errOut, code = runCLI(t, nil, "hold", u, "--ttl", "6s", "--instance-id", "same", "--wait", "--wait-timeout", "120s")
-	if code != exitInstanceInUse || !strings.Contains(errOut, "another live process uses this instance id") || !strings.Contains(errOut, "--instance-id") {
-		t.Errorf("--wait: exit %d, want %d:\n%s", code, exitInstanceInUse, errOut)
+	if code != exitcode.InstanceInUse || !strings.Contains(errOut, "another live process uses this instance id") || !strings.Contains(errOut, "--instance-id") {
+		t.Errorf("--wait: exit %d, want %d:\n%s", code, exitcode.InstanceInUse, errOut)
 	}
 	if d := time.Since(started); d > 100*time.Second {
 		t.Errorf("--wait took %v to give up", d)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,8 +143,8 @@ func TestCtrlZ(t *testing.T) {
 
 	tm.send("fg; echo HOLD-EXIT=$?\n")
 	tm.waitFor(`HOLD-EXIT=\d+`)
-	if m := tm.waitFor(`HOLD-EXIT=\d+`); m != fmt.Sprintf("HOLD-EXIT=%d", exitLeaseEnded) {
-		t.Errorf("hold after fg: %s, want %d", m, exitLeaseEnded)
+	if m := tm.waitFor(`HOLD-EXIT=\d+`); m != fmt.Sprintf("HOLD-EXIT=%d", exitcode.LeaseEnded) {
+		t.Errorf("hold after fg: %s, want %d", m, exitcode.LeaseEnded)
 	}
 	if waitQuiet(ticks); len(readTicks(t, ticks)) != n {
 		t.Error("the command wrote again after fg")
@@ -169,8 +170,8 @@ func TestStoppedCommandDoesNotHoldTheLease(t *testing.T) {
 	a := start(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "alpha", "--", "sh", "-c", `echo stopping myself; kill -STOP $$; echo resumed`)
 	a.waitFor(`command-stopped\s+pid \d+ was stopped \(SIGSTOP\)`)
 	a.waitFor(`killed\s+.*fence deadline`)
-	if code := a.wait(); code != exitLeaseEnded {
-		t.Errorf("exit %d, want %d", code, exitLeaseEnded)
+	if code := a.wait(); code != exitcode.LeaseEnded {
+		t.Errorf("exit %d, want %d", code, exitcode.LeaseEnded)
 	}
 	if strings.Contains(a.output(), "resumed") {
 		t.Error("the command ran on after the fence")

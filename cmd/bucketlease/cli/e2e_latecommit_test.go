@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver/file"
 )
 
@@ -64,7 +65,7 @@ func TestPutRenameHeldListedLateFile(t *testing.T) {
 		if code == 0 {
 			break
 		}
-		if code != exitRefused || try == 10 {
+		if code != exitcode.Refused || try == 10 {
 			t.Fatalf("break --force --allow-overlap: exit %d\n%s%s", code, out, errOut)
 		}
 	}
@@ -79,8 +80,8 @@ func TestPutRenameHeldListedLateFile(t *testing.T) {
 		t.Fatalf("put exited %d and %s is not there (%v): the held rename did not land", code, key, err)
 	}
 	out, errOut, lcode := runCLI(t, nil, "list", u, "--late")
-	if lcode != exitLate || !strings.Contains(out, key) {
+	if lcode != exitcode.Late || !strings.Contains(out, key) {
 		t.Fatalf("list --late after %s landed past host-b's takeover (put exited %d): exit %d, want %d naming it\n%s%s",
-			key, code, lcode, exitLate, out, errOut)
+			key, code, lcode, exitcode.Late, out, errOut)
 	}
 }

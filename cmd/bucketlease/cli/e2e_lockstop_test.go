@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/filelock"
 	"github.com/mushroomdb/bucketlease/driver/file"
 )
@@ -162,7 +163,7 @@ func TestBreakKillsStoppedLockHolder(t *testing.T) {
 // error, for a driver whose lock is not held by a process on this machine.
 func TestKillStoppedLockHolderNeedsFile(t *testing.T) {
 	_, errOut, code := runCLI(t, nil, "break", "s3://bucket/prefix", "--version", "1", "--kill-stopped-lock-holder")
-	if code != exitUsage || !strings.Contains(errOut, "file:// only") {
-		t.Errorf("break s3:// --kill-stopped-lock-holder: exit %d, stderr %q; want exit %d, file:// only", code, errOut, exitUsage)
+	if code != exitcode.Usage || !strings.Contains(errOut, "file:// only") {
+		t.Errorf("break s3:// --kill-stopped-lock-holder: exit %d, stderr %q; want exit %d, file:// only", code, errOut, exitcode.Usage)
 	}
 }

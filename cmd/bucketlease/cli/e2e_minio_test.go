@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
@@ -68,7 +68,7 @@ func TestProbeMinIO(t *testing.T) {
 	noSecret(t, srv, out, errOut)
 	claims := strings.Contains(out, "declared: exclusion conditional, conditional delete yes")
 	if !strings.Contains(out, "observed: exclusion conditional, conditional delete no") ||
-		claims && (code != exitProbeFailed || !strings.Contains(out, "delete-if-match-wrong")) || !claims && code != 0 {
+		claims && (code != exitcode.ProbeFailed || !strings.Contains(out, "delete-if-match-wrong")) || !claims && code != 0 {
 		t.Errorf("s3:// on MinIO: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
@@ -116,7 +116,7 @@ func TestProbeAndHoldFailClosedThroughProxy(t *testing.T) {
 
 	out, errOut, code := runCLI(t, env, "probe", u)
 	noSecret(t, srv, out, errOut)
-	if code != exitProbeFailed || !strings.Contains(out, "observed: exclusion none") ||
+	if code != exitcode.ProbeFailed || !strings.Contains(out, "observed: exclusion none") ||
 		!strings.Contains(out, "ignores write preconditions") || !strings.Contains(out, "FAIL") {
 		t.Errorf("probe through the proxy: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -125,7 +125,7 @@ func TestProbeAndHoldFailClosedThroughProxy(t *testing.T) {
 	// acquire's several probe requests on a loaded machine.
 	out, errOut, code = runCLI(t, env, "hold", u, "--ttl", "6s")
 	noSecret(t, srv, out, errOut)
-	if code != exitProbeFailed || !strings.Contains(errOut, "ignores write preconditions") || !strings.Contains(errOut, "MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off") {
+	if code != exitcode.ProbeFailed || !strings.Contains(errOut, "ignores write preconditions") || !strings.Contains(errOut, "MUSHROOMDB_BACKUP_LEASE_CONDITIONAL=off") {
 		t.Errorf("hold through the proxy: exit %d\n%s\n%s", code, out, errOut)
 	}
 	// The proxy strips headers from every request, so the scratch key
@@ -173,8 +173,8 @@ func TestFencedHolderReleaseMinIO(t *testing.T) {
 			b.waitFor(`took-over\s+instance beta took over`)
 			before := showWith(t, env, u)
 			a.signal(syscall.SIGCONT)
-			if code := a.wait(); code != exitLeaseEnded {
-				t.Errorf("alpha exit %d after it was continued, want %d", code, exitLeaseEnded)
+			if code := a.wait(); code != exitcode.LeaseEnded {
+				t.Errorf("alpha exit %d after it was continued, want %d", code, exitcode.LeaseEnded)
 			}
 			if out := a.output(); strings.Contains(out, "released lease") || !strings.Contains(out, "beta") {
 				t.Errorf("alpha's report:\n%s", out)
@@ -185,7 +185,7 @@ func TestFencedHolderReleaseMinIO(t *testing.T) {
 			}
 			_, errOut, code := runCLI(t, env, "hold", u, "--ttl", "6s", "--instance-id", "gamma")
 			noSecret(t, srv, errOut)
-			if code != exitHeld || !strings.Contains(errOut, "held by instance beta") {
+			if code != exitcode.Held || !strings.Contains(errOut, "held by instance beta") {
 				t.Errorf("a third contender: exit %d:\n%s", code, errOut)
 			}
 			b.signal(syscall.SIGTERM)
@@ -231,8 +231,8 @@ func TestProbeErrorsMinIO(t *testing.T) {
 	for _, c := range cases {
 		out, errOut, code := runCLI(t, c.env, c.args...)
 		noSecret(t, srv, out, errOut)
-		if code != exitError || strings.Contains(out+errOut, "ignores write preconditions") || strings.Contains(out, "observed: exclusion none") {
-			t.Errorf("%s: exit %d, want %d:\n%s\n%s", c.name, code, exitError, out, errOut)
+		if code != exitcode.Failure || strings.Contains(out+errOut, "ignores write preconditions") || strings.Contains(out, "observed: exclusion none") {
+			t.Errorf("%s: exit %d, want %d:\n%s\n%s", c.name, code, exitcode.Failure, out, errOut)
 		}
 	}
 	// The control: the same server, with the right secret, passes.
@@ -265,7 +265,7 @@ func TestCredentialHintMinIO(t *testing.T) {
 	for form, u := range minioURLs(srv, bucket, "hint") {
 		_, errOut, code := runCLI(t, wrong, "show", u)
 		noSecret(t, srv, errOut)
-		if code != exitError || !strings.Contains(errOut, "hint: check the credentials; the "+form+" driver reads") {
+		if code != exitcode.Failure || !strings.Contains(errOut, "hint: check the credentials; the "+form+" driver reads") {
 			t.Errorf("%s with a wrong secret: exit %d:\n%s", form, code, errOut)
 		}
 	}

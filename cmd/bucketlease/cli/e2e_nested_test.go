@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 // TestPutRefusesNestedLeaseKeys: put URL sub/LEASE --overwrite, and a key
@@ -30,8 +32,8 @@ func TestPutRefusesNestedLeaseKeys(t *testing.T) {
 	}
 	for _, key := range []string{"sub/LEASE", "sub/LEASE.acquire-probe-0123456789abcdef"} {
 		_, errOut, code := runCLI(t, nil, "put", u, key, body, "--overwrite")
-		if code != exitUsage || !strings.Contains(errOut, key) || !strings.Contains(errOut, "--overwrite-lease-object") {
-			t.Errorf("put %s --overwrite: exit %d, want %d naming the key and --overwrite-lease-object:\n%s", key, code, exitUsage, errOut)
+		if code != exitcode.Usage || !strings.Contains(errOut, key) || !strings.Contains(errOut, "--overwrite-lease-object") {
+			t.Errorf("put %s --overwrite: exit %d, want %d naming the key and --overwrite-lease-object:\n%s", key, code, exitcode.Usage, errOut)
 		}
 	}
 	if after := showJSONOf(t, u+"/sub"); after.Version != before.Version || after.Holder != "alpha" || after.State != "fresh" {
@@ -49,7 +51,7 @@ func TestPutRefusesNestedLeaseKeys(t *testing.T) {
 		t.Errorf("put other/LEASE --overwrite-lease-object: exit %d, want 0:\n%s", code, errOut)
 	}
 	_, errOut, code = runCLI(t, nil, "put", u, "LEASE", body, "--overwrite-lease-object")
-	if code != exitUsage || !strings.Contains(errOut, "the lease object itself") {
-		t.Errorf("put LEASE --overwrite-lease-object: exit %d, want %d:\n%s", code, exitUsage, errOut)
+	if code != exitcode.Usage || !strings.Contains(errOut, "the lease object itself") {
+		t.Errorf("put LEASE --overwrite-lease-object: exit %d, want %d:\n%s", code, exitcode.Usage, errOut)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -34,8 +35,8 @@ func TestMemRefusedAcrossProcesses(t *testing.T) {
 		{"probe", "mem://b/p"},
 	} {
 		out, errOut, code := runCLI(t, nil, args...)
-		if code != exitUsage || !strings.Contains(errOut, "mem:// is a bucket inside this one process") {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d naming mem:// as in-process", args, code, errOut, exitUsage)
+		if code != exitcode.Usage || !strings.Contains(errOut, "mem:// is a bucket inside this one process") {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d naming mem:// as in-process", args, code, errOut, exitcode.Usage)
 		}
 		if strings.Contains(out+errOut, "RAN") || strings.Contains(errOut, "acquired") {
 			t.Errorf("%v: ran or acquired: %q %q", args, out, errOut)
@@ -115,8 +116,8 @@ func tickFile(t *testing.T, path string) int64 {
 // survives.
 func TestDeletedLeaseStopsCommand(t *testing.T) {
 	deleted, lastA, startB, codeA := deletedLease(t, "20s", nil)
-	if codeA != exitLeaseEnded {
-		t.Errorf("the first hold exited %d, want %d", codeA, exitLeaseEnded)
+	if codeA != exitcode.LeaseEnded {
+		t.Errorf("the first hold exited %d, want %d", codeA, exitcode.LeaseEnded)
 	}
 	if !lastA.Before(startB) {
 		t.Errorf("two writers: the first command wrote until %s, the waiter's started at %s", lastA.Format(time.RFC3339Nano), startB.Format(time.RFC3339Nano))
@@ -172,8 +173,8 @@ func TestEmptyCommandRefused(t *testing.T) {
 	u, _ := fileURL(t)
 	for _, args := range [][]string{{"hold", u, "--"}, {"hold", u, "--ttl", "6s", "--"}, {"hold", u, "--", ""}} {
 		_, errOut, code := runCLI(t, nil, args...)
-		if code != exitUsage || !strings.Contains(errOut, "the command after -- is empty") {
-			t.Errorf("%q: exit %d, stderr %q; want exit %d, an empty command", args, code, errOut, exitUsage)
+		if code != exitcode.Usage || !strings.Contains(errOut, "the command after -- is empty") {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d, an empty command", args, code, errOut, exitcode.Usage)
 		}
 	}
 	if s := showJSONOf(t, u); s.State != "free" {
@@ -234,7 +235,7 @@ func TestHangIsBounded(t *testing.T) {
 		began := time.Now()
 		_, errOut, code := runCLI(t, env, c.args...)
 		took := time.Since(began)
-		if code != exitError || !strings.Contains(errOut, "no reply from "+u) || !strings.Contains(errOut, c.want) {
+		if code != exitcode.Failure || !strings.Contains(errOut, "no reply from "+u) || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: exit %d after %v, stderr %q; want exit 1 naming the URL and %q", c.args[0], code, took, errOut, c.want)
 		}
 		if strings.Contains(errOut, "RAN") {
@@ -244,7 +245,7 @@ func TestHangIsBounded(t *testing.T) {
 	}
 	out, _, code := runCLI(t, env, "probe", u, "--timeout", "2s", "--json")
 	var got errorJSON
-	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitError || got.Class != "timeout" || !strings.Contains(got.Message, "within 2s (--timeout)") {
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitcode.Failure || got.Class != "timeout" || !strings.Contains(got.Message, "within 2s (--timeout)") {
 		t.Errorf("probe --json: exit %d, %q (%v); want the timeout object", code, out, err)
 	}
 }
@@ -287,7 +288,7 @@ func TestBreakPastedVersionAndCommand(t *testing.T) {
 
 	_, errOut, code := runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
 	i := strings.Index(errOut, "bucketlease show ")
-	if code != exitRefused || i < 0 {
+	if code != exitcode.Refused || i < 0 {
 		t.Fatalf("a wrong version: exit %d, %q", code, errOut)
 	}
 	suggested := strings.TrimSpace(errOut[i:])
@@ -379,7 +380,7 @@ func TestShowJudgesFileURLsAsHoldDoes(t *testing.T) {
 	} {
 		for _, cmd := range []string{"show", "hold"} {
 			_, errOut, code := runCLI(t, nil, cmd, c.url)
-			if code != exitError || !strings.Contains(errOut, c.want) {
+			if code != exitcode.Failure || !strings.Contains(errOut, c.want) {
 				t.Errorf("%s %s: exit %d, %q; want exit 1 and %q", cmd, c.url, code, errOut, c.want)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/stripproxy"
 )
@@ -35,14 +35,14 @@ func TestPutFailsClosedThroughProxy(t *testing.T) {
 	// TTL 6s: 2s per request, as for hold through the proxy.
 	out, errOut, code := runCLI(t, env, "put", u, "dumps/a", body, "--ttl", "6s")
 	noSecret(t, srv, out, errOut)
-	if code != exitProbeFailed || !strings.Contains(errOut, "ignores write preconditions") {
-		t.Errorf("put through the proxy: exit %d, want %d\n%s\n%s", code, exitProbeFailed, out, errOut)
+	if code != exitcode.ProbeFailed || !strings.Contains(errOut, "ignores write preconditions") {
+		t.Errorf("put through the proxy: exit %d, want %d\n%s\n%s", code, exitcode.ProbeFailed, out, errOut)
 	}
 	direct := s3URL(srv.URL(), bucket, "db1")
 	if out, _, _ := runCLI(t, env, "show", direct); !strings.Contains(out, "free") {
 		t.Errorf("a put refused before its first write left the prefix not free:\n%s", out)
 	}
-	if _, errOut, code := runCLI(t, env, "get", direct, "dumps/a", "-"); code != exitError || !strings.Contains(errOut, "dumps/a") {
-		t.Errorf("get after the refused put: exit %d, want %d (no such key):\n%s", code, exitError, errOut)
+	if _, errOut, code := runCLI(t, env, "get", direct, "dumps/a", "-"); code != exitcode.Failure || !strings.Contains(errOut, "dumps/a") {
+		t.Errorf("get after the refused put: exit %d, want %d (no such key):\n%s", code, exitcode.Failure, errOut)
 	}
 }

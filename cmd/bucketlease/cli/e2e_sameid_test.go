@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 // TestSameInstanceIDExits6: a second process with the --instance-id of a
@@ -33,13 +35,13 @@ func TestSameInstanceIDExits6(t *testing.T) {
 		// put looks twice (once to say who holds the lease), so it may
 		// see the record renewed in between: then it knows.
 		both := strings.Contains(errOut, "previous process") || strings.Contains(errOut, "changed while this process watched it")
-		if code != exitInstanceInUse || !strings.Contains(errOut, "another live process") || !both || !strings.Contains(errOut, "--instance-id") {
-			t.Errorf("%s without --wait: exit %d, want %d, naming both causes and --instance-id:\n%s", args[0], code, exitInstanceInUse, errOut)
+		if code != exitcode.InstanceInUse || !strings.Contains(errOut, "another live process") || !both || !strings.Contains(errOut, "--instance-id") {
+			t.Errorf("%s without --wait: exit %d, want %d, naming both causes and --instance-id:\n%s", args[0], code, exitcode.InstanceInUse, errOut)
 		}
 	}
 	_, errOut, code := runCLI(t, nil, "put", u, "dumps/b", body, "--ttl", "6s", "--instance-id", "same", "--wait", "--wait-timeout", "120s")
-	if code != exitInstanceInUse || !strings.Contains(errOut, "another live process uses this instance id") {
-		t.Errorf("put --wait: exit %d, want %d:\n%s", code, exitInstanceInUse, errOut)
+	if code != exitcode.InstanceInUse || !strings.Contains(errOut, "another live process uses this instance id") {
+		t.Errorf("put --wait: exit %d, want %d:\n%s", code, exitcode.InstanceInUse, errOut)
 	}
 	if s := showJSONOf(t, u); s.Holder != "same" || s.State != "fresh" || s.AcquiredAt != before.AcquiredAt {
 		t.Errorf("the first hold's lease changed: before %+v, after %+v", before, s)

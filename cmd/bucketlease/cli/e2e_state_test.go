@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 // TestHoldRestartAdoptsItsOwnLease: a hold killed by SIGKILL (as the OOM
@@ -30,8 +32,8 @@ func TestHoldRestartAdoptsItsOwnLease(t *testing.T) {
 	// Without its state directory, one look cannot tell its dead
 	// predecessor's record from another live process's with the same id:
 	// exit 6, saying both, until the record goes stale.
-	if _, errOut, code := runCLI(t, nil, holdArgs("--state-dir", "none", "--", "true")...); code != exitInstanceInUse || !strings.Contains(errOut, "previous process died") {
-		t.Fatalf("a restart without a state directory: exit %d, want %d naming both causes: %s", code, exitInstanceInUse, errOut)
+	if _, errOut, code := runCLI(t, nil, holdArgs("--state-dir", "none", "--", "true")...); code != exitcode.InstanceInUse || !strings.Contains(errOut, "previous process died") {
+		t.Fatalf("a restart without a state directory: exit %d, want %d naming both causes: %s", code, exitcode.InstanceInUse, errOut)
 	}
 	out, errOut, code := runCLI(t, nil, holdArgs("--state-dir", state, "--", "echo", "RAN")...)
 	if code != 0 || strings.TrimSpace(out) != "RAN" || !strings.Contains(errOut, "adopted") {
@@ -41,8 +43,8 @@ func TestHoldRestartAdoptsItsOwnLease(t *testing.T) {
 	b := start(t, nil, holdArgs("--state-dir", state, "--", "sleep", "120")...)
 	b.waitFor(`command-started`)
 	b.signal(syscall.SIGSTOP)
-	if _, errOut, code := runCLI(t, nil, holdArgs("--state-dir", state, "--", "true")...); code != exitInstanceInUse {
-		t.Fatalf("a restart while its predecessor is stopped: exit %d, want %d: %s", code, exitInstanceInUse, errOut)
+	if _, errOut, code := runCLI(t, nil, holdArgs("--state-dir", state, "--", "true")...); code != exitcode.InstanceInUse {
+		t.Fatalf("a restart while its predecessor is stopped: exit %d, want %d: %s", code, exitcode.InstanceInUse, errOut)
 	}
 	b.signal(syscall.SIGKILL)
 	b.wait()
@@ -91,7 +93,7 @@ func TestGarbageLeaseTakenOverAcrossRuns(t *testing.T) {
 				ran = i
 				break
 			}
-			if code != exitHeld || !strings.Contains(errOut, "suspect") {
+			if code != exitcode.Held || !strings.Contains(errOut, "suspect") {
 				t.Fatalf("run %d (state %v): exit %d: %s", i, withState, code, errOut)
 			}
 			time.Sleep(1500 * time.Millisecond)

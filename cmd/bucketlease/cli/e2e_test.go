@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -271,8 +272,8 @@ func TestHoldSecondRefusedThenReleased(t *testing.T) {
 	a.waitFor(`acquired\s+acquired lease LEASE as instance alpha`)
 
 	_, errOut, code := runCLI(t, nil, "hold", u, "--ttl", "3s", "--instance-id", "beta")
-	if code != exitHeld || !strings.Contains(errOut, "held by instance alpha") || !strings.Contains(errOut, "--wait") {
-		t.Errorf("second hold: exit %d, stderr %q; want %d naming alpha", code, errOut, exitHeld)
+	if code != exitcode.Held || !strings.Contains(errOut, "held by instance alpha") || !strings.Contains(errOut, "--wait") {
+		t.Errorf("second hold: exit %d, stderr %q; want %d naming alpha", code, errOut, exitcode.Held)
 	}
 	if s := showJSONOf(t, u); s.State != "fresh" || s.Holder != "alpha" || s.TTLSeconds == nil || *s.TTLSeconds != 3 {
 		t.Errorf("show: %+v", s)
@@ -319,7 +320,7 @@ func TestHoldWaitTimeout(t *testing.T) {
 	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha")
 	a.waitFor(`acquired`)
 	_, errOut, code := runCLI(t, nil, "hold", u, "--wait", "--wait-timeout", "1s", "--instance-id", "beta")
-	if code != exitHeld || !strings.Contains(errOut, "--wait-timeout passed") || !strings.Contains(errOut, "alpha") {
+	if code != exitcode.Held || !strings.Contains(errOut, "--wait-timeout passed") || !strings.Contains(errOut, "alpha") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
@@ -352,8 +353,8 @@ func TestHoldCommandStoppedWhenLeaseLost(t *testing.T) {
 	a.waitFor(`stopping\s+the lease was taken from this holder .*: another instance may hold it already, so the command and everything it started are killed now \(SIGKILL, no grace\)`)
 	a.waitFor(`killed\s+.*SIGKILL to \d+ processes: the lease was lost`)
 	a.waitFor(`command-exited\s+"sh" \(pid \d+\) was killed by signal SIGKILL$`)
-	if code := a.wait(); code != exitLeaseEnded {
-		t.Errorf("exit %d, want %d", code, exitLeaseEnded)
+	if code := a.wait(); code != exitcode.LeaseEnded {
+		t.Errorf("exit %d, want %d", code, exitcode.LeaseEnded)
 	}
 	if strings.Contains(a.output(), "child got TERM") {
 		t.Errorf("the command got SIGTERM and a grace, not SIGKILL at once:\n%s", a.output())
@@ -435,7 +436,7 @@ func TestBreak(t *testing.T) {
 	v := writeRecord(t, dir, admin.Record{InstanceID: "dead-host", AcquiredAt: old, RenewedAt: old, TTLSeconds: 30})
 
 	out, errOut, code := runCLI(t, nil, "break", u, "--version", "0123456789abcdef0123456789abcdef")
-	if code != exitRefused || !strings.Contains(errOut, "changed since you looked") || !strings.Contains(out, "dead-host") {
+	if code != exitcode.Refused || !strings.Contains(errOut, "changed since you looked") || !strings.Contains(out, "dead-host") {
 		t.Errorf("wrong version: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if s := showJSONOf(t, u); s.Version != string(v) || s.State != "stale" {
@@ -448,14 +449,14 @@ func TestBreak(t *testing.T) {
 	if s := showJSONOf(t, u); s.State != "released" || s.Holder != admin.BreakerID {
 		t.Errorf("after break: %+v", s)
 	}
-	if _, errOut, code := runCLI(t, nil, "break", u, "--version", string(v)); code != exitRefused || !strings.Contains(errOut, "changed since you looked") {
+	if _, errOut, code := runCLI(t, nil, "break", u, "--version", string(v)); code != exitcode.Refused || !strings.Contains(errOut, "changed since you looked") {
 		t.Errorf("breaking again at the old version: exit %d, %s", code, errOut)
 	}
 
 	now := time.Now()
 	v = writeRecord(t, dir, admin.Record{InstanceID: "live-host", AcquiredAt: now, RenewedAt: now, TTLSeconds: 600})
 	_, errOut, code = runCLI(t, nil, "break", u, "--version", string(v))
-	if code != exitRefused || !strings.Contains(errOut, "fresh") || !strings.Contains(errOut, "--force") {
+	if code != exitcode.Refused || !strings.Contains(errOut, "fresh") || !strings.Contains(errOut, "--force") {
 		t.Errorf("fresh lease: exit %d, %s", code, errOut)
 	}
 	if _, errOut, code = runCLI(t, nil, "break", u, "--version", string(v), "--force"); code != 0 {
@@ -524,7 +525,7 @@ func TestProbeFile(t *testing.T) {
 		}
 	}
 	out, _, code = runCLI(t, nil, "probe", u, "--json")
-	var rep probeReportJSON
+	var rep report.ProbeReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.OK || rep.Observed.Exclusion != "conditional" || len(rep.Results) < 10 {
 		t.Errorf("probe --json: exit %d, %v, %+v", code, err, rep)
 	}
@@ -591,8 +592,8 @@ func TestFlagRangesAsProcesses(t *testing.T) {
 		{"hold", u, "--grace", "-1s", "--", "true"},
 	} {
 		_, errOut, code := runCLI(t, nil, args...)
-		if code != exitUsage || !strings.Contains(errOut, args[2]) {
-			t.Errorf("%q: exit %d, stderr %q; want exit %d naming %s", args, code, errOut, exitUsage, args[2])
+		if code != exitcode.Usage || !strings.Contains(errOut, args[2]) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d naming %s", args, code, errOut, exitcode.Usage, args[2])
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "LEASE")); !errors.Is(err, os.ErrNotExist) {

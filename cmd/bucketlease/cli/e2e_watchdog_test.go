@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/lease/admin"
@@ -253,8 +254,8 @@ func TestWatchdogStoppedHold(t *testing.T) {
 	}
 
 	a.signal(syscall.SIGCONT)
-	if code := a.wait(); code != exitLeaseEnded {
-		t.Errorf("hold exit %d after SIGCONT, want %d", code, exitLeaseEnded)
+	if code := a.wait(); code != exitcode.LeaseEnded {
+		t.Errorf("hold exit %d after SIGCONT, want %d", code, exitcode.LeaseEnded)
 	}
 	if s := showJSONOf(t, u); s.Holder != "beta" || s.State != "fresh" {
 		t.Errorf("after hold came back, show says %+v; want beta's fresh lease", s)
@@ -324,8 +325,8 @@ func TestWatchdogKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	if code := a.wait(); code != exitError {
-		t.Errorf("hold exit %d, want %d", code, exitError)
+	if code := a.wait(); code != exitcode.Failure {
+		t.Errorf("hold exit %d, want %d", code, exitcode.Failure)
 	}
 	a.waitFor(`watchdog-died\s+the watchdog \(pid \d+\) died`)
 	waitGone(t, writer)

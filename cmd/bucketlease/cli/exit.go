@@ -1,27 +1,7 @@
 package cli
 
-import (
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
-)
-
-// Exit codes (package exitcode). They are listed in "bucketlease help" and
-// docs/cli.md; keep the three in step.
-const (
-	exitOK            = exitcode.OK
-	exitError         = exitcode.Failure
-	exitUsage         = exitcode.Usage
-	exitHeld          = exitcode.Held
-	exitRefused       = exitcode.Refused
-	exitProbeFailed   = exitcode.ProbeFailed
-	exitInstanceInUse = exitcode.InstanceInUse
-	exitLate          = exitcode.Late
-	exitStoredLate    = exitcode.StoredLate
-	exitReleaseFailed = exitcode.ReleaseFailed
-	exitInterrupted   = exitcode.Interrupted
-	exitLeaseEnded    = exitcode.LeaseEnded
-)
-
-// exitCodesHelp documents the exit codes.
+// exitCodesHelp documents the exit codes of package exitcode; docs/cli.md
+// lists them too: keep the three in step.
 const exitCodesHelp = `Exit codes:
   (demo, show, prune and version exit 0, 1 or 2 only; list also 10)
   0    success (hold: the lease was released after an interrupt or after its command succeeded; put: stored, its version printed;
@@ -54,15 +34,3 @@ const exitCodesHelp = `Exit codes:
   128+N  hold, put, get, verify: stopped by signal N (130 SIGINT, 143 SIGTERM); an acquire it stopped released what it wrote; put: the upload was aborted, nothing was written
   other  hold -- COMMAND: the command's own exit status (128+N if it was killed by signal N)
 `
-
-// exitErr is an error with the exit code it ends the process with.
-type exitErr = exitcode.Error
-
-// withCode wraps err with an exit code.
-func withCode(code int, err error) error { return exitcode.With(code, err) }
-
-// usageErrorf reports a wrong command line (exit 2).
-func usageErrorf(format string, args ...any) error { return exitcode.Usagef(format, args...) }
-
-// codeOf returns the exit code for err and whether to print err.
-func codeOf(err error) (int, bool) { return exitcode.Of(err) }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 )
@@ -55,7 +56,7 @@ func setupGet(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if len(pos) < 2 || len(pos) > 3 {
-			return usageErrorf("get takes URL KEY [FILE|-]; got %d arguments", len(pos))
+			return exitcode.Usagef("get takes URL KEY [FILE|-]; got %d arguments", len(pos))
 		}
 		rawURL, key, file := pos[0], pos[1], "-"
 		if len(pos) == 3 {
@@ -108,7 +109,7 @@ func readWhole(ctx context.Context, cmd, rawURL, key string, timeout time.Durati
 func readFailed(ctx context.Context, cmd, key, full string, err error) error {
 	if signalled(ctx) {
 		code, why := interruptCode(ctx)
-		return withCode(code, fmt.Errorf("%s %s: %s: %w", cmd, key, why, err))
+		return exitcode.With(code, fmt.Errorf("%s %s: %s: %w", cmd, key, why, err))
 	}
 	return fmt.Errorf("%s %s (%s): %w", cmd, key, full, err)
 }
@@ -123,7 +124,7 @@ func openObject(ctx context.Context, cmd, rawURL, key string, timeout time.Durat
 		return nil, "", "", err
 	}
 	if strings.HasPrefix(key, "/") || key == "" {
-		return nil, "", "", usageErrorf("%s: a key is relative to the URL's prefix: not empty, no leading slash", key)
+		return nil, "", "", exitcode.Usagef("%s: a key is relative to the URL's prefix: not empty, no leading slash", key)
 	}
 	if err := refuseInProcess(cmd, loc); err != nil {
 		return nil, "", "", err
@@ -164,7 +165,7 @@ func openObject(ctx context.Context, cmd, rawURL, key string, timeout time.Durat
 	if want != "" && string(v) != want {
 		rc.Close()
 		cancel()
-		return nil, "", "", withCode(exitRefused, fmt.Errorf("%s %s: the object's version is %s, not --version %s; its body was not read, and nothing was written", cmd, key, v, want))
+		return nil, "", "", exitcode.With(exitcode.Refused, fmt.Errorf("%s %s: the object's version is %s, not --version %s; its body was not read, and nothing was written", cmd, key, v, want))
 	}
 	return &cancelCloser{rc, cancel}, v, full, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -109,9 +110,9 @@ func setupHold(fs *flag.FlagSet) runFunc {
 	fs.StringVar(&f.events, "events", "stderr", "where events go: stderr, fd:N (an open file descriptor), or a file path (appended to)")
 	fs.StringVar(&f.logLevel, "log-level", "off", "the lease's own log on stderr: off, debug, info, warn or error")
 	fs.BoolVar(&f.pidNS, "pid-namespace", true, "on Linux, run the command in a new PID namespace where allowed, which the kernel kills as a whole; false runs it without one (so that it can signal processes outside), as where none is allowed")
-	fs.IntVar(&f.conflict, "E", exitHeld, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
-	fs.IntVar(&f.conflict, "conflict-exit", exitHeld, "the exit code when another instance holds the lease (same as -E); 1 to 255")
-	fs.IntVar(&f.lost, "lost-exit", exitLeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
+	fs.IntVar(&f.conflict, "E", exitcode.Held, "the exit code when another instance holds the lease (as flock -E); 1 to 255")
+	fs.IntVar(&f.conflict, "conflict-exit", exitcode.Held, "the exit code when another instance holds the lease (same as -E); 1 to 255")
+	fs.IntVar(&f.lost, "lost-exit", exitcode.LeaseEnded, "the exit code when the lease was lost, fenced or broken while held; 1 to 255")
 	fs.StringVar(&f.stateDir, "state-dir", "", "where this instance keeps its lock and notes between runs, so that a restart with the same --instance-id takes back the lease it left at once and a suspect LEASE is watched across runs (default: $XDG_STATE_HOME/bucketlease, else ~/.local/state/bucketlease; none turns it off); on a local file system")
 	durationVar(fs, &f.watchEvery, "watch", 0, "how often to read the lease object back between renewals, to stop the command at once if something else deleted or replaced it (default: TTL/30, 100ms to 1s; 0 turns it off)")
 	run := func(ctx context.Context, e *env, args []string) error {
@@ -120,13 +121,13 @@ func setupHold(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if len(pos) != 1 {
-			return usageErrorf("hold needs one URL, then the command after --, such as: bucketlease hold file:///var/backups/db1 -- ./backup.sh")
+			return exitcode.Usagef("hold needs one URL, then the command after --, such as: bucketlease hold file:///var/backups/db1 -- ./backup.sh")
 		}
 		if err := f.check(fs); err != nil {
 			return err
 		}
 		if (len(command) == 0 && slices.Contains(args, "--")) || (len(command) > 0 && command[0] == "") {
-			return usageErrorf("hold: the command after -- is empty (an unset variable, such as -- $CMD?); name a command, or leave out the -- to hold the lease until interrupted")
+			return exitcode.Usagef("hold: the command after -- is empty (an unset variable, such as -- $CMD?); name a command, or leave out the -- to hold the lease until interrupted")
 		}
 		// The URL is parsed once: the driver, the messages and the state
 		// directory read loc.
@@ -138,10 +139,10 @@ func setupHold(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if f.instanceID == admin.BreakerID {
-			return usageErrorf("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", admin.BreakerID)
+			return exitcode.Usagef("--instance-id %s is the id bucketlease break writes into the records it leaves; show would call this holder \"broken by an operator\". Choose another, such as the host name", admin.BreakerID)
 		}
 		if len(command) > 0 && !holding.CommandSupported {
-			return usageErrorf("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
+			return exitcode.Usagef("hold -- COMMAND needs a Unix system: there is no watchdog for this one yet; run hold without a command")
 		}
 		return f.remap(hold(ctx, e, f, loc, command))
 	}
@@ -159,15 +160,15 @@ func setupHold(fs *flag.FlagSet) runFunc {
 }
 
 // remap gives hold's own "held" and "lease ended" outcomes the codes
-// chosen with -E and --lost-exit. A command's own exit status (an exitErr
+// chosen with -E and --lost-exit. A command's own exit status (an exitcode.Error
 // without an error) is never changed.
 func (f *holdFlags) remap(err error) error {
-	var ee *exitErr
+	var ee *exitcode.Error
 	if errors.As(err, &ee) && ee.Err != nil {
 		switch ee.Code {
-		case exitHeld:
+		case exitcode.Held:
 			ee.Code = f.conflict
-		case exitLeaseEnded:
+		case exitcode.LeaseEnded:
 			ee.Code = f.lost
 		}
 	}
@@ -180,21 +181,21 @@ func (f *holdFlags) check(fs *flag.FlagSet) error {
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	switch {
 	case f.ttl < time.Second || f.ttl > admin.MaxSaneTTL:
-		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
+		return exitcode.Usagef("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
 	case f.ttl%time.Second != 0:
-		return usageErrorf("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
+		return exitcode.Usagef("--ttl %v: the TTL is a whole number of seconds from 1s to %v", f.ttl, admin.MaxSaneTTL)
 	case f.grace < 0:
-		return usageErrorf("--grace %v: it cannot be negative", f.grace)
+		return exitcode.Usagef("--grace %v: it cannot be negative", f.grace)
 	case f.waitTimeout < 0:
-		return usageErrorf("--wait-timeout %v: it cannot be negative", f.waitTimeout)
+		return exitcode.Usagef("--wait-timeout %v: it cannot be negative", f.waitTimeout)
 	case set["wait-timeout"] && !f.wait:
-		return usageErrorf("--wait-timeout works only with --wait")
+		return exitcode.Usagef("--wait-timeout works only with --wait")
 	case f.conflict < 1 || f.conflict > 255:
-		return usageErrorf("-E %d: an exit code is 1 to 255", f.conflict)
+		return exitcode.Usagef("-E %d: an exit code is 1 to 255", f.conflict)
 	case f.lost < 1 || f.lost > 255:
-		return usageErrorf("--lost-exit %d: an exit code is 1 to 255", f.lost)
+		return exitcode.Usagef("--lost-exit %d: an exit code is 1 to 255", f.lost)
 	case f.watchEvery < 0:
-		return usageErrorf("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
+		return exitcode.Usagef("--watch %v: it cannot be negative (0 turns the watch off)", f.watchEvery)
 	}
 	if !set["watch"] {
 		f.watchEvery = holding.WatchInterval(f.ttl)

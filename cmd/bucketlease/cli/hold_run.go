@@ -18,7 +18,9 @@ import (
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/statedir"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -47,11 +49,11 @@ func openEvents(e *env, dest string) (io.Writer, func(), error) {
 	case strings.HasPrefix(dest, "fd:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(dest, "fd:"))
 		if err != nil || n < 1 {
-			return nil, nil, usageErrorf("--events %q: fd:N takes a file descriptor number, such as fd:3", dest)
+			return nil, nil, exitcode.Usagef("--events %q: fd:N takes a file descriptor number, such as fd:3", dest)
 		}
 		f := os.NewFile(uintptr(n), "events")
 		if _, err := f.Stat(); err != nil {
-			return nil, nil, usageErrorf("--events %q: file descriptor %d is not open: %v", dest, n, err)
+			return nil, nil, exitcode.Usagef("--events %q: file descriptor %d is not open: %v", dest, n, err)
 		}
 		return f, func() {}, nil
 	default:
@@ -72,9 +74,9 @@ func resolveCommand(name string) (string, error) {
 	}
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return "", withCode(127, fmt.Errorf("command %q not found: %w; the lease was not taken", name, err))
+		return "", exitcode.With(127, fmt.Errorf("command %q not found: %w; the lease was not taken", name, err))
 	default:
-		return "", withCode(126, fmt.Errorf("command %q cannot be run: %w; the lease was not taken", name, err))
+		return "", exitcode.With(126, fmt.Errorf("command %q cannot be run: %w; the lease was not taken", name, err))
 	}
 }
 
@@ -89,13 +91,13 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	}
 	defer closeEvents()
 	// A closed pipe on our own output must not kill the supervision.
-	ignorePipeSignal()
-	p := &printer{w: w, json: f.json, verbose: f.verbose}
-	p.start()
-	defer p.close(2 * time.Second)
+	put.IgnorePipeSignal()
+	p := report.NewPrinter(w, f.json, f.verbose)
+	p.Start()
+	defer p.Close(2 * time.Second)
 	if f.json { // every outcome, refusals included, ends with one event
 		f.reported = true
-		defer func() { p.exit(f.remap(holdErr)) }()
+		defer func() { p.Exit(f.remap(holdErr)) }()
 	}
 	var path string
 	if len(command) > 0 {
@@ -124,7 +126,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	// A signal came as the lease was taken: release it and exit 128+N.
 	interruptedAsTaken := func() error {
 		code, why := interruptCode(waitCtx)
-		return releaseAfter(l, loc, b, prefix, p, withCode(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
+		return releaseAfter(l, loc, b, prefix, p, exitcode.With(code, interrupted{fmt.Errorf("%s as the lease was taken", why)}))
 	}
 	// From here on, signals are ours to handle: registered before
 	// signalContext lets go of them, so none is missed, and only then is
@@ -138,7 +140,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 	}
 	noteHolding(l, loc, p)
 	if len(command) > 0 { // "bucketlease put KEY" in the command streams under this lease
-		stopPut, err := servePut(l)
+		stopPut, err := put.Serve(l)
 		if err != nil {
 			return releaseAfter(l, loc, b, prefix, p, err)
 		}
@@ -153,7 +155,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 		cmd := &holding.Command{Self: e.self, Path: path, Argv: command, Grace: f.grace, PIDNamespace: f.pidNS, Pause: k.stop, Resume: k.start}
 		result = cmd.Run
 	}
-	err = result(l, sigs, gone, p.Printer)
+	err = result(l, sigs, gone, p)
 	stopWatch()
 	k.stop()
 	return releaseAfter(l, loc, b, prefix, p, err)
@@ -163,7 +165,7 @@ func hold(ctx context.Context, e *env, f *holdFlags, loc *location.Location, com
 // named in the LEASE object after the command (or bucketlease hold). If
 // the default state directory cannot be made (a read-only home, say), it
 // runs without one, as before state directories existed.
-func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket, command []string, logger *slog.Logger, p *printer) (*lease.Contender, error) {
+func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket, command []string, logger *slog.Logger, p *report.Printer) (*lease.Contender, error) {
 	tool := "bucketlease hold"
 	if len(command) > 0 {
 		tool = filepath.Base(command[0]) // the name alone: arguments may carry secrets
@@ -172,7 +174,7 @@ func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket
 	var err error
 	opts.StateDir, err = statedir.For(e.getenv, f.stateDir, loc)
 	if err != nil {
-		return nil, usageErrorf("--state-dir: %v", err)
+		return nil, exitcode.Usagef("--state-dir: %v", err)
 	}
 	c, err := lease.NewContender(bucket.New(b, loc.Prefix), opts)
 	if err != nil && f.stateDir == "" && opts.StateDir != "" {
@@ -181,14 +183,14 @@ func holdContender(e *env, f *holdFlags, loc *location.Location, b driver.Bucket
 		c, err = lease.NewContender(bucket.New(b, loc.Prefix), opts)
 	}
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, exitcode.Usagef("%v", err)
 	}
 	return c, nil
 }
 
 // noteHolding says that l is held: its key, instance, epoch, TTL,
 // exclusion and clocks, and warns when the exclusion is not conditional.
-func noteHolding(l *lease.Lease, loc *location.Location, p *printer) {
+func noteHolding(l *lease.Lease, loc *location.Location, p *report.Printer) {
 	clocks, clocksSaid := "assumed synchronised", "clocks assumed synchronised (the driver reports no service time)"
 	if leaseseam.Inside(l).ServiceClock {
 		clocks, clocksSaid = "service", "clocks checked against the service's"
@@ -248,7 +250,7 @@ func newLogger(w io.Writer, level string, asJSON bool) (*slog.Logger, error) {
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageErrorf("--log-level %q: use off, debug, info, warn or error", level)
+		return nil, exitcode.Usagef("--log-level %q: use off, debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	if asJSON {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/holding"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -77,19 +78,19 @@ func interruptCode(ctx context.Context) (int, string) {
 			return 128 + int(n), "interrupted by " + supervise.SignalName(sc.sig)
 		}
 	}
-	return exitInterrupted, "interrupted"
+	return exitcode.Interrupted, "interrupted"
 }
 
 // acquire takes the lease, or with --wait keeps trying until it can
 // (holding.Acquire), for at most --wait-timeout, and says why a wait that
 // ctx or the timeout ended stopped.
-func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, f *holdFlags, p *printer) (*lease.Lease, error) {
+func acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, f *holdFlags, p *report.Printer) (*lease.Lease, error) {
 	if f.wait && f.waitTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.waitTimeout)
 		defer cancel()
 	}
-	l, err := holding.Acquire(ctx, c, b, prefix, holding.Wait{Wait: f.wait, TTL: f.ttl, Verbose: f.verbose}, p.init())
+	l, err := holding.Acquire(ctx, c, b, prefix, holding.Wait{Wait: f.wait, TTL: f.ttl, Verbose: f.verbose}, p)
 	if se := (*holding.StoppedError)(nil); errors.As(err, &se) {
 		return nil, stoppedWaiting(ctx, se.Last, se.Err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	miniogo "github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-
 	"github.com/mushroomdb/bucketlease/bucket"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/minio"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -99,8 +99,8 @@ func TestListLateFindsAPausedHoldersWriteMinIO(t *testing.T) {
 
 	out, errOut, code := runCLI(t, minioEnv(t, srv), "list", "minio://"+srv.Addr+"/"+bucketName+"/db1?tls=false", "--late")
 	noSecret(t, srv, out, errOut)
-	if code != exitLate || !strings.Contains(out, "chunks/late") || !strings.Contains(out, "host-a") || strings.Contains(out, "chunks/host-") {
-		t.Fatalf("list --late: exit %d\n%s%s\nwant chunks/late by host-a alone, exit %d", code, out, errOut, exitLate)
+	if code != exitcode.Late || !strings.Contains(out, "chunks/late") || !strings.Contains(out, "host-a") || strings.Contains(out, "chunks/host-") {
+		t.Fatalf("list --late: exit %d\n%s%s\nwant chunks/late by host-a alone, exit %d", code, out, errOut, exitcode.Late)
 	}
 	t.Logf("list --late:\n%s", out)
 }

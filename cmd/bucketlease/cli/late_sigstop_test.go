@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mushroomdb/bucketlease/bucket"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/examples/backupworker"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
@@ -264,9 +265,9 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 	// perhaps late (exit 11), never a plain success, nor "nothing was
 	// written" (woken, it may learn of its fence before it reads the
 	// answer waiting for it; it then reads the key back).
-	if code := put.ProcessState.ExitCode(); code != exitStoredLate || strings.TrimSpace(putOut.String()) == "" || !strings.Contains(putErr.String(), "late") {
+	if code := put.ProcessState.ExitCode(); code != exitcode.StoredLate || strings.TrimSpace(putOut.String()) == "" || !strings.Contains(putErr.String(), "late") {
 		t.Errorf("put, woken after its late write landed: exit %d\nstdout: %s\nstderr: %s\nwant exit %d, the version on stdout and why on stderr",
-			code, putOut.String(), putErr.String(), exitStoredLate)
+			code, putOut.String(), putErr.String(), exitcode.StoredLate)
 	}
 	t.Logf("put, woken:\n%s", putErr.String())
 
@@ -283,8 +284,8 @@ func TestSIGSTOPpedPutWritesLateMinIO(t *testing.T) {
 
 	out, errOut, code := runCLI(t, minioEnv(t, srv), "list", "minio://"+srv.Addr+"/"+bucketName+"/db1?tls=false", "--late")
 	noSecret(t, srv, out, errOut)
-	if code != exitLate || !strings.Contains(out, key) || !strings.Contains(out, "host-p") || strings.Count(strings.TrimSpace(out), "\n") > 1 {
-		t.Fatalf("list --late: exit %d\n%s%s\nwant %s by host-p alone, exit %d", code, out, errOut, key, exitLate)
+	if code != exitcode.Late || !strings.Contains(out, key) || !strings.Contains(out, "host-p") || strings.Count(strings.TrimSpace(out), "\n") > 1 {
+		t.Fatalf("list --late: exit %d\n%s%s\nwant %s by host-p alone, exit %d", code, out, errOut, key, exitcode.Late)
 	}
 	t.Logf("list --late:\n%s", out)
 

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease/admin"
@@ -62,7 +60,7 @@ func setupList(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if *maxKeys < 1 || *maxKeys > 10_000_000 {
-			return usageErrorf("--max-keys %d: use 1 to 10,000,000", *maxKeys)
+			return exitcode.Usagef("--max-keys %d: use 1 to 10,000,000", *maxKeys)
 		}
 		if err := refuseInProcess("list", loc); err != nil {
 			return err
@@ -88,34 +86,13 @@ func setupList(fs *flag.FlagSet) runFunc {
 				return err
 			}
 		} else {
-			printList(e.stdout, loc, res)
+			report.PrintList(e.stdout, loc.String(), res)
 		}
 		if res.Failed > 0 {
 			return fmt.Errorf("%d of the %d lease objects found could not be read; see their errors above", res.Failed, len(res.Leases))
 		}
 		return nil
 	}
-}
-
-// listJSON is list's --json output.
-type listJSON struct {
-	URL string `json:"url"`
-	// Keys is how many keys were looked at; Truncated, that the listing
-	// stopped at --max-keys.
-	Keys      int             `json:"keys"`
-	Truncated bool            `json:"truncated"`
-	Leases    []listLeaseJSON `json:"leases"`
-	Failed    int             `json:"failed"`
-	Now       string          `json:"now"`
-}
-
-// listLeaseJSON is one lease: its prefix under the listed URL, and show
-// --json's fields for it (url is the lease's own, for show and break), or
-// the error reading it.
-type listLeaseJSON struct {
-	Prefix string `json:"prefix"`
-	report.ShowJSON
-	Error string `json:"error,omitempty"`
 }
 
 // leaseKeyKind is what a key is to the lease of the prefix it sits in.
@@ -171,8 +148,8 @@ func leaseURL(loc *location.Location, p string) string {
 
 // listLeases lists the keys under prefix, at most maxKeys of them, and
 // inspects every lease object among them.
-func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, loc *location.Location) (listJSON, error) {
-	res := listJSON{URL: loc.String(), Leases: []listLeaseJSON{}}
+func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int, timeout time.Duration, loc *location.Location) (report.List, error) {
+	res := report.List{URL: loc.String(), Leases: []report.Listed{}}
 	under := strings.Trim(prefix, "/")
 	if under != "" {
 		under += "/"
@@ -200,7 +177,7 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 	rb := bounded.New(b, timeout, loc, "--timeout")
 	for _, p := range found {
 		st, err := admin.Inspect(ctx, bucket.New(rb, p), time.Now())
-		j := listLeaseJSON{Prefix: p}
+		j := report.Listed{Prefix: p}
 		if err != nil {
 			j.Key, j.Error = admin.Key(p), err.Error()
 			res.Failed++
@@ -212,37 +189,4 @@ func listLeases(ctx context.Context, b driver.Bucket, prefix string, maxKeys int
 	}
 	res.Now = time.Now().UTC().Format(time.RFC3339Nano)
 	return res, nil
-}
-
-// printList prints a listing for people: one lease a line.
-func printList(w io.Writer, loc *location.Location, res listJSON) {
-	if len(res.Leases) == 0 {
-		fmt.Fprintf(w, "No lease under %s (%d keys looked at).\n", loc.String(), res.Keys)
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "URL\tSTATE\tHOLDER\tRENEWED\tVERSION")
-		for _, l := range res.Leases {
-			if l.Error != "" {
-				fmt.Fprintf(tw, "%s\terror\t-\t-\t%s\n", term.ShellQuote(l.URL), term.OneLine(l.Error))
-				continue
-			}
-			holder, renewed := l.Holder, ""
-			if holder == "" {
-				holder = "-"
-			}
-			switch {
-			case l.RenewedAt != "" && l.RenewedAgoS < 0:
-				renewed = fmt.Sprintf("in %.0fs (stamped in the future)", -l.RenewedAgoS)
-			case l.RenewedAt != "":
-				renewed = fmt.Sprintf("%.0fs ago", l.RenewedAgoS)
-			default:
-				renewed = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", term.ShellQuote(l.URL), l.State, report.HolderName(holder), renewed, l.Version)
-		}
-		tw.Flush()
-	}
-	if res.Truncated {
-		fmt.Fprintf(w, "Stopped after %d keys (--max-keys): there may be more leases further on; list a longer prefix, or raise --max-keys.\n", res.Keys)
-	}
 }

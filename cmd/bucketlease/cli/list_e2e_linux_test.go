@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
@@ -55,7 +57,7 @@ func leaseThatIsADirectory(t *testing.T, inside []string) {
 	}
 	says := func(what, out, errOut string, code int) {
 		t.Helper()
-		if code != exitError || !strings.Contains(errOut, filepath.Join(dir, "LEASE")) || !strings.Contains(errOut, "is a directory") ||
+		if code != exitcode.Failure || !strings.Contains(errOut, filepath.Join(dir, "LEASE")) || !strings.Contains(errOut, "is a directory") ||
 			!strings.Contains(errOut, "remove or rename") || strings.Contains(out, "free") || strings.Contains(out, "nothing to break") ||
 			strings.Contains(out+errOut, "verdict") || strings.Contains(out+errOut, "RAN") {
 			t.Errorf("%s on a LEASE that is a directory: exit %d, stdout %q, stderr %q; want exit 1 naming it a directory to remove or rename", what, code, out, errOut)
@@ -80,7 +82,7 @@ func leaseThatIsADirectory(t *testing.T, inside []string) {
 	}
 	for _, cmd := range []string{"show", "probe"} {
 		out, _, code = runCLI(t, nil, cmd, u, "--json")
-		if m := jsonObject(t, cmd+" --json", out); code != exitError || m["exit"] != float64(exitError) || m["class"] != "invalid-key" ||
+		if m := jsonObject(t, cmd+" --json", out); code != exitcode.Failure || m["exit"] != float64(exitcode.Failure) || m["class"] != "invalid-key" ||
 			!strings.Contains(fmt.Sprint(m["message"]), "remove or rename") {
 			t.Errorf("%s --json: exit %d, %v", cmd, code, m)
 		}
@@ -131,7 +133,7 @@ func TestList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list --json: exit %d: %s", code, errOut)
 	}
-	var res listJSON
+	var res report.List
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("list --json: %v\n%s", err, out)
 	}
@@ -153,7 +155,7 @@ func TestList(t *testing.T) {
 		t.Errorf("list --max-keys 1 --json: %v", m)
 	}
 	out, _, code = runCLI(t, nil, "list", "--json", u+"/nope")
-	if m := jsonObject(t, "list of a missing directory", out); code != exitError || m["exit"] != float64(exitError) || !strings.Contains(fmt.Sprint(m["message"]), "no such directory") {
+	if m := jsonObject(t, "list of a missing directory", out); code != exitcode.Failure || m["exit"] != float64(exitcode.Failure) || !strings.Contains(fmt.Sprint(m["message"]), "no such directory") {
 		t.Errorf("list of a missing directory: exit %d, %v", code, m)
 	}
 }
@@ -170,12 +172,12 @@ func TestJSONForErrorsAndRefusals(t *testing.T) {
 		code  int
 		class string
 	}{
-		{[]string{"show", "--json", u + "/nope"}, exitError, "error"},
-		{[]string{"show", "--json", u, "extra"}, exitUsage, "usage"},
-		{[]string{"break", "--json", u, "--version", "0123456789abcdef0123456789abcdef"}, exitRefused, "precondition"},
-		{[]string{"break", "--json", u, "--version", string(v)}, exitRefused, "held"},
-		{[]string{"probe", "--json", "mem://x"}, exitUsage, "usage"},
-		{[]string{"probe", "--json", "nosuch://x"}, exitError, "error"},
+		{[]string{"show", "--json", u + "/nope"}, exitcode.Failure, "error"},
+		{[]string{"show", "--json", u, "extra"}, exitcode.Usage, "usage"},
+		{[]string{"break", "--json", u, "--version", "0123456789abcdef0123456789abcdef"}, exitcode.Refused, "precondition"},
+		{[]string{"break", "--json", u, "--version", string(v)}, exitcode.Refused, "held"},
+		{[]string{"probe", "--json", "mem://x"}, exitcode.Usage, "usage"},
+		{[]string{"probe", "--json", "nosuch://x"}, exitcode.Failure, "error"},
 	} {
 		out, errOut, code := runCLI(t, nil, c.args...)
 		m := jsonObject(t, strings.Join(c.args, " "), out)
@@ -197,14 +199,14 @@ func TestHoldWSeconds(t *testing.T) {
 	a := start(t, nil, "hold", u, "--ttl", "30s", "--instance-id", "alpha")
 	a.waitFor(`acquired`)
 	_, errOut, code := runCLI(t, nil, "hold", u, "-w", "0.5", "--instance-id", "beta", "--", "true")
-	if code != exitHeld || !strings.Contains(errOut, "--wait-timeout passed") || !strings.Contains(errOut, "alpha") {
+	if code != exitcode.Held || !strings.Contains(errOut, "--wait-timeout passed") || !strings.Contains(errOut, "alpha") {
 		t.Errorf("-w 0.5: exit %d, stderr %q", code, errOut)
 	}
 	if _, _, code := runCLI(t, nil, "hold", u, "-w", "0.5", "-E", "7", "--instance-id", "beta", "--", "true"); code != 7 {
 		t.Errorf("-w 0.5 -E 7: exit %d, want 7", code)
 	}
 	for _, bad := range []string{"0", "-1", "2s", "x"} {
-		if _, errOut, code := runCLI(t, nil, "hold", u, "-w", bad, "--", "true"); code != exitUsage || !strings.Contains(errOut, "-w takes a number of seconds") {
+		if _, errOut, code := runCLI(t, nil, "hold", u, "-w", bad, "--", "true"); code != exitcode.Usage || !strings.Contains(errOut, "-w takes a number of seconds") {
 			t.Errorf("-w %s: exit %d, stderr %q", bad, code, errOut)
 		}
 	}
@@ -224,8 +226,8 @@ func TestBreakAsksOnATerminal(t *testing.T) {
 		t.Errorf("break asked before it showed the lease:\n%s", tm.output())
 	}
 	tm.send("no\n")
-	if m := tm.waitFor(`BREAK-EXIT=\d+`); m != fmt.Sprintf("BREAK-EXIT=%d", exitRefused) {
-		t.Errorf("answer no: %s, want %d", m, exitRefused)
+	if m := tm.waitFor(`BREAK-EXIT=\d+`); m != fmt.Sprintf("BREAK-EXIT=%d", exitcode.Refused) {
+		t.Errorf("answer no: %s, want %d", m, exitcode.Refused)
 	}
 	if s := showJSONOf(t, u); s.Version != string(v) || s.State != "stale" {
 		t.Errorf("a break answered no changed the lease: %+v", s)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -42,7 +43,7 @@ type lateWriteJSON struct {
 
 // listLate lists the objects under loc's prefix that a holder wrote after
 // its lease had passed to another (admin.Status.Late), looking at maxKeys
-// objects at most, and exits exitLate if it found any.
+// objects at most, and exits exitcode.Late if it found any.
 func listLate(ctx context.Context, e *env, b driver.Bucket, loc *location.Location, asJSON bool, maxKeys int, timeout time.Duration) error {
 	rb := bounded.New(b, timeout, loc, "--timeout")
 	st, err := admin.Inspect(ctx, bucket.New(rb, loc.Prefix), time.Now())
@@ -87,7 +88,7 @@ func listLate(ctx context.Context, e *env, b driver.Bucket, loc *location.Locati
 		printLate(e.stdout, loc, res)
 	}
 	if len(res.Late) > 0 {
-		return withCode(exitLate, fmt.Errorf("%d late write(s) under %s, by a holder whose lease had passed on: restore nothing from them",
+		return exitcode.With(exitcode.Late, fmt.Errorf("%d late write(s) under %s, by a holder whose lease had passed on: restore nothing from them",
 			len(res.Late), loc.String()))
 	}
 	return nil

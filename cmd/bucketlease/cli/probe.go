@@ -5,14 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 	"github.com/mushroomdb/bucketlease/drivertest"
@@ -96,50 +95,39 @@ func setupProbe(fs *flag.FlagSet) runFunc {
 			return explain(loc, fmt.Errorf("probe could not use %s, so it says nothing about its preconditions: %w", loc.String(), err))
 		}
 		rep := drivertest.Check(ctx, b, drivertest.Options{Prefix: scratch, Timeout: *timeout})
-		left := leftovers{dir: locks}
+		left := report.Leftovers{Dir: locks}
 		if locks != "" {
 			_, n := fileLocks(loc)
-			left.lockFiles = max(n-locksBefore, 0)
-		}
-		printReport := func(w io.Writer, rep *drivertest.Report) {
-			printReport(w, rep)
-			left.print(w)
-		}
-		probeJSON := func(loc *location.Location, rep *drivertest.Report) probeReportJSON {
-			j := probeJSON(loc, rep)
-			if left.lockFiles > 0 {
-				j.LockFilesLeft, j.LockDir = left.lockFiles, left.dir
-			}
-			return j
+			left.LockFiles = max(n-locksBefore, 0)
 		}
 		// A write accepted that should have been refused is evidence,
 		// whatever else could not complete: the verdict is the failure.
 		if bad := erroredChecks(rep); len(bad) > 0 && rep.Observed == rep.Declared {
 			if *asJSON {
-				_ = report.WriteJSON(e.stdout, probeJSON(loc, rep))
+				_ = report.WriteJSON(e.stdout, report.ProbeJSON(loc.String(), rep, left))
 			} else {
-				printReport(e.stdout, rep)
+				report.PrintProbe(e.stdout, rep, left)
 			}
 			return explain(loc, fmt.Errorf("verdict: error, inconclusive, not evidence: checks %s could not complete (an operation failed, or they ran out of time with --timeout %v); their errors are shown above; run probe again",
 				strings.Join(bad, ", "), *timeout))
 		}
 		if *asJSON {
-			if err := report.WriteJSON(e.stdout, probeJSON(loc, rep)); err != nil {
+			if err := report.WriteJSON(e.stdout, report.ProbeJSON(loc.String(), rep, left)); err != nil {
 				return err
 			}
 		} else {
-			printReport(e.stdout, rep)
+			report.PrintProbe(e.stdout, rep, left)
 		}
 		if !rep.OK() {
-			return withCode(exitProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
-				loc.String(), capsText(rep.Declared))))
+			return exitcode.With(exitcode.ProbeFailed, explain(loc, fmt.Errorf("%s does not give the exclusion its driver declares (%s)",
+				loc.String(), report.Caps(rep.Declared))))
 		}
 		return nil
 	}
 }
 
 // preflight reads and writes key once and removes it, through b, whose
-// every request is bounded (withDeadlines: a request that times out says
+// every request is bounded (bounded.New: a request that times out says
 // the URL, the request and the bound): a service that cannot be used at
 // all gives an error here, before any check could mistake it for a service
 // that ignores preconditions. ctx gets no deadline of its own, which would
@@ -174,45 +162,6 @@ func erroredChecks(rep *drivertest.Report) []string {
 	return bad
 }
 
-// probeClocks says, from the service-time check, whether the lease on
-// this service judges records against the service's clock too, or on the
-// machines' clocks alone.
-func probeClocks(rep *drivertest.Report) string {
-	for _, r := range rep.Results {
-		switch {
-		case r.Name != "service-time":
-		case r.Passed:
-			return "checked against the service's: the driver reports its time, and it is plausible"
-		case r.Skipped:
-			return "assumed synchronised: the driver reports no service time, so the lease judges records on the machines' clocks alone"
-		default:
-			return "the service's time the driver reports is implausible (see service-time): the lease would judge records by it"
-		}
-	}
-	return "not checked"
-}
-
-func capsText(c driver.Capabilities) string {
-	return fmt.Sprintf("exclusion %s, conditional delete %s", c.Exclusion, report.YesNo(c.ConditionalDelete))
-}
-
-// leftovers is what a probe leaves behind on purpose: on file://, the
-// file driver's lock files, one per key ever written (its scratch keys
-// here), which the driver never removes.
-type leftovers struct {
-	dir       string // the lock directory; "" for other drivers
-	lockFiles int    // how many lock files the probe added there
-}
-
-func (l leftovers) print(w io.Writer) {
-	if l.lockFiles == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nleft behind: %d empty lock files in %s\n%s\n", l.lockFiles, l.dir,
-		term.Wrap("  the file driver's, one per scratch key written. The scratch keys were removed; their lock files stay because the driver never removes one (unlinking a lock file that another process is about to lock would give the two processes two different locks). They hold nothing.",
-			reportWidth, "  "))
-}
-
 // fileLocks is where the file driver keeps its lock files for a file://
 // URL, one per key ever written, and how many there are; "" for another
 // scheme.
@@ -221,83 +170,4 @@ func fileLocks(loc *location.Location) (string, int) {
 		return file.LockFiles(u.Path)
 	}
 	return "", 0
-}
-
-// reportWidth is the width probe's report keeps to: it reads in a
-// terminal of 100 columns, and each check's detail is wrapped below it.
-const reportWidth = 100
-
-// printReport prints the report for people: one line per check with its
-// name and result, what a conforming service does below it, and, when this
-// one did something else, what it did; then the verdict. Every line fits
-// in reportWidth columns (--json has the same report whole).
-func printReport(w io.Writer, rep *drivertest.Report) {
-	nameW := len("CHECK")
-	for _, r := range rep.Results {
-		nameW = max(nameW, min(len(r.Name), reportWidth/2))
-	}
-	fmt.Fprintf(w, "%-*s  %s\n", nameW, "CHECK", "RESULT")
-	fmt.Fprintf(w, "%s\n", term.Wrap("  (below each: what a conforming service does; \"got:\" what this one did, when not that)", reportWidth, ""))
-	for _, r := range rep.Results {
-		fmt.Fprintf(w, "%-*s  %s\n", nameW, r.Name, r.Status()) // a name is a short word
-		fmt.Fprintf(w, "%s\n", term.Wrap("    "+term.OneLine(r.Expect), reportWidth, "    "))
-		if got := term.Safe(term.OneLine(r.Got)); got != "" && got != "as expected" { // the service's own words
-			fmt.Fprintf(w, "%s\n", term.Wrap("    got: "+got, reportWidth, "         "))
-		}
-	}
-	fmt.Fprintf(w, "\ndeclared: %s\nobserved: %s\n", capsText(rep.Declared), capsText(rep.Observed))
-	fmt.Fprintf(w, "%s\n", term.Wrap("clocks:   "+probeClocks(rep), reportWidth, "          "))
-	var verdict string
-	switch {
-	case rep.OK():
-		verdict = fmt.Sprintf("verdict:  OK, the service gives the exclusion its driver declares (%s)", rep.Observed.Exclusion)
-	case rep.Observed.Exclusion == driver.NoExclusion:
-		verdict = "verdict:  FAIL, the service ignores write preconditions: it cannot keep a second writer out, and the lease refuses to run on it"
-	default:
-		verdict = "verdict:  FAIL, the service does not behave as its driver declares; see the failed checks"
-	}
-	fmt.Fprintf(w, "%s\n", term.Wrap(verdict, reportWidth, "          "))
-}
-
-type probeReportJSON struct {
-	URL      string            `json:"url"`
-	OK       bool              `json:"ok"`
-	Declared capsJSON          `json:"declared"`
-	Observed capsJSON          `json:"observed"`
-	Results  []probeResultJSON `json:"results"`
-	// Clocks says whether the lease on this service judges records against
-	// the service's clock too (from the service-time check).
-	Clocks string `json:"clocks"`
-	// LockFilesLeft is how many of the file driver's lock files the probe
-	// added to LockDir (file:// only): the scratch keys were removed, their
-	// lock files stay (the driver never removes one).
-	LockFilesLeft int    `json:"lock_files_left,omitempty"`
-	LockDir       string `json:"lock_dir,omitempty"`
-}
-
-type capsJSON struct {
-	Exclusion         string `json:"exclusion"`
-	ConditionalDelete bool   `json:"conditional_delete"`
-}
-
-type probeResultJSON struct {
-	Name      string `json:"name"`
-	Result    string `json:"result"` // PASS, FAIL, inconclusive, skip, known deviation
-	Expect    string `json:"expect"`
-	Got       string `json:"got"`
-	Passed    bool   `json:"passed"`
-	Skipped   bool   `json:"skipped,omitempty"`
-	Deviation string `json:"deviation,omitempty"`
-	Errored   bool   `json:"errored,omitempty"`
-}
-
-func probeJSON(loc *location.Location, rep *drivertest.Report) probeReportJSON {
-	j := probeReportJSON{URL: loc.String(), OK: rep.OK(),
-		Declared: capsJSON{rep.Declared.Exclusion.String(), rep.Declared.ConditionalDelete},
-		Observed: capsJSON{rep.Observed.Exclusion.String(), rep.Observed.ConditionalDelete}, Clocks: probeClocks(rep)}
-	for _, r := range rep.Results {
-		j.Results = append(j.Results, probeResultJSON{Name: r.Name, Result: r.Status(), Expect: r.Expect, Got: r.Got,
-			Passed: r.Passed, Skipped: r.Skipped, Deviation: r.Deviation, Errored: r.Errored})
-	}
-	return j
 }

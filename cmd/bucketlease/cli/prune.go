@@ -10,6 +10,7 @@ import (
 
 	"github.com/mushroomdb/bucketlease/bucket"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/term"
 	"github.com/mushroomdb/bucketlease/driver"
@@ -69,9 +70,9 @@ func setupPrune(fs *flag.FlagSet) runFunc {
 		}
 		switch {
 		case !given:
-			return usageErrorf("prune needs --older-than D, how long ago an upload must have been started to be removed (such as 1h; 0s for any age)")
+			return exitcode.Usagef("prune needs --older-than D, how long ago an upload must have been started to be removed (such as 1h; 0s for any age)")
 		case olderThan < 0:
-			return usageErrorf("prune --older-than %v: it must not be negative (0s removes uploads of any age)", olderThan)
+			return exitcode.Usagef("prune --older-than %v: it must not be negative (0s removes uploads of any age)", olderThan)
 		}
 		if err := refuseInProcess("prune", loc); err != nil {
 			return err

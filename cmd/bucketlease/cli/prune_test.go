@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 // killedPut starts a put of key on the file:// URL u with a 2s TTL, feeds
@@ -53,7 +55,7 @@ func killedPut(t *testing.T, u, dir, key string) {
 func TestPruneRemovesKilledPutsStagedFile(t *testing.T) {
 	u, dir := fileURL(t)
 	killedPut(t, u, dir, "dumps/db1.sql")
-	if _, errOut, code := runCLI(t, nil, "prune", u); code != exitUsage || !strings.Contains(errOut, "--older-than") {
+	if _, errOut, code := runCLI(t, nil, "prune", u); code != exitcode.Usage || !strings.Contains(errOut, "--older-than") {
 		t.Errorf("prune without --older-than: exit %d: %s", code, errOut)
 	}
 	out, errOut, code := runCLI(t, nil, "prune", u, "--older-than", "1h")

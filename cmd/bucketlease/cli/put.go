@@ -1,30 +1,21 @@
 package cli
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
-
-// exitPutRefused: put: the write's condition did not hold (the key exists,
-// or has another version than --if-match names); nothing was written.
-const exitPutRefused = exitRefused
 
 // putExitCodesHelp documents put's exit codes.
 const putExitCodesHelp = `Exit codes:
@@ -113,12 +104,8 @@ Examples:
 }
 
 type putFlags struct {
-	ifAbsent    bool
-	ifMatch     string
-	overwrite   bool
-	leaseObject bool // --overwrite-lease-object: a key named as a nested lease's own
-	partSize    int64
-	concurrency int
+	w           put.Flags // the write's condition and parts
+	leaseObject bool      // --overwrite-lease-object: a key named as a nested lease's own
 	verbose     bool
 	sha256      string
 	size        int64
@@ -128,14 +115,14 @@ type putFlags struct {
 
 func setupPut(fs *flag.FlagSet) runFunc {
 	f := &putFlags{}
-	fs.BoolVar(&f.ifAbsent, "if-absent", false, "write only if KEY does not exist (If-None-Match: *); the default")
-	fs.StringVar(&f.ifMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
-	fs.BoolVar(&f.overwrite, "overwrite", false, "write whatever is there")
+	fs.BoolVar(&f.w.IfAbsent, "if-absent", false, "write only if KEY does not exist (If-None-Match: *); the default")
+	fs.StringVar(&f.w.IfMatch, "if-match", "", "write only if KEY's current version is this one (as a previous put printed it)")
+	fs.BoolVar(&f.w.Overwrite, "overwrite", false, "write whatever is there")
 	fs.BoolVar(&f.leaseObject, "overwrite-lease-object", false, "allow a KEY named as the lease object or a scratch key of a prefix further down (sub/LEASE), which replaces or forges that prefix's lease whoever holds it")
-	fs.Var(sizeValue{&f.partSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB, the default); memory is part size × concurrency")
-	fs.IntVar(&f.concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 2)")
+	fs.Var(put.Size{N: &f.w.PartSize}, "part-size", "the size of each part, in bytes or with KiB, MiB, GiB (at least 5MiB, the default); memory is part size × concurrency")
+	fs.IntVar(&f.w.Concurrency, "concurrency", 0, "how many parts are uploaded at once, 1 to 256 (default 2)")
 	fs.StringVar(&f.sha256, "sha256", "", "commit only if the input's SHA-256 is this (64 hex digits); otherwise abort, exit 8")
-	fs.Var(sizeValue{&f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
+	fs.Var(put.Size{N: &f.size}, "size", "commit only if the input is exactly this many bytes; otherwise abort, exit 8")
 	fs.BoolVar(&f.pidNS, "pid-namespace", true, "put -- COMMAND, on Linux: run the producer in a new PID namespace where allowed, as hold runs its command; false runs it without one (so that it can signal processes outside), as where none is allowed")
 	fs.BoolVar(&f.verbose, "v", false, "put URL: also report the lease's events on stderr")
 	fs.BoolVar(&f.verbose, "verbose", false, "put URL: also report the lease's events on stderr")
@@ -171,7 +158,7 @@ func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []s
 	if in.Argv != nil {
 		// Before the lease is taken and anything is written: a
 		// mistyped producer is refused at once.
-		if in.Path, err = lookProducer(in.Argv[0]); err != nil {
+		if in.Path, err = put.LookProducer(in.Argv[0]); err != nil {
 			return err
 		}
 	} else if pl.file != "-" {
@@ -184,7 +171,7 @@ func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []s
 		defer fh.Close()
 		in.File = fh
 	}
-	ignorePipeSignal()
+	put.IgnorePipeSignal()
 	prog := put.StartProgress(e.stderr, cond.Key)
 	defer prog.Stop()
 	in.Count = prog.Count
@@ -206,7 +193,7 @@ func runPut(ctx context.Context, e *env, fs *flag.FlagSet, f *putFlags, args []s
 	}
 	fmt.Fprintf(e.stderr, "put %s: stored %d bytes, sha256 %s, version %s\n", cond.Key, body.N(), body.Sum(), v)
 	if _, werr := fmt.Fprintln(e.stdout, v); werr != nil {
-		lost := withCode(exitVersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
+		lost := exitcode.With(exitcode.VersionLost, fmt.Errorf("put %s: the object was stored (version %s, on stderr above), but its version could not be written to stdout: %w; the object stays: read it with bucketlease get", cond.Key, v, werr))
 		if err != nil {
 			return errors.Join(err, lost) // 125: the lease, too
 		}
@@ -223,27 +210,27 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	}
 	hasCommand := slices.Contains(args, "--")
 	if hasCommand && len(after) == 0 {
-		return nil, usageErrorf("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
+		return nil, exitcode.Usagef("put: nothing after --: give the producer, as in put URL KEY -- pg_dump db1 (an unset $CMD leaves it empty)")
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	pl := &putPlan{}
-	if pl.cond, err = f.header(set); err != nil {
+	if pl.cond, err = f.w.Header(set); err != nil {
 		return nil, err
 	}
 	pl.in = put.Input{Stderr: e.stderr, Self: e.self, PIDNS: f.pidNS, Check: put.Check{Size: f.size, HasSize: set["size"]}, SignalOf: signalOf}
 	if set["sha256"] {
-		if pl.in.Check.SHA256, err = parseSHA256(f.sha256); err != nil {
-			return nil, usageErrorf("%v", err)
+		if pl.in.Check.SHA256, err = put.ParseSHA256(f.sha256); err != nil {
+			return nil, exitcode.Usagef("%v", err)
 		}
 	}
 	pl.oneShot = len(pos) > 0 && strings.Contains(pos[0], "://")
-	rawURL := ""
+	rawURL, got := "", len(pos)
 	if pl.oneShot {
 		rawURL, pos = pos[0], pos[1:]
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return nil, usageErrorf("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", len(pos)+btoi(pl.oneShot))
+		return nil, exitcode.Usagef("put takes KEY [FILE|-] [-- COMMAND] inside hold, or URL KEY [FILE|-] [-- COMMAND]; got %d arguments", got)
 	}
 	pl.cond.Key = pos[0]
 	if err := checkPutKey(pl.cond.Key, f.leaseObject); err != nil {
@@ -255,11 +242,11 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 	}
 	if hasCommand {
 		if len(pos) == 2 && pl.file != "-" {
-			return nil, usageErrorf("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.file)
+			return nil, exitcode.Usagef("put %s: FILE %s and a producer after --: give one; the producer's output is the object", pl.cond.Key, pl.file)
 		}
 		pl.in.Argv = after
 	}
-	pl.sock = e.getenv(putSocketEnv)
+	pl.sock = e.getenv(put.SocketEnv)
 	if err := pl.checkLease(fs, f, set, rawURL); err != nil {
 		return nil, err
 	}
@@ -272,17 +259,17 @@ func planPut(e *env, fs *flag.FlagSet, f *putFlags, args []string) (*putPlan, er
 func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool, rawURL string) error {
 	if !pl.oneShot {
 		if pl.sock == "" {
-			return usageErrorf("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
-				pl.cond.Key, putSocketEnv, pl.cond.Key)
+			return exitcode.Usagef("put %s: no hold to talk to ($%s is not set): run put inside \"bucketlease hold URL -- COMMAND\", or give the URL first: bucketlease put URL %s [FILE|-]",
+				pl.cond.Key, put.SocketEnv, pl.cond.Key)
 		}
 		for _, n := range []string{"ttl", "instance-id", "wait", "wait-timeout", "v", "verbose"} {
 			if set[n] {
-				return usageErrorf("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
+				return exitcode.Usagef("put KEY inside hold: --%s is for put URL; the lease is hold's", n)
 			}
 		}
 		return nil
 	}
-	f.hold.conflict, f.hold.lost = exitHeld, exitLeaseEnded
+	f.hold.conflict, f.hold.lost = exitcode.Held, exitcode.LeaseEnded
 	if err := f.hold.check(fs); err != nil {
 		return err
 	}
@@ -294,7 +281,7 @@ func (pl *putPlan) checkLease(fs *flag.FlagSet, f *putFlags, set map[string]bool
 		return err
 	}
 	if f.hold.instanceID == admin.BreakerID {
-		return usageErrorf("--instance-id %s is the id bucketlease break writes; choose another", admin.BreakerID)
+		return exitcode.Usagef("--instance-id %s is the id bucketlease break writes; choose another", admin.BreakerID)
 	}
 	return nil
 }
@@ -310,140 +297,15 @@ func checkPutKey(key string, allowed bool) error {
 	case kind == notLeaseKey:
 		return nil
 	case p == "" && kind == leaseObjectKey:
-		return usageErrorf("put %s: that is the lease object itself, which only the lease writes; nothing was written: choose another key", key)
+		return exitcode.Usagef("put %s: that is the lease object itself, which only the lease writes; nothing was written: choose another key", key)
 	case p == "":
-		return usageErrorf("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); nothing was written: choose another key", key)
+		return exitcode.Usagef("put %s: that name is one of the scratch keys the lease writes beside its LEASE object (and deletes); nothing was written: choose another key", key)
 	case allowed:
 		return nil
 	case kind == leaseObjectKey:
-		return usageErrorf("put %s: that key is the lease object of the prefix %s below this one: hold, show and list read it as that prefix's lease, so writing it would replace or forge the lease whoever holds it; nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write that lease object",
+		return exitcode.Usagef("put %s: that key is the lease object of the prefix %s below this one: hold, show and list read it as that prefix's lease, so writing it would replace or forge the lease whoever holds it; nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write that lease object",
 			key, p)
 	}
-	return usageErrorf("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
+	return exitcode.Usagef("put %s: that name is one of the scratch keys that the lease of the prefix %s below this one writes beside its LEASE object (and deletes); nothing was written. Choose another key, or pass --overwrite-lease-object if you mean to write it",
 		key, p)
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// header checks the condition flags and returns the header they ask for.
-func (f *putFlags) header(set map[string]bool) (put.Header, error) {
-	n := 0
-	for _, c := range []string{"if-absent", "if-match", "overwrite"} {
-		if set[c] {
-			n++
-		}
-	}
-	switch {
-	case n > 1:
-		return put.Header{}, usageErrorf("put: --if-absent, --if-match and --overwrite exclude each other")
-	case set["if-match"] && f.ifMatch == "":
-		return put.Header{}, usageErrorf("put: --if-match needs a version, as a previous put printed it")
-	case f.partSize < 0 || (f.partSize > 0 && f.partSize < driver.MinPartSize):
-		return put.Header{}, usageErrorf("--part-size %d: a part is at least 5MiB (%d bytes)", f.partSize, driver.MinPartSize)
-	case f.partSize > 5<<30:
-		return put.Header{}, usageErrorf("--part-size %d: a part is at most 5GiB", f.partSize)
-	case set["concurrency"] && (f.concurrency < 1 || f.concurrency > 256):
-		return put.Header{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
-	case f.concurrency > 256:
-		return put.Header{}, usageErrorf("--concurrency %d: 1 to 256", f.concurrency)
-	}
-	h := put.Header{Cond: "if-absent", PartSize: cmp.Or(f.partSize, put.DefaultPartSize), Concurrency: cmp.Or(f.concurrency, put.DefaultConcurrency)}
-	switch {
-	case set["if-match"]:
-		h.Cond, h.Version = "if-match", f.ifMatch
-	case f.overwrite:
-		h.Cond = "overwrite"
-	}
-	return h, nil
-}
-
-// putError gives err the exit code of its class.
-func putError(class string, err error) error {
-	switch class {
-	case put.ClassPrecondition:
-		return withCode(exitPutRefused, err)
-	case put.ClassFenced:
-		return withCode(exitLeaseEnded, err)
-	case put.ClassUsage:
-		return withCode(exitUsage, err)
-	}
-	return err
-}
-
-// Exit codes of put's checks on its input, and of verify.
-const (
-	// exitProducerFailed: put -- COMMAND: the producer exited non-zero
-	// or was killed by a signal; the upload was aborted, nothing was
-	// written.
-	exitProducerFailed = 7
-	// exitMismatch: put: the input did not match --size or --sha256, so
-	// nothing was written; verify: the stored object does not match them.
-	exitMismatch = 8
-	// exitVersionLost: put: the object was stored, but its version could
-	// not be written to stdout (closed, or full).
-	exitVersionLost = 9
-)
-
-// putSocketEnv names the socket of the hold that "bucketlease put KEY"
-// talks to.
-const putSocketEnv = put.SocketEnv
-
-// errInputMismatch is what a put whose input did not match --size or
-// --sha256 returns, and verify's mismatch (through errors.Is).
-var errInputMismatch = put.ErrMismatch
-
-// parseSHA256 checks a --sha256 value: 64 hex digits, either case.
-func parseSHA256(s string) (string, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if b, err := hex.DecodeString(s); err != nil || len(b) != sha256.Size {
-		return "", fmt.Errorf("--sha256 %q: want the 64 hex digits of a SHA-256, as sha256sum prints them", s)
-	}
-	return s, nil
-}
-
-// lookProducer finds the producer before anything is taken or written,
-// and maps one that cannot run to the shell's codes, as hold does.
-func lookProducer(name string) (string, error) {
-	path, err := exec.LookPath(name)
-	if err == nil {
-		return path, nil
-	}
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		return "", withCode(127, fmt.Errorf("put: the producer %q was not found: %w; nothing was written", name, err))
-	}
-	return "", withCode(126, fmt.Errorf("put: the producer %q cannot be run: %w; nothing was written", name, err))
-}
-
-// sizeValue is a byte size flag: 5242880, 5MiB, 64M, 1GiB.
-type sizeValue struct{ n *int64 }
-
-func (v sizeValue) String() string {
-	if v.n == nil || *v.n == 0 {
-		return ""
-	}
-	return strconv.FormatInt(*v.n, 10)
-}
-
-func (v sizeValue) Set(s string) error {
-	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
-		if rest, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, mult = rest, u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 || n > (1<<40)/mult {
-		return fmt.Errorf("%q is not a size: write bytes or a number with KiB, MiB or GiB, such as 16MiB", s)
-	}
-	*v.n = n * mult
-	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 // leaveChild is shell that starts a grandchild of put, a sleep with none
@@ -80,9 +82,9 @@ func TestPutStopsProducersTree(t *testing.T) {
 		inHold bool
 	}{
 		{name: "exits 0", body: `echo data`, code: 0},
-		{name: "exits 3", body: `echo data; exit 3`, code: exitProducerFailed},
-		{name: "input too long", flags: []string{"--size", "10"}, body: `exec cat /dev/zero`, code: exitMismatch},
-		{name: "commit refused", flags: []string{"--if-match", "no-such-version"}, body: `echo data`, code: exitPutRefused},
+		{name: "exits 3", body: `echo data; exit 3`, code: exitcode.ProducerFailed},
+		{name: "input too long", flags: []string{"--size", "10"}, body: `exec cat /dev/zero`, code: exitcode.Mismatch},
+		{name: "commit refused", flags: []string{"--if-match", "no-such-version"}, body: `echo data`, code: exitcode.Refused},
 		{name: "SIGTERM", body: `exec sleep 300`, sig: syscall.SIGTERM, code: 128 + int(syscall.SIGTERM)},
 		{name: "SIGINT", body: `exec sleep 300`, sig: syscall.SIGINT, code: 128 + int(syscall.SIGINT)},
 		{name: "SIGHUP", body: `exec sleep 300`, sig: syscall.SIGHUP, code: 128 + int(syscall.SIGHUP)},

@@ -16,7 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
-
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/internal/testsupport/miniotest"
 )
 
@@ -92,16 +92,16 @@ func TestPutRecipeMinIO(t *testing.T) {
 			}
 			_, errOut, code := runCLI(t, env, "put", u, "dumps/failed.sql", "--", "sh", "-c", "head -c 40000000 /dev/urandom; exit 1")
 			noSecret(t, srv, errOut)
-			if code != exitProducerFailed {
-				t.Errorf("a producer that exits 1: exit %d, want %d: %s", code, exitProducerFailed, errOut)
+			if code != exitcode.ProducerFailed {
+				t.Errorf("a producer that exits 1: exit %d, want %d: %s", code, exitcode.ProducerFailed, errOut)
 			}
 			if _, err := srv.Client(srv.URL()).HeadObject(t.Context(), &s3sdk.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "/dumps/failed.sql")}); err == nil {
 				t.Error("a producer that exited 1 left an object")
 			}
 			_, errOut, code = runCLI(t, env, "put", u, "dumps/db2.sql", filepath.Join(work, "expected"))
 			noSecret(t, srv, errOut)
-			if code != exitPutRefused {
-				t.Errorf("a second put of dumps/db2.sql: exit %d, want %d: %s", code, exitPutRefused, errOut)
+			if code != exitcode.Refused {
+				t.Errorf("a second put of dumps/db2.sql: exit %d, want %d: %s", code, exitcode.Refused, errOut)
 			}
 			ups, err := srv.Client(srv.URL()).ListMultipartUploads(t.Context(), &s3sdk.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
 			if err != nil {

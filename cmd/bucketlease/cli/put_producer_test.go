@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 )
 
 // getObject reads key back through the real binary's get (the file
@@ -27,7 +30,7 @@ func getObject(t *testing.T, u, key string) ([]byte, bool) {
 	switch {
 	case code == 0:
 		return out.Bytes(), true
-	case code == exitError && strings.Contains(errOut, "no such object"):
+	case code == exitcode.Failure && strings.Contains(errOut, "no such object"):
 		return nil, false
 	}
 	t.Fatalf("get %s: exit %d: %s", key, code, errOut)
@@ -55,8 +58,8 @@ func TestPutProducerFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "dumps/" + strings.ReplaceAll(tc.name, " ", "-")
 			out, errOut, code := runCLI(t, nil, "put", u, key, "--", "sh", "-c", tc.script)
-			if code != exitProducerFailed || !strings.Contains(errOut, tc.why) || !strings.Contains(errOut, "nothing was written") {
-				t.Errorf("put: exit %d, want %d saying %s: %s", code, exitProducerFailed, tc.why, errOut)
+			if code != exitcode.ProducerFailed || !strings.Contains(errOut, tc.why) || !strings.Contains(errOut, "nothing was written") {
+				t.Errorf("put: exit %d, want %d saying %s: %s", code, exitcode.ProducerFailed, tc.why, errOut)
 			}
 			if out != "" {
 				t.Errorf("put printed a version: %q", out)
@@ -67,8 +70,8 @@ func TestPutProducerFails(t *testing.T) {
 			// Inside hold: put KEY -- COMMAND through hold's socket.
 			hkey := key + "-in-hold"
 			_, errOut, code = runCLI(t, []string{"BL=" + binary}, "hold", u, "--", binary, "put", hkey, "--", "sh", "-c", tc.script)
-			if code != exitProducerFailed || !strings.Contains(errOut, tc.why) {
-				t.Errorf("hold -- put -- producer: exit %d, want %d: %s", code, exitProducerFailed, errOut)
+			if code != exitcode.ProducerFailed || !strings.Contains(errOut, tc.why) {
+				t.Errorf("hold -- put -- producer: exit %d, want %d: %s", code, exitcode.ProducerFailed, errOut)
 			}
 			if got, ok := getObject(t, u, hkey); ok {
 				t.Errorf("%s: %d bytes committed through hold from a producer that failed", hkey, len(got))
@@ -215,10 +218,10 @@ func TestPutChecksInput(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"short", []string{"--size", strconv.Itoa(len(body) + 1)}, exitMismatch},
-		{"long", []string{"--size", strconv.Itoa(len(body) - 1)}, exitMismatch},
-		{"sha256", []string{"--sha256", sha256Hex(body[1:])}, exitMismatch},
-		{"producer-sha256", []string{"--sha256", sha256Hex(body[1:]), "--", "cat", src}, exitMismatch},
+		{"short", []string{"--size", strconv.Itoa(len(body) + 1)}, exitcode.Mismatch},
+		{"long", []string{"--size", strconv.Itoa(len(body) - 1)}, exitcode.Mismatch},
+		{"sha256", []string{"--sha256", sha256Hex(body[1:])}, exitcode.Mismatch},
+		{"producer-sha256", []string{"--sha256", sha256Hex(body[1:]), "--", "cat", src}, exitcode.Mismatch},
 		{"match", []string{"--size", size, "--sha256", strings.ToUpper(sum)}, 0},
 	} {
 		args := append([]string{"put", u, tc.name}, tc.args...)
@@ -237,7 +240,7 @@ func TestPutChecksInput(t *testing.T) {
 			t.Errorf("%s: %d bytes stored (found %v)", tc.name, len(got), ok)
 		}
 	}
-	if _, errOut, code := runCLI(t, nil, "put", u, "x", src, "--sha256", "abc"); code != exitUsage {
+	if _, errOut, code := runCLI(t, nil, "put", u, "x", src, "--sha256", "abc"); code != exitcode.Usage {
 		t.Errorf("--sha256 abc: exit %d: %s", code, errOut)
 	}
 }
@@ -277,13 +280,13 @@ func TestPutRefusesExistingKeyAtOnce(t *testing.T) {
 			t.Errorf("%v: still reading its input %v after it started, on a key that exists", args, exitTimeout)
 		}
 		pw.Close()
-		if code := cmd.ProcessState.ExitCode(); code != exitPutRefused || !strings.Contains(errb.String(), "exists") {
-			t.Errorf("%v: exit %d, want %d: %s", args, code, exitPutRefused, errb.String())
+		if code := cmd.ProcessState.ExitCode(); code != exitcode.Refused || !strings.Contains(errb.String(), "exists") {
+			t.Errorf("%v: exit %d, want %d: %s", args, code, exitcode.Refused, errb.String())
 		}
 	}
 	mark := filepath.Join(t.TempDir(), "started")
 	_, errOut, code := runCLI(t, []string{"MARK=" + mark}, "put", u, "k", "--", "sh", "-c", `: > "$MARK"`)
-	if code != exitPutRefused {
+	if code != exitcode.Refused {
 		t.Errorf("put -- producer on a key that exists: exit %d: %s", code, errOut)
 	}
 	if _, err := os.Stat(mark); err == nil {
@@ -304,12 +307,12 @@ func TestPutUsageErrors(t *testing.T) {
 		{"put", u, "k", "--"},
 		{"put", u, "k", "/dev/null", "--", "cat"},
 	} {
-		if _, errOut, code := runCLI(t, nil, args...); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d: %s", args[2:], code, exitUsage, errOut)
+		if _, errOut, code := runCLI(t, nil, args...); code != exitcode.Usage {
+			t.Errorf("%v: exit %d, want %d: %s", args[2:], code, exitcode.Usage, errOut)
 		}
 	}
-	_, errOut, code := runCLI(t, []string{putSocketEnv + "=/nonexistent/put.sock"}, "put", "LEASE", "/dev/null")
-	if code != exitUsage {
+	_, errOut, code := runCLI(t, []string{put.SocketEnv + "=/nonexistent/put.sock"}, "put", "LEASE", "/dev/null")
+	if code != exitcode.Usage {
 		t.Errorf("put LEASE inside hold: exit %d: %s", code, errOut)
 	}
 }
@@ -336,8 +339,8 @@ func TestPutVersionLost(t *testing.T) {
 	defer pw.Close()
 	for name, w := range map[string]*os.File{"full": full, "closed-pipe": pw} {
 		errOut, code := runTo(t, "", w, nil, "put", u, name, src)
-		if code != exitVersionLost || !strings.Contains(errOut, "was stored") {
-			t.Errorf("%s: exit %d, want %d: %s", name, code, exitVersionLost, errOut)
+		if code != exitcode.VersionLost || !strings.Contains(errOut, "was stored") {
+			t.Errorf("%s: exit %d, want %d: %s", name, code, exitcode.VersionLost, errOut)
 		}
 		if got, ok := getObject(t, u, name); !ok || string(got) != "data\n" {
 			t.Errorf("%s: %q stored (found %v)", name, got, ok)
@@ -393,7 +396,7 @@ func TestGetAndVerify(t *testing.T) {
 	if err := os.WriteFile(file, []byte("old"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := runCLI(t, nil, "get", u, "k", file, "--version", "not-"+v); code != exitRefused {
+	if _, errOut, code := runCLI(t, nil, "get", u, "k", file, "--version", "not-"+v); code != exitcode.Refused {
 		t.Errorf("get --version another: exit %d: %s", code, errOut)
 	}
 	if b, _ := os.ReadFile(file); string(b) != "old" {
@@ -409,7 +412,7 @@ func TestGetAndVerify(t *testing.T) {
 		t.Errorf("FILE's mode after get: %v, %v; want the replaced file's 0640", fi.Mode(), err)
 	}
 	missing := filepath.Join(filepath.Dir(file), "missing")
-	if _, errOut, code := runCLI(t, nil, "get", u, "nope", missing); code != exitError || !strings.Contains(errOut, "no such object") {
+	if _, errOut, code := runCLI(t, nil, "get", u, "nope", missing); code != exitcode.Failure || !strings.Contains(errOut, "no such object") {
 		t.Errorf("get of a missing key: exit %d: %s", code, errOut)
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
@@ -420,11 +423,11 @@ func TestGetAndVerify(t *testing.T) {
 		code int
 	}{
 		{[]string{"--size", "12"}, 0},
-		{[]string{"--size", "11"}, exitMismatch},
+		{[]string{"--size", "11"}, exitcode.Mismatch},
 		{[]string{"--sha256", sha256Hex([]byte("twelve bytes"))}, 0},
-		{[]string{"--sha256", sha256Hex([]byte("twelve bytez"))}, exitMismatch},
-		{[]string{"--size", "12", "--version", "x"}, exitRefused},
-		{nil, exitUsage},
+		{[]string{"--sha256", sha256Hex([]byte("twelve bytez"))}, exitcode.Mismatch},
+		{[]string{"--size", "12", "--version", "x"}, exitcode.Refused},
+		{nil, exitcode.Usage},
 	} {
 		if out, errOut, code := runCLI(t, nil, append([]string{"verify", u, "k"}, tc.args...)...); code != tc.code {
 			t.Errorf("verify %v: exit %d, want %d: %s%s", tc.args, code, tc.code, out, errOut)

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/mushroomdb/bucketlease/bucket"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/bounded"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
-	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/supervise"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/leaseseam"
 	"github.com/mushroomdb/bucketlease/internal/location"
@@ -24,28 +24,28 @@ import (
 func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location, h put.Header, in *put.Input) (driver.Version, *put.Body, error) {
 	cond, err := h.Condition()
 	if err != nil {
-		return "", nil, usageErrorf("%v", err)
+		return "", nil, exitcode.Usagef("%v", err)
 	}
 	b, err := openUnder(ctx, loc)
 	if err != nil {
 		return "", nil, err
 	}
 	prefix := loc.Prefix
-	b = withDeadlines(b, requestTimeout(f.hold.ttl), loc, "a third of the TTL")
+	b = bounded.New(b, requestTimeout(f.hold.ttl), loc, "a third of the TTL")
 	w := io.Discard
 	if f.verbose {
 		w = e.stderr
 	}
-	p := &printer{w: w, verbose: f.verbose}
-	p.start()
-	defer p.close(2 * time.Second)
+	p := report.NewPrinter(w, false, f.verbose)
+	p.Start()
+	defer p.Close(2 * time.Second)
 	logger, err := newLogger(e.stderr, "off", false)
 	if err != nil {
 		return "", nil, err
 	}
-	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.event}, leaseseam.Seams{Getenv: e.getenv}))
+	c, err := lease.NewContender(bucket.New(b, prefix), leaseseam.With(&lease.Options{TTL: f.hold.ttl, InstanceID: f.hold.instanceID, Logger: logger, OnEvent: p.Event}, leaseseam.Seams{Getenv: e.getenv}))
 	if err != nil {
-		return "", nil, usageErrorf("%v", err)
+		return "", nil, exitcode.Usagef("%v", err)
 	}
 	waitCtx, stopWaiting := signalContext(ctx, holdSignals()...)
 	l, err := firstTry(waitCtx, e, c, h.Key, f.hold.wait)
@@ -65,7 +65,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	stopWaiting()
 	if signalled(waitCtx) && ctx.Err() == nil {
 		code, why := interruptCode(waitCtx)
-		return "", nil, releaseAfter(l, loc, b, prefix, p, withCode(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, exitcode.With(code, fmt.Errorf("put %s: %s as the lease was taken; nothing was uploaded", h.Key, why)))
 	}
 	k := &keeper{l: l, parent: ctx}
 	k.start()
@@ -75,12 +75,12 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	// settles a race with another writer.
 	if err := put.RefuseExisting(upCtx, l.Bucket().Driver(), h.Key, cond); err != nil {
 		k.stop()
-		return "", nil, releaseAfter(l, loc, b, prefix, p, putError(put.Classify(l, err), explain(loc, fmt.Errorf("put %s: %w", h.Key, err))))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, put.ClassExit(put.Classify(l, err), explain(loc, fmt.Errorf("put %s: %w", h.Key, err))))
 	}
 	checked, body, err := in.Open(h.Key)
 	if err != nil {
 		k.stop()
-		return "", nil, releaseAfter(l, loc, b, prefix, p, putExit(err))
+		return "", nil, releaseAfter(l, loc, b, prefix, p, put.Exit(err))
 	}
 	defer in.Close()
 	stopForward := context.AfterFunc(upCtx, func() { in.Forward(upCtx) })
@@ -91,7 +91,7 @@ func putOneShot(ctx context.Context, e *env, f *putFlags, loc *location.Location
 	k.stop()
 	var result error
 	if late {
-		result = storedLate(h.Key, v)
+		result = put.Exit(&put.LateError{Key: h.Key, Version: v})
 	}
 	if err != nil {
 		v = ""
@@ -108,14 +108,14 @@ func uploadFailed(upCtx context.Context, l *lease.Lease, loc *location.Location,
 	switch {
 	case signalled(upCtx):
 		code, why := interruptCode(upCtx)
-		return withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", key, why, err))
+		return exitcode.With(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written: %w", key, why, err))
 	case checked.Failed() != nil:
-		return putExit(checked.Failed())
+		return put.Exit(checked.Failed())
 	case upCtx.Err() != nil && class == put.ClassError:
 		code, why := interruptCode(upCtx)
-		return withCode(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", key, why, err))
+		return exitcode.With(code, fmt.Errorf("put %s: %s: the upload was aborted: %w", key, why, err))
 	default:
-		return putError(class, explain(loc, fmt.Errorf("put %s: %w", key, err)))
+		return put.ClassExit(class, explain(loc, fmt.Errorf("put %s: %w", key, err)))
 	}
 }
 
@@ -136,7 +136,7 @@ func firstTry(ctx context.Context, e *env, c *lease.Contender, key string, wait 
 	}
 	parent := e.getenv("BUCKETLEASE_INSTANCE_ID")
 	if parent != "" && held.Holder() == parent && held.Key == e.getenv("BUCKETLEASE_KEY") && !held.SameID {
-		return nil, withCode(exitUsage, fmt.Errorf("put %s: %w (instance %s holds %s): put URL would wait for its own parent forever. Inside hold, run \"bucketlease put %s …\" without the URL: it writes under hold's lease",
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("put %s: %w (instance %s holds %s): put URL would wait for its own parent forever. Inside hold, run \"bucketlease put %s …\" without the URL: it writes under hold's lease",
 			key, errParentsLease, parent, held.Key, key))
 	}
 	if wait {
@@ -160,9 +160,9 @@ func putViaHold(ctx context.Context, sock string, h put.Header, in *put.Input) (
 	v, body, err := c.Upload(sigCtx, in)
 	if errors.Is(err, put.ErrInterrupted) {
 		code, why := interruptCode(sigCtx)
-		return "", body, withCode(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
+		return "", body, exitcode.With(code, fmt.Errorf("put %s: %s: the upload was aborted, nothing was written", h.Key, why))
 	}
-	return v, body, putExit(err)
+	return v, body, put.Exit(err)
 }
 
 // signalOf is the signal that ended ctx, one from signalContext, or nil.
@@ -172,50 +172,4 @@ func signalOf(ctx context.Context) os.Signal {
 		return sc.sig
 	}
 	return nil
-}
-
-// putExit gives an error of package put the exit code of its outcome: a
-// late write's, a class's (putError), a producer's that could not start,
-// or the input's own failure's (exitProducerFailed, exitMismatch).
-func putExit(err error) error {
-	var (
-		late  *put.LateError
-		class *put.Error
-		start *supervise.StartError
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &late):
-		return withCode(exitStoredLate, err)
-	case errors.As(err, &class):
-		return putError(class.Class, err)
-	case errors.As(err, &start):
-		return withCode(start.Code, err)
-	case errors.Is(err, supervise.ErrProducerFailed):
-		return withCode(exitProducerFailed, err)
-	case errors.Is(err, errInputMismatch):
-		return withCode(exitMismatch, err)
-	}
-	return err
-}
-
-// storedLate is put's outcome when the service answered its commit only
-// after the lease was fenced (put.LateError): exitStoredLate.
-func storedLate(key string, v driver.Version) error {
-	return putExit(&put.LateError{Key: key, Version: v})
-}
-
-// servePut serves put's socket for l's holder (put.Serve): hold calls it
-// once it holds the lease and before it starts its command, and defers the
-// stop it returns.
-func servePut(l *lease.Lease) (stop func(), err error) { return put.Serve(l) }
-
-// ignorePipeSignal makes a write to a closed stdout an error put reports
-// (exit 9) rather than a death by SIGPIPE, unless SIGPIPE was ignored
-// anyway.
-func ignorePipeSignal() {
-	if !signal.Ignored(syscall.SIGPIPE) {
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/driver/file"
 )
@@ -116,16 +118,16 @@ func TestPutInsideHoldWithoutPIDNamespace(t *testing.T) {
 // TestPutOutsideHoldIsUsage: put KEY without a hold to talk to is a usage
 // error that says what to do; a lease flag is refused inside hold.
 func TestPutOutsideHoldIsUsage(t *testing.T) {
-	_, errOut, code := runCLI(t, []string{putSocketEnv + "="}, "put", "chunks/1", "/dev/null")
-	if code != exitUsage || !strings.Contains(errOut, "bucketlease put URL chunks/1") {
+	_, errOut, code := runCLI(t, []string{put.SocketEnv + "="}, "put", "chunks/1", "/dev/null")
+	if code != exitcode.Usage || !strings.Contains(errOut, "bucketlease put URL chunks/1") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
-	_, errOut, code = runCLI(t, []string{putSocketEnv + "=/nonexistent/put.sock"}, "put", "chunks/1", "/dev/null", "--wait")
-	if code != exitUsage || !strings.Contains(errOut, "--wait is for put URL") {
+	_, errOut, code = runCLI(t, []string{put.SocketEnv + "=/nonexistent/put.sock"}, "put", "chunks/1", "/dev/null", "--wait")
+	if code != exitcode.Usage || !strings.Contains(errOut, "--wait is for put URL") {
 		t.Errorf("--wait inside hold: exit %d: %s", code, errOut)
 	}
-	_, errOut, code = runCLI(t, []string{putSocketEnv + "=/nonexistent/put.sock"}, "put", "chunks/1", "/dev/null")
-	if code != exitError || !strings.Contains(errOut, "cannot reach the hold") {
+	_, errOut, code = runCLI(t, []string{put.SocketEnv + "=/nonexistent/put.sock"}, "put", "chunks/1", "/dev/null")
+	if code != exitcode.Failure || !strings.Contains(errOut, "cannot reach the hold") {
 		t.Errorf("no hold on the socket: exit %d: %s", code, errOut)
 	}
 }
@@ -146,7 +148,7 @@ func TestPutOneShotWait(t *testing.T) {
 	a.waitFor(`acquired\s+acquired lease LEASE as instance alpha`)
 
 	_, errOut, code := runCLI(t, nil, "put", u, "db/1", src)
-	if code != exitHeld || !strings.Contains(errOut, "alpha") {
+	if code != exitcode.Held || !strings.Contains(errOut, "alpha") {
 		t.Errorf("put while held, without --wait: exit %d: %s", code, errOut)
 	}
 	if _, _, ok := readObject(t, dir, "db/1"); ok {
@@ -172,7 +174,7 @@ func TestPutOneShotWait(t *testing.T) {
 		t.Errorf("after put the lease is %q, want released", s.State)
 	}
 	_, errOut, code = runCLI(t, nil, "put", u, "db/1", src)
-	if code != exitPutRefused || !strings.Contains(errOut, "precondition failed") {
+	if code != exitcode.Refused || !strings.Contains(errOut, "precondition failed") {
 		t.Errorf("second put: exit %d: %s", code, errOut)
 	}
 	stdout, errOut, code := runCLI(t, nil, "put", u, "db/1", src, "--if-match", string(v))
@@ -209,8 +211,8 @@ func TestPutFencedMidUpload(t *testing.T) {
 	p.signal(syscall.SIGSTOP)
 	time.Sleep(6500 * time.Millisecond) // past the fence (4s), and the TTL
 	p.signal(syscall.SIGCONT)
-	if code := p.wait(); code != exitLeaseEnded {
-		t.Errorf("put exit %d, want %d\n%s", code, exitLeaseEnded, p.output())
+	if code := p.wait(); code != exitcode.LeaseEnded {
+		t.Errorf("put exit %d, want %d\n%s", code, exitcode.LeaseEnded, p.output())
 	}
 	if !strings.Contains(p.errOutput(), "abort") {
 		t.Errorf("put does not say the upload was aborted:\n%s", p.errOutput())
@@ -256,8 +258,8 @@ func TestPutInsideHoldFenced(t *testing.T) {
 	h.signal(syscall.SIGSTOP)
 	time.Sleep(6500 * time.Millisecond) // past the fence (4s), and the TTL
 	h.signal(syscall.SIGCONT)
-	if code := h.wait(); code != exitLeaseEnded {
-		t.Errorf("hold exit %d, want %d", code, exitLeaseEnded)
+	if code := h.wait(); code != exitcode.LeaseEnded {
+		t.Errorf("hold exit %d, want %d", code, exitcode.LeaseEnded)
 	}
 	if _, _, ok := readObject(t, dir, "chunks/h"); ok {
 		t.Error("a fenced put left an object")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/report"
 	"github.com/mushroomdb/bucketlease/drivertest"
 )
 
@@ -50,7 +51,7 @@ func TestHostileRecordNeverReachesTheTerminal(t *testing.T) {
 // service's own error text, which a hostile endpoint chooses.
 func TestProbeReportEscapesTheServicesWords(t *testing.T) {
 	var out strings.Builder
-	printReport(&out, &drivertest.Report{Results: []drivertest.Result{{Name: "get-missing", Got: "500: \x1b]0;pwned\a"}}})
+	report.PrintProbe(&out, &drivertest.Report{Results: []drivertest.Result{{Name: "get-missing", Got: "500: \x1b]0;pwned\a"}}}, report.Leftovers{})
 	if strings.ContainsAny(out.String(), "\x1b\a") || !strings.Contains(out.String(), `got: 500: \x1b]0;pwned\a`) {
 		t.Errorf("the report prints the service's text raw:\n%q", out.String())
 	}

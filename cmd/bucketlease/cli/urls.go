@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 	"github.com/mushroomdb/bucketlease/driver"
 	"github.com/mushroomdb/bucketlease/internal/location"
 	"github.com/mushroomdb/bucketlease/lease"
@@ -122,6 +123,6 @@ func refuseInProcess(cmd string, loc *location.Location) error {
 	if loc.Scheme != "mem" {
 		return nil
 	}
-	return usageErrorf("%s %s: mem:// is a bucket inside this one process; no other process (another hold, show or break) can see it, so a lease there excludes nobody. Use file:///some/dir for a lease on this machine, or a shared bucket; \"bucketlease demo\" shows the lease in memory",
+	return exitcode.Usagef("%s %s: mem:// is a bucket inside this one process; no other process (another hold, show or break) can see it, so a lease there excludes nobody. Use file:///some/dir for a lease on this machine, or a shared bucket; \"bucketlease demo\" shows the lease in memory",
 		cmd, loc)
 }

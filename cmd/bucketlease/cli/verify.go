@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/put"
 )
 
 var verifyCommand = &command{
@@ -32,7 +35,7 @@ Examples:
 func setupVerify(fs *flag.FlagSet) runFunc {
 	var size int64
 	sum := fs.String("sha256", "", "the SHA-256 the object must have (64 hex digits)")
-	fs.Var(sizeValue{&size}, "size", "the size in bytes the object must have")
+	fs.Var(put.Size{N: &size}, "size", "the size in bytes the object must have")
 	version, timeout := readFlags(fs)
 	return func(ctx context.Context, e *env, args []string) error {
 		pos, err := parseNoCommand(fs, args)
@@ -40,17 +43,17 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if len(pos) != 2 {
-			return usageErrorf("verify takes URL KEY and --sha256 HEX or --size N; got %d arguments", len(pos))
+			return exitcode.Usagef("verify takes URL KEY and --sha256 HEX or --size N; got %d arguments", len(pos))
 		}
 		set := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 		if !set["sha256"] && !set["size"] {
-			return usageErrorf("verify %s: give --sha256 HEX, --size N, or both", pos[1])
+			return exitcode.Usagef("verify %s: give --sha256 HEX, --size N, or both", pos[1])
 		}
 		want := ""
 		if set["sha256"] {
-			if want, err = parseSHA256(*sum); err != nil {
-				return usageErrorf("%v", err)
+			if want, err = put.ParseSHA256(*sum); err != nil {
+				return exitcode.Usagef("%v", err)
 			}
 		}
 		rawURL, key := pos[0], pos[1]
@@ -61,10 +64,10 @@ func setupVerify(fs *flag.FlagSet) runFunc {
 			return err
 		}
 		if set["size"] && n != size {
-			return withCode(exitMismatch, fmt.Errorf("verify %s: the object is %d bytes, not --size %d: %w (version %s, sha256 %s)", key, n, size, errInputMismatch, v, got))
+			return exitcode.With(exitcode.Mismatch, fmt.Errorf("verify %s: the object is %d bytes, not --size %d: %w (version %s, sha256 %s)", key, n, size, put.ErrMismatch, v, got))
 		}
 		if want != "" && got != want {
-			return withCode(exitMismatch, fmt.Errorf("verify %s: the object's SHA-256 is %s, not --sha256 %s: %w (version %s, %d bytes)", key, got, want, errInputMismatch, v, n))
+			return exitcode.With(exitcode.Mismatch, fmt.Errorf("verify %s: the object's SHA-256 is %s, not --sha256 %s: %w (version %s, %d bytes)", key, got, want, put.ErrMismatch, v, n))
 		}
 		fmt.Fprintf(e.stdout, "ok %s: %d bytes, sha256 %s, version %s\n", key, n, got, v)
 		return nil

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 var versionCommand = &command{
@@ -33,7 +35,7 @@ Examples:
 				return err
 			}
 			if len(pos) > 0 || len(after) > 0 {
-				return usageErrorf("version takes no arguments")
+				return exitcode.Usagef("version takes no arguments")
 			}
 			fmt.Fprintln(e.stdout, versionText())
 			return nil

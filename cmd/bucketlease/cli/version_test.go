@@ -3,6 +3,8 @@ package cli
 import (
 	"runtime/debug"
 	"testing"
+
+	"github.com/mushroomdb/bucketlease/cmd/bucketlease/internal/exitcode"
 )
 
 // TestLibraryDep: a binary of another module (a driver's command built
@@ -32,8 +34,8 @@ func TestLibraryDep(t *testing.T) {
 // program's name) prints the help and exits 2, as with the name alone.
 func TestMainWithoutArguments(t *testing.T) {
 	for _, args := range [][]string{nil, {"bucketlease"}} {
-		if code := Main(args); code != exitUsage {
-			t.Errorf("Main(%q) = %d, want %d", args, code, exitUsage)
+		if code := Main(args); code != exitcode.Usage {
+			t.Errorf("Main(%q) = %d, want %d", args, code, exitcode.Usage)
 		}
 	}
 }

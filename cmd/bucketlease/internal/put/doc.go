@@ -10,8 +10,8 @@
 // whose end chunk tells a complete body from a client that died mid-body,
 // so that a cut-off upload is aborted, never stored truncated.
 //
-// The package knows leases and drivers but not the command line: it
-// reports its outcomes as errors (Error with its class, LateError,
-// ErrMismatch, ErrInterrupted, supervise's ErrProducerFailed and
-// StartError), which the command maps to its exit codes.
+// It checks put's own flags (Flags, Size, ParseSHA256) and reports its
+// outcomes as errors (Error with its class, LateError, ErrMismatch,
+// ErrInterrupted, supervise's ErrProducerFailed and StartError), which
+// Exit maps to the command's exit codes.
 package put
