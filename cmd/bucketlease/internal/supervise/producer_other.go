@@ -76,10 +76,8 @@ func (p *Producer) Signal(s os.Signal) {
 	}
 }
 
-// Stop ends a producer whose output is no longer wanted (the upload failed
-// or was refused): it closes put's end of its stdout (a writer then gets
-// SIGPIPE), sends SIGTERM, and SIGKILL if it has not exited within grace;
-// it returns once the producer has been waited for.
+// Stop closes put's end of the producer's stdout, sends SIGTERM, then
+// SIGKILL after grace, and returns once the producer has been waited for.
 func (p *Producer) Stop(grace time.Duration) {
 	if p == nil {
 		return

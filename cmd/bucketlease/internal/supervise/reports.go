@@ -55,9 +55,7 @@ func ReadReports(r io.Reader) <-chan Report {
 	return reports
 }
 
-// A Report is one line from the watchdog: its fields (the kind, then at
-// most two arguments, the last the rest of the line), and when the
-// watchdog wrote it.
+// A Report is one line from the watchdog and when it was written.
 type Report struct {
 	At     time.Time
 	Fields []string

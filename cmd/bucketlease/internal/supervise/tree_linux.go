@@ -11,18 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watchdogModes are the ways hold tries to start the watchdog, best first.
-// The first two make the watchdog the init of a new PID namespace that the
-// command and everything it starts live in: when the watchdog dies, for
-// whatever reason (SIGKILL to it, to hold's process group, or hold's death
-// through PR_SET_PDEATHSIG), the kernel kills every process in the
-// namespace, and none can leave it. A PID namespace needs CAP_SYS_ADMIN;
-// an unprivileged user gets one inside a new user namespace that maps only
-// its own uid and gid. Where neither is allowed, the watchdog runs in a
-// session of its own, out of reach of a signal to hold's process group, as
-// a child subreaper that finds every descendant.
-//
-// With pidNS false (hold --pid-namespace=false), only the last is tried.
+// watchdogModes are the ways to start the watchdog, best first. In a new
+// PID namespace (needing CAP_SYS_ADMIN, or a user namespace mapping only
+// our uid and gid) the kernel kills every process in it when the watchdog
+// dies, however it dies, and none can leave. Otherwise the watchdog runs in
+// its own session, out of reach of signals to hold's group, as a child
+// subreaper that finds every descendant. With pidNS false only that is tried.
 func watchdogModes(pidNS bool) []Mode {
 	uid, gid := os.Getuid(), os.Getgid()
 	modes := []Mode{

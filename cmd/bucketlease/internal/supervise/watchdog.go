@@ -23,42 +23,26 @@ import (
 // is not listed in the help: only hold starts it.
 const WatchdogName = "__watchdog"
 
-// The watchdog is a second process between hold and its command:
+// The watchdog sits between hold and its command (hold ── watchdog ──
+// COMMAND ── …) and only enforces the deadline hold keeps extending: when it
+// passes, or hold's end of the control pipe closes, it kills the command
+// and every process below it. It ignores the terminal's stop and interrupt
+// signals, so Ctrl-Z stops hold and the command but not it.
 //
-//	hold ── watchdog ── COMMAND ── what it starts …
+// Control messages, one per line (times in ns):
 //
-// It starts the command and does nothing but enforce the deadline hold
-// keeps extending (the lease's fence deadline, a little early): when the
-// deadline passes, or when hold disappears (its end of the control pipe
-// closes), it stops and kills the command and every process below it. On
-// Linux it is a child subreaper, so a process that double-forks or leaves
-// the process group is still its descendant. It ignores the terminal's
-// stop and interrupt signals, so that Ctrl-Z, which stops hold and the
-// command, does not stop it.
+//	deadline MONO WALL   kill all once CLOCK_MONOTONIC reaches MONO or the wall clock WALL
+//	signal N             pass signal N on to the command (and SIGCONT if stopped)
+//	stop GRACE           SIGTERM to all, SIGKILL after GRACE (or at the deadline)
+//	kill [REASON]        SIGKILL to all now
 //
-// Hold talks to it over a pipe, one line per message:
-//
-//	deadline MONO WALL   kill everything once CLOCK_MONOTONIC reaches MONO
-//	                     or the wall clock WALL (both in ns)
-//	signal N             pass signal N on to the command (and SIGCONT if it
-//	                     is stopped)
-//	stop GRACE           the lease ended: SIGTERM to every process, SIGKILL
-//	                     after GRACE ns (or at the deadline, if sooner)
-//	kill [REASON]        SIGKILL to every process now
-//
-// and it reports on another, each line after "@NS " (the time of the
-// report, ns since the epoch, so that hold reports when it happened even
-// if hold was stopped meanwhile):
+// Reports, each after "@NS " (when it happened, ns since the epoch, so hold
+// reports it right even if hold was stopped meanwhile):
 //
 //	started PID | start-failed CODE MESSAGE | warning MESSAGE
-//	stopped SIGNAL | continued
-//	exited CODE DESCRIPTION        the command itself ended
-//	leftover N                     N processes it left were sent SIGTERM
-//	killed N REASON                N processes were sent SIGKILL
+//	stopped SIGNAL | continued | exited CODE DESCRIPTION
+//	leftover N | killed N REASON   N processes sent SIGTERM / SIGKILL
 //	clean                          nothing is left running; the watchdog exits
-//
-// When hold's end of the control pipe closes, the watchdog kills
-// everything and exits.
 
 // WatchdogArgs is how hold starts the watchdog.
 func WatchdogArgs(ctlFD, repFD int, grace time.Duration, monoDeadline, wallDeadline int64, path string, argv []string) []string {
@@ -123,11 +107,9 @@ func RunWatchdog(args []string) int {
 	return w.supervise(lines, chld, sigs)
 }
 
-// watchdogSignals catches the signals the terminal sends: they reach the
-// watchdog too (it is in hold's process group), and it acts only on hold's
-// messages. Catching a signal rather than ignoring it leaves the command
-// its default disposition; a signal ignored when hold started (nohup)
-// stays ignored for it.
+// watchdogSignals catches the terminal's signals, which reach the watchdog
+// in hold's group; it acts only on hold's messages. Catching rather than
+// ignoring leaves the command its default disposition.
 func watchdogSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 8)
 	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTERM,
@@ -396,10 +378,7 @@ func KillOrphans(cmdPid int, subreaper bool) int {
 	return n
 }
 
-// A Mode is one way of starting the watchdog: its name (for
-// --json), its description, the process attributes, and whether the
-// command ends up in hold's process group (and so under the terminal's job
-// control).
+// A Mode is one way of starting the watchdog.
 type Mode struct {
 	Name, Words string
 	sys         *syscall.SysProcAttr
@@ -407,11 +386,9 @@ type Mode struct {
 }
 
 // StartWatchdog starts the watchdog in the first of watchdogModes(pidNS)
-// that the system allows, and returns it, the mode, and a channel closed once it
-// has exited and been reaped. The process is started and waited for by
-// one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
-// fires when the thread that started a child exits, not the process, and
-// that thread must live as long as the watchdog does.
+// the system allows, and returns it, the mode, and a channel closed once it
+// is reaped. One goroutine locked to its OS thread starts and waits for it:
+// PR_SET_PDEATHSIG fires when the starting thread exits, not the process.
 func StartWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, Mode, <-chan struct{}, error) {
 	type started struct {
 		proc *os.Process
