@@ -103,21 +103,18 @@ func Acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 	}
 }
 
-// sameIDError is the error for a fresh record that names this instance
-// id but that this process did not write, seen once, without --wait: it
-// cannot yet tell another live process with the same id from this
-// instance's previous process that died, so it says both; --wait tells
-// them apart (exit 6 when the record is renewed, a takeover once stale).
+// sameIDError is for a fresh record naming this instance id that this
+// process did not write: without --wait it cannot tell a live twin from
+// this instance's dead predecessor, so it says both.
 func sameIDError(held *lease.HeldError, id string) error {
 	//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 	return exitcode.With(exitcode.InstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
 		held, term.Safe(id), report.UTC(held.TakeoverAt)))
 }
 
-// vanishedGate is when a waiter that last saw the fresh lease last (at
-// seen) may take the lease if it finds the object gone: the takeover time
-// it was told, on its own monotonic clock. Zero when there is no such
-// lease (none seen, or a suspect one).
+// vanishedGate is when a waiter that saw the fresh lease last at seen may
+// take it if the object is gone: the takeover time on its own monotonic
+// clock. Zero when none was seen or it was suspect.
 func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
 	if last == nil || last.State != admin.Fresh {
 		return time.Time{}

@@ -51,10 +51,9 @@ type Command struct {
 	Resume       func() // renews it again: the command continued
 }
 
-// Run runs the command under the lease l through the watchdog, passes
-// sigs on to it, stops it when the lease ends or gone says its object was
-// lost, and returns once it and everything it started are gone: nil or
-// the command's exit status, or exit 124 if the lease ended under it.
+// Run runs the command under l through the watchdog, passes sigs on, stops
+// it when the lease ends or gone fires, and returns once all it started is
+// gone: the command's exit status, or exit 124 if the lease ended under it.
 func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *report.Printer) error {
 	if !l.MayWrite() { // ended, or fenced already: the command must not start
 		if l.Err() == nil {
@@ -83,9 +82,7 @@ func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string,
 	return sv.run(sigs, reports)
 }
 
-// A supervisor is hold's side of a command run under the watchdog: what
-// it knows of the watchdog, of the command from the watchdog's reports,
-// and of the lease.
+// A supervisor is hold's side of a command run under the watchdog.
 type supervisor struct {
 	l     *lease.Lease
 	c     *Command
@@ -110,10 +107,9 @@ type supervisor struct {
 	termKill  <-chan time.Time // --grace after hold got SIGTERM
 }
 
-// launch starts the watchdog (self), which starts the command at path,
-// with the lease's fence deadline and its variables, and the pipes for
-// hold's messages (sv.ctl) and the watchdog's reports, whose reading end
-// it returns.
+// launch starts the watchdog (self), which starts the command at path
+// with the lease's fence deadline and variables, and returns the reading
+// end of the report pipe.
 func (sv *supervisor) launch(self, path string, pidNS bool) (*os.File, error) {
 	l := sv.l
 	ctlR, ctlW, err := os.Pipe()
@@ -211,9 +207,8 @@ func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan supervise.Report
 	}
 }
 
-// wait waits for a signal, a timer, the lease's end or its object's loss,
-// or a report, and acts on it unless it is a report, which it returns
-// (got true; ok false once the watchdog's reports have ended).
+// wait waits for a signal, a timer, the lease's end or loss, or a report;
+// it acts on all but a report, which it returns (ok false once reports end).
 func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan supervise.Report) (rep supervise.Report, ok, got bool) {
 	l, p := sv.l, sv.p
 	select {
@@ -281,9 +276,7 @@ func (sv *supervisor) onLeaseEnd() {
 	l, p := sv.l, sv.p
 	sv.leaseEnd, sv.ended = nil, true
 	if errors.Is(l.Err(), lease.ErrLost) {
-		// Taken from us (broken, taken over, overwritten):
-		// another instance may hold the lease already, so
-		// there is no grace.
+		// Another instance may hold the lease already: no grace.
 		what := "the command and everything it started are"
 		if sv.status >= 0 {
 			what = "whatever the command left running is"
