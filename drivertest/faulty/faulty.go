@@ -1,11 +1,7 @@
-// Package faulty wraps a driver.Bucket to misbehave in the ways real
-// services and networks do: ignore a write's condition, lie about a refusal,
-// lose a reply, refuse for its rate, report a wrong time. drivertest's live
-// checks and `bucketlease probe` put it in front of a real service to show
-// that a driver recovers; the negative controls of drivertest, the lease's
-// and the drivers' tests and the chaos workers use it to show that their
-// checks catch a broken store: a check that passes against these proves
-// nothing. A driver's author may do the same in its own tests.
+// Package faulty wraps a driver.Bucket to misbehave as real services and
+// networks do: ignore a write's condition, lie about a refusal, lose a
+// reply, refuse for its rate, report a wrong time. Negative controls use it
+// to show that a check catches a broken store.
 package faulty
 
 import (

@@ -1,13 +1,7 @@
 // Package wirefault makes faults on the wire: an http.RoundTripper that
-// forwards a request to the real service, lets the service act on it, then
-// throws the response away and reports a network error, as a client whose
-// connection dropped after sending would see; it can also show the test
-// every request sent and alter every reply kept (remove a header, say).
-// drivertest puts it under the driver under test's own client
-// (Options.Transport) to prove, through each driver and each SDK's retry
-// logic, that the lease recognises its own write whose answer never came,
-// that a reply without a version is an error, and that a wildcard is never
-// sent.
+// lets the service act on a request, then drops the reply as a reset
+// connection would; it can also watch requests and alter replies.
+// drivertest puts it under a driver's own client (Options.Transport).
 package wirefault
 
 import (
