@@ -48,9 +48,8 @@ const (
 )
 
 // putCanceledSettles cancels a large Put at its first, second, ... look at
-// its context. Each either fails with an error matching context.Canceled
-// and leaves the object as it was, or succeeds with the whole new body; and
-// once it has returned, the object does not change any more.
+// its context: each fails matching context.Canceled with the object as it
+// was, or stores the whole body, which then changes no more.
 func putCanceledSettles(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	old := []byte("small")

@@ -30,10 +30,8 @@ type Result struct {
 	Passed    bool
 	Skipped   bool   // the check does not apply to the declared capabilities
 	Deviation string // the known-deviation reason, when a listed check failed
-	// Errored: the check failed because an operation could not complete
-	// (a reset connection, a body cut short, a server error, the check's
-	// time running out), not because the service accepted what it should
-	// have refused. It is inconclusive: no evidence either way.
+	// Errored: an operation could not complete (a reset, a 5xx, the check's
+	// time running out): inconclusive, no evidence either way.
 	Errored bool
 }
 
@@ -58,10 +56,9 @@ func (r Result) Status() string {
 type Report struct {
 	// Declared is what the driver claims.
 	Declared driver.Capabilities
-	// Observed is what the checks showed: Exclusion drops to NoExclusion
-	// if any put precondition was not enforced, and ConditionalDelete is
-	// true only if declared and every conditional delete check passed. A
-	// check that errored (Result.Errored) changes neither.
+	// Observed is what the checks showed: NoExclusion if any put precondition
+	// was not enforced; ConditionalDelete only if declared and every delete
+	// check passed. Errored checks change neither.
 	Observed driver.Capabilities
 	Results  []Result
 }
@@ -125,11 +122,9 @@ const (
 	areaDelete             // precondition enforcement on Delete
 )
 
-// Check runs the suite against b and returns the report. It never panics on
-// a misbehaving driver; each check's failure is described in its Result.
-// Each check removes what it wrote; if one did not pass (it may have given
-// up on a write), Check waits a second at the end and removes what such
-// writes left since.
+// Check runs the suite against b and returns the report; a misbehaving
+// driver's failure is described in its Result, never a panic. After failed
+// checks it waits a second and removes what late writes left.
 func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 	return checkAll(ctx, b, opts, checks)
 }
@@ -146,13 +141,9 @@ func checkAll(ctx context.Context, b driver.Bucket, opts Options, cs []check) *R
 	return rep
 }
 
-// Run runs the suite against b as subtests of t, one per check. A check
-// listed in opts.KnownDeviations is logged rather than failed when it fails,
-// and fails when it passes. Failures are reported at the line of the
-// caller's test that called Run.
-//
-// In a child process of exclusion-across-processes (see Options.URL), Run
-// runs that check's part of the child and nothing else.
+// Run runs the suite against b as subtests of t, one per check. A check in
+// opts.KnownDeviations is logged when it fails and fails when it passes. In
+// a child of exclusion-across-processes, Run runs only the child's part.
 func Run(t *testing.T, b driver.Bucket, opts Options) {
 	t.Helper()
 	if env, ok := os.LookupEnv(childEnv); ok {
@@ -196,9 +187,9 @@ func hasCheck(name string) bool {
 	return false
 }
 
-// Names returns the names of the suite's checks, in order. The names are
-// API: they key Options.KnownDeviations and the probe's report, so a check
-// is never renamed without its old name staying accepted.
+// Names returns the names of the suite's checks, in order. They are API
+// (Options.KnownDeviations, the probe's report): a renamed check keeps its
+// old name working.
 func Names() []string {
 	names := make([]string, len(checks))
 	for i, c := range checks {

@@ -154,10 +154,8 @@ func wrongCredentials(ctx context.Context, s *scope) error {
 	return unchanged(ctx, s.b, k, []byte("x"), v)
 }
 
-// canceledMidBody cancels the context of a large Put as soon as its request
-// headers are written, through an HTTP client trace in the context; a
-// driver that sends no HTTP request with the caller's context does not
-// take part.
+// canceledMidBody cancels a large Put's context once its request headers
+// are written (an HTTP client trace).
 func canceledMidBody(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("small"))

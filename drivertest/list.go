@@ -201,12 +201,9 @@ func listReadYourWrite(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// listNoncharKeys writes keys holding the noncharacters U+FFFE and U+FFFF
-// (valid UTF-8, which the portable key rule allows, but not characters
-// XML 1.0 can carry, so that an S3 listing in plain XML garbles or drops
-// them) and one holding U+FFFD: each must be refused at Put
-// (ErrInvalidKey) or listed back exactly, and nothing is listed that was
-// not written.
+// listNoncharKeys writes keys holding U+FFFE, U+FFFF (which XML 1.0 cannot
+// carry) and U+FFFD: each must be refused (ErrInvalidKey) or listed back
+// exactly, and nothing else listed.
 func listNoncharKeys(ctx context.Context, s *scope) error {
 	want := map[string]driver.Object{}
 	for _, name := range []string{"nonchar/a-\ufffe", "nonchar/b-\uffff", "nonchar/c-\ufffd", "nonchar/d-\ufffe\uffff x+y"} {

@@ -16,12 +16,8 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// The checks of user metadata (PutOptions.Metadata, Attrs.Metadata),
-// obligation 16 in
-// docs/drivers.md. A driver declares the capability
-// (driver.Capabilities.Metadata, ListMetadata); one that does not has
-// these checks skipped, saying so, and the lease stores its stamps
-// nowhere on it.
+// The checks of user metadata, obligation 16 in docs/drivers.md; skipped
+// where the driver does not declare Capabilities.Metadata.
 
 // noMetadata is the message of a check skipped because the driver does not
 // declare metadata.
@@ -146,12 +142,9 @@ func metadataRoundtrip(ctx context.Context, s *scope) error {
 	return concurrentReader(ctx, s, s.key("watched"))
 }
 
-// concurrentReader overwrites key several times, each body with metadata
-// naming it, while another goroutine reads it: every read must report the
-// metadata of the body it returned. A driver that sets the metadata in a
-// second request after the one that makes the object visible (or reads it
-// from a second request after the body's) lets a reader see a body with
-// another version's metadata.
+// concurrentReader overwrites key with bodies whose metadata names them
+// while another goroutine reads: each read must report its body's metadata,
+// which a driver setting or reading metadata in a second request fails.
 func concurrentReader(ctx context.Context, s *scope, k string) error {
 	const writes = 6
 	body := func(i int) []byte { return []byte("write " + strconv.Itoa(i)) }

@@ -20,25 +20,13 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The check of exclusion between operating-system processes
-// (exclusion-across-processes), obligation 3 in docs/drivers.md. Every other race runs on one Bucket in one process, which
-// a driver that serialises its conditional writes with a mutex of its own
-// (a sync.Mutex where the service's transaction, or a file lock, belongs)
-// passes. Here the test that called Run runs again in child processes,
-// each opening a bucket of its own from Options.URL, and they race on the
-// same keys; the suite's process only prepares the keys, starts the race
-// and judges it.
-//
-// A child is the test binary (os.Executable) started with -test.run
-// selecting the check's subtest and childEnv naming its index and the
-// file that describes its work (xprocSpec). It runs the calling test from
-// its start, so the test's own set-up runs in each child, and Run, seeing
-// childEnv, runs the child's part (raceAsChild) in that subtest and no
-// other check. A child opens its bucket, reads a key the suite wrote (so
-// that a URL naming another bucket is caught before the race), prints its
-// ready token on stdout and waits for "go" on stdin; the suite sends it to
-// every child at once. Each child writes its outcomes to a file of its
-// own, which the suite reads once the child has exited.
+// exclusion-across-processes (obligation 3): a driver that serialises its
+// conditional writes with a mutex of its own passes every race in one
+// process, so here the test that called Run runs again in child processes
+// (the test binary, -test.run selecting this subtest, childEnv naming its
+// work), each opening Options.URL, racing on the same keys. A child reads a
+// key the suite wrote (catching a URL naming another bucket), prints ready,
+// waits for "go" on stdin, and writes its outcomes to a file of its own.
 
 // xprocName is the check's name.
 const xprocName = "exclusion-across-processes"
@@ -241,11 +229,9 @@ func judgeRace(ctx context.Context, s *scope, sp *xprocSpec, results []xprocResu
 	return nil
 }
 
-// judge returns what is wrong with one phase of the race: keys with
-// several winners (several), and keys with none or that do not hold their
-// winner's write (other). outs holds each process's outcome letters;
-// hold(k)(p) says whether key k holds process p's write, which settles an
-// unknown outcome.
+// judge returns the keys of one phase with several winners, and those with
+// none or not holding their winner's write; hold(k)(p) settles an unknown
+// outcome.
 func judge(what string, keys []string, outs []string, hold func(k int) func(p int) (bool, error)) (several, other []string, err error) {
 	var many, none, wrong []string
 	for k, key := range keys {
@@ -360,10 +346,8 @@ func runPattern(name string) string {
 	return strings.Join(parts, "/")
 }
 
-// runChildren starts the children, waits until each is ready, tells them
-// all to go, and returns their results once all have exited. Every child
-// it started has exited when it returns: those still running on a
-// failure, or when ctx ends, are killed.
+// runChildren starts the children, tells them all to go once each is
+// ready, and returns their results; every child has exited when it returns.
 func runChildren(ctx context.Context, exe string, sp *xprocSpec, specPath string) ([]xprocResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var children []*child

@@ -169,11 +169,9 @@ var putChecks = []check{
 const largeSize = 17 << 20
 
 // notStored fails a large conditional write that reported success or
-// ErrNotExist. A service may answer a refused request before it has read a
-// large body and hang up on the rest (MinIO does, under load, when the
-// client's Expect: 100-continue wait runs out), so the client sees a broken
-// connection rather than the 412: that is still a refusal, and unchanged,
-// which the caller checks next, proves nothing was stored.
+// ErrNotExist. A service may answer a refusal before reading a large body
+// and hang up (MinIO under load), so a broken connection is still a refusal
+// once the caller finds the object unchanged.
 func notStored(what string, err error) error {
 	switch {
 	case err == nil:
@@ -184,9 +182,8 @@ func notStored(what string, err error) error {
 	return nil
 }
 
-// raced is what the writers of a race got: those that succeeded, with
-// the versions they got; those whose outcome is unknown; and the errors
-// other than ErrPrecondition, as outcome text.
+// raced is what the writers of a race got: winners with their versions,
+// unknown outcomes, and other errors as outcome text.
 type raced struct {
 	winners []int
 	vers    map[int]driver.Version
@@ -256,9 +253,8 @@ func raceIfAbsent(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// counter is the body casCounter increments: the count, then the token of
-// every increment that made it, one a line, so that a worker whose write
-// had an unknown outcome can tell from the object whether it landed.
+// counter is casCounter's body: the count, then each landed increment's
+// token, so a worker with an unknown outcome can tell whether it landed.
 type counter struct {
 	n      int
 	tokens []string

@@ -11,15 +11,11 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// The service's time: obligation 15 in docs/drivers.md.
-// Reporting it is optional, so a driver that reports nothing has these
-// checks skipped, with a message saying so; one that reports must report
-// plausible times for every Get and Put that got an answer.
+// The service's time (obligation 15): optional, but a driver that reports
+// it must report plausible times for every answered Get and Put.
 
-// machineSkew is how far the service's reported clock may be from this
-// machine's before the checks call it implausible: loose, so that a check
-// against a real service does not fail on a machine whose clock is a little
-// off, and still far tighter than an hour off or a zero year.
+// machineSkew is how far the service's clock may be from this machine's:
+// loose for a slightly wrong machine, tight against an hour or a zero year.
 const machineSkew = 5 * time.Minute
 
 // maxResolution is the coarsest Resolution the checks accept: FAT's two
@@ -100,11 +96,8 @@ func fresh(what string, t driver.ServiceTime) error {
 	return nil
 }
 
-// writtenBy fails unless get, a Get's report just after the Put whose
-// report is put, states a modification time no later than that Put's Date
-// plus the resolution: the object was written by the time the Put was
-// answered, and nothing has written it since. (A driver that reports the
-// time of the read, or its Date, as the modification time fails here.)
+// writtenBy fails unless get's modification time is no later than put's
+// Date plus the resolution (a driver reporting the read's time fails).
 func writtenBy(what string, put, get driver.ServiceTime) error {
 	if !put.Date.IsZero() && get.Modified.After(put.Date.Add(max(put.Resolution, get.Resolution))) {
 		return fmt.Errorf("the Get reported the object modified at %s, after %s answered at %s (resolution %v), "+

@@ -16,10 +16,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-// The checks of streamed writes (Bucket.PutStream), obligation 13 in
-// docs/drivers.md. Bodies are a few parts of
-// driver.MinPartSize, so that every driver's multipart path runs while the
-// checks stay small.
+// Streamed writes (obligation 13); bodies are a few parts of
+// driver.MinPartSize so every multipart path runs.
 
 // streamOpts is what the checks stream with: the smallest part size every
 // driver accepts, two parts at once.
@@ -100,9 +98,8 @@ func notStreamed(err error) error {
 	return nil
 }
 
-// pendingBefore returns the uploads pending on key before a write, where
-// the suite can see them (nil where it cannot), for nonePending to tell
-// what the write left from what was there already.
+// pendingBefore returns the uploads pending on key before a write, where the
+// suite can see them.
 func (s *scope) pendingBefore(ctx context.Context, key string) ([]string, error) {
 	pending := s.pendingOf()
 	if pending == nil {
@@ -115,16 +112,11 @@ func (s *scope) pendingBefore(ctx context.Context, key string) ([]string, error)
 	return ups, err
 }
 
-// nonePending fails if the failed streamed write whose error is werr left
-// an upload pending under key (one not in before, what pendingBefore saw
-// ahead of it) where the suite can see one: through ListPending where the
-// driver is a PendingLister, else through Options.Pending; with neither it
-// proves nothing (streamFailedLeavesNothing says so). An upload the
-// write's error declares left (leftDeclared) is accepted. A listing may
-// lag an abort (AWS documents ListMultipartUploads as eventually
-// consistent, and Versity S3 Gateway was seen listing an upload it had
-// just aborted), so an upload still listed is looked for again, for up to
-// pendingGrace, before it counts as left behind.
+// nonePending fails if the failed write (werr) left an upload pending on key
+// that was not in before, seen through ListPending or Options.Pending; one
+// leftDeclared is accepted. A listing may lag an abort (AWS documents it as
+// eventually consistent; Versity was seen doing so), so one still listed is
+// looked for again for up to pendingGrace.
 func (s *scope) nonePending(ctx context.Context, key string, before []string, werr error) error {
 	pending := s.pendingOf()
 	if pending == nil || leftDeclared(werr) {
@@ -160,12 +152,9 @@ func (s *scope) nonePending(ctx context.Context, key string, before []string, we
 	}
 }
 
-// leftDeclared reports whether err declares that what the write staged is
-// left behind because the service has no call that removes it: a
-// *multipart.UploadError with Staged, not Aborted, and no AbortErr (an Azure
-// block, a GCS resumable session, each discarded by the service when it
-// expires). A write on a service that has such a call must abort, so an
-// abort that failed (AbortErr) does not excuse what it left.
+// leftDeclared reports whether err declares what the write staged left
+// because the service cannot remove it: a *multipart.UploadError with
+// Staged, not Aborted, and no AbortErr (a failed abort excuses nothing).
 func leftDeclared(err error) bool {
 	var ue *multipart.UploadError
 	return errors.As(err, &ue) && ue.Staged && !ue.Aborted && ue.AbortErr == nil
@@ -218,9 +207,8 @@ func (s *scope) pendingOf() func(ctx context.Context, key string) ([]string, err
 	return nil
 }
 
-// pendingGrace is how long an aborted upload may still be listed. A
-// variable so that this package's own tests, whose buckets list at once,
-// do not wait it out for every upload a broken driver leaves.
+// pendingGrace is how long an aborted upload may still be listed; a
+// variable so this package's tests need not wait it out.
 var pendingGrace = 3 * time.Second
 
 func streamRoundTrip(ctx context.Context, s *scope) error {

@@ -6,13 +6,8 @@ import (
 )
 
 // order is the suite: every check by name, in the order it runs and Names
-// reports it. It is the one place the order is decided (Names is API, and
-// the order must not follow file names): a check defined in a file of its
-// obligation is run only once it is listed here, and a name listed here
-// must be defined exactly once (suite builds checks and panics otherwise,
-// which every test of this package shows at once). New checks go after
-// the ones a published compatibility table was measured with, so that
-// the table's columns keep their order (lab/compat).
+// reports it (not file order). suite panics unless each name is defined
+// exactly once. New checks go last, so lab/compat's table keeps its columns.
 var order = []string{
 	// The declaration, and Get (obligations 1, 2).
 	"capabilities-declared",

@@ -19,11 +19,8 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// The wire: checks that put a transport under the driver's own client
-// (Options.Transport), so that what the driver sends and how it reads a
-// reply are seen through its real client library: a reply without a
-// version, a wildcard version, a lost reply under the lease (obligations
-// 2, 4, 5 and 11).
+// The wire: checks with a transport under the driver's own client
+// (Options.Transport), obligations 2, 4, 5 and 11.
 
 // wireChecks are the checks of this file; suite.go orders them.
 var wireChecks = []check{
@@ -69,10 +66,8 @@ func needsTransport(o Options) string {
 	return ""
 }
 
-// needsWire is needsTransport for the checks that also run with their
-// fault at the Bucket (Options.BucketFaults). Its message is
-// needsTransport's: probe prints it, and a driver that sends HTTP needs
-// the hook.
+// needsWire is needsTransport for checks that also run with
+// Options.BucketFaults; its message stays needsTransport's.
 func needsWire(o Options) string {
 	if o.transportHook() == nil && !o.BucketFaults {
 		return "Options.Transport is not set"
@@ -244,10 +239,9 @@ func wildcardNeverSent(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// armedBucket is the bucket Options.Transport returned (or the bucket
-// under test behind a faulty.LostReply), with the reply of the first
-// write request sent during the first Put of key with a condition that
-// sel selects dropped by the transport (or the wrapper).
+// armedBucket is the bucket Options.Transport returned (or one behind a
+// faulty.LostReply), dropping the reply of the first write of the first Put
+// of key whose condition sel selects.
 type armedBucket struct {
 	driver.Bucket
 	key   string
