@@ -93,7 +93,6 @@ func putCanceledSettles(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// cancelChecks are the checks of this file; suite.go orders them.
 var cancelChecks = []check{{
 	name: "put-canceled-settles",
 	expect: "a large Put cancelled at each step in turn fails with context.Canceled leaving the object as it was, " +

@@ -17,7 +17,6 @@ import (
 // Failures: a cancelled context, a missing bucket, refused credentials, a
 // lost reply (obligations 6, 8, 9 and 11).
 
-// failureChecks are the checks of this file; suite.go orders them.
 var failureChecks = []check{
 	check{
 		name:   "context-canceled",

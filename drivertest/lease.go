@@ -70,7 +70,6 @@ func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
 	return nil
 }
 
-// leaseChecks are the checks of this file; suite.go orders them.
 var leaseChecks = []check{
 	check{
 		applies: declaresExclusion,

@@ -90,7 +90,6 @@ func leaseEpoch(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// leaseClockChecks are the checks of this file; suite.go orders them.
 var leaseClockChecks = []check{
 	{
 		applies: declaresExclusion,

@@ -262,7 +262,6 @@ func refusedListing[T any](op, why string, seq iter.Seq2[T, error]) error {
 	return nil
 }
 
-// listChecks are the checks of this file; suite.go orders them.
 var listChecks = []check{
 	check{
 		name:   "list-paged",

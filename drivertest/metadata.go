@@ -390,7 +390,6 @@ func metadataInvalid(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// metadataChecks are the checks of this file; suite.go orders them.
 var metadataChecks = []check{
 	check{
 		name: "metadata-roundtrip",

@@ -55,7 +55,6 @@ var xprocCheck = check{
 	run: exclusionAcrossProcesses,
 }
 
-// processChecks are the checks of this file; suite.go orders them.
 var processChecks = []check{xprocCheck}
 
 func needsURL(o Options) string {

@@ -18,7 +18,6 @@ import (
 
 // Put and its conditions, alone and under concurrency: obligation 3.
 
-// putChecks are the checks of this file; suite.go orders them.
 var putChecks = []check{
 	check{
 		name:   "put-if-absent-new",

@@ -107,7 +107,6 @@ func writtenBy(what string, put, get driver.ServiceTime) error {
 	return nil
 }
 
-// serviceTimeChecks are the checks of this file; suite.go orders them.
 var serviceTimeChecks = []check{
 	check{
 		name: "service-time",

@@ -96,7 +96,6 @@ func streamMemoryBounded(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// memChecks are the checks of this file; suite.go orders them.
 var memChecks = []check{{
 	name: "stream-memory-bounded",
 	expect: "a streamed write of a body of 16 parts grows this process's heap by less than half the body " +

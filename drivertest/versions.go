@@ -11,7 +11,6 @@ import (
 
 // Versions: what IfMatch may name, and that the next one cannot be guessed (obligations 4 and 5).
 
-// versionChecks are the checks of this file; suite.go orders them.
 var versionChecks = []check{
 	check{
 		name:   "version-a-b-a",

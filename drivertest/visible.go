@@ -131,7 +131,6 @@ func visibleAfter(what string, mod, takeover time.Time, res, hold time.Duration)
 		takeover.UTC().Format(time.RFC3339Nano), res, hold)
 }
 
-// visibleChecks are the checks of this file; suite.go orders them.
 var visibleChecks = []check{
 	check{
 		name: "stream-dated-at-commit",

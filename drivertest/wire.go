@@ -22,7 +22,6 @@ import (
 // The wire: checks with a transport under the driver's own client
 // (Options.Transport), obligations 2, 4, 5 and 11.
 
-// wireChecks are the checks of this file; suite.go orders them.
 var wireChecks = []check{
 	check{
 		name: "version-header-missing",
