@@ -12,16 +12,15 @@ import (
 	"time"
 )
 
-// Clock is a source of wall and monotonic time and of timers on the
-// monotonic clock.
+// Clock is a source of wall and monotonic time and monotonic timers.
 type Clock interface {
 	// Wall returns the wall-clock time, without a monotonic reading.
 	Wall() time.Time
 	// Mono returns the monotonic time since an arbitrary origin. It never
 	// goes backwards; it may stand still while the machine is suspended.
 	Mono() time.Duration
-	// AfterFunc calls f in its own goroutine once d of monotonic time has
-	// passed. stop cancels the call and reports whether it did so.
+	// AfterFunc calls f in its own goroutine after d of monotonic time; stop
+	// cancels the call and reports whether it did.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
@@ -39,8 +38,7 @@ func (System) Mono() time.Duration { return time.Since(origin) }
 // AfterFunc is time.AfterFunc.
 func (System) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// Sleep waits for d on c's monotonic clock, or until ctx is done, and
-// returns ctx's error in that case.
+// Sleep waits d on c's monotonic clock, or until ctx is done (its error).
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -56,9 +54,7 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
-// Fake is a clock that moves only when told to: both readings under
-// Advance, one under AdvanceWall or AdvanceMono. It is safe for concurrent
-// use.
+// Fake is a clock that moves only when told to. It is safe for concurrent use.
 type Fake struct {
 	mu     sync.Mutex
 	wall   time.Time
@@ -141,9 +137,8 @@ func (c *Fake) AdvanceWall(d time.Duration) {
 	c.wall = c.wall.Add(d)
 }
 
-// maxFiringsAtOneInstant bounds the timers one Advance fires without the
-// monotonic clock moving, so code re-arming a zero-delay timer panics
-// rather than spins.
+// maxFiringsAtOneInstant bounds the timers fired at one instant, so that a
+// zero-delay timer re-armed forever panics rather than spins.
 const maxFiringsAtOneInstant = 10000
 
 func (c *Fake) advance(d time.Duration, wall bool) {
