@@ -14,9 +14,8 @@ import (
 // Faults at the Bucket (Options.BucketFaults), for a driver with no wire
 // under it: a lost reply, a retry of a landed write, a cancelled write.
 
-// leaseLostReplyAtBucket is lease-lost-reply-wire with the replies lost by
-// a faulty.LostReply in front of the driver: the driver applies the
-// acquire's and the renewal's writes, and the lease gets a lost reply.
+// leaseLostReplyAtBucket is lease-lost-reply-wire with a faulty.LostReply
+// losing the replies of the acquire's and the renewal's applied writes.
 func leaseLostReplyAtBucket(ctx context.Context, s *scope) error {
 	var armed atomic.Bool
 	var dropped atomic.Int64
@@ -30,9 +29,8 @@ func leaseLostReplyAtBucket(ctx context.Context, s *scope) error {
 	return leaseLostReply(ctx, s, lossy, &armed, func() int { return int(dropped.Load()) }, "at the Bucket")
 }
 
-// retryAfterLandedAtBucket is put-retry-after-landed at the Bucket: a
-// conditional write whose reply is lost after it landed, sent again, must be
-// refused with ErrPrecondition and leave the landed object as it is.
+// retryAfterLandedAtBucket is put-retry-after-landed at the Bucket: the
+// retry of a landed write must get ErrPrecondition, the object kept.
 func retryAfterLandedAtBucket(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("before"))

@@ -11,13 +11,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Obligation 6 at every step of a write: a Put whose context ends partway
-// (the file driver once ignored cancellation past its lock, and reported
-// success a second after its caller had given up).
+// Obligation 6 at every step of a write: a Put whose context ends partway.
 
-// countdownCtx is a context that cancels itself the n-th time anyone looks
-// at it (Done or Err), so that a write is cancelled at each of its steps in
-// turn, whatever the driver does between them, without a timer.
+// countdownCtx cancels itself the n-th time anyone looks at it (Done or
+// Err), so a write is cancelled at each of its steps in turn, without a timer.
 type countdownCtx struct {
 	context.Context
 	left   atomic.Int64
@@ -59,9 +56,8 @@ func putCanceledSettles(ctx context.Context, s *scope) error {
 	}
 	pattern := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
 	for n := int64(1); n <= 8; n++ {
-		// Each write's body is its own, in a buffer of its own: an HTTP
-		// transport may still be reading the last one's after that Put
-		// returned (sending a request body it had already given up on).
+		// Each Put gets its own buffer: a transport may still be reading the
+		// last one's after that Put returned.
 		big := bytes.Clone(pattern)
 		big[0] = byte('A' + n)
 		cctx, cancel := newCountdown(ctx, n)

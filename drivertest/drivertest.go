@@ -122,9 +122,8 @@ const (
 	areaDelete             // precondition enforcement on Delete
 )
 
-// Check runs the suite against b and returns the report; a misbehaving
-// driver's failure is described in its Result, never a panic. After failed
-// checks it waits a second and removes what late writes left.
+// Check runs the suite against b and returns the report, describing a
+// misbehaving driver in its Results. After failures it sweeps late writes.
 func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 	return checkAll(ctx, b, opts, checks)
 }

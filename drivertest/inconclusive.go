@@ -32,8 +32,7 @@ func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	return rec, rec
 }
 
-// expected are the errors a conforming service gives the checks, and the
-// cancellations the checks make themselves.
+// expected are errors a conforming service gives, and the checks' own cancellations.
 var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
 	driver.ErrOutcomeUnknown, objects.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
 

@@ -254,9 +254,8 @@ var leaseChecks = []check{
 	},
 }
 
-// leaseStamps is the check lease-stamps: every object written through
-// Lease.Bucket carries its lease's stamp (admin.Stamp), and the next
-// holder's objects carry a greater epoch.
+// leaseStamps: every object written through Lease.Bucket carries its
+// stamp, and the next holder's a greater epoch.
 func leaseStamps(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err

@@ -30,9 +30,8 @@ type shifted struct {
 
 func (c *shifted) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.d.Load())) }
 
-// onServiceClock skips the check when a Get of the scope's key reports no
-// service time, and registers the lease object for the scope's cleanup. It
-// returns the resolution the driver reported.
+// onServiceClock skips the check if the driver reports no service time,
+// registers the lease object for cleanup, and returns the resolution.
 func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	s.key("LEASE")
 	k := s.key("clock-probe")

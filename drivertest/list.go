@@ -220,9 +220,8 @@ func listNoncharKeys(ctx context.Context, s *scope) error {
 	return listed(ctx, s.b, s.prefix+"/nonchar/", want)
 }
 
-// listInvalidPrefix lists prefixes that no valid key can start with: a
-// driver that sent them would list the wrong keys, or none, and a caller
-// could not tell that from an empty prefix.
+// listInvalidPrefix lists prefixes no valid key can start with, which a
+// driver must refuse rather than list as empty.
 func listInvalidPrefix(ctx context.Context, s *scope) error {
 	pl, pending := s.b.(multipart.PendingLister)
 	_, rawPending := s.raw.(multipart.PendingLister)

@@ -103,8 +103,7 @@ func streamMeta(ctx context.Context, b driver.Bucket, key string, r io.Reader, c
 }
 
 // metadataRoundtrip: a write's metadata comes back exactly, replaces the
-// old version's, is empty for a write without it, and is never seen apart
-// from its body by a concurrent reader.
+// old, is empty without it, and never parts from its body.
 func metadataRoundtrip(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err

@@ -86,9 +86,8 @@ type xprocSpec struct {
 	Dir        string           // where a child writes its result
 }
 
-// xprocResult is what a child reports: for each phase, one letter per key
-// (w: succeeded, r: refused with ErrPrecondition, u: ErrOutcomeUnknown,
-// e: any other error), and the errors of the e's.
+// xprocResult is a child's report: per phase one letter per key (w won, r
+// ErrPrecondition, u ErrOutcomeUnknown, e other), and the e's errors.
 type xprocResult struct {
 	Err    string // why the child did not race, if it did not
 	Create string
@@ -187,9 +186,8 @@ func judgeRace(ctx context.Context, s *scope, sp *xprocSpec, results []xprocResu
 			return bytes.Equal(data, xprocBody(p)), nil
 		}
 	}
-	// Two winners of one key are the failure whatever else went wrong;
-	// a key with no winner, or without its winner's write, is one only
-	// where no write failed otherwise, since such a write may explain it.
+	// Two winners are a failure whatever else went wrong; no winner, or a
+	// missing write, only where no write failed otherwise.
 	var several, other []string
 	for _, ph := range []struct {
 		what string

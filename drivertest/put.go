@@ -161,10 +161,8 @@ var putChecks = []check{
 	},
 }
 
-// largeSize is above the single-request thresholds of the common SDKs
-// (16 MiB parts and chunks), so that a driver which lets a big body slip
-// into a multipart or resumable upload, where the precondition may not
-// apply, is caught.
+// largeSize is above the common SDKs' single-request thresholds (16 MiB),
+// catching a big body slipping into a multipart upload without its condition.
 const largeSize = 17 << 20
 
 // notStored fails a large conditional write that reported success or
@@ -303,9 +301,8 @@ func casCounter(ctx context.Context, s *scope) error {
 				token := fmt.Sprintf("w%d-a%d", w, attempts)
 				c.n++
 				c.tokens = append(c.tokens, token)
-				// Widen the read-to-write window as network latency would,
-				// so that a store ignoring IfMatch loses increments even
-				// when it answers in microseconds.
+				// Widen the read-to-write window as latency would, so a store
+				// ignoring IfMatch loses increments even when fast.
 				time.Sleep(time.Duration(mrand.IntN(300)) * time.Microsecond)
 				_, err = put(ctx, s.b, k, c.bytes(), driver.IfMatch(v))
 				switch {

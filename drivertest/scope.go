@@ -44,8 +44,7 @@ func (s *scope) cleanup() {
 	}
 }
 
-// lateSettle is how long the sweep of late writes waits for the writes
-// that checks gave up on to land.
+// lateSettle is how long the sweep waits for abandoned writes to land.
 const lateSettle = time.Second
 
 // lateWrites are the scopes of the run's failed checks, which may have

@@ -22,9 +22,8 @@ const machineSkew = 5 * time.Minute
 // seconds.
 const maxResolution = 2 * time.Second
 
-// freshness is how long after a write's answer the checks allow its Get's
-// Date to be, beyond the resolution: the write, its answer and the Get
-// take well under it on any service.
+// freshness is how much earlier than its Date, beyond the resolution, a
+// Get just after a write may date the object.
 const freshness = 10 * time.Second
 
 // noServiceTime is the message of a check skipped because the driver
@@ -74,9 +73,8 @@ func plausible(what string, t driver.ServiceTime) error {
 	return nil
 }
 
-// fresh fails unless a Get's report, made just after a write, states a
-// modification time no later than its Date (allowing the resolution) and
-// no more than freshness before it.
+// fresh fails unless a Get's modification time is no later than its Date
+// (allowing the resolution) and no more than freshness before it.
 func fresh(what string, t driver.ServiceTime) error {
 	if err := plausible(what, t); err != nil {
 		return err
@@ -144,10 +142,8 @@ var serviceTimeChecks = []check{
 				return fmt.Errorf("the Get's Date %s is before the Date %s of the Put it followed",
 					get1.t.Date.UTC().Format(time.RFC3339Nano), put1.t.Date.UTC().Format(time.RFC3339Nano))
 			}
-			// The second write starts at least pause after the first one
-			// was done. A reading is at most Resolution earlier than the
-			// true time, so the second Modified plus Resolution is at least
-			// the first Modified plus pause.
+			// A reading is at most Resolution early, so the second Modified plus
+			// Resolution is at least the first plus pause.
 			res := max(get1.t.Resolution, put1.t.Resolution)
 			pause := min(res+100*time.Millisecond, 1100*time.Millisecond)
 			select {

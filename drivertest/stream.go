@@ -88,9 +88,8 @@ func stream(ctx context.Context, b driver.Bucket, key string, r io.Reader, cond 
 	return a.Version, err
 }
 
-// notStreamed turns the ErrUnsupported of a driver that cannot stage parts
-// (its PutStream is driver.PutWhole, which refuses a body over part size
-// × concurrency) into skipped.
+// notStreamed turns driver.PutWhole's ErrUnsupported (a body over part
+// size × concurrency) into skipped.
 func notStreamed(err error) error {
 	if errors.Is(err, driver.ErrUnsupported) {
 		return skipped{"the driver cannot stream this body: " + err.Error()}
@@ -98,8 +97,7 @@ func notStreamed(err error) error {
 	return nil
 }
 
-// pendingBefore returns the uploads pending on key before a write, where the
-// suite can see them.
+// pendingBefore returns the uploads pending on key, where visible.
 func (s *scope) pendingBefore(ctx context.Context, key string) ([]string, error) {
 	pending := s.pendingOf()
 	if pending == nil {

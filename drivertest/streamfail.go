@@ -11,13 +11,11 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The streamed-write checks (stream.go) of a write that fails before its
-// commit (its context cancelled, MayStart refusing, its reader failing):
-// it stores nothing and leaves no upload pending.
+// Streamed writes that fail before the commit store nothing and leave no
+// upload pending.
 
-// cancelingBody yields the body until after bytes, then cancels the
-// write's context and from then on yields one byte per read, as a slow
-// producer does, until the body ends.
+// cancelingBody yields the body past bytes, then cancels the write's context
+// and yields one byte per read, as a slow producer does.
 type cancelingBody struct {
 	r      io.Reader
 	after  int64

@@ -96,9 +96,7 @@ var order = []string{
 	// Conditional writes raced between operating-system processes, each
 	// with a bucket of its own from Options.URL (obligation 3).
 	"exclusion-across-processes",
-	// A failed streamed write leaves nothing, seen without ListPending
-	// too (obligation 13); a version changes with the bytes
-	// (obligation 5).
+	// A failed streamed write leaves nothing (13); versions (5).
 	"stream-failed-leaves-nothing",
 	"version-a-b-a",
 	// A streamed write holds part size × concurrency bytes of its body,
@@ -109,9 +107,8 @@ var order = []string{
 // checks is the suite in order.
 var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks, processChecks, memChecks)
 
-// suite returns the checks defined in defs in the order of names, and
-// panics if a name is not defined exactly once or a check is defined but
-// not listed.
+// suite returns defs in the order of names, and panics unless each name is
+// defined exactly once and each check listed.
 func suite(names []string, defs ...[]check) []check {
 	byName := map[string]check{}
 	for _, c := range slices.Concat(defs...) {

@@ -159,8 +159,7 @@ func versionHeaderMissing(ctx context.Context, s *scope) error {
 }
 
 // matchParam reports whether a header or query parameter name carries a
-// write precondition: If-Match, If-None-Match, ifGenerationMatch,
-// x-ms-if-match and the like.
+// write precondition (If-Match, ifGenerationMatch, x-ms-if-match, ...).
 func matchParam(name string) bool {
 	return strings.Contains(strings.ToLower(name), "match")
 }
@@ -273,9 +272,8 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 	return leaseLostReply(ctx, s, wb, &armed, tr.Dropped, "on the wire")
 }
 
-// leaseLostReply acquires and renews a lease through b, whose next write
-// after armed is set has its reply lost (dropped counts those), and
-// requires both to be recognised as the lease's own.
+// leaseLostReply acquires and renews a lease through b, each with its
+// write's reply lost, and requires both recognised as the lease's own.
 func leaseLostReply(ctx context.Context, s *scope, b driver.Bucket, armed *atomic.Bool, dropped func() int, where string) error {
 	key := admin.Key(s.prefix)
 	c := clock.NewFake(leaseStart)

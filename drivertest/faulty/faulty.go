@@ -95,15 +95,13 @@ func (c *Counting) Counts() (gets, puts, deletes int64) {
 	return c.gets.Load(), c.puts.Load(), c.deletes.Load()
 }
 
-// ErrReplyLost is what a LostReply bucket returns for a request it applied
-// but whose answer it threw away, like a client timeout after the service
-// acted.
+// ErrReplyLost is what LostReply returns for a write it applied but whose
+// answer it threw away.
 var ErrReplyLost = errors.New("faulty: reply lost after the request was applied")
 
-// LostReply applies writes to the inner bucket and, for those its Drop
-// function selects, throws the answer away and returns ErrReplyLost, or,
-// with AsRefusal, ErrPrecondition: what a client library's retry of a write
-// whose first attempt landed gets back.
+// LostReply applies writes and, for those Drop selects, returns
+// ErrReplyLost, or with AsRefusal ErrPrecondition (what a client's retry of
+// a landed write gets).
 type LostReply struct {
 	driver.Bucket
 	mu        sync.Mutex
@@ -148,9 +146,8 @@ func (l *LostReply) drop(op, key string, cond driver.Condition) bool {
 	return l.Drop != nil && l.Drop(op, key, cond)
 }
 
-// Failing runs Before ahead of every request; an error from it is returned
-// instead of sending the request. Before may block until ctx is done to
-// model a request hanging on the network.
+// Failing runs Before ahead of every request and returns its error instead
+// of sending; Before may block until ctx is done, as a hung request does.
 type Failing struct {
 	driver.Bucket
 	Before func(ctx context.Context, op, key string, cond driver.Condition) error

@@ -15,11 +15,9 @@ import (
 var ErrReplyDropped = errors.New("wirefault: connection reset after the request was sent")
 
 // Transport forwards every request to Base (http.DefaultTransport if nil)
-// and drops the reply of those Drop selects. Drop sees each request once
-// it has been answered; it is called with a lock held, so it may keep
-// counters without locking. Sent, if set, sees each request before it is
-// forwarded, and Reply each reply that is not dropped, before the client
-// does (to remove a header, say); both are called with the same lock held.
+// and drops the replies of those Drop selects, once answered. Sent sees each
+// request before it goes, Reply each kept reply before the client; Drop,
+// Sent and Reply are called with one lock held.
 type Transport struct {
 	Base  http.RoundTripper
 	Drop  func(*http.Request) bool
