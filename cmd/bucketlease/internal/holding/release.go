@@ -34,9 +34,8 @@ func HoldUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, 
 	}
 }
 
-// WatchInterval is how often hold reads its lease object back between
-// renewals by default: a thirtieth of the TTL, from 100 ms to 1 s (one
-// small GET a second at the default TTL).
+// WatchInterval is how often hold reads its lease object back: a thirtieth
+// of the TTL, from 100 ms to 1 s.
 func WatchInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/30, 100*time.Millisecond), time.Second)
 }

@@ -14,9 +14,7 @@ import (
 	"time"
 )
 
-// A Producer is put's COMMAND: its stdout is the body. There is no watchdog
-// for this system: put runs the producer as its direct child, and signals
-// and waits for only that process.
+// A Producer is put's COMMAND, run as put's direct child: no watchdog here.
 type Producer struct {
 	name string
 	cmd  *exec.Cmd

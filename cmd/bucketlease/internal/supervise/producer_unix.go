@@ -50,11 +50,9 @@ type latch struct {
 func newLatch() *latch  { return &latch{c: make(chan struct{})} }
 func (o *latch) close() { o.o.Do(func() { close(o.c) }) }
 
-// StartProducer starts argv (argv[0] found at path) under the watchdog
-// (self, this program; "" for os.Executable), with put's stdin and stderr,
-// its stdout a pipe to put, and returns once the watchdog has started it.
-// With pidNS false, the watchdog runs without a PID namespace, as where
-// none is allowed.
+// StartProducer starts argv (found at path) under the watchdog (self; "" for
+// os.Executable) with put's stdin and stderr and its stdout a pipe to put,
+// and returns once it started. pidNS false avoids a PID namespace.
 func StartProducer(self, path string, argv []string, stderr io.Writer, pidNS bool) (*Producer, error) {
 	if self == "" {
 		var err error
@@ -206,9 +204,7 @@ func (p *Producer) Wait() error {
 	return nil
 }
 
-// Signal passes a signal put received on to the producer, unless the
-// terminal sent it to the producer too (it is in put's process group, in a
-// PID namespace of its own).
+// Signal passes a signal on to the producer unless the terminal sent it too.
 func (p *Producer) Signal(s os.Signal) {
 	ss, ok := s.(syscall.Signal)
 	if p == nil || !ok || TerminalDelivers(ss, p.mode.SharesGroup) {

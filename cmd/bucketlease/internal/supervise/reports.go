@@ -13,10 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InheritedFiles lists the file descriptors this process received without
-// close-on-exec (0, 1, 2 and any the caller opened for the command, such as
-// 9>lockfile), so that the watchdog, and the command after it, get the
-// same ones at the same numbers.
+// InheritedFiles lists the descriptors this process received without
+// close-on-exec, for the watchdog and command to get at the same numbers.
 func InheritedFiles() []*os.File {
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
 	last := 2

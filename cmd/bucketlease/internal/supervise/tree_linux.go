@@ -46,9 +46,8 @@ func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// commandAttr is how the watchdog starts the command: in the watchdog's own
-// process group (hold's, in a PID namespace, so that the terminal's job
-// control reaches it), and killed by the kernel if the watchdog dies.
+// commandAttr starts the command in the watchdog's process group (hold's, in
+// a PID namespace, for job control), killed if the watchdog dies.
 func commandAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
@@ -102,9 +101,8 @@ func descendants(root int) []int {
 	return out
 }
 
-// signalTree sends sig to every live descendant of this process (in a PID
-// namespace: to every process in it but this one), and reports how many
-// processes it reached.
+// signalTree sends sig to every live descendant (in a PID namespace, every
+// other process) and returns how many it reached.
 func signalTree(cmdPid int, sig syscall.Signal) int {
 	if inPIDNamespace() {
 		return signalNamespace(sig)
@@ -118,10 +116,8 @@ func signalTree(cmdPid int, sig syscall.Signal) int {
 	return n
 }
 
-// signalNamespace sends sig to every other process in this PID namespace,
-// which kill(-1) does for its init, and returns how many live ones there
-// were. /proc is the host's (its pids are not ours), so they are counted by
-// their namespace.
+// signalNamespace sends sig to every other process in this PID namespace
+// (kill(-1)) and counts them by namespace, since /proc is the host's.
 func signalNamespace(sig syscall.Signal) int {
 	n, err := countNamespace()
 	if err != nil { // cannot count: kill(-1) still reaches them all
@@ -181,9 +177,8 @@ func procStat(name string) string {
 	return s[i+2 : i+3]
 }
 
-// hostPID returns the pid, as the rest of the machine sees it, of this
-// process's child nsPid in this PID namespace; outside one, nsPid itself.
-// It is what hold reports, so that an operator can find the command.
+// hostPID returns the host's pid for nsPid, this process's child in its PID
+// namespace (outside one, nsPid), so an operator can find the command.
 func hostPID(nsPid int) int {
 	if !inPIDNamespace() {
 		return nsPid

@@ -121,9 +121,8 @@ func watchdogSignals() <-chan os.Signal {
 	return sigs
 }
 
-// start starts the command argv, found at path, and reports it started,
-// or reports why it could not be started (exit 126, or 127 if it does not
-// exist) and returns false.
+// start starts argv at path and reports it started, or why not (exit 126,
+// 127 if missing) and returns false.
 func (w *watchdog) start(path string, argv []string) bool {
 	cmd := exec.Command(path)
 	cmd.Args = argv
@@ -142,10 +141,8 @@ func (w *watchdog) start(path string, argv []string) bool {
 	return true
 }
 
-// supervise watches the command until it and everything it started are
-// gone (exit 0), or hold is gone (everything is killed; exit 1): it reaps,
-// kills at the fence deadline and after the grace, stops what the command
-// left running, and acts on hold's messages, the lines.
+// supervise reaps, kills at the deadline and after the grace, and acts on
+// hold's lines until the command's tree is gone (0) or hold is (1).
 func (w *watchdog) supervise(lines <-chan string, chld, sigs <-chan os.Signal) int {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -251,9 +248,8 @@ func (w *watchdog) pastDeadline() bool {
 	return MonoNow() >= w.monoDeadline || time.Now().UnixNano() >= w.wallDeadline
 }
 
-// nextWake is how long the loop may sleep: until the deadline or the
-// SIGKILL after a grace, and never more than a tenth of a second, so that a
-// wall-clock step is noticed too.
+// nextWake is how long the loop may sleep: until the deadline or a pending
+// SIGKILL, at most 100 ms so a wall-clock step is noticed.
 func (w *watchdog) nextWake() time.Duration {
 	d := 100 * time.Millisecond
 	if w.monoDeadline >= 0 {
@@ -346,10 +342,8 @@ func SignalName(s os.Signal) string {
 	return "signal " + strconv.Itoa(int(ss))
 }
 
-// KillOrphans kills what is left of the command's tree after the watchdog
-// died: on Linux every descendant of hold (a subreaper), elsewhere the
-// command's process group. It reaps what it can and returns how many
-// processes it signalled.
+// KillOrphans kills what the command left after the watchdog died (hold's
+// descendants on Linux, else its group) and returns how many it signalled.
 func KillOrphans(cmdPid int, subreaper bool) int {
 	n := 0
 	for range 50 {
@@ -426,10 +420,8 @@ func StartWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*
 // errNoTerminal is returned when hold has no controlling terminal.
 var errNoTerminal = errors.New("no controlling terminal")
 
-// TerminalDelivers reports whether s, an interrupt or quit, most likely
-// came from the terminal to hold's whole process group, the command
-// included: hold's group is the terminal's foreground group, and the
-// command runs in it (commandInHoldsGroup).
+// TerminalDelivers reports whether s most likely came from the terminal to
+// hold's foreground group with the command in it.
 func TerminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
 	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
 		return false
