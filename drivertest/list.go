@@ -13,8 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-// The checks of listing (Bucket.List), obligation 14 in
-// docs/drivers.md.
+// The checks of listing (Bucket.List), obligation 14 in docs/drivers.md.
 
 // listAll returns every object List yields under prefix.
 func listAll(ctx context.Context, b driver.Bucket, prefix string) ([]driver.Object, error) {

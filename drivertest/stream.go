@@ -25,8 +25,7 @@ func streamOpts(gate func() error) *driver.StreamOptions {
 	return &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 2, MayStart: gate}
 }
 
-// streamBig is a body of more than two parts, not a multiple of the part
-// size.
+// streamBig is a body of more than two parts, not a multiple of the part size.
 const streamBig = 2*driver.MinPartSize + 3<<20 + 17
 
 // body is a reproducible body of n bytes, of unknown length to its reader

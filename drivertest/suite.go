@@ -74,12 +74,10 @@ var order = []string{
 	"stream-reader-fails",
 	// Keys that XML 1.0 cannot carry list back exactly.
 	"list-nonchar-keys",
-	// The service's time, where the driver reports it
-	// (obligation 15).
+	// The service's time, where the driver reports it (obligation 15).
 	"service-time",
 	"service-time-refused",
-	// User metadata, where the driver declares it
-	// (obligation 16).
+	// User metadata, where the driver declares it (obligation 16).
 	"metadata-roundtrip",
 	"metadata-streamed",
 	"metadata-refused-write",
@@ -87,8 +85,7 @@ var order = []string{
 	"metadata-invalid",
 	"lease-stamps",
 	"lease-epoch",
-	// A listing of a prefix no key can start with is refused
-	// (obligation 14).
+	// A listing of a prefix no key can start with is refused (obligation 14).
 	"list-invalid-prefix",
 	// A streamed write whose commit is held past another holder's write
 	// is dated no earlier than its commit (obligation 15).

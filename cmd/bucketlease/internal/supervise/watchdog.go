@@ -280,8 +280,7 @@ func (w *watchdog) killAll(reason string) {
 	w.drain(5 * time.Second)
 }
 
-// drain reaps until nothing is left running below the watchdog, for at
-// most d.
+// drain reaps until nothing is left running below the watchdog, for at most d.
 func (w *watchdog) drain(d time.Duration) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
