@@ -429,6 +429,4 @@ func clip(b []byte) string {
 
 func conditional(c driver.Capabilities) bool { return c.Exclusion == driver.Conditional }
 func condDelete(c driver.Capabilities) bool  { return c.ConditionalDelete }
-func noCondDelete(c driver.Capabilities) bool {
-	return !c.ConditionalDelete
-}
+func noCondDelete(c driver.Capabilities) bool { return !c.ConditionalDelete }

@@ -160,9 +160,7 @@ func versionHeaderMissing(ctx context.Context, s *scope) error {
 
 // matchParam reports whether a header or query parameter name carries a
 // write precondition (If-Match, ifGenerationMatch, x-ms-if-match, ...).
-func matchParam(name string) bool {
-	return strings.Contains(strings.ToLower(name), "match")
-}
+func matchParam(name string) bool { return strings.Contains(strings.ToLower(name), "match") }
 
 // wildcardIn returns a description of the first precondition in req whose
 // value a service would read as a wildcard or a list, or "".

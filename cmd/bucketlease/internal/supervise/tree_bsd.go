@@ -18,9 +18,7 @@ func hostPID(nsPid int) int { return nsPid }
 
 // BecomeSubreaper is not available here: processes that leave the
 // command's process group escape the watchdog.
-func BecomeSubreaper() error {
-	return errors.New("no child subreaper on this system")
-}
+func BecomeSubreaper() error { return errors.New("no child subreaper on this system") }
 
 // commandAttr starts the command in its own process group, which the
 // watchdog signals as a whole.

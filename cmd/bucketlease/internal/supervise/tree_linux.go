@@ -42,15 +42,11 @@ func inPIDNamespace() bool { return os.Getpid() == 1 }
 
 // BecomeSubreaper makes orphaned descendants of this process its children
 // rather than init's, so that none can escape the watchdog.
-func BecomeSubreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
+func BecomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
 
 // commandAttr starts the command in the watchdog's process group (hold's, in
 // a PID namespace, for job control), killed if the watchdog dies.
-func commandAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
+func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
 
 // descendants returns the live processes below root, from /proc.
 func descendants(root int) []int {
