@@ -427,6 +427,6 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-func conditional(c driver.Capabilities) bool { return c.Exclusion == driver.Conditional }
-func condDelete(c driver.Capabilities) bool  { return c.ConditionalDelete }
+func conditional(c driver.Capabilities) bool  { return c.Exclusion == driver.Conditional }
+func condDelete(c driver.Capabilities) bool   { return c.ConditionalDelete }
 func noCondDelete(c driver.Capabilities) bool { return !c.ConditionalDelete }
