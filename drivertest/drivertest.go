@@ -92,11 +92,9 @@ type check struct {
 	expect  string
 	area    area
 	applies func(driver.Capabilities) bool // nil: always
-	// needs says why the check cannot run with these options ("" if it
-	// can); nil: it always can.
+	// needs says why the check cannot run with these options, or ""; nil: it can.
 	needs func(Options) string
-	// inTest: the check runs only under Run, since it starts the test
-	// binary again; Check skips it.
+	// inTest: only Run runs it (it starts the test binary again).
 	inTest bool
 	run    func(ctx context.Context, s *scope) error
 }
@@ -107,8 +105,7 @@ type skipped struct{ reason string }
 
 func (s skipped) Error() string { return s.reason }
 
-// notRun is a check's reason for not running here at all, rather than not
-// applying to the driver.
+// notRun is why a check cannot run here at all.
 type notRun struct{ reason string }
 
 func (n notRun) Error() string { return n.reason }
@@ -197,8 +194,7 @@ func Names() []string {
 	return names
 }
 
-// runCheck runs c; test is the name of the test it runs in under Run, ""
-// under Check.
+// runCheck runs c in test under Run ("" under Check).
 func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test string, rep *Report, late *lateWrites) Result {
 	res := Result{Name: c.name, Expect: c.expect}
 	if c.applies != nil && !c.applies(rep.Declared) {
@@ -339,8 +335,7 @@ func want(what string, err, target error) error {
 	return nil
 }
 
-// put writes data under key if cond holds, without metadata, and returns
-// the version it created.
+// put writes data under key if cond holds and returns the new version.
 func put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond})
 	return a.Version, err
@@ -399,8 +394,7 @@ func seed(ctx context.Context, b driver.Bucket, key string, data []byte) (driver
 	return v, nil
 }
 
-// overwrite writes data over key at version v (IfMatch), as a check's
-// setup, and returns the new version.
+// overwrite, as setup, writes data over key at v and returns the new version.
 func overwrite(ctx context.Context, b driver.Bucket, key string, data []byte, v driver.Version) (driver.Version, error) {
 	nv, err := put(ctx, b, key, data, driver.IfMatch(v))
 	if err != nil {

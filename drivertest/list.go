@@ -81,8 +81,7 @@ func clipList(l []string) []string {
 	return l
 }
 
-// putAll writes each key with a body of its own and returns what List
-// should say of them.
+// putAll writes each key with its own body and returns what List should say.
 func putAll(ctx context.Context, s *scope, names []string) (map[string]driver.Object, error) {
 	want := map[string]driver.Object{}
 	var (
@@ -244,8 +243,7 @@ func listInvalidPrefix(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// refusedListing fails unless seq yields exactly one pair, whose error is
-// ErrInvalidKey.
+// refusedListing fails unless seq yields exactly one ErrInvalidKey.
 func refusedListing[T any](op, why string, seq iter.Seq2[T, error]) error {
 	n := 0
 	for _, err := range seq {

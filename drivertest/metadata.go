@@ -19,8 +19,7 @@ import (
 // The checks of user metadata, obligation 16 in docs/drivers.md; skipped
 // where the driver does not declare Capabilities.Metadata.
 
-// noMetadata is the message of a check skipped because the driver does not
-// declare metadata.
+// noMetadata is the skip message where the driver declares no metadata.
 const noMetadata = "the driver does not declare metadata (driver.Capabilities.Metadata is false): " +
 	"it writes without PutOptions.Metadata, and a caller that needs it must not use it"
 
@@ -28,8 +27,7 @@ const noMetadata = "the driver does not declare metadata (driver.Capabilities.Me
 // the portable rule allows, which no service may encode, trim or fold.
 const printable = "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~ x"
 
-// declaresMetadata returns skipped unless the driver under test declares
-// metadata.
+// declaresMetadata returns skipped unless the driver declares metadata.
 func (s *scope) declaresMetadata() error {
 	if !s.raw.Capabilities().Metadata {
 		return skipped{noMetadata}
@@ -185,8 +183,7 @@ func concurrentReader(ctx context.Context, s *scope, k string) error {
 	return bad
 }
 
-// metadataStreamed: a streamed write of more than one part stores its
-// metadata, and replaces the old version's.
+// metadataStreamed: a multi-part streamed write stores and replaces metadata.
 func metadataStreamed(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
@@ -219,8 +216,7 @@ func metadataStreamed(ctx context.Context, s *scope) error {
 	return holdsMeta(ctx, s.b, k, []byte("short"), short, "a streamed write of a body shorter than one part with metadata")
 }
 
-// metadataRefusedWrite: a write whose condition is refused changes neither
-// the body nor the metadata.
+// metadataRefusedWrite: a refused write changes neither body nor metadata.
 func metadataRefusedWrite(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
@@ -344,8 +340,7 @@ var invalidMetadata = []struct {
 		"c": strings.Repeat("v", 250), "d": strings.Repeat("v", 250), "e": strings.Repeat("v", 100)}},
 }
 
-// metadataInvalid: metadata outside the portable rule is refused with
-// ErrInvalidMetadata, and nothing is written.
+// metadataInvalid: non-portable metadata gets ErrInvalidMetadata, no write.
 func metadataInvalid(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err

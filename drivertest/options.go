@@ -64,7 +64,6 @@ type Options struct {
 	// stages nothing passes one that returns none.
 	Pending func(ctx context.Context, key string) ([]string, error)
 
-	// inTest, set by the package's own tests, runs under Check what only
-	// Run runs otherwise.
+	// inTest, set by this package's tests, runs Run-only checks under Check.
 	inTest bool
 }

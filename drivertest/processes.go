@@ -103,8 +103,7 @@ func (sp *xprocSpec) resultPath(i int) string {
 // xprocBody is what process p writes to a key raced with small bodies.
 func xprocBody(p int) []byte { return []byte("process " + strconv.Itoa(p)) }
 
-// xprocSeed is the seed of the streamed body (newBody) process p writes to
-// stream key k.
+// xprocSeed is the newBody seed process p streams to stream key k.
 func xprocSeed(p, k int) uint64 { return uint64(1000*(k+1) + p) }
 
 func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
@@ -128,8 +127,7 @@ func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
 	return judgeRace(ctx, s, sp, results)
 }
 
-// prepareRace writes the keys the children race on, and their spec in
-// dir, whose path it returns.
+// prepareRace writes the raced keys and their spec in dir, returning its path.
 func prepareRace(ctx context.Context, s *scope, dir string) (*xprocSpec, string, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -333,8 +331,7 @@ func (o *childOutput) tail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// runPattern is a -test.run pattern that selects exactly the (sub)test
-// named name.
+// runPattern is a -test.run pattern selecting exactly the (sub)test name.
 func runPattern(name string) string {
 	parts := strings.Split(name, "/")
 	for i, p := range parts {

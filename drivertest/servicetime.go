@@ -18,16 +18,14 @@ import (
 // loose for a slightly wrong machine, tight against an hour or a zero year.
 const machineSkew = 5 * time.Minute
 
-// maxResolution is the coarsest Resolution the checks accept: FAT's two
-// seconds.
+// maxResolution is the coarsest Resolution accepted: FAT's two seconds.
 const maxResolution = 2 * time.Second
 
 // freshness is how much earlier than its Date, beyond the resolution, a
 // Get just after a write may date the object.
 const freshness = 10 * time.Second
 
-// noServiceTime is the message of a check skipped because the driver
-// reports no service time.
+// noServiceTime is the skip message where the driver reports no time.
 const noServiceTime = "no service time: the driver reports none (Attrs.Time.Date is zero; reporting it is optional, " +
 	"and the lease then judges a record's age on this machine's clock alone)"
 
@@ -41,8 +39,7 @@ type timed struct {
 // timeOf returns the service time a has.
 func timeOf(a driver.Attrs) timed { return timed{t: a.Time, reported: !a.Time.Date.IsZero()} }
 
-// timedGet reads key, body and all, and returns the service time of its
-// Attrs, also with an error.
+// timedGet reads key, body and all, and returns its service time.
 func timedGet(ctx context.Context, b driver.Bucket, key string) (timed, driver.Version, error) {
 	rc, a, err := b.Get(ctx, key, driver.GetOptions{})
 	if err != nil {
@@ -53,8 +50,7 @@ func timedGet(ctx context.Context, b driver.Bucket, key string) (timed, driver.V
 	return timeOf(a), a.Version, err
 }
 
-// timedPut writes key and returns the service time of its Attrs, also
-// with an error.
+// timedPut writes key and returns its service time.
 func timedPut(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition) (timed, driver.Version, error) {
 	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond})
 	return timeOf(a), a.Version, err

@@ -80,8 +80,7 @@ func holdsBody(ctx context.Context, b driver.Bucket, key string, seed uint64, n 
 	}
 }
 
-// stream writes the body read from r under key with PutStream if cond
-// holds, without metadata, and returns the version it created.
+// stream streams r under key if cond holds and returns the new version.
 func stream(ctx context.Context, b driver.Bucket, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	a, err := b.PutStream(ctx, key, r, driver.PutOptions{If: cond}, opts)
 	return a.Version, err
@@ -172,8 +171,7 @@ func declared(err error) string {
 	}
 }
 
-// pendingOf returns how the suite sees the uploads pending on a key
-// (their names), or nil where it cannot.
+// pendingOf returns the uploads pending on key, or nil where unseen.
 func (s *scope) pendingOf() func(ctx context.Context, key string) ([]string, error) {
 	if pl, ok := s.b.(multipart.PendingLister); ok {
 		return func(ctx context.Context, key string) ([]string, error) {
@@ -236,8 +234,7 @@ func streamRoundTrip(ctx context.Context, s *scope) error {
 	return unchanged(ctx, s.b, k, []byte("small"), v2)
 }
 
-// streamChecks are the checks of this file, streamcommit.go and
-// streamfail.go; suite.go orders them.
+// streamChecks include those of streamcommit.go and streamfail.go.
 var streamChecks = []check{
 	check{
 		name:   "stream-if-absent-existing",

@@ -118,8 +118,7 @@ func streamMayStartRefused(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// errBodyFailed is the error (other than io.ErrUnexpectedEOF) that the
-// body of stream-reader-fails returns.
+// errBodyFailed is stream-reader-fails' error other than ErrUnexpectedEOF.
 var errBodyFailed = errors.New("drivertest: the body's reader failed")
 
 // failingBody yields newBody(seed, at), then fails with err: with the last

@@ -32,8 +32,7 @@ func RunURLs(t *testing.T, c URLCases) {
 	}
 }
 
-// CheckURLs runs RunURLs's checks and returns the problems found, one
-// sentence each.
+// CheckURLs runs RunURLs's checks and returns the problems found.
 func CheckURLs(c URLCases) []string {
 	ctx := context.Background()
 	open := location.Open

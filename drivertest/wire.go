@@ -49,8 +49,7 @@ var wireChecks = []check{
 	},
 }
 
-// transportHook returns the hook that opens the driver under test with a
-// given transport: Transport, or the deprecated Lossy.
+// transportHook returns Options.Transport, or the deprecated Lossy.
 func (o Options) transportHook() func(http.RoundTripper) (driver.Bucket, error) {
 	if o.Transport != nil {
 		return o.Transport
@@ -74,8 +73,7 @@ func needsWire(o Options) string {
 	return ""
 }
 
-// wire opens the driver under test through tr with Options.Transport, and
-// closes it (bucket.Bucket.Close) when the check ends.
+// wire opens the driver through tr and closes it when the check ends.
 func (s *scope) wire(tr http.RoundTripper) (driver.Bucket, error) {
 	b, err := s.opts.transportHook()(tr)
 	if err != nil {

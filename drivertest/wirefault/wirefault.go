@@ -66,8 +66,7 @@ func (t *Transport) Dropped() int {
 	return t.dropped
 }
 
-// Once returns a Drop function that selects the first request for which
-// match is true, and no other.
+// Once returns a Drop that selects only the first request match accepts.
 func Once(match func(*http.Request) bool) func(*http.Request) bool {
 	done := false
 	return func(r *http.Request) bool {
@@ -79,8 +78,7 @@ func Once(match func(*http.Request) bool) func(*http.Request) bool {
 	}
 }
 
-// Write matches a request that may change the store: any method but GET
-// and HEAD.
+// Write matches a request that may change the store: not GET or HEAD.
 func Write(r *http.Request) bool {
 	return r.Method != http.MethodGet && r.Method != http.MethodHead
 }

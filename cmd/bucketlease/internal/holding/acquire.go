@@ -117,8 +117,7 @@ func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
 	return seen.Add(last.TakeoverAt.Sub(last.Now))
 }
 
-// maxWaitFailures bounds how many acquire errors in a row (other than a
-// held lease) --wait rides out.
+// maxWaitFailures bounds the acquire errors in a row --wait rides out.
 const maxWaitFailures = 5
 
 // retriable reports whether --wait may ride out an acquire error: not

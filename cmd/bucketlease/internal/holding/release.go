@@ -109,8 +109,7 @@ func notOurs(st admin.Status, l *lease.Lease, before driver.Version) (why string
 	return "", false
 }
 
-// leaseEnded is the error for a lease that was fenced, lost or broken
-// while held.
+// leaseEnded is the error for a lease fenced, lost or broken while held.
 func leaseEnded(l *lease.Lease, p *report.Printer) error {
 	return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), endReason(l, p)))
 }
@@ -169,8 +168,7 @@ func Release(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix str
 	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == admin.Released:
 		p.Note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *report.Record) { r.Key = l.Key() })
 	case st.State == admin.Free:
-		// Release never deletes the lease object: something else did,
-		// and there was nothing of ours left to release.
+		// Release never deletes it: something else did.
 		p.Note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
 			func(r *report.Record) { r.Key, r.State = l.Key(), st.State.String() })
 	case st.Record == nil:

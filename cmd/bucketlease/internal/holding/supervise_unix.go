@@ -353,8 +353,7 @@ func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 	return false, nil
 }
 
-// commandResult is what hold exits with once the command and everything
-// it started are gone.
+// commandResult is hold's exit once the command's tree is gone.
 func commandResult(l *lease.Lease, p *report.Printer, status int, ended bool) error {
 	if l.Err() == nil && !l.MayWrite() {
 		// Past the fence deadline: wait for the lease's due fence timer, so

@@ -60,8 +60,8 @@ func StartProducer(self, path string, argv []string, stderr io.Writer, pidNS boo
 			return nil, fmt.Errorf("put: cannot find this program to run the producer's watchdog: %w; nothing was written", err)
 		}
 	}
-	// out, control, report: put keeps the first end of out, the second of
-	// control, the first of report.
+	// ends are out, control and report: put keeps the read end of out and
+	// report, the write end of control.
 	ends, err := pipes(3)
 	if err != nil {
 		return nil, err

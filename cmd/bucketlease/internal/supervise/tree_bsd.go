@@ -20,8 +20,7 @@ func hostPID(nsPid int) int { return nsPid }
 // command's process group escape the watchdog.
 func BecomeSubreaper() error { return errors.New("no child subreaper on this system") }
 
-// commandAttr starts the command in its own process group, which the
-// watchdog signals as a whole.
+// commandAttr starts the command in its own process group.
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // descendants is not known here beyond the command's process group.

@@ -36,8 +36,7 @@ func watchdogModes(pidNS bool) []Mode {
 	return modes
 }
 
-// inPIDNamespace reports whether this process is the init of a PID
-// namespace: the watchdog, started by hold in one.
+// inPIDNamespace reports whether this process is a PID namespace's init.
 func inPIDNamespace() bool { return os.Getpid() == 1 }
 
 // BecomeSubreaper makes orphaned descendants of this process its children
@@ -128,8 +127,7 @@ func signalNamespace(sig syscall.Signal) int {
 	return n
 }
 
-// countNamespace counts the live processes, other than this one, in this
-// process's PID namespace.
+// countNamespace counts the other live processes in this PID namespace.
 func countNamespace() (int, error) {
 	self, err := os.Readlink("/proc/self")
 	if err != nil {

@@ -64,8 +64,7 @@ type watchdog struct {
 	killing      bool      // set once killAll stops everything: no more stop reports
 }
 
-// RunWatchdog runs the watchdog with the arguments after its name and
-// returns its exit code.
+// RunWatchdog runs the watchdog on the arguments after its name.
 func RunWatchdog(args []string) int {
 	if len(args) < 8 || args[5] != "--" {
 		fmt.Fprintln(os.Stderr, "bucketlease: the watchdog is started by \"bucketlease hold URL -- COMMAND\", not by hand")
@@ -293,8 +292,7 @@ func (w *watchdog) drain(d time.Duration) {
 	}
 }
 
-// reap collects every child that changed state, and reports the command's
-// own changes.
+// reap reaps every changed child, reporting the command's own changes.
 func (w *watchdog) reap() {
 	for range 10000 {
 		var ws syscall.WaitStatus
@@ -429,8 +427,7 @@ func TerminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
 	return err == nil && fg == syscall.Getpgrp()
 }
 
-// foregroundGroup returns the foreground process group of hold's
-// controlling terminal.
+// foregroundGroup returns hold's controlling terminal's foreground group.
 func foregroundGroup() (int, error) {
 	f, err := os.Open("/dev/tty")
 	if err != nil {
