@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// renamed maps the old names of renamed checks to their new names, so that
-// a KnownDeviations entry written for an old name keeps working.
+// renamed maps old check names to new, for old KnownDeviations entries.
 var renamed = map[string]string{
 	"put-large-if-match-stale": "put-large-refused",
 }
@@ -99,8 +99,7 @@ type check struct {
 	run    func(ctx context.Context, s *scope) error
 }
 
-// skipped is returned by a check's run when, having started, it finds that
-// it does not apply (for example a driver that sends no HTTP request).
+// skipped is a started check's finding that it does not apply.
 type skipped struct{ reason string }
 
 func (s skipped) Error() string { return s.reason }
@@ -175,12 +174,7 @@ func Run(t *testing.T, b driver.Bucket, opts Options) {
 }
 
 func hasCheck(name string) bool {
-	for _, c := range checks {
-		if c.name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(checks, func(c check) bool { return c.name == name })
 }
 
 // Names returns the names of the suite's checks, in order. They are API
@@ -403,8 +397,7 @@ func overwrite(ctx context.Context, b driver.Bucket, key string, data []byte, v 
 	return nv, nil
 }
 
-// seedOverwritten creates key with "one" and overwrites it with "two": it
-// returns the superseded version and the current one.
+// seedOverwritten writes "one" then "two" to key and returns both versions.
 func seedOverwritten(ctx context.Context, b driver.Bucket, key string) (old, cur driver.Version, err error) {
 	old, err = seed(ctx, b, key, []byte("one"))
 	if err != nil {

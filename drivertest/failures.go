@@ -153,8 +153,7 @@ func wrongCredentials(ctx context.Context, s *scope) error {
 	return unchanged(ctx, s.b, k, []byte("x"), v)
 }
 
-// canceledMidBody cancels a large Put's context once its request headers
-// are written (an HTTP client trace).
+// canceledMidBody cancels a large Put once its request headers are written.
 func canceledMidBody(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("small"))

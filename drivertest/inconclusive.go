@@ -22,8 +22,7 @@ type recorder struct {
 	err error
 }
 
-// recorded returns b through a new recorder, and the recorder; it keeps b's
-// ListPending and Close.
+// recorded returns b through a new recorder (keeping ListPending and Close).
 func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	rec := &recorder{Bucket: b}
 	if _, ok := b.(multipart.PendingLister); ok {

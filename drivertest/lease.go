@@ -254,8 +254,7 @@ var leaseChecks = []check{
 	},
 }
 
-// leaseStamps: every object written through Lease.Bucket carries its
-// stamp, and the next holder's a greater epoch.
+// leaseStamps: objects carry their lease's stamp, the next holder's greater.
 func leaseStamps(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err

@@ -21,8 +21,7 @@ import (
 // at its next renewal. The holder runs on this machine's clock, taken to be
 // right. Skipped where the driver reports no service time.
 
-// shifted is this machine's clock with a wall-clock offset that a check
-// may change while a lease runs on it.
+// shifted is this machine's clock with an offset a check may change.
 type shifted struct {
 	clock.System
 	d atomic.Int64

@@ -27,8 +27,7 @@ func listAll(ctx context.Context, b driver.Bucket, prefix string) ([]driver.Obje
 	return objs, nil
 }
 
-// listed fails unless List of prefix yields exactly the keys of want, in
-// lexical order, each with its size and version.
+// listed fails unless List of prefix yields exactly want, in order.
 func listed(ctx context.Context, b driver.Bucket, prefix string, want map[string]driver.Object) error {
 	objs, err := listAll(ctx, b, prefix)
 	if err != nil {
