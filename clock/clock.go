@@ -1,11 +1,7 @@
 // Package clock gives the lease its two readings of time, so that tests and
-// the simulator can skew, jump and freeze each one.
-//
-// The lease fences itself on both clocks because each fails differently:
-// the monotonic clock never jumps but stops while a machine is suspended
-// (and Go's timers stop with it), while the wall clock keeps running through
-// a suspension but can be stepped backwards or forwards by NTP or a person.
-// A deadline on both, whichever comes first, survives either failure.
+// the simulator can skew, jump and freeze each one. The lease fences on
+// both: the monotonic clock never jumps but stops while a machine is
+// suspended; the wall clock runs through a suspension but can be stepped.
 package clock
 
 import (
@@ -16,16 +12,15 @@ import (
 	"time"
 )
 
-// Clock is a source of wall and monotonic time and of timers on the
-// monotonic clock.
+// Clock is a source of wall and monotonic time and monotonic timers.
 type Clock interface {
 	// Wall returns the wall-clock time, without a monotonic reading.
 	Wall() time.Time
 	// Mono returns the monotonic time since an arbitrary origin. It never
 	// goes backwards; it may stand still while the machine is suspended.
 	Mono() time.Duration
-	// AfterFunc calls f in its own goroutine once d of monotonic time has
-	// passed. stop cancels the call and reports whether it did so.
+	// AfterFunc calls f in its own goroutine after d of monotonic time; stop
+	// cancels the call and reports whether it did.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
@@ -43,8 +38,7 @@ func (System) Mono() time.Duration { return time.Since(origin) }
 // AfterFunc is time.AfterFunc.
 func (System) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// Sleep waits for d on c's monotonic clock, or until ctx is done, and
-// returns ctx's error in that case.
+// Sleep waits d on c's monotonic clock, or until ctx is done (its error).
 func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -60,11 +54,7 @@ func Sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
-// Fake is a clock that moves only when told to. Its wall and monotonic
-// readings move together under Advance, and separately under AdvanceWall
-// (a wall-clock step, or a suspension when the monotonic clock should
-// stand still) and AdvanceMono (a wall clock that is stuck). It is safe
-// for concurrent use.
+// Fake is a clock that moves only when told to. It is safe for concurrent use.
 type Fake struct {
 	mu     sync.Mutex
 	wall   time.Time
@@ -98,9 +88,8 @@ func (c *Fake) Mono() time.Duration {
 }
 
 // AfterFunc schedules f for when the fake monotonic clock has advanced d.
-// f runs synchronously inside the Advance or AdvanceMono call that reaches
-// its time, in order of due time, so a test that advances the clock knows
-// that every timer due by then has run when Advance returns.
+// f runs inside the Advance or AdvanceMono call that reaches its time, in
+// order of due time, so every timer due has run when Advance returns.
 func (c *Fake) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -140,19 +129,16 @@ func (c *Fake) Advance(d time.Duration) { c.advance(d, true) }
 // timers; the wall clock stands still.
 func (c *Fake) AdvanceMono(d time.Duration) { c.advance(d, false) }
 
-// AdvanceWall steps only the wall clock, forwards or (with a negative d)
-// backwards. It fires no timers: timers run on the monotonic clock. With
-// the monotonic clock standing still it models a suspended machine.
+// AdvanceWall steps only the wall clock, forwards or backwards. It fires no
+// timers, which run on the monotonic clock.
 func (c *Fake) AdvanceWall(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wall = c.wall.Add(d)
 }
 
-// maxFiringsAtOneInstant bounds how many timers one Advance fires without
-// the monotonic clock moving. Code that keeps re-arming a zero-delay timer
-// (a deadline checked on the wrong clock, say) would otherwise spin inside
-// Advance forever; the fake clock panics instead, naming the cause.
+// maxFiringsAtOneInstant bounds the timers fired at one instant, so that a
+// zero-delay timer re-armed forever panics rather than spins.
 const maxFiringsAtOneInstant = 10000
 
 func (c *Fake) advance(d time.Duration, wall bool) {
@@ -215,12 +201,9 @@ func (c *Fake) compact() {
 	sort.Slice(c.timers, func(i, j int) bool { return c.timers[i].seq < c.timers[j].seq })
 }
 
-// Offset is a clock whose wall reading is Clock's plus D, and whose
-// monotonic clock and timers are Clock's: a machine whose wall clock has
-// been wrong by D since before the process started (NTP broken, a wrong
-// time zone set as UTC), which no reading of its own clocks can show.
-// Tests, the simulator and the chaos harness use it; the lease finds such
-// a clock by comparing it with the service's (lease.ErrClock).
+// Offset is Clock with its wall reading off by D: a machine whose wall
+// clock has been wrong since before the process started, which only a
+// comparison with the service's clock can show (lease.ErrClock).
 type Offset struct {
 	Clock Clock
 	D     time.Duration

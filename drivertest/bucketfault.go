@@ -11,17 +11,11 @@ import (
 	"github.com/mushroomdb/bucketlease/drivertest/faulty"
 )
 
-// Faults at the Bucket (Options.BucketFaults): for a driver that sends no
-// HTTP request, the checks of a lost reply, a refused retry and a
-// cancelled write put their fault where the driver meets its caller, since
-// there is no wire under it. Each fault is one the world makes: a write
-// the driver applied whose answer never reaches the caller, the same write
-// sent again by a caller that lost that answer, a context cancelled while
-// the driver is writing.
+// Faults at the Bucket (Options.BucketFaults), for a driver with no wire
+// under it: a lost reply, a retry of a landed write, a cancelled write.
 
-// leaseLostReplyAtBucket is lease-lost-reply-wire with the replies lost by
-// a faulty.LostReply in front of the driver: the driver applies the
-// acquire's and the renewal's writes, and the lease gets a lost reply.
+// leaseLostReplyAtBucket is lease-lost-reply-wire with a faulty.LostReply
+// losing the replies of the acquire's and the renewal's applied writes.
 func leaseLostReplyAtBucket(ctx context.Context, s *scope) error {
 	var armed atomic.Bool
 	var dropped atomic.Int64
@@ -35,14 +29,8 @@ func leaseLostReplyAtBucket(ctx context.Context, s *scope) error {
 	return leaseLostReply(ctx, s, lossy, &armed, func() int { return int(dropped.Load()) }, "at the Bucket")
 }
 
-// retryAfterLandedAtBucket is put-retry-after-landed for a driver with no
-// client library under it to retry: the caller sends a conditional write
-// whose reply is lost after the driver applied it, and sends it again.
-// The driver must refuse the retry (ErrPrecondition: it is a first attempt
-// to the driver, and its condition no longer holds) and leave the landed
-// object as it is. A driver that takes the same bytes again for success,
-// or answers ErrNotExist, tells the caller that lost the first reply
-// something false.
+// retryAfterLandedAtBucket is put-retry-after-landed at the Bucket: the
+// retry of a landed write must get ErrPrecondition, the object kept.
 func retryAfterLandedAtBucket(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("before"))
@@ -86,12 +74,9 @@ func retryAfterLandedAtBucket(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// canceledMidWrite is put-canceled-mid-body for a driver that sends no
-// HTTP request: the Put's context is cancelled at the driver's second look
-// at it (the first after driver.Begin's), while the write is under way.
-// The Put either fails with an error matching context.Canceled, leaving
-// the old object or the whole new one, or succeeds with the whole new one
-// stored; never a torn object, never another error.
+// canceledMidWrite is put-canceled-mid-body at the Bucket: the Put's context
+// is cancelled at the driver's second look at it. It fails matching
+// context.Canceled or stores the whole body; never a torn object.
 func canceledMidWrite(ctx context.Context, s *scope) error {
 	k := s.key("mid-obj")
 	v, err := seed(ctx, s.b, k, []byte("small"))
@@ -122,11 +107,8 @@ func canceledMidWrite(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// canceledLeft checks what a Put of big to key, whose context was
-// cancelled (how, says what), left: for a create nothing, for an update
-// the old object (old at oldV) where the Put failed, or the whole new one,
-// at the version the Put returned (nv) where it succeeded; never a torn
-// object. err is the Put's error.
+// canceledLeft checks what a cancelled Put of big left: on failure nothing
+// (a create) or old at oldV, on success big at nv; never a torn object.
 func canceledLeft(ctx context.Context, s *scope, key string, cond driver.Condition, err error, nv, oldV driver.Version, old, big []byte, what string) error {
 	got, gv, rerr := read(ctx, s.b, key)
 	switch {

@@ -11,13 +11,10 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// Obligation 6 at every step of a write: a Put whose context ends partway
-// (the file driver once ignored cancellation past its lock, and reported
-// success a second after its caller had given up).
+// Obligation 6 at every step of a write: a Put whose context ends partway.
 
-// countdownCtx is a context that cancels itself the n-th time anyone looks
-// at it (Done or Err), so that a write is cancelled at each of its steps in
-// turn, whatever the driver does between them, without a timer.
+// countdownCtx cancels itself the n-th time anyone looks at it (Done or
+// Err), so a write is cancelled at each of its steps in turn, without a timer.
 type countdownCtx struct {
 	context.Context
 	left   atomic.Int64
@@ -48,9 +45,8 @@ const (
 )
 
 // putCanceledSettles cancels a large Put at its first, second, ... look at
-// its context. Each either fails with an error matching context.Canceled
-// and leaves the object as it was, or succeeds with the whole new body; and
-// once it has returned, the object does not change any more.
+// its context: each fails matching context.Canceled with the object as it
+// was, or stores the whole body, which then changes no more.
 func putCanceledSettles(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	old := []byte("small")
@@ -60,9 +56,8 @@ func putCanceledSettles(ctx context.Context, s *scope) error {
 	}
 	pattern := bytes.Repeat([]byte("0123456789abcdef"), largeSize/16)
 	for n := int64(1); n <= 8; n++ {
-		// Each write's body is its own, in a buffer of its own: an HTTP
-		// transport may still be reading the last one's after that Put
-		// returned (sending a request body it had already given up on).
+		// Each Put gets its own buffer: a transport may still be reading the
+		// last one's after that Put returned.
 		big := bytes.Clone(pattern)
 		big[0] = byte('A' + n)
 		cctx, cancel := newCountdown(ctx, n)
@@ -94,7 +89,6 @@ func putCanceledSettles(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// cancelChecks are the checks of this file; suite.go orders them.
 var cancelChecks = []check{{
 	name: "put-canceled-settles",
 	expect: "a large Put cancelled at each step in turn fails with context.Canceled leaving the object as it was, " +

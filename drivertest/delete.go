@@ -9,7 +9,6 @@ import (
 
 // Delete, and its condition where declared: obligation 7.
 
-// deleteChecks are the checks of this file; suite.go orders them.
 var deleteChecks = []check{
 	check{
 		name:   "delete-missing",

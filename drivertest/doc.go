@@ -17,25 +17,17 @@
 //		})
 //	}
 //
-// Each check proves one of the driver's obligations, listed with the
-// checks that prove them in docs/drivers.md ("The obligations"). The suite
-// does not trust a driver's declared Capabilities: it checks that every
-// precondition the driver claims is refused by the service, with the
-// stored object left exactly as it was, that racing writers get one
-// winner (also between processes, given [Options].URL), that cancellation leaves no torn object, and that the lease
-// works on the driver. Given [Options].Transport, a hook that opens the
-// driver with its client's HTTP transport replaced, it also watches the
-// wire under the driver's own client library. A run without the hook has
-// those checks reported not applicable. The suite's order is
-// one table (suite.go); each file holds the checks of one obligation.
+// Each check proves one of the driver's obligations (docs/drivers.md, "The
+// obligations"). The suite does not trust declared Capabilities: it checks
+// that every claimed precondition is refused with the stored object left as
+// it was, that racing writers get one winner, that cancellation leaves no
+// torn object, and that the lease works. The order is one table (suite.go);
+// each file holds the checks of one obligation.
 //
-// Failures are reported at the line of the author's test that called Run.
-// Check names ([Names]) are API: they key Options.KnownDeviations and the
-// probe's report, and a renamed check keeps its old name working there.
-//
-// [Check] runs the same checks outside a test and returns a [Report], which
-// is how the bucketlease probe command tells an operator whether a live
-// service gives the exclusion its driver declares. Every check works on
+// Failures are reported at the line of the test that called Run. Check
+// names ([Names]) are API: they key Options.KnownDeviations and the probe's
+// report. [Check] runs the same checks outside a test and returns a
+// [Report], as the bucketlease probe command does. Every check works on
 // keys of its own under Options.Prefix plus a random run id, and removes
 // them afterwards.
 package drivertest

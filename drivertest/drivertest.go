@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// renamed maps the old names of renamed checks to their new names, so that
-// a KnownDeviations entry written for an old name keeps working.
+// renamed maps old check names to new, for old KnownDeviations entries.
 var renamed = map[string]string{
 	"put-large-if-match-stale": "put-large-refused",
 }
@@ -30,10 +30,8 @@ type Result struct {
 	Passed    bool
 	Skipped   bool   // the check does not apply to the declared capabilities
 	Deviation string // the known-deviation reason, when a listed check failed
-	// Errored: the check failed because an operation could not complete
-	// (a reset connection, a body cut short, a server error, the check's
-	// time running out), not because the service accepted what it should
-	// have refused. It is inconclusive: no evidence either way.
+	// Errored: an operation could not complete (a reset, a 5xx, the check's
+	// time running out): inconclusive, no evidence either way.
 	Errored bool
 }
 
@@ -58,10 +56,9 @@ func (r Result) Status() string {
 type Report struct {
 	// Declared is what the driver claims.
 	Declared driver.Capabilities
-	// Observed is what the checks showed: Exclusion drops to NoExclusion
-	// if any put precondition was not enforced, and ConditionalDelete is
-	// true only if declared and every conditional delete check passed. A
-	// check that errored (Result.Errored) changes neither.
+	// Observed is what the checks showed: NoExclusion if any put precondition
+	// was not enforced; ConditionalDelete only if declared and every delete
+	// check passed. Errored checks change neither.
 	Observed driver.Capabilities
 	Results  []Result
 }
@@ -95,23 +92,19 @@ type check struct {
 	expect  string
 	area    area
 	applies func(driver.Capabilities) bool // nil: always
-	// needs says why the check cannot run with these options ("" if it
-	// can); nil: it always can.
+	// needs says why the check cannot run with these options, or ""; nil: it can.
 	needs func(Options) string
-	// inTest: the check runs only under Run, since it starts the test
-	// binary again; Check skips it.
+	// inTest: only Run runs it (it starts the test binary again).
 	inTest bool
 	run    func(ctx context.Context, s *scope) error
 }
 
-// skipped is returned by a check's run when, having started, it finds that
-// it does not apply (for example a driver that sends no HTTP request).
+// skipped is a started check's finding that it does not apply.
 type skipped struct{ reason string }
 
 func (s skipped) Error() string { return s.reason }
 
-// notRun is a check's reason for not running here at all, rather than not
-// applying to the driver.
+// notRun is why a check cannot run here at all.
 type notRun struct{ reason string }
 
 func (n notRun) Error() string { return n.reason }
@@ -125,11 +118,8 @@ const (
 	areaDelete             // precondition enforcement on Delete
 )
 
-// Check runs the suite against b and returns the report. It never panics on
-// a misbehaving driver; each check's failure is described in its Result.
-// Each check removes what it wrote; if one did not pass (it may have given
-// up on a write), Check waits a second at the end and removes what such
-// writes left since.
+// Check runs the suite against b and returns the report, describing a
+// misbehaving driver in its Results. After failures it sweeps late writes.
 func Check(ctx context.Context, b driver.Bucket, opts Options) *Report {
 	return checkAll(ctx, b, opts, checks)
 }
@@ -146,13 +136,9 @@ func checkAll(ctx context.Context, b driver.Bucket, opts Options, cs []check) *R
 	return rep
 }
 
-// Run runs the suite against b as subtests of t, one per check. A check
-// listed in opts.KnownDeviations is logged rather than failed when it fails,
-// and fails when it passes. Failures are reported at the line of the
-// caller's test that called Run.
-//
-// In a child process of exclusion-across-processes (see Options.URL), Run
-// runs that check's part of the child and nothing else.
+// Run runs the suite against b as subtests of t, one per check. A check in
+// opts.KnownDeviations is logged when it fails and fails when it passes. In
+// a child of exclusion-across-processes, Run runs only the child's part.
 func Run(t *testing.T, b driver.Bucket, opts Options) {
 	t.Helper()
 	if env, ok := os.LookupEnv(childEnv); ok {
@@ -188,17 +174,12 @@ func Run(t *testing.T, b driver.Bucket, opts Options) {
 }
 
 func hasCheck(name string) bool {
-	for _, c := range checks {
-		if c.name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(checks, func(c check) bool { return c.name == name })
 }
 
-// Names returns the names of the suite's checks, in order. The names are
-// API: they key Options.KnownDeviations and the probe's report, so a check
-// is never renamed without its old name staying accepted.
+// Names returns the names of the suite's checks, in order. They are API
+// (Options.KnownDeviations, the probe's report): a renamed check keeps its
+// old name working.
 func Names() []string {
 	names := make([]string, len(checks))
 	for i, c := range checks {
@@ -207,8 +188,7 @@ func Names() []string {
 	return names
 }
 
-// runCheck runs c; test is the name of the test it runs in under Run, ""
-// under Check.
+// runCheck runs c in test under Run ("" under Check).
 func runCheck(ctx context.Context, b driver.Bucket, opts Options, c check, test string, rep *Report, late *lateWrites) Result {
 	res := Result{Name: c.name, Expect: c.expect}
 	if c.applies != nil && !c.applies(rep.Declared) {
@@ -343,20 +323,13 @@ func outcome(err error) string {
 
 // want fails unless err is target (nil for success).
 func want(what string, err, target error) error {
-	if target == nil {
-		if err != nil {
-			return fmt.Errorf("%s: %s", what, outcome(err))
-		}
-		return nil
-	}
 	if !errors.Is(err, target) {
 		return fmt.Errorf("%s: %s", what, outcome(err))
 	}
 	return nil
 }
 
-// put writes data under key if cond holds, without metadata, and returns
-// the version it created.
+// put writes data under key if cond holds and returns the new version.
 func put(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition) (driver.Version, error) {
 	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond})
 	return a.Version, err
@@ -415,8 +388,7 @@ func seed(ctx context.Context, b driver.Bucket, key string, data []byte) (driver
 	return v, nil
 }
 
-// overwrite writes data over key at version v (IfMatch), as a check's
-// setup, and returns the new version.
+// overwrite, as setup, writes data over key at v and returns the new version.
 func overwrite(ctx context.Context, b driver.Bucket, key string, data []byte, v driver.Version) (driver.Version, error) {
 	nv, err := put(ctx, b, key, data, driver.IfMatch(v))
 	if err != nil {
@@ -425,8 +397,7 @@ func overwrite(ctx context.Context, b driver.Bucket, key string, data []byte, v 
 	return nv, nil
 }
 
-// seedOverwritten creates key with "one" and overwrites it with "two": it
-// returns the superseded version and the current one.
+// seedOverwritten writes "one" then "two" to key and returns both versions.
 func seedOverwritten(ctx context.Context, b driver.Bucket, key string) (old, cur driver.Version, err error) {
 	old, err = seed(ctx, b, key, []byte("one"))
 	if err != nil {
@@ -443,8 +414,6 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-func conditional(c driver.Capabilities) bool { return c.Exclusion == driver.Conditional }
-func condDelete(c driver.Capabilities) bool  { return c.ConditionalDelete }
-func noCondDelete(c driver.Capabilities) bool {
-	return !c.ConditionalDelete
-}
+func conditional(c driver.Capabilities) bool  { return c.Exclusion == driver.Conditional }
+func condDelete(c driver.Capabilities) bool   { return c.ConditionalDelete }
+func noCondDelete(c driver.Capabilities) bool { return !c.ConditionalDelete }

@@ -17,7 +17,6 @@ import (
 // Failures: a cancelled context, a missing bucket, refused credentials, a
 // lost reply (obligations 6, 8, 9 and 11).
 
-// failureChecks are the checks of this file; suite.go orders them.
 var failureChecks = []check{
 	check{
 		name:   "context-canceled",
@@ -154,10 +153,7 @@ func wrongCredentials(ctx context.Context, s *scope) error {
 	return unchanged(ctx, s.b, k, []byte("x"), v)
 }
 
-// canceledMidBody cancels the context of a large Put as soon as its request
-// headers are written, through an HTTP client trace in the context; a
-// driver that sends no HTTP request with the caller's context does not
-// take part.
+// canceledMidBody cancels a large Put once its request headers are written.
 func canceledMidBody(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("small"))

@@ -10,7 +10,6 @@ import (
 
 // The declaration and Get: obligations 1 and 2 in docs/drivers.md.
 
-// getChecks are the checks of this file; suite.go orders them.
 var getChecks = []check{
 	check{
 		name:   "capabilities-declared",

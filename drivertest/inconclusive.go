@@ -13,21 +13,16 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// A check that fails because an operation could not complete (a reset
-// connection, a body cut short, a 5xx, a missing bucket, refused
-// credentials) has shown nothing about preconditions. recorder notes the
-// first such error a check's operations meet, so that its failure is
-// reported as inconclusive (Result.Errored) rather than as evidence that
-// the service ignores preconditions.
+// recorder notes the first error a check's operations meet that shows
+// nothing about preconditions (a reset connection, a 5xx, a missing bucket,
+// refused credentials), so its failure is reported inconclusive.
 type recorder struct {
 	driver.Bucket
 	mu  sync.Mutex
 	err error
 }
 
-// recorded returns b through a new recorder, and the recorder. The
-// result is a multipart.PendingLister where b is one, and an io.Closer that
-// closes b (bucket.Bucket.Close).
+// recorded returns b through a new recorder (keeping ListPending and Close).
 func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	rec := &recorder{Bucket: b}
 	if _, ok := b.(multipart.PendingLister); ok {
@@ -36,8 +31,7 @@ func recorded(b driver.Bucket) (driver.Bucket, *recorder) {
 	return rec, rec
 }
 
-// expected are the errors a conforming service gives the checks, and the
-// cancellations the checks make themselves.
+// expected are errors a conforming service gives, and the checks' own cancellations.
 var expected = []error{driver.ErrPrecondition, driver.ErrNotExist, driver.ErrUnsupported, driver.ErrInvalidKey, driver.ErrInvalidMetadata,
 	driver.ErrOutcomeUnknown, objects.ErrTooLarge, context.Canceled, context.DeadlineExceeded}
 

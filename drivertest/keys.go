@@ -10,7 +10,6 @@ import (
 
 // Keys: a key that is a prefix of another (obligation 10).
 
-// keyChecks are the checks of this file; suite.go orders them.
 var keyChecks = []check{
 	check{
 		name: "key-prefix-of-key",

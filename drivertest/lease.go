@@ -19,18 +19,15 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// The lease's own scenarios, run on the driver under test. Time is a fake
-// clock per instance, so a takeover after a TTL costs no waiting; the
-// requests are real.
+// The lease's own scenarios on the driver under test, with a fake clock per
+// instance so a takeover costs no waiting.
 
 const leaseTTL = 30 * time.Second
 
 var leaseStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// leaseOpts are the options of one test instance: a fake clock, no log
-// output, and the environment ignored (the suite tests the service, not
-// the switch).
-// A driver that declares BestEffort is run with the switch that accepts it.
+// leaseOpts are one instance's options: a fake clock, no log, the
+// environment ignored, and BestEffort accepted where declared.
 func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Options {
 	getenv := func(string) string { return "" }
 	if caps.Exclusion == driver.BestEffort {
@@ -44,13 +41,10 @@ func leaseOpts(id string, c clock.Clock, caps driver.Capabilities) *lease.Option
 	return leaseseam.With(&lease.Options{TTL: leaseTTL, InstanceID: id, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, leaseseam.Seams{Clock: c, Getenv: getenv})
 }
 
-// acquire takes the lease on the scope's prefix through b as instance id on
-// clock c, and registers the lease object for the scope's cleanup. The
-// lease runs without the service's time and without pacing its writes
-// (faulty.OnFakeClocks): these checks move fake clocks a TTL on without
-// waiting one, which the service's clock would rightly refuse, and a wait
-// between writes on a fake clock would never end; the lease-clock checks
-// run it with the service's time, on the system clock.
+// acquire takes the lease on the scope's prefix through b as id on clock c,
+// and registers the lease object for cleanup. It uses faulty.OnFakeClocks:
+// the service's clock would refuse a fake clock moved a TTL on, and pacing
+// on a fake clock would never end.
 func (s *scope) acquire(ctx context.Context, b driver.Bucket, id string, c clock.Clock) (*lease.Lease, error) {
 	s.key("LEASE")
 	return lease.Acquire(ctx, bucket.New(faulty.OnFakeClocks(b), s.prefix), leaseOpts(id, c, b.Capabilities()))
@@ -76,7 +70,6 @@ func holds(ctx context.Context, b driver.Bucket, prefix, id string) error {
 	return nil
 }
 
-// leaseChecks are the checks of this file; suite.go orders them.
 var leaseChecks = []check{
 	check{
 		applies: declaresExclusion,
@@ -261,9 +254,7 @@ var leaseChecks = []check{
 	},
 }
 
-// leaseStamps is the check lease-stamps: every object written through
-// Lease.Bucket carries its lease's stamp (admin.Stamp), and the next
-// holder's objects carry a greater epoch.
+// leaseStamps: objects carry their lease's stamp, the next holder's greater.
 func leaseStamps(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err

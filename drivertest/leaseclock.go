@@ -16,17 +16,12 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// The lease against the service's clock, on the driver under test: a
-// contender whose clock has been an hour off since it started is refused
-// with ErrClock and writes nothing over a live lease; a holder whose clock
-// goes an hour ahead is fenced at its next renewal. The holder runs on this
-// machine's clock, which the suite takes to be right (within a third of a
-// TTL of the service's). A driver that reports no service time is skipped:
-// the capability is optional, and the lease then says "clocks: assumed
-// synchronised".
+// The lease against the service's clock: a contender an hour off is refused
+// with ErrClock and writes nothing; a holder going an hour ahead is fenced
+// at its next renewal. The holder runs on this machine's clock, taken to be
+// right. Skipped where the driver reports no service time.
 
-// shifted is this machine's clock with a wall-clock offset that a check
-// may change while a lease runs on it.
+// shifted is this machine's clock with an offset a check may change.
 type shifted struct {
 	clock.System
 	d atomic.Int64
@@ -34,9 +29,8 @@ type shifted struct {
 
 func (c *shifted) Wall() time.Time { return c.System.Wall().Add(time.Duration(c.d.Load())) }
 
-// onServiceClock skips the check when a Get of the scope's key reports no
-// service time, and registers the lease object for the scope's cleanup. It
-// returns the resolution the driver reported.
+// onServiceClock skips the check if the driver reports no service time,
+// registers the lease object for cleanup, and returns the resolution.
 func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	s.key("LEASE")
 	k := s.key("clock-probe")
@@ -53,10 +47,9 @@ func onServiceClock(ctx context.Context, s *scope) (time.Duration, error) {
 	return a.Time.Resolution, nil
 }
 
-// clockOpts are leaseOpts on clock c with a TTL of ttl, or of paced where
-// the driver declares a KeyWriteInterval: there an acquire's writes to the
-// lease object take turns a second apart (about 5 s in all), which must fit
-// in the two thirds of the TTL before its fence.
+// clockOpts are leaseOpts on c with a TTL of ttl, or paced where the driver
+// declares a KeyWriteInterval (an acquire's paced writes take about 5 s,
+// which must fit before the fence).
 func clockOpts(id string, c clock.Clock, caps driver.Capabilities, ttl, paced time.Duration) *lease.Options {
 	o := leaseOpts(id, c, caps)
 	o.TTL = ttl
@@ -66,10 +59,8 @@ func clockOpts(id string, c clock.Clock, caps driver.Capabilities, ttl, paced ti
 	return o
 }
 
-// leaseEpoch is the check lease-epoch: on the service's clock, a holder
-// after a release, and one after the lease object was deleted (by an
-// operator, a sync tool), each get an epoch greater than the one before,
-// however quickly they follow.
+// leaseEpoch: a holder after a release, and one after the lease object was
+// deleted, each get a greater epoch, however quickly they follow.
 func leaseEpoch(ctx context.Context, s *scope) error {
 	if _, err := onServiceClock(ctx, s); err != nil {
 		return err
@@ -97,7 +88,6 @@ func leaseEpoch(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// leaseClockChecks are the checks of this file; suite.go orders them.
 var leaseClockChecks = []check{
 	{
 		applies: declaresExclusion,

@@ -13,8 +13,7 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-// The checks of listing (Bucket.List), obligation 14 in
-// docs/drivers.md.
+// The checks of listing (Bucket.List), obligation 14 in docs/drivers.md.
 
 // listAll returns every object List yields under prefix.
 func listAll(ctx context.Context, b driver.Bucket, prefix string) ([]driver.Object, error) {
@@ -28,8 +27,7 @@ func listAll(ctx context.Context, b driver.Bucket, prefix string) ([]driver.Obje
 	return objs, nil
 }
 
-// listed fails unless List of prefix yields exactly the keys of want, in
-// lexical order, each with its size and version.
+// listed fails unless List of prefix yields exactly want, in order.
 func listed(ctx context.Context, b driver.Bucket, prefix string, want map[string]driver.Object) error {
 	objs, err := listAll(ctx, b, prefix)
 	if err != nil {
@@ -82,8 +80,7 @@ func clipList(l []string) []string {
 	return l
 }
 
-// putAll writes each key with a body of its own and returns what List
-// should say of them.
+// putAll writes each key with its own body and returns what List should say.
 func putAll(ctx context.Context, s *scope, names []string) (map[string]driver.Object, error) {
 	want := map[string]driver.Object{}
 	var (
@@ -201,12 +198,9 @@ func listReadYourWrite(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// listNoncharKeys writes keys holding the noncharacters U+FFFE and U+FFFF
-// (valid UTF-8, which the portable key rule allows, but not characters
-// XML 1.0 can carry, so that an S3 listing in plain XML garbles or drops
-// them) and one holding U+FFFD: each must be refused at Put
-// (ErrInvalidKey) or listed back exactly, and nothing is listed that was
-// not written.
+// listNoncharKeys writes keys holding U+FFFE, U+FFFF (which XML 1.0 cannot
+// carry) and U+FFFD: each must be refused (ErrInvalidKey) or listed back
+// exactly, and nothing else listed.
 func listNoncharKeys(ctx context.Context, s *scope) error {
 	want := map[string]driver.Object{}
 	for _, name := range []string{"nonchar/a-\ufffe", "nonchar/b-\uffff", "nonchar/c-\ufffd", "nonchar/d-\ufffe\uffff x+y"} {
@@ -223,9 +217,8 @@ func listNoncharKeys(ctx context.Context, s *scope) error {
 	return listed(ctx, s.b, s.prefix+"/nonchar/", want)
 }
 
-// listInvalidPrefix lists prefixes that no valid key can start with: a
-// driver that sent them would list the wrong keys, or none, and a caller
-// could not tell that from an empty prefix.
+// listInvalidPrefix lists prefixes no valid key can start with, which a
+// driver must refuse rather than list as empty.
 func listInvalidPrefix(ctx context.Context, s *scope) error {
 	pl, pending := s.b.(multipart.PendingLister)
 	_, rawPending := s.raw.(multipart.PendingLister)
@@ -249,8 +242,7 @@ func listInvalidPrefix(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// refusedListing fails unless seq yields exactly one pair, whose error is
-// ErrInvalidKey.
+// refusedListing fails unless seq yields exactly one ErrInvalidKey.
 func refusedListing[T any](op, why string, seq iter.Seq2[T, error]) error {
 	n := 0
 	for _, err := range seq {
@@ -265,7 +257,6 @@ func refusedListing[T any](op, why string, seq iter.Seq2[T, error]) error {
 	return nil
 }
 
-// listChecks are the checks of this file; suite.go orders them.
 var listChecks = []check{
 	check{
 		name:   "list-paged",

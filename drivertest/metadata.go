@@ -16,15 +16,10 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// The checks of user metadata (PutOptions.Metadata, Attrs.Metadata),
-// obligation 16 in
-// docs/drivers.md. A driver declares the capability
-// (driver.Capabilities.Metadata, ListMetadata); one that does not has
-// these checks skipped, saying so, and the lease stores its stamps
-// nowhere on it.
+// The checks of user metadata, obligation 16 in docs/drivers.md; skipped
+// where the driver does not declare Capabilities.Metadata.
 
-// noMetadata is the message of a check skipped because the driver does not
-// declare metadata.
+// noMetadata is the skip message where the driver declares no metadata.
 const noMetadata = "the driver does not declare metadata (driver.Capabilities.Metadata is false): " +
 	"it writes without PutOptions.Metadata, and a caller that needs it must not use it"
 
@@ -32,8 +27,7 @@ const noMetadata = "the driver does not declare metadata (driver.Capabilities.Me
 // the portable rule allows, which no service may encode, trim or fold.
 const printable = "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~ x"
 
-// declaresMetadata returns skipped unless the driver under test declares
-// metadata.
+// declaresMetadata returns skipped unless the driver declares metadata.
 func (s *scope) declaresMetadata() error {
 	if !s.raw.Capabilities().Metadata {
 		return skipped{noMetadata}
@@ -107,8 +101,7 @@ func streamMeta(ctx context.Context, b driver.Bucket, key string, r io.Reader, c
 }
 
 // metadataRoundtrip: a write's metadata comes back exactly, replaces the
-// old version's, is empty for a write without it, and is never seen apart
-// from its body by a concurrent reader.
+// old, is empty without it, and never parts from its body.
 func metadataRoundtrip(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
@@ -146,12 +139,9 @@ func metadataRoundtrip(ctx context.Context, s *scope) error {
 	return concurrentReader(ctx, s, s.key("watched"))
 }
 
-// concurrentReader overwrites key several times, each body with metadata
-// naming it, while another goroutine reads it: every read must report the
-// metadata of the body it returned. A driver that sets the metadata in a
-// second request after the one that makes the object visible (or reads it
-// from a second request after the body's) lets a reader see a body with
-// another version's metadata.
+// concurrentReader overwrites key with bodies whose metadata names them
+// while another goroutine reads: each read must report its body's metadata,
+// which a driver setting or reading metadata in a second request fails.
 func concurrentReader(ctx context.Context, s *scope, k string) error {
 	const writes = 6
 	body := func(i int) []byte { return []byte("write " + strconv.Itoa(i)) }
@@ -193,8 +183,7 @@ func concurrentReader(ctx context.Context, s *scope, k string) error {
 	return bad
 }
 
-// metadataStreamed: a streamed write of more than one part stores its
-// metadata, and replaces the old version's.
+// metadataStreamed: a multi-part streamed write stores and replaces metadata.
 func metadataStreamed(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
@@ -227,8 +216,7 @@ func metadataStreamed(ctx context.Context, s *scope) error {
 	return holdsMeta(ctx, s.b, k, []byte("short"), short, "a streamed write of a body shorter than one part with metadata")
 }
 
-// metadataRefusedWrite: a write whose condition is refused changes neither
-// the body nor the metadata.
+// metadataRefusedWrite: a refused write changes neither body nor metadata.
 func metadataRefusedWrite(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
@@ -352,8 +340,7 @@ var invalidMetadata = []struct {
 		"c": strings.Repeat("v", 250), "d": strings.Repeat("v", 250), "e": strings.Repeat("v", 100)}},
 }
 
-// metadataInvalid: metadata outside the portable rule is refused with
-// ErrInvalidMetadata, and nothing is written.
+// metadataInvalid: non-portable metadata gets ErrInvalidMetadata, no write.
 func metadataInvalid(ctx context.Context, s *scope) error {
 	if err := s.declaresMetadata(); err != nil {
 		return err
@@ -397,7 +384,6 @@ func metadataInvalid(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// metadataChecks are the checks of this file; suite.go orders them.
 var metadataChecks = []check{
 	check{
 		name: "metadata-roundtrip",

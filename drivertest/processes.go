@@ -20,25 +20,13 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The check of exclusion between operating-system processes
-// (exclusion-across-processes), obligation 3 in docs/drivers.md. Every other race runs on one Bucket in one process, which
-// a driver that serialises its conditional writes with a mutex of its own
-// (a sync.Mutex where the service's transaction, or a file lock, belongs)
-// passes. Here the test that called Run runs again in child processes,
-// each opening a bucket of its own from Options.URL, and they race on the
-// same keys; the suite's process only prepares the keys, starts the race
-// and judges it.
-//
-// A child is the test binary (os.Executable) started with -test.run
-// selecting the check's subtest and childEnv naming its index and the
-// file that describes its work (xprocSpec). It runs the calling test from
-// its start, so the test's own set-up runs in each child, and Run, seeing
-// childEnv, runs the child's part (raceAsChild) in that subtest and no
-// other check. A child opens its bucket, reads a key the suite wrote (so
-// that a URL naming another bucket is caught before the race), prints its
-// ready token on stdout and waits for "go" on stdin; the suite sends it to
-// every child at once. Each child writes its outcomes to a file of its
-// own, which the suite reads once the child has exited.
+// exclusion-across-processes (obligation 3): a driver that serialises its
+// conditional writes with a mutex of its own passes every race in one
+// process, so here the test that called Run runs again in child processes
+// (the test binary, -test.run selecting this subtest, childEnv naming its
+// work), each opening Options.URL, racing on the same keys. A child reads a
+// key the suite wrote (catching a URL naming another bucket), prints ready,
+// waits for "go" on stdin, and writes its outcomes to a file of its own.
 
 // xprocName is the check's name.
 const xprocName = "exclusion-across-processes"
@@ -67,7 +55,6 @@ var xprocCheck = check{
 	run: exclusionAcrossProcesses,
 }
 
-// processChecks are the checks of this file; suite.go orders them.
 var processChecks = []check{xprocCheck}
 
 func needsURL(o Options) string {
@@ -99,9 +86,8 @@ type xprocSpec struct {
 	Dir        string           // where a child writes its result
 }
 
-// xprocResult is what a child reports: for each phase, one letter per key
-// (w: succeeded, r: refused with ErrPrecondition, u: ErrOutcomeUnknown,
-// e: any other error), and the errors of the e's.
+// xprocResult is a child's report: per phase one letter per key (w won, r
+// ErrPrecondition, u ErrOutcomeUnknown, e other), and the e's errors.
 type xprocResult struct {
 	Err    string // why the child did not race, if it did not
 	Create string
@@ -117,8 +103,7 @@ func (sp *xprocSpec) resultPath(i int) string {
 // xprocBody is what process p writes to a key raced with small bodies.
 func xprocBody(p int) []byte { return []byte("process " + strconv.Itoa(p)) }
 
-// xprocSeed is the seed of the streamed body (newBody) process p writes to
-// stream key k.
+// xprocSeed is the newBody seed process p streams to stream key k.
 func xprocSeed(p, k int) uint64 { return uint64(1000*(k+1) + p) }
 
 func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
@@ -142,8 +127,7 @@ func exclusionAcrossProcesses(ctx context.Context, s *scope) error {
 	return judgeRace(ctx, s, sp, results)
 }
 
-// prepareRace writes the keys the children race on, and their spec in
-// dir, whose path it returns.
+// prepareRace writes the raced keys and their spec in dir, returning its path.
 func prepareRace(ctx context.Context, s *scope, dir string) (*xprocSpec, string, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -200,9 +184,8 @@ func judgeRace(ctx context.Context, s *scope, sp *xprocSpec, results []xprocResu
 			return bytes.Equal(data, xprocBody(p)), nil
 		}
 	}
-	// Two winners of one key are the failure whatever else went wrong;
-	// a key with no winner, or without its winner's write, is one only
-	// where no write failed otherwise, since such a write may explain it.
+	// Two winners are a failure whatever else went wrong; no winner, or a
+	// missing write, only where no write failed otherwise.
 	var several, other []string
 	for _, ph := range []struct {
 		what string
@@ -241,11 +224,9 @@ func judgeRace(ctx context.Context, s *scope, sp *xprocSpec, results []xprocResu
 	return nil
 }
 
-// judge returns what is wrong with one phase of the race: keys with
-// several winners (several), and keys with none or that do not hold their
-// winner's write (other). outs holds each process's outcome letters;
-// hold(k)(p) says whether key k holds process p's write, which settles an
-// unknown outcome.
+// judge returns the keys of one phase with several winners, and those with
+// none or not holding their winner's write; hold(k)(p) settles an unknown
+// outcome.
 func judge(what string, keys []string, outs []string, hold func(k int) func(p int) (bool, error)) (several, other []string, err error) {
 	var many, none, wrong []string
 	for k, key := range keys {
@@ -350,8 +331,7 @@ func (o *childOutput) tail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// runPattern is a -test.run pattern that selects exactly the (sub)test
-// named name.
+// runPattern is a -test.run pattern selecting exactly the (sub)test name.
 func runPattern(name string) string {
 	parts := strings.Split(name, "/")
 	for i, p := range parts {
@@ -360,10 +340,8 @@ func runPattern(name string) string {
 	return strings.Join(parts, "/")
 }
 
-// runChildren starts the children, waits until each is ready, tells them
-// all to go, and returns their results once all have exited. Every child
-// it started has exited when it returns: those still running on a
-// failure, or when ctx ends, are killed.
+// runChildren starts the children, tells them all to go once each is
+// ready, and returns their results; every child has exited when it returns.
 func runChildren(ctx context.Context, exe string, sp *xprocSpec, specPath string) ([]xprocResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var children []*child

@@ -18,7 +18,6 @@ import (
 
 // Put and its conditions, alone and under concurrency: obligation 3.
 
-// putChecks are the checks of this file; suite.go orders them.
 var putChecks = []check{
 	check{
 		name:   "put-if-absent-new",
@@ -162,18 +161,14 @@ var putChecks = []check{
 	},
 }
 
-// largeSize is above the single-request thresholds of the common SDKs
-// (16 MiB parts and chunks), so that a driver which lets a big body slip
-// into a multipart or resumable upload, where the precondition may not
-// apply, is caught.
+// largeSize is above the common SDKs' single-request thresholds (16 MiB),
+// catching a big body slipping into a multipart upload without its condition.
 const largeSize = 17 << 20
 
 // notStored fails a large conditional write that reported success or
-// ErrNotExist. A service may answer a refused request before it has read a
-// large body and hang up on the rest (MinIO does, under load, when the
-// client's Expect: 100-continue wait runs out), so the client sees a broken
-// connection rather than the 412: that is still a refusal, and unchanged,
-// which the caller checks next, proves nothing was stored.
+// ErrNotExist. A service may answer a refusal before reading a large body
+// and hang up (MinIO under load), so a broken connection is still a refusal
+// once the caller finds the object unchanged.
 func notStored(what string, err error) error {
 	switch {
 	case err == nil:
@@ -184,9 +179,8 @@ func notStored(what string, err error) error {
 	return nil
 }
 
-// raced is what the writers of a race got: those that succeeded, with
-// the versions they got; those whose outcome is unknown; and the errors
-// other than ErrPrecondition, as outcome text.
+// raced is what the writers of a race got: winners with their versions,
+// unknown outcomes, and other errors as outcome text.
 type raced struct {
 	winners []int
 	vers    map[int]driver.Version
@@ -256,9 +250,8 @@ func raceIfAbsent(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// counter is the body casCounter increments: the count, then the token of
-// every increment that made it, one a line, so that a worker whose write
-// had an unknown outcome can tell from the object whether it landed.
+// counter is casCounter's body: the count, then each landed increment's
+// token, so a worker with an unknown outcome can tell whether it landed.
 type counter struct {
 	n      int
 	tokens []string
@@ -308,9 +301,8 @@ func casCounter(ctx context.Context, s *scope) error {
 				token := fmt.Sprintf("w%d-a%d", w, attempts)
 				c.n++
 				c.tokens = append(c.tokens, token)
-				// Widen the read-to-write window as network latency would,
-				// so that a store ignoring IfMatch loses increments even
-				// when it answers in microseconds.
+				// Widen the read-to-write window as latency would, so a store
+				// ignoring IfMatch loses increments even when fast.
 				time.Sleep(time.Duration(mrand.IntN(300)) * time.Microsecond)
 				_, err = put(ctx, s.b, k, c.bytes(), driver.IfMatch(v))
 				switch {

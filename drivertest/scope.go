@@ -44,27 +44,17 @@ func (s *scope) cleanup() {
 	}
 }
 
-// lateSettle is how long the sweep of late writes waits for the writes
-// that checks gave up on to land.
+// lateSettle is how long the sweep waits for abandoned writes to land.
 const lateSettle = time.Second
 
-// lateWrites are the scopes of the checks of one run that did not pass: a
-// check that ran out of time, or whose operation failed or was cut off,
-// abandoned requests that the service may still apply after its clean-up.
-// Every failed check counts, not only those marked Errored: a failure
-// whose cause the recorder did not see (a check's own deadline, say) may
-// have abandoned one too, and probe swept after those before this moved
-// here.
+// lateWrites are the scopes of the run's failed checks, which may have
+// abandoned requests the service applies after their clean-up.
 type lateWrites struct{ scopes []*scope }
 
 func (l *lateWrites) add(s *scope) { l.scopes = append(l.scopes, s) }
 
-// sweep removes what those writes left, once, at the end of the run: it
-// waits lateSettle (an interrupted run, ctx ended, skips it), then removes
-// each scope's keys and every key under the
-// scope's own prefix (its run id and check name: nothing else writes
-// there), such as a lease's probe objects. A write later still than that
-// is beyond any clean-up. Errors are ignored: the results are settled.
+// sweep waits lateSettle (unless ctx ended), then removes each scope's keys
+// and everything under its prefix. Errors are ignored: results are settled.
 func (l *lateWrites) sweep(ctx context.Context) {
 	if len(l.scopes) == 0 {
 		return

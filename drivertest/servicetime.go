@@ -11,28 +11,21 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/objects"
 )
 
-// The service's time: obligation 15 in docs/drivers.md.
-// Reporting it is optional, so a driver that reports nothing has these
-// checks skipped, with a message saying so; one that reports must report
-// plausible times for every Get and Put that got an answer.
+// The service's time (obligation 15): optional, but a driver that reports
+// it must report plausible times for every answered Get and Put.
 
-// machineSkew is how far the service's reported clock may be from this
-// machine's before the checks call it implausible: loose, so that a check
-// against a real service does not fail on a machine whose clock is a little
-// off, and still far tighter than an hour off or a zero year.
+// machineSkew is how far the service's clock may be from this machine's:
+// loose for a slightly wrong machine, tight against an hour or a zero year.
 const machineSkew = 5 * time.Minute
 
-// maxResolution is the coarsest Resolution the checks accept: FAT's two
-// seconds.
+// maxResolution is the coarsest Resolution accepted: FAT's two seconds.
 const maxResolution = 2 * time.Second
 
-// freshness is how long after a write's answer the checks allow its Get's
-// Date to be, beyond the resolution: the write, its answer and the Get
-// take well under it on any service.
+// freshness is how much earlier than its Date, beyond the resolution, a
+// Get just after a write may date the object.
 const freshness = 10 * time.Second
 
-// noServiceTime is the message of a check skipped because the driver
-// reports no service time.
+// noServiceTime is the skip message where the driver reports no time.
 const noServiceTime = "no service time: the driver reports none (Attrs.Time.Date is zero; reporting it is optional, " +
 	"and the lease then judges a record's age on this machine's clock alone)"
 
@@ -46,8 +39,7 @@ type timed struct {
 // timeOf returns the service time a has.
 func timeOf(a driver.Attrs) timed { return timed{t: a.Time, reported: !a.Time.Date.IsZero()} }
 
-// timedGet reads key, body and all, and returns the service time of its
-// Attrs, also with an error.
+// timedGet reads key, body and all, and returns its service time.
 func timedGet(ctx context.Context, b driver.Bucket, key string) (timed, driver.Version, error) {
 	rc, a, err := b.Get(ctx, key, driver.GetOptions{})
 	if err != nil {
@@ -58,8 +50,7 @@ func timedGet(ctx context.Context, b driver.Bucket, key string) (timed, driver.V
 	return timeOf(a), a.Version, err
 }
 
-// timedPut writes key and returns the service time of its Attrs, also
-// with an error.
+// timedPut writes key and returns its service time.
 func timedPut(ctx context.Context, b driver.Bucket, key string, data []byte, cond driver.Condition) (timed, driver.Version, error) {
 	a, err := b.Put(ctx, key, data, driver.PutOptions{If: cond})
 	return timeOf(a), a.Version, err
@@ -78,9 +69,8 @@ func plausible(what string, t driver.ServiceTime) error {
 	return nil
 }
 
-// fresh fails unless a Get's report, made just after a write, states a
-// modification time no later than its Date (allowing the resolution) and
-// no more than freshness before it.
+// fresh fails unless a Get's modification time is no later than its Date
+// (allowing the resolution) and no more than freshness before it.
 func fresh(what string, t driver.ServiceTime) error {
 	if err := plausible(what, t); err != nil {
 		return err
@@ -100,11 +90,8 @@ func fresh(what string, t driver.ServiceTime) error {
 	return nil
 }
 
-// writtenBy fails unless get, a Get's report just after the Put whose
-// report is put, states a modification time no later than that Put's Date
-// plus the resolution: the object was written by the time the Put was
-// answered, and nothing has written it since. (A driver that reports the
-// time of the read, or its Date, as the modification time fails here.)
+// writtenBy fails unless get's modification time is no later than put's
+// Date plus the resolution (a driver reporting the read's time fails).
 func writtenBy(what string, put, get driver.ServiceTime) error {
 	if !put.Date.IsZero() && get.Modified.After(put.Date.Add(max(put.Resolution, get.Resolution))) {
 		return fmt.Errorf("the Get reported the object modified at %s, after %s answered at %s (resolution %v), "+
@@ -114,7 +101,6 @@ func writtenBy(what string, put, get driver.ServiceTime) error {
 	return nil
 }
 
-// serviceTimeChecks are the checks of this file; suite.go orders them.
 var serviceTimeChecks = []check{
 	check{
 		name: "service-time",
@@ -152,10 +138,8 @@ var serviceTimeChecks = []check{
 				return fmt.Errorf("the Get's Date %s is before the Date %s of the Put it followed",
 					get1.t.Date.UTC().Format(time.RFC3339Nano), put1.t.Date.UTC().Format(time.RFC3339Nano))
 			}
-			// The second write starts at least pause after the first one
-			// was done. A reading is at most Resolution earlier than the
-			// true time, so the second Modified plus Resolution is at least
-			// the first Modified plus pause.
+			// A reading is at most Resolution early, so the second Modified plus
+			// Resolution is at least the first plus pause.
 			res := max(get1.t.Resolution, put1.t.Resolution)
 			pause := min(res+100*time.Millisecond, 1100*time.Millisecond)
 			select {

@@ -16,10 +16,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-// The checks of streamed writes (Bucket.PutStream), obligation 13 in
-// docs/drivers.md. Bodies are a few parts of
-// driver.MinPartSize, so that every driver's multipart path runs while the
-// checks stay small.
+// Streamed writes (obligation 13); bodies are a few parts of
+// driver.MinPartSize so every multipart path runs.
 
 // streamOpts is what the checks stream with: the smallest part size every
 // driver accepts, two parts at once.
@@ -27,8 +25,7 @@ func streamOpts(gate func() error) *driver.StreamOptions {
 	return &driver.StreamOptions{PartSize: driver.MinPartSize, Concurrency: 2, MayStart: gate}
 }
 
-// streamBig is a body of more than two parts, not a multiple of the part
-// size.
+// streamBig is a body of more than two parts, not a multiple of the part size.
 const streamBig = 2*driver.MinPartSize + 3<<20 + 17
 
 // body is a reproducible body of n bytes, of unknown length to its reader
@@ -83,16 +80,14 @@ func holdsBody(ctx context.Context, b driver.Bucket, key string, seed uint64, n 
 	}
 }
 
-// stream writes the body read from r under key with PutStream if cond
-// holds, without metadata, and returns the version it created.
+// stream streams r under key if cond holds and returns the new version.
 func stream(ctx context.Context, b driver.Bucket, key string, r io.Reader, cond driver.Condition, opts *driver.StreamOptions) (driver.Version, error) {
 	a, err := b.PutStream(ctx, key, r, driver.PutOptions{If: cond}, opts)
 	return a.Version, err
 }
 
-// notStreamed turns the ErrUnsupported of a driver that cannot stage parts
-// (its PutStream is driver.PutWhole, which refuses a body over part size
-// × concurrency) into skipped.
+// notStreamed turns driver.PutWhole's ErrUnsupported (a body over part
+// size × concurrency) into skipped.
 func notStreamed(err error) error {
 	if errors.Is(err, driver.ErrUnsupported) {
 		return skipped{"the driver cannot stream this body: " + err.Error()}
@@ -100,9 +95,7 @@ func notStreamed(err error) error {
 	return nil
 }
 
-// pendingBefore returns the uploads pending on key before a write, where
-// the suite can see them (nil where it cannot), for nonePending to tell
-// what the write left from what was there already.
+// pendingBefore returns the uploads pending on key, where visible.
 func (s *scope) pendingBefore(ctx context.Context, key string) ([]string, error) {
 	pending := s.pendingOf()
 	if pending == nil {
@@ -115,16 +108,11 @@ func (s *scope) pendingBefore(ctx context.Context, key string) ([]string, error)
 	return ups, err
 }
 
-// nonePending fails if the failed streamed write whose error is werr left
-// an upload pending under key (one not in before, what pendingBefore saw
-// ahead of it) where the suite can see one: through ListPending where the
-// driver is a PendingLister, else through Options.Pending; with neither it
-// proves nothing (streamFailedLeavesNothing says so). An upload the
-// write's error declares left (leftDeclared) is accepted. A listing may
-// lag an abort (AWS documents ListMultipartUploads as eventually
-// consistent, and Versity S3 Gateway was seen listing an upload it had
-// just aborted), so an upload still listed is looked for again, for up to
-// pendingGrace, before it counts as left behind.
+// nonePending fails if the failed write (werr) left an upload pending on key
+// that was not in before, seen through ListPending or Options.Pending; one
+// leftDeclared is accepted. A listing may lag an abort (AWS documents it as
+// eventually consistent; Versity was seen doing so), so one still listed is
+// looked for again for up to pendingGrace.
 func (s *scope) nonePending(ctx context.Context, key string, before []string, werr error) error {
 	pending := s.pendingOf()
 	if pending == nil || leftDeclared(werr) {
@@ -160,12 +148,9 @@ func (s *scope) nonePending(ctx context.Context, key string, before []string, we
 	}
 }
 
-// leftDeclared reports whether err declares that what the write staged is
-// left behind because the service has no call that removes it: a
-// *multipart.UploadError with Staged, not Aborted, and no AbortErr (an Azure
-// block, a GCS resumable session, each discarded by the service when it
-// expires). A write on a service that has such a call must abort, so an
-// abort that failed (AbortErr) does not excuse what it left.
+// leftDeclared reports whether err declares what the write staged left
+// because the service cannot remove it: a *multipart.UploadError with
+// Staged, not Aborted, and no AbortErr (a failed abort excuses nothing).
 func leftDeclared(err error) bool {
 	var ue *multipart.UploadError
 	return errors.As(err, &ue) && ue.Staged && !ue.Aborted && ue.AbortErr == nil
@@ -186,8 +171,7 @@ func declared(err error) string {
 	}
 }
 
-// pendingOf returns how the suite sees the uploads pending on a key
-// (their names), or nil where it cannot.
+// pendingOf returns the uploads pending on key, or nil where unseen.
 func (s *scope) pendingOf() func(ctx context.Context, key string) ([]string, error) {
 	if pl, ok := s.b.(multipart.PendingLister); ok {
 		return func(ctx context.Context, key string) ([]string, error) {
@@ -218,9 +202,8 @@ func (s *scope) pendingOf() func(ctx context.Context, key string) ([]string, err
 	return nil
 }
 
-// pendingGrace is how long an aborted upload may still be listed. A
-// variable so that this package's own tests, whose buckets list at once,
-// do not wait it out for every upload a broken driver leaves.
+// pendingGrace is how long an aborted upload may still be listed; a
+// variable so this package's tests need not wait it out.
 var pendingGrace = 3 * time.Second
 
 func streamRoundTrip(ctx context.Context, s *scope) error {
@@ -251,8 +234,7 @@ func streamRoundTrip(ctx context.Context, s *scope) error {
 	return unchanged(ctx, s.b, k, []byte("small"), v2)
 }
 
-// streamChecks are the checks of this file, streamcommit.go and
-// streamfail.go; suite.go orders them.
+// streamChecks include those of streamcommit.go and streamfail.go.
 var streamChecks = []check{
 	check{
 		name:   "stream-if-absent-existing",

@@ -10,9 +10,8 @@ import (
 	"github.com/mushroomdb/bucketlease/driver/multipart"
 )
 
-// The streamed-write checks (stream.go) of a condition that must hold at
-// the commit: refused over an existing key or a superseded version, and
-// exactly one winner among concurrent IfAbsent writers.
+// Streamed writes whose condition must hold at the commit, and one winner
+// among concurrent IfAbsent writers.
 
 // refusedAtCommit checks a streamed write whose condition fails: the error
 // is ErrPrecondition, names the abort, and nothing changed.

@@ -11,13 +11,11 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The streamed-write checks (stream.go) of a write that fails before its
-// commit (its context cancelled, MayStart refusing, its reader failing):
-// it stores nothing and leaves no upload pending.
+// Streamed writes that fail before the commit store nothing and leave no
+// upload pending.
 
-// cancelingBody yields the body until after bytes, then cancels the
-// write's context and from then on yields one byte per read, as a slow
-// producer does, until the body ends.
+// cancelingBody yields the body past bytes, then cancels the write's context
+// and yields one byte per read, as a slow producer does.
 type cancelingBody struct {
 	r      io.Reader
 	after  int64
@@ -120,14 +118,11 @@ func streamMayStartRefused(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// errBodyFailed is the error (other than io.ErrUnexpectedEOF) that the
-// body of stream-reader-fails returns.
+// errBodyFailed is stream-reader-fails' error other than ErrUnexpectedEOF.
 var errBodyFailed = errors.New("drivertest: the body's reader failed")
 
-// failingBody yields the body newBody(seed, at) and then fails with err:
-// the read that reaches byte at returns its last bytes together with err
-// (as a reader may), and every read after it returns err alone, as a cut
-// HTTP body, a gzip or a tar reader does.
+// failingBody yields newBody(seed, at), then fails with err: with the last
+// bytes, then alone on every later read, as a cut HTTP body does.
 type failingBody struct {
 	r    io.Reader
 	at   int64
@@ -156,14 +151,11 @@ func (f *failingBody) Read(p []byte) (int, error) {
 // failed reports whether err is the failure this body was made to return.
 func (f *failingBody) failed(err error) bool { return errors.Is(err, f.err) }
 
-// streamReaderFails streams bodies whose reader fails, with
-// io.ErrUnexpectedEOF and with another error, mid-part, exactly at a part
-// boundary, and within a body shorter than one part (which most drivers
-// send as one request): the write must fail with an error wrapping the
-// reader's, commit nothing (a new key stays absent, an existing one
-// unchanged, under IfAbsent, IfMatch and no condition alike), and leave
-// no upload pending. It also checks driver.PutWhole, the PutStream of a
-// driver that cannot stage parts.
+// streamReaderFails streams bodies whose reader fails (with
+// io.ErrUnexpectedEOF or another error; mid-part, at a boundary, or in a
+// one-part body): the write must fail wrapping the reader's error, commit
+// nothing under any condition, and leave no upload pending. It checks
+// driver.PutWhole too.
 func streamReaderFails(ctx context.Context, s *scope) error {
 	existing := s.key("existing")
 	v, err := seed(ctx, s.b, existing, []byte("keep"))
@@ -220,21 +212,13 @@ func streamReaderFails(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// streamFailedLeavesNothing fails three streamed writes of three parts on
-// one key, each in its own way (refused at the commit, MayStart refusing
-// the commit, cancelled mid-body), and then looks for what they left
-// where the suite can: the key (its old object), a listing of the check's
-// prefix (a driver that stages under other keys of the bucket shows them
-// there), and the uploads pending on the key (ListPending or
-// Options.Pending), each write's against what was pending before it,
-// where only what its error declares left (leftDeclared) may remain. A
-// driver that cannot take a body of three parts (driver.PutWhole) is given
-// bodies of part size × concurrency, the most it takes, with MayStart
-// refusing the one call before its one write. An upload staged where
-// neither Get nor List reaches (an S3 multipart upload, the file driver's
-// staged file) is beyond the suite's sight without ListPending or
-// Options.Pending: the check then proves the rest and reports itself
-// skipped, saying so, since an error's word that it aborted is no proof.
+// streamFailedLeavesNothing fails three streamed writes on one key (refused
+// at the commit, MayStart refusing, cancelled mid-body) and looks for what
+// they left: the key, a listing of the prefix, and the uploads pending
+// (beyond leftDeclared). Without ListPending or Options.Pending it proves
+// the rest and reports itself skipped, since an error's word that it
+// aborted is no proof. A PutWhole driver gets bodies of part size ×
+// concurrency.
 func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("keep"))
@@ -243,10 +227,7 @@ func streamFailedLeavesNothing(ctx context.Context, s *scope) error {
 	}
 	size, gateAfter := int64(streamBig), int32(3)
 	var asked atomic.Int32
-	// write makes one failing write on k and checks what it left; a driver
-	// that cannot take the body (driver.PutWhole) is from then on given
-	// one of part size × concurrency, the most it takes, which it writes
-	// with one Put, MayStart asked once, right before it.
+	// write makes one failing write on k and checks what it left.
 	write := func(what string, seed uint64, cond driver.Condition, gate func() error, want error) error {
 		before, err := s.pendingBefore(ctx, k)
 		if err != nil {

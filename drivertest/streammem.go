@@ -12,17 +12,12 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The memory a streamed write holds (obligation 13): a driver that
-// streams holds about part size × concurrency bytes of the body, never
-// the whole of it, however long the body is. The check streams a body
-// many parts long while it samples this process's heap, and fails a
-// driver whose heap grew by half the body: four times what the write may
-// hold, and far less than a driver that buffers the body holds.
+// The memory a streamed write holds (obligation 13): about part size ×
+// concurrency, never the whole body. The check fails a driver whose heap
+// grew by half a body many parts long.
 
-// memParts is how many parts the body is long: 80 MiB at the minimum part
-// size, so that half of it (the bound) is about three times the part
-// size × concurrency (plus the garbage collector's slack) that a
-// streaming driver may hold.
+// memParts makes the body 80 MiB at the minimum part size: half of it is
+// about three times what a streaming driver may hold.
 const memParts = 16
 
 // heapSample is the runtime metric the check samples: the bytes of heap
@@ -101,7 +96,6 @@ func streamMemoryBounded(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// memChecks are the checks of this file; suite.go orders them.
 var memChecks = []check{{
 	name: "stream-memory-bounded",
 	expect: "a streamed write of a body of 16 parts grows this process's heap by less than half the body " +

@@ -6,13 +6,8 @@ import (
 )
 
 // order is the suite: every check by name, in the order it runs and Names
-// reports it. It is the one place the order is decided (Names is API, and
-// the order must not follow file names): a check defined in a file of its
-// obligation is run only once it is listed here, and a name listed here
-// must be defined exactly once (suite builds checks and panics otherwise,
-// which every test of this package shows at once). New checks go after
-// the ones a published compatibility table was measured with, so that
-// the table's columns keep their order (lab/compat).
+// reports it (not file order). suite panics unless each name is defined
+// exactly once. New checks go last, so lab/compat's table keeps its columns.
 var order = []string{
 	// The declaration, and Get (obligations 1, 2).
 	"capabilities-declared",
@@ -79,12 +74,10 @@ var order = []string{
 	"stream-reader-fails",
 	// Keys that XML 1.0 cannot carry list back exactly.
 	"list-nonchar-keys",
-	// The service's time, where the driver reports it
-	// (obligation 15).
+	// The service's time, where the driver reports it (obligation 15).
 	"service-time",
 	"service-time-refused",
-	// User metadata, where the driver declares it
-	// (obligation 16).
+	// User metadata, where the driver declares it (obligation 16).
 	"metadata-roundtrip",
 	"metadata-streamed",
 	"metadata-refused-write",
@@ -92,8 +85,7 @@ var order = []string{
 	"metadata-invalid",
 	"lease-stamps",
 	"lease-epoch",
-	// A listing of a prefix no key can start with is refused
-	// (obligation 14).
+	// A listing of a prefix no key can start with is refused (obligation 14).
 	"list-invalid-prefix",
 	// A streamed write whose commit is held past another holder's write
 	// is dated no earlier than its commit (obligation 15).
@@ -101,9 +93,7 @@ var order = []string{
 	// Conditional writes raced between operating-system processes, each
 	// with a bucket of its own from Options.URL (obligation 3).
 	"exclusion-across-processes",
-	// A failed streamed write leaves nothing, seen without ListPending
-	// too (obligation 13); a version changes with the bytes
-	// (obligation 5).
+	// A failed streamed write leaves nothing (13); versions (5).
 	"stream-failed-leaves-nothing",
 	"version-a-b-a",
 	// A streamed write holds part size × concurrency bytes of its body,
@@ -114,9 +104,8 @@ var order = []string{
 // checks is the suite in order.
 var checks = suite(order, getChecks, putChecks, versionChecks, deleteChecks, failureChecks, keyChecks, leaseChecks, leaseClockChecks, cancelChecks, streamChecks, listChecks, wireChecks, serviceTimeChecks, metadataChecks, visibleChecks, processChecks, memChecks)
 
-// suite returns the checks defined in defs in the order of names, and
-// panics if a name is not defined exactly once or a check is defined but
-// not listed.
+// suite returns defs in the order of names, and panics unless each name is
+// defined exactly once and each check listed.
 func suite(names []string, defs ...[]check) []check {
 	byName := map[string]check{}
 	for _, c := range slices.Concat(defs...) {

@@ -11,7 +11,6 @@ import (
 
 // Versions: what IfMatch may name, and that the next one cannot be guessed (obligations 4 and 5).
 
-// versionChecks are the checks of this file; suite.go orders them.
 var versionChecks = []check{
 	check{
 		name:   "version-a-b-a",
@@ -56,10 +55,8 @@ var versionChecks = []check{
 	},
 }
 
-// versionUnguessable writes one key several times and fails if a version
-// is FakeVersion of an earlier one: the lease's probe relies on IfMatch of
-// a made-up version being refused, and with versions that count up, the
-// made-up version is the next real one.
+// versionUnguessable fails if a version is FakeVersion of an earlier one:
+// the lease's probe relies on IfMatch of a made-up version being refused.
 func versionUnguessable(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	v, err := seed(ctx, s.b, k, []byte("0"))
@@ -89,12 +86,9 @@ func versionUnguessable(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// versionABA writes A, B and A again to one key. A version must change
-// whenever the body does; it may come back when the same bytes are
-// written again (S3's ETag is the body's MD5), in which case IfMatch
-// cannot tell A→B→A from no write at all (the lease never writes one
-// record twice: see obligation 5). The bodies are of one length, so that
-// versions derived from less than the whole body fail.
+// versionABA writes A, B, A: the version must change with the body, and may
+// come back with the same bytes (S3's ETag; see obligation 5). Equal-length
+// bodies catch versions derived from part of the body.
 func versionABA(ctx context.Context, s *scope) error {
 	k := s.key("obj")
 	a, b := []byte("AAAA version-a-b-a"), []byte("BBBB version-a-b-a")

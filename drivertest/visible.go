@@ -12,18 +12,13 @@ import (
 	"github.com/mushroomdb/bucketlease/driver"
 )
 
-// The date of a held commit: obligation 15 of the driver package's
-// documentation, for a streamed write whose commit is held back. A reader
-// that judges late writes (admin.LateBy, bucketlease list --late) trusts
-// an object's modification time to be no earlier than the moment the
-// object became visible: a writer held between staging its body and the
-// commit while another holder takes over must not read as having written
-// before the takeover.
+// The date of a held commit (obligation 15): admin.LateBy trusts an
+// object's modification time to be no earlier than when it became visible,
+// so a writer held before its commit while another takes over must not read
+// as having written before the takeover.
 
-// maxHolds bounds how many times the check holds a streamed write: a
-// driver asks MayStart after the body's end before its last part (if it
-// reads ahead) and before the commit, so two at most; one more is
-// tolerated.
+// maxHolds bounds the MayStart calls held: the last part's (reading ahead)
+// and the commit's, plus one tolerated.
 const maxHolds = 3
 
 // eofWatch is a body that records when its reader has returned io.EOF.
@@ -40,15 +35,10 @@ func (w *eofWatch) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// heldCommit streams a body of three parts to a new key and holds every
-// MayStart asked after the body's end (the commit's, and the last part's
-// in a driver that reads ahead) for more than twice the service's
-// Resolution, then writes another key (the takeover) and notes the Date
-// its Put reported. Once the streamed write returns, its Get's
-// modification time, and its listing's where the driver lists, must not
-// read earlier than that Date, allowing the Resolution: the object became
-// visible after the takeover's answer. A driver that dates an object by
-// when its body was staged fails here.
+// heldCommit streams three parts to a new key, holds each MayStart after the
+// body's end past twice the Resolution, and writes another key meanwhile
+// (the takeover). The streamed object's Get and List times must not read
+// earlier than the takeover's Date, allowing the Resolution.
 func heldCommit(ctx context.Context, s *scope) error {
 	k, other := s.key("held"), s.key("takeover")
 	first, _, err := timedPut(ctx, s.b, other, []byte("before"), driver.Condition{})
@@ -129,9 +119,7 @@ func listedAfter(ctx context.Context, s *scope, k string, takeover time.Time, re
 	return fmt.Errorf("List of %q did not list the streamed write", k)
 }
 
-// visibleAfter fails unless mod, what a read stated as the held write's
-// modification time, is no earlier than takeover, the Date of an answer
-// given before the write became visible, allowing the resolution res.
+// visibleAfter fails if mod is earlier than takeover, allowing res.
 func visibleAfter(what string, mod, takeover time.Time, res, hold time.Duration) error {
 	if !mod.Add(res).Before(takeover) {
 		return nil
@@ -143,7 +131,6 @@ func visibleAfter(what string, mod, takeover time.Time, res, hold time.Duration)
 		takeover.UTC().Format(time.RFC3339Nano), res, hold)
 }
 
-// visibleChecks are the checks of this file; suite.go orders them.
 var visibleChecks = []check{
 	check{
 		name: "stream-dated-at-commit",

@@ -19,13 +19,9 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// The wire: checks that put a transport under the driver's own client
-// (Options.Transport), so that what the driver sends and how it reads a
-// reply are seen through its real client library: a reply without a
-// version, a wildcard version, a lost reply under the lease (obligations
-// 2, 4, 5 and 11).
+// The wire: checks with a transport under the driver's own client
+// (Options.Transport), obligations 2, 4, 5 and 11.
 
-// wireChecks are the checks of this file; suite.go orders them.
 var wireChecks = []check{
 	check{
 		name: "version-header-missing",
@@ -53,8 +49,7 @@ var wireChecks = []check{
 	},
 }
 
-// transportHook returns the hook that opens the driver under test with a
-// given transport: Transport, or the deprecated Lossy.
+// transportHook returns Options.Transport, or the deprecated Lossy.
 func (o Options) transportHook() func(http.RoundTripper) (driver.Bucket, error) {
 	if o.Transport != nil {
 		return o.Transport
@@ -69,10 +64,8 @@ func needsTransport(o Options) string {
 	return ""
 }
 
-// needsWire is needsTransport for the checks that also run with their
-// fault at the Bucket (Options.BucketFaults). Its message is
-// needsTransport's: probe prints it, and a driver that sends HTTP needs
-// the hook.
+// needsWire is needsTransport for checks that also run with
+// Options.BucketFaults; its message stays needsTransport's.
 func needsWire(o Options) string {
 	if o.transportHook() == nil && !o.BucketFaults {
 		return "Options.Transport is not set"
@@ -80,8 +73,7 @@ func needsWire(o Options) string {
 	return ""
 }
 
-// wire opens the driver under test through tr with Options.Transport, and
-// closes it (bucket.Bucket.Close) when the check ends.
+// wire opens the driver through tr and closes it when the check ends.
 func (s *scope) wire(tr http.RoundTripper) (driver.Bucket, error) {
 	b, err := s.opts.transportHook()(tr)
 	if err != nil {
@@ -165,11 +157,8 @@ func versionHeaderMissing(ctx context.Context, s *scope) error {
 }
 
 // matchParam reports whether a header or query parameter name carries a
-// write precondition: If-Match, If-None-Match, ifGenerationMatch,
-// x-ms-if-match and the like.
-func matchParam(name string) bool {
-	return strings.Contains(strings.ToLower(name), "match")
-}
+// write precondition (If-Match, ifGenerationMatch, x-ms-if-match, ...).
+func matchParam(name string) bool { return strings.Contains(strings.ToLower(name), "match") }
 
 // wildcardIn returns a description of the first precondition in req whose
 // value a service would read as a wildcard or a list, or "".
@@ -244,10 +233,9 @@ func wildcardNeverSent(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// armedBucket is the bucket Options.Transport returned (or the bucket
-// under test behind a faulty.LostReply), with the reply of the first
-// write request sent during the first Put of key with a condition that
-// sel selects dropped by the transport (or the wrapper).
+// armedBucket is the bucket Options.Transport returned (or one behind a
+// faulty.LostReply), dropping the reply of the first write of the first Put
+// of key whose condition sel selects.
 type armedBucket struct {
 	driver.Bucket
 	key   string
@@ -280,9 +268,8 @@ func leaseLostReplyWire(ctx context.Context, s *scope) error {
 	return leaseLostReply(ctx, s, wb, &armed, tr.Dropped, "on the wire")
 }
 
-// leaseLostReply acquires and renews a lease through b, whose next write
-// after armed is set has its reply lost (dropped counts those), and
-// requires both to be recognised as the lease's own.
+// leaseLostReply acquires and renews a lease through b, each with its
+// write's reply lost, and requires both recognised as the lease's own.
 func leaseLostReply(ctx context.Context, s *scope, b driver.Bucket, armed *atomic.Bool, dropped func() int, where string) error {
 	key := admin.Key(s.prefix)
 	c := clock.NewFake(leaseStart)

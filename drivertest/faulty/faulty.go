@@ -1,11 +1,7 @@
-// Package faulty wraps a driver.Bucket to misbehave in the ways real
-// services and networks do: ignore a write's condition, lie about a refusal,
-// lose a reply, refuse for its rate, report a wrong time. drivertest's live
-// checks and `bucketlease probe` put it in front of a real service to show
-// that a driver recovers; the negative controls of drivertest, the lease's
-// and the drivers' tests and the chaos workers use it to show that their
-// checks catch a broken store: a check that passes against these proves
-// nothing. A driver's author may do the same in its own tests.
+// Package faulty wraps a driver.Bucket to misbehave as real services and
+// networks do: ignore a write's condition, lie about a refusal, lose a
+// reply, refuse for its rate, report a wrong time. Negative controls use it
+// to show that a check catches a broken store.
 package faulty
 
 import (
@@ -99,15 +95,13 @@ func (c *Counting) Counts() (gets, puts, deletes int64) {
 	return c.gets.Load(), c.puts.Load(), c.deletes.Load()
 }
 
-// ErrReplyLost is what a LostReply bucket returns for a request it applied
-// but whose answer it threw away, like a client timeout after the service
-// acted.
+// ErrReplyLost is what LostReply returns for a write it applied but whose
+// answer it threw away.
 var ErrReplyLost = errors.New("faulty: reply lost after the request was applied")
 
-// LostReply applies writes to the inner bucket and, for those its Drop
-// function selects, throws the answer away and returns ErrReplyLost, or,
-// with AsRefusal, ErrPrecondition: what a client library's retry of a write
-// whose first attempt landed gets back.
+// LostReply applies writes and, for those Drop selects, returns
+// ErrReplyLost, or with AsRefusal ErrPrecondition (what a client's retry of
+// a landed write gets).
 type LostReply struct {
 	driver.Bucket
 	mu        sync.Mutex
@@ -152,9 +146,8 @@ func (l *LostReply) drop(op, key string, cond driver.Condition) bool {
 	return l.Drop != nil && l.Drop(op, key, cond)
 }
 
-// Failing runs Before ahead of every request; an error from it is returned
-// instead of sending the request. Before may block until ctx is done to
-// model a request hanging on the network.
+// Failing runs Before ahead of every request and returns its error instead
+// of sending; Before may block until ctx is done, as a hung request does.
 type Failing struct {
 	driver.Bucket
 	Before func(ctx context.Context, op, key string, cond driver.Condition) error

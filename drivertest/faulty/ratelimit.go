@@ -16,17 +16,11 @@ import (
 // a RateLimit bucket returns.
 var ErrKeyRateLimited = errors.New("faulty: 429 Too Many Requests: more than one write to this key within the interval")
 
-// RateLimit is a service that allows one write (Put or Delete, accepted or
-// refused for its condition) to one key per Interval, as R2 and Cloud
-// Storage allow about one a second: a write that comes sooner after the
-// key's latest admitted write is refused, before it reaches the inner
-// bucket, with an error wrapping driver.ErrRateLimited that carries
-// RetryAfter (what the service asks the client to wait). Reads are not
-// limited. Time is read from Clock's monotonic clock, so that lease tests
-// on a clock.Fake can use it. It declares the interval as its
-// KeyWriteInterval only if Declare is set: a driver that knows the limit,
-// or one that does not. List and PutStream go to the inner bucket,
-// unlimited, as does Close (io.Closer).
+// RateLimit allows one write (Put or Delete) to one key per Interval, as
+// R2 and Cloud Storage allow about one a second: a sooner write is refused
+// before it reaches the inner bucket with an error wrapping
+// driver.ErrRateLimited. Reads, List and PutStream are not limited. Time is
+// Clock's monotonic reading.
 type RateLimit struct {
 	driver.Bucket
 	Clock      clock.Clock   // nil: clock.System

@@ -10,22 +10,15 @@ import (
 	"github.com/mushroomdb/bucketlease/internal/location"
 )
 
-// NoServiceTime returns b as a driver without the service-time capability:
-// the Attrs of its Get, Put and PutStream carry a zero Time, with an error
-// too, so the lease judges records on the machines' clocks alone ("clocks:
-// assumed synchronised"). Checks that run the lease on fake clocks far from
-// a real service's (a takeover a TTL later, without waiting a TTL) use it.
-// The result is a multipart.PendingLister where b is one, and an io.Closer
-// that closes b (bucket.Bucket.Close).
+// NoServiceTime returns b without the service-time capability: its Attrs
+// carry a zero Time, so the lease judges records on the machines' clocks
+// alone. It is a multipart.PendingLister where b is one, and closes b.
 func NoServiceTime(b driver.Bucket) driver.Bucket { return hideTime(noServiceTime{Bucket: b}) }
 
-// OnFakeClocks returns b for a lease on fake clocks that move a TTL on
-// without waiting one: without the service's time (NoServiceTime), and
-// declaring no KeyWriteInterval, so that the lease does not wait between
-// its writes on a clock that never moves by itself. Against a service that
-// really limits writes per key (R2, Cloud Storage) such a lease gets the
-// service's 429s, and its retries wait on the fake clock: run those checks
-// on the system clock there.
+// OnFakeClocks returns b for a lease on fake clocks: NoServiceTime, and
+// declaring no KeyWriteInterval so the lease does not pace writes on a
+// clock that never moves. Against a service that limits writes per key,
+// run on the system clock instead.
 func OnFakeClocks(b driver.Bucket) driver.Bucket {
 	return hideTime(noServiceTime{Bucket: b, unpaced: true})
 }

@@ -1,13 +1,7 @@
 // Package wirefault makes faults on the wire: an http.RoundTripper that
-// forwards a request to the real service, lets the service act on it, then
-// throws the response away and reports a network error, as a client whose
-// connection dropped after sending would see; it can also show the test
-// every request sent and alter every reply kept (remove a header, say).
-// drivertest puts it under the driver under test's own client
-// (Options.Transport) to prove, through each driver and each SDK's retry
-// logic, that the lease recognises its own write whose answer never came,
-// that a reply without a version is an error, and that a wildcard is never
-// sent.
+// lets the service act on a request, then drops the reply as a reset
+// connection would; it can also watch requests and alter replies.
+// drivertest puts it under a driver's own client (Options.Transport).
 package wirefault
 
 import (
@@ -21,11 +15,9 @@ import (
 var ErrReplyDropped = errors.New("wirefault: connection reset after the request was sent")
 
 // Transport forwards every request to Base (http.DefaultTransport if nil)
-// and drops the reply of those Drop selects. Drop sees each request once
-// it has been answered; it is called with a lock held, so it may keep
-// counters without locking. Sent, if set, sees each request before it is
-// forwarded, and Reply each reply that is not dropped, before the client
-// does (to remove a header, say); both are called with the same lock held.
+// and drops the replies of those Drop selects, once answered. Sent sees each
+// request before it goes, Reply each kept reply before the client; Drop,
+// Sent and Reply are called with one lock held.
 type Transport struct {
 	Base  http.RoundTripper
 	Drop  func(*http.Request) bool
@@ -74,8 +66,7 @@ func (t *Transport) Dropped() int {
 	return t.dropped
 }
 
-// Once returns a Drop function that selects the first request for which
-// match is true, and no other.
+// Once returns a Drop that selects only the first request match accepts.
 func Once(match func(*http.Request) bool) func(*http.Request) bool {
 	done := false
 	return func(r *http.Request) bool {
@@ -87,8 +78,7 @@ func Once(match func(*http.Request) bool) func(*http.Request) bool {
 	}
 }
 
-// Write matches a request that may change the store: any method but GET
-// and HEAD.
+// Write matches a request that may change the store: not GET or HEAD.
 func Write(r *http.Request) bool {
 	return r.Method != http.MethodGet && r.Method != http.MethodHead
 }

@@ -15,19 +15,16 @@ import (
 	"github.com/mushroomdb/bucketlease/lease/admin"
 )
 
-// Wait is how Acquire waits for a held lease: not at all unless Wait
-// (--wait), looking again as often as a lease of TTL asks, and saying
-// each look if Verbose. The caller's context bounds the wait.
+// Wait is how Acquire waits for a held lease (--wait, --verbose); the
+// caller's context bounds the wait.
 type Wait struct {
 	Wait    bool
 	TTL     time.Duration
 	Verbose bool
 }
 
-// A StoppedError is Acquire's error for a wait that its context ended
-// (a signal, or --wait-timeout): Last is the holder it saw last, if
-// any, and Err the error of the acquire it cut short, if any, which
-// finished on its own and released anything it had written.
+// A StoppedError is Acquire's error for a wait its context ended: Last is
+// the holder seen last and Err the cut-short acquire's error, if any.
 type StoppedError struct {
 	Last *lease.HeldError
 	Err  error
@@ -40,18 +37,16 @@ func (e *StoppedError) Error() string {
 	return "stopped before the lease could be taken"
 }
 
-// Acquire takes the lease through c, or with w.Wait keeps trying until it
-// can, saying on p who holds it meanwhile. A wait that ctx ended returns
-// a *StoppedError.
+// Acquire takes the lease through c, with w.Wait retrying until it can and
+// saying on p who holds it; a wait ctx ended returns a *StoppedError.
 func Acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix string, w Wait, p *report.Printer) (*lease.Lease, error) {
 	var last *lease.HeldError
 	var lastSeen time.Time // when last was read, by our clock
 	failures := 0
 	vanished := false
 	for {
-		// A lease seen fresh, now gone without a release: something other
-		// than bucketlease deleted it, and its holder may still be
-		// writing. Take it only once its holder's fence has passed.
+		// A fresh lease gone without a release was deleted by something else,
+		// and its holder may still be writing: wait for its fence.
 		if gate := vanishedGate(last, lastSeen); !gate.IsZero() && time.Now().Before(gate) {
 			if st, err := admin.Inspect(ctx, bucket.New(b, prefix), time.Now()); err == nil && st.State == admin.Free {
 				if !vanished {
@@ -103,21 +98,18 @@ func Acquire(ctx context.Context, c *lease.Contender, b driver.Bucket, prefix st
 	}
 }
 
-// sameIDError is the error for a fresh record that names this instance
-// id but that this process did not write, seen once, without --wait: it
-// cannot yet tell another live process with the same id from this
-// instance's previous process that died, so it says both; --wait tells
-// them apart (exit 6 when the record is renewed, a takeover once stale).
+// sameIDError is for a fresh record naming this instance id that this
+// process did not write: without --wait it cannot tell a live twin from
+// this instance's dead predecessor, so it says both.
 func sameIDError(held *lease.HeldError, id string) error {
 	//lint:ignore ST1005 the line after the error is a sentence for people, as printed
 	return exitcode.With(exitcode.InstanceInUse, fmt.Errorf("%w\nEither another live process holds this lease under the same --instance-id %s (give each process its own --instance-id), or this instance's previous process died and left it, and it goes stale at %s: run with --wait to take it over then (--wait exits 6 at once if the record is renewed meanwhile).",
 		held, term.Safe(id), report.UTC(held.TakeoverAt)))
 }
 
-// vanishedGate is when a waiter that last saw the fresh lease last (at
-// seen) may take the lease if it finds the object gone: the takeover time
-// it was told, on its own monotonic clock. Zero when there is no such
-// lease (none seen, or a suspect one).
+// vanishedGate is when a waiter that saw the fresh lease last at seen may
+// take it if the object is gone: the takeover time on its own monotonic
+// clock. Zero when none was seen or it was suspect.
 func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
 	if last == nil || last.State != admin.Fresh {
 		return time.Time{}
@@ -125,14 +117,11 @@ func vanishedGate(last *lease.HeldError, seen time.Time) time.Time {
 	return seen.Add(last.TakeoverAt.Sub(last.Now))
 }
 
-// maxWaitFailures bounds how many acquire errors in a row (other than a
-// held lease) --wait rides out.
+// maxWaitFailures bounds the acquire errors in a row --wait rides out.
 const maxWaitFailures = 5
 
-// retriable reports whether an acquire error may pass: not a service that
-// ignores preconditions, not an instance id in use, not a key the driver
-// can never store (a LEASE that is a directory, say), and not a wrong
-// setting.
+// retriable reports whether --wait may ride out an acquire error: not
+// ignored preconditions, an id in use, an unstorable key or a bad setting.
 func retriable(err error) bool {
 	return !errors.Is(err, lease.ErrPreconditionsIgnored) && !errors.Is(err, lease.ErrInstanceInUse) &&
 		!errors.Is(err, driver.ErrInvalidKey) && !errors.Is(err, context.Canceled)
@@ -144,9 +133,8 @@ func waitPoll(ttl time.Duration) time.Duration {
 	return min(max(ttl/6, 250*time.Millisecond), 2*time.Second)
 }
 
-// retryDelay is how long --wait sleeps before the next attempt: until the
-// lease could be taken over (a little after) or the next look, whichever
-// is sooner; or a backoff after an error.
+// retryDelay is how long --wait sleeps: until a takeover is possible or the
+// next look, whichever is sooner; or a backoff after an error.
 func retryDelay(held *lease.HeldError, failures int, ttl time.Duration) time.Duration {
 	if held == nil {
 		return time.Duration(1<<min(failures, 5)) * time.Second

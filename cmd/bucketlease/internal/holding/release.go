@@ -34,21 +34,17 @@ func HoldUntilSignal(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, 
 	}
 }
 
-// WatchInterval is how often hold reads its lease object back between
-// renewals by default: a thirtieth of the TTL, from 100 ms to 1 s (one
-// small GET a second at the default TTL).
+// WatchInterval is how often hold reads its lease object back: a thirtieth
+// of the TTL, from 100 ms to 1 s.
 func WatchInterval(ttl time.Duration) time.Duration {
 	return min(max(ttl/30, 100*time.Millisecond), time.Second)
 }
 
-// Watch reads the lease object every interval (never, if interval is
-// 0) while ctx lasts, and sends on the channel it returns, once, why the
-// lease is no longer this holder's: the object is gone or names another
-// instance (or is no lease record at all). Nothing of bucketlease deletes a
-// held lease, and nothing but a takeover or break replaces it; a tool that
-// deleted it (a sync with --delete, a clean-up) has let the next contender
-// in at once, without waiting for this holder's fence. A read that fails is
-// no evidence and is ignored: the renewals handle the service's errors.
+// Watch reads the lease object every interval (never if 0) while ctx
+// lasts, and sends once why the lease is no longer this holder's: the
+// object is gone, names another instance, or is no lease record. A tool
+// that deleted it has let the next contender in without waiting for this
+// holder's fence. A failed read is no evidence and is ignored.
 func Watch(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, interval time.Duration) <-chan string {
 	out := make(chan string, 1)
 	if interval <= 0 {
@@ -77,10 +73,8 @@ func Watch(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, 
 			}
 			switch why, foreign := notOurs(st, l, before); {
 			case foreign:
-				// A takeover or a break: a renewal now lets the lease
-				// learn it lost (ErrLost, or broken), and hold stops the
-				// command as for any lost lease, without waiting for the
-				// next renewal.
+				// A takeover or break: renew now so the lease learns it
+				// lost without waiting for the next renewal.
 				rctx, cancel := l.Fence(ctx)
 				_ = leaseseam.Renew(rctx, l)
 				cancel()
@@ -96,11 +90,10 @@ func Watch(ctx context.Context, l *lease.Lease, b driver.Bucket, prefix string, 
 	return out
 }
 
-// notOurs says why st, read back while holding l, shows a lease object
-// that is gone or is no lease record, or "" if it may still be l's: its
-// version is one l wrote, or it names l's instance (a renewal whose reply
-// is on its way). foreign reports a lease record of another instance (a
-// takeover, or a break), which the lease itself judges at a renewal.
+// notOurs says why st shows a lease object that is gone or no lease
+// record, or "" if it may still be l's (a version l wrote, or l's instance
+// with a renewal's reply on its way). foreign reports another instance's
+// record, which the lease judges at a renewal.
 func notOurs(st admin.Status, l *lease.Lease, before driver.Version) (why string, foreign bool) {
 	if st.Version == before || st.Version == leaseseam.Inside(l).Version {
 		return "", false
@@ -116,8 +109,7 @@ func notOurs(st admin.Status, l *lease.Lease, before driver.Version) (why string
 	return "", false
 }
 
-// leaseEnded is the error for a lease that was fenced, lost or broken
-// while held.
+// leaseEnded is the error for a lease fenced, lost or broken while held.
 func leaseEnded(l *lease.Lease, p *report.Printer) error {
 	return exitcode.With(exitcode.LeaseEnded, fmt.Errorf("the lease %s ended while held: %s", l.Key(), endReason(l, p)))
 }
@@ -141,11 +133,9 @@ func endReason(l *lease.Lease, p *report.Printer) string {
 // lease was held (errors.Is).
 var ErrInterrupted = errors.New("interrupted")
 
-// Release releases the lease after result (what hold or its command came
-// to), reports the release on p only once it happened, and returns the
-// error hold exits with: result, or, when the release failed and the lease
-// had not ended anyway, the release failure (exit 125), with the hints
-// explain adds to a service's error.
+// Release releases the lease after result, reports the release on p once
+// it happened, and returns the error to exit with: result, or the release
+// failure (exit 125, with explain's hints) if the lease had not ended.
 func Release(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix string, p *report.Printer, result error, explain func(error) error) error {
 	endedBefore := l.Err()
 	ctx, cancel := context.WithTimeout(context.Background(), max(leaseseam.Inside(l).TTL, 10*time.Second))
@@ -178,8 +168,7 @@ func Release(l *lease.Lease, loc *location.Location, b driver.Bucket, prefix str
 	case st.Record != nil && st.Record.InstanceID == l.InstanceID() && st.State == admin.Released:
 		p.Note("released", fmt.Sprintf("released lease %s", l.Key()), func(r *report.Record) { r.Key = l.Key() })
 	case st.State == admin.Free:
-		// Release never deletes the lease object: something else did,
-		// and there was nothing of ours left to release.
+		// Release never deletes it: something else did.
 		p.Note("not-released", fmt.Sprintf("did not release lease %s: its lease object is gone, deleted by something other than bucketlease; there was nothing of ours to release", l.Key()),
 			func(r *report.Record) { r.Key, r.State = l.Key(), st.State.String() })
 	case st.Record == nil:

@@ -30,9 +30,8 @@ type Command struct {
 	Resume       func()
 }
 
-// Run is not available here: there is no watchdog for this
-// system yet, and running a command without one would not keep the
-// lease's promise.
+// Run is not available here: without a watchdog the lease's promise
+// could not be kept.
 func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *report.Printer) error {
 	return errors.New("hold -- COMMAND needs a Unix system: there is no watchdog for this one")
 }

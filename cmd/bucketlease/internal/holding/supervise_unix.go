@@ -24,15 +24,13 @@ const SigQuit = syscall.SIGQUIT
 // CommandSupported: hold can run a command under its watchdog here.
 const CommandSupported = true
 
-// watchdogMargin is how much before the lease's fence deadline the
-// watchdog kills the command: a tenth of the TTL, at most a second, for
-// the time it takes to wake up and kill.
+// watchdogMargin is how early, before the fence deadline, the watchdog kills
+// the command: a tenth of the TTL, at most a second.
 func watchdogMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.Second) }
 
-// watchdogDeadline converts the lease's fence deadline, less the margin,
-// to CLOCK_MONOTONIC and wall-clock nanoseconds. The monotonic reading is
-// taken first, so that a pause between the two readings can only make the
-// deadline earlier.
+// watchdogDeadline converts the fence deadline less the margin to
+// CLOCK_MONOTONIC and wall ns, reading monotonic first so a pause between
+// the readings can only make the deadline earlier.
 func watchdogDeadline(l *lease.Lease) (mono, wall int64) {
 	m := supervise.MonoNow()
 	fence := l.Deadline().Add(-watchdogMargin(leaseseam.Inside(l).TTL))
@@ -51,10 +49,9 @@ type Command struct {
 	Resume       func() // renews it again: the command continued
 }
 
-// Run runs the command under the lease l through the watchdog, passes
-// sigs on to it, stops it when the lease ends or gone says its object was
-// lost, and returns once it and everything it started are gone: nil or
-// the command's exit status, or exit 124 if the lease ended under it.
+// Run runs the command under l through the watchdog, passes sigs on, stops
+// it when the lease ends or gone fires, and returns once all it started is
+// gone: the command's exit status, or exit 124 if the lease ended under it.
 func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string, p *report.Printer) error {
 	if !l.MayWrite() { // ended, or fenced already: the command must not start
 		if l.Err() == nil {
@@ -83,9 +80,7 @@ func (c *Command) Run(l *lease.Lease, sigs <-chan os.Signal, gone <-chan string,
 	return sv.run(sigs, reports)
 }
 
-// A supervisor is hold's side of a command run under the watchdog: what
-// it knows of the watchdog, of the command from the watchdog's reports,
-// and of the lease.
+// A supervisor is hold's side of a command run under the watchdog.
 type supervisor struct {
 	l     *lease.Lease
 	c     *Command
@@ -110,10 +105,9 @@ type supervisor struct {
 	termKill  <-chan time.Time // --grace after hold got SIGTERM
 }
 
-// launch starts the watchdog (self), which starts the command at path,
-// with the lease's fence deadline and its variables, and the pipes for
-// hold's messages (sv.ctl) and the watchdog's reports, whose reading end
-// it returns.
+// launch starts the watchdog (self), which starts the command at path
+// with the lease's fence deadline and variables, and returns the reading
+// end of the report pipe.
 func (sv *supervisor) launch(self, path string, pidNS bool) (*os.File, error) {
 	l := sv.l
 	ctlR, ctlW, err := os.Pipe()
@@ -153,9 +147,8 @@ func (sv *supervisor) send(format string, args ...any) {
 	_, _ = fmt.Fprintf(sv.ctl, format+"\n", args...)
 }
 
-// extendDeadline extends the watchdog's deadline after every renewal, in
-// the background, until the lease ends or the function it returns is
-// called; that function returns once it has stopped.
+// extendDeadline extends the watchdog's deadline after every renewal until
+// the lease ends or stop is called; stop returns once it has stopped.
 func (sv *supervisor) extendDeadline() (stop func()) {
 	l := sv.l
 	stopExtending := make(chan struct{})
@@ -183,9 +176,8 @@ func (sv *supervisor) extendDeadline() (stop func()) {
 	return func() { close(stopExtending); <-extended }
 }
 
-// run acts on signals, the lease's end and the watchdog's reports until
-// the command and everything it started are gone, or the watchdog is, and
-// returns hold's outcome.
+// run acts on signals, the lease's end and reports until the command's tree
+// or the watchdog is gone, and returns hold's outcome.
 func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan supervise.Report) error {
 	for {
 		// Reports already waiting come first: after hold was stopped, the
@@ -211,9 +203,8 @@ func (sv *supervisor) run(sigs <-chan os.Signal, reports <-chan supervise.Report
 	}
 }
 
-// wait waits for a signal, a timer, the lease's end or its object's loss,
-// or a report, and acts on it unless it is a report, which it returns
-// (got true; ok false once the watchdog's reports have ended).
+// wait waits for a signal, a timer, the lease's end or loss, or a report;
+// it acts on all but a report, which it returns (ok false once reports end).
 func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan supervise.Report) (rep supervise.Report, ok, got bool) {
 	l, p := sv.l, sv.p
 	select {
@@ -244,9 +235,8 @@ func (sv *supervisor) wait(sigs <-chan os.Signal, reports <-chan supervise.Repor
 	return supervise.Report{}, false, false
 }
 
-// onSignal passes a signal hold got on to the command, unless the command
-// has ended or the terminal sent it the signal too; a first SIGTERM also
-// starts the --grace before everything is killed.
+// onSignal passes a signal on unless the command ended or the terminal sent
+// it too; a first SIGTERM starts the --grace.
 func (sv *supervisor) onSignal(s os.Signal) {
 	p, pid := sv.p, sv.pid
 	ss, _ := s.(syscall.Signal)
@@ -274,16 +264,13 @@ func (sv *supervisor) onSignal(s os.Signal) {
 	sv.send("signal %d", int(ss))
 }
 
-// onLeaseEnd stops the command once the lease has ended: at once, with
-// SIGKILL, if it was taken from this holder; otherwise with SIGTERM and
-// the --grace, after a moment for the watchdog's reports.
+// onLeaseEnd stops the command: SIGKILL at once if the lease was taken from
+// this holder, else SIGTERM and the --grace.
 func (sv *supervisor) onLeaseEnd() {
 	l, p := sv.l, sv.p
 	sv.leaseEnd, sv.ended = nil, true
 	if errors.Is(l.Err(), lease.ErrLost) {
-		// Taken from us (broken, taken over, overwritten):
-		// another instance may hold the lease already, so
-		// there is no grace.
+		// Another instance may hold the lease already: no grace.
 		what := "the command and everything it started are"
 		if sv.status >= 0 {
 			what = "whatever the command left running is"
@@ -298,9 +285,8 @@ func (sv *supervisor) onLeaseEnd() {
 	sv.stopAfter = time.After(100 * time.Millisecond)
 }
 
-// finish is hold's outcome once the watchdog's reports have ended: the
-// command's, if the watchdog saw everything gone; otherwise the watchdog
-// died, and what it supervised is killed.
+// finish is hold's outcome once reports end: the command's if the watchdog
+// saw everything gone, else the watchdog died and its tree is killed.
 func (sv *supervisor) finish() error {
 	<-sv.exited
 	if sv.status >= 0 && sv.how == "clean" {
@@ -367,13 +353,11 @@ func (sv *supervisor) onReport(rep supervise.Report) (done bool, err error) {
 	return false, nil
 }
 
-// commandResult is what hold exits with once the command and everything
-// it started are gone.
+// commandResult is hold's exit once the command's tree is gone.
 func commandResult(l *lease.Lease, p *report.Printer, status int, ended bool) error {
 	if l.Err() == nil && !l.MayWrite() {
-		// Past the fence deadline (hold was stopped, say): the lease's
-		// fence timer, due now, ends it and reports "fenced"; wait for
-		// it so that the outcome does not depend on which came first.
+		// Past the fence deadline: wait for the lease's due fence timer, so
+		// the outcome does not depend on which came first.
 		select {
 		case <-l.Done():
 		case <-time.After(time.Second):

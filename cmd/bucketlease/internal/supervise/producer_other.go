@@ -14,9 +14,7 @@ import (
 	"time"
 )
 
-// A Producer is put's COMMAND: its stdout is the body. There is no watchdog
-// for this system: put runs the producer as its direct child, and signals
-// and waits for only that process.
+// A Producer is put's COMMAND, run as put's direct child: no watchdog here.
 type Producer struct {
 	name string
 	cmd  *exec.Cmd
@@ -76,10 +74,8 @@ func (p *Producer) Signal(s os.Signal) {
 	}
 }
 
-// Stop ends a producer whose output is no longer wanted (the upload failed
-// or was refused): it closes put's end of its stdout (a writer then gets
-// SIGPIPE), sends SIGTERM, and SIGKILL if it has not exited within grace;
-// it returns once the producer has been waited for.
+// Stop closes put's end of the producer's stdout, sends SIGTERM, then
+// SIGKILL after grace, and returns once the producer has been waited for.
 func (p *Producer) Stop(grace time.Duration) {
 	if p == nil {
 		return

@@ -14,16 +14,11 @@ import (
 	"time"
 )
 
-// A Producer is put's COMMAND, run as hold runs its command: under the
-// watchdog (watchdog.go), a second process of this binary, in a new PID
-// namespace where the system allows one (the kernel kills the namespace
-// as a whole when the watchdog dies, and the watchdog dies with put),
-// else in a session of its own with the watchdog as its child subreaper
-// (it kills everything once put's end of its control pipe closes). The
-// producer's stdout is a pipe to put. The watchdog holds that pipe too,
-// so the body ends only once the producer has exited and whatever it left
-// running is gone. The watchdog has no deadline here: the lease fences
-// the upload, not the producer.
+// A Producer is put's COMMAND, run under the watchdog as hold runs its
+// command (see watchdogModes). Its stdout is a pipe to put that the
+// watchdog holds too, so the body ends only once the producer and all it
+// left running are gone. There is no deadline: the lease fences the
+// upload, not the producer.
 type Producer struct {
 	name      string
 	out       io.ReadCloser // put's end of the producer's stdout
@@ -55,11 +50,9 @@ type latch struct {
 func newLatch() *latch  { return &latch{c: make(chan struct{})} }
 func (o *latch) close() { o.o.Do(func() { close(o.c) }) }
 
-// StartProducer starts argv (argv[0] found at path) under the watchdog
-// (self, this program; "" for os.Executable), with put's stdin and stderr,
-// its stdout a pipe to put, and returns once the watchdog has started it.
-// With pidNS false, the watchdog runs without a PID namespace, as where
-// none is allowed.
+// StartProducer starts argv (found at path) under the watchdog (self; "" for
+// os.Executable) with put's stdin and stderr and its stdout a pipe to put,
+// and returns once it started. pidNS false avoids a PID namespace.
 func StartProducer(self, path string, argv []string, stderr io.Writer, pidNS bool) (*Producer, error) {
 	if self == "" {
 		var err error
@@ -67,8 +60,8 @@ func StartProducer(self, path string, argv []string, stderr io.Writer, pidNS boo
 			return nil, fmt.Errorf("put: cannot find this program to run the producer's watchdog: %w; nothing was written", err)
 		}
 	}
-	// out, control, report: put keeps the first end of out, the second of
-	// control, the first of report.
+	// ends are out, control and report: put keeps the read end of out and
+	// report, the write end of control.
 	ends, err := pipes(3)
 	if err != nil {
 		return nil, err
@@ -211,9 +204,7 @@ func (p *Producer) Wait() error {
 	return nil
 }
 
-// Signal passes a signal put received on to the producer, unless the
-// terminal sent it to the producer too (it is in put's process group, in a
-// PID namespace of its own).
+// Signal passes a signal on to the producer unless the terminal sent it too.
 func (p *Producer) Signal(s os.Signal) {
 	ss, ok := s.(syscall.Signal)
 	if p == nil || !ok || TerminalDelivers(ss, p.mode.SharesGroup) {
@@ -222,12 +213,9 @@ func (p *Producer) Signal(s os.Signal) {
 	p.send("signal %d", int(ss))
 }
 
-// Stop ends the producer and everything it started, on every way out of
-// put: it closes put's end of the producer's stdout (a writer then gets
-// SIGPIPE), and has the watchdog send SIGTERM to every process left,
-// SIGKILL to those still running after grace; it returns once the watchdog
-// has seen nothing left running and exited. A watchdog that does not
-// exit in time is killed, and what it left with it.
+// Stop ends the producer and all it started: it closes put's end of its
+// stdout, has the watchdog send SIGTERM, then SIGKILL after grace, and
+// returns once the watchdog has exited.
 func (p *Producer) Stop(grace time.Duration) {
 	if p == nil {
 		return
@@ -243,9 +231,8 @@ func (p *Producer) Stop(grace time.Duration) {
 	})
 }
 
-// awaitGone waits until the watchdog has exited: after it saw nothing left
-// running, at most grace after its SIGTERM and 5 s of reaping. One that
-// does not exit in time is killed, and what it supervised with it.
+// awaitGone waits for the watchdog to exit (at most grace plus 5 s of
+// reaping), else kills it and what it supervised.
 func (p *Producer) awaitGone(grace time.Duration) {
 	t := time.NewTimer(grace + 10*time.Second)
 	defer t.Stop()

@@ -13,10 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InheritedFiles lists the file descriptors this process received without
-// close-on-exec (0, 1, 2 and any the caller opened for the command, such as
-// 9>lockfile), so that the watchdog, and the command after it, get the
-// same ones at the same numbers.
+// InheritedFiles lists the descriptors this process received without
+// close-on-exec, for the watchdog and command to get at the same numbers.
 func InheritedFiles() []*os.File {
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
 	last := 2
@@ -55,9 +53,7 @@ func ReadReports(r io.Reader) <-chan Report {
 	return reports
 }
 
-// A Report is one line from the watchdog: its fields (the kind, then at
-// most two arguments, the last the rest of the line), and when the
-// watchdog wrote it.
+// A Report is one line from the watchdog and when it was written.
 type Report struct {
 	At     time.Time
 	Fields []string

@@ -7,10 +7,8 @@ import (
 	"syscall"
 )
 
-// watchdogModes are the ways hold tries to start the watchdog. There is no
-// PID namespace here: the watchdog runs in a session of its own, out of
-// reach of a signal to hold's process group, and signals the command's
-// process group as a whole.
+// watchdogModes has one way here, without a PID namespace: the watchdog in
+// its own session, signalling the command's process group.
 func watchdogModes(bool) []Mode {
 	return []Mode{{Name: "session", Words: "in its own session", sys: &syscall.SysProcAttr{Setsid: true}}}
 }
@@ -20,12 +18,9 @@ func hostPID(nsPid int) int { return nsPid }
 
 // BecomeSubreaper is not available here: processes that leave the
 // command's process group escape the watchdog.
-func BecomeSubreaper() error {
-	return errors.New("no child subreaper on this system")
-}
+func BecomeSubreaper() error { return errors.New("no child subreaper on this system") }
 
-// commandAttr starts the command in its own process group, which the
-// watchdog signals as a whole.
+// commandAttr starts the command in its own process group.
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // descendants is not known here beyond the command's process group.

@@ -11,18 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watchdogModes are the ways hold tries to start the watchdog, best first.
-// The first two make the watchdog the init of a new PID namespace that the
-// command and everything it starts live in: when the watchdog dies, for
-// whatever reason (SIGKILL to it, to hold's process group, or hold's death
-// through PR_SET_PDEATHSIG), the kernel kills every process in the
-// namespace, and none can leave it. A PID namespace needs CAP_SYS_ADMIN;
-// an unprivileged user gets one inside a new user namespace that maps only
-// its own uid and gid. Where neither is allowed, the watchdog runs in a
-// session of its own, out of reach of a signal to hold's process group, as
-// a child subreaper that finds every descendant.
-//
-// With pidNS false (hold --pid-namespace=false), only the last is tried.
+// watchdogModes are the ways to start the watchdog, best first. In a new
+// PID namespace (needing CAP_SYS_ADMIN, or a user namespace mapping only
+// our uid and gid) the kernel kills every process in it when the watchdog
+// dies, however it dies, and none can leave. Otherwise the watchdog runs in
+// its own session, out of reach of signals to hold's group, as a child
+// subreaper that finds every descendant. With pidNS false only that is tried.
 func watchdogModes(pidNS bool) []Mode {
 	uid, gid := os.Getuid(), os.Getgid()
 	modes := []Mode{
@@ -42,22 +36,16 @@ func watchdogModes(pidNS bool) []Mode {
 	return modes
 }
 
-// inPIDNamespace reports whether this process is the init of a PID
-// namespace: the watchdog, started by hold in one.
+// inPIDNamespace reports whether this process is a PID namespace's init.
 func inPIDNamespace() bool { return os.Getpid() == 1 }
 
 // BecomeSubreaper makes orphaned descendants of this process its children
 // rather than init's, so that none can escape the watchdog.
-func BecomeSubreaper() error {
-	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
+func BecomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
 
-// commandAttr is how the watchdog starts the command: in the watchdog's own
-// process group (hold's, in a PID namespace, so that the terminal's job
-// control reaches it), and killed by the kernel if the watchdog dies.
-func commandAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
+// commandAttr starts the command in the watchdog's process group (hold's, in
+// a PID namespace, for job control), killed if the watchdog dies.
+func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
 
 // descendants returns the live processes below root, from /proc.
 func descendants(root int) []int {
@@ -108,9 +96,8 @@ func descendants(root int) []int {
 	return out
 }
 
-// signalTree sends sig to every live descendant of this process (in a PID
-// namespace: to every process in it but this one), and reports how many
-// processes it reached.
+// signalTree sends sig to every live descendant (in a PID namespace, every
+// other process) and returns how many it reached.
 func signalTree(cmdPid int, sig syscall.Signal) int {
 	if inPIDNamespace() {
 		return signalNamespace(sig)
@@ -124,10 +111,8 @@ func signalTree(cmdPid int, sig syscall.Signal) int {
 	return n
 }
 
-// signalNamespace sends sig to every other process in this PID namespace,
-// which kill(-1) does for its init, and returns how many live ones there
-// were. /proc is the host's (its pids are not ours), so they are counted by
-// their namespace.
+// signalNamespace sends sig to every other process in this PID namespace
+// (kill(-1)) and counts them by namespace, since /proc is the host's.
 func signalNamespace(sig syscall.Signal) int {
 	n, err := countNamespace()
 	if err != nil { // cannot count: kill(-1) still reaches them all
@@ -142,8 +127,7 @@ func signalNamespace(sig syscall.Signal) int {
 	return n
 }
 
-// countNamespace counts the live processes, other than this one, in this
-// process's PID namespace.
+// countNamespace counts the other live processes in this PID namespace.
 func countNamespace() (int, error) {
 	self, err := os.Readlink("/proc/self")
 	if err != nil {
@@ -187,9 +171,8 @@ func procStat(name string) string {
 	return s[i+2 : i+3]
 }
 
-// hostPID returns the pid, as the rest of the machine sees it, of this
-// process's child nsPid in this PID namespace; outside one, nsPid itself.
-// It is what hold reports, so that an operator can find the command.
+// hostPID returns the host's pid for nsPid, this process's child in its PID
+// namespace (outside one, nsPid), so an operator can find the command.
 func hostPID(nsPid int) int {
 	if !inPIDNamespace() {
 		return nsPid

@@ -23,42 +23,26 @@ import (
 // is not listed in the help: only hold starts it.
 const WatchdogName = "__watchdog"
 
-// The watchdog is a second process between hold and its command:
+// The watchdog sits between hold and its command (hold ── watchdog ──
+// COMMAND ── …) and only enforces the deadline hold keeps extending: when it
+// passes, or hold's end of the control pipe closes, it kills the command
+// and every process below it. It ignores the terminal's stop and interrupt
+// signals, so Ctrl-Z stops hold and the command but not it.
 //
-//	hold ── watchdog ── COMMAND ── what it starts …
+// Control messages, one per line (times in ns):
 //
-// It starts the command and does nothing but enforce the deadline hold
-// keeps extending (the lease's fence deadline, a little early): when the
-// deadline passes, or when hold disappears (its end of the control pipe
-// closes), it stops and kills the command and every process below it. On
-// Linux it is a child subreaper, so a process that double-forks or leaves
-// the process group is still its descendant. It ignores the terminal's
-// stop and interrupt signals, so that Ctrl-Z, which stops hold and the
-// command, does not stop it.
+//	deadline MONO WALL   kill all once CLOCK_MONOTONIC reaches MONO or the wall clock WALL
+//	signal N             pass signal N on to the command (and SIGCONT if stopped)
+//	stop GRACE           SIGTERM to all, SIGKILL after GRACE (or at the deadline)
+//	kill [REASON]        SIGKILL to all now
 //
-// Hold talks to it over a pipe, one line per message:
-//
-//	deadline MONO WALL   kill everything once CLOCK_MONOTONIC reaches MONO
-//	                     or the wall clock WALL (both in ns)
-//	signal N             pass signal N on to the command (and SIGCONT if it
-//	                     is stopped)
-//	stop GRACE           the lease ended: SIGTERM to every process, SIGKILL
-//	                     after GRACE ns (or at the deadline, if sooner)
-//	kill [REASON]        SIGKILL to every process now
-//
-// and it reports on another, each line after "@NS " (the time of the
-// report, ns since the epoch, so that hold reports when it happened even
-// if hold was stopped meanwhile):
+// Reports, each after "@NS " (when it happened, ns since the epoch, so hold
+// reports it right even if hold was stopped meanwhile):
 //
 //	started PID | start-failed CODE MESSAGE | warning MESSAGE
-//	stopped SIGNAL | continued
-//	exited CODE DESCRIPTION        the command itself ended
-//	leftover N                     N processes it left were sent SIGTERM
-//	killed N REASON                N processes were sent SIGKILL
+//	stopped SIGNAL | continued | exited CODE DESCRIPTION
+//	leftover N | killed N REASON   N processes sent SIGTERM / SIGKILL
 //	clean                          nothing is left running; the watchdog exits
-//
-// When hold's end of the control pipe closes, the watchdog kills
-// everything and exits.
 
 // WatchdogArgs is how hold starts the watchdog.
 func WatchdogArgs(ctlFD, repFD int, grace time.Duration, monoDeadline, wallDeadline int64, path string, argv []string) []string {
@@ -80,8 +64,7 @@ type watchdog struct {
 	killing      bool      // set once killAll stops everything: no more stop reports
 }
 
-// RunWatchdog runs the watchdog with the arguments after its name and
-// returns its exit code.
+// RunWatchdog runs the watchdog on the arguments after its name.
 func RunWatchdog(args []string) int {
 	if len(args) < 8 || args[5] != "--" {
 		fmt.Fprintln(os.Stderr, "bucketlease: the watchdog is started by \"bucketlease hold URL -- COMMAND\", not by hand")
@@ -123,11 +106,9 @@ func RunWatchdog(args []string) int {
 	return w.supervise(lines, chld, sigs)
 }
 
-// watchdogSignals catches the signals the terminal sends: they reach the
-// watchdog too (it is in hold's process group), and it acts only on hold's
-// messages. Catching a signal rather than ignoring it leaves the command
-// its default disposition; a signal ignored when hold started (nohup)
-// stays ignored for it.
+// watchdogSignals catches the terminal's signals, which reach the watchdog
+// in hold's group; it acts only on hold's messages. Catching rather than
+// ignoring leaves the command its default disposition.
 func watchdogSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 8)
 	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGHUP, syscall.SIGTERM,
@@ -139,9 +120,8 @@ func watchdogSignals() <-chan os.Signal {
 	return sigs
 }
 
-// start starts the command argv, found at path, and reports it started,
-// or reports why it could not be started (exit 126, or 127 if it does not
-// exist) and returns false.
+// start starts argv at path and reports it started, or why not (exit 126,
+// 127 if missing) and returns false.
 func (w *watchdog) start(path string, argv []string) bool {
 	cmd := exec.Command(path)
 	cmd.Args = argv
@@ -160,10 +140,8 @@ func (w *watchdog) start(path string, argv []string) bool {
 	return true
 }
 
-// supervise watches the command until it and everything it started are
-// gone (exit 0), or hold is gone (everything is killed; exit 1): it reaps,
-// kills at the fence deadline and after the grace, stops what the command
-// left running, and acts on hold's messages, the lines.
+// supervise reaps, kills at the deadline and after the grace, and acts on
+// hold's lines until the command's tree is gone (0) or hold is (1).
 func (w *watchdog) supervise(lines <-chan string, chld, sigs <-chan os.Signal) int {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -269,9 +247,8 @@ func (w *watchdog) pastDeadline() bool {
 	return MonoNow() >= w.monoDeadline || time.Now().UnixNano() >= w.wallDeadline
 }
 
-// nextWake is how long the loop may sleep: until the deadline or the
-// SIGKILL after a grace, and never more than a tenth of a second, so that a
-// wall-clock step is noticed too.
+// nextWake is how long the loop may sleep: until the deadline or a pending
+// SIGKILL, at most 100 ms so a wall-clock step is noticed.
 func (w *watchdog) nextWake() time.Duration {
 	d := 100 * time.Millisecond
 	if w.monoDeadline >= 0 {
@@ -302,8 +279,7 @@ func (w *watchdog) killAll(reason string) {
 	w.drain(5 * time.Second)
 }
 
-// drain reaps until nothing is left running below the watchdog, for at
-// most d.
+// drain reaps until nothing is left running below the watchdog, for at most d.
 func (w *watchdog) drain(d time.Duration) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
@@ -316,8 +292,7 @@ func (w *watchdog) drain(d time.Duration) {
 	}
 }
 
-// reap collects every child that changed state, and reports the command's
-// own changes.
+// reap reaps every changed child, reporting the command's own changes.
 func (w *watchdog) reap() {
 	for range 10000 {
 		var ws syscall.WaitStatus
@@ -364,10 +339,8 @@ func SignalName(s os.Signal) string {
 	return "signal " + strconv.Itoa(int(ss))
 }
 
-// KillOrphans kills what is left of the command's tree after the watchdog
-// died: on Linux every descendant of hold (a subreaper), elsewhere the
-// command's process group. It reaps what it can and returns how many
-// processes it signalled.
+// KillOrphans kills what the command left after the watchdog died (hold's
+// descendants on Linux, else its group) and returns how many it signalled.
 func KillOrphans(cmdPid int, subreaper bool) int {
 	n := 0
 	for range 50 {
@@ -396,10 +369,7 @@ func KillOrphans(cmdPid int, subreaper bool) int {
 	return n
 }
 
-// A Mode is one way of starting the watchdog: its name (for
-// --json), its description, the process attributes, and whether the
-// command ends up in hold's process group (and so under the terminal's job
-// control).
+// A Mode is one way of starting the watchdog.
 type Mode struct {
 	Name, Words string
 	sys         *syscall.SysProcAttr
@@ -407,11 +377,9 @@ type Mode struct {
 }
 
 // StartWatchdog starts the watchdog in the first of watchdogModes(pidNS)
-// that the system allows, and returns it, the mode, and a channel closed once it
-// has exited and been reaped. The process is started and waited for by
-// one goroutine locked to its OS thread: the kernel's PR_SET_PDEATHSIG
-// fires when the thread that started a child exits, not the process, and
-// that thread must live as long as the watchdog does.
+// the system allows, and returns it, the mode, and a channel closed once it
+// is reaped. One goroutine locked to its OS thread starts and waits for it:
+// PR_SET_PDEATHSIG fires when the starting thread exits, not the process.
 func StartWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*os.Process, Mode, <-chan struct{}, error) {
 	type started struct {
 		proc *os.Process
@@ -449,10 +417,8 @@ func StartWatchdog(pidNS bool, self string, args []string, attr *os.ProcAttr) (*
 // errNoTerminal is returned when hold has no controlling terminal.
 var errNoTerminal = errors.New("no controlling terminal")
 
-// TerminalDelivers reports whether s, an interrupt or quit, most likely
-// came from the terminal to hold's whole process group, the command
-// included: hold's group is the terminal's foreground group, and the
-// command runs in it (commandInHoldsGroup).
+// TerminalDelivers reports whether s most likely came from the terminal to
+// hold's foreground group with the command in it.
 func TerminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
 	if s != syscall.SIGINT && s != syscall.SIGQUIT || !commandInHoldsGroup {
 		return false
@@ -461,8 +427,7 @@ func TerminalDelivers(s syscall.Signal, commandInHoldsGroup bool) bool {
 	return err == nil && fg == syscall.Getpgrp()
 }
 
-// foregroundGroup returns the foreground process group of hold's
-// controlling terminal.
+// foregroundGroup returns hold's controlling terminal's foreground group.
 func foregroundGroup() (int, error) {
 	f, err := os.Open("/dev/tty")
 	if err != nil {
