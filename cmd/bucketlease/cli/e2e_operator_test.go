@@ -110,10 +110,10 @@ func tickFile(t *testing.T, path string) int64 {
 //
 // The TTL is 20 s so that the first hold's next renewal, which would also
 // find the object gone, is 6.7 s after the deletion. The waiter's create
-// takes a poll and a tick of the service's clock (about 2 s on file), so
-// without the read-back it starts well before that renewal. With a 6 s
-// TTL the renewal comes first, 0.2 s before the waiter, and the mutant
-// survives.
+// takes a poll and a tick of the service's clock (the file system's
+// resolution, measured at Open), so without the read-back it starts well
+// before that renewal; with a short TTL the renewal could come first and
+// the mutant survive.
 func TestDeletedLeaseStopsCommand(t *testing.T) {
 	deleted, lastA, startB, codeA := deletedLease(t, "20s", nil)
 	if codeA != exitcode.LeaseEnded {
